@@ -1,0 +1,183 @@
+package schema
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// DDLError is a problem in a DDL schema string; Offset is the 0-based byte offset in that string.
+type DDLError struct {
+	Offset int
+	Msg    string
+}
+
+func (e *DDLError) Error() string { return fmt.Sprintf("at character %d: %s", e.Offset+1, e.Msg) }
+
+// ParseDDL parses a Spark DDL schema string such as
+// "op STRING, order_id BIGINT, amount DECIMAL(10,2), at TIMESTAMP". Type names are
+// case-insensitive and accept Spark's synonyms (LONG, INTEGER, BOOL, NUMERIC/DEC). Column names
+// may be quoted with backticks. Nested types (STRUCT, ARRAY, MAP) are refused as not supported yet.
+// Errors are *DDLError with the offset of the problem.
+func ParseDDL(s string) (Schema, error) {
+	p := &ddlParser{s: s}
+	var out Schema
+	seen := map[string]bool{}
+	p.space()
+	if p.pos >= len(s) {
+		return Schema{}, &DDLError{0, "the schema is empty; write columns as \"name TYPE, ...\""}
+	}
+	for {
+		p.space()
+		start := p.pos
+		name, err := p.name()
+		if err != nil {
+			return Schema{}, err
+		}
+		if seen[name] {
+			return Schema{}, &DDLError{start, fmt.Sprintf("column %q is declared twice", name)}
+		}
+		seen[name] = true
+		p.space()
+		t, err := p.typ()
+		if err != nil {
+			return Schema{}, err
+		}
+		p.space()
+		// Optional NOT NULL / COMMENT are not supported; say so clearly.
+		out.Fields = append(out.Fields, Field{Name: name, Type: t, Nullable: true})
+		if p.pos >= len(s) {
+			return out, nil
+		}
+		if s[p.pos] != ',' {
+			return Schema{}, &DDLError{p.pos, fmt.Sprintf("expected ',' or the end after column %q, found %q", name, rest(s[p.pos:]))}
+		}
+		p.pos++
+	}
+}
+
+type ddlParser struct {
+	s   string
+	pos int
+}
+
+func rest(s string) string {
+	if len(s) > 12 {
+		return s[:12] + "..."
+	}
+	return s
+}
+
+func (p *ddlParser) space() {
+	for p.pos < len(p.s) && unicode.IsSpace(rune(p.s[p.pos])) {
+		p.pos++
+	}
+}
+
+func (p *ddlParser) name() (string, error) {
+	if p.pos < len(p.s) && p.s[p.pos] == '`' {
+		end := strings.IndexByte(p.s[p.pos+1:], '`')
+		if end < 0 {
+			return "", &DDLError{p.pos, "unclosed backtick in column name"}
+		}
+		n := p.s[p.pos+1 : p.pos+1+end]
+		p.pos += end + 2
+		if n == "" {
+			return "", &DDLError{p.pos - 2, "empty column name"}
+		}
+		return n, nil
+	}
+	start := p.pos
+	for p.pos < len(p.s) && (p.s[p.pos] == '_' || unicode.IsLetter(rune(p.s[p.pos])) || unicode.IsDigit(rune(p.s[p.pos]))) {
+		p.pos++
+	}
+	if start == p.pos {
+		return "", &DDLError{start, fmt.Sprintf("expected a column name, found %q", rest(p.s[start:]))}
+	}
+	return p.s[start:p.pos], nil
+}
+
+func (p *ddlParser) word() string {
+	start := p.pos
+	for p.pos < len(p.s) && (unicode.IsLetter(rune(p.s[p.pos])) || unicode.IsDigit(rune(p.s[p.pos])) || p.s[p.pos] == '_') {
+		p.pos++
+	}
+	return p.s[start:p.pos]
+}
+
+func (p *ddlParser) typ() (Type, error) {
+	start := p.pos
+	w := strings.ToUpper(p.word())
+	switch w {
+	case "BIGINT", "LONG":
+		return Type{Kind: Long}, nil
+	case "INT", "INTEGER":
+		return Type{Kind: Integer}, nil
+	case "STRING":
+		return Type{Kind: String}, nil
+	case "DOUBLE":
+		return Type{Kind: Double}, nil
+	case "BOOLEAN", "BOOL":
+		return Type{Kind: Boolean}, nil
+	case "DATE":
+		return Type{Kind: DateKind}, nil
+	case "TIMESTAMP":
+		return Type{Kind: TimestampKind}, nil
+	case "DECIMAL", "DEC", "NUMERIC":
+		t := Type{Kind: DecimalKind, Precision: 10, Scale: 0} // Spark's default DECIMAL is (10,0)
+		p.space()
+		if p.pos < len(p.s) && p.s[p.pos] == '(' {
+			p.pos++
+			p.space()
+			pr, err := p.int()
+			if err != nil {
+				return Type{}, err
+			}
+			t.Precision = pr
+			t.Scale = 0
+			p.space()
+			if p.pos < len(p.s) && p.s[p.pos] == ',' {
+				p.pos++
+				p.space()
+				sc, err := p.int()
+				if err != nil {
+					return Type{}, err
+				}
+				t.Scale = sc
+				p.space()
+			}
+			if p.pos >= len(p.s) || p.s[p.pos] != ')' {
+				return Type{}, &DDLError{p.pos, "expected ')' to close DECIMAL(precision, scale)"}
+			}
+			p.pos++
+		}
+		if t.Precision < 1 || t.Precision > 38 {
+			return Type{}, &DDLError{start, fmt.Sprintf("DECIMAL precision %d is out of range 1..38", t.Precision)}
+		}
+		if t.Precision > MaxDecimalPrecision {
+			return Type{}, &DDLError{start, fmt.Sprintf("DECIMAL(%d,%d) is not supported yet: precision above %d; use DECIMAL(%d,%d) or DOUBLE", t.Precision, t.Scale, MaxDecimalPrecision, MaxDecimalPrecision, min(t.Scale, MaxDecimalPrecision))}
+		}
+		if t.Scale > t.Precision {
+			return Type{}, &DDLError{start, fmt.Sprintf("DECIMAL scale %d is larger than its precision %d", t.Scale, t.Precision)}
+		}
+		return t, nil
+	case "STRUCT", "ARRAY", "MAP", "FLOAT", "SMALLINT", "TINYINT", "BINARY", "TIMESTAMP_NTZ", "VOID", "INTERVAL", "CHAR", "VARCHAR":
+		return Type{}, &DDLError{start, fmt.Sprintf("type %s is not supported yet; supported: BIGINT, INT, STRING, DOUBLE, BOOLEAN, DECIMAL(p,s), DATE, TIMESTAMP", w)}
+	case "":
+		return Type{}, &DDLError{start, fmt.Sprintf("expected a type after the column name, found %q", rest(p.s[start:]))}
+	}
+	return Type{}, &DDLError{start, fmt.Sprintf("unknown type %q; supported: BIGINT, INT, STRING, DOUBLE, BOOLEAN, DECIMAL(p,s), DATE, TIMESTAMP", w)}
+}
+
+func (p *ddlParser) int() (int, error) {
+	start := p.pos
+	for p.pos < len(p.s) && p.s[p.pos] >= '0' && p.s[p.pos] <= '9' {
+		p.pos++
+	}
+	n, err := strconv.Atoi(p.s[start:p.pos])
+	if err != nil {
+		return 0, &DDLError{start, "expected a number"}
+	}
+	return n, nil
+}

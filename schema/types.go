@@ -1,0 +1,159 @@
+package schema
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Kind is a column's primitive type, named after Spark SQL's type names.
+type Kind int
+
+// The supported kinds. The Go value of each (see the package invariant) is:
+// Long int64, Integer int32, String string, Double float64, Boolean bool,
+// Decimal Decimal (unscaled int64), Date Date (days since 1970-01-01), Timestamp Timestamp
+// (microseconds since the Unix epoch, UTC).
+const (
+	Long Kind = iota + 1
+	Integer
+	String
+	Double
+	Boolean
+	DecimalKind
+	DateKind
+	TimestampKind
+)
+
+// MaxDecimalPrecision is the largest DECIMAL precision supported: the unscaled value must fit in
+// an int64 (Parquet stores such decimals as INT32/INT64, Parquet LogicalTypes.md DECIMAL).
+const MaxDecimalPrecision = 18
+
+// Type is a column type: a Kind plus, for decimals, precision and scale.
+type Type struct {
+	Kind      Kind
+	Precision int // DECIMAL only: total digits, 1..MaxDecimalPrecision
+	Scale     int // DECIMAL only: digits after the point, 0..Precision
+}
+
+// Decimal is the value of a DECIMAL(p,s) column: the unscaled integer (25.50 in DECIMAL(10,2) is 2550).
+type Decimal int64
+
+// Date is the value of a DATE column: days since 1970-01-01.
+type Date int32
+
+// Timestamp is the value of a TIMESTAMP column: microseconds since 1970-01-01T00:00:00Z.
+type Timestamp int64
+
+// Field is one column of a schema. Nullable is true for every column Tributary writes.
+type Field struct {
+	Name     string
+	Type     Type
+	Nullable bool
+}
+
+// Schema is an ordered list of columns.
+type Schema struct {
+	Fields []Field
+}
+
+// DDL returns the type in Spark DDL form: BIGINT, INT, STRING, DOUBLE, BOOLEAN, DECIMAL(p,s), DATE, TIMESTAMP.
+func (t Type) DDL() string {
+	switch t.Kind {
+	case Long:
+		return "BIGINT"
+	case Integer:
+		return "INT"
+	case String:
+		return "STRING"
+	case Double:
+		return "DOUBLE"
+	case Boolean:
+		return "BOOLEAN"
+	case DecimalKind:
+		return fmt.Sprintf("DECIMAL(%d,%d)", t.Precision, t.Scale)
+	case DateKind:
+		return "DATE"
+	case TimestampKind:
+		return "TIMESTAMP"
+	}
+	return fmt.Sprintf("UNKNOWN(%d)", int(t.Kind))
+}
+
+// SparkName returns the type's name in a Delta schemaString: long, integer, string, double,
+// boolean, decimal(p,s), date, timestamp (Delta PROTOCOL.md, "Primitive Types").
+func (t Type) SparkName() string {
+	switch t.Kind {
+	case Long:
+		return "long"
+	case Integer:
+		return "integer"
+	case String:
+		return "string"
+	case Double:
+		return "double"
+	case Boolean:
+		return "boolean"
+	case DecimalKind:
+		return fmt.Sprintf("decimal(%d,%d)", t.Precision, t.Scale)
+	case DateKind:
+		return "date"
+	case TimestampKind:
+		return "timestamp"
+	}
+	return "unknown"
+}
+
+// Index returns the position of the column named name (exact, case-sensitive match), or -1.
+func (s Schema) Index(name string) int {
+	for i, f := range s.Fields {
+		if f.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// Names returns the column names in order.
+func (s Schema) Names() []string {
+	out := make([]string, len(s.Fields))
+	for i, f := range s.Fields {
+		out[i] = f.Name
+	}
+	return out
+}
+
+// DDL returns the schema as a Spark DDL string ("a BIGINT, b STRING").
+func (s Schema) DDL() string {
+	parts := make([]string, len(s.Fields))
+	for i, f := range s.Fields {
+		parts[i] = f.Name + " " + f.Type.DDL()
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Equal reports whether two schemas have the same column names and types in the same order.
+func (s Schema) Equal(o Schema) bool {
+	if len(s.Fields) != len(o.Fields) {
+		return false
+	}
+	for i := range s.Fields {
+		if s.Fields[i].Name != o.Fields[i].Name || s.Fields[i].Type != o.Fields[i].Type {
+			return false
+		}
+	}
+	return true
+}
+
+// Select returns the schema of the named columns, in the order given; an unknown name is an error.
+func (s Schema) Select(names []string) (Schema, []int, error) {
+	out := Schema{}
+	idx := make([]int, 0, len(names))
+	for _, n := range names {
+		i := s.Index(n)
+		if i < 0 {
+			return Schema{}, nil, fmt.Errorf("schema: no column %q (columns: %s)", n, strings.Join(s.Names(), ", "))
+		}
+		out.Fields = append(out.Fields, s.Fields[i])
+		idx = append(idx, i)
+	}
+	return out, idx, nil
+}

@@ -1,0 +1,368 @@
+package schema
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var pow10 = func() [19]int64 {
+	var p [19]int64
+	p[0] = 1
+	for i := 1; i < 19; i++ {
+		p[i] = p[i-1] * 10
+	}
+	return p
+}()
+
+// ParseDecimal converts decimal text ("25.5", "-3", "1e2") to the unscaled value of a
+// DECIMAL(precision, scale). Extra fraction digits are an error rather than a silent rounding,
+// and so is a value with more than precision digits.
+func ParseDecimal(s string, t Type) (Decimal, error) {
+	r, ok := new(big.Rat).SetString(strings.TrimSpace(s))
+	if !ok {
+		return 0, fmt.Errorf("%q is not a number", s)
+	}
+	r.Mul(r, new(big.Rat).SetInt64(pow10[t.Scale]))
+	if !r.IsInt() {
+		return 0, fmt.Errorf("%s has more than %d digits after the point for %s", s, t.Scale, t.DDL())
+	}
+	n := r.Num()
+	lim := big.NewInt(pow10[t.Precision])
+	if new(big.Int).Abs(n).Cmp(lim) >= 0 {
+		return 0, fmt.Errorf("%s does not fit %s", s, t.DDL())
+	}
+	return Decimal(n.Int64()), nil
+}
+
+// FormatDecimal writes the unscaled value v with exactly scale digits after the point ("25.50").
+func FormatDecimal(v Decimal, scale int) string {
+	neg := v < 0
+	u := uint64(v)
+	if neg {
+		u = uint64(-v)
+	}
+	s := strconv.FormatUint(u, 10)
+	if scale > 0 {
+		if len(s) <= scale {
+			s = strings.Repeat("0", scale-len(s)+1) + s
+		}
+		s = s[:len(s)-scale] + "." + s[len(s)-scale:]
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
+// ParseTimestamp reads RFC 3339 text (any UTC offset, fraction optional; "2024-01-31 10:00:00"
+// without offset is taken as UTC) and returns microseconds since the epoch.
+func ParseTimestamp(s string) (Timestamp, error) {
+	s = strings.TrimSpace(s)
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return Timestamp(t.UnixMicro()), nil
+		}
+	}
+	return 0, fmt.Errorf("%q is not an RFC 3339 timestamp (e.g. 2024-01-31T10:00:00Z)", s)
+}
+
+// ParseDate reads "YYYY-MM-DD" and returns days since 1970-01-01.
+func ParseDate(s string) (Date, error) {
+	t, err := time.Parse("2006-01-02", strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a date (YYYY-MM-DD)", s)
+	}
+	return Date(t.Unix() / 86400), nil
+}
+
+// FormatTimestamp writes microseconds since the epoch as RFC 3339 UTC with six fraction digits
+// ("2024-01-31T10:00:00.000000Z"), the form of spec.md §2.
+func FormatTimestamp(v Timestamp) string {
+	return time.UnixMicro(int64(v)).UTC().Format("2006-01-02T15:04:05.000000Z")
+}
+
+// FormatDate writes days since the epoch as "YYYY-MM-DD".
+func FormatDate(v Date) string {
+	return time.Unix(int64(v)*86400, 0).UTC().Format("2006-01-02")
+}
+
+// FromJSON converts one decoded JSON value (decoded with json.Decoder.UseNumber, so numbers
+// arrive as json.Number) to the Go value of type t. A JSON null is nil. DECIMAL takes a number or
+// a numeric string; TIMESTAMP takes RFC 3339 text or epoch seconds; DATE takes "YYYY-MM-DD".
+// An error says why the value does not fit; the caller decides whether that is NULL, rescue or failure.
+func FromJSON(t Type, v any) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	switch t.Kind {
+	case Long, Integer:
+		var n int64
+		switch x := v.(type) {
+		case json.Number:
+			i, err := strconv.ParseInt(string(x), 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s is not a whole number for %s", x, t.DDL())
+			}
+			n = i
+		case string:
+			i, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%q is not a whole number for %s", x, t.DDL())
+			}
+			n = i
+		default:
+			return nil, fmt.Errorf("%s is not a number for %s", jsonKind(v), t.DDL())
+		}
+		if t.Kind == Integer {
+			if n < math.MinInt32 || n > math.MaxInt32 {
+				return nil, fmt.Errorf("%d does not fit INT", n)
+			}
+			return int32(n), nil
+		}
+		return n, nil
+	case String:
+		switch x := v.(type) {
+		case string:
+			return x, nil
+		case json.Number:
+			return string(x), nil
+		case bool:
+			return strconv.FormatBool(x), nil
+		default:
+			b, _ := json.Marshal(x)
+			return string(b), nil
+		}
+	case Double:
+		switch x := v.(type) {
+		case json.Number:
+			f, err := strconv.ParseFloat(string(x), 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s is not a number", x)
+			}
+			return f, nil
+		case string:
+			f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+			if err != nil {
+				return nil, fmt.Errorf("%q is not a number for DOUBLE", x)
+			}
+			return f, nil
+		}
+		return nil, fmt.Errorf("%s is not a number for DOUBLE", jsonKind(v))
+	case Boolean:
+		switch x := v.(type) {
+		case bool:
+			return x, nil
+		case string:
+			switch strings.ToLower(strings.TrimSpace(x)) {
+			case "true":
+				return true, nil
+			case "false":
+				return false, nil
+			}
+			return nil, fmt.Errorf("%q is not true or false", x)
+		}
+		return nil, fmt.Errorf("%s is not a boolean", jsonKind(v))
+	case DecimalKind:
+		switch x := v.(type) {
+		case json.Number:
+			return ParseDecimal(string(x), t)
+		case string:
+			return ParseDecimal(x, t)
+		}
+		return nil, fmt.Errorf("%s is not a number for %s", jsonKind(v), t.DDL())
+	case DateKind:
+		if x, ok := v.(string); ok {
+			return ParseDate(x)
+		}
+		return nil, fmt.Errorf("%s is not a date string (YYYY-MM-DD)", jsonKind(v))
+	case TimestampKind:
+		switch x := v.(type) {
+		case string:
+			return ParseTimestamp(x)
+		case json.Number:
+			f, err := strconv.ParseFloat(string(x), 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s is not a timestamp", x)
+			}
+			return Timestamp(int64(math.Round(f * 1e6))), nil
+		}
+		return nil, fmt.Errorf("%s is not a timestamp", jsonKind(v))
+	}
+	return nil, fmt.Errorf("unsupported type %s", t.DDL())
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case bool:
+		return "a boolean"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// AppendJSON appends v as JSON in the `jsonl` form of spec.md §2: BIGINT/INT as numbers, DECIMAL
+// as a number with exactly the column's scale, DATE as "YYYY-MM-DD", TIMESTAMP as RFC 3339 UTC
+// with microseconds, NULL as null.
+func AppendJSON(buf []byte, t Type, v any) []byte {
+	if v == nil {
+		return append(buf, "null"...)
+	}
+	switch x := v.(type) {
+	case int64:
+		return strconv.AppendInt(buf, x, 10)
+	case int32:
+		return strconv.AppendInt(buf, int64(x), 10)
+	case string:
+		b, _ := json.Marshal(x)
+		return append(buf, b...)
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return strconv.AppendQuote(buf, strconv.FormatFloat(x, 'g', -1, 64))
+		}
+		return strconv.AppendFloat(buf, x, 'g', -1, 64)
+	case bool:
+		return strconv.AppendBool(buf, x)
+	case Decimal:
+		return append(buf, FormatDecimal(x, t.Scale)...)
+	case Date:
+		return strconv.AppendQuote(buf, FormatDate(x))
+	case Timestamp:
+		return strconv.AppendQuote(buf, FormatTimestamp(x))
+	}
+	b, _ := json.Marshal(v)
+	return append(buf, b...)
+}
+
+// Text returns v as people read it in a table: NULL as "NULL", decimals with their scale,
+// timestamps in RFC 3339 UTC.
+func Text(t Type, v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case string:
+		return x
+	case Date:
+		return FormatDate(x)
+	case Timestamp:
+		return FormatTimestamp(x)
+	}
+	return string(AppendJSON(nil, t, v))
+}
+
+// Compare orders two non-NULL values of the same column type: -1, 0 or +1. NULL sorts first.
+// Strings compare by bytes (UTF-8 code points), doubles numerically.
+func Compare(a, b any) int {
+	if a == nil || b == nil {
+		switch {
+		case a == nil && b == nil:
+			return 0
+		case a == nil:
+			return -1
+		default:
+			return 1
+		}
+	}
+	switch x := a.(type) {
+	case int64:
+		return cmp3(x, b.(int64))
+	case int32:
+		return cmp3(x, b.(int32))
+	case string:
+		return strings.Compare(x, b.(string))
+	case float64:
+		return cmp3(x, b.(float64))
+	case bool:
+		y := b.(bool)
+		switch {
+		case x == y:
+			return 0
+		case !x:
+			return -1
+		default:
+			return 1
+		}
+	case Decimal:
+		return cmp3(x, b.(Decimal))
+	case Date:
+		return cmp3(x, b.(Date))
+	case Timestamp:
+		return cmp3(x, b.(Timestamp))
+	}
+	panic(fmt.Sprintf("schema.Compare: unsupported value %T", a))
+}
+
+// CompareTuple compares two value lists left to right, as Spark compares structs.
+func CompareTuple(a, b []any) int {
+	for i := range a {
+		if c := Compare(a[i], b[i]); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+func cmp3[T int64 | int32 | float64 | Decimal | Date | Timestamp](a, b T) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// AppendKey appends a canonical binary encoding of values to buf, for use as a map key: two value
+// lists encode equal exactly when they are equal value by value (NULL included).
+func AppendKey(buf []byte, vals []any) []byte {
+	for _, v := range vals {
+		switch x := v.(type) {
+		case nil:
+			buf = append(buf, 0)
+		case int64:
+			buf = binary.LittleEndian.AppendUint64(append(buf, 1), uint64(x))
+		case int32:
+			buf = binary.LittleEndian.AppendUint32(append(buf, 2), uint32(x))
+		case string:
+			buf = binary.AppendUvarint(append(buf, 3), uint64(len(x)))
+			buf = append(buf, x...)
+		case float64:
+			buf = binary.LittleEndian.AppendUint64(append(buf, 4), math.Float64bits(x))
+		case bool:
+			if x {
+				buf = append(buf, 5, 1)
+			} else {
+				buf = append(buf, 5, 0)
+			}
+		case Decimal:
+			buf = binary.LittleEndian.AppendUint64(append(buf, 6), uint64(x))
+		case Date:
+			buf = binary.LittleEndian.AppendUint32(append(buf, 7), uint32(x))
+		case Timestamp:
+			buf = binary.LittleEndian.AppendUint64(append(buf, 8), uint64(x))
+		default:
+			panic(fmt.Sprintf("schema.AppendKey: unsupported value %T", v))
+		}
+	}
+	return buf
+}
+
+// Equal reports whether two values are equal (NULL equals NULL).
+func Equal(a, b any) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return Compare(a, b) == 0
+}
