@@ -51,3 +51,33 @@ func TestCompileErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestSetCheck(t *testing.T) {
+	t.Parallel()
+	s, _ := schema.ParseDDL("op STRING, id BIGINT")
+	mk := func(name, code, on string) Rule {
+		p, err := Compile(code, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Rule{Name: name, OnViolation: on, Program: p}
+	}
+	rows := [][]any{{"I", int64(1)}, {"X", int64(2)}, {"U", nil}, {"D", int64(4)}}
+	set := &Set{Dataset: "d", Schema: s, Rules: []Rule{mk("valid_op", `op in ["I","U","D"]`, Drop), mk("has_id", `id != nil`, Warn)}}
+	kept, q, err := set.Check(rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != 3 || q.DroppedRecords != 1 {
+		t.Fatalf("kept %d dropped %d, want 3 and 1", len(kept), q.DroppedRecords)
+	}
+	if q.Expectations[0].PassedRecords != 3 || q.Expectations[0].FailedRecords != 1 || q.Expectations[1].PassedRecords != 3 || q.Expectations[1].FailedRecords != 1 {
+		t.Fatalf("metrics = %+v", q.Expectations)
+	}
+	failSet := &Set{Dataset: "d", Schema: s, Rules: []Rule{mk("has_id", `id != nil`, Fail)}}
+	_, _, err = failSet.Check(rows)
+	fe, ok := err.(*FailError)
+	if !ok || fe.Expectation != "has_id" || fe.Row != `{"op": "U", "id": null}` || fe.Failed != 1 {
+		t.Fatalf("fail error = %#v", err)
+	}
+}

@@ -22,13 +22,22 @@ type sparkStruct struct {
 // SparkJSON renders the schema as a Delta schemaString: a Spark StructType in JSON
 // (Delta PROTOCOL.md, "Schema Serialization Format").
 func (s Schema) SparkJSON() string {
+	b, _ := json.Marshal(s.sparkStruct())
+	return string(b)
+}
+
+func (s Schema) sparkStruct() sparkStruct {
 	st := sparkStruct{Type: "struct", Fields: make([]sparkField, len(s.Fields))}
 	for i, f := range s.Fields {
-		tj, _ := json.Marshal(f.Type.SparkName())
+		var tj []byte
+		if f.Type.Kind == StructKind {
+			tj, _ = json.Marshal(f.Type.Struct.sparkStruct())
+		} else {
+			tj, _ = json.Marshal(f.Type.SparkName())
+		}
 		st.Fields[i] = sparkField{Name: f.Name, Type: tj, Nullable: f.Nullable, Metadata: map[string]any{}}
 	}
-	b, _ := json.Marshal(st)
-	return string(b)
+	return st
 }
 
 var decimalName = regexp.MustCompile(`^decimal\((\d+),\s*(\d+)\)$`)
@@ -40,6 +49,10 @@ func ParseSparkJSON(s string) (Schema, error) {
 	if err := json.Unmarshal([]byte(s), &st); err != nil {
 		return Schema{}, fmt.Errorf("schema: schemaString is not valid JSON: %w", err)
 	}
+	return fromSparkStruct(st)
+}
+
+func fromSparkStruct(st sparkStruct) (Schema, error) {
 	if st.Type != "struct" {
 		return Schema{}, fmt.Errorf("schema: schemaString has type %q, want \"struct\"", st.Type)
 	}
@@ -47,6 +60,15 @@ func ParseSparkJSON(s string) (Schema, error) {
 	for _, f := range st.Fields {
 		var name string
 		if err := json.Unmarshal(f.Type, &name); err != nil {
+			var inner sparkStruct
+			if json.Unmarshal(f.Type, &inner) == nil && inner.Type == "struct" {
+				is, err := fromSparkStruct(inner)
+				if err != nil {
+					return Schema{}, fmt.Errorf("schema: column %q: %w", f.Name, err)
+				}
+				out.Fields = append(out.Fields, Field{Name: f.Name, Type: Type{Kind: StructKind, Struct: &is}, Nullable: f.Nullable})
+				continue
+			}
 			return Schema{}, fmt.Errorf("schema: column %q has a nested type (%s), which is not supported yet", f.Name, string(f.Type))
 		}
 		t, err := typeFromSparkName(name)

@@ -21,6 +21,9 @@ const (
 	DecimalKind
 	DateKind
 	TimestampKind
+	// StructKind is a STRUCT of named fields; its Go value is a []any in field order. It is used
+	// by the event log's origin column (spec.md §3); user schemas cannot declare it yet.
+	StructKind
 )
 
 // MaxDecimalPrecision is the largest DECIMAL precision supported: the unscaled value must fit in
@@ -30,8 +33,20 @@ const MaxDecimalPrecision = 18
 // Type is a column type: a Kind plus, for decimals, precision and scale.
 type Type struct {
 	Kind      Kind
-	Precision int // DECIMAL only: total digits, 1..MaxDecimalPrecision
-	Scale     int // DECIMAL only: digits after the point, 0..Precision
+	Precision int     // DECIMAL only: total digits, 1..MaxDecimalPrecision
+	Scale     int     // DECIMAL only: digits after the point, 0..Precision
+	Struct    *Schema // STRUCT only: the fields
+}
+
+// Equal reports whether two types are the same, comparing STRUCT fields deeply.
+func (t Type) Equal(o Type) bool {
+	if t.Kind != o.Kind || t.Precision != o.Precision || t.Scale != o.Scale {
+		return false
+	}
+	if t.Kind == StructKind {
+		return t.Struct != nil && o.Struct != nil && t.Struct.Equal(*o.Struct)
+	}
+	return true
 }
 
 // Decimal is the value of a DECIMAL(p,s) column: the unscaled integer (25.50 in DECIMAL(10,2) is 2550).
@@ -74,6 +89,12 @@ func (t Type) DDL() string {
 		return "DATE"
 	case TimestampKind:
 		return "TIMESTAMP"
+	case StructKind:
+		parts := make([]string, len(t.Struct.Fields))
+		for i, f := range t.Struct.Fields {
+			parts[i] = f.Name + ": " + f.Type.DDL()
+		}
+		return "STRUCT<" + strings.Join(parts, ", ") + ">"
 	}
 	return fmt.Sprintf("UNKNOWN(%d)", int(t.Kind))
 }
@@ -98,6 +119,8 @@ func (t Type) SparkName() string {
 		return "date"
 	case TimestampKind:
 		return "timestamp"
+	case StructKind:
+		return "struct"
 	}
 	return "unknown"
 }
@@ -136,7 +159,7 @@ func (s Schema) Equal(o Schema) bool {
 		return false
 	}
 	for i := range s.Fields {
-		if s.Fields[i].Name != o.Fields[i].Name || s.Fields[i].Type != o.Fields[i].Type {
+		if s.Fields[i].Name != o.Fields[i].Name || !s.Fields[i].Type.Equal(o.Fields[i].Type) {
 			return false
 		}
 	}

@@ -241,6 +241,19 @@ func AppendJSON(buf []byte, t Type, v any) []byte {
 		return strconv.AppendQuote(buf, FormatDate(x))
 	case Timestamp:
 		return strconv.AppendQuote(buf, FormatTimestamp(x))
+	case []any:
+		if t.Kind == StructKind {
+			buf = append(buf, '{')
+			for i, f := range t.Struct.Fields {
+				if i > 0 {
+					buf = append(buf, ',')
+				}
+				buf = strconv.AppendQuote(buf, f.Name)
+				buf = append(buf, ':')
+				buf = AppendJSON(buf, f.Type, x[i])
+			}
+			return append(buf, '}')
+		}
 	}
 	b, _ := json.Marshal(v)
 	return append(buf, b...)

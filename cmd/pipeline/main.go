@@ -1,0 +1,100 @@
+// Command pipeline runs declarative data pipelines (Delta Live Tables style) on one machine:
+// see README.md and spec.md §2 for the commands. Exit status: 0 success, 1 the update failed,
+// 2 the spec or the command line is invalid.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"tributary/spec"
+)
+
+// exitError carries the process exit status of a failed command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageError marks an invalid command line or spec (exit 2).
+func usageError(err error) error { return &exitError{code: 2, err: err} }
+
+// failure marks a failed update or read (exit 1).
+func failure(err error) error { return &exitError{code: 1, err: err} }
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "pipeline",
+		Short:         "Run declarative data pipelines (streaming tables, APPLY CHANGES, expectations) on Delta Lake tables",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError(err) })
+	root.AddCommand(newRunCmd(), newValidateCmd(), newGraphCmd(), newShowCmd(), newChangesCmd(), newEventsCmd())
+	return root
+}
+
+func main() {
+	root := newRoot()
+	err := root.Execute()
+	if err == nil {
+		return
+	}
+	code := 2
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "pipeline:") {
+		msg = "pipeline: " + msg
+	}
+	fmt.Fprintln(os.Stderr, msg)
+	os.Exit(code)
+}
+
+// parseConf turns --conf k=v flags into a map; a flag without '=' is a usage error.
+func parseConf(kvs []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usageError(fmt.Errorf("--conf %q: write it as key=value", kv))
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// load reads and validates the spec; any spec problem is a usage error (exit 2).
+func load(path string, confs []string) (*spec.Pipeline, error) {
+	conf, err := parseConf(confs)
+	if err != nil {
+		return nil, err
+	}
+	p, err := spec.Load(path, conf)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	if _, err := p.Graph(); err != nil {
+		return nil, usageError(err)
+	}
+	return p, nil
+}
+
+// exactArgs is cobra.ExactArgs with exit status 2.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := cobra.ExactArgs(n)(cmd, args); err != nil {
+			return usageError(fmt.Errorf("%w; usage: %s", err, cmd.UseLine()))
+		}
+		return nil
+	}
+}

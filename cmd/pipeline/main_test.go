@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// binary is the pipeline command built once for the end-to-end tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "pipeline-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "pipeline")
+	out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building the pipeline command: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// result is what one run of the binary did.
+type result struct {
+	stdout, stderr string
+	code           int // exit status; -1 when killed by a signal
+}
+
+// pipeline runs the built binary with args and extra environment variables.
+func pipeline(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	r := result{stdout: so.String(), stderr: se.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	default:
+		t.Fatalf("running pipeline %v: %v", args, err)
+	}
+	return r
+}
+
+// mustRun runs the binary and fails the test unless it exits 0.
+func mustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	r := pipeline(t, nil, args...)
+	if r.code != 0 {
+		t.Fatalf("pipeline %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
+
+// readJSONL parses one JSON object a line, numbers kept exact.
+func readJSONL(t *testing.T, text string) []map[string]any {
+	t.Helper()
+	var rows []map[string]any
+	for _, line := range strings.Split(text, "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		dec := json.NewDecoder(strings.NewReader(line))
+		dec.UseNumber()
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			t.Fatalf("not a JSON object: %q: %v", line, err)
+		}
+		rows = append(rows, m)
+	}
+	return rows
+}
+
+// canon renders a row over cols with numbers normalised by value (25.5 == 25.50), so that rows
+// compare as the acceptance harness compares them.
+func canon(row map[string]any, cols []string) string {
+	var b strings.Builder
+	for _, c := range cols {
+		v, ok := row[c]
+		b.WriteString(c)
+		b.WriteByte('=')
+		switch x := v.(type) {
+		case json.Number:
+			r, ok2 := new(big.Rat).SetString(string(x))
+			if ok2 {
+				b.WriteString("n:" + r.RatString())
+			} else {
+				b.WriteString("n:" + string(x))
+			}
+		case nil:
+			if ok {
+				b.WriteString("null")
+			} else {
+				b.WriteString("<missing>")
+			}
+		default:
+			j, _ := json.Marshal(x)
+			b.Write(j)
+		}
+		b.WriteByte(';')
+	}
+	return b.String()
+}
+
+// assertRows compares rows as an unordered multiset over the columns of want (and fails on
+// extra columns in got).
+func assertRows(t *testing.T, label string, got, want []map[string]any) {
+	t.Helper()
+	if len(want) == 0 {
+		if len(got) != 0 {
+			t.Errorf("%s: want no rows, got %d: %v", label, len(got), got)
+		}
+		return
+	}
+	cols := make([]string, 0, len(want[0]))
+	for c := range want[0] {
+		cols = append(cols, c)
+	}
+	sort.Strings(cols)
+	for _, r := range got {
+		for c := range r {
+			if _, ok := want[0][c]; !ok {
+				t.Errorf("%s: unexpected column %q", label, c)
+				return
+			}
+		}
+	}
+	var g, w []string
+	for _, r := range got {
+		g = append(g, canon(r, cols))
+	}
+	for _, r := range want {
+		w = append(w, canon(r, cols))
+	}
+	sort.Strings(g)
+	sort.Strings(w)
+	if strings.Join(g, "\n") != strings.Join(w, "\n") {
+		t.Errorf("%s: rows differ\n got:\n  %s\nwant:\n  %s", label, strings.Join(g, "\n  "), strings.Join(w, "\n  "))
+	}
+}
+
+func rowsOf(t *testing.T, lines ...string) []map[string]any {
+	t.Helper()
+	return readJSONL(t, strings.Join(lines, "\n"))
+}
+
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bufio"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"tributary/schema"
+)
+
+// writeRows prints rows of s in one of the formats of spec.md §2: jsonl (one JSON object a line,
+// keys in column order), csv (a header line, NULL as an empty field) or table (aligned columns for
+// people, NULL as "NULL").
+func writeRows(w io.Writer, format string, s schema.Schema, rows [][]any) error {
+	bw := bufio.NewWriter(w)
+	defer bw.Flush()
+	switch format {
+	case "jsonl":
+		var buf []byte
+		for _, r := range rows {
+			buf = append(buf[:0], '{')
+			for i, f := range s.Fields {
+				if i > 0 {
+					buf = append(buf, ", "...)
+				}
+				buf = strconv.AppendQuote(buf, f.Name)
+				buf = append(buf, ": "...)
+				buf = schema.AppendJSON(buf, f.Type, r[i])
+			}
+			buf = append(buf, "}\n"...)
+			if _, err := bw.Write(buf); err != nil {
+				return err
+			}
+		}
+	case "csv":
+		cw := csv.NewWriter(bw)
+		if err := cw.Write(s.Names()); err != nil {
+			return err
+		}
+		rec := make([]string, len(s.Fields))
+		for _, r := range rows {
+			for i, f := range s.Fields {
+				if r[i] == nil {
+					rec[i] = ""
+				} else {
+					rec[i] = schema.Text(f.Type, r[i])
+				}
+			}
+			if err := cw.Write(rec); err != nil {
+				return err
+			}
+		}
+		cw.Flush()
+		return cw.Error()
+	case "table":
+		cells := make([][]string, len(rows)+1)
+		cells[0] = s.Names()
+		widths := make([]int, len(s.Fields))
+		for i, n := range cells[0] {
+			widths[i] = utf8.RuneCountInString(n)
+		}
+		for j, r := range rows {
+			line := make([]string, len(s.Fields))
+			for i, f := range s.Fields {
+				line[i] = strings.ReplaceAll(schema.Text(f.Type, r[i]), "\n", `\n`)
+				widths[i] = max(widths[i], utf8.RuneCountInString(line[i]))
+			}
+			cells[j+1] = line
+		}
+		for j, line := range cells {
+			for i, c := range line {
+				if i > 0 {
+					bw.WriteString(" | ")
+				}
+				bw.WriteString(c)
+				if i < len(line)-1 {
+					bw.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c)))
+				}
+			}
+			bw.WriteByte('\n')
+			if j == 0 {
+				for i, wd := range widths {
+					if i > 0 {
+						bw.WriteString("-+-")
+					}
+					bw.WriteString(strings.Repeat("-", wd))
+				}
+				bw.WriteByte('\n')
+			}
+		}
+		fmt.Fprintf(bw, "(%d row(s))\n", len(rows))
+	default:
+		return usageError(fmt.Errorf("--format %q: use table, jsonl or csv", format))
+	}
+	return nil
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"tributary/delta"
+	"tributary/flows"
+	"tributary/spec"
+)
+
+func newShowCmd() *cobra.Command {
+	var confs []string
+	var format string
+	var version int64
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "show SPEC DATASET",
+		Short: "Print a dataset's rows (the current version, or --version N)",
+		Args:  exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := load(args[0], confs)
+			if err != nil {
+				return err
+			}
+			t, err := datasetTable(p, args[1])
+			if err != nil {
+				return err
+			}
+			snap, err := t.Snapshot(version)
+			if err != nil {
+				return failure(err)
+			}
+			rows, err := t.Rows(snap)
+			if err != nil {
+				return failure(err)
+			}
+			if limit >= 0 && len(rows) > limit {
+				rows = rows[:limit]
+			}
+			return writeRows(cmd.OutOrStdout(), format, snap.Metadata.Schema, rows)
+		},
+	}
+	cmd.Flags().StringArrayVar(&confs, "conf", nil, "set a configuration value (key=value); repeatable")
+	cmd.Flags().StringVar(&format, "format", "table", "table, jsonl or csv")
+	cmd.Flags().Int64Var(&version, "version", -1, "read this table version instead of the latest")
+	cmd.Flags().IntVar(&limit, "limit", -1, "print at most N rows")
+	return cmd
+}
+
+// datasetTable returns the Delta table of a dataset of the spec; an unknown dataset is a usage
+// error, a dataset never run is a failure that says to run the pipeline first.
+func datasetTable(p *spec.Pipeline, name string) (*delta.Table, error) {
+	if p.Dataset(name) == nil {
+		names := make([]string, len(p.Datasets))
+		for i, d := range p.Datasets {
+			names[i] = d.Name
+		}
+		return nil, usageError(fmt.Errorf("pipeline %s has no dataset %q (datasets: %v)", p.Name, name, names))
+	}
+	t := delta.New(flows.TableDir(p.Storage, name))
+	if _, err := t.LatestVersion(); err != nil {
+		return nil, failure(err)
+	}
+	if v, _ := t.LatestVersion(); v < 0 {
+		return nil, failure(fmt.Errorf("dataset %s has no table yet at %s: run `pipeline run %s` first", name, t.Dir, p.File))
+	}
+	return t, nil
+}
+
+var _ = errors.New

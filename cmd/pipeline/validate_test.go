@@ -1,0 +1,96 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const badSpec = `name: broken
+storage: ./_storage
+datasets:
+  - name: changes
+    source:
+      path: ./landing
+      format: json
+      schema: "op STRING, id BIGINT, seq BIGINT"
+      sheme: oops
+    expectations:
+      - {name: valid_op, expect: 'op in ["I", "U"', on_violation: drop}
+  - name: items
+    apply_changes:
+      source: chnges
+      keys: [id]
+      sequence_by: seq
+  - name: a
+    apply_changes:
+      source: b
+      keys: [id]
+      sequence_by: seq
+  - name: b
+    apply_changes:
+      source: a
+      keys: [id]
+      sequence_by: seq
+`
+
+// TestValidateReportsEveryProblem checks that one `pipeline validate` run reports an unknown key
+// (with a hint), an expression that does not compile, an unknown reference and a cycle, each with
+// file:line:column, and exits 2.
+func TestValidateReportsEveryProblem(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "pipeline.yaml")
+	if err := os.WriteFile(spec, []byte(badSpec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, verb := range []string{"validate", "dry-run", "run"} {
+		r := pipeline(t, nil, verb, spec)
+		if r.code != 2 {
+			t.Fatalf("%s: exit %d, want 2\n%s%s", verb, r.code, r.stdout, r.stderr)
+		}
+		for _, want := range []string{
+			"pipeline.yaml:9:7:",   // unknown key sheme
+			"schema",               // its did-you-mean hint
+			"pipeline.yaml:11:",    // the expression
+			"pipeline.yaml:14:15:", // unknown dataset chnges
+			"changes",              // its hint
+			"cycle",
+		} {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("%s: stderr lacks %q:\n%s", verb, want, r.stderr)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "_storage")); err == nil {
+		t.Error("an invalid spec must not create the storage folder")
+	}
+}
+
+// TestUsageErrors checks exit status 2 for command-line mistakes.
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"run"},
+		{"show", exampleSpec},
+		{"graph", exampleSpec, "--format", "png"},
+		{"run", exampleSpec, "--conf", "novalue"},
+		{"run", "/nonexistent/pipeline.yaml"},
+	} {
+		if r := pipeline(t, nil, args...); r.code != 2 {
+			t.Errorf("pipeline %v: exit %d, want 2 (%s)", args, r.code, r.stderr)
+		}
+	}
+}
+
+// TestGraph checks the three graph formats on the example.
+func TestGraph(t *testing.T) {
+	t.Parallel()
+	for format, want := range map[string]string{"text": "orders", "dot": "digraph", "mermaid": "flowchart"} {
+		out := mustRun(t, "graph", exampleSpec, "--format", format)
+		if !strings.Contains(out, want) || !strings.Contains(out, "orders_changes") {
+			t.Errorf("graph --format %s:\n%s", format, out)
+		}
+	}
+}

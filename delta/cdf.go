@@ -1,0 +1,129 @@
+package delta
+
+import (
+	"fmt"
+
+	"tributary/schema"
+)
+
+// The extra columns of the change data feed (Delta PROTOCOL.md, "Reader Requirements for
+// AddCDCFile").
+const (
+	CommitVersionColumn   = "_commit_version"
+	CommitTimestampColumn = "_commit_timestamp"
+)
+
+// Changes returns the change data feed of versions from..to (inclusive; to < 0 means the
+// latest), as Spark's table_changes does (Delta PROTOCOL.md, "Change Data Files" and "Reader
+// Requirements for AddCDCFile"). The schema is the table's columns at version to followed by
+// _change_type STRING, _commit_version BIGINT and _commit_timestamp TIMESTAMP (the commit's
+// time, see Commit.Timestamp, in µs). For a version with cdc actions only those files are read;
+// otherwise each add with dataChange true gives its rows as "insert" and each remove with
+// dataChange true gives the rows of the removed file as "delete". Rows are ordered by version,
+// then by file: cdc files in log order, or the removed files then the added files, each in log
+// order. from < 0, from > to, or a version past the latest is an error that names the latest
+// version.
+func (t *Table) Changes(from, to int64) (schema.Schema, [][]any, error) {
+	latest, err := t.LatestVersion()
+	if err != nil {
+		return schema.Schema{}, nil, err
+	}
+	if latest < 0 {
+		return schema.Schema{}, nil, fmt.Errorf("delta: changes of %s: %w", t.Dir, ErrNoTable)
+	}
+	if to < 0 {
+		to = latest
+	}
+	switch {
+	case from < 0:
+		return schema.Schema{}, nil, fmt.Errorf("delta: changes from version %d: versions start at 0", from)
+	case from > latest:
+		return schema.Schema{}, nil, fmt.Errorf("delta: changes from version %d: the latest version of %s is %d", from, t.Dir, latest)
+	case to > latest:
+		return schema.Schema{}, nil, fmt.Errorf("delta: changes up to version %d: the latest version of %s is %d", to, t.Dir, latest)
+	case from > to:
+		return schema.Schema{}, nil, fmt.Errorf("delta: changes from version %d to %d: the start is after the end", from, to)
+	}
+	snap, err := t.Snapshot(to)
+	if err != nil {
+		return schema.Schema{}, nil, err
+	}
+	if err := checkReadable(snap); err != nil {
+		return schema.Schema{}, nil, err
+	}
+	meta := snap.Metadata
+	out := schema.Schema{Fields: append(append([]schema.Field(nil), meta.Schema.Fields...),
+		schema.Field{Name: ChangeTypeColumn, Type: schema.Type{Kind: schema.String}, Nullable: true},
+		schema.Field{Name: CommitVersionColumn, Type: schema.Type{Kind: schema.Long}, Nullable: true},
+		schema.Field{Name: CommitTimestampColumn, Type: schema.Type{Kind: schema.TimestampKind}, Nullable: true},
+	)}
+	width := len(out.Fields)
+	changeType := []schema.Field{out.Fields[len(meta.Schema.Fields)]}
+	var rows [][]any
+	for v := from; v <= to; v++ {
+		c, err := t.ReadCommit(v)
+		if err != nil {
+			return schema.Schema{}, nil, err
+		}
+		ver, ts := v, schema.Timestamp(c.Timestamp()*1000)
+		// emit appends the rows of one file; with a fixed change type the file has no
+		// _change_type column to read.
+		emit := func(path string, pv map[string]string, fixed string) error {
+			var extra []schema.Field
+			if fixed == "" {
+				extra = changeType
+			}
+			fr, err := t.readTableFile(meta, path, pv, extra)
+			if err != nil {
+				return fmt.Errorf("delta: changes of version %d: %w", v, err)
+			}
+			backing := make([]any, len(fr)*width)
+			for i, r := range fr {
+				row := backing[i*width : (i+1)*width : (i+1)*width]
+				copy(row, r)
+				if fixed != "" {
+					row[len(r)] = fixed
+				}
+				row[width-2], row[width-1] = ver, ts
+				rows = append(rows, row)
+			}
+			return nil
+		}
+		if len(c.CDCs) > 0 {
+			for _, d := range c.CDCs {
+				if err := emit(d.Path, d.PartitionValues, ""); err != nil {
+					return schema.Schema{}, nil, err
+				}
+			}
+			continue
+		}
+		for _, r := range c.Removes {
+			if r.DataChange {
+				pv := r.PartitionValues
+				if len(pv) < len(meta.PartitionColumns) {
+					// A remove without extendedFileMetadata: take the values from the add.
+					prev, err := t.Snapshot(v - 1)
+					if err != nil {
+						return schema.Schema{}, nil, err
+					}
+					for _, a := range prev.Files {
+						if a.Path == r.Path {
+							pv = a.PartitionValues
+						}
+					}
+				}
+				if err := emit(r.Path, pv, ChangeDelete); err != nil {
+					return schema.Schema{}, nil, err
+				}
+			}
+		}
+		for _, a := range c.Adds {
+			if a.DataChange {
+				if err := emit(a.Path, a.PartitionValues, ChangeInsert); err != nil {
+					return schema.Schema{}, nil, err
+				}
+			}
+		}
+	}
+	return out, rows, nil
+}

@@ -1,0 +1,351 @@
+package delta
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
+
+	"tributary/schema"
+)
+
+// The conversions from Parquet values to the Go values of table columns (schema package
+// invariant), for the encodings listed in Delta PROTOCOL.md, "Delta Data Type to Parquet Type
+// Mappings".
+
+// one converts a single non-NULL value, allocating its box.
+func (c convertFunc) one(v parquet.Value) (any, error) {
+	switch {
+	case c.str:
+		return string(v.ByteArray()), nil
+	case c.fn64 != nil:
+		x, err := c.fn64(v)
+		if err != nil {
+			return nil, err
+		}
+		switch c.typ {
+		case typeInt64:
+			return int64(x), nil
+		case typeFloat64:
+			return math.Float64frombits(x), nil
+		case typeDecimal:
+			return schema.Decimal(x), nil
+		case typeTimestamp:
+			return schema.Timestamp(x), nil
+		}
+	case c.fn32 != nil:
+		x, err := c.fn32(v)
+		if err != nil {
+			return nil, err
+		}
+		switch c.typ {
+		case typeInt32:
+			return int32(x), nil
+		case typeDate:
+			return schema.Date(x), nil
+		}
+	case c.fnBool != nil:
+		return c.fnBool(v), nil
+	}
+	return nil, errors.New("internal error: no conversion")
+}
+
+// convertFunc turns non-NULL Parquet values into the Go values of a column. Exactly one of
+// fn64 (8-byte Go types: int64, float64 as bits, Decimal, Timestamp), fn32 (int32, Date), fnBool
+// or str is set; typ is the type word of the column's Go type (see box).
+type convertFunc struct {
+	fn64   func(parquet.Value) (uint64, error)
+	fn32   func(parquet.Value) (uint32, error)
+	fnBool func(parquet.Value) bool
+	str    bool
+	typ    unsafe.Pointer
+}
+
+// batch converts the values vals (one per row, NULL when below maxDef) into column j of rows,
+// with one allocation for the whole batch rather than one per value. base is the file row of
+// rows[0], for errors.
+func (c convertFunc) batch(vals []parquet.Value, maxDef int, rows [][]any, j, base int, strs *[]byte) error {
+	nn := 0
+	for _, v := range vals {
+		if v.DefinitionLevel() == maxDef {
+			nn++
+		}
+	}
+	if nn == 0 {
+		return nil
+	}
+	switch {
+	case c.str:
+		b := (*strs)[:0]
+		for _, v := range vals {
+			if v.DefinitionLevel() == maxDef {
+				b = append(b, v.ByteArray()...)
+			}
+		}
+		*strs = b
+		all := string(b)
+		slab := make([]string, nn)
+		off, n := 0, 0
+		for i, v := range vals {
+			if v.DefinitionLevel() == maxDef {
+				l := len(v.ByteArray())
+				slab[n] = all[off : off+l]
+				box(&rows[i][j], c.typ, unsafe.Pointer(&slab[n]))
+				off += l
+				n++
+			}
+		}
+	case c.fn64 != nil:
+		slab := make([]uint64, nn)
+		n := 0
+		for i, v := range vals {
+			if v.DefinitionLevel() == maxDef {
+				x, err := c.fn64(v)
+				if err != nil {
+					return fmt.Errorf("row %d: %w", base+i, err)
+				}
+				slab[n] = x
+				box(&rows[i][j], c.typ, unsafe.Pointer(&slab[n]))
+				n++
+			}
+		}
+	case c.fn32 != nil:
+		slab := make([]uint32, nn)
+		n := 0
+		for i, v := range vals {
+			if v.DefinitionLevel() == maxDef {
+				x, err := c.fn32(v)
+				if err != nil {
+					return fmt.Errorf("row %d: %w", base+i, err)
+				}
+				slab[n] = x
+				box(&rows[i][j], c.typ, unsafe.Pointer(&slab[n]))
+				n++
+			}
+		}
+	default:
+		for i, v := range vals {
+			if v.DefinitionLevel() == maxDef {
+				rows[i][j] = c.fnBool(v) // boxing a bool does not allocate
+			}
+		}
+	}
+	return nil
+}
+
+// eface is the layout of an interface value with no methods: a type word and a pointer to the
+// value (the runtime's eface, unchanged since Go 1.4).
+type eface struct {
+	typ  unsafe.Pointer
+	data unsafe.Pointer
+}
+
+// typeWord returns the type word of the dynamic type of x.
+func typeWord(x any) unsafe.Pointer { return (*eface)(unsafe.Pointer(&x)).typ }
+
+var (
+	typeInt64     = typeWord(int64(0))
+	typeInt32     = typeWord(int32(0))
+	typeFloat64   = typeWord(float64(0))
+	typeString    = typeWord("")
+	typeDecimal   = typeWord(schema.Decimal(0))
+	typeDate      = typeWord(schema.Date(0))
+	typeTimestamp = typeWord(schema.Timestamp(0))
+)
+
+// box sets *dst to an interface of type typ whose value is the memory at p, as the compiler
+// boxes a non-pointer value, but without allocating: p points into a slab shared by a batch of
+// values. The slab must hold a value of exactly that type and never be written again.
+func box(dst *any, typ, p unsafe.Pointer) {
+	*(*eface)(unsafe.Pointer(dst)) = eface{typ: typ, data: p}
+}
+
+// converter picks the conversion from the file column type ft to the table column type t.
+func converter(ft parquet.Type, t schema.Type) (convertFunc, error) {
+	kind := ft.Kind()
+	var lt format.LogicalTypeValue
+	if l := ft.LogicalType(); l != nil {
+		lt = l.Value
+	}
+	bad := func() (convertFunc, error) {
+		desc := kind.String()
+		if lt != nil {
+			desc += " " + lt.String()
+		}
+		return convertFunc{}, fmt.Errorf("the file stores %s, which cannot be read as %s", desc, t.DDL())
+	}
+	switch t.Kind {
+	case schema.Long:
+		switch {
+		case kind == parquet.Int64 && !isTemporal(lt):
+			return convertFunc{typ: typeInt64, fn64: func(v parquet.Value) (uint64, error) { return v.Uint64(), nil }}, nil
+		case kind == parquet.Int32 && !isTemporal(lt):
+			return convertFunc{typ: typeInt64, fn64: func(v parquet.Value) (uint64, error) { return uint64(int64(v.Int32())), nil }}, nil
+		}
+	case schema.Integer:
+		if kind == parquet.Int32 && !isTemporal(lt) {
+			return convertFunc{typ: typeInt32, fn32: func(v parquet.Value) (uint32, error) { return v.Uint32(), nil }}, nil
+		}
+	case schema.String:
+		if kind == parquet.ByteArray || kind == parquet.FixedLenByteArray {
+			return convertFunc{typ: typeString, str: true}, nil
+		}
+	case schema.Double:
+		switch kind {
+		case parquet.Double:
+			return convertFunc{typ: typeFloat64, fn64: func(v parquet.Value) (uint64, error) { return math.Float64bits(v.Double()), nil }}, nil
+		case parquet.Float:
+			return convertFunc{typ: typeFloat64, fn64: func(v parquet.Value) (uint64, error) { return math.Float64bits(float64(v.Float())), nil }}, nil
+		}
+	case schema.Boolean:
+		if kind == parquet.Boolean {
+			return convertFunc{fnBool: func(v parquet.Value) bool { return v.Boolean() }}, nil
+		}
+	case schema.DateKind:
+		if kind == parquet.Int32 {
+			if _, ok := lt.(*format.DateType); ok {
+				return convertFunc{typ: typeDate, fn32: func(v parquet.Value) (uint32, error) { return v.Uint32(), nil }}, nil
+			}
+		}
+	case schema.TimestampKind:
+		return timestampConverter(kind, lt, bad)
+	case schema.DecimalKind:
+		return decimalConverter(kind, lt, t, bad)
+	}
+	return bad()
+}
+
+func isTemporal(lt format.LogicalTypeValue) bool {
+	switch lt.(type) {
+	case *format.DateType, *format.TimestampType, *format.TimeType, *format.DecimalType:
+		return true
+	}
+	return false
+}
+
+// julianEpochDay is the Julian day number of 1970-01-01, the epoch of INT96 timestamps.
+const julianEpochDay = 2440588
+
+func timestampConverter(kind parquet.Kind, lt format.LogicalTypeValue, bad func() (convertFunc, error)) (convertFunc, error) {
+	switch kind {
+	case parquet.Int96:
+		// 8 bytes of nanoseconds in the day, then 4 bytes of Julian day, little-endian
+		// (the legacy Impala/Spark encoding).
+		return convertFunc{typ: typeTimestamp, fn64: func(v parquet.Value) (uint64, error) {
+			x := v.Int96()
+			nanos := int64(uint64(x[1])<<32 | uint64(x[0]))
+			day := int64(x[2]) - julianEpochDay
+			return uint64(day*86_400_000_000 + floorDiv(nanos, 1000)), nil
+		}}, nil
+	case parquet.Int64:
+		div, mul := int64(1), int64(1) // micros by default (no logical type)
+		if ts, ok := lt.(*format.TimestampType); ok {
+			switch ts.Unit.Value.(type) {
+			case *format.MilliSeconds:
+				mul = 1000
+			case *format.NanoSeconds:
+				div = 1000
+			}
+		} else if lt != nil {
+			return bad()
+		}
+		return convertFunc{typ: typeTimestamp, fn64: func(v parquet.Value) (uint64, error) {
+			x := v.Int64()
+			if mul != 1 {
+				if x > math.MaxInt64/mul || x < math.MinInt64/mul {
+					return 0, fmt.Errorf("timestamp %d ms is out of range", x)
+				}
+				return uint64(x * mul), nil
+			}
+			return uint64(floorDiv(x, div)), nil
+		}}, nil
+	}
+	return bad()
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+func decimalConverter(kind parquet.Kind, lt format.LogicalTypeValue, t schema.Type, bad func() (convertFunc, error)) (convertFunc, error) {
+	fileScale := 0
+	if d, ok := lt.(*format.DecimalType); ok {
+		fileScale = int(d.Scale)
+	} else if lt != nil || (kind != parquet.Int32 && kind != parquet.Int64) {
+		return bad()
+	}
+	limit := int64(pow10[t.Precision])
+	rescale := func(u int64) (uint64, error) {
+		switch {
+		case fileScale < t.Scale:
+			for k := fileScale; k < t.Scale; k++ {
+				if u > math.MaxInt64/10 || u < math.MinInt64/10 {
+					return 0, fmt.Errorf("decimal does not fit %s", t.DDL())
+				}
+				u *= 10
+			}
+		case fileScale > t.Scale:
+			d := int64(pow10[fileScale-t.Scale])
+			if u%d != 0 {
+				return 0, fmt.Errorf("decimal %s has more than %d digits after the point for %s", schema.FormatDecimal(schema.Decimal(u), fileScale), t.Scale, t.DDL())
+			}
+			u /= d
+		}
+		if u >= limit || u <= -limit {
+			return 0, fmt.Errorf("decimal %s does not fit %s", schema.FormatDecimal(schema.Decimal(u), t.Scale), t.DDL())
+		}
+		return uint64(u), nil
+	}
+	if fileScale > 18 {
+		return bad()
+	}
+	switch kind {
+	case parquet.Int32:
+		return convertFunc{typ: typeDecimal, fn64: func(v parquet.Value) (uint64, error) { return rescale(int64(v.Int32())) }}, nil
+	case parquet.Int64:
+		return convertFunc{typ: typeDecimal, fn64: func(v parquet.Value) (uint64, error) { return rescale(v.Int64()) }}, nil
+	case parquet.FixedLenByteArray, parquet.ByteArray:
+		// Big-endian two's complement (Parquet LogicalTypes.md, DECIMAL).
+		return convertFunc{typ: typeDecimal, fn64: func(v parquet.Value) (uint64, error) {
+			b := v.ByteArray()
+			u, ok := bigEndianInt64(b)
+			if !ok {
+				return 0, fmt.Errorf("decimal of %d bytes does not fit %s", len(b), t.DDL())
+			}
+			return rescale(u)
+		}}, nil
+	}
+	return bad()
+}
+
+// bigEndianInt64 decodes a big-endian two's complement integer of any length if it fits in an
+// int64.
+func bigEndianInt64(b []byte) (int64, bool) {
+	if len(b) == 0 {
+		return 0, true
+	}
+	neg := b[0]&0x80 != 0
+	for len(b) > 8 { // leading bytes must be pure sign extension
+		if (neg && b[0] != 0xff) || (!neg && b[0] != 0) {
+			return 0, false
+		}
+		b = b[1:]
+	}
+	if len(b) == 8 && (b[0]&0x80 != 0) != neg {
+		return 0, false
+	}
+	var buf [8]byte
+	if neg {
+		buf = [8]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	}
+	copy(buf[8-len(b):], b)
+	return int64(binary.BigEndian.Uint64(buf[:])), true
+}

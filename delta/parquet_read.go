@@ -1,0 +1,239 @@
+package delta
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/parquet-go/parquet-go"
+
+	"tributary/schema"
+)
+
+// ReadFile reads the Parquet file at path (relative to the table folder and URL-encoded, as in
+// an add or cdc action; or absolute) into rows typed by s: row i holds len(s.Fields) values in
+// the order of s, each nil or the Go value of its column (schema package invariant). Columns are
+// matched by name; a column of s missing from the file reads NULL, and file columns not in s are
+// skipped (as Delta PROTOCOL.md asks of a data file's extra _change_type column). A STRUCT
+// column reads as a []any of its fields (matched by name, recursively) or nil.
+//
+// Besides the types WriteFile writes it reads what other engines write for these types (Delta
+// PROTOCOL.md, "Delta Data Type to Parquet Type Mappings"): INT96 timestamps, INT64 timestamps
+// in MILLIS, MICROS or NANOS (NANOS rounded down to µs), DECIMAL as INT32, INT64,
+// FIXED_LEN_BYTE_ARRAY or BYTE_ARRAY (rescaled exactly to the column's scale), INT32 into
+// BIGINT, FLOAT into DOUBLE, dictionary-encoded and v1/v2 data pages, any codec parquet-go
+// reads. A file column of another type, a nested or repeated column, or a value that does not
+// fit (a DECIMAL beyond 18 digits, a fraction the scale cannot hold) is an error naming the file
+// and the column.
+func (t *Table) ReadFile(path string, s schema.Schema) ([][]any, error) {
+	name, err := localPath(t.Dir, path)
+	if err != nil {
+		return nil, fmt.Errorf("delta: read %s: %w", path, err)
+	}
+	rows, err := readParquet(name, s)
+	if err != nil {
+		return nil, fmt.Errorf("delta: read %s: %w", path, err)
+	}
+	return rows, nil
+}
+
+func readParquet(name string, s schema.Schema) ([][]any, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	if err != nil {
+		return nil, err
+	}
+	n := pf.NumRows()
+	w := len(s.Fields)
+	backing := make([]any, int(n)*w)
+	rows := make([][]any, n)
+	for i := range rows {
+		rows[i] = backing[i*w : (i+1)*w : (i+1)*w]
+	}
+	if n == 0 {
+		return rows, nil
+	}
+	root := pf.Root()
+	buf := make([]parquet.Value, 1024)
+	for j, fd := range s.Fields {
+		col := root.Column(fd.Name)
+		if col == nil {
+			continue // missing column: NULL
+		}
+		if fd.Type.Kind == schema.StructKind {
+			if err := readStruct(col, fd, j, rows, buf); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if !col.Leaf() || col.Repeated() || col.MaxRepetitionLevel() > 0 {
+			return nil, fmt.Errorf("column %q is nested or repeated in the file, not %s", fd.Name, fd.Type.DDL())
+		}
+		conv, err := converter(col.Type(), fd.Type)
+		if err != nil {
+			return nil, fmt.Errorf("column %q: %w", fd.Name, err)
+		}
+		if err := readColumn(col, j, rows, conv, buf); err != nil {
+			return nil, fmt.Errorf("column %q: %w", fd.Name, err)
+		}
+	}
+	return rows, nil
+}
+
+// readColumn reads every page of col into column j of rows.
+func readColumn(col *parquet.Column, j int, rows [][]any, conv convertFunc, buf []parquet.Value) error {
+	pages := col.Pages()
+	defer pages.Close()
+	maxDef := col.MaxDefinitionLevel()
+	r := 0
+	var strs []byte
+	for {
+		page, err := pages.ReadPage()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		vr := page.Values()
+		for {
+			k, err := vr.ReadValues(buf)
+			if r+k > len(rows) {
+				parquet.Release(page)
+				return fmt.Errorf("the file has more values than its %d rows", len(rows))
+			}
+			if cerr := conv.batch(buf[:k], maxDef, rows[r:r+k], j, r, &strs); cerr != nil {
+				parquet.Release(page)
+				return cerr
+			}
+			r += k
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				parquet.Release(page)
+				return err
+			}
+		}
+		parquet.Release(page)
+	}
+	if r != len(rows) {
+		return fmt.Errorf("the column has %d values, the file %d rows", r, len(rows))
+	}
+	return nil
+}
+
+// readStruct reads the STRUCT column fd (file column col) into column j of rows: each row gets
+// a []any of the struct's fields, or nil when the struct is NULL. Fields are matched by name; a
+// field missing from the file reads NULL.
+func readStruct(col *parquet.Column, fd schema.Field, j int, rows [][]any, buf []parquet.Value) error {
+	if col.Leaf() || col.Repeated() {
+		return fmt.Errorf("column %q is not a STRUCT in the file", fd.Name)
+	}
+	for _, l := range leaves(schema.Schema{Fields: []schema.Field{fd}}) {
+		// Find the file column of the leaf and the definition level at which each enclosing
+		// struct is present.
+		c := col
+		present := []int{col.MaxDefinitionLevel()}
+		f := fd
+		for _, idx := range l.path[1:] {
+			f = f.Type.Struct.Fields[idx]
+			if c = c.Column(f.Name); c == nil {
+				break
+			}
+			if f.Type.Kind == schema.StructKind {
+				if c.Leaf() {
+					return fmt.Errorf("column %q is not a STRUCT in the file", l.name)
+				}
+				present = append(present, c.MaxDefinitionLevel())
+			}
+		}
+		if c == nil {
+			continue // a missing field: NULL
+		}
+		if !c.Leaf() || c.MaxRepetitionLevel() > 0 {
+			return fmt.Errorf("column %q is nested or repeated in the file, not %s", l.name, l.typ.DDL())
+		}
+		conv, err := converter(c.Type(), l.typ)
+		if err != nil {
+			return fmt.Errorf("column %q: %w", l.name, err)
+		}
+		if err := readStructLeaf(c, l, present, j, rows, conv, buf); err != nil {
+			return fmt.Errorf("column %q: %w", l.name, err)
+		}
+	}
+	return nil
+}
+
+// readStructLeaf reads one leaf inside STRUCT column j: present[d] is the definition level from
+// which the struct at depth d is not NULL.
+func readStructLeaf(col *parquet.Column, l leaf, present []int, j int, rows [][]any, conv convertFunc, buf []parquet.Value) error {
+	pages := col.Pages()
+	defer pages.Close()
+	maxDef := col.MaxDefinitionLevel()
+	r := 0
+	for {
+		page, err := pages.ReadPage()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		vr := page.Values()
+		for {
+			k, err := vr.ReadValues(buf)
+			if r+k > len(rows) {
+				parquet.Release(page)
+				return fmt.Errorf("the file has more values than its %d rows", len(rows))
+			}
+			for _, v := range buf[:k] {
+				dl := v.DefinitionLevel()
+				cur := &rows[r][j]
+				for d, lvl := range present {
+					if dl < lvl {
+						break // this struct is NULL
+					}
+					if *cur == nil {
+						*cur = make([]any, l.widths[d])
+					}
+					sv := (*cur).([]any)
+					if d < len(present)-1 {
+						cur = &sv[l.path[d+1]]
+						continue
+					}
+					if dl == maxDef {
+						x, cerr := conv.one(v)
+						if cerr != nil {
+							parquet.Release(page)
+							return fmt.Errorf("row %d: %w", r, cerr)
+						}
+						sv[l.path[d+1]] = x
+					}
+				}
+				r++
+			}
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				parquet.Release(page)
+				return err
+			}
+		}
+		parquet.Release(page)
+	}
+	if r != len(rows) {
+		return fmt.Errorf("the column has %d values, the file %d rows", r, len(rows))
+	}
+	return nil
+}

@@ -1,0 +1,442 @@
+package delta
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"unsafe"
+
+	"github.com/google/uuid"
+	"github.com/parquet-go/parquet-go"
+
+	"tributary/schema"
+)
+
+// ChangeTypeColumn is the extra column of change data files (Delta PROTOCOL.md, "Change Data
+// Files"); its values are the ChangeInsert, ChangeUpdatePreimage, ChangeUpdatePostimage and
+// ChangeDelete constants.
+const ChangeTypeColumn = "_change_type"
+
+// The values of the _change_type column.
+const (
+	ChangeInsert          = "insert"
+	ChangeUpdatePreimage  = "update_preimage"
+	ChangeUpdatePostimage = "update_postimage"
+	ChangeDelete          = "delete"
+)
+
+// ChangeDataDir is the folder of change data files inside a table folder.
+const ChangeDataDir = "_change_data"
+
+const writeBatch = 4096 // values handed to a column writer at once
+
+// rowGroupRows is the number of rows per Parquet row group (a variable for tests).
+var rowGroupRows = 1_000_000
+
+// WriteFile writes rows (each a []any of len(s.Fields) values, typed per the schema package
+// invariant) as one Parquet data file "part-00000-<uuid>.c000.snappy.parquet" in the table
+// folder and returns its add action: relative URL-encoded Path, Size in bytes, ModificationTime
+// in ms, DataChange true, and Stats (numRecords, minValues, maxValues, nullCount; see
+// Delta PROTOCOL.md "Per-file Statistics"). The file has Snappy-compressed data pages (v1) and
+// all columns OPTIONAL, typed as Delta PROTOCOL.md "Delta Data Type to Parquet Type Mappings"
+// asks: BIGINT INT64, INT INT32, STRING BYTE_ARRAY (String), DOUBLE, BOOLEAN, DECIMAL(p,s) INT32
+// (p <= 9) or INT64 with the DECIMAL logical type, DATE INT32 (Date), TIMESTAMP INT64
+// TIMESTAMP(isAdjustedToUTC=true, MICROS), STRUCT an OPTIONAL group of its fields (its value is
+// a []any in field order). The file is written under a temporary name, synced,
+// and renamed. A value of the wrong Go type, a row of the wrong length or a DECIMAL beyond its
+// precision is an error naming the row and the column; nothing is left behind on error.
+// PartitionValues is left empty: a caller writing a partitioned table sets it.
+func (t *Table) WriteFile(s schema.Schema, rows [][]any) (Add, error) {
+	rel := fmt.Sprintf("part-00000-%s.c000.snappy.parquet", uuid.NewString())
+	size, mtime, stats, err := t.writeParquet(rel, s, rows, nil)
+	if err != nil {
+		return Add{}, err
+	}
+	return Add{
+		Path: EscapePath(rel), PartitionValues: map[string]string{}, Size: size,
+		ModificationTime: mtime, DataChange: true, Stats: stats,
+	}, nil
+}
+
+// WriteCDCFile writes a change data file "_change_data/cdc-00000-<uuid>.c000.snappy.parquet"
+// (Delta PROTOCOL.md, "Change Data Files"): the columns of s, typed as WriteFile types them,
+// plus `_change_type` STRING holding changeTypes[i] for rows[i] (one of ChangeInsert,
+// ChangeUpdatePreimage, ChangeUpdatePostimage, ChangeDelete). It returns the cdc action with
+// DataChange false. len(changeTypes) != len(rows), an unknown change type, or a column named
+// _change_type in s is an error.
+func (t *Table) WriteCDCFile(s schema.Schema, rows [][]any, changeTypes []string) (CDC, error) {
+	if len(changeTypes) != len(rows) {
+		return CDC{}, fmt.Errorf("delta: write change data: %d rows but %d change types", len(rows), len(changeTypes))
+	}
+	if s.Index(ChangeTypeColumn) >= 0 {
+		return CDC{}, fmt.Errorf("delta: write change data: the schema already has a column %s", ChangeTypeColumn)
+	}
+	for i, ct := range changeTypes {
+		switch ct {
+		case ChangeInsert, ChangeUpdatePreimage, ChangeUpdatePostimage, ChangeDelete:
+		default:
+			return CDC{}, fmt.Errorf("delta: write change data: row %d: change type %q is not one of insert, update_preimage, update_postimage, delete", i, ct)
+		}
+	}
+	rel := ChangeDataDir + "/" + fmt.Sprintf("cdc-00000-%s.c000.snappy.parquet", uuid.NewString())
+	size, _, _, err := t.writeParquet(rel, s, rows, changeTypes)
+	if err != nil {
+		return CDC{}, err
+	}
+	return CDC{Path: EscapePath(rel), PartitionValues: map[string]string{}, Size: size}, nil
+}
+
+// parquetSchema maps a table schema to the Parquet schema of its data files; with extraChange,
+// the _change_type column is appended.
+func parquetSchema(s schema.Schema, extraChange bool) (*parquet.Schema, error) {
+	g, err := parquetGroup(s)
+	if err != nil {
+		return nil, err
+	}
+	if extraChange {
+		n, _ := parquetNode(schema.Type{Kind: schema.String})
+		g.add(ChangeTypeColumn, parquet.Optional(n))
+	}
+	return parquet.NewSchema("spark_schema", g), nil
+}
+
+// parquetGroup maps the fields of s to an ordered group of OPTIONAL fields; a STRUCT field
+// becomes an OPTIONAL group of its fields.
+func parquetGroup(s schema.Schema) (*orderedGroup, error) {
+	g := &orderedGroup{Group: parquet.Group{}}
+	for _, f := range s.Fields {
+		if f.Type.Kind == schema.StructKind {
+			if f.Type.Struct == nil || len(f.Type.Struct.Fields) == 0 {
+				return nil, fmt.Errorf("column %q: a STRUCT needs fields", f.Name)
+			}
+			inner, err := parquetGroup(*f.Type.Struct)
+			if err != nil {
+				return nil, fmt.Errorf("column %q: %w", f.Name, err)
+			}
+			g.add(f.Name, parquet.Optional(inner))
+			continue
+		}
+		n, err := parquetNode(f.Type)
+		if err != nil {
+			return nil, fmt.Errorf("column %q: %w", f.Name, err)
+		}
+		g.add(f.Name, parquet.Optional(n))
+	}
+	return g, nil
+}
+
+// leaf is one primitive column of a data file: a top-level column, or a field inside STRUCT
+// columns. path[0] is the top-level column, path[1:] the field indexes inside the structs;
+// widths[i] is the number of fields of the struct at depth i.
+type leaf struct {
+	path   []int
+	widths []int
+	name   string // dotted, for errors
+	typ    schema.Type
+}
+
+// leaves lists the primitive columns of s depth-first, in the order of the Parquet leaf
+// columns.
+func leaves(s schema.Schema) []leaf {
+	var out []leaf
+	var walk func(s schema.Schema, path, widths []int, prefix string)
+	walk = func(s schema.Schema, path, widths []int, prefix string) {
+		for i, f := range s.Fields {
+			p := append(append([]int(nil), path...), i)
+			if f.Type.Kind == schema.StructKind && f.Type.Struct != nil {
+				walk(*f.Type.Struct, p, append(append([]int(nil), widths...), len(f.Type.Struct.Fields)), prefix+f.Name+".")
+				continue
+			}
+			out = append(out, leaf{path: p, widths: widths, name: prefix + f.Name, typ: f.Type})
+		}
+	}
+	walk(s, nil, nil, "")
+	return out
+}
+
+// value returns the value of the leaf in row r and, when it is NULL, its Parquet definition
+// level: the number of enclosing structs that are not NULL.
+func (l leaf) value(r []any) (v any, def int, err error) {
+	v = r[l.path[0]]
+	for d, idx := range l.path[1:] {
+		if v == nil {
+			return nil, d, nil
+		}
+		sv, ok := v.([]any)
+		if !ok || len(sv) != l.widths[d] {
+			return nil, 0, fmt.Errorf("a %T is not a STRUCT value of %d fields ([]any)", v, l.widths[d])
+		}
+		v = sv[idx]
+	}
+	return v, len(l.path) - 1, nil
+}
+
+func parquetNode(t schema.Type) (parquet.Node, error) {
+	switch t.Kind {
+	case schema.Long:
+		return parquet.Leaf(parquet.Int64Type), nil
+	case schema.Integer:
+		return parquet.Leaf(parquet.Int32Type), nil
+	case schema.String:
+		// PLAIN rather than parquet-go's default DELTA_LENGTH_BYTE_ARRAY, which readers before
+		// Spark 3.3 do not decode.
+		return parquet.Encoded(parquet.String(), &parquet.Plain), nil
+	case schema.Double:
+		return parquet.Leaf(parquet.DoubleType), nil
+	case schema.Boolean:
+		return parquet.Leaf(parquet.BooleanType), nil
+	case schema.DecimalKind:
+		if t.Precision < 1 || t.Precision > schema.MaxDecimalPrecision || t.Scale < 0 || t.Scale > t.Precision {
+			return nil, fmt.Errorf("type %s is not supported", t.DDL())
+		}
+		if t.Precision <= 9 {
+			return parquet.Decimal(t.Scale, t.Precision, parquet.Int32Type), nil
+		}
+		return parquet.Decimal(t.Scale, t.Precision, parquet.Int64Type), nil
+	case schema.DateKind:
+		return parquet.Date(), nil
+	case schema.TimestampKind:
+		return parquet.Timestamp(parquet.Microsecond), nil
+	}
+	return nil, fmt.Errorf("type %s is not supported", t.DDL())
+}
+
+// orderedGroup is a Parquet group whose fields keep the order of the table schema
+// (parquet.Group orders them by name).
+type orderedGroup struct {
+	parquet.Group
+	fields []parquet.Field
+}
+
+func (g *orderedGroup) add(name string, n parquet.Node) {
+	g.Group[name] = n
+	g.fields = append(g.fields, namedField{Node: n, name: name})
+}
+
+func (g *orderedGroup) Fields() []parquet.Field { return g.fields }
+
+type namedField struct {
+	parquet.Node
+	name string
+}
+
+func (f namedField) Name() string                           { return f.name }
+func (f namedField) Value(base reflect.Value) reflect.Value { return reflect.Value{} }
+
+// writeParquet writes rows to rel (slash-separated, relative to the table folder) and returns
+// the file size, its modification time in ms and, for data files, the stats JSON.
+func (t *Table) writeParquet(rel string, s schema.Schema, rows [][]any, changeTypes []string) (size, mtime int64, stats string, err error) {
+	what := "write " + rel
+	ps, err := parquetSchema(s, changeTypes != nil)
+	if err != nil {
+		return 0, 0, "", fmt.Errorf("delta: %s: %w", what, err)
+	}
+	for i, r := range rows {
+		if len(r) != len(s.Fields) {
+			return 0, 0, "", fmt.Errorf("delta: %s: row %d has %d values, the schema %d columns (%s)", what, i, len(r), len(s.Fields), s.DDL())
+		}
+	}
+	final := filepath.Join(t.Dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+		return 0, 0, "", fmt.Errorf("delta: %s: %w", what, err)
+	}
+	tmp := filepath.Join(filepath.Dir(final), "."+filepath.Base(final)+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return 0, 0, "", fmt.Errorf("delta: %s: %w", what, err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	w := parquet.NewWriter(bw, ps,
+		parquet.Compression(&parquet.Snappy),
+		parquet.DataPageVersion(1),
+		parquet.CreatedBy("tributary", "", ""),
+	)
+	lvs := leaves(s)
+	cols := make([]colStats, len(lvs))
+	buf := make([]parquet.Value, 0, writeBatch)
+	for start := 0; start < len(rows) || start == 0; start += rowGroupRows {
+		end := min(start+rowGroupRows, len(rows))
+		cws := w.ColumnWriters()
+		for j, l := range lvs {
+			for b := start; b < end; b += writeBatch {
+				be := min(b+writeBatch, end)
+				buf, err = appendValues(buf[:0], l, rows[b:be], j, &cols[j])
+				if err != nil {
+					return 0, 0, "", fmt.Errorf("delta: %s: row %d: column %q: %w", what, b+len(buf), l.name, err)
+				}
+				if _, err := cws[j].WriteRowValues(buf); err != nil {
+					return 0, 0, "", fmt.Errorf("delta: %s: column %q: %w", what, l.name, err)
+				}
+			}
+		}
+		if changeTypes != nil {
+			j := len(lvs)
+			for b := start; b < end; b += writeBatch {
+				be := min(b+writeBatch, end)
+				buf = buf[:0]
+				for _, ct := range changeTypes[b:be] {
+					buf = append(buf, parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(ct), len(ct))).Level(0, 1, j))
+				}
+				if _, err := cws[j].WriteRowValues(buf); err != nil {
+					return 0, 0, "", fmt.Errorf("delta: %s: column %s: %w", what, ChangeTypeColumn, err)
+				}
+			}
+		}
+		if end > start {
+			if err := w.Flush(); err != nil {
+				return 0, 0, "", fmt.Errorf("delta: %s: %w", what, err)
+			}
+		}
+		if end >= len(rows) {
+			break
+		}
+	}
+	if err := w.Close(); err != nil {
+		return 0, 0, "", fmt.Errorf("delta: %s: %w", what, err)
+	}
+	if err := bw.Flush(); err != nil {
+		return 0, 0, "", fmt.Errorf("delta: %s: %w", what, err)
+	}
+	if err := f.Sync(); err != nil {
+		return 0, 0, "", fmt.Errorf("delta: %s: %w", what, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return 0, 0, "", fmt.Errorf("delta: %s: %w", what, err)
+	}
+	if err := f.Close(); err != nil {
+		return 0, 0, "", fmt.Errorf("delta: %s: %w", what, err)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return 0, 0, "", fmt.Errorf("delta: %s: %w", what, err)
+	}
+	ok = true
+	if err := syncDir(filepath.Dir(final)); err != nil {
+		return 0, 0, "", fmt.Errorf("delta: %s: %w", what, err)
+	}
+	if changeTypes == nil {
+		stats = statsJSON(s, int64(len(rows)), cols)
+	}
+	return st.Size(), st.ModTime().UnixMilli(), stats, nil
+}
+
+// appendValues appends the Parquet values of leaf l of rows, the j-th leaf column, to buf and
+// folds them into the column's statistics. A value has the definition level of its depth (1 for
+// a top-level column), a NULL the number of enclosing structs that are not NULL. On a type
+// error, the returned buf holds the values before the bad row.
+func appendValues(buf []parquet.Value, l leaf, rows [][]any, j int, st *colStats) ([]parquet.Value, error) {
+	t, top, maxDef := l.typ, l.path[0], len(l.path)
+	null := parquet.NullValue().Level(0, 0, j)
+	for _, r := range rows {
+		v := r[top]
+		if maxDef > 1 {
+			var def int
+			var err error
+			if v, def, err = l.value(r); err != nil {
+				return buf, err
+			}
+			if v == nil {
+				st.nulls++
+				buf = append(buf, parquet.NullValue().Level(0, def, j))
+				continue
+			}
+		}
+		if v == nil {
+			st.nulls++
+			buf = append(buf, null)
+			continue
+		}
+		var pv parquet.Value
+		switch t.Kind {
+		case schema.Long:
+			x, ok := v.(int64)
+			if !ok {
+				return buf, typeError(t, v)
+			}
+			st.int(x)
+			pv = parquet.Int64Value(x)
+		case schema.Integer:
+			x, ok := v.(int32)
+			if !ok {
+				return buf, typeError(t, v)
+			}
+			st.int(int64(x))
+			pv = parquet.Int32Value(x)
+		case schema.String:
+			x, ok := v.(string)
+			if !ok {
+				return buf, typeError(t, v)
+			}
+			st.str(x)
+			// The writer copies the bytes into its page buffer; x is never written through.
+			pv = parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(x), len(x)))
+		case schema.Double:
+			x, ok := v.(float64)
+			if !ok {
+				return buf, typeError(t, v)
+			}
+			st.float(x)
+			pv = parquet.DoubleValue(x)
+		case schema.Boolean:
+			x, ok := v.(bool)
+			if !ok {
+				return buf, typeError(t, v)
+			}
+			pv = parquet.BooleanValue(x)
+		case schema.DecimalKind:
+			x, ok := v.(schema.Decimal)
+			if !ok {
+				return buf, typeError(t, v)
+			}
+			if x >= pow10[t.Precision] || x <= -pow10[t.Precision] {
+				return buf, fmt.Errorf("%s does not fit %s", schema.FormatDecimal(x, t.Scale), t.DDL())
+			}
+			st.int(int64(x))
+			if t.Precision <= 9 {
+				pv = parquet.Int32Value(int32(x))
+			} else {
+				pv = parquet.Int64Value(int64(x))
+			}
+		case schema.DateKind:
+			x, ok := v.(schema.Date)
+			if !ok {
+				return buf, typeError(t, v)
+			}
+			st.int(int64(x))
+			pv = parquet.Int32Value(int32(x))
+		case schema.TimestampKind:
+			x, ok := v.(schema.Timestamp)
+			if !ok {
+				return buf, typeError(t, v)
+			}
+			st.int(int64(x))
+			pv = parquet.Int64Value(int64(x))
+		default:
+			return buf, fmt.Errorf("type %s is not supported", t.DDL())
+		}
+		buf = append(buf, pv.Level(0, maxDef, j))
+	}
+	return buf, nil
+}
+
+var pow10 = func() [19]schema.Decimal {
+	var p [19]schema.Decimal
+	p[0] = 1
+	for i := 1; i < len(p); i++ {
+		p[i] = p[i-1] * 10
+	}
+	return p
+}()
+
+func typeError(t schema.Type, v any) error {
+	return fmt.Errorf("a %T is not a value of %s", v, t.DDL())
+}

@@ -1,0 +1,156 @@
+package flows
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/google/uuid"
+
+	"tributary/delta"
+	"tributary/schema"
+)
+
+// stateKey is the commitInfo key under which an APPLY CHANGES commit names its CDC state manifest.
+const stateKey = "tributaryCdcState"
+
+// compactAfter is the number of state segments after which the next batch writes one full
+// segment instead of another delta segment.
+const compactAfter = 8
+
+// cdcEntry is the CDC state of one key of an APPLY CHANGES target.
+type cdcEntry struct {
+	key       []any // key values, in the order of `keys`
+	seq       []any // sequence values, in the order of `sequence_by`
+	deleted   bool  // a tombstone: the key's last event was a delete
+	deletedAt int64 // commit time of the delete, ms since the epoch
+	file      string
+}
+
+// cdcState is the CDC state of a target: every key ever seen (live or tombstone).
+type cdcState struct {
+	dir      string
+	keySch   schema.Schema
+	seqSch   schema.Schema
+	entries  map[string]*cdcEntry
+	segments []string // segment files of the manifest the state was loaded from
+}
+
+// manifest is <state>/manifests/<id>.json: the segment files, oldest first, whose union (later
+// entries win) is the state at the target version whose commit names this manifest.
+type manifest struct {
+	Segments []string `json:"segments"`
+}
+
+func (s *cdcState) segmentSchema() schema.Schema {
+	out := schema.Schema{}
+	out.Fields = append(out.Fields, s.keySch.Fields...)
+	for i, f := range s.seqSch.Fields {
+		out.Fields = append(out.Fields, schema.Field{Name: fmt.Sprintf("__seq_%d_%s", i, f.Name), Type: f.Type, Nullable: true})
+	}
+	out.Fields = append(out.Fields,
+		schema.Field{Name: "__deleted", Type: schema.Type{Kind: schema.Boolean}, Nullable: true},
+		schema.Field{Name: "__deleted_at", Type: schema.Type{Kind: schema.Long}, Nullable: true},
+		schema.Field{Name: "__file", Type: schema.Type{Kind: schema.String}, Nullable: true},
+	)
+	return out
+}
+
+// loadState reads the CDC state for the target snapshot: the manifest named by the newest commit
+// (at or before snap.Version) that names one. Tombstones older than gcMillis before nowMillis are
+// dropped (table property pipelines.cdc.tombstoneGCThresholdInSeconds).
+func loadState(dir string, table *delta.Table, snap *delta.Snapshot, keySch, seqSch schema.Schema, nowMillis, gcMillis int64) (*cdcState, error) {
+	st := &cdcState{dir: dir, keySch: keySch, seqSch: seqSch, entries: map[string]*cdcEntry{}}
+	var id string
+	for v := snap.Version; v >= 0 && id == ""; v-- {
+		c, err := table.ReadCommit(v)
+		if err != nil {
+			return nil, err
+		}
+		if s, ok := c.Info.Extra[stateKey].(string); ok {
+			id = s
+		}
+	}
+	if id == "" {
+		if snap.NumRecords() > 0 {
+			return nil, fmt.Errorf("the table %s has rows but no APPLY CHANGES state; run a full refresh of this dataset", table.Dir)
+		}
+		return st, nil
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "manifests", id+".json"))
+	if err != nil {
+		return nil, fmt.Errorf("reading the CDC state of %s: %w (the state folder %s was damaged; run a full refresh of this dataset)", table.Dir, err, dir)
+	}
+	var m manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("CDC state manifest %s: %w", id, err)
+	}
+	seg := delta.New(dir)
+	sch := st.segmentSchema()
+	nk, ns := len(keySch.Fields), len(seqSch.Fields)
+	var kb []byte
+	for _, name := range m.Segments {
+		rows, err := seg.ReadFile(filepath.ToSlash(filepath.Join("segments", name)), sch)
+		if err != nil {
+			return nil, fmt.Errorf("reading CDC state segment %s: %w", name, err)
+		}
+		for _, r := range rows {
+			e := &cdcEntry{key: r[:nk:nk], seq: r[nk : nk+ns : nk+ns]}
+			e.deleted, _ = r[nk+ns].(bool)
+			e.deletedAt, _ = r[nk+ns+1].(int64)
+			e.file, _ = r[nk+ns+2].(string)
+			kb = schema.AppendKey(kb[:0], e.key)
+			st.entries[string(kb)] = e
+		}
+	}
+	st.segments = m.Segments
+	if gcMillis >= 0 {
+		for k, e := range st.entries {
+			if e.deleted && e.deletedAt+gcMillis < nowMillis {
+				delete(st.entries, k)
+			}
+		}
+	}
+	return st, nil
+}
+
+// save writes the entries changed by a batch as a new segment (or, past compactAfter segments,
+// every entry as one segment) and a manifest; it returns the manifest id for the commit.
+func (s *cdcState) save(changed map[string]*cdcEntry) (string, []string, error) {
+	segs := append([]string(nil), s.segments...)
+	src := changed
+	if len(segs)+1 > compactAfter {
+		src = s.entries
+		segs = nil
+	}
+	if len(src) > 0 || len(segs) == 0 {
+		rows := make([][]any, 0, len(src))
+		for _, e := range src {
+			r := make([]any, 0, len(e.key)+len(e.seq)+3)
+			r = append(r, e.key...)
+			r = append(r, e.seq...)
+			var file any
+			if e.file != "" {
+				file = e.file
+			}
+			r = append(r, e.deleted, e.deletedAt, file)
+			rows = append(rows, r)
+		}
+		segDir := filepath.Join(s.dir, "segments")
+		if err := os.MkdirAll(segDir, 0o755); err != nil {
+			return "", nil, err
+		}
+		add, err := delta.New(segDir).WriteFile(s.segmentSchema(), rows)
+		if err != nil {
+			return "", nil, fmt.Errorf("writing a CDC state segment: %w", err)
+		}
+		segs = append(segs, add.Path)
+	}
+	id := uuid.NewString()
+	b, _ := json.Marshal(manifest{Segments: segs})
+	if err := writeFileAtomic(filepath.Join(s.dir, "manifests", id+".json"), b); err != nil {
+		return "", nil, fmt.Errorf("writing the CDC state manifest: %w", err)
+	}
+	return id, segs, nil
+}

@@ -1,0 +1,99 @@
+package flows
+
+import (
+	"testing"
+
+	"tributary/schema"
+)
+
+// ev builds an event with key id, sequence seq, value v ("" with del for a delete).
+func ev(id, seq int64, v string, del bool, arrival int) event {
+	e := event{key: []any{id}, seq: []any{seq}, delete: del, arrival: arrival}
+	if !del {
+		e.row = []any{id, v}
+	} else {
+		e.row = []any{id, nil}
+	}
+	return e
+}
+
+func keyOf(id int64) string { return string(schema.AppendKey(nil, []any{id})) }
+
+func TestReduce(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name     string
+		events   []event
+		wantVal  map[int64]string // "" = delete wins
+		wantTies int64
+	}{
+		{"highest sequence wins whatever the arrival order",
+			[]event{ev(1, 5, "b", false, 0), ev(1, 3, "a", false, 1), ev(1, 6, "c", false, 2), ev(1, 4, "x", false, 3)},
+			map[int64]string{1: "c"}, 0},
+		{"delete beats upsert on a tie, in either order",
+			[]event{ev(1, 5, "a", false, 0), ev(1, 5, "", true, 1), ev(2, 5, "", true, 2), ev(2, 5, "b", false, 3)},
+			map[int64]string{1: "", 2: ""}, 2},
+		{"between upserts on a tie the later arrival wins",
+			[]event{ev(1, 5, "first", false, 0), ev(1, 5, "second", false, 1)},
+			map[int64]string{1: "second"}, 1},
+		{"exact duplicates are not ties",
+			[]event{ev(1, 5, "a", false, 0), ev(1, 5, "a", false, 1)},
+			map[int64]string{1: "a"}, 0},
+	}
+	for _, c := range cases {
+		c := c
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			red := reduce(c.events)
+			if red.ties != c.wantTies {
+				t.Errorf("ties = %d, want %d", red.ties, c.wantTies)
+			}
+			for id, want := range c.wantVal {
+				w := red.winners[keyOf(id)]
+				got := ""
+				if !w.delete {
+					got = w.row[1].(string)
+				}
+				if got != want {
+					t.Errorf("key %d: winner %q, want %q", id, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestDecide(t *testing.T) {
+	t.Parallel()
+	state := map[string]*cdcEntry{
+		keyOf(1): {key: []any{int64(1)}, seq: []any{int64(5)}, file: "f1"},              // live at 5
+		keyOf(2): {key: []any{int64(2)}, seq: []any{int64(6)}, deleted: true},           // tombstone at 6
+		keyOf(3): {key: []any{int64(3)}, seq: []any{int64(5)}, file: "f1"},              // live at 5
+		keyOf(4): {key: []any{int64(4)}, seq: []any{int64(5)}, file: "f2"},              // live at 5
+		keyOf(5): {key: []any{int64(5)}, seq: []any{int64(2)}, deleted: true, file: ""}, // tombstone at 2
+		keyOf(6): {key: []any{int64(6)}, seq: []any{int64(5)}, file: "f2"},              // live at 5
+	}
+	events := []event{
+		ev(1, 4, "late", false, 0),        // late update: no-op
+		ev(2, 3, "late insert", false, 1), // below the tombstone: no-op
+		ev(3, 5, "", true, 2),             // delete at the live row's own sequence: delete wins
+		ev(4, 5, "same seq", false, 3),    // upsert at the stored sequence: no-op
+		ev(5, 3, "back", false, 4),        // newer than the tombstone: re-insert
+		ev(6, 9, "newer", false, 5),       // update
+		ev(7, 1, "", true, 6),             // delete of an unknown key: tombstone only
+		ev(8, 1, "new", false, 7),         // update of a never-inserted key: insert
+	}
+	changes, ties := decide(reduce(events), state)
+	want := map[int64]decision{3: deleteRow, 5: insertRow, 6: updateRow, 7: tombstoneOnly, 8: insertRow}
+	if len(changes) != len(want) {
+		t.Fatalf("got %d changes, want %d: %+v", len(changes), len(want), changes)
+	}
+	for _, ch := range changes {
+		id := ch.win.key[0].(int64)
+		if want[id] != ch.what {
+			t.Errorf("key %d: decision %d, want %d", id, ch.what, want[id])
+		}
+	}
+	if ties != 1 {
+		t.Errorf("ties with stored rows = %d, want 1", ties)
+	}
+}

@@ -1,0 +1,107 @@
+package flows
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"tributary/expectations"
+	"tributary/schema"
+	"tributary/spec"
+)
+
+// Emitter receives events for the event log (see eventlog.Log.Emit).
+type Emitter interface {
+	Emit(level, eventType, flow, dataset, message string, details map[string]any, errText string)
+}
+
+// Env is what a flow needs from the update that runs it.
+type Env struct {
+	Pipeline *spec.Pipeline
+	UpdateID string
+	Events   Emitter
+	// Now returns the current time; tests may fix it. Nil means time.Now.
+	Now func() time.Time
+}
+
+func (e *Env) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
+}
+
+// TableDir returns <storage>/tables/<dataset>, where the dataset's Delta table lives (spec.md §3).
+func TableDir(storage, dataset string) string {
+	return filepath.Join(storage, "tables", dataset)
+}
+
+// CheckpointDir returns <storage>/checkpoints/<flow>: an ingest flow's offsets log.
+func CheckpointDir(storage, flow string) string {
+	return filepath.Join(storage, "checkpoints", flow)
+}
+
+// StateDir returns <storage>/state/<dataset>: an APPLY CHANGES target's CDC state.
+func StateDir(storage, dataset string) string {
+	return filepath.Join(storage, "state", dataset)
+}
+
+// AppID is the txn appId under which the flow writing dataset records its progress.
+func AppID(p *spec.Pipeline, dataset string) string {
+	return "tributary:" + p.Name + ":" + dataset
+}
+
+// Metrics is what a flow reports for one update (details.flow_progress of the event log).
+type Metrics struct {
+	// NumOutputRows is the number of rows written to the dataset's table (appended rows for an
+	// ingest flow; inserted + updated + deleted rows for APPLY CHANGES).
+	NumOutputRows int64
+	// NumUpsertedRows and NumDeletedRows are APPLY CHANGES counts of rows inserted or updated,
+	// and of visible rows deleted.
+	NumUpsertedRows int64
+	NumDeletedRows  int64
+	// Ties counts events that tied on key and sequence with a different event (semantics.md).
+	Ties int64
+	// BadRecords counts input values or lines that did not fit the schema.
+	BadRecords int64
+	// Files is the number of input files read.
+	Files int
+	// Idle is true when the flow found no new input.
+	Idle    bool
+	Quality expectations.Quality
+	// Version is the table version committed, or -1.
+	Version int64
+}
+
+// Details returns m in the shape of details.flow_progress (without status).
+func (m Metrics) Details() map[string]any {
+	d := map[string]any{
+		"metrics": map[string]any{
+			"num_output_rows":   m.NumOutputRows,
+			"num_upserted_rows": m.NumUpsertedRows,
+			"num_deleted_rows":  m.NumDeletedRows,
+		},
+	}
+	if m.Quality.Expectations != nil {
+		d["data_quality"] = m.Quality.Details()
+	}
+	return d
+}
+
+// expectationSet compiles a dataset's expectations against the schema of the rows they check
+// (the flow's input rows: semantics.md "Expectations").
+func expectationSet(d *spec.Dataset, s schema.Schema) (*expectations.Set, error) {
+	set := &expectations.Set{Dataset: d.Name, Schema: s}
+	for _, e := range d.Expectations {
+		p, err := expectations.Compile(e.Expect, s)
+		if err != nil {
+			return nil, fmt.Errorf("dataset %s: expectation %q: %w", d.Name, e.Name, err)
+		}
+		on := e.OnViolation
+		if on == "" {
+			on = expectations.Warn
+		}
+		set.Rules = append(set.Rules, expectations.Rule{Name: e.Name, OnViolation: on, Program: p})
+	}
+	return set, nil
+}

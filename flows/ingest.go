@@ -1,0 +1,250 @@
+package flows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"tributary/delta"
+	"tributary/eventlog"
+	"tributary/internal/fault"
+	"tributary/spec"
+)
+
+// chunkRows is how many rows an ingest flow buffers before it checks expectations and writes a
+// data file; a batch of many rows becomes several files committed together.
+const chunkRows = 250_000
+
+// maxWarnEvents bounds the WARN events one batch emits for bad values; the rest are counted.
+const maxWarnEvents = 20
+
+// inputFile is one file found under a source path.
+type inputFile struct {
+	abs, rel string
+	size     int64
+	modTime  int64
+}
+
+// listInputs returns the files under a source path (a folder, walked recursively, or a glob), in
+// name order, skipping names that start with "." or "_" as Spark does. base is the folder paths
+// are recorded relative to.
+func listInputs(path string) (base string, files []inputFile, err error) {
+	if strings.ContainsAny(path, "*?[") {
+		base = path
+		for strings.ContainsAny(base, "*?[") {
+			base = filepath.Dir(base)
+		}
+		matches, err := filepath.Glob(path)
+		if err != nil {
+			return "", nil, fmt.Errorf("source path %s is not a valid glob: %w", path, err)
+		}
+		for _, m := range matches {
+			st, err := os.Stat(m)
+			if err != nil || st.IsDir() || hidden(filepath.Base(m)) {
+				continue
+			}
+			rel, _ := filepath.Rel(base, m)
+			files = append(files, inputFile{abs: m, rel: filepath.ToSlash(rel), size: st.Size(), modTime: st.ModTime().UnixMilli()})
+		}
+	} else {
+		base = path
+		st, err := os.Stat(path)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return "", nil, fmt.Errorf("source path %s does not exist; create the folder or fix source.path in the spec", path)
+			}
+			return "", nil, err
+		}
+		if !st.IsDir() {
+			base = filepath.Dir(path)
+			files = append(files, inputFile{abs: path, rel: filepath.Base(path), size: st.Size(), modTime: st.ModTime().UnixMilli()})
+		} else {
+			err = filepath.WalkDir(path, func(p string, de fs.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				if p != path && hidden(de.Name()) {
+					if de.IsDir() {
+						return filepath.SkipDir
+					}
+					return nil
+				}
+				if de.IsDir() {
+					return nil
+				}
+				info, err := de.Info()
+				if err != nil {
+					return err
+				}
+				rel, _ := filepath.Rel(path, p)
+				files = append(files, inputFile{abs: p, rel: filepath.ToSlash(rel), size: info.Size(), modTime: info.ModTime().UnixMilli()})
+				return nil
+			})
+			if err != nil {
+				return "", nil, fmt.Errorf("listing %s: %w", path, err)
+			}
+		}
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].rel < files[j].rel })
+	return base, files, nil
+}
+
+func hidden(name string) bool { return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") }
+
+// Ingest runs the flow of a bronze streaming table: it reads every file under the source path
+// that no committed batch has read, types each line by the declared schema (semantics.md
+// "Ingestion"), applies the dataset's expectations, and appends the rows in one Delta commit
+// that also records the batch (txn version = batch id). The table must exist (Setup).
+func Ingest(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
+	m := Metrics{Version: -1}
+	storage := env.Pipeline.Storage
+	table := delta.New(TableDir(storage, d.Name))
+	snap, err := table.Snapshot(-1)
+	if err != nil {
+		return m, err
+	}
+	appID := AppID(env.Pipeline, d.Name)
+	committed, ok := snap.AppTxns[appID]
+	if !ok {
+		committed = 0
+	}
+	ckpt := CheckpointDir(storage, d.Name)
+	seen, err := committedFiles(ckpt, committed)
+	if err != nil {
+		return m, err
+	}
+	src := d.Source
+	base, files, err := listInputs(src.Path)
+	if err != nil {
+		return m, err
+	}
+	var todo []inputFile
+	for _, f := range files {
+		if !seen[f.rel] {
+			todo = append(todo, f)
+		}
+	}
+	if len(todo) == 0 {
+		m.Idle = true
+		return m, nil
+	}
+	set, err := expectationSet(d, d.Schema)
+	if err != nil {
+		return m, err
+	}
+	batch := committed + 1
+	off := &offsets{Batch: batch, Base: base}
+	var adds []delta.Add
+	var chunk [][]any // each row carries two trailing values: file index, line number
+	width := len(d.Schema.Fields)
+	warned, reported := 0, int64(0)
+	flush := func() error {
+		if len(chunk) == 0 {
+			return nil
+		}
+		kept, q, err := set.Check(chunk)
+		m.Quality.Add(q)
+		if err != nil {
+			return err
+		}
+		rows := make([][]any, len(kept))
+		for i, r := range kept {
+			off.Files[r[width].(int)].addLine(r[width+1].(int64))
+			rows[i] = r[:width]
+		}
+		chunk = chunk[:0]
+		if len(rows) == 0 {
+			return nil
+		}
+		add, err := table.WriteFile(d.Schema, rows)
+		if err != nil {
+			return err
+		}
+		adds = append(adds, add)
+		m.NumOutputRows += int64(len(rows))
+		return nil
+	}
+	for fi, f := range todo {
+		if err := ctx.Err(); err != nil {
+			return m, err
+		}
+		off.Files = append(off.Files, offsetFile{Path: f.rel, Size: f.size, ModTime: f.modTime})
+		lr := newLineReader(src.Schema, src.RescuedDataColumn, f.abs)
+		in, err := os.Open(f.abs)
+		if err != nil {
+			return m, fmt.Errorf("reading %s: %w", f.abs, err)
+		}
+		err = eachLine(in, func(line []byte, lineNo int64) error {
+			row, parsed, bad := lr.parse(line, lineNo)
+			if len(bad) > 0 {
+				m.BadRecords += int64(len(bad))
+				where := fmt.Sprintf("%s:%d", f.abs, lineNo)
+				if src.Mode == "failfast" {
+					b := bad[0]
+					if b.Column == "" {
+						return fmt.Errorf("%s: %s (mode: failfast; fix the line or use mode: permissive)", where, b.Reason)
+					}
+					return fmt.Errorf("%s: column %s: %s (mode: failfast; fix the value or use mode: permissive)", where, b.Column, b.Reason)
+				}
+				if !parsed && src.Mode == "dropmalformed" {
+					if warned < maxWarnEvents {
+						env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, d.Name, d.Name, fmt.Sprintf("%s: dropped a malformed line (mode: dropmalformed): %s", where, bad[0].Reason), nil, "")
+						warned++
+						reported += int64(len(bad))
+					}
+					return nil
+				}
+				if warned < maxWarnEvents {
+					for _, b := range bad {
+						msg := fmt.Sprintf("%s: %s; the row is kept with NULL there", where, b.Reason)
+						if b.Column != "" {
+							msg = fmt.Sprintf("%s: column %s: %s; the value is NULL", where, b.Column, b.Reason)
+						}
+						if src.RescuedDataColumn != "" {
+							msg += " and the original is in " + src.RescuedDataColumn
+						}
+						env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, d.Name, d.Name, msg, map[string]any{"file": f.abs, "line": lineNo, "column": b.Column}, "")
+					}
+					warned++
+					reported += int64(len(bad))
+				}
+			}
+			chunk = append(chunk, append(row, fi, lineNo))
+			if len(chunk) >= chunkRows {
+				return flush()
+			}
+			return nil
+		})
+		in.Close()
+		if err != nil {
+			return m, err
+		}
+		m.Files++
+	}
+	if err := flush(); err != nil {
+		return m, err
+	}
+	if m.BadRecords > reported {
+		env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, d.Name, d.Name, fmt.Sprintf("%d bad values or lines in this batch; %d were reported one by one", m.BadRecords, reported), nil, "")
+	}
+	if err := writeOffsets(ckpt, off); err != nil {
+		return m, fmt.Errorf("writing the offsets of batch %d: %w", batch, err)
+	}
+	fault.Point("ingest.after-data-files")
+	tx := table.Begin(snap)
+	tx.Add(adds...)
+	tx.SetAppTxn(appID, batch)
+	tx.SetCommitInfo(nil, map[string]string{"numFiles": fmt.Sprint(len(adds)), "numOutputRows": fmt.Sprint(m.NumOutputRows), "numInputFiles": fmt.Sprint(m.Files)})
+	v, err := tx.Commit("STREAMING UPDATE", map[string]any{"outputMode": "Append", "queryId": appID, "epochId": batch})
+	if err != nil {
+		return m, err
+	}
+	m.Version = v
+	fault.Point("ingest.after-commit")
+	return m, nil
+}

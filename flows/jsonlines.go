@@ -1,0 +1,129 @@
+package flows
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+
+	"tributary/schema"
+)
+
+// badValue describes one value or line of input that did not fit (semantics.md "Ingestion").
+type badValue struct {
+	Line   int64
+	Column string // "" when the whole line did not parse
+	Reason string
+}
+
+// lineReader turns JSON-lines input into rows of a declared schema. A row is the schema's values
+// followed by the rescued-data column when the source has one.
+type lineReader struct {
+	schema   schema.Schema // the declared columns
+	rescued  string        // rescued-data column name, or ""
+	filePath string        // for the rescued JSON's _file_path
+	index    map[string]int
+}
+
+func newLineReader(s schema.Schema, rescued, filePath string) *lineReader {
+	idx := make(map[string]int, len(s.Fields))
+	for i, f := range s.Fields {
+		idx[f.Name] = i
+	}
+	return &lineReader{schema: s, rescued: rescued, filePath: filePath, index: idx}
+}
+
+// width is the number of values in each row.
+func (r *lineReader) width() int {
+	if r.rescued != "" {
+		return len(r.schema.Fields) + 1
+	}
+	return len(r.schema.Fields)
+}
+
+// parse converts one line. ok is false when the line is not a JSON object at all; then row is a
+// row of NULLs (with the text rescued when there is a rescued column). bad lists values that did
+// not fit their column.
+func (r *lineReader) parse(line []byte, lineNo int64) (row []any, ok bool, bad []badValue) {
+	row = make([]any, r.width())
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.UseNumber()
+	var obj map[string]any
+	err := dec.Decode(&obj)
+	if err == nil && dec.More() {
+		err = fmt.Errorf("unexpected data after the JSON object")
+	}
+	if err == nil && obj == nil {
+		err = fmt.Errorf("the line is not a JSON object")
+	}
+	if err != nil {
+		if r.rescued != "" {
+			row[len(r.schema.Fields)] = r.rescue(map[string]any{"_corrupt_record": string(line)})
+		}
+		return row, false, []badValue{{Line: lineNo, Reason: "not a JSON object: " + err.Error()}}
+	}
+	var rescue map[string]any
+	for name, v := range obj {
+		i, known := r.index[name]
+		if !known {
+			if r.rescued != "" {
+				if rescue == nil {
+					rescue = map[string]any{}
+				}
+				rescue[name] = v
+			}
+			continue
+		}
+		f := r.schema.Fields[i]
+		val, err := schema.FromJSON(f.Type, v)
+		if err != nil {
+			bad = append(bad, badValue{Line: lineNo, Column: name, Reason: err.Error()})
+			if r.rescued != "" {
+				if rescue == nil {
+					rescue = map[string]any{}
+				}
+				rescue[name] = v
+			}
+			continue
+		}
+		row[i] = val
+	}
+	if rescue != nil {
+		row[len(r.schema.Fields)] = r.rescue(rescue)
+	}
+	sort.Slice(bad, func(i, j int) bool { return bad[i].Column < bad[j].Column })
+	return row, true, bad
+}
+
+func (r *lineReader) rescue(m map[string]any) string {
+	m["_file_path"] = r.filePath
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// eachLine calls fn for every non-blank line of in with its 1-based line number. Lines may be of
+// any length; a trailing "\r" is removed.
+func eachLine(in io.Reader, fn func(line []byte, lineNo int64) error) error {
+	br := bufio.NewReaderSize(in, 1<<20)
+	var lineNo int64
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			lineNo++
+			trimmed := bytes.TrimRight(line, "\r\n")
+			if len(bytes.TrimSpace(trimmed)) > 0 {
+				if ferr := fn(trimmed, lineNo); ferr != nil {
+					return ferr
+				}
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,287 @@
+package spec
+
+import (
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// The ways a dataset gets its data (spec.md §1); a dataset has exactly one.
+const (
+	kindSource       = "source"
+	kindApplyChanges = "apply_changes"
+	kindSnapshot     = "apply_changes_from_snapshot"
+	kindQuery        = "query"
+)
+
+var pipelineKeys = keySet{
+	known: []string{"name", "storage", "configuration", "continuous", "development", "datasets"},
+	later: map[string]string{
+		"trigger_interval": "it only matters in continuous mode, which is not supported yet; remove it",
+		"schedule":         "remove it and run `pipeline run` from cron or a scheduler",
+		"retries":          "remove it; failed flows are not retried in this release",
+	},
+}
+
+var datasetKeys = keySet{
+	known: []string{"name", "type", "comment", kindSource, kindApplyChanges, "expectations", "table_properties"},
+	later: map[string]string{
+		kindSnapshot:   "feed the dataset with `source:` or `apply_changes:`",
+		kindQuery:      "feed the dataset with `source:` or `apply_changes:`",
+		"partition_by": "remove it; tables are not partitioned in this release",
+	},
+}
+
+var expectationKeys = keySet{known: []string{"name", "expect", "on_violation"}}
+
+// datasetInfo keeps what validation needs beyond the Dataset: the nodes to point at.
+type datasetInfo struct {
+	ds       *Dataset
+	path     string     // "datasets[i]"
+	nameNode *yaml.Node // nil when the name is missing or invalid
+	kind     string     // how the dataset gets its data; "" when that is missing or ambiguous
+	source   *sourceInfo
+	apply    *applyInfo
+	expect   []ref // the `expect` node and path of each of ds.Expectations (zero when missing)
+}
+
+// pipeline decodes the top level of the spec. It returns nil when the document is not a
+// mapping at all.
+func (d *decoder) pipeline(doc *yaml.Node, abs string, vars map[string]string) (*Pipeline, []*datasetInfo) {
+	entries, ok := d.mapping(doc, "", pipelineKeys)
+	if !ok {
+		return nil, nil
+	}
+	p := &Pipeline{File: abs, Dir: d.dir, Storage: filepath.Join(d.dir, ".pipeline"), Configuration: vars}
+	var infos []*datasetInfo
+	has := map[string]bool{}
+	for _, e := range entries {
+		has[e.name] = true
+		switch e.name {
+		case "name":
+			p.Name, _ = d.ident(e.val, e.path, "pipeline name")
+		case "storage":
+			if s, ok := d.nonEmpty(e.val, e.path); ok {
+				p.Storage = resolvePath(d.dir, s)
+			}
+		case "configuration":
+			// decoded before substitution (see configuration)
+		case "continuous":
+			if c, ok := d.boolean(e.val, e.path); ok && c {
+				d.addAt(resolve(e.val), e.path, "remove it or write `continuous: false`; updates are triggered",
+					"continuous mode is not supported yet")
+			}
+		case "development":
+			p.Development, _ = d.boolean(e.val, e.path)
+		case "datasets":
+			infos = d.datasets(e.val, e.path)
+		}
+	}
+	if !has["name"] {
+		d.addAt(doc, "name", "add `name: my_pipeline` at the top", "the pipeline has no name")
+	}
+	if !has["datasets"] {
+		d.addAt(doc, "datasets", "add a `datasets:` list", "the pipeline has no datasets")
+	}
+	for _, in := range infos {
+		p.Datasets = append(p.Datasets, in.ds)
+	}
+	return p, infos
+}
+
+// resolvePath makes p absolute against dir, the spec's folder.
+func resolvePath(dir, p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(dir, p)
+}
+
+// datasets decodes the `datasets:` list.
+func (d *decoder) datasets(n *yaml.Node, path string) []*datasetInfo {
+	n = resolve(n)
+	if n.Kind != yaml.SequenceNode {
+		d.addAt(n, path, "write one `- name: ...` entry per dataset", "expected a list of datasets, found %s", kindName(n))
+		return nil
+	}
+	if len(n.Content) == 0 {
+		d.addAt(n, path, "add at least one dataset", "the list of datasets is empty")
+	}
+	var out []*datasetInfo
+	for i, c := range n.Content {
+		if in := d.dataset(c, item(path, i)); in != nil {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// dataset decodes one entry of `datasets:`; nil when it is not a mapping.
+func (d *decoder) dataset(n *yaml.Node, path string) *datasetInfo {
+	n = resolve(n)
+	entries, ok := d.mapping(n, path, datasetKeys)
+	if !ok {
+		return nil
+	}
+	in := &datasetInfo{ds: &Dataset{Pos: d.pos(n), TableProperties: map[string]string{}}, path: path}
+	ds := in.ds
+	var kinds []entry
+	var typeEntry *entry
+	for _, e := range entries {
+		switch e.name {
+		case "name":
+			if name, ok := d.ident(e.val, e.path, "dataset name"); ok {
+				ds.Name, in.nameNode = name, resolve(e.val)
+			}
+		case "type":
+			typeEntry = &e
+		case "comment":
+			ds.Comment, _ = d.str(e.val, e.path)
+		case kindSource:
+			kinds = append(kinds, e)
+			ds.Source, in.source = d.source(e.val, e.path)
+		case kindApplyChanges:
+			kinds = append(kinds, e)
+			ds.ApplyChanges, in.apply = d.applyChanges(e.val, e.path)
+		case kindSnapshot, kindQuery:
+			kinds = append(kinds, e) // reported as not supported yet by mapping
+		case "expectations":
+			ds.Expectations, in.expect = d.expectations(e.val, e.path)
+		case "table_properties":
+			ds.TableProperties = d.tableProperties(e.val, e.path)
+		}
+	}
+	if !hasKey(entries, "name") {
+		d.addAt(n, child(path, "name"), "add `name: my_table`", "the dataset has no name")
+	}
+	switch len(kinds) {
+	case 0:
+		d.addAt(n, path, "add `source:` (file ingestion) or `apply_changes:` (AUTO CDC)",
+			"the dataset has no data: give it one of source, apply_changes, apply_changes_from_snapshot or query")
+	case 1:
+		in.kind = kinds[0].name
+	default:
+		names := make([]string, len(kinds))
+		for i, k := range kinds {
+			names[i] = k.name
+		}
+		d.addAt(kinds[1].key, kinds[1].path, "keep one of them",
+			"a dataset has exactly one of source, apply_changes, apply_changes_from_snapshot or query; this one has %s",
+			strings.Join(names, " and "))
+	}
+	ds.Type = d.datasetType(typeEntry, in.kind)
+	return in
+}
+
+func hasKey(entries []entry, name string) bool {
+	for _, e := range entries {
+		if e.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// datasetType decodes `type`, defaulting by how the dataset gets its data. Only streaming
+// tables are supported for source and apply_changes datasets.
+func (d *decoder) datasetType(e *entry, kind string) DatasetType {
+	def := StreamingTable
+	if kind == kindQuery {
+		def = MaterializedView
+	}
+	if e == nil {
+		return def
+	}
+	s, ok := d.oneOf(e.val, e.path, string(StreamingTable), string(MaterializedView), string(View))
+	if !ok {
+		return def
+	}
+	t := DatasetType(s)
+	if t != StreamingTable && (kind == kindSource || kind == kindApplyChanges) {
+		d.addAt(resolve(e.val), e.path, "remove `type:`; a dataset fed by "+kind+" is a streaming_table",
+			"type %s is not supported yet for a dataset fed by %s", t, kind)
+	}
+	return t
+}
+
+// expectations decodes the `expectations:` list; it also returns each entry's `expect` node.
+func (d *decoder) expectations(n *yaml.Node, path string) ([]Expectation, []ref) {
+	n = resolve(n)
+	if isNull(n) {
+		return nil, nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.addAt(n, path, "write `- {name: ..., expect: ..., on_violation: warn|drop|fail}` entries",
+			"expected a list of expectations, found %s", kindName(n))
+		return nil, nil
+	}
+	var out []Expectation
+	var refs []ref
+	first := map[string]Pos{}
+	for i, c := range n.Content {
+		c = resolve(c)
+		p := item(path, i)
+		entries, ok := d.mapping(c, p, expectationKeys)
+		if !ok {
+			continue
+		}
+		x := Expectation{OnViolation: OnViolationWarn, Pos: d.pos(c)}
+		var expect ref
+		for _, e := range entries {
+			switch e.name {
+			case "name":
+				if s, ok := d.nonEmpty(e.val, e.path); ok {
+					x.Name = s
+					if at, dup := first[s]; dup {
+						d.addAt(resolve(e.val), e.path, "give each expectation of a dataset its own name",
+							"expectation %q is declared twice (first at %s)", s, at.short())
+					} else {
+						first[s] = d.pos(resolve(e.val))
+					}
+				}
+			case "expect":
+				if s, ok := d.nonEmpty(e.val, e.path); ok {
+					x.Expect, expect = s, ref{resolve(e.val), e.path}
+				}
+			case "on_violation":
+				if s, ok := d.oneOf(e.val, e.path, OnViolationWarn, OnViolationDrop, OnViolationFail); ok {
+					x.OnViolation = s
+				}
+			}
+		}
+		if !hasKey(entries, "name") {
+			d.addAt(c, child(p, "name"), "add `name: ...`; it names the expectation in metrics and errors", "the expectation has no name")
+		}
+		if !hasKey(entries, "expect") {
+			d.addAt(c, child(p, "expect"), "add `expect: <row expression>`, e.g. `id != nil`", "the expectation has no expect")
+		}
+		out = append(out, x)
+		refs = append(refs, expect)
+	}
+	return out, refs
+}
+
+// tableProperties decodes `table_properties:` and checks the ones this package knows.
+func (d *decoder) tableProperties(n *yaml.Node, path string) map[string]string {
+	m, keys, _ := d.strMap(n, path)
+	if v, ok := m[TombstoneGCProperty]; ok {
+		if s, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err != nil || s < 0 {
+			val := valueOf(resolve(n), keys[TombstoneGCProperty])
+			d.addAt(val, child(path, TombstoneGCProperty), `write whole seconds, e.g. "172800" for two days`,
+				"%s must be a non-negative whole number of seconds, found %q", TombstoneGCProperty, v)
+		}
+	}
+	return m
+}
+
+// valueOf returns the value node of key k in mapping m (k itself when not found).
+func valueOf(m, k *yaml.Node) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if resolve(m.Content[i]) == k {
+			return resolve(m.Content[i+1])
+		}
+	}
+	return k
+}

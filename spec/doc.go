@@ -1,0 +1,20 @@
+// Package spec reads a pipeline spec (YAML, spec.md §1) into a validated *Pipeline.
+//
+// Load and Parse decode the YAML by hand through yaml.Node, so that every problem carries the
+// file, line and column of the node at fault and the key path to it
+// ("datasets[1].apply_changes.keys"). They never stop at the first problem: the result is either
+// a *Pipeline that passed every check, or nil and an Errors with all problems found, sorted by
+// position.
+//
+// The steps, in order: YAML syntax; `configuration` (its values may use ${NAME} from the
+// environment, and the conf argument, i.e. `--conf k=v`, overrides its keys); ${key}
+// substitution in every other scalar value (never in mapping keys; $${ is a literal ${),
+// before any value is interpreted; decoding with unknown-key, type and
+// not-supported-yet checks; then validation across datasets (references, cycles, output
+// schemas, columns, expressions).
+//
+// Invariants of a returned *Pipeline: File, Dir and Storage are absolute; every dataset has a
+// valid unique name, exactly one way to get its data (a Source or an ApplyChanges in this
+// release), and its output Schema; every expression compiles with expectations.Compile against
+// the columns it will see; and the datasets form an acyclic graph.
+package spec

@@ -1,0 +1,164 @@
+package spec
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Pos is a position in a spec file. Line and Column are 1-based; Column counts characters
+// (runes), as YAML does. A zero Line means the position is the file as a whole.
+type Pos struct {
+	File         string
+	Line, Column int
+}
+
+// String returns "file:line:col", or "file:line" without a column, or "file" without a line.
+func (p Pos) String() string {
+	switch {
+	case p.Line == 0:
+		return p.File
+	case p.Column == 0:
+		return p.File + ":" + strconv.Itoa(p.Line)
+	}
+	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Column)
+}
+
+// short is the position without the file, "line:col", for mentions inside a message.
+func (p Pos) short() string { return fmt.Sprintf("%d:%d", p.Line, p.Column) }
+
+// Error is one problem in a spec: where (Pos, and Path, the key path such as
+// "datasets[1].apply_changes.keys"), what (Msg) and, when there is one, how to fix it (Hint).
+type Error struct {
+	Pos  Pos
+	Path string
+	Msg  string
+	Hint string
+}
+
+// Error returns "file:line:col: path: msg (hint: hint)", leaving out the path and the hint
+// when they are empty.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Pos.String())
+	b.WriteString(": ")
+	if e.Path != "" {
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	if e.Hint != "" {
+		b.WriteString(" (hint: ")
+		b.WriteString(e.Hint)
+		b.WriteByte(')')
+	}
+	return b.String()
+}
+
+// Errors is every problem found in one spec, sorted by position. Load and Parse return it as
+// their error; use errors.As to get it.
+type Errors []*Error
+
+// Error lists every problem, one per line.
+func (es Errors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap returns the problems as a list of errors, for errors.As and errors.Is.
+func (es Errors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
+// sortErrors orders problems by file, line, column, then path and message, and drops exact
+// repeats.
+func sortErrors(es Errors) Errors {
+	slices.SortStableFunc(es, func(a, b *Error) int {
+		return cmp.Or(
+			cmp.Compare(a.Pos.File, b.Pos.File),
+			cmp.Compare(a.Pos.Line, b.Pos.Line),
+			cmp.Compare(a.Pos.Column, b.Pos.Column),
+			cmp.Compare(a.Path, b.Path),
+			cmp.Compare(a.Msg, b.Msg),
+		)
+	})
+	return slices.CompactFunc(es, func(a, b *Error) bool { return *a == *b })
+}
+
+// didYouMean returns a hint naming the candidates closest to word by edit distance (ignoring
+// case), or, when none is close, listing all of them as "<what>: a, b, c".
+func didYouMean(word string, candidates []string, what string) string {
+	if s := closest(word, candidates); len(s) > 0 {
+		return "did you mean " + quoteJoin(s, " or ") + "?"
+	}
+	if len(candidates) == 0 {
+		return ""
+	}
+	return what + ": " + strings.Join(candidates, ", ")
+}
+
+// closest returns up to three candidates within an edit distance of 1 + len(word)/4 of word,
+// nearest first (ties in candidate order).
+func closest(word string, candidates []string) []string {
+	type scored struct {
+		s string
+		d int
+	}
+	limit := 1 + len([]rune(word))/4
+	var out []scored
+	lw := strings.ToLower(word)
+	for _, c := range candidates {
+		if d := distance(lw, strings.ToLower(c)); d <= limit {
+			out = append(out, scored{c, d})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b scored) int { return a.d - b.d })
+	var names []string
+	for i := 0; i < len(out) && i < 3; i++ {
+		names = append(names, out[i].s)
+	}
+	return names
+}
+
+// distance is the Levenshtein edit distance between a and b, in runes.
+func distance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+// quoteJoin writes names as `a`, `b` or `c`.
+func quoteJoin(names []string, last string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = "`" + n + "`"
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + last + q[len(q)-1]
+}

@@ -1,0 +1,99 @@
+package spec
+
+import (
+	"errors"
+	"slices"
+	"testing"
+)
+
+func TestPosString(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		pos  Pos
+		want string
+	}{
+		{"full", Pos{"pipeline.yaml", 12, 7}, "pipeline.yaml:12:7"},
+		{"no column", Pos{"pipeline.yaml", 3, 0}, "pipeline.yaml:3"},
+		{"whole file", Pos{File: "pipeline.yaml"}, "pipeline.yaml"},
+	}
+	for _, c := range cases {
+		if got := c.pos.String(); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+func TestErrorText(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		err  *Error
+		want string
+	}{
+		{"everything", &Error{Pos{"pipeline.yaml", 12, 7}, "datasets[1].apply_changes.keys", "unknown column idd", "did you mean `id`?"},
+			"pipeline.yaml:12:7: datasets[1].apply_changes.keys: unknown column idd (hint: did you mean `id`?)"},
+		{"no hint", &Error{Pos{"p.yaml", 1, 1}, "name", "the pipeline has no name", ""}, "p.yaml:1:1: name: the pipeline has no name"},
+		{"no path", &Error{Pos{"p.yaml", 4, 1}, "", "invalid YAML: x", ""}, "p.yaml:4:1: invalid YAML: x"},
+	}
+	for _, c := range cases {
+		if got := c.err.Error(); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+func TestErrorsSortedAndJoined(t *testing.T) {
+	t.Parallel()
+	b := &Error{Pos: Pos{"p.yaml", 3, 1}, Msg: "b"}
+	a := &Error{Pos: Pos{"p.yaml", 2, 9}, Msg: "a"}
+	c := &Error{Pos: Pos{"p.yaml", 3, 2}, Msg: "c"}
+	es := sortErrors(Errors{c, b, a, &Error{Pos: Pos{"p.yaml", 3, 1}, Msg: "b"}})
+	if want := "p.yaml:2:9: a\np.yaml:3:1: b\np.yaml:3:2: c"; es.Error() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", es.Error(), want)
+	}
+	var target *Error
+	if !errors.As(error(es), &target) || target != a {
+		t.Errorf("errors.As did not find the first problem")
+	}
+}
+
+func TestDidYouMean(t *testing.T) {
+	t.Parallel()
+	keys := []string{"source", "keys", "sequence_by", "apply_as_deletes", "column_list", "except_column_list"}
+	cases := []struct {
+		name, word string
+		cands      []string
+		want       string
+	}{
+		{"one letter off", "sequnce_by", keys, "did you mean `sequence_by`?"},
+		{"plural", "key", keys, "did you mean `keys`?"},
+		{"case", "Source", keys, "did you mean `source`?"},
+		{"two close", "colum_list", []string{"column_list", "colum_lists", "x"}, "did you mean `column_list` or `colum_lists`?"},
+		{"nothing close lists all", "partition", []string{"a", "bb"}, "valid keys: a, bb"},
+		{"no candidates", "x", nil, ""},
+	}
+	for _, c := range cases {
+		if got := didYouMean(c.word, c.cands, "valid keys"); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+func TestDistance(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"sequnce", "sequence", 1}, {"héllo", "hello", 1},
+	}
+	for _, c := range cases {
+		if got := distance(c.a, c.b); got != c.want {
+			t.Errorf("distance(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+	if got := closest("kys", []string{"keys", "kyss", "zzzz"}); !slices.Equal(got, []string{"keys", "kyss"}) {
+		t.Errorf("closest = %v", got)
+	}
+}

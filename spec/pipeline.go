@@ -1,0 +1,251 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"tributary/dag"
+	"tributary/schema"
+)
+
+// Pipeline is a validated pipeline spec (spec.md §1).
+type Pipeline struct {
+	Name string
+	File string // absolute path of the spec file
+	Dir  string // absolute path of the folder holding the spec; relative paths resolve against it
+	// Storage is the absolute storage folder: `storage:` resolved against Dir, by default
+	// <Dir>/.pipeline.
+	Storage string
+	// Configuration is the effective `configuration:` map: the spec's values with their ${NAME}
+	// from the environment substituted, overridden and extended by the conf argument of Load.
+	Configuration map[string]string
+	Continuous    bool // always false in this release: `continuous: true` is refused
+	Development   bool // `development: true`: no retries, fail fast
+	Datasets      []*Dataset
+}
+
+// DatasetType is the kind of table a dataset is (spec.md §1 `type`).
+type DatasetType string
+
+// The dataset types of spec.md §1. This release accepts only StreamingTable, the default for
+// datasets fed by `source` or `apply_changes`.
+const (
+	StreamingTable   DatasetType = "streaming_table"
+	MaterializedView DatasetType = "materialized_view"
+	View             DatasetType = "view"
+)
+
+// Dataset is one entry of `datasets:`. Exactly one of Source and ApplyChanges is set.
+type Dataset struct {
+	Name    string
+	Type    DatasetType
+	Comment string
+	Pos     Pos // the dataset's entry in the spec
+	Source  *Source
+	// ApplyChanges makes the dataset an AUTO CDC / APPLY CHANGES target (semantics.md).
+	ApplyChanges *ApplyChanges
+	// Expectations are checked, in order, on the rows the dataset reads: the rows of its files
+	// for a Source dataset, the change events of its source for an ApplyChanges dataset.
+	Expectations    []Expectation
+	TableProperties map[string]string // Delta table properties, values as written
+	// Schema is the dataset's output schema: for a Source, the declared schema plus
+	// RescuedDataColumn (STRING) at the end when set; for ApplyChanges (SCD type 1), the
+	// source's output schema reduced by ColumnList or ExceptColumnList, in the source's column
+	// order, keys always kept.
+	Schema schema.Schema
+}
+
+// Source is file ingestion in the style of Auto Loader (semantics.md "Ingestion").
+type Source struct {
+	Path      string            // absolute; a folder (every file below it) or a glob
+	Format    string            // "json": one JSON object a line
+	Schema    schema.Schema     // the declared schema, parsed from SchemaDDL
+	SchemaDDL string            // the declared schema as written (after ${} substitution)
+	Options   map[string]string // reader options; none is supported yet for json, so always empty
+	// RescuedDataColumn, when set, names a STRING column added after the declared ones that
+	// receives, as JSON, what did not fit the schema.
+	RescuedDataColumn string
+	Mode              string // "permissive" (default), "dropmalformed" or "failfast"
+	Pos               Pos
+}
+
+// The reader modes of Source.Mode, as Spark's JSON reader names them.
+const (
+	ModePermissive    = "permissive"
+	ModeDropMalformed = "dropmalformed"
+	ModeFailFast      = "failfast"
+)
+
+// ApplyChanges is an AUTO CDC / APPLY CHANGES flow into the dataset (semantics.md
+// "APPLY CHANGES"). Column names refer to the output schema of the Source dataset.
+type ApplyChanges struct {
+	Source     string   // the dataset of this pipeline that delivers the change events
+	Keys       []string // one or more columns identifying a row
+	SequenceBy []string // the ordering columns, compared left to right
+	// ApplyAsDeletes is a row expression (expectations.Compile) over the source's columns;
+	// events for which it is true are deletes. Empty means no event is a delete.
+	ApplyAsDeletes   string
+	ColumnList       []string // columns to keep (keys are always kept); at most one of ColumnList and ExceptColumnList is set
+	ExceptColumnList []string // columns to leave out; never a key
+	StoredAsSCDType  int      // always 1 in this release
+	// IgnoreNullUpdates is always false in this release.
+	IgnoreNullUpdates bool
+	Pos               Pos
+}
+
+// Expectation is a data quality rule (semantics.md "Expectations").
+type Expectation struct {
+	Name        string
+	Expect      string // a row expression (expectations.Compile); a row passes only when it is true
+	OnViolation string // "warn" (default), "drop" or "fail"
+	Pos         Pos
+}
+
+// The actions of Expectation.OnViolation.
+const (
+	OnViolationWarn = "warn"
+	OnViolationDrop = "drop"
+	OnViolationFail = "fail"
+)
+
+// TombstoneGCProperty is the table property that sets, in seconds, how long APPLY CHANGES keeps
+// the tombstone of a deleted key (semantics.md "APPLY CHANGES"). Its value must be a
+// non-negative integer; without it the runner uses DefaultTombstoneGCSeconds.
+const TombstoneGCProperty = "pipelines.cdc.tombstoneGCThresholdInSeconds"
+
+// DefaultTombstoneGCSeconds is the tombstone lifetime when TombstoneGCProperty is not set:
+// two days (semantics.md, Decision).
+const DefaultTombstoneGCSeconds = 172800
+
+// TombstoneGCSeconds returns the dataset's tombstone lifetime in seconds: TombstoneGCProperty
+// when set (validation guarantees it is a non-negative integer), else DefaultTombstoneGCSeconds.
+func (ds *Dataset) TombstoneGCSeconds() int64 {
+	if v, ok := ds.TableProperties[TombstoneGCProperty]; ok {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return n
+		}
+	}
+	return DefaultTombstoneGCSeconds
+}
+
+// Load reads the spec at path and returns the validated pipeline. conf holds the `--conf k=v`
+// pairs, which override `configuration:`; ${NAME} not set by either comes from the process
+// environment. Positions in errors name the file as path was given. On any problem Load returns
+// nil and an Errors with every problem found.
+func Load(path string, conf map[string]string) (*Pipeline, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, Errors{{Pos: Pos{File: path}, Msg: fmt.Sprintf("cannot read the spec: %v", err)}}
+	}
+	return Parse(path, data, conf, os.LookupEnv)
+}
+
+// Parse is Load for a spec already read: file names it (for positions and, made absolute
+// against the working directory, for File, Dir and relative paths), env looks up environment
+// variables (nil means none is set).
+func Parse(file string, data []byte, conf map[string]string, env func(string) (string, bool)) (*Pipeline, error) {
+	if env == nil {
+		env = func(string) (string, bool) { return "", false }
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return nil, Errors{{Pos: Pos{File: file}, Msg: fmt.Sprintf("cannot locate the spec: %v", err)}}
+	}
+	d := newDecoder(file, filepath.Dir(abs), data)
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		d.errs = append(d.errs, syntaxError(file, err))
+		return nil, d.errs
+	}
+	if len(root.Content) == 0 {
+		d.add(Pos{File: file, Line: 1, Column: 1}, "", "write at least `name:` and `datasets:`", "the spec is empty")
+		return nil, d.errs
+	}
+	doc := resolve(root.Content[0])
+	vars, look, cfgNode, brokenVars := d.configuration(doc, conf, env)
+	d.substituteAll(doc, look, cfgNode, brokenVars)
+	p, info := d.pipeline(doc, abs, vars)
+	if p != nil {
+		d.validate(p, info)
+	}
+	if len(d.errs) > 0 {
+		return nil, sortErrors(d.errs)
+	}
+	return p, nil
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// parserProblems are the YAML parser's (not the scanner's) messages: for these the parser
+// reports a 0-based line, the start of the construct it was reading.
+var parserProblems = []string{
+	"did not find expected ',' or ']'", "did not find expected ',' or '}'", "did not find expected <document start>",
+	"did not find expected '-' indicator", "did not find expected key", "did not find expected node content",
+	"found undefined tag handle", "found duplicate %YAML directive", "found incompatible YAML document",
+	"found duplicate %TAG directive", "did not find expected <stream-start>",
+}
+
+// syntaxError turns a YAML parser error ("yaml: line 3: ...") into an Error. The parser names
+// no column, so the position is the start of the line.
+func syntaxError(file string, err error) *Error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 1
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+		if slices.Contains(parserProblems, msg) {
+			line++
+		}
+	}
+	return &Error{Pos: Pos{File: file, Line: line, Column: 1}, Msg: "invalid YAML: " + msg}
+}
+
+// Dataset returns the dataset named name, or nil.
+func (p *Pipeline) Dataset(name string) *Dataset {
+	for _, ds := range p.Datasets {
+		if ds.Name == name {
+			return ds
+		}
+	}
+	return nil
+}
+
+// Graph returns the dependency graph of the datasets, in spec order: an ApplyChanges dataset
+// depends on its Source dataset. For a pipeline returned by Load it never fails.
+func (p *Pipeline) Graph() (*dag.Graph, error) {
+	g, err := dag.New(p.nodes())
+	if err != nil {
+		return nil, fmt.Errorf("spec: %w", err)
+	}
+	return g, nil
+}
+
+// nodes returns one dag.Node per dataset, in spec order.
+func (p *Pipeline) nodes() []dag.Node {
+	out := make([]dag.Node, len(p.Datasets))
+	for i, ds := range p.Datasets {
+		out[i] = dag.Node{Name: ds.Name, Deps: ds.deps()}
+	}
+	return out
+}
+
+// deps returns the names of the datasets ds reads from.
+func (ds *Dataset) deps() []string {
+	if ds.ApplyChanges != nil && ds.ApplyChanges.Source != "" {
+		return []string{ds.ApplyChanges.Source}
+	}
+	return nil
+}

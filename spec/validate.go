@@ -1,0 +1,235 @@
+package spec
+
+import (
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/expr-lang/expr/file"
+
+	"tributary/dag"
+	"tributary/expectations"
+	"tributary/schema"
+)
+
+// validation checks what involves more than one dataset: names, references, cycles, output
+// schemas, columns and expressions. Each dataset's output schema is computed once, after its
+// source's (memoized, so the order of the spec does not matter).
+type validation struct {
+	d      *decoder
+	byName map[string]*datasetInfo
+	names  []string // unique dataset names in spec order
+	state  map[*datasetInfo]int
+	ok     map[*datasetInfo]bool // the output schema is known
+}
+
+const (
+	visiting = 1
+	visited  = 2
+)
+
+// validate runs every cross-dataset check on the decoded pipeline and fills Dataset.Schema.
+func (d *decoder) validate(p *Pipeline, infos []*datasetInfo) {
+	v := &validation{d: d, byName: map[string]*datasetInfo{}, state: map[*datasetInfo]int{}, ok: map[*datasetInfo]bool{}}
+	v.uniqueNames(infos)
+	v.references(infos)
+	v.cycles()
+	for _, in := range infos {
+		v.output(in)
+	}
+}
+
+// uniqueNames reports every repeated dataset name at the repeat, naming the first use.
+func (v *validation) uniqueNames(infos []*datasetInfo) {
+	for _, in := range infos {
+		if in.nameNode == nil {
+			continue
+		}
+		name := in.ds.Name
+		if first, dup := v.byName[name]; dup {
+			v.d.addAt(in.nameNode, child(in.path, "name"), "give each dataset its own name",
+				"dataset %s is declared twice: here and at %s", name, v.d.pos(first.nameNode))
+			continue
+		}
+		v.byName[name] = in
+		v.names = append(v.names, name)
+	}
+}
+
+// references checks that every dataset read by another exists.
+func (v *validation) references(infos []*datasetInfo) {
+	for _, in := range infos {
+		if in.kind != kindApplyChanges || in.apply.source.node == nil {
+			continue
+		}
+		src := in.ds.ApplyChanges.Source
+		if _, ok := v.byName[src]; !ok {
+			v.d.addAt(in.apply.source.node, in.apply.source.path, didYouMean(src, v.names, "datasets"),
+				"unknown dataset %s: apply_changes reads a dataset of this pipeline", src)
+		}
+	}
+}
+
+// cycles reports each cycle among the datasets at every member, with the whole cycle.
+func (v *validation) cycles() {
+	nodes := make([]dag.Node, 0, len(v.names))
+	for _, name := range v.names {
+		n := dag.Node{Name: name}
+		for _, dep := range v.byName[name].ds.deps() {
+			if _, ok := v.byName[dep]; ok {
+				n.Deps = append(n.Deps, dep)
+			}
+		}
+		nodes = append(nodes, n)
+	}
+	_, err := dag.New(nodes)
+	if err == nil {
+		return
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		var ce *dag.CycleError
+		if !errors.As(e, &ce) {
+			continue
+		}
+		chain := strings.Join(append(slices.Clone(ce.Members), ce.Members[0]), " -> ")
+		for _, m := range ce.Members {
+			in := v.byName[m]
+			v.d.add(in.ds.Pos, in.path, "a dataset cannot read from itself, directly or through others; change one apply_changes.source",
+				"dataset %s is part of a cycle: %s", m, chain)
+		}
+	}
+}
+
+// output computes in's output schema (Dataset.Schema), checking on the way its columns and
+// expressions against its input. It reports whether the schema is known: false when the
+// dataset's own declaration or something it reads from is broken, or on a cycle.
+func (v *validation) output(in *datasetInfo) bool {
+	switch v.state[in] {
+	case visiting:
+		return false
+	case visited:
+		return v.ok[in]
+	}
+	v.state[in] = visiting
+	ok := false
+	switch in.kind {
+	case kindSource:
+		ok = v.sourceOutput(in)
+	case kindApplyChanges:
+		ok = v.applyOutput(in)
+	}
+	v.state[in], v.ok[in] = visited, ok
+	return ok
+}
+
+// sourceOutput: the declared schema plus the rescued-data column; expectations see the declared
+// schema.
+func (v *validation) sourceOutput(in *datasetInfo) bool {
+	src := in.ds.Source
+	if !in.source.schemaOK {
+		return false
+	}
+	v.expectations(in, src.Schema)
+	out := schema.Schema{Fields: slices.Clone(src.Schema.Fields)}
+	if src.RescuedDataColumn != "" && src.Schema.Index(src.RescuedDataColumn) < 0 { // a clash is reported by source
+		out.Fields = append(out.Fields, schema.Field{Name: src.RescuedDataColumn, Type: schema.Type{Kind: schema.String}, Nullable: true})
+	}
+	in.ds.Schema = out
+	return true
+}
+
+// applyOutput checks an apply_changes against its source's output schema and computes the SCD
+// type 1 target schema: the source's columns in their order, reduced by column_list or
+// except_column_list, keys always kept.
+func (v *validation) applyOutput(in *datasetInfo) bool {
+	ac := in.ds.ApplyChanges
+	src, known := v.byName[ac.Source]
+	if !known || !v.output(src) {
+		return false
+	}
+	input := src.ds.Schema
+	v.columnsIn(in.apply.keys, input, ac.Source)
+	v.columnsIn(in.apply.seq, input, ac.Source)
+	// Only an unknown name in column_list or except_column_list leaves the output in doubt;
+	// then datasets reading this one are not checked against a guess.
+	good := v.columnsIn(in.apply.cols, input, ac.Source)
+	good = v.columnsIn(in.apply.except, input, ac.Source) && good
+	for _, r := range in.apply.except {
+		if slices.Contains(ac.Keys, r.node.Value) {
+			v.d.addAt(r.node, r.path, "remove it from except_column_list; keys are always kept",
+				"key %s cannot be excluded", r.node.Value)
+		}
+	}
+	if ac.ApplyAsDeletes != "" {
+		v.compile(ac.ApplyAsDeletes, in.apply.deletes, input, "apply_as_deletes")
+	}
+	v.expectations(in, input)
+	keep := func(f schema.Field) bool {
+		switch {
+		case slices.Contains(ac.Keys, f.Name):
+			return true
+		case ac.ColumnList != nil:
+			return slices.Contains(ac.ColumnList, f.Name)
+		default:
+			return !slices.Contains(ac.ExceptColumnList, f.Name)
+		}
+	}
+	out := schema.Schema{}
+	for _, f := range input.Fields {
+		if keep(f) {
+			out.Fields = append(out.Fields, f)
+		}
+	}
+	in.ds.Schema = out
+	return good
+}
+
+// columnsIn reports every name of refs that is not a column of s (the output of dataset from).
+func (v *validation) columnsIn(refs []ref, s schema.Schema, from string) bool {
+	ok := true
+	for _, r := range refs {
+		name := r.node.Value
+		if s.Index(name) >= 0 {
+			continue
+		}
+		ok = false
+		v.d.addAt(r.node, r.path, didYouMean(name, s.Names(), "columns"),
+			"unknown column %s: dataset %s has no such column", name, from)
+	}
+	return ok
+}
+
+// expectations compiles each expectation of in against the columns it checks.
+func (v *validation) expectations(in *datasetInfo, s schema.Schema) {
+	for i, x := range in.ds.Expectations {
+		if x.Expect != "" {
+			v.compile(x.Expect, in.expect[i], s, "expectation "+x.Name)
+		}
+	}
+}
+
+// compile checks a row expression with expectations.Compile and reports expr's message at the
+// place inside the YAML scalar that it names.
+func (v *validation) compile(code string, r ref, s schema.Schema, what string) {
+	_, err := expectations.Compile(code, s)
+	if err == nil {
+		return
+	}
+	p := v.d.pos(r.node)
+	msg := err.Error()
+	var fe *file.Error
+	if errors.As(err, &fe) {
+		msg = fe.Message
+		if !strings.Contains(code, "\n") {
+			p = v.d.posIn(r.node, fe.From)
+		}
+	}
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	v.d.add(p, r.path, "columns: "+strings.Join(s.Names(), ", "), "%s does not compile: %s", what, msg)
+}
