@@ -78,6 +78,7 @@ type FailError struct {
 	Failed      int64
 }
 
+// Error names the expectation, the dataset, the number of violating rows and one of them.
 func (e *FailError) Error() string {
 	return fmt.Sprintf("expectation %q on dataset %q failed (on_violation: fail): %d row(s) violate `%s`, e.g. %s", e.Expectation, e.Dataset, e.Failed, e.Expression, e.Row)
 }

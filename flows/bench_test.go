@@ -38,11 +38,11 @@ datasets:
       except_column_list: [op]
 `
 
-// loadBenchPipeline writes benchSpec into dir and loads it.
-func loadBenchPipeline(tb testing.TB, dir string) *spec.Pipeline {
+// loadPipeline writes a spec into dir, creates its landing folder, loads it and sets up its tables.
+func loadPipeline(tb testing.TB, dir, text string) *spec.Pipeline {
 	tb.Helper()
 	path := filepath.Join(dir, "pipeline.yaml")
-	if err := os.WriteFile(path, []byte(benchSpec), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		tb.Fatal(err)
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
@@ -104,7 +104,7 @@ func BenchmarkApplyChangesSCD1(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		dir := b.TempDir()
-		p := loadBenchPipeline(b, dir)
+		p := loadPipeline(b, dir, benchSpec)
 		env := &Env{Pipeline: p, Events: nopEvents{}}
 		r := rand.New(rand.NewPCG(1, 2))
 		var seq int64

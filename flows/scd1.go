@@ -3,7 +3,6 @@ package flows
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strconv"
 
 	"tributary/delta"
@@ -377,5 +376,3 @@ func pick(r []any, idx []int) []any {
 	}
 	return out
 }
-
-var _ = sort.Strings

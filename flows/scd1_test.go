@@ -3,8 +3,6 @@ package flows
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -36,24 +34,7 @@ datasets:
 
 func newSCD1(t *testing.T, gcSeconds string) *spec.Pipeline {
 	t.Helper()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "pipeline.yaml")
-	if err := os.WriteFile(path, []byte(fmt.Sprintf(scd1Spec, gcSeconds)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	p, err := spec.Load(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range p.Datasets {
-		if err := Setup(p, d); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return p
+	return loadPipeline(t, t.TempDir(), fmt.Sprintf(scd1Spec, gcSeconds))
 }
 
 // ch is one change event: op, id, name ("" = NULL), seq.

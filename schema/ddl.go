@@ -13,6 +13,7 @@ type DDLError struct {
 	Msg    string
 }
 
+// Error gives the 1-based character position and the problem.
 func (e *DDLError) Error() string { return fmt.Sprintf("at character %d: %s", e.Offset+1, e.Msg) }
 
 // ParseDDL parses a Spark DDL schema string such as

@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 
 	"tributary/dag"
-	"tributary/delta"
 	"tributary/eventlog"
 	"tributary/flows"
 	"tributary/spec"
@@ -71,6 +70,7 @@ type FlowError struct {
 	Failed map[string]error
 }
 
+// Error lists each failed flow with its error, one a line, flows sorted by name.
 func (e *FlowError) Error() string {
 	names := make([]string, 0, len(e.Failed))
 	for n := range e.Failed {
@@ -262,5 +262,3 @@ func firstLine(s string) string {
 	}
 	return s
 }
-
-var _ = delta.ErrNoTable

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -69,5 +68,3 @@ func datasetTable(p *spec.Pipeline, name string) (*delta.Table, error) {
 	}
 	return t, nil
 }
-
-var _ = errors.New
