@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/google/uuid"
 
@@ -35,6 +36,31 @@ type cdcState struct {
 	seqSch   schema.Schema
 	entries  map[string]*cdcEntry
 	segments []string // segment files of the manifest the state was loaded from
+	id       string   // that manifest's id
+}
+
+// stateCache keeps, per state folder, the state as of the last commit this process made, so that
+// the next batch of a long-running process does not read the segments again. An entry is taken
+// out while a batch uses it and put back only after that batch committed, so a failed batch
+// never leaves a half-applied state behind.
+var stateCache sync.Map // state dir -> *cdcState
+
+// remember caches s as the state named by manifest id, after the commit that names it.
+func (s *cdcState) remember(id string, segments []string) {
+	s.id, s.segments = id, segments
+	stateCache.Store(s.dir, s)
+}
+
+// gc drops tombstones older than gcMillis before nowMillis; gcMillis < 0 keeps them all.
+func (s *cdcState) gc(nowMillis, gcMillis int64) {
+	if gcMillis < 0 {
+		return
+	}
+	for k, e := range s.entries {
+		if e.deleted && e.deletedAt+gcMillis < nowMillis {
+			delete(s.entries, k)
+		}
+	}
 }
 
 // manifest is <state>/manifests/<id>.json: the segment files, oldest first, whose union (later
@@ -72,6 +98,12 @@ func loadState(dir string, table *delta.Table, snap *delta.Snapshot, keySch, seq
 			id = s
 		}
 	}
+	if v, ok := stateCache.LoadAndDelete(dir); ok && id != "" {
+		if c := v.(*cdcState); c.id == id && c.keySch.Equal(keySch) && c.seqSch.Equal(seqSch) {
+			c.gc(nowMillis, gcMillis)
+			return c, nil
+		}
+	}
 	if id == "" {
 		if snap.NumRecords() > 0 {
 			return nil, fmt.Errorf("the table %s has rows but no APPLY CHANGES state; run a full refresh of this dataset", table.Dir)
@@ -104,14 +136,8 @@ func loadState(dir string, table *delta.Table, snap *delta.Snapshot, keySch, seq
 			st.entries[string(kb)] = e
 		}
 	}
-	st.segments = m.Segments
-	if gcMillis >= 0 {
-		for k, e := range st.entries {
-			if e.deleted && e.deletedAt+gcMillis < nowMillis {
-				delete(st.entries, k)
-			}
-		}
-	}
+	st.segments, st.id = m.Segments, id
+	st.gc(nowMillis, gcMillis)
 	return st, nil
 }
 

@@ -276,7 +276,7 @@ func ApplyChanges(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 		}
 		cdcs = append(cdcs, c)
 	}
-	id, _, err := state.save(changed)
+	id, segs, err := state.save(changed)
 	if err != nil {
 		return m, err
 	}
@@ -301,6 +301,7 @@ func ApplyChanges(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 		return m, err
 	}
 	m.Version = v
+	state.remember(id, segs)
 	fault.Point("apply.after-commit")
 	return m, nil
 }
