@@ -83,21 +83,31 @@ func (s *cdcState) segmentSchema() schema.Schema {
 	return out
 }
 
-// loadState reads the CDC state for the target snapshot: the manifest named by the newest commit
-// (at or before snap.Version) that names one. Tombstones older than gcMillis before nowMillis are
-// dropped (table property pipelines.cdc.tombstoneGCThresholdInSeconds).
-func loadState(dir string, table *delta.Table, snap *delta.Snapshot, keySch, seqSch schema.Schema, nowMillis, gcMillis int64) (*cdcState, error) {
-	st := &cdcState{dir: dir, keySch: keySch, seqSch: seqSch, entries: map[string]*cdcEntry{}}
-	var id string
-	for v := snap.Version; v >= 0 && id == ""; v-- {
+// sourceKey is the commitInfo key under which an APPLY CHANGES commit records the id
+// (metaData.id) of the source table it read, so that a re-created source is noticed.
+const sourceKey = "tributarySourceTableId"
+
+// lastApply finds the newest commit of the target (at or before snap.Version) made by an APPLY
+// CHANGES batch and returns the state manifest id and the source table id it names ("" if none).
+func lastApply(table *delta.Table, snap *delta.Snapshot) (stateID, sourceID string, err error) {
+	for v := snap.Version; v >= 0; v-- {
 		c, err := table.ReadCommit(v)
 		if err != nil {
-			return nil, err
+			return "", "", err
 		}
 		if s, ok := c.Info.Extra[stateKey].(string); ok {
-			id = s
+			src, _ := c.Info.Extra[sourceKey].(string)
+			return s, src, nil
 		}
 	}
+	return "", "", nil
+}
+
+// loadState reads the CDC state for the target snapshot: the manifest id (from lastApply), or an
+// empty state when id is "". Tombstones older than gcMillis before nowMillis are dropped (table
+// property pipelines.cdc.tombstoneGCThresholdInSeconds).
+func loadState(dir string, table *delta.Table, snap *delta.Snapshot, id string, keySch, seqSch schema.Schema, nowMillis, gcMillis int64) (*cdcState, error) {
+	st := &cdcState{dir: dir, keySch: keySch, seqSch: seqSch, entries: map[string]*cdcEntry{}}
 	if v, ok := stateCache.LoadAndDelete(dir); ok && id != "" {
 		if c := v.(*cdcState); c.id == id && c.keySch.Equal(keySch) && c.seqSch.Equal(seqSch) {
 			c.gc(nowMillis, gcMillis)
@@ -106,13 +116,13 @@ func loadState(dir string, table *delta.Table, snap *delta.Snapshot, keySch, seq
 	}
 	if id == "" {
 		if snap.NumRecords() > 0 {
-			return nil, fmt.Errorf("the table %s has rows but no APPLY CHANGES state; run a full refresh of this dataset", table.Dir)
+			return nil, fmt.Errorf("the table %s has rows but no APPLY CHANGES state; run `pipeline run SPEC --full-refresh %s`", table.Dir, filepath.Base(table.Dir))
 		}
 		return st, nil
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "manifests", id+".json"))
 	if err != nil {
-		return nil, fmt.Errorf("reading the CDC state of %s: %w (the state folder %s was damaged; run a full refresh of this dataset)", table.Dir, err, dir)
+		return nil, fmt.Errorf("reading the CDC state of %s: %w (the state folder %s was damaged; run `pipeline run SPEC --full-refresh %s`)", table.Dir, err, dir, filepath.Base(table.Dir))
 	}
 	var m manifest
 	if err := json.Unmarshal(b, &m); err != nil {

@@ -64,6 +64,8 @@ type Metrics struct {
 	Ties int64
 	// BadRecords counts input values or lines that did not fit the schema.
 	BadRecords int64
+	// ChangedFiles counts input files that changed after they were read (not read again).
+	ChangedFiles int
 	// Files is the number of input files read.
 	Files int
 	// Idle is true when the flow found no new input.
@@ -80,6 +82,7 @@ func (m Metrics) Details() map[string]any {
 			"num_output_rows":   m.NumOutputRows,
 			"num_upserted_rows": m.NumUpsertedRows,
 			"num_deleted_rows":  m.NumDeletedRows,
+			"num_bad_records":   m.BadRecords,
 		},
 	}
 	if m.Quality.Expectations != nil {

@@ -1,14 +1,18 @@
 package flows
 
 import (
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/klauspost/compress/zstd"
 
 	"tributary/delta"
 	"tributary/eventlog"
@@ -94,6 +98,38 @@ func listInputs(path string) (base string, files []inputFile, err error) {
 	return base, files, nil
 }
 
+// openInput opens an input file, decompressing it by extension: .gz (gzip) and .zst (Zstandard).
+func openInput(path string) (io.ReadCloser, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	switch {
+	case strings.HasSuffix(path, ".gz"):
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("reading %s: not a gzip file (%v); files ending in .gz must be gzip-compressed", path, err)
+		}
+		return readCloser{Reader: zr, close: func() error { zr.Close(); return f.Close() }}, nil
+	case strings.HasSuffix(path, ".zst"):
+		zr, err := zstd.NewReader(f)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("reading %s: not a Zstandard file (%v)", path, err)
+		}
+		return readCloser{Reader: zr, close: func() error { zr.Close(); return f.Close() }}, nil
+	}
+	return f, nil
+}
+
+type readCloser struct {
+	io.Reader
+	close func() error
+}
+
+func (r readCloser) Close() error { return r.close() }
+
 func hidden(name string) bool { return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") }
 
 // Ingest runs the flow of a bronze streaming table: it reads every file under the source path
@@ -125,8 +161,16 @@ func Ingest(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
 	}
 	var todo []inputFile
 	for _, f := range files {
-		if !seen[f.rel] {
+		old, read := seen[f.rel]
+		if !read {
 			todo = append(todo, f)
+			continue
+		}
+		if old.Size != f.size || old.ModTime != f.modTime {
+			env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, d.Name, d.Name,
+				fmt.Sprintf("%s changed after it was read (size %d → %d bytes); it is not read again. Land files complete: write them elsewhere and move them in, or give new data a new file name", f.abs, old.Size, f.size),
+				map[string]any{"file": f.abs}, "")
+			m.ChangedFiles++
 		}
 	}
 	if len(todo) == 0 {
@@ -175,9 +219,9 @@ func Ingest(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
 		}
 		off.Files = append(off.Files, offsetFile{Path: f.rel, Size: f.size, ModTime: f.modTime})
 		lr := newLineReader(src.Schema, src.RescuedDataColumn, f.abs)
-		in, err := os.Open(f.abs)
+		in, err := openInput(f.abs)
 		if err != nil {
-			return m, fmt.Errorf("reading %s: %w", f.abs, err)
+			return m, err
 		}
 		err = eachLine(in, func(line []byte, lineNo int64) error {
 			row, parsed, bad := lr.parse(line, lineNo)
@@ -222,7 +266,7 @@ func Ingest(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
 		})
 		in.Close()
 		if err != nil {
-			return m, err
+			return m, fmt.Errorf("reading %s: %w", f.abs, err)
 		}
 		m.Files++
 	}

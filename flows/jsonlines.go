@@ -50,19 +50,22 @@ func (r *lineReader) parse(line []byte, lineNo int64) (row []any, ok bool, bad [
 	row = make([]any, r.width())
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.UseNumber()
-	var obj map[string]any
-	err := dec.Decode(&obj)
-	if err == nil && dec.More() {
-		err = fmt.Errorf("unexpected data after the JSON object")
+	var v any
+	var reason string
+	if err := dec.Decode(&v); err != nil {
+		reason = "the line is not valid JSON (" + err.Error() + ")"
+	} else if dec.More() {
+		reason = "the line has more text after its JSON value"
 	}
-	if err == nil && obj == nil {
-		err = fmt.Errorf("the line is not a JSON object")
+	obj, isObj := v.(map[string]any)
+	if reason == "" && !isObj {
+		reason = "the line is " + jsonKindName(v) + ", not a JSON object"
 	}
-	if err != nil {
+	if reason != "" {
 		if r.rescued != "" {
 			row[len(r.schema.Fields)] = r.rescue(map[string]any{"_corrupt_record": string(line)})
 		}
-		return row, false, []badValue{{Line: lineNo, Reason: "not a JSON object: " + err.Error()}}
+		return row, false, []badValue{{Line: lineNo, Reason: reason}}
 	}
 	var rescue map[string]any
 	for name, v := range obj {
@@ -95,6 +98,22 @@ func (r *lineReader) parse(line []byte, lineNo int64) (row []any, ok bool, bad [
 	}
 	sort.Slice(bad, func(i, j int) bool { return bad[i].Column < bad[j].Column })
 	return row, true, bad
+}
+
+func jsonKindName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "a JSON array"
+	case string:
+		return "a JSON string"
+	case json.Number:
+		return "a JSON number"
+	case bool:
+		return "a JSON boolean"
+	}
+	return fmt.Sprintf("%T", v)
 }
 
 func (r *lineReader) rescue(m map[string]any) string {

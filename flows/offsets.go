@@ -88,10 +88,11 @@ func readOffsets(dir string, batch int64) (*offsets, error) {
 	return &o, nil
 }
 
-// committedFiles returns the set of input paths read by batches 0..upTo, the committed ones.
-// A committed batch whose offsets file is missing is an error: the checkpoint was damaged.
-func committedFiles(dir string, upTo int64) (map[string]bool, error) {
-	seen := map[string]bool{}
+// committedFiles returns the input files read by batches 1..upTo, the committed ones, by path
+// (size and modification time as they were when read). A committed batch whose offsets file is
+// missing is an error: the checkpoint was damaged.
+func committedFiles(dir string, upTo int64) (map[string]offsetFile, error) {
+	seen := map[string]offsetFile{}
 	entries, err := os.ReadDir(filepath.Join(dir, "offsets"))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
@@ -111,7 +112,7 @@ func committedFiles(dir string, upTo int64) (map[string]bool, error) {
 	sort.Slice(batches, func(i, j int) bool { return batches[i] < batches[j] })
 	for b := int64(1); b <= upTo; b++ {
 		if !have[b] {
-			return nil, fmt.Errorf("the checkpoint %s has no offsets for committed batch %d; run with --full-refresh of this dataset to re-ingest", dir, b)
+			return nil, fmt.Errorf("the checkpoint %s has no offsets for committed batch %d; run with --full-refresh of this dataset to re-ingest its input", dir, b)
 		}
 	}
 	for _, b := range batches {
@@ -120,7 +121,8 @@ func committedFiles(dir string, upTo int64) (map[string]bool, error) {
 			return nil, err
 		}
 		for _, f := range o.Files {
-			seen[f.Path] = true
+			f.Lines = nil
+			seen[f.Path] = f
 		}
 	}
 	return seen, nil

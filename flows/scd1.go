@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"tributary/delta"
 	"tributary/eventlog"
@@ -51,9 +52,17 @@ func ApplyChanges(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 		last = -1
 	}
 	source := delta.New(TableDir(p.Storage, ac.Source))
-	latest, err := source.LatestVersion()
+	srcSnap, err := source.Snapshot(-1)
 	if err != nil {
 		return m, err
+	}
+	latest := srcSnap.Version
+	stateID, sourceID, err := lastApply(target, snap)
+	if err != nil {
+		return m, err
+	}
+	if sourceID != "" && sourceID != srcSnap.Metadata.ID {
+		return m, fmt.Errorf("the source table %s was re-created (a full refresh) since %s last read it; run %s to rebuild %s from it", ac.Source, d.Name, RefreshHint(p, d.Name), d.Name)
 	}
 	if latest <= last {
 		m.Idle = true
@@ -75,7 +84,7 @@ func ApplyChanges(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 		commits[v] = c
 		for _, r := range c.Removes {
 			if r.DataChange {
-				return m, fmt.Errorf("source table %s changed or deleted existing rows in version %d (operation %s); APPLY CHANGES reads an append-only source: run a full refresh of %s", ac.Source, v, c.Info.Operation, d.Name)
+				return m, fmt.Errorf("source table %s changed or deleted existing rows in version %d (operation %s); APPLY CHANGES reads an append-only source: run %s", ac.Source, v, c.Info.Operation, RefreshHint(p, d.Name))
 			}
 		}
 		var idx int64
@@ -115,23 +124,19 @@ func ApplyChanges(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 		}
 	}
 	events := make([]event, len(rows))
-	var nullCount int64
-	var nullCol string
-	var nullAt origin
+	nullCols := append(append([]string(nil), ac.Keys...), ac.SequenceBy...)
+	nullCounts := make([]int64, len(nullCols))
+	nullAt := make([]origin, len(nullCols))
+	anyNull := false
 	for i, r := range rows {
 		ev := event{key: pick(r, keyIdx), seq: pick(r, seqIdx), row: pick(r, projIdx), arrival: i}
 		for j, v := range append(ev.key, ev.seq...) {
 			if v == nil {
-				if nullCount == 0 {
-					if j < len(keyIdx) {
-						nullCol = "key column " + ac.Keys[j]
-					} else {
-						nullCol = "sequence_by column " + ac.SequenceBy[j-len(keyIdx)]
-					}
-					nullAt = r[nsrc].(origin)
+				if nullCounts[j] == 0 {
+					nullAt[j] = r[nsrc].(origin)
 				}
-				nullCount++
-				break
+				nullCounts[j]++
+				anyNull = true
 			}
 		}
 		if delProg != nil {
@@ -139,9 +144,20 @@ func ApplyChanges(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 		}
 		events[i] = ev
 	}
-	if nullCount > 0 {
-		return m, fmt.Errorf("%d change event(s) have a NULL in the %s (first at %s); nothing of this batch was applied. Drop such rows with an expectation (on_violation: drop) or fix the source",
-			nullCount, nullCol, locate(p, ac.Source, commits[nullAt.version], nullAt))
+	if anyNull {
+		var parts []string
+		for j, n := range nullCounts {
+			if n == 0 {
+				continue
+			}
+			kind := "key column"
+			if j >= len(ac.Keys) {
+				kind = "sequence_by column"
+			}
+			parts = append(parts, fmt.Sprintf("%d change event(s) have a NULL in the %s %s (first at %s)", n, kind, nullCols[j], locate(p, ac.Source, commits[nullAt[j].version], nullAt[j])))
+		}
+		return m, fmt.Errorf("%s; nothing of this batch was applied. Drop such events with an expectation on %s (e.g. `%s != nil` with on_violation: drop), then run again; the events are already in %s, so fixing the input files needs %s",
+			strings.Join(parts, "; "), d.Name, nullCols[0], ac.Source, RefreshHint(p, ac.Source, d.Name))
 	}
 
 	// 4. Reduce to one winner per key and compare with the CDC state.
@@ -154,7 +170,7 @@ func ApplyChanges(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 	now := env.now()
 	keySch, _, _ := srcSch.Select(ac.Keys)
 	seqSch, _, _ := srcSch.Select(ac.SequenceBy)
-	state, err := loadState(StateDir(p.Storage, d.Name), target, snap, keySch, seqSch, now.UnixMilli(), gc*1000)
+	state, err := loadState(StateDir(p.Storage, d.Name), target, snap, stateID, keySch, seqSch, now.UnixMilli(), gc*1000)
 	if err != nil {
 		return m, err
 	}
@@ -222,7 +238,7 @@ func ApplyChanges(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 		removes = append(removes, target.RemoveFor(f, nowMs))
 	}
 	if found != len(touched) {
-		return m, fmt.Errorf("the CDC state of %s names data files that do not hold %d of the keys being changed; run a full refresh of this dataset", d.Name, len(touched)-found)
+		return m, fmt.Errorf("the CDC state of %s names data files that do not hold %d of the keys being changed; run %s", d.Name, len(touched)-found, RefreshHint(p, d.Name))
 	}
 	for _, ch := range inserts {
 		out = append(out, ch.win.row)
@@ -288,7 +304,7 @@ func ApplyChanges(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 	tx.Add(adds...)
 	tx.AddCDC(cdcs...)
 	tx.SetAppTxn(appID, latest)
-	tx.SetCommitInfo(map[string]any{stateKey: id}, map[string]string{
+	tx.SetCommitInfo(map[string]any{stateKey: id, sourceKey: srcSnap.Metadata.ID}, map[string]string{
 		"numTargetRowsInserted": strconv.Itoa(len(inserts)),
 		"numTargetRowsUpdated":  strconv.FormatInt(m.NumUpsertedRows-int64(len(inserts)), 10),
 		"numTargetRowsDeleted":  strconv.FormatInt(m.NumDeletedRows, 10),

@@ -4,21 +4,43 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 
 	"tributary/delta"
 	"tributary/spec"
 )
 
+// ErrSchemaChanged is returned (wrapped) by Setup when a table's schema differs from the spec's.
+var ErrSchemaChanged = errors.New("the schema changed")
+
+// RefreshHint returns the command that fully refreshes the named datasets of p.
+func RefreshHint(p *spec.Pipeline, names ...string) string {
+	return fmt.Sprintf("`pipeline run %s --full-refresh %s`", p.File, strings.Join(names, ","))
+}
+
+// Reset removes everything a full refresh rebuilds for dataset d: its table, its ingest
+// checkpoint and its APPLY CHANGES state (semantics.md "Refresh"). The caller holds the lock.
+func Reset(p *spec.Pipeline, d *spec.Dataset) error {
+	for _, dir := range []string{TableDir(p.Storage, d.Name), CheckpointDir(p.Storage, d.Name), StateDir(p.Storage, d.Name)} {
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("full refresh of %s: %w", d.Name, err)
+		}
+	}
+	stateCache.Delete(StateDir(p.Storage, d.Name))
+	return nil
+}
+
 // Setup creates the dataset's Delta table when it does not exist yet (version 0: protocol,
 // metadata with the dataset's schema and table properties, change data feed on), and checks that
-// an existing table still has the schema the spec declares.
+// an existing table still has the schema the spec declares (an error wrapping ErrSchemaChanged).
 func Setup(p *spec.Pipeline, d *spec.Dataset) error {
 	t := delta.New(TableDir(p.Storage, d.Name))
 	snap, err := t.Snapshot(-1)
 	if err == nil {
 		if !snap.Metadata.Schema.Equal(d.Schema) {
-			return fmt.Errorf("dataset %s: the table has the schema (%s) but the spec now gives (%s); schema changes need a full refresh of this dataset (remove %s and run again)",
-				d.Name, snap.Metadata.Schema.DDL(), d.Schema.DDL(), t.Dir)
+			return fmt.Errorf("dataset %s: %w: the table has (%s) but the spec now gives (%s)",
+				d.Name, ErrSchemaChanged, snap.Metadata.Schema.DDL(), d.Schema.DDL())
 		}
 		return nil
 	}

@@ -90,6 +90,9 @@ func TestValues(t *testing.T) {
 		{"decimal number", dec, json.Number("25.5"), "25.50"},
 		{"decimal string", dec, "12", "12.00"},
 		{"negative decimal", dec, json.Number("-0.05"), "-0.05"},
+		{"extra digits round half up", dec, json.Number("1.235"), "1.24"},
+		{"extra digits round half up, negative", dec, json.Number("-1.235"), "-1.24"},
+		{"extra digits round down", dec, json.Number("1.234"), "1.23"},
 		{"timestamp offset", Type{Kind: TimestampKind}, "2024-01-31T12:00:00+02:00", `"2024-01-31T10:00:00.000000Z"`},
 		{"date", Type{Kind: DateKind}, "2024-01-31", `"2024-01-31"`},
 		{"bigint", Type{Kind: Long}, json.Number("1001"), "1001"},
@@ -108,7 +111,7 @@ func TestValues(t *testing.T) {
 	for _, bad := range []struct {
 		t  Type
 		in any
-	}{{dec, json.Number("1.234")}, {dec, json.Number("123456789012")}, {Type{Kind: Long}, "x"}, {Type{Kind: Integer}, json.Number("3000000000")}, {Type{Kind: TimestampKind}, "yesterday"}} {
+	}{{dec, json.Number("99999999.995")}, {dec, json.Number("123456789012")}, {Type{Kind: Long}, "x"}, {Type{Kind: Integer}, json.Number("3000000000")}, {Type{Kind: TimestampKind}, "yesterday"}} {
 		if _, err := FromJSON(bad.t, bad.in); err == nil {
 			t.Errorf("FromJSON(%s, %v) succeeded, want an error", bad.t.DDL(), bad.in)
 		}

@@ -21,18 +21,26 @@ var pow10 = func() [19]int64 {
 }()
 
 // ParseDecimal converts decimal text ("25.5", "-3", "1e2") to the unscaled value of a
-// DECIMAL(precision, scale). Extra fraction digits are an error rather than a silent rounding,
-// and so is a value with more than precision digits.
+// DECIMAL(precision, scale). Extra fraction digits are rounded half away from zero (HALF_UP), as
+// Spark's JSON and CSV readers do; a value with more than precision digits is an error.
 func ParseDecimal(s string, t Type) (Decimal, error) {
 	r, ok := new(big.Rat).SetString(strings.TrimSpace(s))
 	if !ok {
 		return 0, fmt.Errorf("%q is not a number", s)
 	}
 	r.Mul(r, new(big.Rat).SetInt64(pow10[t.Scale]))
-	if !r.IsInt() {
-		return 0, fmt.Errorf("%s has more than %d digits after the point for %s", s, t.Scale, t.DDL())
+	n := new(big.Int)
+	if r.IsInt() {
+		n.Set(r.Num())
+	} else {
+		// HALF_UP: |r| + 1/2, truncated toward zero, with r's sign.
+		abs := new(big.Rat).Abs(r)
+		abs.Add(abs, big.NewRat(1, 2))
+		n.Quo(abs.Num(), abs.Denom())
+		if r.Sign() < 0 {
+			n.Neg(n)
+		}
 	}
-	n := r.Num()
 	lim := big.NewInt(pow10[t.Precision])
 	if new(big.Int).Abs(n).Cmp(lim) >= 0 {
 		return 0, fmt.Errorf("%s does not fit %s", s, t.DDL())
@@ -271,6 +279,8 @@ func Text(t Type, v any) string {
 		return FormatDate(x)
 	case Timestamp:
 		return FormatTimestamp(x)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
 	}
 	return string(AppendJSON(nil, t, v))
 }

@@ -49,6 +49,11 @@ type Options struct {
 	Out io.Writer
 	// Now returns the current time (tests); nil means time.Now.
 	Now func() time.Time
+	// FullRefresh lists datasets to rebuild from all of their input: their tables, checkpoints
+	// and CDC state are removed before the update sets up tables (semantics.md "Refresh").
+	FullRefresh []string
+	// FullRefreshAll rebuilds every dataset.
+	FullRefreshAll bool
 }
 
 // FlowResult is the outcome of one flow.
@@ -115,7 +120,7 @@ func Run(ctx context.Context, p *spec.Pipeline, opts Options) (*Result, error) {
 		return events.Flush()
 	}
 	events.Emit(eventlog.Info, eventlog.CreateUpdate, "", "", "Update "+res.UpdateID[:8]+" started by the CLI.",
-		map[string]any{"create_update": map[string]any{"cause": "USER_ACTION", "full_refresh": false, "development": p.Development}}, "")
+		map[string]any{"create_update": map[string]any{"cause": "USER_ACTION", "full_refresh": opts.FullRefreshAll, "full_refresh_selection": opts.FullRefresh, "development": p.Development}}, "")
 	if err := state(StateCreated, ""); err != nil {
 		return nil, err
 	}
@@ -140,10 +145,47 @@ func Run(ctx context.Context, p *spec.Pipeline, opts Options) (*Result, error) {
 	if err := state(StateSettingUpTables, ""); err != nil {
 		return nil, err
 	}
-	for _, name := range g.Order() {
-		if err := flows.Setup(p, p.Dataset(name)); err != nil {
+	refresh := opts.FullRefresh
+	if opts.FullRefreshAll {
+		refresh = g.Order()
+	}
+	for _, name := range refresh {
+		d := p.Dataset(name)
+		if d == nil {
+			return fail(fmt.Errorf("--full-refresh: pipeline %s has no dataset %q", p.Name, name))
+		}
+		if err := flows.Reset(p, d); err != nil {
 			return fail(err)
 		}
+		events.Emit(eventlog.Info, eventlog.UserAction, name, name, "Dataset "+name+" is fully refreshed: its table, checkpoint and CDC state were removed.", map[string]any{"user_action": map[string]any{"action": "FULL_REFRESH", "dataset": name}}, "")
+	}
+	var setupErrs []error
+	var changed []string
+	for _, name := range g.Order() {
+		if err := flows.Setup(p, p.Dataset(name)); err != nil {
+			setupErrs = append(setupErrs, err)
+			if errors.Is(err, flows.ErrSchemaChanged) {
+				changed = append(changed, name)
+			}
+		}
+	}
+	if len(changed) > 0 {
+		seen := map[string]bool{}
+		var all []string
+		for _, name := range g.Order() {
+			for _, c := range changed {
+				if name == c || contains(g.Descendants(c), name) {
+					if !seen[name] {
+						seen[name] = true
+						all = append(all, name)
+					}
+				}
+			}
+		}
+		setupErrs = append(setupErrs, fmt.Errorf("schema changes need a full refresh of the changed tables and the tables that read them: run %s", flows.RefreshHint(p, all...)))
+	}
+	if len(setupErrs) > 0 {
+		return fail(errors.Join(setupErrs...))
 	}
 	if err := state(StateRunning, ""); err != nil {
 		return nil, err
@@ -218,6 +260,15 @@ func Run(ctx context.Context, p *spec.Pipeline, opts Options) (*Result, error) {
 	return res, nil
 }
 
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
 func flowType(d *spec.Dataset) string {
 	if d.ApplyChanges != nil {
 		return "APPLY_CHANGES"
@@ -247,13 +298,30 @@ func printSummary(w io.Writer, p *spec.Pipeline, res *Result, order []string) {
 		case fr.State == FlowCompleted && p.Dataset(name).ApplyChanges != nil:
 			detail = fmt.Sprintf("%d upserted, %d deleted", m.NumUpsertedRows, m.NumDeletedRows)
 		case fr.State == FlowCompleted:
-			detail = fmt.Sprintf("%d rows from %d file(s)", m.NumOutputRows, m.Files)
+			detail = fmt.Sprintf("%s from %s", plural(m.NumOutputRows, "row"), plural(int64(m.Files), "file"))
+		}
+		if m.BadRecords > 0 {
+			detail += fmt.Sprintf(", %s did not fit the schema (see `pipeline events`)", plural(m.BadRecords, "value or line", "values or lines"))
+		}
+		if m.ChangedFiles > 0 {
+			detail += fmt.Sprintf(", %s changed after being read and were not read again", plural(int64(m.ChangedFiles), "file"))
 		}
 		if m.Quality.DroppedRecords > 0 {
 			detail += fmt.Sprintf(", %d dropped by expectations", m.Quality.DroppedRecords)
 		}
 		fmt.Fprintf(w, "  %-24s %-10s %s\n", name, fr.State, detail)
 	}
+}
+
+// plural writes "1 row" or "2 rows" (or the given plural form).
+func plural(n int64, one string, many ...string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	if len(many) > 0 {
+		return fmt.Sprintf("%d %s", n, many[0])
+	}
+	return fmt.Sprintf("%d %ss", n, one)
 }
 
 func firstLine(s string) string {

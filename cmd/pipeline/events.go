@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -38,6 +39,12 @@ func newEventsCmd() *cobra.Command {
 					return failure(fmt.Errorf("the event log of %s has no update yet: run the pipeline first", p.Name))
 				}
 			}
+			if updateID != "" && !hasUpdate(evs, updateID) {
+				return usageError(fmt.Errorf("--update %s: the event log has no such update; %s", updateID, recentUpdates(evs)))
+			}
+			if typ != "" && !knownTypes[typ] {
+				return usageError(fmt.Errorf("--type %s: not an event type; use one of create_update, update_progress, dataset_definition, flow_definition, flow_progress, planning_information, user_action", typ))
+			}
 			var rows [][]any
 			for _, e := range evs {
 				if updateID != "" && e.Origin.UpdateID != updateID {
@@ -59,6 +66,37 @@ func newEventsCmd() *cobra.Command {
 	cmd.Flags().StringVar(&updateID, "update", "", "only this update's events (an update id, or latest)")
 	cmd.Flags().StringVar(&typ, "type", "", "only events of this type (e.g. flow_progress)")
 	return cmd
+}
+
+var knownTypes = map[string]bool{
+	eventlog.CreateUpdate: true, eventlog.UpdateProgress: true, eventlog.DatasetDefinition: true, eventlog.FlowDefinition: true,
+	eventlog.FlowProgress: true, eventlog.PlanningInformation: true, eventlog.UserAction: true,
+}
+
+func hasUpdate(evs []eventlog.Event, id string) bool {
+	for _, e := range evs {
+		if e.Origin.UpdateID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// recentUpdates names the last few update ids of the log, newest last.
+func recentUpdates(evs []eventlog.Event) string {
+	var ids []string
+	for _, e := range evs {
+		if e.EventType == eventlog.CreateUpdate {
+			ids = append(ids, e.Origin.UpdateID)
+		}
+	}
+	if len(ids) == 0 {
+		return "the log has no update yet"
+	}
+	if len(ids) > 5 {
+		ids = ids[len(ids)-5:]
+	}
+	return "recent updates: " + strings.Join(ids, ", ") + " (or use --update latest)"
 }
 
 // writeEventTable prints the events people usually look at: time, level, type, origin and message.

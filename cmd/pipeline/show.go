@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -23,6 +25,9 @@ func newShowCmd() *cobra.Command {
 			p, err := load(args[0], confs)
 			if err != nil {
 				return err
+			}
+			if cmd.Flags().Changed("version") && version < 0 {
+				return usageError(fmt.Errorf("--version %d: table versions start at 0", version))
 			}
 			t, err := datasetTable(p, args[1])
 			if err != nil {
@@ -49,15 +54,49 @@ func newShowCmd() *cobra.Command {
 	return cmd
 }
 
+// unknownDataset says that p has no dataset name, with the closest name and the list of datasets.
+func unknownDataset(p *spec.Pipeline, name string) string {
+	names := make([]string, len(p.Datasets))
+	best, bestDist := "", 4
+	for i, d := range p.Datasets {
+		names[i] = d.Name
+		if dist := editDistance(strings.ToLower(name), strings.ToLower(d.Name)); dist < bestDist {
+			best, bestDist = d.Name, dist
+		}
+	}
+	msg := fmt.Sprintf("pipeline %s has no dataset %q", p.Name, name)
+	if best != "" {
+		msg += fmt.Sprintf("; did you mean %q?", best)
+	}
+	return msg + " (datasets: " + strings.Join(names, ", ") + ")"
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
 // datasetTable returns the Delta table of a dataset of the spec; an unknown dataset is a usage
 // error, a dataset never run is a failure that says to run the pipeline first.
 func datasetTable(p *spec.Pipeline, name string) (*delta.Table, error) {
 	if p.Dataset(name) == nil {
-		names := make([]string, len(p.Datasets))
-		for i, d := range p.Datasets {
-			names[i] = d.Name
-		}
-		return nil, usageError(fmt.Errorf("pipeline %s has no dataset %q (datasets: %v)", p.Name, name, names))
+		return nil, usageError(errors.New(unknownDataset(p, name)))
 	}
 	t := delta.New(flows.TableDir(p.Storage, name))
 	if _, err := t.LatestVersion(); err != nil {

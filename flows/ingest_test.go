@@ -1,0 +1,232 @@
+package flows
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+
+	"tributary/delta"
+	"tributary/schema"
+	"tributary/spec"
+)
+
+// recorder keeps the events a flow emits.
+type recorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (r *recorder) Emit(level, eventType, flow, dataset, message string, details map[string]any, errText string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs = append(r.msgs, level+" "+message)
+}
+
+func (r *recorder) all() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.msgs, "\n")
+}
+
+const ingestSpec = `name: t
+storage: ./storage
+datasets:
+  - name: raw
+    source:
+      path: ./landing
+      format: json
+      schema: "id BIGINT, amount DECIMAL(10,2), at TIMESTAMP"
+      mode: %MODE%%RESCUE%
+`
+
+func newIngest(t *testing.T, mode, rescue string) (*spec.Pipeline, string) {
+	t.Helper()
+	dir := t.TempDir()
+	text := strings.ReplaceAll(ingestSpec, "%MODE%", mode)
+	if rescue != "" {
+		text = strings.ReplaceAll(text, "%RESCUE%", "\n      rescued_data_column: "+rescue)
+	} else {
+		text = strings.ReplaceAll(text, "%RESCUE%", "")
+	}
+	return loadPipeline(t, dir, text), filepath.Join(dir, "landing")
+}
+
+func ingest(t *testing.T, p *spec.Pipeline) (Metrics, *recorder, error) {
+	t.Helper()
+	rec := &recorder{}
+	m, err := Ingest(context.Background(), &Env{Pipeline: p, Events: rec}, p.Dataset("raw"))
+	return m, rec, err
+}
+
+// rawRows returns the bronze rows as jsonl text, one row a line.
+func rawRows(t *testing.T, p *spec.Pipeline) []string {
+	t.Helper()
+	tb := delta.New(TableDir(p.Storage, "raw"))
+	snap, err := tb.Snapshot(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tb.Rows(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range rows {
+		var b []byte
+		for i, f := range snap.Metadata.Schema.Fields {
+			if i > 0 {
+				b = append(b, ' ')
+			}
+			b = schema.AppendJSON(b, f.Type, r[i])
+		}
+		out = append(out, string(b))
+	}
+	return out
+}
+
+func write(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestIngestTypesAndBadValues: values that do not fit become NULL, the row is kept, and the
+// flow's metrics and WARN events name file, line and column (semantics.md "Ingestion"); extra
+// decimal digits round half up as Spark's JSON reader does.
+func TestIngestTypesAndBadValues(t *testing.T) {
+	t.Parallel()
+	p, landing := newIngest(t, "permissive", "")
+	write(t, filepath.Join(landing, "a.json"), []byte(
+		`{"id": 1, "amount": 25.5, "at": "2024-01-31T12:00:00+02:00"}`+"\n"+
+			`{"id": "abc", "amount": 1.235, "at": "yesterday"}`+"\r\n"+
+			`[1, 2]`+"\n"+
+			"\n"+
+			`{"id": 4, "amount": "7", "unknown": true}`+"\n"))
+	m, rec, err := ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`1 25.50 "2024-01-31T10:00:00.000000Z"`,
+		`null 1.24 null`,
+		`null null null`,
+		`4 7.00 null`,
+	}
+	if got := rawRows(t, p); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if m.NumOutputRows != 4 || m.BadRecords != 3 || m.Files != 1 {
+		t.Errorf("metrics = %+v, want 4 rows, 3 bad records, 1 file", m)
+	}
+	events := rec.all()
+	for _, w := range []string{"a.json:2: column id:", "a.json:2: column at:", "a.json:3: the line is a JSON array, not a JSON object"} {
+		if !strings.Contains(events, w) {
+			t.Errorf("events lack %q:\n%s", w, events)
+		}
+	}
+}
+
+// TestIngestRescuedData: with rescued_data_column the bad values and unknown fields are kept as
+// JSON with the file path.
+func TestIngestRescuedData(t *testing.T) {
+	t.Parallel()
+	p, landing := newIngest(t, "permissive", "_rescued_data")
+	write(t, filepath.Join(landing, "a.json"), []byte(`{"id": "abc", "amount": 2, "extra": "x"}`+"\n"))
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	rows := rawRows(t, p)
+	if len(rows) != 1 || !strings.HasPrefix(rows[0], `null 2.00 null "`) {
+		t.Fatalf("rows = %v", rows)
+	}
+	var rescued map[string]any
+	text := strings.TrimPrefix(rows[0], `null 2.00 null `)
+	var s string
+	if err := json.Unmarshal([]byte(text), &s); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(s), &rescued); err != nil {
+		t.Fatal(err)
+	}
+	if rescued["id"] != "abc" || rescued["extra"] != "x" || !strings.HasSuffix(rescued["_file_path"].(string), "a.json") {
+		t.Errorf("rescued = %v", rescued)
+	}
+}
+
+// TestIngestModes: failfast fails naming file and line and commits nothing; dropmalformed drops
+// lines that do not parse.
+func TestIngestModes(t *testing.T) {
+	t.Parallel()
+	p, landing := newIngest(t, "failfast", "")
+	write(t, filepath.Join(landing, "a.json"), []byte(`{"id": 1}`+"\n"+`{"id": 2, "amount": "x"}`+"\n"))
+	_, _, err := ingest(t, p)
+	if err == nil || !strings.Contains(err.Error(), "a.json:2: column amount") || !strings.Contains(err.Error(), "failfast") {
+		t.Fatalf("failfast error = %v", err)
+	}
+	if rows := rawRows(t, p); len(rows) != 0 {
+		t.Fatalf("failfast committed %v", rows)
+	}
+
+	p, landing = newIngest(t, "dropmalformed", "")
+	write(t, filepath.Join(landing, "a.json"), []byte(`{"id": 1}`+"\n"+`not json`+"\n"+`{"id": 3}`+"\n"))
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	if rows := rawRows(t, p); strings.Join(rows, ",") != "1 null null,3 null null" {
+		t.Fatalf("dropmalformed rows = %v", rows)
+	}
+}
+
+// TestIngestEachFileOnce: compressed files are read by extension, every file once; a file that
+// changes after it was read is reported and not read again.
+func TestIngestEachFileOnce(t *testing.T) {
+	t.Parallel()
+	p, landing := newIngest(t, "permissive", "")
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(`{"id": 1}` + "\n"))
+	zw.Close()
+	write(t, filepath.Join(landing, "a.json.gz"), gz.Bytes())
+	var zs bytes.Buffer
+	enc, _ := zstd.NewWriter(&zs)
+	enc.Write([]byte(`{"id": 2}` + "\n"))
+	enc.Close()
+	write(t, filepath.Join(landing, "b.json.zst"), zs.Bytes())
+	write(t, filepath.Join(landing, "_ignored.json"), []byte(`{"id": 99}`+"\n"))
+	if err := os.MkdirAll(filepath.Join(landing, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(landing, "sub", "c.json"), []byte(`{"id": 3}`+"\n"))
+	m, _, err := ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Files != 3 || strings.Join(rawRows(t, p), ",") != "1 null null,2 null null,3 null null" {
+		t.Fatalf("first run: %d files, rows %v", m.Files, rawRows(t, p))
+	}
+	m, _, err = ingest(t, p)
+	if err != nil || !m.Idle {
+		t.Fatalf("second run with nothing new: idle=%v err=%v", m.Idle, err)
+	}
+	write(t, filepath.Join(landing, "sub", "c.json"), []byte(`{"id": 3}`+"\n"+`{"id": 4}`+"\n"))
+	write(t, filepath.Join(landing, "d.json"), []byte(`{"id": 5}`+"\n"))
+	m, rec, err := ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Files != 1 || m.ChangedFiles != 1 || !strings.Contains(rec.all(), "c.json changed after it was read") {
+		t.Fatalf("third run: files %d changed %d events %s", m.Files, m.ChangedFiles, rec.all())
+	}
+	if got := rawRows(t, p); len(got) != 4 {
+		t.Fatalf("rows after the third run = %v, want 4 (each file once)", got)
+	}
+}
