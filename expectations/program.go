@@ -1,11 +1,15 @@
 package expectations
 
 import (
+	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
 	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/types"
 	"github.com/expr-lang/expr/vm"
 
 	"tributary/schema"
@@ -17,6 +21,7 @@ type Program struct {
 	prog   *vm.Program
 	cols   schema.Schema
 	env    map[string]any
+	reads  []int // the columns (indexes in cols) the expression names
 }
 
 // sample returns a value of the Go type an expression sees for a column of type t.
@@ -59,51 +64,141 @@ func ExprValue(t schema.Type, v any) any {
 	return v
 }
 
+// ErrNotBool is the error (wrapped, with the type the expression gives) of Compile for an
+// expression whose result is not a boolean, such as `id + 1`.
+var ErrNotBool = errors.New("the expression must be true or false")
+
 // Compile type-checks code against the columns of s. Column names are variables; an unknown name,
 // a syntax error or a type error is returned with expr's message (which carries the position in
-// the expression). The result must be a boolean (or nil, which counts as a violation).
+// the expression). The result must be a boolean: an expression of another type fails with
+// ErrNotBool (nil, a comparison with nil and an expression over columns of unknown type are
+// accepted; at run time anything but true counts as a violation).
+//
+// A column whose Type is the zero schema.Type (Kind 0) has an unknown type: spec validation uses
+// it for a column whose declaration is invalid, so that expressions may still name it. The
+// expression is then not type-checked where it uses that column.
 func Compile(code string, s schema.Schema) (*Program, error) {
 	if strings.TrimSpace(code) == "" {
 		return nil, fmt.Errorf("the expression is empty")
 	}
-	env := make(map[string]any, len(s.Fields))
-	for _, f := range s.Fields {
-		env[f.Name] = sample(f.Type)
-	}
-	p, err := expr.Compile(code, expr.Env(env), expr.AllowUndefinedVariables())
+	p, err := expr.Compile(code, expr.Env(envTypes(s)), expr.AllowUndefinedVariables())
 	if err != nil {
 		return nil, err
 	}
-	if err := checkNames(p, code, s); err != nil {
+	if err := checkNames(code, s); err != nil {
 		return nil, err
 	}
-	return &Program{Source: code, prog: p, cols: s, env: make(map[string]any, len(s.Fields))}, nil
+	if err := checkBool(p, code); err != nil {
+		return nil, err
+	}
+	return &Program{Source: code, prog: p, cols: s, env: make(map[string]any, len(s.Fields)), reads: reads(p, s)}, nil
+}
+
+// envTypes gives expr the type of each column: that of sample, or any for a column whose type
+// is unknown (Kind 0).
+func envTypes(s schema.Schema) types.Map {
+	env := make(types.Map, len(s.Fields))
+	for _, f := range s.Fields {
+		if f.Type.Kind == 0 {
+			env[f.Name] = types.Any
+			continue
+		}
+		env[f.Name] = types.TypeOf(sample(f.Type))
+	}
+	return env
 }
 
 // checkNames rejects identifiers that are neither columns nor expr builtins, so that a typo in a
 // column name is a compile error rather than an always-nil value.
-func checkNames(p *vm.Program, code string, s schema.Schema) error {
+func checkNames(code string, s schema.Schema) error {
 	// Compile again without AllowUndefinedVariables: expr then reports unknown names itself.
-	env := make(map[string]any, len(s.Fields))
-	for _, f := range s.Fields {
-		env[f.Name] = sample(f.Type)
-	}
-	if _, err := expr.Compile(code, expr.Env(env)); err != nil {
+	if _, err := expr.Compile(code, expr.Env(envTypes(s))); err != nil {
 		return fmt.Errorf("%w (columns: %s)", err, strings.Join(s.Names(), ", "))
 	}
-	_ = p
 	return nil
 }
 
+// checkBool returns an ErrNotBool error when the compiled expression's type is known and is not
+// a boolean. It does not use expr.AsBool, whose run-time cast fails on a nil result (a nil result
+// is a violation, not an error).
+func checkBool(p *vm.Program, code string) error {
+	nt := p.Node().Nature()
+	if nt.Nil {
+		return fmt.Errorf("%w, but `%s` is always nil", ErrNotBool, code)
+	}
+	t := nt.Type
+	if t == nil || t.Kind() == reflect.Bool || t.Kind() == reflect.Interface {
+		return nil // a boolean, or a type only known at run time
+	}
+	return fmt.Errorf("%w, but `%s` gives %s", ErrNotBool, code, typeName(t))
+}
+
+// typeName says what a value of type t is, for ErrNotBool.
+func typeName(t reflect.Type) string {
+	switch {
+	case t == reflect.TypeFor[time.Time]():
+		return "a timestamp"
+	case t == reflect.TypeFor[time.Duration]():
+		return "a duration"
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an int"
+	case reflect.Float32, reflect.Float64:
+		return "a float"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map:
+		return "a map"
+	}
+	return "a " + t.String()
+}
+
+// reads returns the indexes in s of the columns the expression names.
+func reads(p *vm.Program, s schema.Schema) []int {
+	var v identifiers
+	node := p.Node()
+	ast.Walk(&node, &v)
+	var out []int
+	for i, f := range s.Fields {
+		if v.names[f.Name] {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// identifiers collects the names an expression uses.
+type identifiers struct{ names map[string]bool }
+
+func (v *identifiers) Visit(n *ast.Node) {
+	if id, ok := (*n).(*ast.IdentifierNode); ok {
+		if v.names == nil {
+			v.names = map[string]bool{}
+		}
+		v.names[id.Value] = true
+	}
+}
+
 // Eval evaluates the expression on one row (values in the order of the compiled schema).
-// It returns true only when the result is the boolean true; a nil result or an evaluation error
-// returns false and the error (nil when the result was simply not true).
+// It returns true only when the result is the boolean true. Anything else is false: with a nil
+// error when the result is not true, or when evaluation fails on a row where a column the
+// expression reads is null (as in SQL, an operator on NULL gives NULL: `amount > 25.0` on a null
+// amount is simply not true); with the evaluation error otherwise.
 func (p *Program) Eval(row []any) (bool, error) {
 	for i, f := range p.cols.Fields {
 		p.env[f.Name] = ExprValue(f.Type, row[i])
 	}
 	out, err := expr.Run(p.prog, p.env)
 	if err != nil {
+		for _, i := range p.reads {
+			if row[i] == nil {
+				return false, nil
+			}
+		}
 		return false, err
 	}
 	b, ok := out.(bool)

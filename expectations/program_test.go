@@ -1,6 +1,7 @@
 package expectations
 
 import (
+	"errors"
 	"testing"
 
 	"tributary/schema"
@@ -25,6 +26,11 @@ func TestCompileAndEval(t *testing.T) {
 		{"nil check", `status != nil`, []any{"I", int64(1), nil, nil}, false},
 		{"nil check passes", `status != nil`, []any{"I", int64(1), nil, "x"}, true},
 		{"key", `id == 7`, []any{"I", int64(7), nil, nil}, true},
+		{"and with a null operand", `id > 0 and amount > 25.0`, []any{"I", int64(1), nil, nil}, false},
+		{"or short-circuits a null operand", `id > 0 or amount > 25.0`, []any{"I", int64(1), nil, nil}, true},
+		{"not", `not (op in ["D"])`, []any{"I", int64(1), nil, nil}, true},
+		{"nil result is a violation", `id > 5 ? true : nil`, []any{"I", int64(1), nil, nil}, false},
+		{"function on null", `len(status) > 1`, []any{"I", int64(1), nil, nil}, false},
 	}
 	for _, c := range cases {
 		c := c
@@ -34,9 +40,9 @@ func TestCompileAndEval(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, _ := p.Eval(c.row)
-			if got != c.want {
-				t.Fatalf("%s on %v = %v, want %v", c.code, c.row, got, c.want)
+			got, err := p.Eval(c.row)
+			if got != c.want || err != nil {
+				t.Fatalf("%s on %v = %v, %v; want %v, nil", c.code, c.row, got, err, c.want)
 			}
 		})
 	}
@@ -79,5 +85,58 @@ func TestSetCheck(t *testing.T) {
 	fe, ok := err.(*FailError)
 	if !ok || fe.Expectation != "has_id" || fe.Row != `{"op": "U", "id": null}` || fe.Failed != 1 {
 		t.Fatalf("fail error = %#v", err)
+	}
+}
+
+// TestCompileNotBoolean checks that an expression must give true or false: any other type is a
+// compile error naming what it gives, while boolean forms, nil checks and untyped results compile.
+func TestCompileNotBoolean(t *testing.T) {
+	t.Parallel()
+	s, err := schema.ParseDDL("op STRING, id BIGINT, amount DECIMAL(10,2), at TIMESTAMP, day DATE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := []struct{ code, want string }{
+		{`id + 1`, "the expression must be true or false, but `id + 1` gives an int"},
+		{`amount * 2`, "the expression must be true or false, but `amount * 2` gives a float"},
+		{`op`, "the expression must be true or false, but `op` gives a string"},
+		{`at`, "the expression must be true or false, but `at` gives a timestamp"},
+		{`[id]`, "the expression must be true or false, but `[id]` gives a list"},
+		{`nil`, "the expression must be true or false, but `nil` is always nil"},
+	}
+	for _, c := range bad {
+		_, err := Compile(c.code, s)
+		if !errors.Is(err, ErrNotBool) || err.Error() != c.want {
+			t.Errorf("Compile(%q) = %v, want %q", c.code, err, c.want)
+		}
+	}
+	for _, code := range []string{
+		`op != nil`, `nil == op`, `op in ["I", "U"]`, `not (id in [1, 2])`, `id > 1 and op == "U" or amount < 0.5`,
+		`!(op == "D")`, `true`, `op startsWith "I"`, `day >= "2024-01-01"`, `id > 0 ? true : nil`,
+	} {
+		if _, err := Compile(code, s); err != nil {
+			t.Errorf("Compile(%q): %v", code, err)
+		}
+	}
+}
+
+// TestCompileUnknownType checks a column of unknown type (the zero schema.Type): expressions may
+// name it and are not type-checked on it, but unknown names and the other columns' types are
+// still checked.
+func TestCompileUnknownType(t *testing.T) {
+	t.Parallel()
+	s := schema.Schema{Fields: []schema.Field{
+		{Name: "id", Type: schema.Type{Kind: schema.Long}, Nullable: true},
+		{Name: "amount", Nullable: true}, // its declared type was invalid
+	}}
+	for _, code := range []string{`amount > 25.0`, `amount`, `amount + 1 > id`, `amount == "x"`, `amount != nil and id > 0`} {
+		if _, err := Compile(code, s); err != nil {
+			t.Errorf("Compile(%q): %v", code, err)
+		}
+	}
+	for _, code := range []string{`amout > 1`, `id + "x" > 0`, `id + 1`} {
+		if _, err := Compile(code, s); err == nil {
+			t.Errorf("Compile(%q) succeeded, want an error", code)
+		}
 	}
 }

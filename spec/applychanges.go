@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"fmt"
+
 	"go.yaml.in/yaml/v3"
 )
 
@@ -45,13 +47,13 @@ func (d *decoder) applyChanges(n *yaml.Node, path string) (*ApplyChanges, *apply
 				ac.Source, in.source = s, ref{resolve(e.val), e.path}
 			}
 		case "keys":
-			ac.Keys, in.keys = d.columns(e.val, e.path, true)
-			if len(ac.Keys) == 0 && resolve(e.val).Kind == yaml.SequenceNode {
+			ac.Keys, in.keys = d.columns(e.val, e.path, e.name, true)
+			if isEmptyList(e.val) {
 				d.addAt(resolve(e.val), e.path, "name the column(s) that identify a row", "keys is empty")
 			}
 		case "sequence_by":
-			ac.SequenceBy, in.seq = d.columns(e.val, e.path, true)
-			if len(ac.SequenceBy) == 0 && resolve(e.val).Kind == yaml.SequenceNode {
+			ac.SequenceBy, in.seq = d.columns(e.val, e.path, e.name, true)
+			if isEmptyList(e.val) {
 				d.addAt(resolve(e.val), e.path, "name the column(s) that order the events", "sequence_by is empty")
 			}
 		case "apply_as_deletes":
@@ -63,9 +65,9 @@ func (d *decoder) applyChanges(n *yaml.Node, path string) (*ApplyChanges, *apply
 				d.addAt(e.key, e.path, "keep one of them", "column_list and except_column_list cannot be used together")
 			}
 			colsEntry = &e
-			list, nodes := d.columns(e.val, e.path, false)
+			list, nodes := d.columns(e.val, e.path, e.name, false)
 			if e.name == "column_list" {
-				if len(list) == 0 && resolve(e.val).Kind == yaml.SequenceNode {
+				if isEmptyList(e.val) {
 					d.addAt(resolve(e.val), e.path, "list the columns to keep, or remove column_list to keep them all", "column_list is empty")
 				}
 				ac.ColumnList, in.cols = list, nodes
@@ -101,19 +103,74 @@ func (d *decoder) applyChanges(n *yaml.Node, path string) (*ApplyChanges, *apply
 	return ac, in
 }
 
-// columns reads a list of column names (or, with single, one name alone), reporting repeats.
-func (d *decoder) columns(n *yaml.Node, path string, single bool) ([]string, []ref) {
-	list, refs, _ := d.strList(n, path, single, "column name")
+// isEmptyList reports whether n is a list with no items.
+func isEmptyList(n *yaml.Node) bool {
+	n = resolve(n)
+	return n.Kind == yaml.SequenceNode && len(n.Content) == 0
+}
+
+// columnExamples show each column-list key written right, for hints.
+var columnExamples = map[string]string{
+	"keys":               "keys: [id]",
+	"sequence_by":        "sequence_by: seq",
+	"column_list":        "column_list: [id, name]",
+	"except_column_list": "except_column_list: [op]",
+}
+
+// columns reads the value of key (keys, sequence_by, column_list or except_column_list): a list
+// of column names or, with single, one name alone. A name must be a YAML string: `keys: 5` is
+// the number 5, not a column (a column named 5 is written "5"). Repeats are reported too.
+// It returns the names with their nodes and key paths ("keys[1]", or "keys" for a name alone).
+func (d *decoder) columns(n *yaml.Node, path, key string, single bool) ([]string, []ref) {
+	n = resolve(n)
+	if d.broken[n] {
+		return nil, nil
+	}
+	var refs []ref
+	switch {
+	case single && isString(n):
+		refs = []ref{{n, path}}
+	case n.Kind == yaml.SequenceNode:
+		for i, c := range n.Content {
+			c, p := resolve(c), item(path, i)
+			if d.broken[c] {
+				continue
+			}
+			if !isString(c) {
+				d.addAt(c, p, nameHint(c, "write one column name per item"), "each item of %s must be a column name, got %s", key, describe(c))
+				continue
+			}
+			refs = append(refs, ref{c, p})
+		}
+	default:
+		want := "a list of column names"
+		if single {
+			want = "a column name or " + want
+		}
+		d.addAt(n, path, nameHint(n, "write `"+columnExamples[key]+"`"), "%s must be %s, got %s", key, want, describe(n))
+		return nil, nil
+	}
 	seen := map[string]bool{}
 	var names []string
 	var kept []ref
-	for i, c := range list {
+	for _, r := range refs {
+		c := r.node.Value
 		if seen[c] {
-			d.addAt(refs[i].node, refs[i].path, "remove the repeat", "column %s is listed twice", c)
+			d.addAt(r.node, r.path, "remove the repeat", "column %s is listed twice", c)
 			continue
 		}
 		seen[c] = true
-		names, kept = append(names, c), append(kept, refs[i])
+		names, kept = append(names, c), append(kept, r)
 	}
 	return names, kept
+}
+
+// nameHint is the hint for a value n that is not a column name: for a number or a boolean, to
+// quote it if it really is one; else hint.
+func nameHint(n *yaml.Node, hint string) string {
+	switch n.ShortTag() {
+	case "!!int", "!!float", "!!bool":
+		return fmt.Sprintf("write a column's name; if a column is really named %s, quote it: \"%s\"", n.Value, n.Value)
+	}
+	return hint
 }

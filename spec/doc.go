@@ -13,6 +13,13 @@
 // not-supported-yet checks; then validation across datasets (references, cycles, output
 // schemas, columns, expressions).
 //
+// A check is skipped only when it cannot be done, and no problem is reported that only follows
+// from another: a `schema:` is read column by column, so a column whose type is wrong is reported
+// and still known by name (with the zero schema.Type, an unknown type that expressions may use
+// untyped), and the dataset's other checks and those of the datasets reading it still run.
+// A YAML syntax error is the one problem that stops everything; its position is the line where
+// the parser stopped, not the start of the enclosing block.
+//
 // Invariants of a returned *Pipeline: File, Dir and Storage are absolute; every dataset has a
 // valid unique name, exactly one way to get its data (a Source or an ApplyChanges in this
 // release), and its output Schema; every expression compiles with expectations.Compile against

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -26,6 +27,15 @@ func (p Pos) String() string {
 	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Column)
 }
 
+// MarshalJSON writes the position as {"file", "line", "column"}.
+func (p Pos) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		File   string `json:"file"`
+		Line   int    `json:"line"`
+		Column int    `json:"column"`
+	}{p.File, p.Line, p.Column})
+}
+
 // short is the position without the file, "line:col", for mentions inside a message.
 func (p Pos) short() string { return fmt.Sprintf("%d:%d", p.Line, p.Column) }
 
@@ -36,6 +46,33 @@ type Error struct {
 	Path string
 	Msg  string
 	Hint string
+}
+
+// jsonError is the JSON form of an Error (`pipeline validate --json`): the position flattened,
+// every key present.
+type jsonError struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Column  int    `json:"column"`
+	Path    string `json:"path"`
+	Message string `json:"message"`
+	Hint    string `json:"hint"`
+}
+
+// MarshalJSON writes the problem as {"file", "line", "column", "path", "message", "hint"}; a
+// missing part is "" or 0.
+func (e *Error) MarshalJSON() ([]byte, error) {
+	return json.Marshal(jsonError{File: e.Pos.File, Line: e.Pos.Line, Column: e.Pos.Column, Path: e.Path, Message: e.Msg, Hint: e.Hint})
+}
+
+// UnmarshalJSON reads the form MarshalJSON writes.
+func (e *Error) UnmarshalJSON(b []byte) error {
+	var j jsonError
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*e = Error{Pos: Pos{File: j.File, Line: j.Line, Column: j.Column}, Path: j.Path, Msg: j.Message, Hint: j.Hint}
+	return nil
 }
 
 // Error returns "file:line:col: path: msg (hint: hint)", leaving out the path and the hint

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
@@ -95,5 +96,34 @@ func TestDistance(t *testing.T) {
 	}
 	if got := closest("kys", []string{"keys", "kyss", "zzzz"}); !slices.Equal(got, []string{"keys", "kyss"}) {
 		t.Errorf("closest = %v", got)
+	}
+}
+
+// TestErrorJSON checks the JSON form of `pipeline validate --json`: snake_case keys, the position
+// flattened, every key present, and a round trip.
+func TestErrorJSON(t *testing.T) {
+	t.Parallel()
+	es := Errors{
+		{Pos{"p.yaml", 15, 18}, "datasets[1].apply_changes.keys[1]", "unknown column idd", "did you mean `id`?"},
+		{Pos: Pos{File: "p.yaml"}, Msg: "cannot read the spec: no such file"},
+	}
+	b, err := json.Marshal(es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"file":"p.yaml","line":15,"column":18,"path":"datasets[1].apply_changes.keys[1]","message":"unknown column idd","hint":"did you mean ` + "`id`" + `?"},` +
+		`{"file":"p.yaml","line":0,"column":0,"path":"","message":"cannot read the spec: no such file","hint":""}]`
+	if string(b) != want {
+		t.Errorf("got  %s\nwant %s", b, want)
+	}
+	var back Errors
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back) != 2 || *back[0] != *es[0] || *back[1] != *es[1] {
+		t.Errorf("round trip: %v", back)
+	}
+	if b, _ := json.Marshal(Pos{"p.yaml", 3, 7}); string(b) != `{"file":"p.yaml","line":3,"column":7}` {
+		t.Errorf("Pos: %s", b)
 	}
 }

@@ -273,38 +273,36 @@ func (d *decoder) oneOf(n *yaml.Node, path string, values ...string) (string, bo
 	return "", false
 }
 
-// strList reads a list of strings, or, when single is true, also one string alone. It returns
-// the strings with their nodes and key paths ("keys[1]", or "keys" for a string alone).
-func (d *decoder) strList(n *yaml.Node, path string, single bool, what string) ([]string, []ref, bool) {
-	n = resolve(n)
-	if d.broken[n] {
-		return nil, nil, false
-	}
-	if single && n.Kind == yaml.ScalarNode && !isNull(n) {
-		return []string{n.Value}, []ref{{n, path}}, true
-	}
-	if n.Kind != yaml.SequenceNode {
-		want := "a list of " + what + "s"
-		if single {
-			want = "a " + what + " or " + want
+// isString reports whether n is a string scalar: YAML's !!str, which a quoted value always is
+// (5 is a number, true a boolean, "5" and id strings).
+func isString(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str"
+}
+
+// describe says what a value is, for "got ..." messages: "the number 5", "the boolean true",
+// "nothing", "a list", or a string quoted.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!null":
+			return "nothing"
+		case "!!int", "!!float":
+			return "the number " + n.Value
+		case "!!bool":
+			return "the boolean " + n.Value
+		case "!!timestamp":
+			return "the timestamp " + n.Value
+		case "!!str":
+			return strconv.Quote(n.Value)
 		}
-		d.addAt(n, path, "", "expected %s, found %s", want, kindName(n))
-		return nil, nil, false
+		return fmt.Sprintf("%q tagged %s", n.Value, n.Tag)
 	}
-	ok := true
-	var out []string
-	var refs []ref
-	for i, c := range n.Content {
-		p := item(path, i)
-		s, good := d.str(c, p)
-		if !good {
-			ok = false
-			continue
-		}
-		out = append(out, s)
-		refs = append(refs, ref{resolve(c), p})
-	}
-	return out, refs, ok
+	return "something else"
 }
 
 // strMap reads a mapping of names to string values (numbers and booleans taken as their text).

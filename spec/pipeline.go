@@ -6,10 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strconv"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -167,7 +164,7 @@ func Parse(file string, data []byte, conf map[string]string, env func(string) (s
 	d := newDecoder(file, filepath.Dir(abs), data)
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		d.errs = append(d.errs, syntaxError(file, err))
+		d.errs = append(d.errs, syntaxError(file, data, err))
 		return nil, d.errs
 	}
 	if len(root.Content) == 0 {
@@ -185,32 +182,6 @@ func Parse(file string, data []byte, conf map[string]string, env func(string) (s
 		return nil, sortErrors(d.errs)
 	}
 	return p, nil
-}
-
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-// parserProblems are the YAML parser's (not the scanner's) messages: for these the parser
-// reports a 0-based line, the start of the construct it was reading.
-var parserProblems = []string{
-	"did not find expected ',' or ']'", "did not find expected ',' or '}'", "did not find expected <document start>",
-	"did not find expected '-' indicator", "did not find expected key", "did not find expected node content",
-	"found undefined tag handle", "found duplicate %YAML directive", "found incompatible YAML document",
-	"found duplicate %TAG directive", "did not find expected <stream-start>",
-}
-
-// syntaxError turns a YAML parser error ("yaml: line 3: ...") into an Error. The parser names
-// no column, so the position is the start of the line.
-func syntaxError(file string, err error) *Error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 1
-	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = m[2]
-		if slices.Contains(parserProblems, msg) {
-			line++
-		}
-	}
-	return &Error{Pos: Pos{File: file, Line: line, Column: 1}, Msg: "invalid YAML: " + msg}
 }
 
 // Dataset returns the dataset named name, or nil.

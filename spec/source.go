@@ -1,12 +1,9 @@
 package spec
 
 import (
-	"errors"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
-
-	"tributary/schema"
 )
 
 var sourceKeys = keySet{
@@ -29,7 +26,9 @@ var (
 
 // sourceInfo keeps the nodes of a source that validation points at.
 type sourceInfo struct {
-	schemaOK    bool       // the schema was declared and parsed
+	// schemaOK: the schema was declared and the name of each of its columns is known (the type of
+	// a column declared wrong is not: it is the zero schema.Type, see parseColumns).
+	schemaOK    bool
 	rescuedNode *yaml.Node // the rescued_data_column value, when given
 	path        string     // key path of the source
 }
@@ -84,19 +83,16 @@ func (d *decoder) source(n *yaml.Node, path string) (*Source, *sourceInfo) {
 			"schema inference is not supported yet")
 	}
 	if schemaNode != nil {
-		s, err := schema.ParseDDL(src.SchemaDDL)
-		var de *schema.DDLError
-		switch {
-		case err == nil:
-			src.Schema, in.schemaOK = s, true
-		case errors.As(err, &de):
-			d.add(d.posInBytes(schemaNode, de.Offset), child(path, "schema"),
-				"write Spark DDL: \"name TYPE, ...\"", "invalid schema: %s", de.Msg)
-		default:
-			d.addAt(schemaNode, child(path, "schema"), "", "invalid schema: %v", err)
+		// Column by column: a bad column is reported, and the others (and the bad one's name)
+		// stay known for the checks that use them.
+		s, problems, complete := parseColumns(src.SchemaDDL)
+		for _, pr := range problems {
+			d.add(d.posInBytes(schemaNode, pr.Offset), child(path, "schema"),
+				"write Spark DDL: \"name TYPE, ...\"", "invalid schema: %s", pr.Msg)
 		}
+		src.Schema, in.schemaOK = s, complete
 	}
-	if in.schemaOK && in.rescuedNode != nil && src.Schema.Index(src.RescuedDataColumn) >= 0 {
+	if in.rescuedNode != nil && src.Schema.Index(src.RescuedDataColumn) >= 0 {
 		d.addAt(in.rescuedNode, child(path, "rescued_data_column"), "choose a name that is not a column, e.g. _rescued_data",
 			"column %s is already declared in the schema", src.RescuedDataColumn)
 	}

@@ -154,10 +154,11 @@ func (v *validation) applyOutput(in *datasetInfo) bool {
 	input := src.ds.Schema
 	v.columnsIn(in.apply.keys, input, ac.Source)
 	v.columnsIn(in.apply.seq, input, ac.Source)
-	// Only an unknown name in column_list or except_column_list leaves the output in doubt;
-	// then datasets reading this one are not checked against a guess.
+	// Only an unknown name in column_list leaves the output in doubt (it may be a typo for a
+	// column meant to be kept); then datasets reading this one are not checked against a guess.
+	// An unknown name in except_column_list removes nothing: the output is known.
 	good := v.columnsIn(in.apply.cols, input, ac.Source)
-	good = v.columnsIn(in.apply.except, input, ac.Source) && good
+	v.columnsIn(in.apply.except, input, ac.Source)
 	for _, r := range in.apply.except {
 		if slices.Contains(ac.Keys, r.node.Value) {
 			v.d.addAt(r.node, r.path, "remove it from except_column_list; keys are always kept",
@@ -219,7 +220,7 @@ func (v *validation) compile(code string, r ref, s schema.Schema, what string) {
 	if err == nil {
 		return
 	}
-	p := v.d.pos(r.node)
+	p := v.d.posIn(r.node, 0)
 	msg := err.Error()
 	var fe *file.Error
 	if errors.As(err, &fe) {
@@ -231,5 +232,12 @@ func (v *validation) compile(code string, r ref, s schema.Schema, what string) {
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
 		msg = msg[:i]
 	}
-	v.d.add(p, r.path, "columns: "+strings.Join(s.Names(), ", "), "%s does not compile: %s", what, msg)
+	hint := "columns: " + strings.Join(s.Names(), ", ")
+	if errors.Is(err, expectations.ErrNotBool) {
+		hint = "write a condition that is true for a good row, e.g. `amount > 0`, `name != nil` or `op in [\"I\", \"U\"]`"
+		if what == "apply_as_deletes" {
+			hint = "write a condition that is true for a delete event, e.g. `op == \"D\"`"
+		}
+	}
+	v.d.add(p, r.path, hint, "%s does not compile: %s", what, msg)
 }
