@@ -1,6 +1,7 @@
 package flows
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -37,6 +38,7 @@ type cdcState struct {
 	entries  map[string]*cdcEntry
 	segments []string // segment files of the manifest the state was loaded from
 	id       string   // that manifest's id
+	truncate []any    // the highest truncate sequence applied, or nil
 }
 
 // stateCache keeps, per state folder, the state as of the last commit this process made, so that
@@ -67,6 +69,9 @@ func (s *cdcState) gc(nowMillis, gcMillis int64) {
 // entries win) is the state at the target version whose commit names this manifest.
 type manifest struct {
 	Segments []string `json:"segments"`
+	// Truncate is the highest truncate sequence applied (SCD type 1), one JSON value per
+	// sequence_by column in the jsonl form of spec.md §2; absent when none.
+	Truncate []json.RawMessage `json:"truncate,omitempty"`
 }
 
 func (s *cdcState) segmentSchema() schema.Schema {
@@ -147,6 +152,24 @@ func loadState(dir string, table *delta.Table, snap *delta.Snapshot, id string, 
 		}
 	}
 	st.segments, st.id = m.Segments, id
+	if len(m.Truncate) > 0 {
+		if len(m.Truncate) != len(seqSch.Fields) {
+			return nil, fmt.Errorf("CDC state manifest %s: the truncate sequence has %d values for %d sequence_by columns", id, len(m.Truncate), len(seqSch.Fields))
+		}
+		for i, raw := range m.Truncate {
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.UseNumber()
+			var v any
+			if err := dec.Decode(&v); err != nil {
+				return nil, fmt.Errorf("CDC state manifest %s: %w", id, err)
+			}
+			tv, err := schema.FromJSON(seqSch.Fields[i].Type, v)
+			if err != nil {
+				return nil, fmt.Errorf("CDC state manifest %s: truncate sequence: %w", id, err)
+			}
+			st.truncate = append(st.truncate, tv)
+		}
+	}
 	st.gc(nowMillis, gcMillis)
 	return st, nil
 }
@@ -184,7 +207,11 @@ func (s *cdcState) save(changed map[string]*cdcEntry) (string, []string, error) 
 		segs = append(segs, add.Path)
 	}
 	id := uuid.NewString()
-	b, _ := json.Marshal(manifest{Segments: segs})
+	man := manifest{Segments: segs}
+	for i, v := range s.truncate {
+		man.Truncate = append(man.Truncate, json.RawMessage(schema.AppendJSON(nil, s.seqSch.Fields[i].Type, v)))
+	}
+	b, _ := json.Marshal(man)
 	if err := writeFileAtomic(filepath.Join(s.dir, "manifests", id+".json"), b); err != nil {
 		return "", nil, fmt.Errorf("writing the CDC state manifest: %w", err)
 	}

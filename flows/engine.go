@@ -22,6 +22,7 @@ const (
 	updateRow              // the live row is replaced
 	deleteRow              // the live row leaves the table; a tombstone stays
 	tombstoneOnly          // a delete for a key that is not live: only the tombstone moves
+	truncateRow            // a truncate removes the live row (SCD type 1)
 )
 
 // keyChange is the outcome for one key.

@@ -7,20 +7,17 @@ import (
 )
 
 var applyChangesKeys = keySet{
-	known: []string{"source", "keys", "sequence_by", "apply_as_deletes", "column_list", "except_column_list",
-		"stored_as_scd_type", "ignore_null_updates"},
-	later: map[string]string{
-		"apply_as_truncates":               "remove it; truncate events are not applied in this release",
-		"track_history_column_list":        "it applies to SCD type 2, which is not supported yet; remove it",
-		"track_history_except_column_list": "it applies to SCD type 2, which is not supported yet; remove it",
-	},
+	known: []string{"source", "keys", "sequence_by", "apply_as_deletes", "apply_as_truncates", "column_list", "except_column_list",
+		"stored_as_scd_type", "ignore_null_updates", "track_history_column_list", "track_history_except_column_list"},
 }
 
 // applyInfo keeps the nodes of an apply_changes that validation points at.
 type applyInfo struct {
-	source, deletes ref // zero when not given
-	keys, seq       []ref
-	cols, except    []ref
+	source, deletes, truncates ref // zero when not given
+	keys, seq                  []ref
+	cols, except               []ref
+	track, trackExcept         []ref
+	scdType                    ref
 }
 
 // ref is a node and its key path.
@@ -77,18 +74,25 @@ func (d *decoder) applyChanges(n *yaml.Node, path string) (*ApplyChanges, *apply
 		case "stored_as_scd_type":
 			if v, ok := d.integer(e.val, e.path); ok {
 				switch v {
-				case 1:
-				case 2:
-					d.addAt(resolve(e.val), e.path, "use `stored_as_scd_type: 1`", "stored_as_scd_type: 2 is not supported yet")
+				case 1, 2:
+					ac.StoredAsSCDType = int(v)
+					in.scdType = ref{resolve(e.val), e.path}
 				default:
 					d.addAt(resolve(e.val), e.path, "", "stored_as_scd_type must be 1 or 2, found %d", v)
 				}
 			}
 		case "ignore_null_updates":
-			if v, ok := d.boolean(e.val, e.path); ok && v {
-				d.addAt(resolve(e.val), e.path, "remove it or write `ignore_null_updates: false`",
-					"ignore_null_updates: true is not supported yet")
+			if v, ok := d.boolean(e.val, e.path); ok {
+				ac.IgnoreNullUpdates = v
 			}
+		case "apply_as_truncates":
+			if s, ok := d.nonEmpty(e.val, e.path); ok {
+				ac.ApplyAsTruncates, in.truncates = s, ref{resolve(e.val), e.path}
+			}
+		case "track_history_column_list":
+			ac.TrackHistoryColumnList, in.track = d.columns(e.val, e.path, e.name, false)
+		case "track_history_except_column_list":
+			ac.TrackHistoryExceptColumnList, in.trackExcept = d.columns(e.val, e.path, e.name, false)
 		}
 	}
 	for _, req := range []struct{ key, hint string }{

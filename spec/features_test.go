@@ -63,16 +63,6 @@ func TestNotSupportedYet(t *testing.T) {
 			"18:5: datasets[2].query: query is not supported yet"},
 		{"apply_changes_from_snapshot", map[string]string{"#MORE": "  - name: snap\n    apply_changes_from_snapshot: {source: bronze, keys: [id]}"},
 			"18:5: datasets[2].apply_changes_from_snapshot: apply_changes_from_snapshot is not supported yet"},
-		{"scd type 2", map[string]string{"#AC": "      stored_as_scd_type: 2"},
-			"16:27: datasets[1].apply_changes.stored_as_scd_type: stored_as_scd_type: 2 is not supported yet"},
-		{"apply_as_truncates", map[string]string{"#AC": `      apply_as_truncates: op == "T"`},
-			"16:7: datasets[1].apply_changes.apply_as_truncates: apply_as_truncates is not supported yet"},
-		{"ignore_null_updates true", map[string]string{"#AC": "      ignore_null_updates: true"},
-			"16:28: datasets[1].apply_changes.ignore_null_updates: ignore_null_updates: true is not supported yet"},
-		{"track_history_column_list", map[string]string{"#AC": "      track_history_column_list: [op]"},
-			"16:7: datasets[1].apply_changes.track_history_column_list: track_history_column_list is not supported yet"},
-		{"track_history_except_column_list", map[string]string{"#AC": "      track_history_except_column_list: [op]"},
-			"16:7: datasets[1].apply_changes.track_history_except_column_list: track_history_except_column_list is not supported yet"},
 		{"format csv", map[string]string{"#FORMAT": "      format: csv"},
 			"8:15: datasets[0].source.format: format csv is not supported yet"},
 		{"format parquet", map[string]string{"#FORMAT": "      format: parquet"},
@@ -214,5 +204,41 @@ func TestAccepted(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestApplyChangesOptions: SCD type 2 adds __START_AT / __END_AT of the sequence's type (a struct
+// for several sequence columns); options that apply to one SCD type only are refused on the other.
+func TestApplyChangesOptions(t *testing.T) {
+	t.Parallel()
+	p, err := Parse("p.yaml", []byte(build(map[string]string{"#AC": "      stored_as_scd_type: 2\n      track_history_column_list: [op]\n      ignore_null_updates: true"})), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	silver := p.Dataset("silver")
+	if got := silver.Schema.DDL(); got != "id BIGINT, op STRING, seq BIGINT, __START_AT BIGINT, __END_AT BIGINT" {
+		t.Errorf("SCD type 2 schema = %s", got)
+	}
+	if ac := silver.ApplyChanges; ac.StoredAsSCDType != 2 || !ac.IgnoreNullUpdates || len(ac.TrackHistoryColumnList) != 1 {
+		t.Errorf("apply_changes = %+v", ac)
+	}
+	p, err = Parse("p.yaml", []byte(strings.Replace(build(map[string]string{"#AC": "      stored_as_scd_type: 2"}), "sequence_by: seq", "sequence_by: [seq, id]", 1)), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Dataset("silver").Schema.DDL(); got != "id BIGINT, op STRING, seq BIGINT, __START_AT STRUCT<seq: BIGINT, id: BIGINT>, __END_AT STRUCT<seq: BIGINT, id: BIGINT>" {
+		t.Errorf("struct sequence schema = %s", got)
+	}
+	for _, c := range []struct{ ac, want string }{
+		{"      stored_as_scd_type: 2\n      apply_as_truncates: op == \"T\"", "apply_as_truncates applies to SCD type 1 only"},
+		{"      track_history_column_list: [op]", "track_history_column_list applies to SCD type 2 only"},
+		{"      stored_as_scd_type: 2\n      track_history_column_list: [op]\n      track_history_except_column_list: [op]", "cannot be used together"},
+		{"      stored_as_scd_type: 2\n      track_history_column_list: [opp]", "unknown column opp"},
+		{"      apply_as_truncates: op ==", "apply_as_truncates does not compile"},
+	} {
+		_, err := Parse("p.yaml", []byte(build(map[string]string{"#AC": c.ac})), nil, nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error = %v, want %q", c.ac, err, c.want)
+		}
 	}
 }

@@ -93,11 +93,25 @@ type ApplyChanges struct {
 	ApplyAsDeletes   string
 	ColumnList       []string // columns to keep (keys are always kept); at most one of ColumnList and ExceptColumnList is set
 	ExceptColumnList []string // columns to leave out; never a key
-	StoredAsSCDType  int      // always 1 in this release
-	// IgnoreNullUpdates is always false in this release.
+	// ApplyAsTruncates is a row expression over the source's columns; events for which it is
+	// true truncate the target (SCD type 1 only). Empty means no event is a truncate.
+	ApplyAsTruncates string
+	StoredAsSCDType  int // 1 (default) or 2
+	// IgnoreNullUpdates: a NULL in an update keeps the stored value of that column.
 	IgnoreNullUpdates bool
-	Pos               Pos
+	// TrackHistoryColumnList / TrackHistoryExceptColumnList choose the columns whose changes open
+	// a new SCD type 2 version (at most one is set; SCD type 2 only). Neither: every non-key column.
+	TrackHistoryColumnList       []string
+	TrackHistoryExceptColumnList []string
+	Pos                          Pos
 }
+
+// The SCD type 2 columns of an APPLY CHANGES target (semantics.md "APPLY CHANGES"): the version's
+// validity, of the type of sequence_by (a struct of its columns when it has several).
+const (
+	StartAt = "__START_AT"
+	EndAt   = "__END_AT"
+)
 
 // Expectation is a data quality rule (semantics.md "Expectations").
 type Expectation struct {

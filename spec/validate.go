@@ -168,6 +168,24 @@ func (v *validation) applyOutput(in *datasetInfo) bool {
 	if ac.ApplyAsDeletes != "" {
 		v.compile(ac.ApplyAsDeletes, in.apply.deletes, input, "apply_as_deletes")
 	}
+	if ac.ApplyAsTruncates != "" {
+		if ac.StoredAsSCDType == 2 {
+			v.d.addAt(in.apply.truncates.node, in.apply.truncates.path, "remove it, or use `stored_as_scd_type: 1`",
+				"apply_as_truncates applies to SCD type 1 only; an SCD type 2 target keeps its history")
+		} else {
+			v.compile(ac.ApplyAsTruncates, in.apply.truncates, input, "apply_as_truncates")
+		}
+	}
+	for _, list := range [][]ref{in.apply.track, in.apply.trackExcept} {
+		if len(list) > 0 && ac.StoredAsSCDType != 2 {
+			v.d.addAt(list[0].node, parentPath(list[0].path), "remove it, or use `stored_as_scd_type: 2`",
+				"%s applies to SCD type 2 only", lastKey(list[0].path))
+		}
+	}
+	if len(in.apply.track) > 0 && len(in.apply.trackExcept) > 0 {
+		v.d.addAt(in.apply.trackExcept[0].node, parentPath(in.apply.trackExcept[0].path), "keep one of them",
+			"track_history_column_list and track_history_except_column_list cannot be used together")
+	}
 	v.expectations(in, input)
 	keep := func(f schema.Field) bool {
 		switch {
@@ -185,8 +203,57 @@ func (v *validation) applyOutput(in *datasetInfo) bool {
 			out.Fields = append(out.Fields, f)
 		}
 	}
+	for _, list := range [][]ref{in.apply.track, in.apply.trackExcept} {
+		v.columnsIn(list, out, in.ds.Name)
+	}
+	if ac.StoredAsSCDType == 2 {
+		for _, f := range out.Fields {
+			if f.Name == StartAt || f.Name == EndAt {
+				v.d.addAt(in.apply.source.node, in.apply.source.path, "rename or exclude that column (except_column_list)",
+					"the source has a column %s, which an SCD type 2 target adds itself", f.Name)
+				return false
+			}
+		}
+		var seqType schema.Type
+		if len(ac.SequenceBy) == 1 {
+			if i := input.Index(ac.SequenceBy[0]); i >= 0 {
+				seqType = input.Fields[i].Type
+			}
+		} else {
+			st := schema.Schema{}
+			for _, c := range ac.SequenceBy {
+				if i := input.Index(c); i >= 0 {
+					st.Fields = append(st.Fields, input.Fields[i])
+				}
+			}
+			seqType = schema.Type{Kind: schema.StructKind, Struct: &st}
+		}
+		if seqType.Kind == 0 {
+			return false
+		}
+		out.Fields = append(out.Fields,
+			schema.Field{Name: StartAt, Type: seqType, Nullable: true},
+			schema.Field{Name: EndAt, Type: seqType, Nullable: true})
+	}
 	in.ds.Schema = out
 	return good
+}
+
+// parentPath drops the last [i] of a key path: "a.keys[2]" -> "a.keys".
+func parentPath(p string) string {
+	if i := strings.LastIndexByte(p, '['); i > 0 && strings.HasSuffix(p, "]") {
+		return p[:i]
+	}
+	return p
+}
+
+// lastKey is the last key of a path: "datasets[1].apply_changes.keys[0]" -> "keys".
+func lastKey(p string) string {
+	p = parentPath(p)
+	if i := strings.LastIndexByte(p, '.'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
 }
 
 // columnsIn reports every name of refs that is not a column of s (the output of dataset from).

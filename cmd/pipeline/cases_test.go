@@ -25,8 +25,8 @@ type caseFile struct {
 	} `json:"runs"`
 }
 
-// TestAcceptanceCases runs the SCD type 1 runs of the shared acceptance cases (copied into
-// testdata/cases): each batch of change events lands as one JSON-lines file, `pipeline run` runs
+// TestAcceptanceCases runs every run of the shared acceptance cases copied into testdata/cases
+// (SCD type 1 and 2, truncates, expectations): each batch of change events lands as one JSON-lines file, `pipeline run` runs
 // after each, and the target must equal expected*.ndjson as an unordered set of rows, read both by
 // `pipeline show` and, when DELTACHECK names the independent reader, by it.
 func TestAcceptanceCases(t *testing.T) {
@@ -45,9 +45,6 @@ func TestAcceptanceCases(t *testing.T) {
 		}
 		batches := readBatches(t, filepath.Join(dir, cf.Input))
 		for _, run := range cf.Runs {
-			if strings.Contains(run.Name, "scd2") {
-				continue // SCD type 2 is not part of this release
-			}
 			dir, run := dir, run
 			t.Run(filepath.Base(dir)+"/"+run.Name, func(t *testing.T) {
 				t.Parallel()

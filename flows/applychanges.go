@@ -1,0 +1,289 @@
+package flows
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"tributary/delta"
+	"tributary/eventlog"
+	"tributary/expectations"
+	"tributary/schema"
+	"tributary/spec"
+)
+
+// targetFileRows is the most rows an APPLY CHANGES commit puts in one data file.
+const targetFileRows = 1_000_000
+
+// defaultTombstoneGCSeconds is pipelines.cdc.tombstoneGCThresholdInSeconds when unset (semantics.md).
+const defaultTombstoneGCSeconds = 172800
+
+// origin is where an event came from: a version of the source table and its row index there.
+type origin struct {
+	version int64
+	row     int64
+}
+
+// changeBatch is what an APPLY CHANGES flow reads for one batch: the change events the target has
+// not applied yet, checked by the dataset's expectations, in arrival order.
+type changeBatch struct {
+	target   *delta.Table
+	snap     *delta.Snapshot // the target before the batch
+	appID    string
+	srcSnap  *delta.Snapshot // the source at the end of the batch
+	stateID  string          // the CDC state manifest of the target's last APPLY CHANGES commit
+	events   []event
+	dataSch  schema.Schema // the target's data columns (without __START_AT / __END_AT)
+	keyIdx   []int         // keys in dataSch
+	keySch   schema.Schema
+	seqSch   schema.Schema
+	truncate []any // the highest sequence of a truncate event in the batch, or nil
+	nSource  int   // events read before expectations
+}
+
+// ApplyChanges runs the APPLY CHANGES flow of dataset d (semantics.md "APPLY CHANGES"): it reads
+// the commits of the source table that the target has not applied yet, checks the dataset's
+// expectations on those change events, and applies them as SCD type 1 (one row per live key) or
+// SCD type 2 (a version per change of the tracked columns). Per key the highest sequence wins,
+// late and duplicate events change nothing that in-order arrival would not, deletes leave
+// tombstones. Only the data files that hold touched keys are rewritten. Data, change data (cdc)
+// files, the CDC state manifest and the progress (txn appId = the flow, version = last source
+// version) are one commit.
+func ApplyChanges(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
+	m := Metrics{Version: -1}
+	b, err := readChangeBatch(ctx, env, d, &m)
+	if err != nil || b == nil {
+		return m, err
+	}
+	if d.ApplyChanges.StoredAsSCDType == 2 {
+		return applySCD2(env, d, b, m)
+	}
+	return applySCD1(env, d, b, m)
+}
+
+// readChangeBatch reads and checks the batch; it returns nil (and m.Idle) when there is nothing new.
+func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics) (*changeBatch, error) {
+	ac := d.ApplyChanges
+	p := env.Pipeline
+	srcDS := p.Dataset(ac.Source)
+	if srcDS == nil {
+		return nil, fmt.Errorf("apply_changes source %q is not a dataset of this pipeline", ac.Source)
+	}
+	srcSch := srcDS.Schema
+	b := &changeBatch{target: delta.New(TableDir(p.Storage, d.Name)), appID: AppID(p, d.Name)}
+	b.dataSch = dataSchema(d)
+	var err error
+	if b.snap, err = b.target.Snapshot(-1); err != nil {
+		return nil, err
+	}
+	last, ok := b.snap.AppTxns[b.appID]
+	if !ok {
+		last = -1
+	}
+	source := delta.New(TableDir(p.Storage, ac.Source))
+	if b.srcSnap, err = source.Snapshot(-1); err != nil {
+		return nil, err
+	}
+	latest := b.srcSnap.Version
+	var sourceID string
+	if b.stateID, sourceID, err = lastApply(b.target, b.snap); err != nil {
+		return nil, err
+	}
+	if sourceID != "" && sourceID != b.srcSnap.Metadata.ID {
+		return nil, fmt.Errorf("the source table %s was re-created (a full refresh) since %s last read it; run %s to rebuild %s from it", ac.Source, d.Name, RefreshHint(p, d.Name), d.Name)
+	}
+	if latest <= last {
+		m.Idle = true
+		return nil, nil
+	}
+
+	// 1. Read the new change events, in arrival order, each with its origin appended.
+	var rows [][]any
+	commits := map[int64]*delta.Commit{}
+	nsrc := len(srcSch.Fields)
+	for v := last + 1; v <= latest; v++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		c, err := source.ReadCommit(v)
+		if err != nil {
+			return nil, err
+		}
+		commits[v] = c
+		for _, r := range c.Removes {
+			if r.DataChange {
+				return nil, fmt.Errorf("source table %s changed or deleted existing rows in version %d (operation %s); APPLY CHANGES reads an append-only source: run %s", ac.Source, v, c.Info.Operation, RefreshHint(p, d.Name))
+			}
+		}
+		var idx int64
+		for _, a := range c.Adds {
+			if !a.DataChange {
+				continue
+			}
+			fr, err := source.ReadFile(a.Path, srcSch)
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range fr {
+				rows = append(rows, append(r, origin{version: v, row: idx}))
+				idx++
+			}
+		}
+	}
+	b.nSource = len(rows)
+
+	// 2. Expectations check the incoming change events before they are applied.
+	set, err := expectationSet(d, srcSch)
+	if err != nil {
+		return nil, err
+	}
+	if rows, m.Quality, err = set.Check(rows); err != nil {
+		return nil, err
+	}
+
+	// 3. Events: keys, sequence, kind, target columns. NULL keys or sequences fail the batch
+	// (truncates need no key).
+	keyIdx := indexes(srcSch, ac.Keys)
+	seqIdx := indexes(srcSch, ac.SequenceBy)
+	projIdx := indexes(srcSch, b.dataSch.Names())
+	b.keyIdx = indexes(b.dataSch, ac.Keys)
+	b.keySch, _, _ = srcSch.Select(ac.Keys)
+	b.seqSch, _, _ = srcSch.Select(ac.SequenceBy)
+	delProg, err := compileOptional(ac.ApplyAsDeletes, srcSch, "apply_as_deletes")
+	if err != nil {
+		return nil, err
+	}
+	truncProg, err := compileOptional(ac.ApplyAsTruncates, srcSch, "apply_as_truncates")
+	if err != nil {
+		return nil, err
+	}
+	b.events = make([]event, 0, len(rows))
+	nullCols := append(append([]string(nil), ac.Keys...), ac.SequenceBy...)
+	nullCounts := make([]int64, len(nullCols))
+	nullAt := make([]origin, len(nullCols))
+	anyNull := false
+	for i, r := range rows {
+		ev := event{key: pick(r, keyIdx), seq: pick(r, seqIdx), arrival: i}
+		isTrunc := false
+		if truncProg != nil {
+			isTrunc, _ = truncProg.Eval(r)
+		}
+		for j, v := range append(ev.key, ev.seq...) {
+			if v == nil && (!isTrunc || j >= len(ac.Keys)) {
+				if nullCounts[j] == 0 {
+					nullAt[j] = r[nsrc].(origin)
+				}
+				nullCounts[j]++
+				anyNull = true
+			}
+		}
+		if isTrunc {
+			if b.truncate == nil || schema.CompareTuple(ev.seq, b.truncate) > 0 {
+				b.truncate = ev.seq
+			}
+			continue
+		}
+		ev.row = pick(r, projIdx)
+		if delProg != nil {
+			ev.delete, _ = delProg.Eval(r)
+		}
+		b.events = append(b.events, ev)
+	}
+	if anyNull {
+		var parts []string
+		for j, n := range nullCounts {
+			if n == 0 {
+				continue
+			}
+			kind := "key column"
+			if j >= len(ac.Keys) {
+				kind = "sequence_by column"
+			}
+			parts = append(parts, fmt.Sprintf("%d change event(s) have a NULL in the %s %s (first at %s)", n, kind, nullCols[j], locate(p, ac.Source, commits[nullAt[j].version], nullAt[j])))
+		}
+		return nil, fmt.Errorf("%s; nothing of this batch was applied. Drop such events with an expectation on %s (e.g. `%s != nil` with on_violation: drop), then run again; the events are already in %s, so fixing the input files needs %s",
+			strings.Join(parts, "; "), d.Name, nullCols[0], ac.Source, RefreshHint(p, ac.Source, d.Name))
+	}
+	return b, nil
+}
+
+// dataSchema is the target's schema without the SCD type 2 columns __START_AT and __END_AT.
+func dataSchema(d *spec.Dataset) schema.Schema {
+	if d.ApplyChanges.StoredAsSCDType != 2 {
+		return d.Schema
+	}
+	out := schema.Schema{}
+	for _, f := range d.Schema.Fields {
+		if f.Name != StartAt && f.Name != EndAt {
+			out.Fields = append(out.Fields, f)
+		}
+	}
+	return out
+}
+
+func compileOptional(code string, s schema.Schema, what string) (*expectations.Program, error) {
+	if code == "" {
+		return nil, nil
+	}
+	p, err := expectations.Compile(code, s)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return p, nil
+}
+
+// tombstoneGC returns pipelines.cdc.tombstoneGCThresholdInSeconds of d in ms.
+func tombstoneGC(d *spec.Dataset) int64 {
+	gc := int64(defaultTombstoneGCSeconds)
+	if s, ok := d.TableProperties["pipelines.cdc.tombstoneGCThresholdInSeconds"]; ok {
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			gc = n
+		}
+	}
+	return gc * 1000
+}
+
+// reportTies emits the once-per-batch WARN event about ties (semantics.md, Decision on ties).
+func reportTies(env *Env, d *spec.Dataset, ties int64) {
+	if ties == 0 {
+		return
+	}
+	env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, d.Name, d.Name,
+		fmt.Sprintf("%d change event(s) tied on key and sequence with a different event; a delete beat an upsert and, between upserts, the later arrival won", ties),
+		map[string]any{"ties": ties}, "")
+}
+
+// commitApply makes the batch's one commit: removes, adds, change data, the state manifest and
+// the source table's id in commitInfo, and the progress txn.
+func commitApply(d *spec.Dataset, b *changeBatch, removes []delta.Remove, adds []delta.Add, cdcs []delta.CDC, stateID string, metrics map[string]string) (int64, error) {
+	ac := d.ApplyChanges
+	tx := b.target.Begin(b.snap)
+	tx.Remove(removes...)
+	tx.Add(adds...)
+	tx.AddCDC(cdcs...)
+	tx.SetAppTxn(b.appID, b.srcSnap.Version)
+	metrics["numSourceRows"] = strconv.Itoa(b.nSource)
+	metrics["numTargetFilesAdded"] = strconv.Itoa(len(adds))
+	metrics["numTargetFilesRemoved"] = strconv.Itoa(len(removes))
+	tx.SetCommitInfo(map[string]any{stateKey: stateID, sourceKey: b.srcSnap.Metadata.ID}, metrics)
+	return tx.Commit("MERGE", map[string]any{"predicate": fmt.Sprintf("APPLY CHANGES keys %v sequence_by %v stored_as_scd_type %d", ac.Keys, ac.SequenceBy, ac.StoredAsSCDType)})
+}
+
+// writeRows writes out in data files of at most targetFileRows rows and calls placed for every
+// row with the path of the file that holds it.
+func writeRows(t *delta.Table, s schema.Schema, out [][]any, placed func(row []any, path string)) ([]delta.Add, error) {
+	var adds []delta.Add
+	for start := 0; start < len(out); start += targetFileRows {
+		end := min(start+targetFileRows, len(out))
+		add, err := t.WriteFile(s, out[start:end])
+		if err != nil {
+			return nil, err
+		}
+		adds = append(adds, add)
+		for _, r := range out[start:end] {
+			placed(r, add.Path)
+		}
+	}
+	return adds, nil
+}

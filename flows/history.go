@@ -1,0 +1,186 @@
+package flows
+
+import (
+	"sort"
+
+	"tributary/schema"
+	"tributary/spec"
+)
+
+// The SCD type 2 columns (spec.StartAt, spec.EndAt): the version's validity interval, of the type
+// of sequence_by, a struct when it has several columns; __END_AT is NULL while current.
+const (
+	StartAt = spec.StartAt
+	EndAt   = spec.EndAt
+)
+
+// histEvent is one event of a key's history (SCD type 2): at most one per sequence value.
+type histEvent struct {
+	seq    []any
+	delete bool
+	row    []any // the target's data columns; nil for a delete
+}
+
+// version is one row of an SCD type 2 target: the data columns valid from start to end (end nil
+// for the current version).
+type version struct {
+	start, end []any
+	row        []any
+}
+
+// foldHistory turns a key's events, in sequence order, into its versions: a new version opens
+// when a tracked column changes (or after a delete); a change to untracked columns only rewrites
+// the open version in place; a delete closes the open version at the delete's sequence. With
+// ignoreNulls, a NULL in an upsert keeps the open version's value.
+func foldHistory(events []histEvent, tracked []int, ignoreNulls bool) []version {
+	var out []version
+	open := -1
+	for _, e := range events {
+		if e.delete {
+			if open >= 0 {
+				out[open].end = e.seq
+				open = -1
+			}
+			continue
+		}
+		row := e.row
+		if ignoreNulls && open >= 0 {
+			row = append([]any(nil), e.row...)
+			for i, v := range row {
+				if v == nil {
+					row[i] = out[open].row[i]
+				}
+			}
+		}
+		if open < 0 {
+			out = append(out, version{start: e.seq, row: row})
+			open = len(out) - 1
+			continue
+		}
+		if sameColumns(out[open].row, row, tracked) {
+			out[open].row = row
+			continue
+		}
+		out[open].end = e.seq
+		out = append(out, version{start: e.seq, row: row})
+		open = len(out) - 1
+	}
+	return out
+}
+
+func sameColumns(a, b []any, cols []int) bool {
+	for _, i := range cols {
+		if !schema.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameRow(a, b []any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !schema.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameSeq(a, b []any) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return schema.CompareTuple(a, b) == 0
+}
+
+// mergeHistory adds a key's batch events (in arrival order) to its stored history and reports
+// whether the history changed and how many ties were met. Ties follow semantics.md: within the
+// batch a delete beats an upsert and, between upserts, the later arrival wins; against the
+// stored history a delete beats a stored upsert at the same sequence and an upsert at a stored
+// sequence is a no-op. Identical events are not ties.
+func mergeHistory(hist []histEvent, batch []*event) ([]histEvent, bool, int64) {
+	var ties int64
+	sorted := append([]*event(nil), batch...)
+	sort.SliceStable(sorted, func(i, j int) bool { return schema.CompareTuple(sorted[i].seq, sorted[j].seq) < 0 })
+	// Reduce the batch to one event per sequence.
+	var reduced []*event
+	for _, ev := range sorted {
+		n := len(reduced)
+		if n > 0 && schema.CompareTuple(reduced[n-1].seq, ev.seq) == 0 {
+			cur := reduced[n-1]
+			if !sameEvent(ev, cur) {
+				ties++
+			}
+			if (ev.delete && !cur.delete) || (!ev.delete && !cur.delete && ev.arrival > cur.arrival) {
+				reduced[n-1] = ev
+			}
+			continue
+		}
+		reduced = append(reduced, ev)
+	}
+	changed := false
+	for _, ev := range reduced {
+		i := sort.Search(len(hist), func(i int) bool { return schema.CompareTuple(hist[i].seq, ev.seq) >= 0 })
+		if i < len(hist) && schema.CompareTuple(hist[i].seq, ev.seq) == 0 {
+			old := hist[i]
+			differs := old.delete != ev.delete || (!ev.delete && !sameRow(old.row, ev.row))
+			if differs {
+				ties++
+			}
+			if ev.delete && !old.delete {
+				hist[i] = histEvent{seq: ev.seq, delete: true}
+				changed = true
+			}
+			continue
+		}
+		he := histEvent{seq: ev.seq, delete: ev.delete}
+		if !ev.delete {
+			he.row = ev.row
+		}
+		hist = append(hist, histEvent{})
+		copy(hist[i+1:], hist[i:])
+		hist[i] = he
+		changed = true
+	}
+	return hist, changed, ties
+}
+
+// versionDiff compares a key's versions before and after a batch, matching rows by __START_AT:
+// it returns the change data feed rows (pre/post images for changed versions, inserts, deletes).
+func versionDiff(old, cur []version, toRow func(version) []any) (rows [][]any, types []string, upserts, deletes int64) {
+	matched := make([]bool, len(old))
+	for _, nv := range cur {
+		j := -1
+		for k, ov := range old {
+			if !matched[k] && sameSeq(ov.start, nv.start) {
+				j = k
+				break
+			}
+		}
+		if j < 0 {
+			rows = append(rows, toRow(nv))
+			types = append(types, "insert")
+			upserts++
+			continue
+		}
+		matched[j] = true
+		ov := old[j]
+		if sameSeq(ov.end, nv.end) && sameRow(ov.row, nv.row) {
+			continue
+		}
+		rows = append(rows, toRow(ov), toRow(nv))
+		types = append(types, "update_preimage", "update_postimage")
+		upserts++
+	}
+	for k, ov := range old {
+		if !matched[k] {
+			rows = append(rows, toRow(ov))
+			types = append(types, "delete")
+			deletes++
+		}
+	}
+	return rows, types, upserts, deletes
+}

@@ -1,0 +1,198 @@
+package flows
+
+import (
+	"fmt"
+	"strconv"
+
+	"tributary/delta"
+	"tributary/internal/fault"
+	"tributary/schema"
+	"tributary/spec"
+)
+
+// trackedColumns returns the positions (in the data schema) of the columns whose changes open a
+// new SCD type 2 version: track_history_column_list, or all but track_history_except_column_list,
+// or every non-key column.
+func trackedColumns(d *spec.Dataset, data schema.Schema) []int {
+	ac := d.ApplyChanges
+	isKey := map[string]bool{}
+	for _, k := range ac.Keys {
+		isKey[k] = true
+	}
+	only := map[string]bool{}
+	for _, c := range ac.TrackHistoryColumnList {
+		only[c] = true
+	}
+	except := map[string]bool{}
+	for _, c := range ac.TrackHistoryExceptColumnList {
+		except[c] = true
+	}
+	var out []int
+	for i, f := range data.Fields {
+		switch {
+		case isKey[f.Name], except[f.Name]:
+		case len(only) > 0 && !only[f.Name]:
+		default:
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// seqValue is the value of __START_AT / __END_AT for a sequence: the value itself for one
+// sequence_by column, a struct of them for several.
+func seqValue(seq []any) any {
+	switch {
+	case seq == nil:
+		return nil
+	case len(seq) == 1:
+		return seq[0]
+	}
+	return append([]any(nil), seq...)
+}
+
+// applySCD2 applies a batch to an SCD type 2 target. Each touched key's events are merged into
+// its stored history and its versions recomputed from the whole history, so late events land
+// where their sequence belongs; only keys whose versions changed are rewritten, in the files that
+// hold them.
+func applySCD2(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, error) {
+	p := env.Pipeline
+	ac := d.ApplyChanges
+	tgtSch := d.Schema
+	nowMs := env.now().UnixMilli()
+	state, err := loadHistState(StateDir(p.Storage, d.Name), b.target, b.snap, b.stateID, b.keySch, b.seqSch, b.dataSch)
+	if err != nil {
+		return m, err
+	}
+	tracked := trackedColumns(d, b.dataSch)
+	toRow := func(v version) []any {
+		r := make([]any, 0, len(v.row)+2)
+		r = append(r, v.row...)
+		return append(r, seqValue(v.start), seqValue(v.end))
+	}
+
+	// Group the batch by key, merge into the histories, recompute versions.
+	byKey := map[string][]*event{}
+	var order []string
+	var kb []byte
+	for i := range b.events {
+		ev := &b.events[i]
+		kb = schema.AppendKey(kb[:0], ev.key)
+		if _, ok := byKey[string(kb)]; !ok {
+			order = append(order, string(kb))
+		}
+		byKey[string(kb)] = append(byKey[string(kb)], ev)
+	}
+	type keyVersions struct {
+		hk       *histKey
+		old, cur []version
+		isNew    bool
+	}
+	changedKeys := map[string]*keyVersions{}
+	byFile := map[string]bool{}
+	var cdcRows [][]any
+	var cdcTypes []string
+	for _, k := range order {
+		hk := state.keys[k]
+		isNew := hk == nil
+		if isNew {
+			hk = &histKey{key: byKey[k][0].key}
+		}
+		old := foldHistory(hk.events, tracked, ac.IgnoreNullUpdates)
+		merged, changed, ties := mergeHistory(append([]histEvent(nil), hk.events...), byKey[k])
+		m.Ties += ties
+		if !changed {
+			continue
+		}
+		hk.events = merged
+		cur := foldHistory(merged, tracked, ac.IgnoreNullUpdates)
+		rows, types, ups, dels := versionDiff(old, cur, toRow)
+		state.keys[k] = hk
+		kv := &keyVersions{hk: hk, old: old, cur: cur, isNew: isNew}
+		changedKeys[k] = kv
+		if len(rows) == 0 {
+			continue
+		}
+		cdcRows = append(cdcRows, rows...)
+		cdcTypes = append(cdcTypes, types...)
+		m.NumUpsertedRows += ups
+		m.NumDeletedRows += dels
+		if hk.file != "" {
+			byFile[hk.file] = true
+		}
+	}
+	reportTies(env, d, m.Ties)
+	m.NumOutputRows = m.NumUpsertedRows + m.NumDeletedRows
+
+	// Copy-on-write: rewrite the files holding keys whose versions changed.
+	var out [][]any
+	var removes []delta.Remove
+	keyIdx := indexes(tgtSch, ac.Keys)
+	for _, f := range b.snap.Files {
+		if !byFile[f.Path] {
+			continue
+		}
+		frows, err := b.target.ReadFile(f.Path, tgtSch)
+		if err != nil {
+			return m, err
+		}
+		for _, r := range frows {
+			kb = schema.AppendKey(kb[:0], pick(r, keyIdx))
+			if kv, ok := changedKeys[string(kb)]; ok && kv.hk.file == f.Path {
+				continue // replaced below
+			}
+			out = append(out, r)
+		}
+		removes = append(removes, b.target.RemoveFor(f, nowMs))
+	}
+	for _, k := range order {
+		kv := changedKeys[k]
+		if kv == nil || (!byFile[kv.hk.file] && !kv.isNew && kv.hk.file != "") {
+			continue // unchanged versions, or still in an untouched file
+		}
+		for _, v := range kv.cur {
+			out = append(out, toRow(v))
+		}
+	}
+	changedHist := map[string]*histKey{}
+	for k, kv := range changedKeys {
+		changedHist[k] = kv.hk
+		if len(kv.cur) == 0 {
+			kv.hk.file = ""
+		}
+	}
+	adds, err := writeRows(b.target, tgtSch, out, func(r []any, path string) {
+		kb = schema.AppendKey(kb[:0], pick(r, keyIdx))
+		if hk := state.keys[string(kb)]; hk != nil {
+			hk.file = path
+			changedHist[string(kb)] = hk
+		}
+	})
+	if err != nil {
+		return m, err
+	}
+	var cdcs []delta.CDC
+	if len(cdcRows) > 0 {
+		c, err := b.target.WriteCDCFile(tgtSch, cdcRows, cdcTypes)
+		if err != nil {
+			return m, err
+		}
+		cdcs = append(cdcs, c)
+	}
+	id, segs, err := state.save(changedHist)
+	if err != nil {
+		return m, err
+	}
+	fault.Point("apply.after-data-files")
+	v, err := commitApply(d, b, removes, adds, cdcs, id, map[string]string{
+		"numTargetRowsUpserted": strconv.FormatInt(m.NumUpsertedRows, 10),
+		"numTargetRowsDeleted":  strconv.FormatInt(m.NumDeletedRows, 10),
+	})
+	if err != nil {
+		return m, fmt.Errorf("committing %s: %w", d.Name, err)
+	}
+	m.Version = v
+	state.remember(id, segs)
+	fault.Point("apply.after-commit")
+	return m, nil
+}
