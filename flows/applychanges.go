@@ -56,8 +56,11 @@ func ApplyChanges(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 	if err != nil || b == nil {
 		return m, err
 	}
-	if d.ApplyChanges.StoredAsSCDType == 2 {
+	switch {
+	case d.ApplyChanges.StoredAsSCDType == 2:
 		return applySCD2(env, d, b, m)
+	case d.ApplyChanges.IgnoreNullUpdates:
+		return applySCD1History(env, d, b, m)
 	}
 	return applySCD1(env, d, b, m)
 }

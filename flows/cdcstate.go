@@ -152,23 +152,8 @@ func loadState(dir string, table *delta.Table, snap *delta.Snapshot, id string, 
 		}
 	}
 	st.segments, st.id = m.Segments, id
-	if len(m.Truncate) > 0 {
-		if len(m.Truncate) != len(seqSch.Fields) {
-			return nil, fmt.Errorf("CDC state manifest %s: the truncate sequence has %d values for %d sequence_by columns", id, len(m.Truncate), len(seqSch.Fields))
-		}
-		for i, raw := range m.Truncate {
-			dec := json.NewDecoder(bytes.NewReader(raw))
-			dec.UseNumber()
-			var v any
-			if err := dec.Decode(&v); err != nil {
-				return nil, fmt.Errorf("CDC state manifest %s: %w", id, err)
-			}
-			tv, err := schema.FromJSON(seqSch.Fields[i].Type, v)
-			if err != nil {
-				return nil, fmt.Errorf("CDC state manifest %s: truncate sequence: %w", id, err)
-			}
-			st.truncate = append(st.truncate, tv)
-		}
+	if st.truncate, err = decodeSeq(m.Truncate, seqSch, id); err != nil {
+		return nil, err
 	}
 	st.gc(nowMillis, gcMillis)
 	return st, nil
@@ -207,13 +192,43 @@ func (s *cdcState) save(changed map[string]*cdcEntry) (string, []string, error) 
 		segs = append(segs, add.Path)
 	}
 	id := uuid.NewString()
-	man := manifest{Segments: segs}
-	for i, v := range s.truncate {
-		man.Truncate = append(man.Truncate, json.RawMessage(schema.AppendJSON(nil, s.seqSch.Fields[i].Type, v)))
-	}
-	b, _ := json.Marshal(man)
+	b, _ := json.Marshal(manifest{Segments: segs, Truncate: encodeSeq(s.truncate, s.seqSch)})
 	if err := writeFileAtomic(filepath.Join(s.dir, "manifests", id+".json"), b); err != nil {
 		return "", nil, fmt.Errorf("writing the CDC state manifest: %w", err)
 	}
 	return id, segs, nil
+}
+
+// encodeSeq writes a sequence as JSON values in the jsonl form of spec.md §2 (nil for none).
+func encodeSeq(seq []any, s schema.Schema) []json.RawMessage {
+	var out []json.RawMessage
+	for i, v := range seq {
+		out = append(out, json.RawMessage(schema.AppendJSON(nil, s.Fields[i].Type, v)))
+	}
+	return out
+}
+
+// decodeSeq reads what encodeSeq wrote, typed by the sequence_by columns.
+func decodeSeq(raw []json.RawMessage, s schema.Schema, id string) ([]any, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	if len(raw) != len(s.Fields) {
+		return nil, fmt.Errorf("CDC state manifest %s: the truncate sequence has %d values for %d sequence_by columns", id, len(raw), len(s.Fields))
+	}
+	var out []any
+	for i, r := range raw {
+		dec := json.NewDecoder(bytes.NewReader(r))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("CDC state manifest %s: %w", id, err)
+		}
+		tv, err := schema.FromJSON(s.Fields[i].Type, v)
+		if err != nil {
+			return nil, fmt.Errorf("CDC state manifest %s: truncate sequence: %w", id, err)
+		}
+		out = append(out, tv)
+	}
+	return out, nil
 }

@@ -23,29 +23,48 @@ type refEvent struct {
 	region string
 	major  int64
 	minor  int64
-	op     string // "U" or "D"
-	name   string
-	city   string
+	op     string // "U", "D" or "T" (truncate)
+	name   string // "" = NULL
+	city   string // "" = NULL
 }
 
 func (e refEvent) row() []any {
-	var name, city any
-	if e.op != "D" {
-		name, city = e.name, e.city
+	var id, region, name, city any = e.id, e.region, nil, nil
+	if e.op == "U" {
+		if e.name != "" {
+			name = e.name
+		}
+		if e.city != "" {
+			city = e.city
+		}
 	}
-	return []any{e.op, e.id, e.region, name, city, e.major, e.minor}
+	if e.op == "T" {
+		id, region = nil, nil
+	}
+	return []any{e.op, id, region, name, city, e.major, int32(e.minor)}
 }
 
+// less orders by sequence; at equal sequence a truncate comes last (it removes rows at or below
+// its sequence).
 func (e refEvent) less(o refEvent) bool {
 	if e.major != o.major {
 		return e.major < o.major
 	}
-	return e.minor < o.minor
+	if e.minor != o.minor {
+		return e.minor < o.minor
+	}
+	return e.op != "T" && o.op == "T"
+}
+
+// genOptions say which kinds of events a generated log has.
+type genOptions struct {
+	composite, nulls, truncates bool
 }
 
 // genLog makes a change log over a few keys: every key gets a few events with distinct
 // sequences (so that no ties arise: the guiding rule has no exception to apply).
-func genLog(r *rand.Rand, composite bool) []refEvent {
+func genLog(r *rand.Rand, o genOptions) []refEvent {
+	composite := o.composite
 	var log []refEvent
 	nkeys := 1 + r.IntN(6)
 	for k := 0; k < nkeys; k++ {
@@ -61,6 +80,12 @@ func genLog(r *rand.Rand, composite bool) []refEvent {
 			if r.IntN(4) == 0 {
 				e.op = "D"
 			}
+			if o.nulls && r.IntN(3) == 0 {
+				e.name = ""
+			}
+			if o.nulls && r.IntN(3) == 0 {
+				e.city = ""
+			}
 			log = append(log, e)
 		}
 	}
@@ -74,7 +99,33 @@ func genLog(r *rand.Rand, composite bool) []refEvent {
 			out = append(out, e)
 		}
 	}
+	if o.truncates && r.IntN(2) == 0 {
+		s := r.IntN(12)
+		out = append(out, refEvent{op: "T", major: int64(s / 3), minor: int64(s % 3)})
+	}
 	return out
+}
+
+// applyRef folds a key's events in sequence order into its current row (SCD type 1): a delete or
+// a truncate removes it, a re-insert starts from nothing, and with ignoreNulls a NULL keeps the
+// current value.
+func applyRef(cur *refEvent, e refEvent, ignoreNulls bool) *refEvent {
+	switch {
+	case e.op != "U":
+		return nil
+	case cur == nil || !ignoreNulls:
+		c := e
+		return &c
+	}
+	c := *cur
+	if e.name != "" {
+		c.name = e.name
+	}
+	if e.city != "" {
+		c.city = e.city
+	}
+	c.major, c.minor = e.major, e.minor
+	return &c
 }
 
 // deliver shuffles the log, duplicates some events and splits it into random batches.
@@ -99,28 +150,41 @@ func deliver(r *rand.Rand, log []refEvent) [][]refEvent {
 	return batches
 }
 
-// refSCD1 is the reference model: apply the log in sequence order; a key's last event decides.
-func refSCD1(log []refEvent, composite bool) []string {
+// refSCD1 is the reference model: apply the log in sequence order, one row per key; a truncate
+// removes every row.
+func refSCD1(log []refEvent, composite, ignoreNulls bool) []string {
 	sorted := append([]refEvent(nil), log...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].less(sorted[j]) })
-	last := map[string]refEvent{}
+	rows := map[string]*refEvent{}
 	for _, e := range sorted {
-		last[refKey(e, composite)] = e
+		if e.op == "T" {
+			rows = map[string]*refEvent{}
+			continue
+		}
+		k := refKey(e, composite)
+		rows[k] = applyRef(rows[k], e, ignoreNulls)
 	}
 	var out []string
-	for _, e := range last {
-		if e.op != "D" {
-			out = append(out, fmt.Sprintf("%d|%s|%s|%s", e.id, regionOf(e, composite), e.name, e.city))
+	for _, e := range rows {
+		if e != nil {
+			out = append(out, fmt.Sprintf("%d|%s|%s|%s", e.id, regionOf(*e, composite), nullText(e.name), nullText(e.city)))
 		}
 	}
 	sort.Strings(out)
 	return out
 }
 
+func nullText(s string) string {
+	if s == "" {
+		return "NULL"
+	}
+	return s
+}
+
 // refSCD2 is the reference model for SCD type 2 tracking `name` only: in sequence order, an
 // upsert opens a version when there is none or name changed, otherwise rewrites the open one; a
 // delete closes the open version.
-func refSCD2(log []refEvent, composite bool) []string {
+func refSCD2(log []refEvent, composite, ignoreNulls bool) []string {
 	sorted := append([]refEvent(nil), log...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].less(sorted[j]) })
 	type ver struct {
@@ -144,17 +208,20 @@ func refSCD2(log []refEvent, composite bool) []string {
 			nv := &ver{e: e, start: seq, end: "null"}
 			open[k] = nv
 			all = append(all, nv)
-		case v.e.name == e.name:
-			v.e = e // an untracked change rewrites the open version in place
 		default:
+			next := *applyRef(&v.e, e, ignoreNulls)
+			if next.name == v.e.name {
+				v.e = next // an untracked change rewrites the open version in place
+				continue
+			}
 			v.end = seq
-			nv := &ver{e: e, start: seq, end: "null"}
+			nv := &ver{e: next, start: seq, end: "null"}
 			open[k] = nv
 			all = append(all, nv)
 		}
 	}
 	for _, v := range all {
-		out = append(out, fmt.Sprintf("%d|%s|%s|%s|%s|%s", v.e.id, regionOf(v.e, composite), v.e.name, v.e.city, v.start, v.end))
+		out = append(out, fmt.Sprintf("%d|%s|%s|%s|%s|%s", v.e.id, regionOf(v.e, composite), nullText(v.e.name), nullText(v.e.city), v.start, v.end))
 	}
 	sort.Strings(out)
 	return out
@@ -201,7 +268,11 @@ func TestRandomizedEquivalence(t *testing.T) {
 		name      string
 		scd       int
 		composite bool
-	}{{"scd1", 1, false}, {"scd1-composite-key", 1, true}, {"scd2", 2, false}, {"scd2-composite-key", 2, true}} {
+		nulls     bool // ignore_null_updates, with partial updates in the log
+	}{
+		{"scd1", 1, false, false}, {"scd1-composite-key", 1, true, false}, {"scd1-ignore-null-updates", 1, true, true},
+		{"scd2", 2, false, false}, {"scd2-composite-key", 2, true, false}, {"scd2-ignore-null-updates", 2, false, true},
+	} {
 		variant := variant
 		t.Run(variant.name, func(t *testing.T) {
 			t.Parallel()
@@ -210,8 +281,11 @@ func TestRandomizedEquivalence(t *testing.T) {
 				if variant.composite {
 					seed++
 				}
+				if variant.nulls {
+					seed += 2
+				}
 				r := rand.New(rand.NewPCG(seed, 42))
-				log := genLog(r, variant.composite)
+				log := genLog(r, genOptions{composite: variant.composite, nulls: variant.nulls, truncates: variant.scd == 1})
 				batches := deliver(r, log)
 				keys := "[id]"
 				if variant.composite {
@@ -220,6 +294,11 @@ func TestRandomizedEquivalence(t *testing.T) {
 				extra := ""
 				if variant.scd == 2 {
 					extra = "      track_history_column_list: [name]\n"
+				} else {
+					extra = "      apply_as_truncates: op == \"T\"\n"
+				}
+				if variant.nulls {
+					extra += "      ignore_null_updates: true\n"
 				}
 				p := loadPipeline(t, t.TempDir(), fmt.Sprintf(equivalenceSpec, keys, variant.scd, extra))
 				env := &Env{Pipeline: p, Events: nopEvents{}, Now: func() time.Time { return time.Unix(1_700_000_000, 0) }}
@@ -227,7 +306,6 @@ func TestRandomizedEquivalence(t *testing.T) {
 					rows := make([][]any, len(b))
 					for i, e := range b {
 						rows[i] = e.row()
-						rows[i][6] = int32(e.minor)
 					}
 					appendEvents(t, p, rows)
 					if _, err := ApplyChanges(context.Background(), env, p.Dataset("target")); err != nil {
@@ -237,9 +315,9 @@ func TestRandomizedEquivalence(t *testing.T) {
 				got := targetRows(t, p, variant.composite)
 				var want []string
 				if variant.scd == 1 {
-					want = refSCD1(log, variant.composite)
+					want = refSCD1(log, variant.composite, variant.nulls)
 				} else {
-					want = refSCD2(log, variant.composite)
+					want = refSCD2(log, variant.composite, variant.nulls)
 				}
 				if strings.Join(got, "\n") != strings.Join(want, "\n") {
 					t.Fatalf("seed %d: %d batches of %d events\n got:\n  %s\nwant:\n  %s", seed, len(batches), len(log), strings.Join(got, "\n  "), strings.Join(want, "\n  "))

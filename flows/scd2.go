@@ -51,27 +51,95 @@ func seqValue(seq []any) any {
 	return append([]any(nil), seq...)
 }
 
-// applySCD2 applies a batch to an SCD type 2 target. Each touched key's events are merged into
-// its stored history and its versions recomputed from the whole history, so late events land
-// where their sequence belongs; only keys whose versions changed are rewritten, in the files that
-// hold them.
+// historyMode says how an APPLY CHANGES target kept as per-key histories turns a history into
+// rows: SCD type 2 (a row per version, with __START_AT / __END_AT) or SCD type 1 with
+// ignore_null_updates (the key's one row, or none).
+type historyMode struct {
+	scd2        bool
+	tracked     []int // SCD type 2: the tracked data columns
+	ignoreNulls bool
+}
+
+// fold computes a key's rows from its history, ignoring events at or below trunc (SCD type 1
+// truncates). SCD type 1 rows carry a nil start, so that versionDiff matches them by key.
+func (h historyMode) fold(events []histEvent, trunc []any) []version {
+	if trunc != nil {
+		live := events[:0:0]
+		for _, e := range events {
+			if schema.CompareTuple(e.seq, trunc) > 0 {
+				live = append(live, e)
+			}
+		}
+		events = live
+	}
+	if h.scd2 {
+		return foldHistory(events, h.tracked, h.ignoreNulls)
+	}
+	var row []any
+	for _, e := range events {
+		switch {
+		case e.delete:
+			row = nil // a re-insert after a delete starts from nothing
+		case row == nil || !h.ignoreNulls:
+			row = append([]any(nil), e.row...)
+		default:
+			for i, v := range e.row {
+				if v != nil {
+					row[i] = v
+				}
+			}
+		}
+	}
+	if row == nil {
+		return nil
+	}
+	return []version{{row: row}}
+}
+
+// applySCD2 applies a batch to an SCD type 2 target.
 func applySCD2(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, error) {
+	return applyHistory(env, d, b, m, historyMode{scd2: true, tracked: trackedColumns(d, b.dataSch), ignoreNulls: d.ApplyChanges.IgnoreNullUpdates})
+}
+
+// applySCD1History applies a batch to an SCD type 1 target with ignore_null_updates: a NULL in an
+// update keeps the stored value, and by the guiding rule a late partial update still sets the
+// columns whose value came from an older event, so the key's whole history is kept.
+func applySCD1History(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, error) {
+	return applyHistory(env, d, b, m, historyMode{ignoreNulls: true})
+}
+
+// applyHistory applies a batch to a target kept as per-key histories. Each touched key's events
+// are merged into its stored history and its rows recomputed from the whole history, so late
+// events land where their sequence belongs; only keys whose rows changed are rewritten, in the
+// files that hold them.
+func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode historyMode) (Metrics, error) {
 	p := env.Pipeline
 	ac := d.ApplyChanges
 	tgtSch := d.Schema
 	nowMs := env.now().UnixMilli()
-	state, err := loadHistState(StateDir(p.Storage, d.Name), b.target, b.snap, b.stateID, b.keySch, b.seqSch, b.dataSch)
+	gc := int64(-1)
+	if !mode.scd2 {
+		gc = tombstoneGC(d)
+	}
+	state, err := loadHistState(StateDir(p.Storage, d.Name), b.target, b.snap, b.stateID, b.keySch, b.seqSch, b.dataSch, nowMs, gc)
 	if err != nil {
 		return m, err
 	}
-	tracked := trackedColumns(d, b.dataSch)
 	toRow := func(v version) []any {
+		if !mode.scd2 {
+			return v.row
+		}
 		r := make([]any, 0, len(v.row)+2)
 		r = append(r, v.row...)
 		return append(r, seqValue(v.start), seqValue(v.end))
 	}
+	oldTrunc, trunc := state.truncate, state.truncate
+	newTrunc := !mode.scd2 && b.truncate != nil && (trunc == nil || schema.CompareTuple(b.truncate, trunc) > 0)
+	if newTrunc {
+		trunc = b.truncate
+	}
 
-	// Group the batch by key, merge into the histories, recompute versions.
+	// Group the batch by key, merge into the histories, recompute rows.
 	byKey := map[string][]*event{}
 	var order []string
 	var kb []byte
@@ -83,10 +151,17 @@ func applySCD2(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 		}
 		byKey[string(kb)] = append(byKey[string(kb)], ev)
 	}
+	if newTrunc {
+		for k := range state.keys {
+			if _, ok := byKey[k]; !ok {
+				order = append(order, k)
+			}
+		}
+	}
 	type keyVersions struct {
-		hk       *histKey
-		old, cur []version
-		isNew    bool
+		hk    *histKey
+		cur   []version
+		isNew bool
 	}
 	changedKeys := map[string]*keyVersions{}
 	byFile := map[string]bool{}
@@ -98,18 +173,29 @@ func applySCD2(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 		if isNew {
 			hk = &histKey{key: byKey[k][0].key}
 		}
-		old := foldHistory(hk.events, tracked, ac.IgnoreNullUpdates)
-		merged, changed, ties := mergeHistory(append([]histEvent(nil), hk.events...), byKey[k])
-		m.Ties += ties
-		if !changed {
+		old := mode.fold(hk.events, oldTrunc)
+		merged, changed := hk.events, false
+		if evs := byKey[k]; len(evs) > 0 {
+			var ties int64
+			merged, changed, ties = mergeHistory(append([]histEvent(nil), hk.events...), evs)
+			m.Ties += ties
+		}
+		if !changed && !newTrunc {
 			continue
 		}
+		wasDeleted := len(hk.events) > 0 && hk.events[len(hk.events)-1].delete
 		hk.events = merged
-		cur := foldHistory(merged, tracked, ac.IgnoreNullUpdates)
+		if n := len(merged); n > 0 && merged[n-1].delete {
+			if !wasDeleted || hk.deletedAt == 0 {
+				hk.deletedAt = nowMs
+			}
+		} else {
+			hk.deletedAt = 0
+		}
+		cur := mode.fold(merged, trunc)
 		rows, types, ups, dels := versionDiff(old, cur, toRow)
 		state.keys[k] = hk
-		kv := &keyVersions{hk: hk, old: old, cur: cur, isNew: isNew}
-		changedKeys[k] = kv
+		changedKeys[k] = &keyVersions{hk: hk, cur: cur, isNew: isNew}
 		if len(rows) == 0 {
 			continue
 		}
@@ -123,8 +209,9 @@ func applySCD2(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 	}
 	reportTies(env, d, m.Ties)
 	m.NumOutputRows = m.NumUpsertedRows + m.NumDeletedRows
+	state.truncate = trunc
 
-	// Copy-on-write: rewrite the files holding keys whose versions changed.
+	// Copy-on-write: rewrite the files holding keys whose rows changed.
 	var out [][]any
 	var removes []delta.Remove
 	keyIdx := indexes(tgtSch, ac.Keys)
@@ -147,8 +234,8 @@ func applySCD2(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 	}
 	for _, k := range order {
 		kv := changedKeys[k]
-		if kv == nil || (!byFile[kv.hk.file] && !kv.isNew && kv.hk.file != "") {
-			continue // unchanged versions, or still in an untouched file
+		if kv == nil || (!byFile[kv.hk.file] && kv.hk.file != "") {
+			continue // unchanged rows, still in an untouched file
 		}
 		for _, v := range kv.cur {
 			out = append(out, toRow(v))

@@ -25,12 +25,16 @@ type histState struct {
 	keys     map[string]*histKey
 	segments []string
 	id       string
+	truncate []any // the highest truncate sequence applied (SCD type 1), or nil
 }
 
 type histKey struct {
 	key    []any
 	events []histEvent
 	file   string
+	// deletedAt is when the key's last event became a delete (ms), for tombstone GC of SCD
+	// type 1 targets kept as histories; 0 otherwise.
+	deletedAt int64
 }
 
 var histCache sync.Map // state dir -> *histState
@@ -47,13 +51,30 @@ func (s *histState) segmentSchema() schema.Schema {
 	for _, f := range s.dataSch.Fields {
 		out.Fields = append(out.Fields, schema.Field{Name: "__v_" + f.Name, Type: f.Type, Nullable: true})
 	}
-	out.Fields = append(out.Fields, schema.Field{Name: "__file", Type: schema.Type{Kind: schema.String}, Nullable: true})
+	out.Fields = append(out.Fields,
+		schema.Field{Name: "__file", Type: schema.Type{Kind: schema.String}, Nullable: true},
+		schema.Field{Name: "__deleted_at", Type: schema.Type{Kind: schema.Long}, Nullable: true})
 	return out
 }
 
-func loadHistState(dir string, table *delta.Table, snap *delta.Snapshot, id string, keySch, seqSch, dataSch schema.Schema) (*histState, error) {
+// gc drops keys whose last event is a delete older than gcMillis (SCD type 1 tombstones).
+func (s *histState) gc(nowMillis, gcMillis int64) {
+	if gcMillis < 0 {
+		return
+	}
+	for k, hk := range s.keys {
+		if n := len(hk.events); n > 0 && hk.events[n-1].delete && hk.deletedAt > 0 && hk.deletedAt+gcMillis < nowMillis {
+			delete(s.keys, k)
+		}
+	}
+}
+
+// loadHistState reads the state named by manifest id ("" for a new target). With gcMillis >= 0
+// (SCD type 1 only), keys deleted longer than gcMillis ago are forgotten.
+func loadHistState(dir string, table *delta.Table, snap *delta.Snapshot, id string, keySch, seqSch, dataSch schema.Schema, nowMillis, gcMillis int64) (*histState, error) {
 	if v, ok := histCache.LoadAndDelete(dir); ok && id != "" {
 		if c := v.(*histState); c.id == id && c.keySch.Equal(keySch) && c.seqSch.Equal(seqSch) && c.dataSch.Equal(dataSch) {
+			c.gc(nowMillis, gcMillis)
 			return c, nil
 		}
 	}
@@ -97,10 +118,15 @@ func loadHistState(dir string, table *delta.Table, snap *delta.Snapshot, id stri
 				e.row = r[nk+ns+1 : nk+ns+1+nd : nk+ns+1+nd]
 			}
 			hk.file, _ = r[nk+ns+1+nd].(string)
+			hk.deletedAt, _ = r[nk+ns+2+nd].(int64)
 			hk.events = append(hk.events, e)
 		}
 	}
 	st.segments, st.id = m.Segments, id
+	if st.truncate, err = decodeSeq(m.Truncate, seqSch, id); err != nil {
+		return nil, err
+	}
+	st.gc(nowMillis, gcMillis)
 	return st, nil
 }
 
@@ -129,7 +155,7 @@ func (s *histState) save(changed map[string]*histKey) (string, []string, error) 
 				} else {
 					r = append(r, e.row...)
 				}
-				r = append(r, file)
+				r = append(r, file, hk.deletedAt)
 				rows = append(rows, r)
 			}
 		}
@@ -144,7 +170,7 @@ func (s *histState) save(changed map[string]*histKey) (string, []string, error) 
 		segs = append(segs, add.Path)
 	}
 	id := uuid.NewString()
-	b, _ := json.Marshal(manifest{Segments: segs})
+	b, _ := json.Marshal(manifest{Segments: segs, Truncate: encodeSeq(s.truncate, s.seqSch)})
 	if err := writeFileAtomic(filepath.Join(s.dir, "manifests", id+".json"), b); err != nil {
 		return "", nil, fmt.Errorf("writing the CDC state manifest: %w", err)
 	}
