@@ -90,8 +90,24 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 	}
 	latest := b.srcSnap.Version
 	var sourceID string
-	if b.stateID, sourceID, err = lastApply(b.target, b.snap); err != nil {
+	var was *applySettings
+	if b.stateID, sourceID, was, err = lastApply(b.target, b.snap); err != nil {
 		return nil, err
+	}
+	if now := settingsOf(d); was != nil {
+		for _, c := range []struct {
+			what     string
+			old, cur any
+		}{
+			{"keys", was.Keys, now.Keys},
+			{"sequence_by", was.SequenceBy, now.SequenceBy},
+			{"stored_as_scd_type", was.StoredAsSCDType, now.StoredAsSCDType},
+			{"ignore_null_updates", was.IgnoreNullUpdates, now.IgnoreNullUpdates},
+		} {
+			if fmt.Sprint(c.old) != fmt.Sprint(c.cur) {
+				return nil, fmt.Errorf("%s of %s changed from %v to %v since the table was built; its CDC state cannot follow: run %s to rebuild it", c.what, d.Name, c.old, c.cur, RefreshHint(p, d.Name))
+			}
+		}
 	}
 	if sourceID != "" && sourceID != b.srcSnap.Metadata.ID {
 		return nil, fmt.Errorf("the source table %s was re-created (a full refresh) since %s last read it; run %s to rebuild %s from it", ac.Source, d.Name, RefreshHint(p, d.Name), d.Name)
@@ -211,6 +227,12 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 	return b, nil
 }
 
+// settingsOf returns the settings of d that its CDC state depends on.
+func settingsOf(d *spec.Dataset) applySettings {
+	ac := d.ApplyChanges
+	return applySettings{Keys: ac.Keys, SequenceBy: ac.SequenceBy, StoredAsSCDType: ac.StoredAsSCDType, IgnoreNullUpdates: ac.IgnoreNullUpdates}
+}
+
 // dataSchema is the target's schema without the SCD type 2 columns __START_AT and __END_AT.
 func dataSchema(d *spec.Dataset) schema.Schema {
 	if d.ApplyChanges.StoredAsSCDType != 2 {
@@ -269,7 +291,7 @@ func commitApply(d *spec.Dataset, b *changeBatch, removes []delta.Remove, adds [
 	metrics["numSourceRows"] = strconv.Itoa(b.nSource)
 	metrics["numTargetFilesAdded"] = strconv.Itoa(len(adds))
 	metrics["numTargetFilesRemoved"] = strconv.Itoa(len(removes))
-	tx.SetCommitInfo(map[string]any{stateKey: stateID, sourceKey: b.srcSnap.Metadata.ID}, metrics)
+	tx.SetCommitInfo(map[string]any{stateKey: stateID, sourceKey: b.srcSnap.Metadata.ID, settingsKey: settingsOf(d)}, metrics)
 	return tx.Commit("MERGE", map[string]any{"predicate": fmt.Sprintf("APPLY CHANGES keys %v sequence_by %v stored_as_scd_type %d", ac.Keys, ac.SequenceBy, ac.StoredAsSCDType)})
 }
 

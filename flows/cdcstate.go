@@ -92,20 +92,41 @@ func (s *cdcState) segmentSchema() schema.Schema {
 // (metaData.id) of the source table it read, so that a re-created source is noticed.
 const sourceKey = "tributarySourceTableId"
 
+// settingsKey is the commitInfo key under which an APPLY CHANGES commit records the settings its
+// CDC state depends on (keys, sequence_by, stored_as_scd_type, ignore_null_updates), so that a
+// change of them is refused instead of misreading the state (issue: guard rails).
+const settingsKey = "tributaryApplyChanges"
+
+// applySettings are the settings recorded under settingsKey.
+type applySettings struct {
+	Keys              []string `json:"keys"`
+	SequenceBy        []string `json:"sequence_by"`
+	StoredAsSCDType   int      `json:"stored_as_scd_type"`
+	IgnoreNullUpdates bool     `json:"ignore_null_updates"`
+}
+
 // lastApply finds the newest commit of the target (at or before snap.Version) made by an APPLY
-// CHANGES batch and returns the state manifest id and the source table id it names ("" if none).
-func lastApply(table *delta.Table, snap *delta.Snapshot) (stateID, sourceID string, err error) {
+// CHANGES batch and returns the state manifest id, the source table id and the settings it
+// names (zero values if none).
+func lastApply(table *delta.Table, snap *delta.Snapshot) (stateID, sourceID string, settings *applySettings, err error) {
 	for v := snap.Version; v >= 0; v-- {
 		c, err := table.ReadCommit(v)
 		if err != nil {
-			return "", "", err
+			return "", "", nil, err
 		}
 		if s, ok := c.Info.Extra[stateKey].(string); ok {
 			src, _ := c.Info.Extra[sourceKey].(string)
-			return s, src, nil
+			if raw, ok := c.Info.Extra[settingsKey]; ok {
+				b, _ := json.Marshal(raw)
+				settings = &applySettings{}
+				if err := json.Unmarshal(b, settings); err != nil {
+					return "", "", nil, fmt.Errorf("commit %d of %s: %s: %w", v, table.Dir, settingsKey, err)
+				}
+			}
+			return s, src, settings, nil
 		}
 	}
-	return "", "", nil
+	return "", "", nil, nil
 }
 
 // loadState reads the CDC state for the target snapshot: the manifest id (from lastApply), or an
