@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
-
-	"github.com/google/uuid"
 
 	"tributary/delta"
 	"tributary/schema"
@@ -16,10 +13,6 @@ import (
 
 // stateKey is the commitInfo key under which an APPLY CHANGES commit names its CDC state manifest.
 const stateKey = "tributaryCdcState"
-
-// compactAfter is the number of state segments after which the next batch writes one full
-// segment instead of another delta segment.
-const compactAfter = 8
 
 // cdcEntry is the CDC state of one key of an APPLY CHANGES target.
 type cdcEntry struct {
@@ -32,13 +25,11 @@ type cdcEntry struct {
 
 // cdcState is the CDC state of a target: every key ever seen (live or tombstone).
 type cdcState struct {
-	dir      string
+	stateLog
 	keySch   schema.Schema
 	seqSch   schema.Schema
 	entries  map[string]*cdcEntry
-	segments []string // segment files of the manifest the state was loaded from
-	id       string   // that manifest's id
-	truncate []any    // the highest truncate sequence applied, or nil
+	truncate []any // the highest truncate sequence applied, or nil
 }
 
 // stateCache keeps, per state folder, the state as of the last commit this process made, so that
@@ -48,8 +39,8 @@ type cdcState struct {
 var stateCache sync.Map // state dir -> *cdcState
 
 // remember caches s as the state named by manifest id, after the commit that names it.
-func (s *cdcState) remember(id string, segments []string) {
-	s.id, s.segments = id, segments
+func (s *cdcState) remember(id string, segments []segment, renames map[string]string) {
+	s.id, s.segments, s.renames = id, segments, renames
 	stateCache.Store(s.dir, s)
 }
 
@@ -63,15 +54,6 @@ func (s *cdcState) gc(nowMillis, gcMillis int64) {
 			delete(s.entries, k)
 		}
 	}
-}
-
-// manifest is <state>/manifests/<id>.json: the segment files, oldest first, whose union (later
-// entries win) is the state at the target version whose commit names this manifest.
-type manifest struct {
-	Segments []string `json:"segments"`
-	// Truncate is the highest truncate sequence applied (SCD type 1), one JSON value per
-	// sequence_by column in the jsonl form of spec.md §2; absent when none.
-	Truncate []json.RawMessage `json:"truncate,omitempty"`
 }
 
 func (s *cdcState) segmentSchema() schema.Schema {
@@ -133,10 +115,13 @@ func lastApply(table *delta.Table, snap *delta.Snapshot) (stateID, sourceID stri
 // empty state when id is "". Tombstones older than gcMillis before nowMillis are dropped (table
 // property pipelines.cdc.tombstoneGCThresholdInSeconds).
 func loadState(dir string, table *delta.Table, snap *delta.Snapshot, id string, keySch, seqSch schema.Schema, nowMillis, gcMillis int64) (*cdcState, error) {
-	st := &cdcState{dir: dir, keySch: keySch, seqSch: seqSch, entries: map[string]*cdcEntry{}}
+	st := &cdcState{stateLog: stateLog{dir: dir, lastGC: nowMillis}, keySch: keySch, seqSch: seqSch, entries: map[string]*cdcEntry{}}
 	if v, ok := stateCache.LoadAndDelete(dir); ok && id != "" {
 		if c := v.(*cdcState); c.id == id && c.keySch.Equal(keySch) && c.seqSch.Equal(seqSch) {
-			c.gc(nowMillis, gcMillis)
+			if nowMillis-c.lastGC > 60_000 {
+				c.gc(nowMillis, gcMillis)
+				c.lastGC = nowMillis
+			}
 			return c, nil
 		}
 	}
@@ -146,23 +131,13 @@ func loadState(dir string, table *delta.Table, snap *delta.Snapshot, id string, 
 		}
 		return st, nil
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "manifests", id+".json"))
+	m, err := st.readManifest(table, id)
 	if err != nil {
-		return nil, fmt.Errorf("reading the CDC state of %s: %w (the state folder %s was damaged; run `pipeline run SPEC --full-refresh %s`)", table.Dir, err, dir, filepath.Base(table.Dir))
+		return nil, err
 	}
-	var m manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("CDC state manifest %s: %w", id, err)
-	}
-	seg := delta.New(dir)
-	sch := st.segmentSchema()
 	nk, ns := len(keySch.Fields), len(seqSch.Fields)
 	var kb []byte
-	for _, name := range m.Segments {
-		rows, err := seg.ReadFile(filepath.ToSlash(filepath.Join("segments", name)), sch)
-		if err != nil {
-			return nil, fmt.Errorf("reading CDC state segment %s: %w", name, err)
-		}
+	err = st.readSegments(m, st.segmentSchema(), func(_ int, rows [][]any) {
 		for _, r := range rows {
 			e := &cdcEntry{key: r[:nk:nk], seq: r[nk : nk+ns : nk+ns]}
 			e.deleted, _ = r[nk+ns].(bool)
@@ -171,8 +146,11 @@ func loadState(dir string, table *delta.Table, snap *delta.Snapshot, id string, 
 			kb = schema.AppendKey(kb[:0], e.key)
 			st.entries[string(kb)] = e
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
-	st.segments, st.id = m.Segments, id
+	st.segments, st.renames, st.id = m.Segments, m.Renames, id
 	if st.truncate, err = decodeSeq(m.Truncate, seqSch, id); err != nil {
 		return nil, err
 	}
@@ -180,44 +158,31 @@ func loadState(dir string, table *delta.Table, snap *delta.Snapshot, id string, 
 	return st, nil
 }
 
-// save writes the entries changed by a batch as a new segment (or, past compactAfter segments,
-// every entry as one segment) and a manifest; it returns the manifest id for the commit.
-func (s *cdcState) save(changed map[string]*cdcEntry) (string, []string, error) {
-	segs := append([]string(nil), s.segments...)
+// save writes the entries changed by a batch as a new segment (or, when the log has grown past
+// its base, every entry as one segment, files resolved and renames dropped) and a manifest; it
+// returns the manifest id and the new log for remember.
+func (s *cdcState) save(changed map[string]*cdcEntry) (string, []segment, map[string]string, error) {
 	src := changed
-	if len(segs)+1 > compactAfter {
+	full := s.shouldCompact(int64(len(changed)))
+	if full {
 		src = s.entries
-		segs = nil
 	}
-	if len(src) > 0 || len(segs) == 0 {
-		rows := make([][]any, 0, len(src))
-		for _, e := range src {
-			r := make([]any, 0, len(e.key)+len(e.seq)+3)
-			r = append(r, e.key...)
-			r = append(r, e.seq...)
-			var file any
-			if e.file != "" {
-				file = e.file
-			}
-			r = append(r, e.deleted, e.deletedAt, file)
-			rows = append(rows, r)
+	rows := make([][]any, 0, len(src))
+	for _, e := range src {
+		if full {
+			e.file = s.resolve(e.file)
 		}
-		segDir := filepath.Join(s.dir, "segments")
-		if err := os.MkdirAll(segDir, 0o755); err != nil {
-			return "", nil, err
+		r := make([]any, 0, len(e.key)+len(e.seq)+3)
+		r = append(r, e.key...)
+		r = append(r, e.seq...)
+		var file any
+		if e.file != "" {
+			file = e.file
 		}
-		add, err := delta.New(segDir).WriteFile(s.segmentSchema(), rows)
-		if err != nil {
-			return "", nil, fmt.Errorf("writing a CDC state segment: %w", err)
-		}
-		segs = append(segs, add.Path)
+		r = append(r, e.deleted, e.deletedAt, file)
+		rows = append(rows, r)
 	}
-	id := uuid.NewString()
-	b, _ := json.Marshal(manifest{Segments: segs, Truncate: encodeSeq(s.truncate, s.seqSch)})
-	if err := writeFileAtomic(filepath.Join(s.dir, "manifests", id+".json"), b); err != nil {
-		return "", nil, fmt.Errorf("writing the CDC state manifest: %w", err)
-	}
-	return id, segs, nil
+	return s.write(s.segmentSchema(), rows, full, encodeSeq(s.truncate, s.seqSch))
 }
 
 // encodeSeq writes a sequence as JSON values in the jsonl form of spec.md §2 (nil for none).

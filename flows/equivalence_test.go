@@ -128,8 +128,9 @@ func applyRef(cur *refEvent, e refEvent, ignoreNulls bool) *refEvent {
 	return &c
 }
 
-// deliver shuffles the log, duplicates some events and splits it into random batches.
-func deliver(r *rand.Rand, log []refEvent) [][]refEvent {
+// deliver shuffles the log, duplicates some events and splits it into random batches (with
+// oneByOne, one event a batch: enough batches to make the CDC state compact its segments).
+func deliver(r *rand.Rand, log []refEvent, oneByOne bool) [][]refEvent {
 	var all []refEvent
 	for _, e := range log {
 		all = append(all, e)
@@ -141,6 +142,9 @@ func deliver(r *rand.Rand, log []refEvent) [][]refEvent {
 	var batches [][]refEvent
 	for len(all) > 0 {
 		n := 1 + r.IntN(len(all))
+		if oneByOne {
+			n = 1
+		}
 		batches = append(batches, all[:n])
 		all = all[n:]
 		if r.IntN(4) == 0 && len(batches) > 0 {
@@ -269,13 +273,21 @@ func TestRandomizedEquivalence(t *testing.T) {
 		scd       int
 		composite bool
 		nulls     bool // ignore_null_updates, with partial updates in the log
+		oneByOne  bool // one event a batch
 	}{
-		{"scd1", 1, false, false}, {"scd1-composite-key", 1, true, false}, {"scd1-ignore-null-updates", 1, true, true},
-		{"scd2", 2, false, false}, {"scd2-composite-key", 2, true, false}, {"scd2-ignore-null-updates", 2, false, true},
+		{"scd1", 1, false, false, false}, {"scd1-composite-key", 1, true, false, false}, {"scd1-ignore-null-updates", 1, true, true, false},
+		{"scd2", 2, false, false, false}, {"scd2-composite-key", 2, true, false, false}, {"scd2-ignore-null-updates", 2, false, true, false},
+		{"scd1-one-event-a-batch", 1, true, false, true}, {"scd2-one-event-a-batch", 2, true, false, true},
 	} {
 		variant := variant
 		t.Run(variant.name, func(t *testing.T) {
 			t.Parallel()
+			compacted := 0
+			defer func() {
+				if variant.oneByOne && compacted == 0 {
+					t.Errorf("no iteration had more than %d batches: the compaction of the state was not exercised", maxSegments+1)
+				}
+			}()
 			for it := 0; it < *equivalenceIterations; it++ {
 				seed := uint64(it)*7919 + uint64(variant.scd)*31
 				if variant.composite {
@@ -284,9 +296,12 @@ func TestRandomizedEquivalence(t *testing.T) {
 				if variant.nulls {
 					seed += 2
 				}
+				if variant.oneByOne {
+					seed += 3
+				}
 				r := rand.New(rand.NewPCG(seed, 42))
 				log := genLog(r, genOptions{composite: variant.composite, nulls: variant.nulls, truncates: variant.scd == 1})
-				batches := deliver(r, log)
+				batches := deliver(r, log, variant.oneByOne)
 				keys := "[id]"
 				if variant.composite {
 					keys = "[id, region]"
@@ -308,8 +323,30 @@ func TestRandomizedEquivalence(t *testing.T) {
 						rows[i] = e.row()
 					}
 					appendEvents(t, p, rows)
+					if r.IntN(2) == 0 {
+						// As a new process would: read the CDC state from its segments.
+						stateCache.Delete(StateDir(p.Storage, "target"))
+						histCache.Delete(StateDir(p.Storage, "target"))
+					}
 					if _, err := ApplyChanges(context.Background(), env, p.Dataset("target")); err != nil {
 						t.Fatalf("seed %d: %v", seed, err)
+					}
+				}
+				if len(batches) > maxSegments+1 {
+					compacted++
+					tb := delta.New(TableDir(p.Storage, "target"))
+					snap, _ := tb.Snapshot(-1)
+					id, _, _, err := lastApply(tb, snap)
+					if err != nil {
+						t.Fatal(err)
+					}
+					l := &stateLog{dir: StateDir(p.Storage, "target")}
+					m, err := l.readManifest(tb, id)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(m.Segments) > maxSegments {
+						t.Fatalf("seed %d: %d batches left %d state segments, want at most %d", seed, len(batches), len(m.Segments), maxSegments)
 					}
 				}
 				got := targetRows(t, p, variant.composite)

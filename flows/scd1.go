@@ -22,9 +22,6 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 	if err != nil {
 		return m, err
 	}
-	if err := state.checkFiles(b.target, b.snap, tgtSch, b.keyIdx); err != nil {
-		return m, err
-	}
 
 	// Truncates: the batch's highest truncate raises the table's truncate sequence.
 	trunc := state.truncate
@@ -58,23 +55,30 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 		}
 	}
 
-	// Copy-on-write: rewrite the files holding updated or deleted keys, add inserts.
+	// Copy-on-write: rewrite each file holding updated or deleted keys into one new file (the
+	// state records the rename, not every relocated key), and write inserts to new files.
 	touched := map[string]*keyChange{}
-	byFile := map[string]bool{}
 	var inserts []*keyChange
 	for i := range changes {
 		ch := &changes[i]
 		switch ch.what {
 		case updateRow, deleteRow, truncateRow:
 			touched[ch.kb] = ch
-			byFile[ch.entry.file] = true
 		case insertRow:
 			inserts = append(inserts, ch)
 		}
 	}
-	var out, cdcRows [][]any
+	if err := state.ensureFiles(b.target, b.snap, tgtSch, b.keyIdx, touched); err != nil {
+		return m, err
+	}
+	byFile := map[string]bool{}
+	for _, ch := range touched {
+		byFile[state.resolve(ch.entry.file)] = true
+	}
+	var cdcRows [][]any
 	var cdcTypes []string
 	var removes []delta.Remove
+	var adds []delta.Add
 	var kb []byte
 	found := 0
 	for _, f := range b.snap.Files {
@@ -85,6 +89,7 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 		if err != nil {
 			return m, err
 		}
+		out := frows[:0:0]
 		for _, r := range frows {
 			kb = schema.AppendKey(kb[:0], pick(r, b.keyIdx))
 			ch, ok := touched[string(kb)]
@@ -105,21 +110,32 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 			}
 		}
 		removes = append(removes, b.target.RemoveFor(f, nowMs))
+		replacement := ""
+		if len(out) > 0 {
+			add, err := b.target.WriteFile(tgtSch, out)
+			if err != nil {
+				return m, err
+			}
+			adds = append(adds, add)
+			replacement = add.Path
+		}
+		state.rename(f.Path, replacement)
 	}
 	if found != len(touched) {
 		return m, fmt.Errorf("the CDC state of %s names data files that do not hold %d of the keys being changed; run %s", d.Name, len(touched)-found, RefreshHint(p, d.Name))
 	}
+	insertRows := make([][]any, 0, len(inserts))
 	for _, ch := range inserts {
-		out = append(out, ch.win.row)
+		insertRows = append(insertRows, ch.win.row)
 		cdcRows = append(cdcRows, ch.win.row)
 		cdcTypes = append(cdcTypes, delta.ChangeInsert)
 		m.NumUpsertedRows++
 	}
 	m.NumOutputRows = m.NumUpsertedRows + m.NumDeletedRows
 
-	// Write data and change files; record where every written key now lives.
+	// Write the inserts; record where each inserted key lives.
 	changed := map[string]*cdcEntry{}
-	adds, err := writeRows(b.target, tgtSch, out, func(r []any, path string) {
+	insAdds, err := writeRows(b.target, tgtSch, insertRows, func(r []any, path string) {
 		kb = schema.AppendKey(kb[:0], pick(r, b.keyIdx))
 		e := state.entries[string(kb)]
 		if e == nil {
@@ -132,6 +148,7 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 	if err != nil {
 		return m, err
 	}
+	adds = append(adds, insAdds...)
 	for i := range changes {
 		ch := &changes[i]
 		e := state.entries[ch.kb]
@@ -161,7 +178,7 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 		}
 		cdcs = append(cdcs, c)
 	}
-	id, segs, err := state.save(changed)
+	id, segs, renames, err := state.save(changed)
 	if err != nil {
 		return m, err
 	}
@@ -176,22 +193,23 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 		return m, err
 	}
 	m.Version = v
-	state.remember(id, segs)
+	state.remember(id, segs, renames)
 	fault.Point("apply.after-commit")
 	return m, nil
 }
 
-// checkFiles makes sure every live key's data file is live in the snapshot; when not (the table
-// was rewritten by an operation that does not maintain the state), it rebuilds the file index by
-// reading the key columns of the snapshot's files.
-func (s *cdcState) checkFiles(t *delta.Table, snap *delta.Snapshot, tgtSch schema.Schema, keyIdx []int) error {
+// ensureFiles makes sure that the data file the state names for each touched live key is live in
+// the snapshot; when one is not (the table was rewritten by an operation that does not keep the
+// state, such as optimize), it rebuilds the key-to-file index by reading the key columns of every
+// file of the snapshot.
+func (s *cdcState) ensureFiles(t *delta.Table, snap *delta.Snapshot, tgtSch schema.Schema, keyIdx []int, touched map[string]*keyChange) error {
 	live := make(map[string]bool, len(snap.Files))
 	for _, f := range snap.Files {
 		live[f.Path] = true
 	}
 	stale := false
-	for _, e := range s.entries {
-		if !e.deleted && !live[e.file] {
+	for _, ch := range touched {
+		if !live[s.resolve(ch.entry.file)] {
 			stale = true
 			break
 		}
@@ -212,6 +230,7 @@ func (s *cdcState) checkFiles(t *delta.Table, snap *delta.Snapshot, tgtSch schem
 			}
 		}
 	}
+	s.renames, s.rebuilt = nil, true
 	return nil
 }
 

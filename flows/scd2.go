@@ -203,18 +203,29 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		cdcTypes = append(cdcTypes, types...)
 		m.NumUpsertedRows += ups
 		m.NumDeletedRows += dels
-		if hk.file != "" {
-			byFile[hk.file] = true
+		if f := state.resolve(hk.file); f != "" {
+			byFile[f] = true
 		}
 	}
 	reportTies(env, d, m.Ties)
 	m.NumOutputRows = m.NumUpsertedRows + m.NumDeletedRows
 	state.truncate = trunc
 
-	// Copy-on-write: rewrite the files holding keys whose rows changed.
-	var out [][]any
+	// Copy-on-write: each file holding keys whose rows changed is rewritten into one new file
+	// with those keys' new rows (the state records the rename); keys without a file yet go to
+	// new files.
 	var removes []delta.Remove
+	var adds []delta.Add
 	keyIdx := indexes(tgtSch, ac.Keys)
+	live := make(map[string]bool, len(b.snap.Files))
+	for _, f := range b.snap.Files {
+		live[f.Path] = true
+	}
+	for f := range byFile {
+		if !live[f] {
+			return m, fmt.Errorf("the CDC state of %s names a data file that is not in the table (%s); run %s", d.Name, f, RefreshHint(p, d.Name))
+		}
+	}
 	for _, f := range b.snap.Files {
 		if !byFile[f.Path] {
 			continue
@@ -223,40 +234,59 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		if err != nil {
 			return m, err
 		}
+		out := frows[:0:0]
 		for _, r := range frows {
 			kb = schema.AppendKey(kb[:0], pick(r, keyIdx))
-			if kv, ok := changedKeys[string(kb)]; ok && kv.hk.file == f.Path {
+			if _, ok := changedKeys[string(kb)]; ok {
 				continue // replaced below
 			}
 			out = append(out, r)
 		}
-		removes = append(removes, b.target.RemoveFor(f, nowMs))
-	}
-	for _, k := range order {
-		kv := changedKeys[k]
-		if kv == nil || (!byFile[kv.hk.file] && kv.hk.file != "") {
-			continue // unchanged rows, still in an untouched file
+		for _, k := range order {
+			if kv := changedKeys[k]; kv != nil && state.resolve(kv.hk.file) == f.Path {
+				for _, v := range kv.cur {
+					out = append(out, toRow(v))
+				}
+			}
 		}
-		for _, v := range kv.cur {
-			out = append(out, toRow(v))
+		removes = append(removes, b.target.RemoveFor(f, nowMs))
+		replacement := ""
+		if len(out) > 0 {
+			add, err := b.target.WriteFile(tgtSch, out)
+			if err != nil {
+				return m, err
+			}
+			adds = append(adds, add)
+			replacement = add.Path
+		}
+		state.rename(f.Path, replacement)
+	}
+	var fresh [][]any
+	for _, k := range order {
+		if kv := changedKeys[k]; kv != nil && state.resolve(kv.hk.file) == "" {
+			for _, v := range kv.cur {
+				fresh = append(fresh, toRow(v))
+			}
 		}
 	}
 	changedHist := map[string]*histKey{}
 	for k, kv := range changedKeys {
 		changedHist[k] = kv.hk
-		if len(kv.cur) == 0 {
-			kv.hk.file = ""
-		}
 	}
-	adds, err := writeRows(b.target, tgtSch, out, func(r []any, path string) {
+	freshAdds, err := writeRows(b.target, tgtSch, fresh, func(r []any, path string) {
 		kb = schema.AppendKey(kb[:0], pick(r, keyIdx))
 		if hk := state.keys[string(kb)]; hk != nil {
 			hk.file = path
-			changedHist[string(kb)] = hk
 		}
 	})
 	if err != nil {
 		return m, err
+	}
+	adds = append(adds, freshAdds...)
+	for _, kv := range changedKeys {
+		if len(kv.cur) == 0 {
+			kv.hk.file = ""
+		}
 	}
 	var cdcs []delta.CDC
 	if len(cdcRows) > 0 {
@@ -266,7 +296,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		}
 		cdcs = append(cdcs, c)
 	}
-	id, segs, err := state.save(changedHist)
+	id, segs, renames, err := state.save(changedHist)
 	if err != nil {
 		return m, err
 	}
@@ -279,7 +309,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		return m, fmt.Errorf("committing %s: %w", d.Name, err)
 	}
 	m.Version = v
-	state.remember(id, segs)
+	state.remember(id, segs, renames)
 	fault.Point("apply.after-commit")
 	return m, nil
 }

@@ -1,13 +1,9 @@
 package flows
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
-
-	"github.com/google/uuid"
 
 	"tributary/delta"
 	"tributary/schema"
@@ -18,13 +14,11 @@ import (
 // versions, is what lets a late event be placed where its sequence belongs, exactly as in-order
 // arrival would have placed it (semantics.md "APPLY CHANGES").
 type histState struct {
-	dir      string
+	stateLog
 	keySch   schema.Schema
 	seqSch   schema.Schema
 	dataSch  schema.Schema
 	keys     map[string]*histKey
-	segments []string
-	id       string
 	truncate []any // the highest truncate sequence applied (SCD type 1), or nil
 }
 
@@ -74,34 +68,27 @@ func (s *histState) gc(nowMillis, gcMillis int64) {
 func loadHistState(dir string, table *delta.Table, snap *delta.Snapshot, id string, keySch, seqSch, dataSch schema.Schema, nowMillis, gcMillis int64) (*histState, error) {
 	if v, ok := histCache.LoadAndDelete(dir); ok && id != "" {
 		if c := v.(*histState); c.id == id && c.keySch.Equal(keySch) && c.seqSch.Equal(seqSch) && c.dataSch.Equal(dataSch) {
-			c.gc(nowMillis, gcMillis)
+			if nowMillis-c.lastGC > 60_000 {
+				c.gc(nowMillis, gcMillis)
+				c.lastGC = nowMillis
+			}
 			return c, nil
 		}
 	}
-	st := &histState{dir: dir, keySch: keySch, seqSch: seqSch, dataSch: dataSch, keys: map[string]*histKey{}}
+	st := &histState{stateLog: stateLog{dir: dir, lastGC: nowMillis}, keySch: keySch, seqSch: seqSch, dataSch: dataSch, keys: map[string]*histKey{}}
 	if id == "" {
 		if snap.NumRecords() > 0 {
 			return nil, fmt.Errorf("the table %s has rows but no APPLY CHANGES state; run a full refresh of %s", table.Dir, filepath.Base(table.Dir))
 		}
 		return st, nil
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "manifests", id+".json"))
+	m, err := st.readManifest(table, id)
 	if err != nil {
-		return nil, fmt.Errorf("reading the CDC state of %s: %w (the state folder %s was damaged; run a full refresh of %s)", table.Dir, err, dir, filepath.Base(table.Dir))
+		return nil, err
 	}
-	var m manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("CDC state manifest %s: %w", id, err)
-	}
-	seg := delta.New(dir)
-	sch := st.segmentSchema()
 	nk, ns, nd := len(keySch.Fields), len(seqSch.Fields), len(dataSch.Fields)
 	var kb []byte
-	for _, name := range m.Segments {
-		rows, err := seg.ReadFile(filepath.ToSlash(filepath.Join("segments", name)), sch)
-		if err != nil {
-			return nil, fmt.Errorf("reading CDC state segment %s: %w", name, err)
-		}
+	err = st.readSegments(m, st.segmentSchema(), func(_ int, rows [][]any) {
 		fresh := map[string]bool{}
 		for _, r := range rows {
 			kb = schema.AppendKey(kb[:0], r[:nk])
@@ -121,8 +108,11 @@ func loadHistState(dir string, table *delta.Table, snap *delta.Snapshot, id stri
 			hk.deletedAt, _ = r[nk+ns+2+nd].(int64)
 			hk.events = append(hk.events, e)
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
-	st.segments, st.id = m.Segments, id
+	st.segments, st.renames, st.id = m.Segments, m.Renames, id
 	if st.truncate, err = decodeSeq(m.Truncate, seqSch, id); err != nil {
 		return nil, err
 	}
@@ -130,54 +120,46 @@ func loadHistState(dir string, table *delta.Table, snap *delta.Snapshot, id stri
 	return st, nil
 }
 
-// save writes the keys changed by a batch (every event of each) as a new segment, or all keys
-// past compactAfter segments, and a manifest; it returns the manifest id and its segments.
-func (s *histState) save(changed map[string]*histKey) (string, []string, error) {
-	segs := append([]string(nil), s.segments...)
+// save writes the keys changed by a batch (every event of each) as a new segment, or, when the
+// log has grown past its base, every key as one segment, and a manifest; it returns the manifest
+// id and the new log for remember.
+func (s *histState) save(changed map[string]*histKey) (string, []segment, map[string]string, error) {
 	src := changed
-	if len(segs)+1 > compactAfter {
-		src, segs = s.keys, nil
+	var n int64
+	for _, hk := range changed {
+		n += int64(len(hk.events))
 	}
-	if len(src) > 0 || len(segs) == 0 {
-		var rows [][]any
-		for _, hk := range src {
-			var file any
-			if hk.file != "" {
-				file = hk.file
+	full := s.shouldCompact(n)
+	if full {
+		src = s.keys
+	}
+	var rows [][]any
+	for _, hk := range src {
+		if full {
+			hk.file = s.resolve(hk.file)
+		}
+		var file any
+		if hk.file != "" {
+			file = hk.file
+		}
+		for _, e := range hk.events {
+			r := make([]any, 0, len(hk.key)+len(e.seq)+3+len(s.dataSch.Fields))
+			r = append(r, hk.key...)
+			r = append(r, e.seq...)
+			r = append(r, e.delete)
+			if e.delete {
+				r = append(r, make([]any, len(s.dataSch.Fields))...)
+			} else {
+				r = append(r, e.row...)
 			}
-			for _, e := range hk.events {
-				r := make([]any, 0, len(hk.key)+len(e.seq)+2+len(s.dataSch.Fields))
-				r = append(r, hk.key...)
-				r = append(r, e.seq...)
-				r = append(r, e.delete)
-				if e.delete {
-					r = append(r, make([]any, len(s.dataSch.Fields))...)
-				} else {
-					r = append(r, e.row...)
-				}
-				r = append(r, file, hk.deletedAt)
-				rows = append(rows, r)
-			}
+			r = append(r, file, hk.deletedAt)
+			rows = append(rows, r)
 		}
-		segDir := filepath.Join(s.dir, "segments")
-		if err := os.MkdirAll(segDir, 0o755); err != nil {
-			return "", nil, err
-		}
-		add, err := delta.New(segDir).WriteFile(s.segmentSchema(), rows)
-		if err != nil {
-			return "", nil, fmt.Errorf("writing a CDC state segment: %w", err)
-		}
-		segs = append(segs, add.Path)
 	}
-	id := uuid.NewString()
-	b, _ := json.Marshal(manifest{Segments: segs, Truncate: encodeSeq(s.truncate, s.seqSch)})
-	if err := writeFileAtomic(filepath.Join(s.dir, "manifests", id+".json"), b); err != nil {
-		return "", nil, fmt.Errorf("writing the CDC state manifest: %w", err)
-	}
-	return id, segs, nil
+	return s.write(s.segmentSchema(), rows, full, encodeSeq(s.truncate, s.seqSch))
 }
 
-func (s *histState) remember(id string, segs []string) {
-	s.id, s.segments = id, segs
+func (s *histState) remember(id string, segs []segment, renames map[string]string) {
+	s.id, s.segments, s.renames = id, segs, renames
 	histCache.Store(s.dir, s)
 }

@@ -1,0 +1,148 @@
+package flows
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/google/uuid"
+
+	"tributary/delta"
+	"tributary/schema"
+)
+
+// maxSegments is the most segments a state keeps before the next batch compacts them into one.
+const maxSegments = 32
+
+// minCompactRows: delta segments are compacted once they hold more rows than the base segment
+// or this many, whichever is larger, so that compaction stays amortised O(batch).
+const minCompactRows = 100_000
+
+// segment is one Parquet file of a CDC state, with its row count.
+type segment struct {
+	Name string `json:"name"`
+	Rows int64  `json:"rows"`
+}
+
+// manifest is <state>/manifests/<id>.json: the state at the target version whose commit names it.
+// Segments are read oldest first, later rows winning. Renames maps a data file that a batch
+// rewrote to the file that replaced it ("" when no row survived), so that the key-to-file index
+// follows a rewrite in O(1) instead of one state row per relocated key.
+type manifest struct {
+	Segments []segment        `json:"segments"`
+	Renames  map[string]string `json:"renames,omitempty"`
+	// Truncate is the highest truncate sequence applied (SCD type 1), one JSON value per
+	// sequence_by column in the jsonl form of spec.md §2; absent when none.
+	Truncate []json.RawMessage `json:"truncate,omitempty"`
+}
+
+// stateLog is what both kinds of CDC state share: the folder, the segments, the renames and the
+// id of the manifest they came from.
+type stateLog struct {
+	dir      string
+	segments []segment
+	renames  map[string]string
+	id       string
+	lastGC   int64 // ms; the last tombstone GC of a cached state
+	// rebuilt is set when the key-to-file index was rebuilt from the table: the next save must
+	// write the whole state.
+	rebuilt bool
+}
+
+// resolve follows the renames of a data file path to the file that holds its rows now ("" when
+// the rows are gone).
+func (l *stateLog) resolve(p string) string {
+	if p == "" || len(l.renames) == 0 {
+		return p
+	}
+	q := p
+	for i := 0; i < 1_000_000; i++ {
+		n, ok := l.renames[q]
+		if !ok {
+			break
+		}
+		q = n
+		if q == "" {
+			break
+		}
+	}
+	if q != p {
+		l.renames[p] = q // path compression; an equivalent mapping
+	}
+	return q
+}
+
+// rename records that old was rewritten into new ("" when nothing replaced it).
+func (l *stateLog) rename(old, new string) {
+	if l.renames == nil {
+		l.renames = map[string]string{}
+	}
+	l.renames[old] = new
+}
+
+// readManifest reads manifest id of the state folder.
+func (l *stateLog) readManifest(table *delta.Table, id string) (manifest, error) {
+	var m manifest
+	b, err := os.ReadFile(filepath.Join(l.dir, "manifests", id+".json"))
+	if err != nil {
+		return m, fmt.Errorf("reading the CDC state of %s: %w (the state folder %s was damaged; run a full refresh of %s)", table.Dir, err, l.dir, filepath.Base(table.Dir))
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("CDC state manifest %s: %w", id, err)
+	}
+	return m, nil
+}
+
+// readSegments calls fn with the rows of every segment of m, oldest first.
+func (l *stateLog) readSegments(m manifest, sch schema.Schema, fn func(seg int, rows [][]any)) error {
+	seg := delta.New(l.dir)
+	for i, s := range m.Segments {
+		rows, err := seg.ReadFile(filepath.ToSlash(filepath.Join("segments", s.Name)), sch)
+		if err != nil {
+			return fmt.Errorf("reading CDC state segment %s: %w", s.Name, err)
+		}
+		fn(i, rows)
+	}
+	return nil
+}
+
+// shouldCompact says whether the next save writes the whole state as one segment.
+func (l *stateLog) shouldCompact(newRows int64) bool {
+	if l.rebuilt || len(l.segments) == 0 || len(l.segments)+1 > maxSegments {
+		return true
+	}
+	var deltaRows int64
+	for _, s := range l.segments[1:] {
+		deltaRows += s.Rows
+	}
+	return deltaRows+newRows > max(l.segments[0].Rows, minCompactRows)
+}
+
+// write saves rows as a new segment (appended to the log, or, with full, replacing it and the
+// renames) and writes a manifest; it returns the manifest id and the new log.
+func (l *stateLog) write(sch schema.Schema, rows [][]any, full bool, truncate []json.RawMessage) (string, []segment, map[string]string, error) {
+	segs := append([]segment(nil), l.segments...)
+	renames := l.renames
+	if full {
+		segs, renames = nil, nil
+	}
+	if len(rows) > 0 || len(segs) == 0 {
+		segDir := filepath.Join(l.dir, "segments")
+		if err := os.MkdirAll(segDir, 0o755); err != nil {
+			return "", nil, nil, err
+		}
+		add, err := delta.New(segDir).WriteFile(sch, rows)
+		if err != nil {
+			return "", nil, nil, fmt.Errorf("writing a CDC state segment: %w", err)
+		}
+		segs = append(segs, segment{Name: add.Path, Rows: int64(len(rows))})
+	}
+	l.rebuilt = false
+	id := uuid.NewString()
+	b, _ := json.Marshal(manifest{Segments: segs, Renames: renames, Truncate: truncate})
+	if err := writeFileAtomic(filepath.Join(l.dir, "manifests", id+".json"), b); err != nil {
+		return "", nil, nil, fmt.Errorf("writing the CDC state manifest: %w", err)
+	}
+	return id, segs, renames, nil
+}
