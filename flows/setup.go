@@ -64,6 +64,8 @@ func Run(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
 	switch {
 	case d.ApplyChanges != nil:
 		return ApplyChanges(ctx, env, d)
+	case d.ApplyChangesFromSnapshot != nil:
+		return ApplySnapshots(ctx, env, d)
 	case d.Source != nil:
 		return Ingest(ctx, env, d)
 	}

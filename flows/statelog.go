@@ -30,7 +30,7 @@ type segment struct {
 // rewrote to the file that replaced it ("" when no row survived), so that the key-to-file index
 // follows a rewrite in O(1) instead of one state row per relocated key.
 type manifest struct {
-	Segments []segment        `json:"segments"`
+	Segments []segment         `json:"segments"`
 	Renames  map[string]string `json:"renames,omitempty"`
 	// Truncate is the highest truncate sequence applied (SCD type 1), one JSON value per
 	// sequence_by column in the jsonl form of spec.md §2; absent when none.

@@ -26,10 +26,9 @@ var pipelineKeys = keySet{
 }
 
 var datasetKeys = keySet{
-	known: []string{"name", "type", "comment", kindSource, kindApplyChanges, "expectations", "table_properties"},
+	known: []string{"name", "type", "comment", kindSource, kindApplyChanges, kindSnapshot, "expectations", "table_properties"},
 	later: map[string]string{
-		kindSnapshot:   "feed the dataset with `source:` or `apply_changes:`",
-		kindQuery:      "feed the dataset with `source:` or `apply_changes:`",
+		kindQuery:      "feed the dataset with `source:`, `apply_changes:` or `apply_changes_from_snapshot:`",
 		"partition_by": "remove it; tables are not partitioned in this release",
 	},
 }
@@ -44,6 +43,7 @@ type datasetInfo struct {
 	kind     string     // how the dataset gets its data; "" when that is missing or ambiguous
 	source   *sourceInfo
 	apply    *applyInfo
+	snapshot *snapshotInfo
 	expect   []ref // the `expect` node and path of each of ds.Expectations (zero when missing)
 }
 
@@ -145,7 +145,10 @@ func (d *decoder) dataset(n *yaml.Node, path string) *datasetInfo {
 		case kindApplyChanges:
 			kinds = append(kinds, e)
 			ds.ApplyChanges, in.apply = d.applyChanges(e.val, e.path)
-		case kindSnapshot, kindQuery:
+		case kindSnapshot:
+			kinds = append(kinds, e)
+			ds.ApplyChangesFromSnapshot, in.snapshot = d.snapshot(e.val, e.path)
+		case kindQuery:
 			kinds = append(kinds, e) // reported as not supported yet by mapping
 		case "expectations":
 			ds.Expectations, in.expect = d.expectations(e.val, e.path)
@@ -199,7 +202,7 @@ func (d *decoder) datasetType(e *entry, kind string) DatasetType {
 		return def
 	}
 	t := DatasetType(s)
-	if t != StreamingTable && (kind == kindSource || kind == kindApplyChanges) {
+	if t != StreamingTable && (kind == kindSource || kind == kindApplyChanges || kind == kindSnapshot) {
 		d.addAt(resolve(e.val), e.path, "remove `type:`; a dataset fed by "+kind+" is a streaming_table",
 			"type %s is not supported yet for a dataset fed by %s", t, kind)
 	}

@@ -61,8 +61,6 @@ func TestNotSupportedYet(t *testing.T) {
 	}{
 		{"query", map[string]string{"#MORE": "  - name: gold\n    query: SELECT 1"},
 			"18:5: datasets[2].query: query is not supported yet"},
-		{"apply_changes_from_snapshot", map[string]string{"#MORE": "  - name: snap\n    apply_changes_from_snapshot: {source: bronze, keys: [id]}"},
-			"18:5: datasets[2].apply_changes_from_snapshot: apply_changes_from_snapshot is not supported yet"},
 		{"format csv", map[string]string{"#FORMAT": "      format: csv"},
 			"8:15: datasets[0].source.format: format csv is not supported yet"},
 		{"format parquet", map[string]string{"#FORMAT": "      format: parquet"},

@@ -41,7 +41,8 @@ const (
 	View             DatasetType = "view"
 )
 
-// Dataset is one entry of `datasets:`. Exactly one of Source and ApplyChanges is set.
+// Dataset is one entry of `datasets:`. Exactly one of Source, ApplyChanges and
+// ApplyChangesFromSnapshot is set.
 type Dataset struct {
 	Name    string
 	Type    DatasetType
@@ -50,14 +51,19 @@ type Dataset struct {
 	Source  *Source
 	// ApplyChanges makes the dataset an AUTO CDC / APPLY CHANGES target (semantics.md).
 	ApplyChanges *ApplyChanges
+	// ApplyChangesFromSnapshot makes the dataset an AUTO CDC FROM SNAPSHOT target (semantics.md
+	// "APPLY CHANGES FROM SNAPSHOT").
+	ApplyChangesFromSnapshot *ApplyChangesFromSnapshot
 	// Expectations are checked, in order, on the rows the dataset reads: the rows of its files
-	// for a Source dataset, the change events of its source for an ApplyChanges dataset.
+	// for a Source dataset, the change events of its source for an ApplyChanges dataset, the rows
+	// of each snapshot for an ApplyChangesFromSnapshot dataset.
 	Expectations    []Expectation
 	TableProperties map[string]string // Delta table properties, values as written
 	// Schema is the dataset's output schema: for a Source, the declared schema plus
 	// RescuedDataColumn (STRING) at the end when set; for ApplyChanges (SCD type 1), the
 	// source's output schema reduced by ColumnList or ExceptColumnList, in the source's column
-	// order, keys always kept.
+	// order, keys always kept; for ApplyChangesFromSnapshot, the snapshot's columns. SCD type 2
+	// targets add __START_AT and __END_AT (StartAt, EndAt).
 	Schema schema.Schema
 }
 
@@ -231,6 +237,9 @@ func (p *Pipeline) nodes() []dag.Node {
 func (ds *Dataset) deps() []string {
 	if ds.ApplyChanges != nil && ds.ApplyChanges.Source != "" {
 		return []string{ds.ApplyChanges.Source}
+	}
+	if s := ds.ApplyChangesFromSnapshot; s != nil && s.Source != "" {
+		return []string{s.Source}
 	}
 	return nil
 }

@@ -59,6 +59,10 @@ func (v *validation) uniqueNames(infos []*datasetInfo) {
 // references checks that every dataset read by another exists.
 func (v *validation) references(infos []*datasetInfo) {
 	for _, in := range infos {
+		if in.kind == kindSnapshot {
+			v.snapshotReference(in)
+			continue
+		}
 		if in.kind != kindApplyChanges || in.apply.source.node == nil {
 			continue
 		}
@@ -121,6 +125,8 @@ func (v *validation) output(in *datasetInfo) bool {
 		ok = v.sourceOutput(in)
 	case kindApplyChanges:
 		ok = v.applyOutput(in)
+	case kindSnapshot:
+		ok = v.snapshotOutput(in)
 	}
 	v.state[in], v.ok[in] = visited, ok
 	return ok

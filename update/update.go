@@ -273,6 +273,9 @@ func flowType(d *spec.Dataset) string {
 	if d.ApplyChanges != nil {
 		return "APPLY_CHANGES"
 	}
+	if d.ApplyChangesFromSnapshot != nil {
+		return "APPLY_CHANGES_FROM_SNAPSHOT"
+	}
 	return "APPEND"
 }
 
@@ -295,7 +298,7 @@ func printSummary(w io.Writer, p *spec.Pipeline, res *Result, order []string) {
 		switch {
 		case fr.State == FlowFailed:
 			detail = firstLine(fr.Err.Error())
-		case fr.State == FlowCompleted && p.Dataset(name).ApplyChanges != nil:
+		case fr.State == FlowCompleted && (p.Dataset(name).ApplyChanges != nil || p.Dataset(name).ApplyChangesFromSnapshot != nil):
 			detail = fmt.Sprintf("%d upserted, %d deleted", m.NumUpsertedRows, m.NumDeletedRows)
 		case fr.State == FlowCompleted:
 			detail = fmt.Sprintf("%s from %s", plural(m.NumOutputRows, "row"), plural(int64(m.Files), "file"))
