@@ -1,6 +1,11 @@
-// Package flows runs the flows that fill a pipeline's datasets, one file per flow kind:
-// ingest.go reads new files into a bronze streaming table (each file exactly once);
-// scd1.go applies a change log to a keyed table (APPLY CHANGES, SCD type 1, semantics.md).
+// Package flows runs the flows that fill a pipeline's datasets (semantics.md):
+//   - ingest.go reads new files into a bronze streaming table (each file exactly once);
+//   - applychanges.go reads a batch of change events for APPLY CHANGES; scd1.go applies it to an
+//     SCD type 1 target (engine.go: the per-key reduction and the decision against the state);
+//     scd2.go applies it to a target kept as per-key histories (SCD type 2, and SCD type 1 with
+//     ignore_null_updates; history.go folds a history into rows);
+//   - snapshot.go turns full snapshots into change events (APPLY CHANGES FROM SNAPSHOT);
+//   - cdcstate.go, scd2state.go and statelog.go keep the CDC state.
 //
 // Invariants:
 //   - One Delta commit per flow per batch: data files, change data files and the flow's progress
@@ -9,7 +14,8 @@
 //     applies a batch twice.
 //   - Files read by an ingest flow are listed in <storage>/checkpoints/<flow>/offsets/<batch>.json
 //     before the commit; only batches whose txn version is committed count as read.
-//   - APPLY CHANGES keeps its CDC state (per-key sequence, tombstones, which data file holds each
-//     live key) under <storage>/state/<dataset>/, versioned with the target: every commit of the
-//     target names the state manifest written for it (commitInfo key "tributaryCdcState").
+//   - APPLY CHANGES keeps its CDC state (per-key sequence and tombstones, or per-key event
+//     histories; which data file holds each key, with renames for rewritten files) under
+//     <storage>/state/<dataset>/, versioned with the target: every commit of the target names the
+//     state manifest written for it (commitInfo key "tributaryCdcState").
 package flows

@@ -21,7 +21,7 @@
 // the parser stopped, not the start of the enclosing block.
 //
 // Invariants of a returned *Pipeline: File, Dir and Storage are absolute; every dataset has a
-// valid unique name, exactly one way to get its data (a Source or an ApplyChanges in this
-// release), and its output Schema; every expression compiles with expectations.Compile against
+// valid unique name, exactly one way to get its data (a Source, an ApplyChanges or an
+// ApplyChangesFromSnapshot in this release), and its output Schema; every expression compiles with expectations.Compile against
 // the columns it will see; and the datasets form an acyclic graph.
 package spec
