@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"tributary/schema"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -26,7 +27,7 @@ var pipelineKeys = keySet{
 }
 
 var datasetKeys = keySet{
-	known: []string{"name", "type", "comment", kindSource, kindApplyChanges, kindSnapshot, "expectations", "table_properties"},
+	known: []string{"name", "type", "comment", kindSource, kindApplyChanges, kindSnapshot, "expectations", "table_properties", "schema"},
 	later: map[string]string{
 		kindQuery:      "feed the dataset with `source:`, `apply_changes:` or `apply_changes_from_snapshot:`",
 		"partition_by": "remove it; tables are not partitioned in this release",
@@ -37,14 +38,17 @@ var expectationKeys = keySet{known: []string{"name", "expect", "on_violation"}}
 
 // datasetInfo keeps what validation needs beyond the Dataset: the nodes to point at.
 type datasetInfo struct {
-	ds       *Dataset
-	path     string     // "datasets[i]"
-	nameNode *yaml.Node // nil when the name is missing or invalid
-	kind     string     // how the dataset gets its data; "" when that is missing or ambiguous
-	source   *sourceInfo
-	apply    *applyInfo
-	snapshot *snapshotInfo
-	expect   []ref // the `expect` node and path of each of ds.Expectations (zero when missing)
+	// declared is the dataset-level `schema:` of an APPLY CHANGES target (nil when absent).
+	declared    *schema.Schema
+	declaredRef ref
+	ds          *Dataset
+	path        string     // "datasets[i]"
+	nameNode    *yaml.Node // nil when the name is missing or invalid
+	kind        string     // how the dataset gets its data; "" when that is missing or ambiguous
+	source      *sourceInfo
+	apply       *applyInfo
+	snapshot    *snapshotInfo
+	expect      []ref // the `expect` node and path of each of ds.Expectations (zero when missing)
 }
 
 // pipeline decodes the top level of the spec. It returns nil when the document is not a
@@ -154,6 +158,17 @@ func (d *decoder) dataset(n *yaml.Node, path string) *datasetInfo {
 			ds.Expectations, in.expect = d.expectations(e.val, e.path)
 		case "table_properties":
 			ds.TableProperties = d.tableProperties(e.val, e.path)
+		case "schema":
+			if s, ok := d.nonEmpty(e.val, e.path); ok {
+				declared, problems, complete := parseColumns(s)
+				node := resolve(e.val)
+				for _, pr := range problems {
+					d.add(d.posInBytes(node, pr.Offset), e.path, "write Spark DDL: \"name TYPE, ...\"", "invalid schema: %s", pr.Msg)
+				}
+				if complete && len(problems) == 0 {
+					in.declared, in.declaredRef = &declared, ref{node, e.path}
+				}
+			}
 		}
 	}
 	if !hasKey(entries, "name") {

@@ -240,3 +240,30 @@ func TestApplyChangesOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestDeclaredTargetSchema: a dataset-level schema on an APPLY CHANGES target must name the
+// columns the flow produces, with their types; under SCD type 2 it must contain __START_AT and
+// __END_AT (issue: guard rails).
+func TestDeclaredTargetSchema(t *testing.T) {
+	t.Parallel()
+	ok := "#MORE"
+	for _, c := range []struct {
+		ac, schema, want string
+	}{
+		{"      stored_as_scd_type: 2", `    schema: "id BIGINT, op STRING, seq BIGINT, __START_AT BIGINT, __END_AT BIGINT"`, ""},
+		{"      stored_as_scd_type: 1", `    schema: "seq BIGINT, op STRING, id BIGINT"`, ""},
+		{"      stored_as_scd_type: 2", `    schema: "id BIGINT, op STRING, seq BIGINT"`, "an SCD type 2 target's schema must contain __START_AT"},
+		{"      stored_as_scd_type: 1", `    schema: "id BIGINT, op STRING, seq INT"`, "column seq is declared INT but the flow produces BIGINT"},
+		{"      stored_as_scd_type: 1", `    schema: "id BIGINT, op STRING"`, "the schema does not declare seq"},
+		{"      stored_as_scd_type: 1", `    schema: "id BIGINT, op STRING, seq BIGINT, extra STRING"`, "the schema declares extra, which the flow does not produce"},
+	} {
+		text := build(map[string]string{"#AC": c.ac, ok: c.schema})
+		_, err := Parse("p.yaml", []byte(text), nil, nil)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.schema, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: error = %v, want %q", c.schema, err, c.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -128,8 +129,48 @@ func (v *validation) output(in *datasetInfo) bool {
 	case kindSnapshot:
 		ok = v.snapshotOutput(in)
 	}
+	if ok && in.declared != nil {
+		v.declaredSchema(in)
+	}
 	v.state[in], v.ok[in] = visited, ok
 	return ok
+}
+
+// declaredSchema checks a dataset-level `schema:` against the columns the dataset's flow
+// produces: it is allowed on APPLY CHANGES targets, must name exactly those columns with their
+// types (in any order; the table keeps the flow's order), and under SCD type 2 must contain
+// __START_AT and __END_AT of the sequence's type.
+func (v *validation) declaredSchema(in *datasetInfo) {
+	r := in.declaredRef
+	if in.kind != kindApplyChanges && in.kind != kindSnapshot {
+		v.d.addAt(r.node, r.path, "declare the schema inside `source:`", "a dataset-level schema is for APPLY CHANGES targets")
+		return
+	}
+	out, decl := in.ds.Schema, *in.declared
+	scd2 := out.Index(StartAt) >= 0
+	for _, c := range []string{StartAt, EndAt} {
+		if scd2 && decl.Index(c) < 0 {
+			i := out.Index(c)
+			v.d.addAt(r.node, r.path, fmt.Sprintf("add `%s %s` to the schema", c, out.Fields[i].Type.DDL()),
+				"an SCD type 2 target's schema must contain %s (the type of sequence_by, %s)", c, out.Fields[i].Type.DDL())
+		}
+	}
+	for _, f := range decl.Fields {
+		i := out.Index(f.Name)
+		switch {
+		case i < 0 && (f.Name == StartAt || f.Name == EndAt):
+			v.d.addAt(r.node, r.path, "remove it, or use `stored_as_scd_type: 2`", "%s belongs to SCD type 2 targets", f.Name)
+		case i < 0:
+			v.d.addAt(r.node, r.path, didYouMean(f.Name, out.Names(), "columns"), "the schema declares %s, which the flow does not produce (it produces %s)", f.Name, strings.Join(out.Names(), ", "))
+		case !out.Fields[i].Type.Equal(f.Type):
+			v.d.addAt(r.node, r.path, fmt.Sprintf("declare it as %s", out.Fields[i].Type.DDL()), "column %s is declared %s but the flow produces %s", f.Name, f.Type.DDL(), out.Fields[i].Type.DDL())
+		}
+	}
+	for _, f := range out.Fields {
+		if decl.Index(f.Name) < 0 && f.Name != StartAt && f.Name != EndAt {
+			v.d.addAt(r.node, r.path, fmt.Sprintf("add `%s %s`", f.Name, f.Type.DDL()), "the schema does not declare %s, which the flow produces", f.Name)
+		}
+	}
 }
 
 // sourceOutput: the declared schema plus the rescued-data column; expectations see the declared
