@@ -9,6 +9,7 @@ import (
 	"tributary/delta"
 	"tributary/eventlog"
 	"tributary/expectations"
+	"tributary/internal/fault"
 	"tributary/schema"
 	"tributary/spec"
 )
@@ -311,4 +312,56 @@ func writeRows(t *delta.Table, s schema.Schema, out [][]any, placed func(row []a
 		}
 	}
 	return adds, nil
+}
+
+// replaceFile is the copy-on-write of one data file: f is removed and out (its rows after the
+// batch) written as one new file, and the state records the rename (to "" when out is empty).
+func replaceFile(t *delta.Table, s schema.Schema, f delta.Add, out [][]any, state *stateLog, nowMs int64) (delta.Remove, []delta.Add, error) {
+	replacement := ""
+	var adds []delta.Add
+	if len(out) > 0 {
+		add, err := t.WriteFile(s, out)
+		if err != nil {
+			return delta.Remove{}, nil, err
+		}
+		adds, replacement = append(adds, add), add.Path
+	}
+	state.rename(f.Path, replacement)
+	return t.RemoveFor(f, nowMs), adds, nil
+}
+
+// batchFiles are the files an APPLY CHANGES batch adds and removes, and its change data rows.
+type batchFiles struct {
+	cdcRows  [][]any
+	cdcTypes []string
+	removes  []delta.Remove
+	adds     []delta.Add
+}
+
+// finishBatch writes the change data file, saves the CDC state (save), makes the batch's one
+// commit and, once it is committed, hands the new state log to remember.
+func finishBatch(d *spec.Dataset, b *changeBatch, m *Metrics, f batchFiles,
+	save func() (string, []segment, map[string]string, error),
+	remember func(string, []segment, map[string]string), metrics map[string]string) error {
+	var cdcs []delta.CDC
+	if len(f.cdcRows) > 0 {
+		c, err := b.target.WriteCDCFile(d.Schema, f.cdcRows, f.cdcTypes)
+		if err != nil {
+			return err
+		}
+		cdcs = append(cdcs, c)
+	}
+	id, segs, renames, err := save()
+	if err != nil {
+		return err
+	}
+	fault.Point("apply.after-data-files")
+	v, err := commitApply(d, b, f.removes, f.adds, cdcs, id, metrics)
+	if err != nil {
+		return fmt.Errorf("committing %s: %w", d.Name, err)
+	}
+	m.Version = v
+	remember(id, segs, renames)
+	fault.Point("apply.after-commit")
+	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"tributary/delta"
-	"tributary/internal/fault"
 	"tributary/schema"
 	"tributary/spec"
 )
@@ -109,17 +108,11 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 				m.NumDeletedRows++
 			}
 		}
-		removes = append(removes, b.target.RemoveFor(f, nowMs))
-		replacement := ""
-		if len(out) > 0 {
-			add, err := b.target.WriteFile(tgtSch, out)
-			if err != nil {
-				return m, err
-			}
-			adds = append(adds, add)
-			replacement = add.Path
+		rm, add, err := replaceFile(b.target, tgtSch, f, out, &state.stateLog, nowMs)
+		if err != nil {
+			return m, err
 		}
-		state.rename(f.Path, replacement)
+		removes, adds = append(removes, rm), append(adds, add...)
 	}
 	if found != len(touched) {
 		return m, fmt.Errorf("the CDC state of %s names data files that do not hold %d of the keys being changed; run %s", d.Name, len(touched)-found, RefreshHint(p, d.Name))
@@ -170,32 +163,14 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 		changed[ch.kb] = e
 	}
 	state.truncate = trunc
-	var cdcs []delta.CDC
-	if len(cdcRows) > 0 {
-		c, err := b.target.WriteCDCFile(tgtSch, cdcRows, cdcTypes)
-		if err != nil {
-			return m, err
-		}
-		cdcs = append(cdcs, c)
-	}
-	id, segs, renames, err := state.save(changed)
-	if err != nil {
-		return m, err
-	}
-	fault.Point("apply.after-data-files")
-
-	v, err := commitApply(d, b, removes, adds, cdcs, id, map[string]string{
-		"numTargetRowsInserted": strconv.Itoa(len(inserts)),
-		"numTargetRowsUpdated":  strconv.FormatInt(m.NumUpsertedRows-int64(len(inserts)), 10),
-		"numTargetRowsDeleted":  strconv.FormatInt(m.NumDeletedRows, 10),
-	})
-	if err != nil {
-		return m, err
-	}
-	m.Version = v
-	state.remember(id, segs, renames)
-	fault.Point("apply.after-commit")
-	return m, nil
+	err = finishBatch(d, b, &m, batchFiles{cdcRows: cdcRows, cdcTypes: cdcTypes, removes: removes, adds: adds},
+		func() (string, []segment, map[string]string, error) { return state.save(changed) }, state.remember,
+		map[string]string{
+			"numTargetRowsInserted": strconv.Itoa(len(inserts)),
+			"numTargetRowsUpdated":  strconv.FormatInt(m.NumUpsertedRows-int64(len(inserts)), 10),
+			"numTargetRowsDeleted":  strconv.FormatInt(m.NumDeletedRows, 10),
+		})
+	return m, err
 }
 
 // ensureFiles makes sure that the data file the state names for each touched live key is live in

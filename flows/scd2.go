@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"tributary/delta"
-	"tributary/internal/fault"
 	"tributary/schema"
 	"tributary/spec"
 )
@@ -249,17 +248,11 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 				}
 			}
 		}
-		removes = append(removes, b.target.RemoveFor(f, nowMs))
-		replacement := ""
-		if len(out) > 0 {
-			add, err := b.target.WriteFile(tgtSch, out)
-			if err != nil {
-				return m, err
-			}
-			adds = append(adds, add)
-			replacement = add.Path
+		rm, add, err := replaceFile(b.target, tgtSch, f, out, &state.stateLog, nowMs)
+		if err != nil {
+			return m, err
 		}
-		state.rename(f.Path, replacement)
+		removes, adds = append(removes, rm), append(adds, add...)
 	}
 	var fresh [][]any
 	for _, k := range order {
@@ -288,28 +281,11 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			kv.hk.file = ""
 		}
 	}
-	var cdcs []delta.CDC
-	if len(cdcRows) > 0 {
-		c, err := b.target.WriteCDCFile(tgtSch, cdcRows, cdcTypes)
-		if err != nil {
-			return m, err
-		}
-		cdcs = append(cdcs, c)
-	}
-	id, segs, renames, err := state.save(changedHist)
-	if err != nil {
-		return m, err
-	}
-	fault.Point("apply.after-data-files")
-	v, err := commitApply(d, b, removes, adds, cdcs, id, map[string]string{
-		"numTargetRowsUpserted": strconv.FormatInt(m.NumUpsertedRows, 10),
-		"numTargetRowsDeleted":  strconv.FormatInt(m.NumDeletedRows, 10),
-	})
-	if err != nil {
-		return m, fmt.Errorf("committing %s: %w", d.Name, err)
-	}
-	m.Version = v
-	state.remember(id, segs, renames)
-	fault.Point("apply.after-commit")
-	return m, nil
+	err = finishBatch(d, b, &m, batchFiles{cdcRows: cdcRows, cdcTypes: cdcTypes, removes: removes, adds: adds},
+		func() (string, []segment, map[string]string, error) { return state.save(changedHist) }, state.remember,
+		map[string]string{
+			"numTargetRowsUpserted": strconv.FormatInt(m.NumUpsertedRows, 10),
+			"numTargetRowsDeleted":  strconv.FormatInt(m.NumDeletedRows, 10),
+		})
+	return m, err
 }
