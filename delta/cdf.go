@@ -22,14 +22,18 @@ const (
 // dataChange true gives the rows of the removed file as "delete". Rows are ordered by version,
 // then by file: cdc files in log order, or the removed files then the added files, each in log
 // order. from < 0, from > to, or a version past the latest is an error that names the latest
-// version.
+// version; a version whose commit file was cleaned up is an error naming the first one left.
 func (t *Table) Changes(from, to int64) (schema.Schema, [][]any, error) {
-	latest, err := t.LatestVersion()
+	vs, err := t.versions()
 	if err != nil {
 		return schema.Schema{}, nil, err
 	}
-	if latest < 0 {
+	if len(vs) == 0 {
 		return schema.Schema{}, nil, fmt.Errorf("delta: changes of %s: %w", t.Dir, ErrNoTable)
+	}
+	latest := vs[len(vs)-1]
+	if from >= 0 && from < vs[0] {
+		return schema.Schema{}, nil, fmt.Errorf("delta: changes from version %d: the log of %s starts at version %d (older commits were cleaned up)", from, t.Dir, vs[0])
 	}
 	if to < 0 {
 		to = latest

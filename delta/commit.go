@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -190,6 +191,15 @@ func (tx *Transaction) Commit(operation string, params map[string]any) (int64, e
 		}
 	}
 	tx.committed = true
+	meta := tx.metadata
+	if meta == nil {
+		meta = &tx.read.Metadata
+	}
+	if err := tx.t.checkpointAfter(v, meta.CheckpointInterval()); err != nil {
+		// The commit stands; readers replay the JSON commits instead, and the next multiple of
+		// the interval writes a checkpoint again.
+		slog.Warn("delta: writing a checkpoint failed", "table", tx.t.Dir, "version", v, "err", err)
+	}
 	return v, nil
 }
 

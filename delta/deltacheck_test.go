@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +51,23 @@ func fromDuckJSON(t schema.Type, v any) (any, error) {
 			out[i] = x
 		}
 		return out, nil
+	}
+	if s, ok := v.(string); ok && t.Storage == schema.StorageBinary {
+		// DuckDB writes a BLOB as text with \xHH for bytes outside printable ASCII.
+		var b []byte
+		for i := 0; i < len(s); i++ {
+			if s[i] == '\\' && i+3 < len(s) && s[i+1] == 'x' {
+				n, err := strconv.ParseUint(s[i+2:i+4], 16, 8)
+				if err != nil {
+					return nil, fmt.Errorf("blob %q", s)
+				}
+				b = append(b, byte(n))
+				i += 3
+				continue
+			}
+			b = append(b, s[i])
+		}
+		return string(b), nil
 	}
 	if s, ok := v.(string); ok && t.Kind == schema.TimestampKind {
 		for _, layout := range []string{"2006-01-02 15:04:05.999999-07", "2006-01-02 15:04:05.999999-07:00"} {

@@ -6,18 +6,28 @@
 //
 //   - actions.go: the actions of a commit (protocol, metaData, add, remove, cdc, txn,
 //     commitInfo) and their JSON lines.
-//   - log.go: the _delta_log folder: commit file names, listing versions, reading one commit.
-//   - snapshot.go: log replay (action reconciliation) into a Snapshot; the one place where a
-//     checkpoint reader would plug in.
+//   - log.go: the _delta_log folder: commit file names, listing versions and checkpoints,
+//     reading one commit.
+//   - snapshot.go: log replay (action reconciliation) into a Snapshot, starting from a cached
+//     state, the newest checkpoint at or below the version, or version 0.
+//   - checkpoint.go: classic and multi-part checkpoints (V1, and V2 sidecars named by a classic
+//     checkpoint) and _last_checkpoint; a checkpoint is written every delta.checkpointInterval
+//     commits.
 //   - commit.go: Transaction, the atomic put-if-absent commit of version N (temp file + fsync +
 //     os.Link) and the conflict check against concurrent winners.
-//   - parquet_write.go, parquet_read.go, parquet_convert.go, stats.go: data and change data
-//     files (parquet-go), the conversion of other engines' encodings, per-file statistics.
+//   - parquet_write.go, parquet_read.go, parquet_convert.go, stats.go, partition.go: data and
+//     change data files (parquet-go), the conversion of other engines' encodings, per-file
+//     statistics, Hive-style partition folders.
 //   - path.go: the URL-encoding of the paths in actions.
 //   - scan.go, cdf.go: the rows of a snapshot, partition values, and the change data feed.
+//   - history.go: DESCRIBE HISTORY and time travel by timestamp.
+//   - optimize.go, vacuum.go, properties.go: maintenance (OPTIMIZE, automatic compaction,
+//     VACUUM) and the table properties that tune it.
 //
 // Invariants: a commit file is never rewritten once it exists; data files are written (and
-// synced) before the commit that adds them; every commit starts with commitInfo; rows are
-// []any holding the Go values the schema package documents (nil is NULL). Checkpoints are not
-// read or written yet: Snapshot replays the JSON commits from version 0.
+// synced) before the commit that adds them; every commit starts with commitInfo; a checkpoint is
+// written under a temporary name and renamed, after its version is committed, and is never the
+// only place a reader must look (readers fall back to older checkpoints and the JSON commits);
+// OPTIMIZE only rearranges data (dataChange false); VACUUM never deletes a file of the latest
+// snapshot; rows are []any holding the Go values the schema package documents (nil is NULL).
 package delta

@@ -1,11 +1,13 @@
 package delta
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -62,20 +64,70 @@ func parseCommitName(name string) (int64, bool) {
 // versions lists the versions of the commit files in _delta_log, ascending; a missing
 // _delta_log is an empty list.
 func (t *Table) versions() ([]int64, error) {
+	l, err := t.listLog()
+	return l.commits, err
+}
+
+// logListing is what _delta_log holds: the versions of its commit files and its complete
+// checkpoints, both ascending.
+type logListing struct {
+	commits     []int64
+	checkpoints []checkpointRef
+	uuidNamed   []int64 // versions of UUID-named (v2) checkpoints, which this package does not read
+}
+
+// listLog lists _delta_log once; a missing _delta_log is an empty listing.
+func (t *Table) listLog() (logListing, error) {
+	var l logListing
 	entries, err := os.ReadDir(t.logDir())
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return l, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("delta: list %s: %w", t.logDir(), err)
+		return l, fmt.Errorf("delta: list %s: %w", t.logDir(), err)
 	}
-	var out []int64
-	for _, e := range entries { // ReadDir sorts by name, so by version
-		if v, ok := parseCommitName(e.Name()); ok {
-			out = append(out, v)
+	multi := map[int64]map[int]map[int]string{} // version -> parts -> part -> name
+	// ReadDir sorts by name, so by version.
+	for _, e := range entries {
+		name := e.Name()
+		if v, ok := parseCommitName(name); ok {
+			l.commits = append(l.commits, v)
+			continue
+		}
+		cp, ok := parseCheckpointName(name)
+		switch {
+		case !ok:
+		case cp.uuid:
+			l.uuidNamed = append(l.uuidNamed, cp.version)
+		case cp.parts == 0:
+			l.checkpoints = append(l.checkpoints, checkpointRef{version: cp.version, files: []string{name}})
+		default:
+			if multi[cp.version] == nil {
+				multi[cp.version] = map[int]map[int]string{}
+			}
+			if multi[cp.version][cp.parts] == nil {
+				multi[cp.version][cp.parts] = map[int]string{}
+			}
+			multi[cp.version][cp.parts][cp.part] = name
 		}
 	}
-	return out, nil
+	// A multi-part checkpoint counts only with all of its parts (Delta PROTOCOL.md,
+	// "Checkpoints": readers must ignore multi-part checkpoints with missing parts).
+	for v, byParts := range multi {
+		for parts, names := range byParts {
+			if len(names) != parts || slices.ContainsFunc(l.checkpoints, func(c checkpointRef) bool { return c.version == v }) {
+				continue
+			}
+			ref := checkpointRef{version: v}
+			for i := 1; i <= parts; i++ {
+				ref.files = append(ref.files, names[i])
+			}
+			l.checkpoints = append(l.checkpoints, ref)
+			break
+		}
+	}
+	slices.SortFunc(l.checkpoints, func(a, b checkpointRef) int { return cmp.Compare(a.version, b.version) })
+	return l, nil
 }
 
 // LatestVersion returns the newest committed version of the table, or -1 and a nil error when

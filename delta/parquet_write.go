@@ -49,7 +49,13 @@ var rowGroupRows = 1_000_000
 // precision is an error naming the row and the column; nothing is left behind on error.
 // PartitionValues is left empty: a caller writing a partitioned table sets it.
 func (t *Table) WriteFile(s schema.Schema, rows [][]any) (Add, error) {
-	rel := fmt.Sprintf("part-00000-%s.c000.snappy.parquet", uuid.NewString())
+	return t.writeFileAt("", s, rows)
+}
+
+// writeFileAt is WriteFile into the folder dir ("" or slash-separated and ending in "/",
+// relative to the table folder, as it is on disk).
+func (t *Table) writeFileAt(dir string, s schema.Schema, rows [][]any) (Add, error) {
+	rel := dir + fmt.Sprintf("part-00000-%s.c000.snappy.parquet", uuid.NewString())
 	size, mtime, stats, err := t.writeParquet(rel, s, rows, nil)
 	if err != nil {
 		return Add{}, err
@@ -174,6 +180,19 @@ func (l leaf) value(r []any) (v any, def int, err error) {
 }
 
 func parquetNode(t schema.Type) (parquet.Node, error) {
+	switch t.Storage {
+	case schema.StorageByte:
+		return parquet.Int(8), nil
+	case schema.StorageShort:
+		return parquet.Int(16), nil
+	case schema.StorageFloat:
+		return parquet.Leaf(parquet.FloatType), nil
+	case schema.StorageBinary:
+		return parquet.Encoded(parquet.Leaf(parquet.ByteArrayType), &parquet.Plain), nil
+	case "":
+	default:
+		return nil, fmt.Errorf("type %s is not supported", t.DDL())
+	}
 	switch t.Kind {
 	case schema.Long:
 		return parquet.Leaf(parquet.Int64Type), nil
@@ -369,6 +388,9 @@ func appendValues(buf []parquet.Value, l leaf, rows [][]any, j int, st *colStats
 			if !ok {
 				return buf, typeError(t, v)
 			}
+			if (t.Storage == schema.StorageShort && int32(int16(x)) != x) || (t.Storage == schema.StorageByte && int32(int8(x)) != x) {
+				return buf, fmt.Errorf("%d does not fit %s", x, t.DDL())
+			}
 			st.int(int64(x))
 			pv = parquet.Int32Value(x)
 		case schema.String:
@@ -376,7 +398,9 @@ func appendValues(buf []parquet.Value, l leaf, rows [][]any, j int, st *colStats
 			if !ok {
 				return buf, typeError(t, v)
 			}
-			st.str(x)
+			if t.Storage != schema.StorageBinary {
+				st.str(x)
+			}
 			// The writer copies the bytes into its page buffer; x is never written through.
 			pv = parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(x), len(x)))
 		case schema.Double:
@@ -385,7 +409,11 @@ func appendValues(buf []parquet.Value, l leaf, rows [][]any, j int, st *colStats
 				return buf, typeError(t, v)
 			}
 			st.float(x)
-			pv = parquet.DoubleValue(x)
+			if t.Storage == schema.StorageFloat {
+				pv = parquet.FloatValue(float32(x))
+			} else {
+				pv = parquet.DoubleValue(x)
+			}
 		case schema.Boolean:
 			x, ok := v.(bool)
 			if !ok {

@@ -41,3 +41,12 @@ func localPath(dir, p string) (string, error) {
 	}
 	return filepath.Join(dir, filepath.FromSlash(dec)), nil
 }
+
+// localPathRel decodes the path of an action that is relative to the table folder into its
+// slash-separated on-disk form; an absolute path or URI is an error.
+func localPathRel(p string) (string, error) {
+	if strings.HasPrefix(p, "/") || strings.Contains(p, ":") {
+		return "", fmt.Errorf("path %q is not relative to the table", p)
+	}
+	return url.PathUnescape(p)
+}

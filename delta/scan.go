@@ -47,6 +47,16 @@ func (t *Table) Rows(snap *Snapshot) ([][]any, error) {
 	return out, nil
 }
 
+// FileRows returns the rows of one data file of a table whose metadata is m (an add action of
+// one of its versions): in the column order of m.Schema, partition columns filled from the
+// file's partition values.
+func (t *Table) FileRows(m Metadata, a Add) ([][]any, error) {
+	if len(a.DeletionVector) > 0 && string(a.DeletionVector) != "null" {
+		return nil, fmt.Errorf("delta: file %s has a deletion vector, which this reader does not support", a.Path)
+	}
+	return t.readTableFile(m, a.Path, a.PartitionValues, nil)
+}
+
 // readTableFile reads one data or change data file of a table into rows in table schema order,
 // followed by the values of the extra columns (read from the file by name).
 func (t *Table) readTableFile(m Metadata, path string, partValues map[string]string, extra []schema.Field) ([][]any, error) {
@@ -151,6 +161,9 @@ func FormatPartitionValue(t schema.Type, v any) string {
 	case schema.Timestamp:
 		return schema.FormatTimestamp(x)
 	case float64:
+		if t.Storage == schema.StorageFloat {
+			return strconv.FormatFloat(x, 'g', -1, 32)
+		}
 		return strconv.FormatFloat(x, 'g', -1, 64)
 	}
 	return schema.Text(t, v)
@@ -181,6 +194,10 @@ func parsePartitionValue(t schema.Type, s string) (any, error) {
 	case schema.String:
 		return s, nil
 	case schema.Double:
+		if t.Storage == schema.StorageFloat {
+			f, err := strconv.ParseFloat(s, 32)
+			return float64(float32(f)), err
+		}
 		return strconv.ParseFloat(s, 64)
 	case schema.Boolean:
 		return strconv.ParseBool(strings.ToLower(s))

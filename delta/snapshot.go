@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"slices"
+	"strings"
 )
 
 // Snapshot is the state of a table at one version, computed by log replay (Delta PROTOCOL.md,
@@ -12,15 +14,19 @@ import (
 // Unix epoch (see Commit.Timestamp). Files are the live data files in the order they were first
 // added (a later add of a live path replaces its entry in place). AppTxns maps each txn appId to
 // its latest version. ReaderFeatures and WriterFeatures are the protocol's table features
-// (reader version 3 / writer version 7 tables only). A Snapshot is a value: nothing changes it
+// (reader version 3 / writer version 7 tables only). Tombstones are the remove actions of files
+// that are not live, sorted by path, kept for VACUUM (Delta PROTOCOL.md, "Action
+// Reconciliation"); a snapshot loaded from a checkpoint has only the tombstones the checkpoint
+// kept (those not yet expired when it was written). A Snapshot is a value: nothing changes it
 // after it is returned.
 type Snapshot struct {
-	Version   int64
-	Timestamp int64
-	Protocol  Protocol
-	Metadata  Metadata
-	Files     []Add
-	AppTxns   map[string]int64
+	Version    int64
+	Timestamp  int64
+	Protocol   Protocol
+	Metadata   Metadata
+	Files      []Add
+	AppTxns    map[string]int64
+	Tombstones []Remove
 
 	ReaderFeatures []string
 	WriterFeatures []string
@@ -46,8 +52,8 @@ func (s *Snapshot) AppTxn(appID string) (int64, bool) {
 }
 
 // replayState is the mutable state of log replay. It is the one place where actions are
-// reconciled: a checkpoint reader would produce a replayState for the checkpoint's version and
-// replay the JSON commits after it.
+// reconciled: readCheckpoint produces a replayState for the checkpoint's version, and the JSON
+// commits after it are applied to it.
 type replayState struct {
 	version     int64
 	timestamp   int64
@@ -60,24 +66,23 @@ type replayState struct {
 	files       []Add          // in order of first add; removed entries have Path == ""
 	index       map[string]int // live path -> position in files
 	txns        map[string]int64
+	tombstones  map[string]Remove // removed path -> its latest remove; never a live path
 }
 
 func newReplayState() *replayState {
-	return &replayState{version: -1, index: map[string]int{}, txns: map[string]int64{}}
+	return &replayState{version: -1, index: map[string]int{}, txns: map[string]int64{}, tombstones: map[string]Remove{}}
 }
 
-func (r *replayState) clone() *replayState {
-	c := *r
-	c.files = make([]Add, 0, len(r.index))
-	c.index = make(map[string]int, len(r.index))
-	for _, f := range r.files {
-		if f.Path != "" {
-			c.index[f.Path] = len(c.files)
-			c.files = append(c.files, f)
-		}
+// addFile makes a's path live (replacing the entry of a live path in place) and drops its
+// tombstone.
+func (r *replayState) addFile(a Add) {
+	delete(r.tombstones, a.Path)
+	if i, ok := r.index[a.Path]; ok {
+		r.files[i] = a
+		return
 	}
-	c.txns = maps.Clone(r.txns)
-	return &c
+	r.index[a.Path] = len(r.files)
+	r.files = append(r.files, a)
 }
 
 // apply reconciles the actions of the next commit into the state: the latest protocol and
@@ -100,20 +105,28 @@ func (r *replayState) apply(c *Commit) {
 			r.files[i] = Add{}
 			delete(r.index, rm.Path)
 		}
+		r.tombstones[rm.Path] = rm
 	}
 	for _, a := range c.Adds {
-		if i, ok := r.index[a.Path]; ok {
-			r.files[i] = a
-			continue
-		}
-		r.index[a.Path] = len(r.files)
-		r.files = append(r.files, a)
+		r.addFile(a)
 	}
 	if len(r.files) > 64 && len(r.index) < len(r.files)/2 {
-		*r = *r.clone() // compact the holes left by removes
+		r.compact() // the holes left by removes
 	}
 	r.version = c.Version
 	r.timestamp = c.Timestamp()
+}
+
+// compact drops the holes that removes left in files.
+func (r *replayState) compact() {
+	files := make([]Add, 0, len(r.index))
+	for _, f := range r.files {
+		if f.Path != "" {
+			r.index[f.Path] = len(files)
+			files = append(files, f)
+		}
+	}
+	r.files = files
 }
 
 func (r *replayState) snapshot() *Snapshot {
@@ -136,23 +149,31 @@ func (r *replayState) snapshot() *Snapshot {
 			s.Files = append(s.Files, f)
 		}
 	}
+	s.Tombstones = make([]Remove, 0, len(r.tombstones))
+	for _, rm := range r.tombstones {
+		s.Tombstones = append(s.Tombstones, rm)
+	}
+	slices.SortFunc(s.Tombstones, func(a, b Remove) int { return strings.Compare(a.Path, b.Path) })
 	return s
 }
 
 // Snapshot returns the state of the table at version, or at the latest version when
-// version < 0. It replays the commit files 00000000000000000000.json .. version.json (starting
-// from the newest state this Table has already replayed when that is not past version). Errors:
-// ErrNoTable when the table has no commit; an error naming the latest version when version does
-// not exist yet; an error naming the version when a commit file is missing or malformed, or when
-// the log does not start with a protocol and a metaData action.
+// version < 0. Log replay starts from the newest state this Table has already replayed, or from
+// the newest readable checkpoint at or below version (Delta PROTOCOL.md, "Checkpoints"), or from
+// version 0, and applies the JSON commits after it. Errors: ErrNoTable when the table has no
+// commit; an error naming the latest version when version does not exist yet; an error naming
+// the first version still in the log when version is older and no checkpoint covers it; an error
+// naming the version when a commit file is missing or malformed, or when the log has no protocol
+// or metaData action.
 func (t *Table) Snapshot(version int64) (*Snapshot, error) {
-	latest, err := t.LatestVersion()
+	l, err := t.listLog()
 	if err != nil {
 		return nil, err
 	}
-	if latest < 0 {
+	if len(l.commits) == 0 {
 		return nil, fmt.Errorf("delta: %s: %w", t.Dir, ErrNoTable)
 	}
+	latest := l.commits[len(l.commits)-1]
 	if version < 0 {
 		version = latest
 	}
@@ -162,9 +183,9 @@ func (t *Table) Snapshot(version int64) (*Snapshot, error) {
 
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	st := t.cache
-	if st == nil || st.version > version {
-		st = newReplayState()
+	st, err := t.startState(l, version)
+	if err != nil {
+		return nil, err
 	}
 	if err := t.replay(st, version); err != nil {
 		return nil, err
@@ -180,8 +201,8 @@ func (t *Table) replay(st *replayState, upTo int64) error {
 	for v := st.version + 1; v <= upTo; v++ {
 		c, err := t.ReadCommit(v)
 		if err != nil {
-			if v == 0 && errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("delta: %s: the log does not start at version 0 (reading checkpoints is not supported yet): %w", t.Dir, err)
+			if errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("delta: %s: version %d cannot be read: the commit file of version %d is missing (replaying from version %d): %w", t.Dir, upTo, v, st.version, err)
 			}
 			return err
 		}
@@ -191,4 +212,56 @@ func (t *Table) replay(st *replayState, upTo int64) error {
 		return fmt.Errorf("delta: %s: version %d has no protocol or metaData action in its log", t.Dir, upTo)
 	}
 	return nil
+}
+
+// checkpointFor returns the newest complete checkpoint at or below version, or nil.
+func (l logListing) checkpointFor(version int64) *checkpointRef {
+	for i := len(l.checkpoints) - 1; i >= 0; i-- {
+		if l.checkpoints[i].version <= version {
+			return &l.checkpoints[i]
+		}
+	}
+	return nil
+}
+
+// startState returns the state log replay for version starts from: a cached state, the newest
+// readable checkpoint at or below version, or an empty state when the log starts at version 0.
+func (t *Table) startState(l logListing, version int64) (*replayState, error) {
+	cached := t.cache
+	usable := cached != nil && cached.version <= version
+	cp := l.checkpointFor(version)
+	if usable && (cp == nil || cached.version >= cp.version || version-cached.version <= 2*DefaultCheckpointInterval) {
+		return cached, nil
+	}
+	var cpErr error
+	for i := len(l.checkpoints) - 1; i >= 0; i-- {
+		ref := l.checkpoints[i]
+		if ref.version > version {
+			continue
+		}
+		st, err := t.readCheckpoint(ref)
+		if err == nil {
+			return st, nil
+		}
+		if cpErr == nil {
+			cpErr = err // try an older checkpoint, then the JSON commits
+		}
+	}
+	if usable {
+		return cached, nil
+	}
+	if len(l.commits) > 0 && l.commits[0] == 0 {
+		return newReplayState(), nil
+	}
+	first := int64(-1)
+	if len(l.commits) > 0 {
+		first = l.commits[0]
+	}
+	if cpErr != nil {
+		return nil, fmt.Errorf("delta: %s: the log starts at version %d and its checkpoint at or before version %d cannot be read: %w", t.Dir, first, version, cpErr)
+	}
+	if len(l.uuidNamed) > 0 {
+		return nil, fmt.Errorf("delta: %s: the log starts at version %d and the only checkpoints are UUID-named V2 checkpoints, which this reader does not support", t.Dir, first)
+	}
+	return nil, fmt.Errorf("delta: %s: version %d is no longer available: the log starts at version %d (older commits were cleaned up) and no checkpoint covers version %d", t.Dir, version, first, version)
 }

@@ -94,13 +94,3 @@ func TestSparkPartitionedTable(t *testing.T) {
 		t.Errorf("stats %+v, %v", st, err)
 	}
 }
-
-// TestUnsupportedTypesRefused: a table with types the schema package lacks (SHORT, BYTE, FLOAT,
-// BINARY) is refused with the column named, rather than read wrong.
-func TestUnsupportedTypesRefused(t *testing.T) {
-	t.Parallel()
-	_, err := New("testdata/all_primitive_types").Snapshot(-1)
-	if err == nil || !strings.Contains(err.Error(), `column "int16"`) || !strings.Contains(err.Error(), "00000000000000000000.json") {
-		t.Errorf("Snapshot: %v", err)
-	}
-}

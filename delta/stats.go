@@ -150,7 +150,11 @@ func (c *colStats) bound(t schema.Type, max bool) (string, bool) {
 		if max {
 			v = c.maxF
 		}
-		return strconv.FormatFloat(v, 'g', -1, 64), true
+		bits := 64
+		if t.Storage == schema.StorageFloat {
+			bits = 32 // Spark writes the float's own shortest text
+		}
+		return strconv.FormatFloat(v, 'g', -1, bits), true
 	}
 	if !c.has {
 		return "", false

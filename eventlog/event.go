@@ -16,6 +16,9 @@ const (
 	FlowProgress        = "flow_progress"
 	PlanningInformation = "planning_information"
 	UserAction          = "user_action"
+	// MaintenanceProgress reports table maintenance the runner did (automatic OPTIMIZE), with
+	// details.maintenance_progress {operation, auto, version, num_removed_files, ...}.
+	MaintenanceProgress = "maintenance_progress"
 )
 
 // Levels.

@@ -3,7 +3,9 @@ package eventlog
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -80,13 +82,15 @@ func (l *Log) Flush() error {
 		}
 		tx := l.table.Begin(snap)
 		if snap == nil {
-			tx.SetMetadata(delta.Metadata{Name: "events", Description: "Tributary event log", Schema: Schema})
+			tx.SetMetadata(delta.Metadata{Name: "events", Description: "Tributary event log", Schema: Schema,
+				Configuration: map[string]string{delta.ConfigAutoOptimizeMinFiles: strconv.Itoa(AutoOptimizeMinFiles)}})
 		}
 		tx.Add(add)
 		_, err = tx.Commit("WRITE", map[string]any{"mode": "Append"})
 		if err == nil {
 			l.created = true
 			l.pending = l.pending[:0]
+			l.compact()
 			return nil
 		}
 		if errors.Is(err, delta.ErrConflict) && attempt < 3 {
@@ -94,6 +98,19 @@ func (l *Log) Flush() error {
 			continue
 		}
 		return fmt.Errorf("eventlog: %w", err)
+	}
+}
+
+// AutoOptimizeMinFiles is the pipelines.autoOptimize.minNumFiles of a new event log: every flush
+// appends a small file, so the log is compacted once it holds this many.
+const AutoOptimizeMinFiles = 20
+
+// compact runs automatic OPTIMIZE of the event log table (delta.Table.AutoOptimize: on unless the
+// table property pipelines.autoOptimize.managed is "false"). Its failure loses no event, so it is
+// logged rather than returned.
+func (l *Log) compact() {
+	if _, err := l.table.AutoOptimize(); err != nil {
+		slog.Warn("eventlog: automatic OPTIMIZE of the event log failed", "table", l.table.Dir, "err", err)
 	}
 }
 

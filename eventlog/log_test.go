@@ -1,8 +1,11 @@
 package eventlog
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
+
+	"tributary/delta"
 )
 
 func TestWriteAndRead(t *testing.T) {
@@ -55,5 +58,49 @@ func TestReadMissingLog(t *testing.T) {
 	evs, err := Read(filepath.Join(t.TempDir(), "none"))
 	if err != nil || len(evs) != 0 {
 		t.Fatalf("Read of a missing log = %v, %v; want no events and no error", evs, err)
+	}
+}
+
+// TestEventLogStaysCompact flushes 45 times (one small file each): automatic OPTIMIZE keeps the
+// table below AutoOptimizeMinFiles files, checkpoints are written every 10 commits, and every
+// event reads back once, in sequence order.
+func TestEventLogStaysCompact(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "events")
+	l, err := Open(dir, "shop", "u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 45; i++ {
+		l.Emit(Info, FlowProgress, "f", "d", "event", nil, "")
+		if err := l.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tbl := delta.New(dir)
+	snap, err := tbl.Snapshot(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Files) >= AutoOptimizeMinFiles {
+		t.Errorf("%d files after 45 flushes", len(snap.Files))
+	}
+	if snap.Metadata.Configuration[delta.ConfigAutoOptimizeMinFiles] != "20" {
+		t.Errorf("configuration %v", snap.Metadata.Configuration)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "_delta_log", "00000000000000000010.checkpoint.parquet")); err != nil {
+		t.Errorf("no checkpoint at version 10: %v", err)
+	}
+	evs, err := Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 45 {
+		t.Fatalf("read %d events, want 45", len(evs))
+	}
+	for i, e := range evs {
+		if e.Sequence != int64(i+1) {
+			t.Errorf("event %d has sequence %d", i, e.Sequence)
+		}
 	}
 }

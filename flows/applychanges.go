@@ -141,7 +141,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 			if !a.DataChange {
 				continue
 			}
-			fr, err := source.ReadFile(a.Path, srcSch)
+			fr, err := source.FileRows(b.srcSnap.Metadata, a) // partition columns from the log
 			if err != nil {
 				return nil, err
 			}

@@ -205,11 +205,11 @@ func Ingest(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
 		if len(rows) == 0 {
 			return nil
 		}
-		add, err := table.WriteFile(d.Schema, rows)
+		written, err := table.WriteData(snap.Metadata, rows)
 		if err != nil {
 			return err
 		}
-		adds = append(adds, add)
+		adds = append(adds, written...)
 		m.NumOutputRows += int64(len(rows))
 		return nil
 	}

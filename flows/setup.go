@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"tributary/delta"
@@ -42,19 +44,57 @@ func Setup(p *spec.Pipeline, d *spec.Dataset) error {
 			return fmt.Errorf("dataset %s: %w: the table has (%s) but the spec now gives (%s)",
 				d.Name, ErrSchemaChanged, snap.Metadata.Schema.DDL(), d.Schema.DDL())
 		}
-		return nil
+		if !slices.Equal(snap.Metadata.PartitionColumns, d.PartitionBy) && (len(snap.Metadata.PartitionColumns) > 0 || len(d.PartitionBy) > 0) {
+			return fmt.Errorf("dataset %s: %w: the table is partitioned by [%s] but the spec now gives partition_by [%s]",
+				d.Name, ErrSchemaChanged, strings.Join(snap.Metadata.PartitionColumns, ", "), strings.Join(d.PartitionBy, ", "))
+		}
+		return setProperties(t, snap, d)
 	}
 	if !errors.Is(err, delta.ErrNoTable) {
 		return err
 	}
 	conf := map[string]string{"delta.enableChangeDataFeed": "true"}
+	if d.Source != nil && d.Source.Read == spec.ReadChangeFeed {
+		// The rows carry _change_type, _commit_version and _commit_timestamp, the names a
+		// change data feed reserves: the table cannot have one (as in Delta).
+		conf["delta.enableChangeDataFeed"] = "false"
+	}
 	for k, v := range d.TableProperties {
 		conf[k] = v
 	}
 	tx := t.Begin(nil)
-	tx.SetMetadata(delta.Metadata{Name: d.Name, Description: d.Comment, Schema: d.Schema, Configuration: conf})
+	tx.SetMetadata(delta.Metadata{Name: d.Name, Description: d.Comment, Schema: d.Schema, PartitionColumns: d.PartitionBy, Configuration: conf})
 	if _, err := tx.Commit("CREATE TABLE", map[string]any{"isManaged": "true", "description": d.Comment}); err != nil && !errors.Is(err, delta.ErrConflict) {
 		return err
+	}
+	return nil
+}
+
+// setProperties brings the table properties of an existing table in line with the spec's
+// `table_properties:` (a SET TBLPROPERTIES commit when one differs); properties the spec does not
+// name are left as they are.
+func setProperties(t *delta.Table, snap *delta.Snapshot, d *spec.Dataset) error {
+	var changed []string
+	for k, v := range d.TableProperties {
+		if old, ok := snap.Metadata.Configuration[k]; !ok || old != v {
+			changed = append(changed, k)
+		}
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	slices.Sort(changed)
+	m := snap.Metadata
+	m.Configuration = maps.Clone(m.Configuration)
+	props := map[string]string{}
+	for _, k := range changed {
+		m.Configuration[k] = d.TableProperties[k]
+		props[k] = d.TableProperties[k]
+	}
+	tx := t.Begin(snap)
+	tx.SetMetadata(m)
+	if _, err := tx.Commit("SET TBLPROPERTIES", map[string]any{"properties": props}); err != nil {
+		return fmt.Errorf("dataset %s: setting table properties %s: %w", d.Name, strings.Join(changed, ", "), err)
 	}
 	return nil
 }
@@ -66,6 +106,8 @@ func Run(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
 		return ApplyChanges(ctx, env, d)
 	case d.ApplyChangesFromSnapshot != nil:
 		return ApplySnapshots(ctx, env, d)
+	case d.Source != nil && d.Source.Format == spec.FormatDelta:
+		return ReadDelta(ctx, env, d)
 	case d.Source != nil:
 		return Ingest(ctx, env, d)
 	}

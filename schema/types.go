@@ -36,11 +36,24 @@ type Type struct {
 	Precision int     // DECIMAL only: total digits, 1..MaxDecimalPrecision
 	Scale     int     // DECIMAL only: digits after the point, 0..Precision
 	Struct    *Schema // STRUCT only: the fields
+	// Storage, when set, is the narrower Spark type a table written by another engine declares
+	// for the column, read into the values of a wider kind: StorageByte or StorageShort (Integer,
+	// int32 values), StorageFloat (Double, float64 values holding a float32) or StorageBinary
+	// (String, values holding the raw bytes). Only Delta schemaStrings set it; Spark DDL does not.
+	Storage string
 }
+
+// The values of Type.Storage (Delta PROTOCOL.md, "Primitive Types").
+const (
+	StorageByte   = "byte"
+	StorageShort  = "short"
+	StorageFloat  = "float"
+	StorageBinary = "binary"
+)
 
 // Equal reports whether two types are the same, comparing STRUCT fields deeply.
 func (t Type) Equal(o Type) bool {
-	if t.Kind != o.Kind || t.Precision != o.Precision || t.Scale != o.Scale {
+	if t.Kind != o.Kind || t.Precision != o.Precision || t.Scale != o.Scale || t.Storage != o.Storage {
 		return false
 	}
 	if t.Kind == StructKind {
@@ -72,6 +85,16 @@ type Schema struct {
 
 // DDL returns the type in Spark DDL form: BIGINT, INT, STRING, DOUBLE, BOOLEAN, DECIMAL(p,s), DATE, TIMESTAMP.
 func (t Type) DDL() string {
+	switch t.Storage {
+	case StorageByte:
+		return "TINYINT"
+	case StorageShort:
+		return "SMALLINT"
+	case StorageFloat:
+		return "FLOAT"
+	case StorageBinary:
+		return "BINARY"
+	}
 	switch t.Kind {
 	case Long:
 		return "BIGINT"
@@ -102,6 +125,9 @@ func (t Type) DDL() string {
 // SparkName returns the type's name in a Delta schemaString: long, integer, string, double,
 // boolean, decimal(p,s), date, timestamp (Delta PROTOCOL.md, "Primitive Types").
 func (t Type) SparkName() string {
+	if t.Storage != "" {
+		return t.Storage
+	}
 	switch t.Kind {
 	case Long:
 		return "long"

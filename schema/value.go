@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -128,8 +129,15 @@ func FromJSON(t Type, v any) (any, error) {
 			return nil, fmt.Errorf("%s is not a number for %s", jsonKind(v), t.DDL())
 		}
 		if t.Kind == Integer {
-			if n < math.MinInt32 || n > math.MaxInt32 {
-				return nil, fmt.Errorf("%d does not fit INT", n)
+			lo, hi := int64(math.MinInt32), int64(math.MaxInt32)
+			switch t.Storage {
+			case StorageShort:
+				lo, hi = math.MinInt16, math.MaxInt16
+			case StorageByte:
+				lo, hi = math.MinInt8, math.MaxInt8
+			}
+			if n < lo || n > hi {
+				return nil, fmt.Errorf("%d does not fit %s", n, t.DDL())
 			}
 			return int32(n), nil
 		}
@@ -223,10 +231,14 @@ func jsonKind(v any) string {
 
 // AppendJSON appends v as JSON in the `jsonl` form of spec.md §2: BIGINT/INT as numbers, DECIMAL
 // as a number with exactly the column's scale, DATE as "YYYY-MM-DD", TIMESTAMP as RFC 3339 UTC
-// with microseconds, NULL as null.
+// with microseconds, NULL as null; a BINARY column (Storage binary) as base64 text, as Spark's
+// to_json writes it.
 func AppendJSON(buf []byte, t Type, v any) []byte {
 	if v == nil {
 		return append(buf, "null"...)
+	}
+	if x, ok := v.(string); ok && t.Storage == StorageBinary {
+		return strconv.AppendQuote(buf, base64.StdEncoding.EncodeToString([]byte(x)))
 	}
 	switch x := v.(type) {
 	case int64:
@@ -240,7 +252,7 @@ func AppendJSON(buf []byte, t Type, v any) []byte {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return strconv.AppendQuote(buf, strconv.FormatFloat(x, 'g', -1, 64))
 		}
-		return strconv.AppendFloat(buf, x, 'g', -1, 64)
+		return strconv.AppendFloat(buf, x, 'g', -1, t.floatBits())
 	case bool:
 		return strconv.AppendBool(buf, x)
 	case Decimal:
@@ -274,15 +286,27 @@ func Text(t Type, v any) string {
 	case nil:
 		return "NULL"
 	case string:
+		if t.Storage == StorageBinary {
+			return base64.StdEncoding.EncodeToString([]byte(x))
+		}
 		return x
 	case Date:
 		return FormatDate(x)
 	case Timestamp:
 		return FormatTimestamp(x)
 	case float64:
-		return strconv.FormatFloat(x, 'g', -1, 64)
+		return strconv.FormatFloat(x, 'g', -1, t.floatBits())
 	}
 	return string(AppendJSON(nil, t, v))
+}
+
+// floatBits is 32 for a FLOAT column (Storage float), whose values print as the shortest text
+// of their float32, else 64.
+func (t Type) floatBits() int {
+	if t.Storage == StorageFloat {
+		return 32
+	}
+	return 64
 }
 
 // Compare orders two non-NULL values of the same column type: -1, 0 or +1. NULL sorts first.

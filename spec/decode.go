@@ -27,10 +27,9 @@ var pipelineKeys = keySet{
 }
 
 var datasetKeys = keySet{
-	known: []string{"name", "type", "comment", kindSource, kindApplyChanges, kindSnapshot, "expectations", "table_properties", "schema"},
+	known: []string{"name", "type", "comment", kindSource, kindApplyChanges, kindSnapshot, "expectations", "table_properties", "schema", "partition_by"},
 	later: map[string]string{
-		kindQuery:      "feed the dataset with `source:`, `apply_changes:` or `apply_changes_from_snapshot:`",
-		"partition_by": "remove it; tables are not partitioned in this release",
+		kindQuery: "feed the dataset with `source:`, `apply_changes:` or `apply_changes_from_snapshot:`",
 	},
 }
 
@@ -49,6 +48,7 @@ type datasetInfo struct {
 	apply       *applyInfo
 	snapshot    *snapshotInfo
 	expect      []ref // the `expect` node and path of each of ds.Expectations (zero when missing)
+	partitionBy *partitionInfo
 }
 
 // pipeline decodes the top level of the spec. It returns nil when the document is not a
@@ -158,6 +158,8 @@ func (d *decoder) dataset(n *yaml.Node, path string) *datasetInfo {
 			ds.Expectations, in.expect = d.expectations(e.val, e.path)
 		case "table_properties":
 			ds.TableProperties = d.tableProperties(e.val, e.path)
+		case "partition_by":
+			ds.PartitionBy, in.partitionBy = d.partitionBy(e)
 		case "schema":
 			if s, ok := d.nonEmpty(e.val, e.path); ok {
 				declared, problems, complete := parseColumns(s)

@@ -59,6 +59,9 @@ type Dataset struct {
 	// of each snapshot for an ApplyChangesFromSnapshot dataset.
 	Expectations    []Expectation
 	TableProperties map[string]string // Delta table properties, values as written
+	// PartitionBy lists the columns the dataset's table is partitioned by (Delta partition
+	// columns, in order); only a dataset fed by `source` takes it.
+	PartitionBy []string
 	// Schema is the dataset's output schema: for a Source, the declared schema plus
 	// RescuedDataColumn (STRING) at the end when set; for ApplyChanges (SCD type 1), the
 	// source's output schema reduced by ColumnList or ExceptColumnList, in the source's column
@@ -78,8 +81,28 @@ type Source struct {
 	// receives, as JSON, what did not fit the schema.
 	RescuedDataColumn string
 	Mode              string // "permissive" (default), "dropmalformed" or "failfast"
+	// Read, for format delta, is how the Delta table at Path is read: ReadAppend (the rows its
+	// versions add) or ReadChangeFeed (its change data feed). Schema is then the table's schema,
+	// plus _change_type, _commit_version and _commit_timestamp for ReadChangeFeed.
+	Read string
+	// StartingVersion, for format delta, is the first table version read; -1 (the default) reads
+	// the latest snapshot's rows first (as inserts for ReadChangeFeed), then every later version,
+	// as a Spark streaming read does.
+	StartingVersion int64
+	// SkipChangeCommits, for ReadAppend: versions that update or delete rows are skipped rather
+	// than failing the flow.
+	SkipChangeCommits bool
 	Pos               Pos
 }
+
+// FormatDelta reads a Delta table by path (Source.Read says how).
+const FormatDelta = "delta"
+
+// The values of Source.Read.
+const (
+	ReadAppend     = "append"
+	ReadChangeFeed = "change_feed"
+)
 
 // The reader modes of Source.Mode, as Spark's JSON reader names them.
 const (
@@ -197,6 +220,7 @@ func Parse(file string, data []byte, conf map[string]string, env func(string) (s
 	p, info := d.pipeline(doc, abs, vars)
 	if p != nil {
 		d.validate(p, info)
+		d.validatePartitions(info)
 	}
 	if len(d.errs) > 0 {
 		return nil, sortErrors(d.errs)

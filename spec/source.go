@@ -7,12 +7,9 @@ import (
 )
 
 var sourceKeys = keySet{
-	known: []string{"path", "format", "schema", "options", "rescued_data_column", "mode"},
+	known: []string{"path", "format", "schema", "options", "rescued_data_column", "mode", "read", "starting_version", "skip_change_commits"},
 	later: map[string]string{
-		"table":                 "this release reads files only: use `path:` and `format: json`, or apply_changes to read a dataset's changes",
-		"read":                  "this release reads files only; remove it",
-		"starting_version":      "this release reads files only; remove it",
-		"skip_change_commits":   "this release reads files only; remove it",
+		"table":                 "read files (`path:` and `format: json`) or a Delta table by path (`format: delta`), or use apply_changes to read a dataset's changes",
 		"schema_hints":          "declare every column in `schema:` instead",
 		"schema_evolution_mode": "remove it; the declared schema is fixed",
 	},
@@ -20,8 +17,8 @@ var sourceKeys = keySet{
 
 // supportedFormats are the formats this release reads; laterFormats are recognised and refused.
 var (
-	supportedFormats = []string{"json"}
-	laterFormats     = []string{"csv", "parquet", "delta", "avro", "orc", "text", "xml", "binaryfile", "debezium"}
+	supportedFormats = []string{"json", FormatDelta}
+	laterFormats     = []string{"csv", "parquet", "avro", "orc", "text", "xml", "binaryfile", "debezium"}
 )
 
 // sourceInfo keeps the nodes of a source that validation points at.
@@ -44,9 +41,12 @@ func (d *decoder) source(n *yaml.Node, path string) (*Source, *sourceInfo) {
 	}
 	has := map[string]bool{}
 	var schemaNode *yaml.Node
+	deltaKeys := map[string]entry{} // read, starting_version, skip_change_commits: format delta only
 	for _, e := range entries {
 		has[e.name] = true
 		switch e.name {
+		case "read", "starting_version", "skip_change_commits":
+			deltaKeys[e.name] = e
 		case "path":
 			if s, ok := d.nonEmpty(e.val, e.path); ok {
 				src.Path = resolvePath(d.dir, s)
@@ -71,6 +71,15 @@ func (d *decoder) source(n *yaml.Node, path string) (*Source, *sourceInfo) {
 	}
 	if has["table"] {
 		return src, in // refused already; path, format and schema do not apply
+	}
+	if src.Format == FormatDelta {
+		d.deltaSource(n, path, src, in, entries, deltaKeys)
+		return src, in
+	}
+	for _, k := range []string{"read", "starting_version", "skip_change_commits"} {
+		if e, ok := deltaKeys[k]; ok {
+			d.addAt(e.key, e.path, "remove it, or read a Delta table with `format: delta`", "%s applies to `format: delta` only", k)
+		}
 	}
 	if !has["path"] {
 		d.addAt(n, child(path, "path"), "add `path: ./landing/...` (a folder or a glob, relative to the spec's folder)", "the source has no path")

@@ -201,6 +201,9 @@ func Run(ctx context.Context, p *spec.Pipeline, opts Options) (*Result, error) {
 		events.Emit(eventlog.Info, eventlog.FlowProgress, name, name, "Flow "+name+" is STARTING.", progress(FlowStarting, nil), "")
 		events.Emit(eventlog.Info, eventlog.FlowProgress, name, name, "Flow "+name+" is RUNNING.", progress(FlowRunning, nil), "")
 		m, err := flows.Run(ctx, env, d)
+		if err == nil && m.Version >= 0 {
+			autoOptimize(p, d, events)
+		}
 		mu.Lock()
 		fr := res.Flows[name]
 		fr.Metrics, fr.Err = m, err

@@ -28,7 +28,7 @@ func newChangesCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			t, err := datasetTable(p, args[1])
+			t, err := changesTable(p, args[1])
 			if err != nil {
 				return err
 			}

@@ -43,7 +43,7 @@ func newEventsCmd() *cobra.Command {
 				return usageError(fmt.Errorf("--update %s: the event log has no such update; %s", updateID, recentUpdates(evs)))
 			}
 			if typ != "" && !knownTypes[typ] {
-				return usageError(fmt.Errorf("--type %s: not an event type; use one of create_update, update_progress, dataset_definition, flow_definition, flow_progress, planning_information, user_action", typ))
+				return usageError(fmt.Errorf("--type %s: not an event type; use one of create_update, update_progress, dataset_definition, flow_definition, flow_progress, planning_information, user_action, maintenance_progress", typ))
 			}
 			var rows [][]any
 			for _, e := range evs {
@@ -71,6 +71,7 @@ func newEventsCmd() *cobra.Command {
 var knownTypes = map[string]bool{
 	eventlog.CreateUpdate: true, eventlog.UpdateProgress: true, eventlog.DatasetDefinition: true, eventlog.FlowDefinition: true,
 	eventlog.FlowProgress: true, eventlog.PlanningInformation: true, eventlog.UserAction: true,
+	eventlog.MaintenanceProgress: true,
 }
 
 func hasUpdate(evs []eventlog.Event, id string) bool {

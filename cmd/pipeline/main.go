@@ -38,6 +38,7 @@ func newRoot() *cobra.Command {
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError(err) })
 	root.AddCommand(newRunCmd(), newValidateCmd(), newGraphCmd(), newShowCmd(), newChangesCmd(), newEventsCmd())
+	root.AddCommand(newHistoryCmd(), newOptimizeCmd(), newVacuumCmd())
 	return root
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"tributary/delta"
 	"tributary/flows"
+	"tributary/schema"
 	"tributary/spec"
 )
 
@@ -16,22 +17,39 @@ func newShowCmd() *cobra.Command {
 	var confs []string
 	var format string
 	var version int64
+	var timestamp string
 	var limit int
 	cmd := &cobra.Command{
 		Use:   "show SPEC DATASET",
-		Short: "Print a dataset's rows (the current version, or --version N)",
+		Short: "Print a dataset's rows (the current version, --version N or --timestamp T)",
 		Args:  exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := load(args[0], confs)
-			if err != nil {
-				return err
+			if cmd.Flags().Changed("version") && cmd.Flags().Changed("timestamp") {
+				return usageError(errors.New("--version and --timestamp choose the same thing; give one of them"))
 			}
 			if cmd.Flags().Changed("version") && version < 0 {
 				return usageError(fmt.Errorf("--version %d: table versions start at 0", version))
 			}
+			var at schema.Timestamp
+			if cmd.Flags().Changed("timestamp") {
+				var err error
+				if at, err = schema.ParseTimestamp(timestamp); err != nil {
+					return usageError(fmt.Errorf("--timestamp: %w (a date alone means its midnight UTC)", err))
+				}
+			}
+			p, err := load(args[0], confs)
+			if err != nil {
+				return err
+			}
 			t, err := datasetTable(p, args[1])
 			if err != nil {
 				return err
+			}
+			if cmd.Flags().Changed("timestamp") {
+				// TIMESTAMP AS OF: the newest version committed at or before the time.
+				if version, err = t.VersionAsOf(int64(at) / 1000); err != nil {
+					return failure(err)
+				}
 			}
 			snap, err := t.Snapshot(version)
 			if err != nil {
@@ -50,6 +68,7 @@ func newShowCmd() *cobra.Command {
 	cmd.Flags().StringArrayVar(&confs, "conf", nil, "set a configuration value (key=value); repeatable")
 	cmd.Flags().StringVar(&format, "format", "table", "table, jsonl or csv")
 	cmd.Flags().Int64Var(&version, "version", -1, "read this table version instead of the latest")
+	cmd.Flags().StringVar(&timestamp, "timestamp", "", "read the version current at this time (RFC 3339, e.g. 2024-01-31T10:00:00Z; see `pipeline history`)")
 	cmd.Flags().IntVar(&limit, "limit", -1, "print at most N rows")
 	return cmd
 }
@@ -106,4 +125,15 @@ func datasetTable(p *spec.Pipeline, name string) (*delta.Table, error) {
 		return nil, failure(fmt.Errorf("dataset %s has no table yet at %s: run `pipeline run %s` first", name, t.Dir, p.File))
 	}
 	return t, nil
+}
+
+// changesTable returns the table whose change data feed `pipeline changes` prints for a dataset:
+// its own table, or, for a dataset that reads the change data feed of a Delta table (`source:`
+// with `format: delta` and `read: change_feed`), that Delta table: the dataset holds the feed's
+// rows itself and has no feed of its own (its columns include the feed's reserved names).
+func changesTable(p *spec.Pipeline, name string) (*delta.Table, error) {
+	if d := p.Dataset(name); d != nil && d.Source != nil && d.Source.Format == spec.FormatDelta && d.Source.Read == spec.ReadChangeFeed {
+		return delta.New(d.Source.Path), nil
+	}
+	return datasetTable(p, name)
 }

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tributary/spec"
+	"tributary/update"
+)
+
+// TestMaintenanceCommandErrors: the exit status and message of optimize and vacuum when the
+// command line or the state of the storage does not allow them.
+func TestMaintenanceCommandErrors(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	specFile := filepath.Join(tmp, "pipeline.yaml")
+	if err := os.WriteFile(specFile, []byte(accountsSpec(map[string]string{"delta.deletedFileRetentionDuration": "interval 1 hours"})), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	landing, storage := filepath.Join(tmp, "landing"), filepath.Join(tmp, "storage")
+	conf := []string{"--conf", "landing=" + landing, "--conf", "storage=" + storage}
+	check := func(code int, want string, args ...string) {
+		t.Helper()
+		r := pipeline(t, nil, append(args, conf...)...)
+		if r.code != code || !strings.Contains(r.stderr+r.stdout, want) {
+			t.Errorf("pipeline %s: exit %d\n%s%s\nwant exit %d and %q", strings.Join(args, " "), r.code, r.stdout, r.stderr, code, want)
+		}
+	}
+	check(1, "has no table yet", "optimize", specFile)
+	check(1, "has no table yet", "vacuum", specFile, "raw")
+	landBatch(t, landing, 1)
+	mustRun(t, append([]string{"run", specFile}, conf...)...)
+	check(2, "has no dataset", "optimize", specFile, "nope")
+	check(2, "accepts 1 or 2 arguments", "vacuum", specFile, "raw", "accounts")
+	check(2, "--retain", "vacuum", specFile, "--retain", "seven days")
+	check(1, "dataset accounts_history is not optimized: its APPLY CHANGES state keeps per-key histories", "optimize", specFile, "accounts_history")
+	// The datasets allow 1 hour; the event log keeps Delta's 7 days and is skipped.
+	check(0, "event log: skipped: --retain 1h0m0s is shorter than its delta.deletedFileRetentionDuration (7 days)", "vacuum", specFile, "--retain", "1h", "--dry-run")
+	check(2, "raw: --retain 30m0s is shorter than its delta.deletedFileRetentionDuration (1h0m0s)", "vacuum", specFile, "raw", "--retain", "30m")
+
+	p, err := spec.Load(specFile, map[string]string{"landing": landing, "storage": storage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, err := update.Lock(p, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	check(1, "locked by another update", "optimize", specFile)
+	check(1, "locked by another update", "vacuum", specFile)
+}

@@ -1,0 +1,191 @@
+package delta
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ErrRetentionTooShort is returned (wrapped) by Vacuum when the retention asked for is shorter
+// than the table's delta.deletedFileRetentionDuration: files a reader of a recent version still
+// needs could be deleted. Lower the table property to vacuum with a shorter retention, as Delta
+// asks. Test it with errors.Is.
+var ErrRetentionTooShort = errors.New("delta: the retention is shorter than the table's delta.deletedFileRetentionDuration")
+
+// VacuumOptions tune Vacuum.
+type VacuumOptions struct {
+	// Retain is how far back versions stay readable; negative means the table's
+	// delta.deletedFileRetentionDuration (default 7 days). It may not be shorter than that.
+	Retain time.Duration
+	// DryRun lists the files Vacuum would delete without deleting them.
+	DryRun bool
+	// Now is the current time (tests); zero means time.Now().
+	Now time.Time
+	// KeepFromVersion, when >= 0, keeps every data and change data file that commits from this
+	// version on added, live or not: a reader that has not read those versions yet (a
+	// downstream flow) still needs them.
+	KeepFromVersion int64
+}
+
+// VacuumResult lists the files Vacuum deleted (or would delete, for a dry run): paths relative
+// to the table folder, slash-separated, sorted; Bytes is their total size.
+type VacuumResult struct {
+	Files  []string
+	Bytes  int64
+	Retain time.Duration
+}
+
+// Vacuum deletes the files in the table folder that no snapshot within the retention window
+// needs, as Delta's VACUUM does: a file is deleted when it is not a live file of the latest
+// snapshot, not a file removed less than Retain ago (its tombstone's deletionTimestamp), not
+// added by a version from opts.KeepFromVersion on, and its modification time is older than
+// Retain (so files of a commit in progress, and change data files of recent versions, stay).
+// It walks the table folder except _delta_log and names starting with "." or "_" other than
+// _change_data (a ".…tmp" file left by a crashed write is deleted once older than Retain), and
+// removes partition folders it leaves empty. It never deletes a file the latest snapshot reads,
+// and it does not write a commit. Errors: ErrRetentionTooShort; a table with deletion vectors
+// (their files are not tracked).
+func (t *Table) Vacuum(opts VacuumOptions) (VacuumResult, error) {
+	res := VacuumResult{}
+	snap, err := t.Snapshot(-1)
+	if err != nil {
+		return res, err
+	}
+	tableRetain, err := snap.Metadata.DeletedFileRetention()
+	if err != nil {
+		return res, err
+	}
+	retain := opts.Retain
+	if retain < 0 {
+		retain = tableRetain
+	}
+	if retain < tableRetain {
+		return res, fmt.Errorf("vacuum %s retaining %s: %w (%s); set the table property %s to %q or less to allow it",
+			t.Dir, retain, ErrRetentionTooShort, tableRetain, ConfigDeletedFileRetention, fmt.Sprintf("interval %d seconds", int64(retain/time.Second)))
+	}
+	res.Retain = retain
+	for _, f := range snap.Files {
+		if len(f.DeletionVector) > 0 && string(f.DeletionVector) != "null" {
+			return res, fmt.Errorf("delta: vacuum %s: file %s has a deletion vector, which this package does not track", t.Dir, f.Path)
+		}
+	}
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	cutoff := now.Add(-retain)
+
+	keep := map[string]bool{} // absolute local paths
+	live := map[string]bool{} // absolute local paths of the latest snapshot's files
+	keepAction := func(p string) error {
+		name, err := localPath(t.Dir, p)
+		if err != nil {
+			return fmt.Errorf("delta: vacuum %s: %w", t.Dir, err)
+		}
+		keep[filepath.Clean(name)] = true
+		return nil
+	}
+	for _, f := range snap.Files {
+		if err := keepAction(f.Path); err != nil {
+			return res, err
+		}
+		name, _ := localPath(t.Dir, f.Path)
+		live[filepath.Clean(name)] = true
+	}
+	for _, r := range snap.Tombstones {
+		if r.DeletionTimestamp > cutoff.UnixMilli() {
+			if err := keepAction(r.Path); err != nil {
+				return res, err
+			}
+		}
+	}
+	if opts.KeepFromVersion >= 0 {
+		for v := opts.KeepFromVersion; v <= snap.Version; v++ {
+			c, err := t.ReadCommit(v)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return res, err
+			}
+			for _, a := range c.Adds {
+				if err := keepAction(a.Path); err != nil {
+					return res, err
+				}
+			}
+			for _, d := range c.CDCs {
+				if err := keepAction(d.Path); err != nil {
+					return res, err
+				}
+			}
+		}
+	}
+
+	root := filepath.Clean(t.Dir)
+	var dirs []string
+	err = filepath.WalkDir(root, func(p string, de fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == root {
+			return nil
+		}
+		name := de.Name()
+		hidden := strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")
+		if de.IsDir() {
+			if hidden && name != ChangeDataDir {
+				return filepath.SkipDir
+			}
+			dirs = append(dirs, p)
+			return nil
+		}
+		if hidden && !(strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp")) {
+			return nil
+		}
+		if keep[p] {
+			return nil
+		}
+		info, err := de.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if !info.ModTime().Before(cutoff) {
+			return nil
+		}
+		if live[p] { // keep covers it; this is the invariant, checked once more
+			return fmt.Errorf("delta: vacuum %s: internal error: %s is live", t.Dir, p)
+		}
+		rel, _ := filepath.Rel(root, p)
+		res.Files = append(res.Files, filepath.ToSlash(rel))
+		res.Bytes += info.Size()
+		return nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("delta: vacuum %s: %w", t.Dir, err)
+	}
+	slices.Sort(res.Files)
+	if opts.DryRun {
+		return res, nil
+	}
+	for _, rel := range res.Files {
+		if err := os.Remove(filepath.Join(root, filepath.FromSlash(rel))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return res, fmt.Errorf("delta: vacuum %s: %w", t.Dir, err)
+		}
+	}
+	// Remove the partition folders left empty, deepest first.
+	slices.SortFunc(dirs, func(a, b string) int { return len(b) - len(a) })
+	for _, d := range dirs {
+		if entries, err := os.ReadDir(d); err == nil && len(entries) == 0 {
+			_ = os.Remove(d)
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,171 @@
+package delta
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestVacuumSafety builds a table with every kind of file VACUUM meets (live files, files
+// removed by OPTIMIZE and by a DELETE, change data files, a file never committed, a temporary
+// file of a crashed write) and checks Delta's rule: a file goes only when no version within the
+// retention window needs it and it is older than the window; every version inside the window
+// stays readable; the latest snapshot's files are never touched; a dry run deletes nothing; a
+// retention below the table's delta.deletedFileRetentionDuration is refused.
+func TestVacuumSafety(t *testing.T) {
+	t.Parallel()
+	s := mustDDL(t, "id BIGINT")
+	tbl := createTable(t, s)
+	for i := 0; i < 4; i++ {
+		appendRows(t, tbl, [][]any{{int64(i)}})
+	}
+	if _, err := tbl.Optimize(OptimizeOptions{}); err != nil { // version 5: the 4 files removed
+		t.Fatal(err)
+	}
+	_, extra := appendRows(t, tbl, [][]any{{int64(9)}}) // version 6
+	snap := mustSnapshot(t, tbl, -1)
+	cdc, err := tbl.WriteCDCFile(s, [][]any{{int64(9)}}, []string{ChangeDelete})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.Begin(snap) // version 7: DELETE of the row 9 with a change data file
+	tx.Remove(tbl.RemoveFor(extra, 0))
+	tx.AddCDC(cdc)
+	if _, err := tx.Commit("DELETE", nil); err != nil {
+		t.Fatal(err)
+	}
+	orphan, err := tbl.WriteFile(s, [][]any{{int64(100)}}) // written, never committed
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tbl.Dir, ".part-crashed.parquet.tmp"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	latest := mustSnapshot(t, tbl, -1)
+	rowsAt := func(t *testing.T, v int64) int {
+		t.Helper()
+		rows, err := New(tbl.Dir).Rows(mustSnapshot(t, New(tbl.Dir), v))
+		if err != nil {
+			t.Fatalf("version %d: %v", v, err)
+		}
+		return len(rows)
+	}
+	wantRows := []int{0, 1, 2, 3, 4, 4, 5, 4}
+
+	// Within the default 7 days nothing may go, not even the orphan (it may belong to a commit
+	// in progress).
+	now := time.Now()
+	for _, at := range []time.Time{now, now.Add(6 * 24 * time.Hour)} {
+		res, err := tbl.Vacuum(VacuumOptions{Retain: -1, Now: at, KeepFromVersion: -1})
+		if err != nil || len(res.Files) != 0 || res.Retain != 7*24*time.Hour {
+			t.Fatalf("vacuum at %s: %+v, %v; want nothing deleted", at, res, err)
+		}
+	}
+	for v := int64(0); v <= latest.Version; v++ {
+		if n := rowsAt(t, v); n != wantRows[v] {
+			t.Errorf("version %d: %d rows, want %d", v, n, wantRows[v])
+		}
+	}
+
+	if _, err := tbl.Vacuum(VacuumOptions{Retain: time.Hour, KeepFromVersion: -1}); !errors.Is(err, ErrRetentionTooShort) {
+		t.Errorf("vacuum retaining 1h: %v, want ErrRetentionTooShort", err)
+	}
+
+	// 8 days later: the 4 compacted files, the deleted file, the change data file, the orphan
+	// and the temporary file are past the window.
+	later := now.Add(8 * 24 * time.Hour)
+	var want []string
+	for _, v := range []int64{1, 2, 3, 4} {
+		c, _ := tbl.ReadCommit(v)
+		want = append(want, c.Adds[0].Path)
+	}
+	want = append(want, extra.Path, cdc.Path, orphan.Path, ".part-crashed.parquet.tmp")
+	slices.Sort(want)
+	dry, err := tbl.Vacuum(VacuumOptions{Retain: -1, Now: later, DryRun: true, KeepFromVersion: -1})
+	if err != nil || !slices.Equal(dry.Files, want) {
+		t.Fatalf("dry run: %v, %v\nwant %v", dry.Files, err, want)
+	}
+	for _, p := range want {
+		if _, err := os.Stat(filepath.Join(tbl.Dir, p)); err != nil {
+			t.Errorf("the dry run deleted %s", p)
+		}
+	}
+	// A reader that has not read versions 6 and 7 keeps their files.
+	kept, err := tbl.Vacuum(VacuumOptions{Retain: -1, Now: later, DryRun: true, KeepFromVersion: 6})
+	if err != nil || slices.Contains(kept.Files, extra.Path) || slices.Contains(kept.Files, cdc.Path) || len(kept.Files) != len(want)-2 {
+		t.Errorf("keeping versions 6 on: %v, %v", kept.Files, err)
+	}
+	res, err := tbl.Vacuum(VacuumOptions{Retain: -1, Now: later, KeepFromVersion: -1})
+	if err != nil || !slices.Equal(res.Files, want) || res.Bytes <= 0 {
+		t.Fatalf("vacuum: %+v, %v", res, err)
+	}
+	for _, p := range want {
+		if _, err := os.Stat(filepath.Join(tbl.Dir, p)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is still there: %v", p, err)
+		}
+	}
+	for _, f := range latest.Files {
+		if _, err := os.Stat(filepath.Join(tbl.Dir, f.Path)); err != nil {
+			t.Errorf("a live file is gone: %v", err)
+		}
+	}
+	if n := rowsAt(t, latest.Version); n != 4 {
+		t.Errorf("latest version: %d rows, want 4", n)
+	}
+	if os.Getenv("DELTACHECK") != "" {
+		if theirs := deltacheck(t, "rows", tbl.Dir); len(theirs) != 4 {
+			t.Errorf("deltacheck reads %d rows after vacuum, want 4", len(theirs))
+		}
+	}
+}
+
+// TestVacuumShortRetentionByProperty: with delta.deletedFileRetentionDuration lowered to 0
+// hours, VACUUM RETAIN 0 HOURS deletes removed files at once but never a live one.
+func TestVacuumShortRetentionByProperty(t *testing.T) {
+	t.Parallel()
+	s := mustDDL(t, "id BIGINT")
+	tbl := New(t.TempDir())
+	tx := tbl.Begin(nil)
+	tx.SetMetadata(Metadata{Schema: s, Configuration: map[string]string{ConfigDeletedFileRetention: "interval 0 hours"}})
+	if _, err := tx.Commit("CREATE TABLE", nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		appendRows(t, tbl, [][]any{{int64(i)}})
+	}
+	if _, err := tbl.Optimize(OptimizeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	res, err := tbl.Vacuum(VacuumOptions{Retain: 0, KeepFromVersion: -1})
+	if err != nil || len(res.Files) != 3 {
+		t.Fatalf("vacuum: %+v, %v; want the 3 compacted files", res, err)
+	}
+	rows, err := tbl.Rows(mustSnapshot(t, tbl, -1))
+	if err != nil || len(rows) != 3 {
+		t.Errorf("%d rows, %v; want 3", len(rows), err)
+	}
+	if _, err := tbl.Rows(mustSnapshot(t, tbl, 2)); err == nil {
+		t.Errorf("version 2 still reads after its files were vacuumed with a 0 retention")
+	}
+}
+
+func TestParseInterval(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]time.Duration{
+		"interval 7 days": 7 * 24 * time.Hour, "interval 1 hour": time.Hour, "30 days": 30 * 24 * time.Hour,
+		"168h": 168 * time.Hour, "INTERVAL 2 WEEKS": 14 * 24 * time.Hour, "7d": 7 * 24 * time.Hour, "2w": 14 * 24 * time.Hour, "interval 0 seconds": 0, "90m": 90 * time.Minute,
+	} {
+		if got, err := ParseInterval(in); err != nil || got != want {
+			t.Errorf("ParseInterval(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "7", "interval seven days", "-1h", "interval 3 fortnights"} {
+		if _, err := ParseInterval(bad); err == nil {
+			t.Errorf("ParseInterval(%q): no error", bad)
+		}
+	}
+}

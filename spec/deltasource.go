@@ -1,0 +1,96 @@
+package spec
+
+import (
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"tributary/delta"
+	"tributary/schema"
+)
+
+// deltaSource finishes a `source:` with `format: delta` (spec.md §1: "a source may also read a
+// table"): the Delta table at path, read as appended rows or as its change data feed. The
+// dataset's columns are the table's (read from its log when the spec is loaded, so the table must
+// exist), plus _change_type, _commit_version and _commit_timestamp for `read: change_feed`.
+// Reader options, schema, rescued_data_column and mode belong to file formats and are refused.
+func (d *decoder) deltaSource(n *yaml.Node, path string, src *Source, in *sourceInfo, entries []entry, deltaKeys map[string]entry) {
+	src.Read, src.StartingVersion = ReadAppend, -1
+	if strings.Contains(path, kindSnapshot) {
+		for _, e := range entries {
+			if e.name == "format" {
+				d.addAt(resolve(e.val), e.path, "read snapshots from a dataset: `source: <dataset>`, whose source may be `format: delta`",
+					"snapshot files cannot be a Delta table")
+			}
+		}
+		return
+	}
+	for _, e := range entries {
+		switch e.name {
+		case "schema":
+			d.addAt(e.key, e.path, "remove it; the columns are the Delta table's", "a Delta source takes its schema from the table's log")
+		case "options", "rescued_data_column", "mode":
+			d.addAt(e.key, e.path, "remove it; it applies to file formats", "%s does not apply to `format: delta`", e.name)
+		}
+	}
+	if e, ok := deltaKeys["read"]; ok {
+		if s, ok := d.oneOf(e.val, e.path, ReadAppend, ReadChangeFeed); ok {
+			src.Read = s
+		}
+	}
+	if e, ok := deltaKeys["starting_version"]; ok {
+		if v, ok := d.integer(e.val, e.path); ok {
+			if v < 0 {
+				d.addAt(resolve(e.val), e.path, "table versions start at 0", "starting_version must be 0 or more, found %d", v)
+			} else {
+				src.StartingVersion = int64(v)
+			}
+		}
+	}
+	if e, ok := deltaKeys["skip_change_commits"]; ok {
+		if b, ok := d.boolean(e.val, e.path); ok {
+			src.SkipChangeCommits = b
+			if b && src.Read == ReadChangeFeed {
+				d.addAt(e.key, e.path, "remove it; a change feed reads updates and deletes as rows", "skip_change_commits applies to `read: append` only")
+			}
+		}
+	}
+	pathNode := n
+	for _, e := range entries {
+		if e.name == "path" {
+			pathNode = resolve(e.val)
+		}
+	}
+	if src.Path == "" {
+		if !hasKey(entries, "path") {
+			d.addAt(n, child(path, "path"), "add `path: ../other/tables/t` (the Delta table's folder, relative to the spec's folder)", "the source has no path")
+		}
+		return
+	}
+	snap, err := delta.New(src.Path).Snapshot(-1)
+	if err != nil {
+		d.addAt(pathNode, child(path, "path"), "point path at a Delta table's folder (the one holding _delta_log)", "cannot read the Delta table: %v", err)
+		return
+	}
+	cols := schema.Schema{Fields: append([]schema.Field(nil), snap.Metadata.Schema.Fields...)}
+	if src.Read == ReadChangeFeed {
+		if !snap.Metadata.ChangeDataFeed() {
+			d.addAt(pathNode, child(path, "path"), "set the table property delta.enableChangeDataFeed = true on that table, or use `read: append`",
+				"the Delta table at %s has no change data feed (delta.enableChangeDataFeed is not true)", src.Path)
+			return
+		}
+		for _, f := range []schema.Field{
+			{Name: delta.ChangeTypeColumn, Type: schema.Type{Kind: schema.String}, Nullable: true},
+			{Name: delta.CommitVersionColumn, Type: schema.Type{Kind: schema.Long}, Nullable: true},
+			{Name: delta.CommitTimestampColumn, Type: schema.Type{Kind: schema.TimestampKind}, Nullable: true},
+		} {
+			if cols.Index(f.Name) >= 0 {
+				d.addAt(pathNode, child(path, "path"), "read it with `read: append`", "the Delta table already has a column %s, which the change feed adds", f.Name)
+				return
+			}
+			cols.Fields = append(cols.Fields, f)
+		}
+	}
+	src.Schema, in.schemaOK = cols, true
+	src.SchemaDDL = cols.DDL()
+}
