@@ -1,7 +1,6 @@
 package flows
 
 import (
-	"fmt"
 	"strconv"
 
 	"tributary/delta"
@@ -158,9 +157,10 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		}
 	}
 	type keyVersions struct {
-		hk    *histKey
-		cur   []version
-		isNew bool
+		hk       *histKey
+		old, cur []version
+		isNew    bool
+		diff     bool // the key's rows changed
 	}
 	changedKeys := map[string]*keyVersions{}
 	byFile := map[string]bool{}
@@ -194,7 +194,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		cur := mode.fold(merged, trunc)
 		rows, types, ups, dels := versionDiff(old, cur, toRow)
 		state.keys[k] = hk
-		changedKeys[k] = &keyVersions{hk: hk, cur: cur, isNew: isNew}
+		changedKeys[k] = &keyVersions{hk: hk, old: old, cur: cur, isNew: isNew, diff: len(rows) > 0}
 		if len(rows) == 0 {
 			continue
 		}
@@ -221,9 +221,21 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		live[f.Path] = true
 	}
 	for f := range byFile {
-		if !live[f] {
-			return m, fmt.Errorf("the CDC state of %s names a data file that is not in the table (%s); run %s", d.Name, f, RefreshHint(p, d.Name))
+		if live[f] {
+			continue
 		}
+		// The table was rewritten by an operation that does not keep the state (OPTIMIZE):
+		// rebuild the key-to-file index from the snapshot, then place the changed keys again.
+		if err := state.rebuildIndex(b.target, b.snap, tgtSch, keyIdx); err != nil {
+			return m, err
+		}
+		byFile = map[string]bool{}
+		for _, kv := range changedKeys {
+			if f := state.resolve(kv.hk.file); f != "" && kv.diff {
+				byFile[f] = true
+			}
+		}
+		break
 	}
 	for _, f := range b.snap.Files {
 		if !byFile[f.Path] {

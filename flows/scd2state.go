@@ -163,3 +163,27 @@ func (s *histState) remember(id string, segs []segment, renames map[string]strin
 	s.id, s.segments, s.renames = id, segs, renames
 	histCache.Store(s.dir, s)
 }
+
+// rebuildIndex sets the data file of every key from the rows of the snapshot's files, for when the
+// table was rewritten by an operation that does not keep the state (OPTIMIZE); the next save
+// writes the whole state.
+func (s *histState) rebuildIndex(t *delta.Table, snap *delta.Snapshot, tgtSch schema.Schema, keyIdx []int) error {
+	for _, hk := range s.keys {
+		hk.file = ""
+	}
+	var kb []byte
+	for _, f := range snap.Files {
+		rows, err := t.ReadFile(f.Path, tgtSch)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			kb = schema.AppendKey(kb[:0], pick(r, keyIdx))
+			if hk := s.keys[string(kb)]; hk != nil {
+				hk.file = f.Path
+			}
+		}
+	}
+	s.renames, s.rebuilt = nil, true
+	return nil
+}

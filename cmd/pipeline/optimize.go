@@ -115,20 +115,10 @@ func newOptimizeCmd() *cobra.Command {
 	return cmd
 }
 
-// optimize runs OPTIMIZE on each table and prints one line per table. A dataset whose flow state
-// cannot follow a rewrite (update.Optimizable) is skipped, or refused when it was named.
+// optimize runs OPTIMIZE on each table and prints one line per table.
 func optimize(w io.Writer, tables []maintained, named bool) error {
 	var errs []error
 	for _, m := range tables {
-		if m.dataset != nil {
-			if ok, why := update.Optimizable(m.dataset); !ok {
-				if named {
-					return failure(fmt.Errorf("dataset %s is not optimized: %s", m.name, why))
-				}
-				fmt.Fprintf(w, "%s: skipped: %s\n", m.name, why)
-				continue
-			}
-		}
 		res, err := m.table.Optimize(delta.OptimizeOptions{})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", m.name, err))
