@@ -1,0 +1,83 @@
+package flows
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"tributary/delta"
+	"tributary/schema"
+)
+
+const scd2Spec = `name: t
+storage: ./storage
+datasets:
+  - name: changes
+    source:
+      path: ./landing
+      format: json
+      schema: "op STRING, id BIGINT, name STRING, seq BIGINT"
+  - name: items
+    apply_changes:
+      source: changes
+      keys: [id]
+      sequence_by: seq
+      apply_as_deletes: op == "D"
+      except_column_list: [op, seq]
+      stored_as_scd_type: 2
+`
+
+// TestSCD2ChangeDataFeed: the target's change data feed shows each version row inserted, updated
+// (pre- and post-image) or deleted (semantics.md "APPLY CHANGES": SCD type 2 and the change data
+// feed). A late event that splits a version updates the old version (its __END_AT) and inserts
+// the new one; a delete updates the current version's __END_AT.
+func TestSCD2ChangeDataFeed(t *testing.T) {
+	t.Parallel()
+	p := loadPipeline(t, t.TempDir(), scd2Spec)
+	env := &Env{Pipeline: p, Events: nopEvents{}, Now: time.Now}
+	for _, batch := range [][][]any{
+		{ch("I", 1, "a", 10), ch("U", 1, "c", 30)},
+		{ch("U", 1, "b", 20)},
+		{ch("D", 1, "", 40)},
+	} {
+		appendEvents(t, p, batch)
+		if _, err := ApplyChanges(context.Background(), env, p.Dataset("items")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tb := delta.New(TableDir(p.Storage, "items"))
+	s, rows, err := tb.Changes(1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rows {
+		var b []string
+		for i, f := range s.Fields {
+			if f.Name == "_commit_timestamp" {
+				continue
+			}
+			b = append(b, string(schema.AppendJSON(nil, f.Type, r[i])))
+		}
+		got = append(got, strings.Join(b, " "))
+	}
+	sort.Strings(got)
+	want := []string{
+		// version 1: the two versions of the first batch
+		`1 "a" 10 30 "insert" 1`,
+		`1 "c" 30 null "insert" 1`,
+		// version 2: the late event at 20 ends a at 20 and opens b from 20 to 30
+		`1 "a" 10 20 "update_postimage" 2`,
+		`1 "a" 10 30 "update_preimage" 2`,
+		`1 "b" 20 30 "insert" 2`,
+		// version 3: the delete at 40 closes c
+		`1 "c" 30 40 "update_postimage" 3`,
+		`1 "c" 30 null "update_preimage" 3`,
+	}
+	sort.Strings(want)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("change data feed:\n got:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
