@@ -104,6 +104,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 			{"sequence_by", was.SequenceBy, now.SequenceBy},
 			{"stored_as_scd_type", was.StoredAsSCDType, now.StoredAsSCDType},
 			{"ignore_null_updates", was.IgnoreNullUpdates, now.IgnoreNullUpdates},
+			{"the tracked columns (track_history_column_list / track_history_except_column_list)", was.TrackHistory, now.TrackHistory},
 		} {
 			if fmt.Sprint(c.old) != fmt.Sprint(c.cur) {
 				return nil, fmt.Errorf("%s of %s changed from %v to %v since the table was built; its CDC state cannot follow: run %s to rebuild it", c.what, d.Name, c.old, c.cur, RefreshHint(p, d.Name))
@@ -212,7 +213,11 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 	}
 	if anyNull {
 		var parts []string
+		first := ""
 		for j, n := range nullCounts {
+			if n > 0 && first == "" {
+				first = nullCols[j]
+			}
 			if n == 0 {
 				continue
 			}
@@ -223,7 +228,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 			parts = append(parts, fmt.Sprintf("%d change event(s) have a NULL in the %s %s (first at %s)", n, kind, nullCols[j], locate(p, ac.Source, commits[nullAt[j].version], nullAt[j])))
 		}
 		return nil, fmt.Errorf("%s; nothing of this batch was applied. Drop such events with an expectation on %s (e.g. `%s != nil` with on_violation: drop), then run again; the events are already in %s, so fixing the input files needs %s",
-			strings.Join(parts, "; "), d.Name, nullCols[0], ac.Source, RefreshHint(p, ac.Source, d.Name))
+			strings.Join(parts, "; "), d.Name, first, ac.Source, RefreshHint(p, ac.Source, d.Name))
 	}
 	return b, nil
 }
@@ -231,7 +236,15 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 // settingsOf returns the settings of d that its CDC state depends on.
 func settingsOf(d *spec.Dataset) applySettings {
 	ac := d.ApplyChanges
-	return applySettings{Keys: ac.Keys, SequenceBy: ac.SequenceBy, StoredAsSCDType: ac.StoredAsSCDType, IgnoreNullUpdates: ac.IgnoreNullUpdates}
+	s := applySettings{Keys: ac.Keys, SequenceBy: ac.SequenceBy, StoredAsSCDType: ac.StoredAsSCDType, IgnoreNullUpdates: ac.IgnoreNullUpdates}
+	if ac.StoredAsSCDType == 2 {
+		data := dataSchema(d)
+		s.TrackHistory = []string{}
+		for _, i := range trackedColumns(d, data) {
+			s.TrackHistory = append(s.TrackHistory, data.Fields[i].Name)
+		}
+	}
+	return s
 }
 
 // dataSchema is the target's schema without the SCD type 2 columns __START_AT and __END_AT.

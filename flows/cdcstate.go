@@ -85,6 +85,9 @@ type applySettings struct {
 	SequenceBy        []string `json:"sequence_by"`
 	StoredAsSCDType   int      `json:"stored_as_scd_type"`
 	IgnoreNullUpdates bool     `json:"ignore_null_updates"`
+	// TrackHistory lists the columns whose changes open an SCD type 2 version (nil for SCD type
+	// 1): a new list would make the stored history disagree with the one the list gives.
+	TrackHistory []string `json:"track_history,omitempty"`
 }
 
 // lastApply finds the newest commit of the target (at or before snap.Version) made by an APPLY

@@ -81,3 +81,23 @@ func TestSCD2ChangeDataFeed(t *testing.T) {
 		t.Fatalf("change data feed:\n got:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 }
+
+// TestSCD2TrackHistoryGuard: a new track_history_column_list would make the stored history
+// disagree with the one the new list gives, so it asks for a full refresh.
+func TestSCD2TrackHistoryGuard(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	base := strings.Replace(scd2Spec, "except_column_list: [op, seq]", "except_column_list: [op]", 1) // name and seq tracked
+	p := loadPipeline(t, dir, base)
+	env := &Env{Pipeline: p, Events: nopEvents{}, Now: time.Now}
+	appendEvents(t, p, [][]any{ch("I", 1, "a", 1)})
+	if _, err := ApplyChanges(context.Background(), env, p.Dataset("items")); err != nil {
+		t.Fatal(err)
+	}
+	p2 := loadPipeline(t, dir, strings.Replace(base, "stored_as_scd_type: 2", "stored_as_scd_type: 2\n      track_history_column_list: [name]", 1))
+	appendEvents(t, p2, [][]any{ch("U", 1, "b", 2)})
+	_, err := ApplyChanges(context.Background(), &Env{Pipeline: p2, Events: nopEvents{}, Now: time.Now}, p2.Dataset("items"))
+	if err == nil || !strings.Contains(err.Error(), "the tracked columns") || !strings.Contains(err.Error(), "--full-refresh items") {
+		t.Fatalf("error = %v, want the tracked columns change refused with a full refresh hint", err)
+	}
+}
