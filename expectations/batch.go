@@ -12,12 +12,15 @@ const (
 	Warn = "warn"
 	Drop = "drop"
 	Fail = "fail"
+	// Quarantine keeps the violating rows out of the dataset and hands them to the flow, which
+	// writes them to the dataset's quarantine table (CheckQuarantine).
+	Quarantine = "quarantine"
 )
 
 // Rule is one expectation of a dataset, compiled.
 type Rule struct {
 	Name        string
-	OnViolation string // Warn, Drop or Fail
+	OnViolation string // Warn, Drop, Fail or Quarantine
 	Program     *Program
 }
 
@@ -32,16 +35,28 @@ type Result struct {
 	firstViolation []any
 }
 
-// Quality is the data_quality object of a flow_progress event: rows dropped by drop rules and
-// one Result per rule.
+// Quality is the data_quality object of a flow_progress event: rows dropped by drop rules, rows
+// quarantined by quarantine rules, and one Result per rule.
 type Quality struct {
-	DroppedRecords int64    `json:"dropped_records"`
-	Expectations   []Result `json:"expectations"`
+	DroppedRecords int64 `json:"dropped_records"`
+	// QuarantinedRecords counts the rows that went to the quarantine table; it is reported only
+	// when a rule quarantines.
+	QuarantinedRecords int64    `json:"quarantined_records,omitempty"`
+	Expectations       []Result `json:"expectations"`
+}
+
+// Action returns the on_violation action of r.
+func (r Result) Action() string {
+	if r.onViolation == "" {
+		return Warn
+	}
+	return r.onViolation
 }
 
 // Add accumulates another batch's quality into q (same rules, same order).
 func (q *Quality) Add(o Quality) {
 	q.DroppedRecords += o.DroppedRecords
+	q.QuarantinedRecords += o.QuarantinedRecords
 	if q.Expectations == nil {
 		q.Expectations = append([]Result(nil), o.Expectations...)
 		return
@@ -58,7 +73,13 @@ func (q Quality) Details() map[string]any {
 	for i, r := range q.Expectations {
 		exps[i] = map[string]any{"name": r.Name, "dataset": r.Dataset, "passed_records": r.PassedRecords, "failed_records": r.FailedRecords}
 	}
-	return map[string]any{"dropped_records": q.DroppedRecords, "expectations": exps}
+	d := map[string]any{"dropped_records": q.DroppedRecords, "expectations": exps}
+	for _, r := range q.Expectations {
+		if r.onViolation == Quarantine {
+			d["quarantined_records"] = q.QuarantinedRecords
+		}
+	}
+	return d
 }
 
 // Set is the expectations of one dataset over one input schema.
@@ -85,18 +106,36 @@ func (e *FailError) Error() string {
 
 // Check evaluates every rule on every row. It returns the rows to keep (all rows but those
 // violating a drop rule, in order), the quality metrics, and a *FailError when a fail rule was
-// violated (then the kept rows must not be written). rows is not modified.
+// violated (then the kept rows must not be written). rows is not modified. A row violating a
+// quarantine rule is left out too; use CheckQuarantine to get those rows.
 func (s *Set) Check(rows [][]any) ([][]any, Quality, error) {
+	kept, _, q, err := s.CheckQuarantine(rows)
+	return kept, q, err
+}
+
+// Quarantined is a row that violated a quarantine rule, with the names of every rule it
+// violated (of any action), in rule order.
+type Quarantined struct {
+	Row    []any
+	Failed []string
+}
+
+// CheckQuarantine is Check that also returns the rows violating a quarantine rule (and no drop
+// rule: a dropped row is dropped), in order; they are not among the kept rows.
+func (s *Set) CheckQuarantine(rows [][]any) ([][]any, []Quarantined, Quality, error) {
 	q := Quality{Expectations: make([]Result, len(s.Rules))}
 	for i, r := range s.Rules {
 		q.Expectations[i] = Result{Name: r.Name, Dataset: s.Dataset, onViolation: r.OnViolation}
 	}
 	if len(s.Rules) == 0 {
-		return rows, q, nil
+		return rows, nil, q, nil
 	}
 	kept := rows[:0:0]
+	var quarantined []Quarantined
+	var failed []string
 	for _, row := range rows {
-		drop := false
+		drop, quarantine := false, false
+		failed = failed[:0]
 		for i, r := range s.Rules {
 			ok, _ := r.Program.Eval(row)
 			res := &q.Expectations[i]
@@ -105,26 +144,34 @@ func (s *Set) Check(rows [][]any) ([][]any, Quality, error) {
 				continue
 			}
 			res.FailedRecords++
+			failed = append(failed, r.Name)
 			if res.firstViolation == nil {
 				res.firstViolation = row
 			}
-			if r.OnViolation == Drop {
+			switch r.OnViolation {
+			case Drop:
 				drop = true
+			case Quarantine:
+				quarantine = true
 			}
 		}
-		if drop {
+		switch {
+		case drop:
 			q.DroppedRecords++
-			continue
+		case quarantine:
+			q.QuarantinedRecords++
+			quarantined = append(quarantined, Quarantined{Row: row, Failed: append([]string(nil), failed...)})
+		default:
+			kept = append(kept, row)
 		}
-		kept = append(kept, row)
 	}
 	for i, r := range s.Rules {
 		res := q.Expectations[i]
 		if r.OnViolation == Fail && res.FailedRecords > 0 {
-			return nil, q, &FailError{Expectation: r.Name, Dataset: s.Dataset, Expression: r.Program.Source, Row: RowJSON(s.Schema, res.firstViolation), Failed: res.FailedRecords}
+			return nil, nil, q, &FailError{Expectation: r.Name, Dataset: s.Dataset, Expression: r.Program.Source, Row: RowJSON(s.Schema, res.firstViolation), Failed: res.FailedRecords}
 		}
 	}
-	return kept, q, nil
+	return kept, quarantined, q, nil
 }
 
 // RowJSON renders a row as a JSON object in the jsonl form of spec.md §2.

@@ -26,7 +26,7 @@ type Program struct {
 
 // sample returns a value of the Go type an expression sees for a column of type t.
 // DECIMAL and DOUBLE are float64, BIGINT and INT are int, DATE is a "YYYY-MM-DD" string,
-// TIMESTAMP is a time.Time.
+// TIMESTAMP is a time.Time, STRUCT a map of its fields.
 func sample(t schema.Type) any {
 	switch t.Kind {
 	case schema.Long, schema.Integer:
@@ -37,6 +37,8 @@ func sample(t schema.Type) any {
 		return false
 	case schema.TimestampKind:
 		return time.Time{}
+	case schema.StructKind:
+		return map[string]any{}
 	}
 	return ""
 }
@@ -60,6 +62,15 @@ func ExprValue(t schema.Type, v any) any {
 		return schema.FormatDate(x)
 	case schema.Timestamp:
 		return time.UnixMicro(int64(x)).UTC()
+	case []any: // a STRUCT: a map of its fields, each as expressions see it (`addr.city`)
+		if t.Kind != schema.StructKind || t.Struct == nil {
+			return v
+		}
+		m := make(map[string]any, len(x))
+		for i, f := range t.Struct.Fields {
+			m[f.Name] = ExprValue(f.Type, x[i])
+		}
+		return m
 	}
 	return v
 }

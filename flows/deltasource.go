@@ -22,7 +22,8 @@ const deltaSourceKey = "tributaryDeltaSourceTableId"
 //     data (UPDATE, DELETE, MERGE) fails the flow naming it, or is skipped with
 //     skip_change_commits. Versions that only rearrange files (OPTIMIZE) add nothing.
 //   - `read: change_feed`: the source's change data feed (Table.Changes), with _change_type,
-//     _commit_version and _commit_timestamp.
+//     _commit_version and _commit_timestamp; for a `table:` source (another dataset of the
+//     pipeline) without its update_preimage rows.
 //
 // The first batch starts at starting_version, or, without one, reads the latest snapshot's rows
 // (for a change feed: as inserts of the snapshot's version) and continues after it, as a Spark
@@ -116,6 +117,9 @@ func ReadDelta(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) 
 				m.Files++
 			}
 		}
+	}
+	if src.Table != "" && src.Read == spec.ReadChangeFeed {
+		rows = withoutPreimages(rows, d.Schema.Index(delta.ChangeTypeColumn))
 	}
 	for _, r := range rows {
 		if len(r) != len(d.Schema.Fields) {

@@ -5,7 +5,12 @@
 //     scd2.go applies it to a target kept as per-key histories (SCD type 2, and SCD type 1 with
 //     ignore_null_updates; history.go folds a history into rows);
 //   - snapshot.go turns full snapshots into change events (APPLY CHANGES FROM SNAPSHOT);
-//   - cdcstate.go, scd2state.go and statelog.go keep the CDC state.
+//   - cdcstate.go, scd2state.go and statelog.go keep the CDC state;
+//   - query.go runs `query:` datasets on DuckDB (package sqlengine): materialized views replaced
+//     in one commit with a change feed of what changed, streaming tables over STREAM(x) (x's
+//     version read is a txn action per stream source), views evaluated and not stored;
+//   - deltasource.go reads a Delta table (by path, or another dataset's with `table:`) as appends
+//     or as its change data feed.
 //
 // Invariants:
 //   - One Delta commit per flow per batch: data files, change data files and the flow's progress

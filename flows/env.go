@@ -73,6 +73,8 @@ type Metrics struct {
 	Quality expectations.Quality
 	// Version is the table version committed, or -1.
 	Version int64
+	// more: an ingest batch left available files for the next batch (max_files_per_trigger).
+	more bool
 }
 
 // Details returns m in the shape of details.flow_progress (without status).

@@ -17,6 +17,7 @@ import (
 	"tributary/delta"
 	"tributary/eventlog"
 	"tributary/internal/fault"
+	"tributary/schema"
 	"tributary/spec"
 )
 
@@ -135,8 +136,23 @@ func hidden(name string) bool { return strings.HasPrefix(name, ".") || strings.H
 // Ingest runs the flow of a bronze streaming table: it reads every file under the source path
 // that no committed batch has read, types each line by the declared schema (semantics.md
 // "Ingestion"), applies the dataset's expectations, and appends the rows in one Delta commit
-// that also records the batch (txn version = batch id). The table must exist (Setup).
+// that also records the batch (txn version = batch id). With max_files_per_trigger, each batch
+// takes at most that many files, in name order, and batches follow until every file available
+// is read (Auto Loader's Trigger.AvailableNow). The table must exist (Setup).
 func Ingest(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
+	total := Metrics{Version: -1}
+	for first := true; ; first = false {
+		m, err := ingestBatch(ctx, env, d, first)
+		total.addBatch(m, first)
+		if err != nil || !m.more {
+			return total, err
+		}
+	}
+}
+
+// ingestBatch runs one batch of Ingest; warnChanged: report input files changed after they were
+// read (once an update).
+func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged bool) (Metrics, error) {
 	m := Metrics{Version: -1}
 	storage := env.Pipeline.Storage
 	table := delta.New(TableDir(storage, d.Name))
@@ -166,16 +182,34 @@ func Ingest(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
 			todo = append(todo, f)
 			continue
 		}
-		if old.Size != f.size || old.ModTime != f.modTime {
+		if (old.Size != f.size || old.ModTime != f.modTime) && warnChanged {
 			env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, d.Name, d.Name,
 				fmt.Sprintf("%s changed after it was read (size %d → %d bytes); it is not read again. Land files complete: write them elsewhere and move them in, or give new data a new file name", f.abs, old.Size, f.size),
 				map[string]any{"file": f.abs}, "")
 			m.ChangedFiles++
 		}
 	}
+	quar, err := openQuarantine(storage, d)
+	if err != nil {
+		return m, err
+	}
+	if quar.committed(appID, committed+1) {
+		if todo, err = replayFiles(ckpt, committed+1, files); err != nil {
+			return m, err
+		}
+		m.more = true // files landed since are the next batch's
+	}
 	if len(todo) == 0 {
 		m.Idle = true
 		return m, nil
+	}
+	if n := src.MaxFilesPerTrigger; n > 0 && len(todo) > n {
+		todo, m.more = todo[:n], true
+	}
+	meta := snap.Metadata
+	evolved, err := evolveSchema(d, todo, &meta)
+	if err != nil {
+		return m, err
 	}
 	set, err := expectationSet(d, d.Schema)
 	if err != nil {
@@ -191,10 +225,15 @@ func Ingest(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
 		if len(chunk) == 0 {
 			return nil
 		}
-		kept, q, err := set.Check(chunk)
+		kept, quarantined, q, err := set.CheckQuarantine(chunk)
 		m.Quality.Add(q)
 		if err != nil {
 			return err
+		}
+		if quar != nil && !quar.committed(appID, batch) {
+			if err := quar.write(quarantined, width, d); err != nil {
+				return err
+			}
 		}
 		rows := make([][]any, len(kept))
 		for i, r := range kept {
@@ -205,7 +244,7 @@ func Ingest(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
 		if len(rows) == 0 {
 			return nil
 		}
-		written, err := table.WriteData(snap.Metadata, rows)
+		written, err := table.WriteData(meta, rows)
 		if err != nil {
 			return err
 		}
@@ -218,13 +257,11 @@ func Ingest(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
 			return m, err
 		}
 		off.Files = append(off.Files, offsetFile{Path: f.rel, Size: f.size, ModTime: f.modTime})
-		lr := newLineReader(src.Schema, src.RescuedDataColumn, f.abs)
 		in, err := openInput(f.abs)
 		if err != nil {
 			return m, err
 		}
-		err = eachLine(in, func(line []byte, lineNo int64) error {
-			row, parsed, bad := lr.parse(line, lineNo)
+		err = eachRow(src, f.abs, in, func(row []any, parsed bool, bad []badValue, lineNo int64) error {
 			if len(bad) > 0 {
 				m.BadRecords += int64(len(bad))
 				where := fmt.Sprintf("%s:%d", f.abs, lineNo)
@@ -258,6 +295,9 @@ func Ingest(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
 					reported += int64(len(bad))
 				}
 			}
+			if src.IncludeMetadata {
+				row = append(row, f.abs, schema.Timestamp(f.modTime*1000))
+			}
 			chunk = append(chunk, append(row, fi, lineNo))
 			if len(chunk) >= chunkRows {
 				return flush()
@@ -280,7 +320,14 @@ func Ingest(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
 		return m, fmt.Errorf("writing the offsets of batch %d: %w", batch, err)
 	}
 	fault.Point("ingest.after-data-files")
+	if err := quar.commit(appID, batch); err != nil {
+		return m, fmt.Errorf("committing batch %d to the quarantine table: %w", batch, err)
+	}
+	fault.Point("ingest.after-quarantine-commit")
 	tx := table.Begin(snap)
+	if evolved {
+		tx.SetMetadata(meta)
+	}
 	tx.Add(adds...)
 	tx.SetAppTxn(appID, batch)
 	tx.SetCommitInfo(nil, map[string]string{"numFiles": fmt.Sprint(len(adds)), "numOutputRows": fmt.Sprint(m.NumOutputRows), "numInputFiles": fmt.Sprint(m.Files)})

@@ -24,7 +24,7 @@ func RefreshHint(p *spec.Pipeline, names ...string) string {
 // Reset removes everything a full refresh rebuilds for dataset d: its table, its ingest
 // checkpoint and its APPLY CHANGES state (semantics.md "Refresh"). The caller holds the lock.
 func Reset(p *spec.Pipeline, d *spec.Dataset) error {
-	for _, dir := range []string{TableDir(p.Storage, d.Name), CheckpointDir(p.Storage, d.Name), StateDir(p.Storage, d.Name)} {
+	for _, dir := range []string{TableDir(p.Storage, d.Name), TableDir(p.Storage, d.Name+spec.QuarantineSuffix), CheckpointDir(p.Storage, d.Name), StateDir(p.Storage, d.Name)} {
 		if err := os.RemoveAll(dir); err != nil {
 			return fmt.Errorf("full refresh of %s: %w", d.Name, err)
 		}
@@ -36,7 +36,19 @@ func Reset(p *spec.Pipeline, d *spec.Dataset) error {
 // Setup creates the dataset's Delta table when it does not exist yet (version 0: protocol,
 // metadata with the dataset's schema and table properties, change data feed on), and checks that
 // an existing table still has the schema the spec declares (an error wrapping ErrSchemaChanged).
+// A source whose schema is inferred gets it first (the table's, or inferred from its files), and
+// a dataset with quarantine expectations gets its quarantine table. A query dataset's table is
+// created by its first commit, when the query's columns are known (setupQuery).
 func Setup(p *spec.Pipeline, d *spec.Dataset) error {
+	if d.Query != nil {
+		return setupQuery(p, d)
+	}
+	if err := resolveInferred(p, d); err != nil {
+		return err
+	}
+	if err := setupQuarantine(p, d); err != nil {
+		return err
+	}
 	t := delta.New(TableDir(p.Storage, d.Name))
 	snap, err := t.Snapshot(-1)
 	if err == nil {
@@ -102,6 +114,8 @@ func setProperties(t *delta.Table, snap *delta.Snapshot, d *spec.Dataset) error 
 // Run runs the flow that fills dataset d.
 func Run(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
 	switch {
+	case d.Query != nil:
+		return Query(ctx, env, d)
 	case d.ApplyChanges != nil:
 		return ApplyChanges(ctx, env, d)
 	case d.ApplyChangesFromSnapshot != nil:

@@ -271,7 +271,6 @@ func (f *snapshotFlow) pendingFiles(snap *delta.Snapshot) ([]pendingSnapshot, er
 // followed by its line number.
 func (f *snapshotFlow) readFile(in inputFile) ([][]any, error) {
 	src := f.d.ApplyChangesFromSnapshot.Files
-	lr := newLineReader(src.Schema, src.RescuedDataColumn, in.abs)
 	r, err := openInput(in.abs)
 	if err != nil {
 		return nil, err
@@ -280,8 +279,7 @@ func (f *snapshotFlow) readFile(in inputFile) ([][]any, error) {
 	var rows [][]any
 	warned := 0
 	var failed error // a bad line under mode failfast; it names the file and line itself
-	err = eachLine(r, func(line []byte, lineNo int64) error {
-		row, parsed, bad := lr.parse(line, lineNo)
+	err = eachRow(src, in.abs, r, func(row []any, parsed bool, bad []badValue, lineNo int64) error {
 		if len(bad) > 0 {
 			f.m.BadRecords += int64(len(bad))
 			where := fmt.Sprintf("%s:%d", in.abs, lineNo)

@@ -19,7 +19,8 @@ func (e *DDLError) Error() string { return fmt.Sprintf("at character %d: %s", e.
 // ParseDDL parses a Spark DDL schema string such as
 // "op STRING, order_id BIGINT, amount DECIMAL(10,2), at TIMESTAMP". Type names are
 // case-insensitive and accept Spark's synonyms (LONG, INTEGER, BOOL, NUMERIC/DEC). Column names
-// may be quoted with backticks. Nested types (STRUCT, ARRAY, MAP) are refused as not supported yet.
+// may be quoted with backticks. STRUCT<name: TYPE, ...> (the colon is optional) nests columns;
+// ARRAY and MAP are refused as not supported yet.
 // Errors are *DDLError with the offset of the problem.
 func ParseDDL(s string) (Schema, error) {
 	p := &ddlParser{s: s}
@@ -163,12 +164,57 @@ func (p *ddlParser) typ() (Type, error) {
 			return Type{}, &DDLError{start, fmt.Sprintf("DECIMAL scale %d is larger than its precision %d", t.Scale, t.Precision)}
 		}
 		return t, nil
-	case "STRUCT", "ARRAY", "MAP", "FLOAT", "SMALLINT", "TINYINT", "BINARY", "TIMESTAMP_NTZ", "VOID", "INTERVAL", "CHAR", "VARCHAR":
+	case "STRUCT":
+		return p.structType(start)
+	case "ARRAY", "MAP", "FLOAT", "SMALLINT", "TINYINT", "BINARY", "TIMESTAMP_NTZ", "VOID", "INTERVAL", "CHAR", "VARCHAR":
 		return Type{}, &DDLError{start, fmt.Sprintf("type %s is not supported yet; supported: BIGINT, INT, STRING, DOUBLE, BOOLEAN, DECIMAL(p,s), DATE, TIMESTAMP", w)}
 	case "":
 		return Type{}, &DDLError{start, fmt.Sprintf("expected a type after the column name, found %q", rest(p.s[start:]))}
 	}
 	return Type{}, &DDLError{start, fmt.Sprintf("unknown type %q; supported: BIGINT, INT, STRING, DOUBLE, BOOLEAN, DECIMAL(p,s), DATE, TIMESTAMP", w)}
+}
+
+// structType parses the <name: TYPE, ...> of a STRUCT whose keyword starts at start.
+func (p *ddlParser) structType(start int) (Type, error) {
+	p.space()
+	if p.pos >= len(p.s) || p.s[p.pos] != '<' {
+		return Type{}, &DDLError{p.pos, "expected '<' after STRUCT: STRUCT<name: TYPE, ...>"}
+	}
+	p.pos++
+	var fields Schema
+	seen := map[string]bool{}
+	for {
+		p.space()
+		at := p.pos
+		name, err := p.name()
+		if err != nil {
+			return Type{}, err
+		}
+		if seen[name] {
+			return Type{}, &DDLError{at, fmt.Sprintf("field %q is declared twice in the STRUCT", name)}
+		}
+		seen[name] = true
+		p.space()
+		if p.pos < len(p.s) && p.s[p.pos] == ':' {
+			p.pos++
+			p.space()
+		}
+		t, err := p.typ()
+		if err != nil {
+			return Type{}, err
+		}
+		fields.Fields = append(fields.Fields, Field{Name: name, Type: t, Nullable: true})
+		p.space()
+		if p.pos < len(p.s) && p.s[p.pos] == ',' {
+			p.pos++
+			continue
+		}
+		if p.pos < len(p.s) && p.s[p.pos] == '>' {
+			p.pos++
+			return Type{Kind: StructKind, Struct: &fields}, nil
+		}
+		return Type{}, &DDLError{p.pos, fmt.Sprintf("expected ',' or '>' in STRUCT, found %q", rest(p.s[p.pos:]))}
+	}
 }
 
 func (p *ddlParser) int() (int, error) {

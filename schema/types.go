@@ -21,8 +21,8 @@ const (
 	DecimalKind
 	DateKind
 	TimestampKind
-	// StructKind is a STRUCT of named fields; its Go value is a []any in field order. It is used
-	// by the event log's origin column (spec.md §3); user schemas cannot declare it yet.
+	// StructKind is a STRUCT of named fields; its Go value is a []any in field order. The event
+	// log's origin column (spec.md §3) is one; user schemas declare it as STRUCT<name: TYPE, ...>.
 	StructKind
 )
 

@@ -103,7 +103,9 @@ func FormatDate(v Date) string {
 
 // FromJSON converts one decoded JSON value (decoded with json.Decoder.UseNumber, so numbers
 // arrive as json.Number) to the Go value of type t. A JSON null is nil. DECIMAL takes a number or
-// a numeric string; TIMESTAMP takes RFC 3339 text or epoch seconds; DATE takes "YYYY-MM-DD".
+// a numeric string; TIMESTAMP takes RFC 3339 text or epoch seconds; DATE takes "YYYY-MM-DD";
+// STRUCT takes an object, its fields by name (others ignored, missing ones NULL; a field that
+// does not fit makes the whole value not fit).
 // An error says why the value does not fit; the caller decides whether that is NULL, rescue or failure.
 func FromJSON(t Type, v any) (any, error) {
 	if v == nil {
@@ -197,6 +199,20 @@ func FromJSON(t Type, v any) (any, error) {
 			return ParseDate(x)
 		}
 		return nil, fmt.Errorf("%s is not a date string (YYYY-MM-DD)", jsonKind(v))
+	case StructKind:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s is not an object for %s", jsonKind(v), t.DDL())
+		}
+		out := make([]any, len(t.Struct.Fields))
+		for i, f := range t.Struct.Fields {
+			x, err := FromJSON(f.Type, obj[f.Name])
+			if err != nil {
+				return nil, fmt.Errorf("field %s: %w", f.Name, err)
+			}
+			out[i] = x
+		}
+		return out, nil
 	case TimestampKind:
 		switch x := v.(type) {
 		case string:
@@ -347,6 +363,8 @@ func Compare(a, b any) int {
 		return cmp3(x, b.(Date))
 	case Timestamp:
 		return cmp3(x, b.(Timestamp))
+	case []any: // a STRUCT: field by field
+		return CompareTuple(x, b.([]any))
 	}
 	panic(fmt.Sprintf("schema.Compare: unsupported value %T", a))
 }

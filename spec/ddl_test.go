@@ -26,7 +26,7 @@ func TestParseColumns(t *testing.T) {
 		{"missing comma", "id BIGINT v STRING, w INT", "id:BIGINT v:STRING w:INT", "10:expected ','", true},
 		{"missing comma and a bad type after it", "id BIGINT v FLOAT", "id:BIGINT v:?", "10:expected ','", true},
 		{"commas inside brackets and backticks", "`a,b` INT, s STRUCT<x: INT, y: INT>, m MAP<STRING,INT>, n INT",
-			"a,b:INT s:? m:? n:INT", "13:type STRUCT | 39:type MAP", true},
+			"a,b:INT s:STRUCT<x: INT, y: INT> m:? n:INT", "39:type MAP", true},
 		{"blank columns", ", a INT,, b INT,", "a:INT b:INT",
 			"0:expected a column name before ',' | 8:expected a column name after ',' | 16:expected a column name after ','", true},
 		{"repeat", "a INT, b INT, a STRING", "a:INT b:INT", `14:column "a" is declared twice`, true},

@@ -18,19 +18,11 @@ const (
 )
 
 var pipelineKeys = keySet{
-	known: []string{"name", "storage", "configuration", "continuous", "development", "datasets"},
-	later: map[string]string{
-		"trigger_interval": "it only matters in continuous mode, which is not supported yet; remove it",
-		"schedule":         "remove it and run `pipeline run` from cron or a scheduler",
-		"retries":          "remove it; failed flows are not retried in this release",
-	},
+	known: []string{"name", "storage", "configuration", "continuous", "trigger_interval", "development", "schedule", "retries", "datasets"},
 }
 
 var datasetKeys = keySet{
-	known: []string{"name", "type", "comment", kindSource, kindApplyChanges, kindSnapshot, "expectations", "table_properties", "schema", "partition_by"},
-	later: map[string]string{
-		kindQuery: "feed the dataset with `source:`, `apply_changes:` or `apply_changes_from_snapshot:`",
-	},
+	known: []string{"name", "type", "comment", kindSource, kindApplyChanges, kindSnapshot, kindQuery, "skip_change_commits", "expectations", "table_properties", "schema", "partition_by"},
 }
 
 var expectationKeys = keySet{known: []string{"name", "expect", "on_violation"}}
@@ -49,6 +41,8 @@ type datasetInfo struct {
 	snapshot    *snapshotInfo
 	expect      []ref // the `expect` node and path of each of ds.Expectations (zero when missing)
 	partitionBy *partitionInfo
+	query       *queryInfo
+	skipChanges *yaml.Node // the `skip_change_commits:` key (query streaming tables only)
 }
 
 // pipeline decodes the top level of the spec. It returns nil when the document is not a
@@ -73,10 +67,13 @@ func (d *decoder) pipeline(doc *yaml.Node, abs string, vars map[string]string) (
 		case "configuration":
 			// decoded before substitution (see configuration)
 		case "continuous":
-			if c, ok := d.boolean(e.val, e.path); ok && c {
-				d.addAt(resolve(e.val), e.path, "remove it or write `continuous: false`; updates are triggered",
-					"continuous mode is not supported yet")
-			}
+			p.Continuous, _ = d.boolean(e.val, e.path)
+		case "trigger_interval":
+			p.TriggerInterval, _ = d.duration(e.val, e.path)
+		case "schedule":
+			p.Schedule, _ = d.schedule(e.val, e.path)
+		case "retries":
+			p.Retries = d.retries(e.val, e.path)
 		case "development":
 			p.Development, _ = d.boolean(e.val, e.path)
 		case "datasets":
@@ -153,7 +150,11 @@ func (d *decoder) dataset(n *yaml.Node, path string) *datasetInfo {
 			kinds = append(kinds, e)
 			ds.ApplyChangesFromSnapshot, in.snapshot = d.snapshot(e.val, e.path)
 		case kindQuery:
-			kinds = append(kinds, e) // reported as not supported yet by mapping
+			kinds = append(kinds, e)
+			ds.Query, in.query = d.query(e.val, e.path)
+		case "skip_change_commits":
+			ds.SkipChangeCommits, _ = d.boolean(e.val, e.path)
+			in.skipChanges = e.key
 		case "expectations":
 			ds.Expectations, in.expect = d.expectations(e.val, e.path)
 		case "table_properties":
@@ -192,6 +193,7 @@ func (d *decoder) dataset(n *yaml.Node, path string) *datasetInfo {
 			strings.Join(names, " and "))
 	}
 	ds.Type = d.datasetType(typeEntry, in.kind)
+	d.checkQuarantine(in)
 	return in
 }
 
@@ -266,7 +268,7 @@ func (d *decoder) expectations(n *yaml.Node, path string) ([]Expectation, []ref)
 					x.Expect, expect = s, ref{resolve(e.val), e.path}
 				}
 			case "on_violation":
-				if s, ok := d.oneOf(e.val, e.path, OnViolationWarn, OnViolationDrop, OnViolationFail); ok {
+				if s, ok := d.oneOf(e.val, e.path, OnViolationWarn, OnViolationDrop, OnViolationFail, OnViolationQuarantine); ok {
 					x.OnViolation = s
 				}
 			}

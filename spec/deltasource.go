@@ -29,7 +29,7 @@ func (d *decoder) deltaSource(n *yaml.Node, path string, src *Source, in *source
 		switch e.name {
 		case "schema":
 			d.addAt(e.key, e.path, "remove it; the columns are the Delta table's", "a Delta source takes its schema from the table's log")
-		case "options", "rescued_data_column", "mode":
+		case "options", "rescued_data_column", "mode", "include_metadata", "max_files_per_trigger", "schema_evolution_mode":
 			d.addAt(e.key, e.path, "remove it; it applies to file formats", "%s does not apply to `format: delta`", e.name)
 		}
 	}

@@ -21,7 +21,10 @@
 // the parser stopped, not the start of the enclosing block.
 //
 // Invariants of a returned *Pipeline: File, Dir and Storage are absolute; every dataset has a
-// valid unique name, exactly one way to get its data (a Source, an ApplyChanges or an
-// ApplyChangesFromSnapshot in this release), and its output Schema; every expression compiles with expectations.Compile against
-// the columns it will see; and the datasets form an acyclic graph.
+// valid unique name, exactly one way to get its data (a Source, an ApplyChanges, an
+// ApplyChangesFromSnapshot or a Query), and its output Schema (except a Query dataset, whose
+// columns are the query result's, known when it runs); every expression compiles with
+// expectations.Compile against the columns it will see (a Query dataset's expectations compile
+// when its query has run); every dataset a query reads exists (query.go finds them in the SQL);
+// and the datasets form an acyclic graph.
 package spec

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -25,9 +26,17 @@ type Pipeline struct {
 	// Configuration is the effective `configuration:` map: the spec's values with their ${NAME}
 	// from the environment substituted, overridden and extended by the conf argument of Load.
 	Configuration map[string]string
-	Continuous    bool // always false in this release: `continuous: true` is refused
+	Continuous    bool // `continuous: true`: `pipeline run` keeps running, picking up new input
 	Development   bool // `development: true`: no retries, fail fast
-	Datasets      []*Dataset
+	// TriggerInterval is how often continuous mode polls for new input (`trigger_interval`;
+	// 0 when unset: DefaultTriggerInterval).
+	TriggerInterval time.Duration
+	// Schedule is the cron expression of `schedule:` (checked with CronParser), used by
+	// `pipeline schedule`; "" when unset.
+	Schedule string
+	// Retries is the `retries:` policy of production mode; nil when unset (no retries).
+	Retries  *Retries
+	Datasets []*Dataset
 }
 
 // DatasetType is the kind of table a dataset is (spec.md §1 `type`).
@@ -54,6 +63,13 @@ type Dataset struct {
 	// ApplyChangesFromSnapshot makes the dataset an AUTO CDC FROM SNAPSHOT target (semantics.md
 	// "APPLY CHANGES FROM SNAPSHOT").
 	ApplyChangesFromSnapshot *ApplyChangesFromSnapshot
+	// Query makes the dataset the result of a SQL query (DuckDB SQL) over other datasets: a
+	// materialized view, a streaming table over STREAM(x), or a view. Its Schema is empty in the
+	// spec: it is the query result's, known when the query runs.
+	Query *Query
+	// SkipChangeCommits, for a query streaming table: versions of a STREAM source that update or
+	// delete rows are skipped rather than failing the flow.
+	SkipChangeCommits bool
 	// Expectations are checked, in order, on the rows the dataset reads: the rows of its files
 	// for a Source dataset, the change events of its source for an ApplyChanges dataset, the rows
 	// of each snapshot for an ApplyChangesFromSnapshot dataset.
@@ -73,14 +89,29 @@ type Dataset struct {
 // Source is file ingestion in the style of Auto Loader (semantics.md "Ingestion").
 type Source struct {
 	Path      string            // absolute; a folder (every file below it) or a glob
-	Format    string            // "json": one JSON object a line
+	Format    string            // "json": one JSON object a line; FormatCSV; FormatParquet; FormatDelta
 	Schema    schema.Schema     // the declared schema, parsed from SchemaDDL
 	SchemaDDL string            // the declared schema as written (after ${} substitution)
-	Options   map[string]string // reader options; none is supported yet for json, so always empty
+	Options   map[string]string // reader options, checked and normalised: the CSV* names for csv; none for json
 	// RescuedDataColumn, when set, names a STRING column added after the declared ones that
 	// receives, as JSON, what did not fit the schema.
 	RescuedDataColumn string
 	Mode              string // "permissive" (default), "dropmalformed" or "failfast"
+	// InferSchema: no schema was declared (json, csv); the first run infers Schema from the
+	// files present and stores it as the table's schema, and later runs reuse the table's.
+	// Schema (and the dataset's) is empty until then (flows.Setup fills it).
+	InferSchema bool
+	// SchemaEvolutionMode is one of the Evolution* values (always set after decoding).
+	SchemaEvolutionMode string
+	// SchemaHints pins the type of some columns of an inferred schema (and adds those absent).
+	SchemaHints    schema.Schema
+	SchemaHintsDDL string
+	// IncludeMetadata adds FilePathColumn and FileModificationTimeColumn after the other
+	// columns (file sources).
+	IncludeMetadata bool
+	// MaxFilesPerTrigger, when > 0, bounds the files of one ingest batch; a triggered update
+	// then runs batches until every available file is read (file sources).
+	MaxFilesPerTrigger int
 	// Read, for format delta, is how the Delta table at Path is read: ReadAppend (the rows its
 	// versions add) or ReadChangeFeed (its change data feed). Schema is then the table's schema,
 	// plus _change_type, _commit_version and _commit_timestamp for ReadChangeFeed.
@@ -92,11 +123,21 @@ type Source struct {
 	// SkipChangeCommits, for ReadAppend: versions that update or delete rows are skipped rather
 	// than failing the flow.
 	SkipChangeCommits bool
-	Pos               Pos
+	// Table, when set, names the dataset of this pipeline whose table the source reads
+	// (`source: {table: x}`); Format is then FormatDelta and Path that table's folder. A change
+	// feed read this way leaves out update pre-images.
+	Table string
+	Pos   Pos
 }
 
 // FormatDelta reads a Delta table by path (Source.Read says how).
 const FormatDelta = "delta"
+
+// FormatParquet reads Parquet files by column name, with a declared schema.
+const FormatParquet = "parquet"
+
+// FormatCSV reads CSV files (RFC 4180 quoting; the CSV* option names say how).
+const FormatCSV = "csv"
 
 // The values of Source.Read.
 const (
@@ -146,7 +187,7 @@ const (
 type Expectation struct {
 	Name        string
 	Expect      string // a row expression (expectations.Compile); a row passes only when it is true
-	OnViolation string // "warn" (default), "drop" or "fail"
+	OnViolation string // "warn" (default), "drop", "fail" or "quarantine"
 	Pos         Pos
 }
 
@@ -155,6 +196,9 @@ const (
 	OnViolationWarn = "warn"
 	OnViolationDrop = "drop"
 	OnViolationFail = "fail"
+	// OnViolationQuarantine writes the violating rows to the <dataset>_quarantine table
+	// (QuarantineSuffix) and keeps them out of the dataset.
+	OnViolationQuarantine = "quarantine"
 )
 
 // TombstoneGCProperty is the table property that sets, in seconds, how long APPLY CHANGES keeps
@@ -239,7 +283,7 @@ func (p *Pipeline) Dataset(name string) *Dataset {
 }
 
 // Graph returns the dependency graph of the datasets, in spec order: an ApplyChanges dataset
-// depends on its Source dataset. For a pipeline returned by Load it never fails.
+// depends on its Source dataset, a Query dataset on the datasets its SQL reads. For a pipeline returned by Load it never fails.
 func (p *Pipeline) Graph() (*dag.Graph, error) {
 	g, err := dag.New(p.nodes())
 	if err != nil {
@@ -264,6 +308,18 @@ func (ds *Dataset) deps() []string {
 	}
 	if s := ds.ApplyChangesFromSnapshot; s != nil && s.Source != "" {
 		return []string{s.Source}
+	}
+	if ds.Source != nil && ds.Source.Table != "" {
+		return []string{ds.Source.Table}
+	}
+	if ds.Query != nil {
+		var out []string
+		for _, r := range ds.Query.Refs {
+			if !contains(out, r.Name) {
+				out = append(out, r.Name)
+			}
+		}
+		return out
 	}
 	return nil
 }

@@ -78,6 +78,7 @@ func (d *decoder) snapshot(n *yaml.Node, path string) (*ApplyChangesFromSnapshot
 			in.source = ref{v, e.path}
 			if v.Kind == yaml.MappingNode {
 				s.Files, in.files = d.source(v, e.path)
+				d.snapshotFileKeys(v, e.path, s.Files)
 				continue
 			}
 			if name, ok := d.nonEmpty(v, e.path); ok {

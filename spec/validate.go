@@ -33,7 +33,11 @@ const (
 func (d *decoder) validate(p *Pipeline, infos []*datasetInfo) {
 	v := &validation{d: d, byName: map[string]*datasetInfo{}, state: map[*datasetInfo]int{}, ok: map[*datasetInfo]bool{}}
 	v.uniqueNames(infos)
+	v.quarantineNames(infos)
+	v.inferredReads(infos)
 	v.references(infos)
+	v.queryChecks(infos)
+	v.tableSources(p, infos)
 	v.cycles()
 	for _, in := range infos {
 		v.output(in)
@@ -151,6 +155,11 @@ func (v *validation) declaredSchema(in *datasetInfo) {
 	for _, c := range []string{StartAt, EndAt} {
 		if scd2 && decl.Index(c) < 0 {
 			i := out.Index(c)
+			if out.Fields[i].Type.Kind == schema.StructKind {
+				v.d.addAt(r.node, r.path, "leave `schema:` out: a STRUCT column cannot be declared in Spark DDL here yet",
+					"an SCD type 2 target whose sequence_by is a list has STRUCT columns %s and %s", StartAt, EndAt)
+				return
+			}
 			v.d.addAt(r.node, r.path, fmt.Sprintf("add `%s %s` to the schema", c, out.Fields[i].Type.DDL()),
 				"an SCD type 2 target's schema must contain %s (the type of sequence_by, %s)", c, out.Fields[i].Type.DDL())
 		}
@@ -177,6 +186,9 @@ func (v *validation) declaredSchema(in *datasetInfo) {
 // schema.
 func (v *validation) sourceOutput(in *datasetInfo) bool {
 	src := in.ds.Source
+	if src.Table != "" {
+		return v.tableSourceOutput(in)
+	}
 	if !in.source.schemaOK {
 		return false
 	}
@@ -184,6 +196,9 @@ func (v *validation) sourceOutput(in *datasetInfo) bool {
 	out := schema.Schema{Fields: slices.Clone(src.Schema.Fields)}
 	if src.RescuedDataColumn != "" && src.Schema.Index(src.RescuedDataColumn) < 0 { // a clash is reported by source
 		out.Fields = append(out.Fields, schema.Field{Name: src.RescuedDataColumn, Type: schema.Type{Kind: schema.String}, Nullable: true})
+	}
+	if src.IncludeMetadata {
+		out.Fields = append(out.Fields, MetadataColumns()...)
 	}
 	in.ds.Schema = out
 	return true
@@ -199,6 +214,18 @@ func (v *validation) applyOutput(in *datasetInfo) bool {
 		return false
 	}
 	input := src.ds.Schema
+	if src.kind == kindApplyChanges || src.kind == kindSnapshot {
+		v.d.addAt(in.apply.source.node, in.apply.source.path,
+			fmt.Sprintf("to follow the versions of %s, use `apply_changes_from_snapshot: {source: %s, keys: [...]}`", ac.Source, ac.Source),
+			"apply_changes reads an append-only change log, but %s is an APPLY CHANGES target whose commits update and delete rows", ac.Source)
+	}
+	for _, list := range [][]ref{in.apply.track, in.apply.trackExcept} {
+		for _, r := range list {
+			if slices.Contains(ac.Keys, r.node.Value) {
+				v.d.addAt(r.node, r.path, "remove it: a key never changes within its own history", "key %s cannot be a tracked column", r.node.Value)
+			}
+		}
+	}
 	v.columnsIn(in.apply.keys, input, ac.Source)
 	v.columnsIn(in.apply.seq, input, ac.Source)
 	// Only an unknown name in column_list leaves the output in doubt (it may be a typo for a

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"tributary/spec"
 )
 
 // lockInfo is written into the lock file so that a second update can name the holder.
@@ -51,3 +53,42 @@ func (l *lock) release() {
 	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
 	l.f.Close()
 }
+
+// note rewrites the lock file to name the update now running under a lock held across updates.
+func (l *lock) note(updateID string) {
+	b, err := os.ReadFile(l.f.Name())
+	var info lockInfo
+	if err == nil {
+		_ = json.Unmarshal(b, &info)
+	}
+	host, _ := os.Hostname()
+	info.PID, info.Host, info.UpdateID = os.Getpid(), host, updateID
+	if info.Started == "" {
+		info.Started = time.Now().UTC().Format(time.RFC3339)
+	}
+	b, _ = json.Marshal(info)
+	_ = l.f.Truncate(0)
+	_, _ = l.f.WriteAt(b, 0)
+}
+
+// Held is the storage lock held by a long-running command (`pipeline dev`, `pipeline schedule`,
+// continuous `pipeline run`) across the updates it runs: no other update, dev session or
+// scheduler can use the storage meanwhile.
+type Held struct {
+	lk   *lock
+	what string
+}
+
+// Hold takes the storage lock of p for a long-running command; what names it in the lock file
+// (for example "schedule"). The error wraps ErrLocked and names the holder when the storage is
+// taken. A lock left by a dead process is free: the kernel drops flock locks with their process.
+func Hold(p *spec.Pipeline, what string) (*Held, error) {
+	lk, err := acquire(p.Storage, what)
+	if err != nil {
+		return nil, err
+	}
+	return &Held{lk: lk, what: what}, nil
+}
+
+// Release frees the lock.
+func (h *Held) Release() { h.lk.release() }

@@ -2,19 +2,12 @@ package update
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
-	"tributary/dag"
-	"tributary/eventlog"
 	"tributary/flows"
 	"tributary/spec"
 )
@@ -39,6 +32,8 @@ const (
 	FlowFailed    = "FAILED"
 	FlowSkipped   = "SKIPPED"
 	FlowIdle      = "IDLE"
+	FlowExcluded  = "EXCLUDED"
+	FlowStopped   = "STOPPED"
 )
 
 // Options tune an update.
@@ -54,7 +49,34 @@ type Options struct {
 	FullRefresh []string
 	// FullRefreshAll rebuilds every dataset.
 	FullRefreshAll bool
+	// Refresh, when not empty, selects the datasets the update runs (with those of FullRefresh):
+	// the others are EXCLUDED in the event log and keep their tables as they are.
+	Refresh []string
+	// Development forces development mode (`pipeline dev`): failed flows are not retried.
+	Development bool
+	// Held is a storage lock the caller holds across several updates (`pipeline dev`,
+	// `pipeline schedule`); nil makes the update take the lock itself.
+	Held *Held
+	// Cause is the create_update cause recorded in the event log (default USER_ACTION).
+	Cause string
+	// Started, when set, is called with the update's event log once it is open, so that a caller
+	// running beside the update (a scheduler) can record events in it.
+	Started func(Emitter)
+	// Progress, when set, is called each time a flow changes status, with the rows it wrote
+	// (for a live display on a terminal); it must be safe for concurrent use.
+	Progress func(flow, status string, rows int64)
+	// Only, when not nil, limits the flows run to these (their downstream included by the
+	// caller); flows left out are not run and get no event. Continuous and dev mode use it.
+	Only map[string]bool
+
+	// sleep waits between retries (tests shorten it); nil means a timer honouring ctx.
+	sleep func(ctx context.Context, d time.Duration) error
+	// runFlow runs one flow (tests inject failures); nil means flows.Run.
+	runFlow func(ctx context.Context, env *flows.Env, d *spec.Dataset) (flows.Metrics, error)
 }
+
+// Emitter records events in an update's event log (eventlog.Log implements it).
+type Emitter = flows.Emitter
 
 // FlowResult is the outcome of one flow.
 type FlowResult struct {
@@ -75,6 +97,15 @@ type FlowError struct {
 	Failed map[string]error
 }
 
+// Unwrap returns the flows' errors, so that errors.Is and errors.As see them.
+func (e *FlowError) Unwrap() []error {
+	out := make([]error, 0, len(e.Failed))
+	for _, err := range e.Failed {
+		out = append(out, err)
+	}
+	return out
+}
+
 // Error lists each failed flow with its error, one a line, flows sorted by name.
 func (e *FlowError) Error() string {
 	names := make([]string, 0, len(e.Failed))
@@ -90,177 +121,25 @@ func (e *FlowError) Error() string {
 	return b.String()
 }
 
-// Run runs one triggered update of p: every flow processes what is available when it starts.
-// It returns the result and, when a flow failed, a *FlowError (the update is then FAILED); other
-// errors (the storage is locked, the event log cannot be written) are returned as they are.
+// Run runs one triggered update of p: every selected flow processes what is available when it
+// starts (Options.Refresh; the others are EXCLUDED). It returns the result and, when a flow
+// failed, a *FlowError (the update is then FAILED); other errors (the storage is locked, the event
+// log cannot be written) are returned as they are. When ctx is done before the flows finish, the
+// flows not started are SKIPPED and the update is CANCELED.
 func Run(ctx context.Context, p *spec.Pipeline, opts Options) (*Result, error) {
-	if opts.Parallel <= 0 {
-		opts.Parallel = 2
-	}
-	if opts.Out == nil {
-		opts.Out = io.Discard
-	}
-	res := &Result{UpdateID: uuid.NewString(), Flows: map[string]*FlowResult{}}
-	lk, err := acquire(p.Storage, res.UpdateID)
+	s, err := begin(p, opts)
 	if err != nil {
-		return nil, err
+		return s.result(), err
 	}
-	defer lk.release()
-	events, err := eventlog.Open(filepath.Join(p.Storage, "system", "events"), p.Name, res.UpdateID)
-	if err != nil {
-		return nil, err
-	}
-	state := func(s string, errText string) error {
-		res.State = s
-		level := eventlog.Info
-		if s == StateFailed {
-			level = eventlog.Error
-		}
-		events.Emit(level, eventlog.UpdateProgress, "", "", "Update "+res.UpdateID[:8]+" is "+s+".", map[string]any{"update_progress": map[string]any{"state": s}}, errText)
-		return events.Flush()
-	}
-	events.Emit(eventlog.Info, eventlog.CreateUpdate, "", "", "Update "+res.UpdateID[:8]+" started by the CLI.",
-		map[string]any{"create_update": map[string]any{"cause": "USER_ACTION", "full_refresh": opts.FullRefreshAll, "full_refresh_selection": opts.FullRefresh, "development": p.Development}}, "")
-	if err := state(StateCreated, ""); err != nil {
-		return nil, err
-	}
-	fail := func(err error) (*Result, error) {
-		_ = state(StateFailed, err.Error())
-		return res, err
-	}
-	if err := state(StateInitializing, ""); err != nil {
-		return nil, err
-	}
-	g, err := p.Graph()
-	if err != nil {
-		return fail(err)
-	}
-	for _, name := range g.Order() {
-		d := p.Dataset(name)
-		events.Emit(eventlog.Info, eventlog.DatasetDefinition, "", d.Name, "Dataset "+d.Name+" is defined as a "+string(d.Type)+".",
-			map[string]any{"dataset_definition": map[string]any{"dataset_type": string(d.Type), "schema": d.Schema.DDL(), "comment": d.Comment}}, "")
-		events.Emit(eventlog.Info, eventlog.FlowDefinition, d.Name, d.Name, "Flow "+d.Name+" is defined as "+flowType(d)+".",
-			map[string]any{"flow_definition": map[string]any{"output_dataset": d.Name, "input_datasets": g.Deps(name), "flow_type": flowType(d), "schema": d.Schema.DDL()}}, "")
-	}
-	if err := state(StateSettingUpTables, ""); err != nil {
-		return nil, err
-	}
-	refresh := opts.FullRefresh
-	if opts.FullRefreshAll {
-		refresh = g.Order()
-	}
-	for _, name := range refresh {
-		d := p.Dataset(name)
-		if d == nil {
-			return fail(fmt.Errorf("--full-refresh: pipeline %s has no dataset %q", p.Name, name))
-		}
-		if err := flows.Reset(p, d); err != nil {
-			return fail(err)
-		}
-		events.Emit(eventlog.Info, eventlog.UserAction, name, name, "Dataset "+name+" is fully refreshed: its table, checkpoint and CDC state were removed.", map[string]any{"user_action": map[string]any{"action": "FULL_REFRESH", "dataset": name}}, "")
-	}
-	var setupErrs []error
-	var changed []string
-	for _, name := range g.Order() {
-		if err := flows.Setup(p, p.Dataset(name)); err != nil {
-			setupErrs = append(setupErrs, err)
-			if errors.Is(err, flows.ErrSchemaChanged) {
-				changed = append(changed, name)
-			}
-		}
-	}
-	if len(changed) > 0 {
-		seen := map[string]bool{}
-		var all []string
-		for _, name := range g.Order() {
-			for _, c := range changed {
-				if name == c || contains(g.Descendants(c), name) {
-					if !seen[name] {
-						seen[name] = true
-						all = append(all, name)
-					}
-				}
-			}
-		}
-		setupErrs = append(setupErrs, fmt.Errorf("schema changes need a full refresh of the changed tables and the tables that read them: run %s", flows.RefreshHint(p, all...)))
-	}
-	if len(setupErrs) > 0 {
-		return fail(errors.Join(setupErrs...))
-	}
-	if err := state(StateRunning, ""); err != nil {
-		return nil, err
-	}
-	env := &flows.Env{Pipeline: p, UpdateID: res.UpdateID, Events: events, Now: opts.Now}
-	var mu sync.Mutex
-	for _, name := range g.Order() {
-		res.Flows[name] = &FlowResult{State: FlowQueued}
-		events.Emit(eventlog.Info, eventlog.FlowProgress, name, name, "Flow "+name+" is QUEUED.", progress(FlowQueued, nil), "")
-	}
-	states := g.Run(ctx, opts.Parallel, func(ctx context.Context, name string) error {
-		d := p.Dataset(name)
-		events.Emit(eventlog.Info, eventlog.FlowProgress, name, name, "Flow "+name+" is STARTING.", progress(FlowStarting, nil), "")
-		events.Emit(eventlog.Info, eventlog.FlowProgress, name, name, "Flow "+name+" is RUNNING.", progress(FlowRunning, nil), "")
-		m, err := flows.Run(ctx, env, d)
-		if err == nil && m.Version >= 0 {
-			autoOptimize(p, d, events)
-		}
-		mu.Lock()
-		fr := res.Flows[name]
-		fr.Metrics, fr.Err = m, err
-		switch {
-		case err != nil:
-			fr.State = FlowFailed
-		case m.Idle:
-			fr.State = FlowIdle
-		default:
-			fr.State = FlowCompleted
-		}
-		mu.Unlock()
-		if err != nil {
-			details := progress(FlowFailed, nil)
-			if m.Quality.Expectations != nil {
-				details["flow_progress"].(map[string]any)["data_quality"] = m.Quality.Details()
-			}
-			events.Emit(eventlog.Error, eventlog.FlowProgress, name, name, "Flow "+name+" has FAILED: "+err.Error(), details, err.Error())
-		} else {
-			events.Emit(eventlog.Metrics, eventlog.FlowProgress, name, name, "Flow "+name+" is "+fr.State+".", progress(fr.State, &m), "")
-		}
-		if ferr := events.Flush(); ferr != nil && err == nil {
-			err = ferr
-		}
-		return err
-	})
-	failed := map[string]error{}
-	for _, name := range g.Order() {
-		fr := res.Flows[name]
-		if states[name] == dag.StateSkipped {
-			fr.State = FlowSkipped
-			cause := "an upstream flow failed"
-			if ctx.Err() != nil {
-				cause = "the update was canceled"
-			}
-			events.Emit(eventlog.Warn, eventlog.FlowProgress, name, name, "Flow "+name+" is SKIPPED: "+cause+".", progress(FlowSkipped, nil), "")
-		}
-		if fr.Err != nil {
-			failed[name] = fr.Err
-		}
-	}
-	printSummary(opts.Out, p, res, g.Order())
-	if len(failed) > 0 {
-		ferr := &FlowError{Failed: failed}
-		if err := state(StateFailed, ferr.Error()); err != nil {
-			return res, errors.Join(ferr, err)
-		}
-		return res, ferr
+	defer s.close()
+	if err := s.batch(ctx, nil); err != nil {
+		return s.res, err
 	}
 	if ctx.Err() != nil {
-		_ = state(StateCanceled, "")
-		return res, ctx.Err()
+		_ = s.end(true)
+		return s.res, ctx.Err()
 	}
-	if err := state(StateCompleted, ""); err != nil {
-		return res, err
-	}
-	return res, nil
+	return s.res, s.end(false)
 }
 
 func contains(list []string, s string) bool {
@@ -278,6 +157,12 @@ func flowType(d *spec.Dataset) string {
 	}
 	if d.ApplyChangesFromSnapshot != nil {
 		return "APPLY_CHANGES_FROM_SNAPSHOT"
+	}
+	if d.Query != nil && d.Type == spec.MaterializedView {
+		return "COMPLETE"
+	}
+	if d.Query != nil && d.Type == spec.View {
+		return "VIEW"
 	}
 	return "APPEND"
 }
@@ -317,6 +202,7 @@ func printSummary(w io.Writer, p *spec.Pipeline, res *Result, order []string) {
 		}
 		fmt.Fprintf(w, "  %-24s %-10s %s\n", name, fr.State, detail)
 	}
+	printQuality(w, res, order)
 }
 
 // plural writes "1 row" or "2 rows" (or the given plural form).

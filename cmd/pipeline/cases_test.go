@@ -12,9 +12,12 @@ import (
 
 // caseFile is a shared acceptance case's case.json (see testdata/cases/*/README.md).
 type caseFile struct {
-	Input  string `json:"input"`
-	LandTo string `json:"land_to"`
-	Runs   []struct {
+	Input string `json:"input"`
+	// InputFormat is "json" (default: each batch lands as one JSON-lines file) or "raw" (the
+	// input file lands byte for byte, as one batch).
+	InputFormat string `json:"input_format"`
+	LandTo      string `json:"land_to"`
+	Runs        []struct {
 		Name        string `json:"name"`
 		Spec        string `json:"spec"`
 		FailAtBatch *int   `json:"fail_at_batch"`
@@ -43,7 +46,12 @@ func TestAcceptanceCases(t *testing.T) {
 		if err := json.Unmarshal(b, &cf); err != nil {
 			t.Fatalf("%s: %v", dir, err)
 		}
-		batches := readBatches(t, filepath.Join(dir, cf.Input))
+		var batches map[int][]string
+		if cf.InputFormat != "raw" {
+			batches = readBatches(t, filepath.Join(dir, cf.Input))
+		} else {
+			batches = map[int][]string{1: nil}
+		}
 		for _, run := range cf.Runs {
 			dir, run := dir, run
 			t.Run(filepath.Base(dir)+"/"+run.Name, func(t *testing.T) {
@@ -61,9 +69,13 @@ func TestAcceptanceCases(t *testing.T) {
 				}
 				sort.Ints(nums)
 				for _, n := range nums {
-					name := filepath.Join(land, "batch-"+pad4(n)+".json")
-					if err := os.WriteFile(name, []byte(strings.Join(batches[n], "\n")+"\n"), 0o644); err != nil {
-						t.Fatal(err)
+					if cf.InputFormat == "raw" {
+						copyFile(t, filepath.Join(dir, cf.Input), filepath.Join(land, filepath.Base(cf.Input)))
+					} else {
+						name := filepath.Join(land, "batch-"+pad4(n)+".json")
+						if err := os.WriteFile(name, []byte(strings.Join(batches[n], "\n")+"\n"), 0o644); err != nil {
+							t.Fatal(err)
+						}
 					}
 					r := pipeline(t, nil, "run", spec)
 					want := 0

@@ -40,6 +40,11 @@ func maintainedTables(p *spec.Pipeline, name string) ([]maintained, error) {
 		} else if v >= 0 {
 			out = append(out, maintained{name: d.Name, table: t, dataset: d})
 		}
+		if q := d.Name + spec.QuarantineSuffix; d.Quarantines() {
+			if qt := delta.New(flows.TableDir(p.Storage, q)); latest(qt) >= 0 {
+				out = append(out, maintained{name: q, table: qt}) // its quarantine table
+			}
+		}
 	}
 	events := delta.New(filepath.Join(p.Storage, "system", "events"))
 	if v, err := events.LatestVersion(); err != nil {
@@ -148,4 +153,13 @@ func byteSize(n int64) string {
 		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 	}
 	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+}
+
+// latest returns t's latest version, or -1 when it has none or cannot be read.
+func latest(t *delta.Table) int64 {
+	v, err := t.LatestVersion()
+	if err != nil {
+		return -1
+	}
+	return v
 }

@@ -10,32 +10,47 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tributary/spec"
 	"tributary/update"
 )
 
 func newRunCmd() *cobra.Command {
-	var confs, fullRefresh []string
-	var fullRefreshAll bool
+	var confs, fullRefresh, refresh []string
+	var fullRefreshAll, continuous bool
 	cmd := &cobra.Command{
-		Use:   "run SPEC [--full-refresh-all | --full-refresh T,..] [--conf k=v]",
-		Short: "Run one triggered update: every flow processes the input available now, then the command exits",
+		Use:   "run SPEC [--full-refresh-all | --full-refresh T,..] [--refresh T,..] [--continuous] [--conf k=v]",
+		Short: "Run one update: triggered (process the input available now, then exit) or continuous (keep processing new input until stopped)",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if fullRefreshAll && len(fullRefresh) > 0 {
-				return usageError(errors.New("--full-refresh-all refreshes every dataset: give it or --full-refresh with a list, not both"))
+			if err := checkSelection(fullRefreshAll, fullRefresh, refresh); err != nil {
+				return err
 			}
 			p, err := load(args[0], confs)
 			if err != nil {
 				return err
 			}
-			for _, name := range fullRefresh {
-				if p.Dataset(name) == nil {
-					return usageError(fmt.Errorf("--full-refresh: %s", unknownDataset(p, name)))
+			for _, names := range [][]string{fullRefresh, refresh} {
+				for _, name := range names {
+					if p.Dataset(name) == nil {
+						return usageError(fmt.Errorf("--full-refresh/--refresh: %s", unknownDataset(p, name)))
+					}
 				}
+			}
+			opts := update.Options{Out: cmd.OutOrStdout(), FullRefresh: fullRefresh, FullRefreshAll: fullRefreshAll, Refresh: refresh}
+			if isTerminal(cmd.OutOrStdout()) {
+				live := newLiveProgress(cmd.OutOrStdout())
+				opts.Progress = live.update
+				opts.Out = endOfBlock{live}
+			}
+			if !cmd.Flags().Changed("continuous") {
+				continuous = p.Continuous
+			}
+			if continuous {
+				return runContinuous(p, opts)
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			_, err = update.Run(ctx, p, update.Options{Out: cmd.OutOrStdout(), FullRefresh: fullRefresh, FullRefreshAll: fullRefreshAll})
+			_, err = update.Run(ctx, p, opts)
 			if err != nil {
 				return failure(err)
 			}
@@ -45,5 +60,45 @@ func newRunCmd() *cobra.Command {
 	cmd.Flags().StringArrayVar(&confs, "conf", nil, "set a configuration value (key=value), overriding the spec's configuration; repeatable")
 	cmd.Flags().StringSliceVar(&fullRefresh, "full-refresh", nil, "datasets to rebuild from all of their input (comma-separated): their tables, checkpoints and CDC state are removed first")
 	cmd.Flags().BoolVar(&fullRefreshAll, "full-refresh-all", false, "rebuild every dataset from all of its input")
+	cmd.Flags().StringSliceVar(&refresh, "refresh", nil, "datasets to update (comma-separated); the others are EXCLUDED from the update")
+	cmd.Flags().BoolVar(&continuous, "continuous", false, "keep running and process new input as it lands (default: the spec's `continuous`; --continuous=false runs one triggered update); Ctrl-C or SIGTERM stops cleanly")
 	return cmd
+}
+
+// checkSelection refuses conflicting refresh flags (exit 2): --full-refresh-all with a list, or
+// a dataset named in both --refresh and --full-refresh.
+func checkSelection(all bool, full, refresh []string) error {
+	if all && (len(full) > 0 || len(refresh) > 0) {
+		return usageError(errors.New("--full-refresh-all refreshes every dataset: give it or --full-refresh/--refresh with a list, not both"))
+	}
+	for _, r := range refresh {
+		for _, f := range full {
+			if r == f {
+				return usageError(fmt.Errorf("dataset %s is given to both --refresh and --full-refresh: choose one", r))
+			}
+		}
+	}
+	return nil
+}
+
+// runContinuous runs a continuous update until the first signal (clean stop, exit 0).
+func runContinuous(p *spec.Pipeline, opts update.Options) error {
+	ctx, stop, release := stopSignals()
+	defer release()
+	wake, unwatch := wakeOnInput(p)
+	defer unwatch()
+	_, err := update.Continuous(ctx, p, update.ContinuousOptions{Options: opts, Stop: stop, Wake: wake})
+	if err != nil {
+		return failure(err)
+	}
+	return nil
+}
+
+// endOfBlock writes the update's summary below the live progress block and starts a new block
+// for the next update (continuous mode).
+type endOfBlock struct{ live *liveProgress }
+
+func (e endOfBlock) Write(b []byte) (int, error) {
+	e.live.done()
+	return e.live.w.Write(b)
 }

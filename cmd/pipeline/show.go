@@ -114,7 +114,7 @@ func editDistance(a, b string) int {
 // datasetTable returns the Delta table of a dataset of the spec; an unknown dataset is a usage
 // error, a dataset never run is a failure that says to run the pipeline first.
 func datasetTable(p *spec.Pipeline, name string) (*delta.Table, error) {
-	if p.Dataset(name) == nil {
+	if p.Dataset(name) == nil && p.QuarantineOf(name) == nil {
 		return nil, usageError(errors.New(unknownDataset(p, name)))
 	}
 	t := delta.New(flows.TableDir(p.Storage, name))

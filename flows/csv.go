@@ -1,0 +1,422 @@
+package flows
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"tributary/schema"
+	"tributary/spec"
+)
+
+// csvConfig is a csv source's options (spec.CSV*), with Spark's CSV reader defaults.
+type csvConfig struct {
+	header                bool
+	delim, quote, escape  byte
+	comment               byte
+	hasQuote, hasComment  bool
+	nullValue, emptyValue string
+	latin1                bool
+}
+
+func csvConfigOf(opts map[string]string) csvConfig {
+	c := csvConfig{delim: ',', quote: '"', escape: '\\', hasQuote: true}
+	if v, ok := opts[spec.CSVHeader]; ok {
+		c.header = v == "true"
+	}
+	if v := opts[spec.CSVDelimiter]; v != "" {
+		c.delim = v[0]
+	}
+	if v, ok := opts[spec.CSVQuote]; ok {
+		c.hasQuote = v != ""
+		if v != "" {
+			c.quote = v[0]
+		}
+	}
+	if v := opts[spec.CSVEscape]; v != "" {
+		c.escape = v[0]
+	}
+	if v := opts[spec.CSVComment]; v != "" {
+		c.comment, c.hasComment = v[0], true
+	}
+	c.nullValue = opts[spec.CSVNullValue]
+	c.emptyValue = opts[spec.CSVEmptyValue]
+	c.latin1 = opts[spec.CSVEncoding] == "iso-8859-1"
+	return c
+}
+
+// csvField is one field of a record as written: its text (quotes removed) and whether it was
+// quoted.
+type csvField struct {
+	text   string
+	quoted bool
+}
+
+// csvReader splits CSV input into records (RFC 4180): fields separated by the delimiter,
+// records ended by LF, CRLF or CR; a quoted field may hold delimiters, line ends (kept as they
+// are) and quotes, written doubled ("") or after the escape character. Blank lines and, with a
+// comment character, lines starting with it are skipped.
+type csvReader struct {
+	cfg  csvConfig
+	br   *bufio.Reader
+	line int64 // physical lines consumed
+	buf  []byte
+}
+
+// newCSVReader reads in decoded by the configured encoding, with a UTF-8 byte-order mark skipped.
+func newCSVReader(cfg csvConfig, in io.Reader) *csvReader {
+	if cfg.latin1 {
+		in = &latin1Reader{r: in}
+	}
+	br := bufio.NewReaderSize(in, 1<<20)
+	if b, err := br.Peek(3); err == nil && bytes.Equal(b, []byte{0xEF, 0xBB, 0xBF}) && !cfg.latin1 {
+		br.Discard(3)
+	}
+	return &csvReader{cfg: cfg, br: br}
+}
+
+// next returns the next record and the line it starts on, or io.EOF. malformed, when not "", says
+// why the record is not well-formed (a quoted field not closed before the end of the input).
+func (r *csvReader) next() (fields []csvField, start int64, malformed string, err error) {
+	for {
+		b, err := r.br.ReadByte()
+		if err != nil {
+			return nil, 0, "", err
+		}
+		switch {
+		case b == '\n':
+			r.line++
+			continue
+		case b == '\r':
+			r.endCR()
+			continue
+		case r.cfg.hasComment && b == r.cfg.comment:
+			if err := r.skipLine(); err != nil {
+				return nil, 0, "", err
+			}
+			continue
+		}
+		r.br.UnreadByte()
+		break
+	}
+	start = r.line + 1
+	for {
+		f, end, bad, err := r.field()
+		if err != nil {
+			return nil, 0, "", err
+		}
+		fields = append(fields, f)
+		if bad != "" && malformed == "" {
+			malformed = bad
+		}
+		if end {
+			return fields, start, malformed, nil
+		}
+	}
+}
+
+// endCR consumes the LF of a CRLF after a CR was read, and counts the line.
+func (r *csvReader) endCR() {
+	if b, err := r.br.ReadByte(); err == nil && b != '\n' {
+		r.br.UnreadByte()
+	}
+	r.line++
+}
+
+func (r *csvReader) skipLine() error {
+	for {
+		b, err := r.br.ReadByte()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if b == '\n' {
+			r.line++
+			return nil
+		}
+		if b == '\r' {
+			r.endCR()
+			return nil
+		}
+	}
+}
+
+// field reads one field and what ends it: end is true at the end of the record.
+func (r *csvReader) field() (f csvField, end bool, malformed string, err error) {
+	r.buf = r.buf[:0]
+	b, err := r.br.ReadByte()
+	if err == io.EOF {
+		return f, true, "", nil
+	}
+	if err != nil {
+		return f, true, "", err
+	}
+	if r.cfg.hasQuote && b == r.cfg.quote {
+		f.quoted = true
+		for closed := false; !closed; {
+			b, err = r.br.ReadByte()
+			if err == io.EOF {
+				f.text = validUTF8(r.buf)
+				return f, true, "a quoted field is not closed before the end of the file", nil
+			}
+			if err != nil {
+				return f, true, "", err
+			}
+			switch {
+			case b == r.cfg.quote:
+				nb, err := r.br.ReadByte()
+				if err == nil && nb == r.cfg.quote {
+					r.buf = append(r.buf, b) // a doubled quote
+					continue
+				}
+				if err == nil {
+					r.br.UnreadByte()
+				}
+				closed = true
+				continue
+			case b == r.cfg.escape:
+				nb, err := r.br.ReadByte()
+				if err == nil && (nb == r.cfg.quote || nb == r.cfg.escape) {
+					r.buf = append(r.buf, nb)
+					continue
+				}
+				if err == nil {
+					r.br.UnreadByte()
+				}
+			case b == '\n':
+				r.line++
+			}
+			r.buf = append(r.buf, b)
+		}
+		b, err = r.br.ReadByte()
+	}
+	// Unquoted text, or what follows a closing quote (kept as written, as Spark's parser does).
+	for {
+		if err == io.EOF {
+			f.text = validUTF8(r.buf)
+			return f, true, "", nil
+		}
+		if err != nil {
+			return f, true, "", err
+		}
+		switch b {
+		case r.cfg.delim:
+			f.text = validUTF8(r.buf)
+			return f, false, "", nil
+		case '\n':
+			r.line++
+			f.text = validUTF8(r.buf)
+			return f, true, "", nil
+		case '\r':
+			r.endCR()
+			f.text = validUTF8(r.buf)
+			return f, true, "", nil
+		}
+		r.buf = append(r.buf, b)
+		b, err = r.br.ReadByte()
+	}
+}
+
+// validUTF8 returns b as a string, with invalid UTF-8 replaced by U+FFFD as Spark decodes it.
+func validUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+// latin1Reader decodes ISO-8859-1 input to UTF-8.
+type latin1Reader struct {
+	r   io.Reader
+	buf []byte
+}
+
+func (l *latin1Reader) Read(p []byte) (int, error) {
+	n := len(p) / 2
+	if n == 0 {
+		return 0, io.ErrShortBuffer
+	}
+	if cap(l.buf) < n {
+		l.buf = make([]byte, n)
+	}
+	m, err := l.r.Read(l.buf[:n])
+	out := p[:0]
+	for _, c := range l.buf[:m] {
+		if c < 0x80 {
+			out = append(out, c)
+		} else {
+			out = append(out, 0xC0|c>>6, 0x80|c&0x3F)
+		}
+	}
+	return len(out), err
+}
+
+// eachCSVRow reads CSV input into rows of the declared schema (plus the rescued-data column
+// when there is one) and calls fn with each and the line its record starts on.
+//
+// With header, the first record names the columns and fields go to the schema's columns by
+// name (case-sensitive); without, by position. A column with no field is NULL; a field with no
+// column (or an unknown header name) is ignored, or kept in the rescued-data column under its
+// header name (or _c<position>). An unquoted empty field, and a field whose text is null_value,
+// is NULL; a quoted empty field "" reads as empty_value (default: the empty string), as Spark's
+// parser does. An empty value in a column that is not STRING is NULL; other text that
+// does not fit its column is a bad value (NULL, reported, rescued). A record whose quoted field
+// is not closed before the end of the file is malformed (parsed false).
+func eachCSVRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc) error {
+	cfg := csvConfigOf(src.Options)
+	cr := newCSVReader(cfg, in)
+	declared := src.Schema
+	width := len(declared.Fields)
+	if src.RescuedDataColumn != "" {
+		width++
+	}
+	var cols []int     // schema index of each field position, -1 for none
+	var names []string // name of each field position, for the rescued data
+	if !cfg.header {
+		for i := range declared.Fields {
+			cols = append(cols, i)
+			names = append(names, declared.Fields[i].Name)
+		}
+		if src.InferSchema { // inferred without a header: field k is column _c<k>, wherever it is
+			cols, names = nil, nil
+			for k := 0; ; k++ {
+				name := "_c" + strconv.Itoa(k)
+				i := declared.Index(name)
+				if i < 0 {
+					break
+				}
+				cols, names = append(cols, i), append(names, name)
+			}
+		}
+	}
+	rescue := func(m map[string]any) string {
+		m["_file_path"] = filePath
+		b, _ := json.Marshal(m)
+		return string(b)
+	}
+	headerDone := !cfg.header
+	for {
+		fields, lineNo, malformed, err := cr.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !headerDone {
+			headerDone = true
+			taken := map[int]bool{}
+			for _, f := range fields {
+				i := declared.Index(f.text)
+				if i >= 0 && taken[i] {
+					i = -1
+				}
+				if i >= 0 {
+					taken[i] = true
+				}
+				cols = append(cols, i)
+				names = append(names, f.text)
+			}
+			continue
+		}
+		row := make([]any, width)
+		if malformed != "" {
+			if src.RescuedDataColumn != "" {
+				texts := make([]string, len(fields))
+				for i, f := range fields {
+					texts[i] = f.text
+				}
+				row[len(declared.Fields)] = rescue(map[string]any{"_corrupt_record": strings.Join(texts, string(cfg.delim))})
+			}
+			if err := fn(row, false, []badValue{{Line: lineNo, Reason: malformed}}, lineNo); err != nil {
+				return err
+			}
+			continue
+		}
+		var bad []badValue
+		var rescued map[string]any
+		keep := func(name string, v string) {
+			if src.RescuedDataColumn == "" {
+				return
+			}
+			if rescued == nil {
+				rescued = map[string]any{}
+			}
+			rescued[name] = v
+		}
+		for pos, f := range fields {
+			var text *string
+			switch {
+			case f.quoted && f.text == "":
+				text = &cfg.emptyValue
+			case f.text == "", f.text == cfg.nullValue:
+			default:
+				text = &f.text
+			}
+			if pos >= len(cols) || cols[pos] < 0 {
+				if text != nil {
+					name := "_c" + strconv.Itoa(pos)
+					if pos < len(names) {
+						name = names[pos]
+					}
+					keep(name, *text)
+				}
+				continue
+			}
+			if text == nil {
+				continue
+			}
+			c := declared.Fields[cols[pos]]
+			if c.Type.Kind != schema.String && *text == "" {
+				continue
+			}
+			v, err := schema.FromJSON(c.Type, *text)
+			if err != nil {
+				bad = append(bad, badValue{Line: lineNo, Column: c.Name, Reason: err.Error()})
+				keep(c.Name, *text)
+				continue
+			}
+			row[cols[pos]] = v
+		}
+		if rescued != nil {
+			row[len(declared.Fields)] = rescue(rescued)
+		}
+		sort.Slice(bad, func(i, j int) bool { return bad[i].Column < bad[j].Column })
+		if err := fn(row, true, bad, lineNo); err != nil {
+			return err
+		}
+	}
+}
+
+// rowFunc receives each row read from an input file: parsed is false when the line or record
+// was malformed (the row is then NULLs, with the text rescued when there is a rescued-data
+// column); bad lists what did not fit; lineNo is the 1-based line the row starts on.
+type rowFunc func(row []any, parsed bool, bad []badValue, lineNo int64) error
+
+// eachRow reads one input file of a file source in its format and calls fn with each row.
+func eachRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc) error {
+	switch src.Format {
+	case spec.FormatCSV:
+		return eachCSVRow(src, filePath, in, fn)
+	case spec.FormatParquet:
+		return eachParquetRow(src, filePath, fn)
+	case "json":
+		if src.Options[spec.JSONMultiline] == "true" {
+			return eachJSONValue(src, filePath, in, fn, nil)
+		}
+		lr := newLineReader(src.Schema, src.RescuedDataColumn, filePath)
+		return eachLine(in, func(line []byte, lineNo int64) error {
+			row, parsed, bad := lr.parse(line, lineNo)
+			return fn(row, parsed, bad, lineNo)
+		})
+	}
+	return fmt.Errorf("format %s cannot be read from files", src.Format)
+}

@@ -1,0 +1,151 @@
+package flows
+
+import (
+	"bytes"
+	"compress/gzip"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tributary/spec"
+)
+
+// newCSV loads a pipeline whose dataset raw reads csv files with the given schema and source
+// lines (options, mode, ...), each already indented under `source:`.
+func newCSV(t *testing.T, ddl, extra string) (*spec.Pipeline, string) {
+	t.Helper()
+	dir := t.TempDir()
+	text := "name: t\nstorage: ./storage\ndatasets:\n  - name: raw\n    source:\n      path: ./landing\n      format: csv\n      schema: \"" + ddl + "\"\n" + extra
+	return loadPipeline(t, dir, text), filepath.Join(dir, "landing")
+}
+
+func wantRows(t *testing.T, p *spec.Pipeline, want ...string) {
+	t.Helper()
+	if got := rawRows(t, p); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestCSVSpreadsheetQuirks is shared case 18 in small: a UTF-8 byte-order mark before the header,
+// CRLF record ends, a quoted LF kept as is, a quoted delimiter, doubled quotes, an unquoted
+// empty field (NULL), a quoted empty field (the empty string, Spark's emptyValue default), an
+// empty DECIMAL (NULL) and a blank last line, with `header: true` written as a YAML boolean.
+func TestCSVSpreadsheetQuirks(t *testing.T) {
+	t.Parallel()
+	p, landing := newCSV(t, "id INT, name STRING, note STRING, amount DECIMAL(10,2)", "      options:\n        header: true\n")
+	write(t, filepath.Join(landing, "a.csv"), []byte("\xEF\xBB\xBFid,name,note,amount\r\n"+
+		"1,Alpha,\"line one\nline two\",10.50\r\n"+
+		"2,\"Beta, Inc.\",\"said \"\"hi\"\"\",\r\n"+
+		"3,Gamma,\"\",0\r\n"+
+		"4,,plain,7\r\n"+
+		"\r\n"))
+	m, rec, err := ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, p,
+		`1 "Alpha" "line one\nline two" 10.50`,
+		`2 "Beta, Inc." "said \"hi\"" null`,
+		`3 "Gamma" "" 0.00`,
+		`4 null "plain" 7.00`)
+	if m.NumOutputRows != 4 || m.BadRecords != 0 {
+		t.Errorf("metrics = %+v, want 4 rows and no bad records; events:\n%s", m, rec.all())
+	}
+}
+
+// TestCSVOptions: delimiter, quote, escape, null_value, empty_value and comment, given as YAML
+// strings; without a header the fields go to the columns by position.
+func TestCSVOptions(t *testing.T) {
+	t.Parallel()
+	p, landing := newCSV(t, "id BIGINT, a STRING, b STRING", `      options:
+        header: "false"
+        delimiter: ";"
+        quote: "'"
+        escape: "\\"
+        null_value: NA
+        empty_value: EMPTY
+        comment: "#"
+`)
+	write(t, filepath.Join(landing, "a.csv"), []byte(
+		"# a comment line\n"+
+			"1;'x;y';NA\n"+
+			"2;'it\\'s';''\n"+
+			"3;;'don''t'\n"+
+			"4;a\"b\n"))
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, p,
+		`1 "x;y" null`,
+		`2 "it's" "EMPTY"`,
+		`3 null "don't"`,
+		`4 "a\"b" null`)
+}
+
+// TestCSVHeaderByName: with a header, fields go to columns by name in any order; a column the
+// file lacks is NULL; a header name that is no column, extra fields, and values that do not fit
+// are kept in the rescued-data column (with _file_path) and the bad value is reported.
+func TestCSVHeaderByName(t *testing.T) {
+	t.Parallel()
+	p, landing := newCSV(t, "id INT, flag BOOLEAN, at DATE", "      options: {header: true}\n      rescued_data_column: _rescued\n")
+	write(t, filepath.Join(landing, "a.csv"), []byte("flag,extra,id\ntrue,e1,7\nmaybe,,8,overflow\n"))
+	m, rec, err := ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(landing, "a.csv")
+	wantRows(t, p,
+		`7 true null "{\"_file_path\":\"`+path+`\",\"extra\":\"e1\"}"`,
+		`8 null null "{\"_c3\":\"overflow\",\"_file_path\":\"`+path+`\",\"flag\":\"maybe\"}"`)
+	if m.BadRecords != 1 || !strings.Contains(rec.all(), "a.csv:3: column flag:") {
+		t.Errorf("bad records %d, events:\n%s", m.BadRecords, rec.all())
+	}
+}
+
+// TestCSVMalformedAndModes: a quoted field not closed before the end of the file is a malformed
+// record: a row of NULLs under permissive, dropped under dropmalformed, and failfast names the
+// file and the line the record starts on. Compressed csv is read by extension.
+func TestCSVMalformedAndModes(t *testing.T) {
+	t.Parallel()
+	input := []byte("id,s\n1,ok\n2,\"open\nmore\n")
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(input)
+	zw.Close()
+	for _, tc := range []struct {
+		mode string
+		want []string
+		err  string
+	}{
+		{"permissive", []string{`1 "ok"`, `null null`}, ""},
+		{"dropmalformed", []string{`1 "ok"`}, ""},
+		{"failfast", nil, "a.csv.gz:3: a quoted field is not closed"},
+	} {
+		p, landing := newCSV(t, "id INT, s STRING", "      options: {header: \"TRUE\"}\n      mode: "+tc.mode+"\n")
+		write(t, filepath.Join(landing, "a.csv.gz"), gz.Bytes())
+		_, _, err := ingest(t, p)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("%s: error = %v, want %q", tc.mode, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.mode, err)
+		}
+		wantRows(t, p, tc.want...)
+	}
+}
+
+// TestCSVLatin1: encoding iso-8859-1 decodes each byte to its code point; a header-only file
+// gives no rows.
+func TestCSVLatin1(t *testing.T) {
+	t.Parallel()
+	p, landing := newCSV(t, "name STRING", "      options: {header: true, encoding: ISO-8859-1}\n")
+	write(t, filepath.Join(landing, "a.csv"), []byte("name\nJos\xE9\nM\xFCller\n"))
+	write(t, filepath.Join(landing, "b.csv"), []byte("name\r\n"))
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, p, `"José"`, `"Müller"`)
+}

@@ -1,0 +1,84 @@
+package flows
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestEvolutionModes: what a column the schema lacks does in each schema_evolution_mode with a
+// declared schema: none (the default) ignores it, rescue keeps it in _rescued_data (added to the
+// table), failOnNewColumns fails the batch naming the file and the column and commits nothing.
+func TestEvolutionModes(t *testing.T) {
+	t.Parallel()
+	input := `{"id": 1, "extra": "e"}` + "\n"
+	for _, tc := range []struct{ mode, ddl, want, err string }{
+		{"none", "id BIGINT", "1", ""},
+		{"rescue", "id BIGINT, _rescued_data STRING", `1 "{\"_file_path\":\"%F\",\"extra\":\"e\"}"`, ""},
+		{"failOnNewColumns", "id BIGINT", "", "a.json has column extra, which the schema does not have (schema_evolution_mode: failOnNewColumns)"},
+	} {
+		dir := t.TempDir()
+		p := loadPipeline(t, dir, "name: t\nstorage: ./storage\ndatasets:\n  - name: raw\n    source:\n      path: ./landing\n      format: json\n      schema: \"id BIGINT\"\n      schema_evolution_mode: "+tc.mode+"\n")
+		file := filepath.Join(dir, "landing", "a.json")
+		write(t, file, []byte(input))
+		if got := p.Dataset("raw").Schema.DDL(); got != tc.ddl {
+			t.Errorf("%s: schema %s, want %s", tc.mode, got, tc.ddl)
+		}
+		_, _, err := ingest(t, p)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("%s: err %v, want %q", tc.mode, err, tc.err)
+			}
+			if rows := rawRows(t, p); len(rows) != 0 {
+				t.Fatalf("%s: committed %v", tc.mode, rows)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.mode, err)
+		}
+		if got, want := strings.Join(rawRows(t, p), "\n"), strings.ReplaceAll(tc.want, "%F", file); got != want {
+			t.Errorf("%s: rows %s, want %s", tc.mode, got, want)
+		}
+	}
+}
+
+// TestEvolutionAddNewColumnsCSV: with an inferred CSV schema, a later file whose header has a
+// new column adds it (STRING) after the known columns; rows of the older file read NULL there.
+func TestEvolutionAddNewColumnsCSV(t *testing.T) {
+	t.Parallel()
+	p, landing := inferPipeline(t, "      format: csv\n      options: {header: true}\n", map[string]string{"a.csv": "id,name\n1,a\n"})
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(landing, "b.csv"), []byte("name,city,id\nb,Oslo,2\n"))
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Dataset("raw").Schema.DDL(); got != "id STRING, name STRING, city STRING, _rescued_data STRING" {
+		t.Fatalf("schema %s", got)
+	}
+	wantRows(t, p, `"1" "a" null null`, `"2" "b" "Oslo" null`)
+}
+
+// TestInferHeaderlessHints: without a header the inferred columns are _c0, _c1, ...; a
+// schema_hints column not in the files comes after them and is NULL, and a later file with more
+// fields adds _c2 (addNewColumns), whose values land in _c2, not in the hinted column.
+func TestInferHeaderlessHints(t *testing.T) {
+	t.Parallel()
+	p, landing := inferPipeline(t, "      format: csv\n      schema_hints: \"_c0 INT, note STRING\"\n", map[string]string{"a.csv": "1,x\n"})
+	if got := p.Dataset("raw").Schema.DDL(); got != "_c0 INT, _c1 STRING, note STRING, _rescued_data STRING" {
+		t.Fatalf("schema %s", got)
+	}
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(landing, "b.csv"), []byte("2,y,z\n"))
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Dataset("raw").Schema.DDL(); got != "_c0 INT, _c1 STRING, note STRING, _c2 STRING, _rescued_data STRING" {
+		t.Fatalf("evolved schema %s", got)
+	}
+	wantRows(t, p, `1 "x" null null null`, `2 "y" null "z" null`)
+}

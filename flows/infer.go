@@ -1,0 +1,348 @@
+package flows
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"tributary/delta"
+	"tributary/schema"
+	"tributary/spec"
+)
+
+// Schema inference reads at most this many files, and stops after this many bytes of input, as
+// Auto Loader samples the first files (cloudFiles.schemaInference.sampleSize.numFiles).
+const (
+	inferMaxFiles = 1000
+	inferMaxBytes = 64 << 20
+)
+
+// resolveInferred fills the schema of a source whose schema is inferred (spec.Source.InferSchema)
+// before its table is set up: an existing table's schema is reused as it is stored, never
+// inferred again; otherwise the schema is inferred from the files present (an error when there
+// are none). The dataset's schema is then the columns plus the rescued-data and metadata columns.
+func resolveInferred(p *spec.Pipeline, d *spec.Dataset) error {
+	src := d.Source
+	if src == nil || !src.InferSchema || len(src.Schema.Fields) > 0 {
+		return nil
+	}
+	snap, err := delta.New(TableDir(p.Storage, d.Name)).Snapshot(-1)
+	switch {
+	case err == nil:
+		var cols []schema.Field
+		for _, f := range snap.Metadata.Schema.Fields {
+			if f.Name == src.RescuedDataColumn || (src.IncludeMetadata && (f.Name == spec.FilePathColumn || f.Name == spec.FileModificationTimeColumn)) {
+				continue
+			}
+			cols = append(cols, f)
+		}
+		src.Schema = schema.Schema{Fields: cols}
+		d.Schema = snap.Metadata.Schema
+		return nil
+	case !errors.Is(err, delta.ErrNoTable):
+		return err
+	}
+	cols, err := inferSchema(src)
+	if err != nil {
+		return fmt.Errorf("dataset %s: %w", d.Name, err)
+	}
+	src.Schema = cols
+	out := schema.Schema{Fields: append([]schema.Field(nil), cols.Fields...)}
+	if src.RescuedDataColumn != "" && cols.Index(src.RescuedDataColumn) < 0 {
+		out.Fields = append(out.Fields, schema.Field{Name: src.RescuedDataColumn, Type: schema.Type{Kind: schema.String}, Nullable: true})
+	}
+	if src.IncludeMetadata {
+		out.Fields = append(out.Fields, spec.MetadataColumns()...)
+	}
+	d.Schema = out
+	return nil
+}
+
+// inferSchema infers a source's columns from its files, as Auto Loader does for formats that do
+// not store types: every column STRING, or, with infer_column_types, the narrowest of INT (csv
+// only), BIGINT, DOUBLE, BOOLEAN and STRING that holds every value seen (JSON nested values are
+// STRING). JSON columns are sorted by name; CSV columns are in header order (_c0, _c1, ...
+// without a header). schema_hints then set the type of the columns they name, and add those not
+// seen.
+func inferSchema(src *spec.Source) (schema.Schema, error) {
+	_, files, err := listInputs(src.Path)
+	if err != nil {
+		return schema.Schema{}, err
+	}
+	if len(files) == 0 {
+		return schema.Schema{}, fmt.Errorf("cannot infer the schema: %s has no files yet; land a file first, or declare `schema:`", src.Path)
+	}
+	typed := src.Options[spec.InferColumnTypes] == "true"
+	inf := &inferrer{kinds: map[string]kindSet{}}
+	var budget int64 = inferMaxBytes
+	for i, f := range files {
+		if i >= inferMaxFiles || budget <= 0 {
+			break
+		}
+		in, err := openInput(f.abs)
+		if err != nil {
+			return schema.Schema{}, err
+		}
+		r := io.Reader(&limitCounter{r: in, left: &budget})
+		if src.Format == spec.FormatCSV {
+			err = inf.csv(src, r)
+		} else {
+			err = inf.json(src, r)
+		}
+		in.Close()
+		if err != nil {
+			return schema.Schema{}, fmt.Errorf("inferring the schema from %s: %w", f.abs, err)
+		}
+	}
+	if src.Format != spec.FormatCSV {
+		sort.Strings(inf.order)
+	}
+	var out schema.Schema
+	for _, name := range inf.order {
+		t := schema.Type{Kind: schema.String}
+		if typed {
+			t = inf.kinds[name].widest(src.Format == spec.FormatCSV)
+		}
+		out.Fields = append(out.Fields, schema.Field{Name: name, Type: t, Nullable: true})
+	}
+	for _, h := range src.SchemaHints.Fields {
+		if i := out.Index(h.Name); i >= 0 {
+			out.Fields[i].Type = h.Type
+		} else {
+			out.Fields = append(out.Fields, h)
+		}
+	}
+	if len(out.Fields) == 0 {
+		return out, fmt.Errorf("cannot infer the schema: no column found in the files of %s; declare `schema:`", src.Path)
+	}
+	return out, nil
+}
+
+// limitCounter reads until the shared byte budget is spent.
+type limitCounter struct {
+	r    io.Reader
+	left *int64
+}
+
+func (l *limitCounter) Read(p []byte) (int, error) {
+	if *l.left <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > *l.left {
+		p = p[:*l.left]
+	}
+	n, err := l.r.Read(p)
+	*l.left -= int64(n)
+	return n, err
+}
+
+// kindSet records which kinds of values a column held.
+type kindSet struct{ int32, int64, double, boolean, str bool }
+
+// widest returns the narrowest type that holds every value seen (STRING when none was).
+func (k kindSet) widest(allowInt bool) schema.Type {
+	switch {
+	case k.str, k.boolean && (k.int32 || k.int64 || k.double):
+		return schema.Type{Kind: schema.String}
+	case k.boolean:
+		return schema.Type{Kind: schema.Boolean}
+	case k.double:
+		return schema.Type{Kind: schema.Double}
+	case k.int64 || (k.int32 && !allowInt):
+		return schema.Type{Kind: schema.Long}
+	case k.int32:
+		return schema.Type{Kind: schema.Integer}
+	}
+	return schema.Type{Kind: schema.String}
+}
+
+// inferrer collects the columns seen, in first-seen order, and the kinds of their values.
+type inferrer struct {
+	order []string
+	kinds map[string]kindSet
+}
+
+func (inf *inferrer) column(name string) {
+	if _, ok := inf.kinds[name]; !ok {
+		inf.kinds[name] = kindSet{}
+		inf.order = append(inf.order, name)
+	}
+}
+
+// text records a CSV value: its kind as Spark's CSV inference tries them (INT, BIGINT, DOUBLE,
+// BOOLEAN, else STRING).
+func (inf *inferrer) text(name, v string) {
+	k := inf.kinds[name]
+	if _, err := strconv.ParseInt(v, 10, 32); err == nil {
+		k.int32 = true
+	} else if _, err := strconv.ParseInt(v, 10, 64); err == nil {
+		k.int64 = true
+	} else if _, err := strconv.ParseFloat(v, 64); err == nil {
+		k.double = true
+	} else if lv := strings.ToLower(v); lv == "true" || lv == "false" {
+		k.boolean = true
+	} else {
+		k.str = true
+	}
+	inf.kinds[name] = k
+}
+
+func (inf *inferrer) csv(src *spec.Source, in io.Reader) error {
+	cfg := csvConfigOf(src.Options)
+	cr := newCSVReader(cfg, in)
+	var names []string
+	first := true
+	for {
+		fields, _, malformed, err := cr.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if first && cfg.header {
+			first = false
+			for _, f := range fields {
+				names = append(names, f.text)
+				inf.column(f.text)
+			}
+			continue
+		}
+		first = false
+		if malformed != "" {
+			continue
+		}
+		for i, f := range fields {
+			if i >= len(names) {
+				if cfg.header {
+					break // fields past the header are not columns
+				}
+				names = append(names, "_c"+strconv.Itoa(i))
+				inf.column(names[i])
+			}
+			if f.text == "" || f.text == cfg.nullValue {
+				continue
+			}
+			inf.text(names[i], f.text)
+		}
+	}
+}
+
+func (inf *inferrer) json(src *spec.Source, in io.Reader) error {
+	record := func(raw []byte) {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		var obj map[string]any
+		if dec.Decode(&obj) != nil {
+			return // not an object: a malformed record when read
+		}
+		for name, v := range obj {
+			inf.column(name)
+			k := inf.kinds[name]
+			switch x := v.(type) {
+			case nil:
+			case bool:
+				k.boolean = true
+			case json.Number:
+				if _, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+					k.int64 = true
+				} else {
+					k.double = true
+				}
+			default:
+				k.str = true
+			}
+			inf.kinds[name] = k
+		}
+	}
+	if src.Options[spec.JSONMultiline] == "true" {
+		return eachJSONValue(&spec.Source{}, "", in, func([]any, bool, []badValue, int64) error { return nil }, record)
+	}
+	return eachLine(in, func(line []byte, _ int64) error {
+		record(line)
+		return nil
+	})
+}
+
+// evolveSchema applies the source's schema_evolution_mode to the columns that the batch's files
+// have and the schema does not (names match case-sensitively): failOnNewColumns fails naming the
+// first file and column; addNewColumns adds them after the source's columns (typed as inference
+// types them, schema_hints applying), updates the dataset's schema and meta, and reports true so
+// that the batch's commit carries the new metadata (rows already in the table read NULL there).
+// rescue and none need nothing here: the readers rescue or ignore unknown fields.
+func evolveSchema(d *spec.Dataset, todo []inputFile, meta *delta.Metadata) (bool, error) {
+	src := d.Source
+	mode := src.SchemaEvolutionMode
+	if mode != spec.EvolutionAddNewColumns && mode != spec.EvolutionFailOnNewColumns {
+		return false, nil
+	}
+	known := map[string]bool{src.RescuedDataColumn: true}
+	for _, f := range d.Schema.Fields {
+		known[f.Name] = true
+	}
+	typed := src.Options[spec.InferColumnTypes] == "true"
+	inf := &inferrer{kinds: map[string]kindSet{}}
+	var added []string
+	for _, f := range todo {
+		in, err := openInput(f.abs)
+		if err != nil {
+			return false, err
+		}
+		budget := int64(1 << 62)
+		r := &limitCounter{r: in, left: &budget}
+		seen := len(inf.order)
+		if src.Format == spec.FormatCSV {
+			err = inf.csv(src, r)
+		} else {
+			err = inf.json(src, r)
+		}
+		in.Close()
+		if err != nil {
+			return false, fmt.Errorf("reading %s for new columns: %w", f.abs, err)
+		}
+		fresh := append([]string(nil), inf.order[seen:]...)
+		if src.Format != spec.FormatCSV {
+			sort.Strings(fresh)
+		}
+		for _, name := range fresh {
+			if known[name] {
+				continue
+			}
+			if mode == spec.EvolutionFailOnNewColumns {
+				return false, fmt.Errorf("%s has column %s, which the schema does not have (schema_evolution_mode: failOnNewColumns); add it to the schema and run --full-refresh, or choose another schema_evolution_mode", f.abs, name)
+			}
+			known[name] = true
+			added = append(added, name)
+		}
+	}
+	if len(added) == 0 {
+		return false, nil
+	}
+	cols := append([]schema.Field(nil), src.Schema.Fields...)
+	for _, name := range added {
+		t := schema.Type{Kind: schema.String}
+		if typed {
+			t = inf.kinds[name].widest(src.Format == spec.FormatCSV)
+		}
+		if i := src.SchemaHints.Index(name); i >= 0 {
+			t = src.SchemaHints.Fields[i].Type
+		}
+		cols = append(cols, schema.Field{Name: name, Type: t, Nullable: true})
+	}
+	src.Schema = schema.Schema{Fields: cols}
+	out := schema.Schema{Fields: append([]schema.Field(nil), cols...)}
+	if src.RescuedDataColumn != "" {
+		out.Fields = append(out.Fields, schema.Field{Name: src.RescuedDataColumn, Type: schema.Type{Kind: schema.String}, Nullable: true})
+	}
+	if src.IncludeMetadata {
+		out.Fields = append(out.Fields, spec.MetadataColumns()...)
+	}
+	d.Schema = out
+	meta.Schema = out
+	return true, nil
+}

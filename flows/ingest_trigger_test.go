@@ -1,0 +1,85 @@
+package flows
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"tributary/delta"
+)
+
+// TestIngestMaxFilesPerTrigger: with max_files_per_trigger 2, five files are read in name order
+// as three batches (2, 2, 1 files) of one update, each its own commit with its own txn version;
+// the flow's metrics add up; a second update is idle.
+func TestIngestMaxFilesPerTrigger(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, `name: t
+storage: ./storage
+datasets:
+  - name: raw
+    source: {path: ./landing, format: json, schema: "id BIGINT", max_files_per_trigger: 2}
+`)
+	for i := 1; i <= 5; i++ {
+		write(t, filepath.Join(dir, "landing", fmt.Sprintf("f%d.json", i)), []byte(fmt.Sprintf(`{"id": %d}`+"\n", i)))
+	}
+	m, _, err := ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Files != 5 || m.NumOutputRows != 5 || m.Idle {
+		t.Fatalf("metrics %+v, want 5 files, 5 rows", m)
+	}
+	if got := strings.Join(rawRows(t, p), ","); got != "1,2,3,4,5" {
+		t.Fatalf("rows %s", got)
+	}
+	snap, err := delta.New(TableDir(p.Storage, "raw")).Snapshot(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Version != 3 || snap.AppTxns[AppID(p, "raw")] != 3 {
+		t.Fatalf("version %d txn %d, want 3 and 3 (create + three batches)", snap.Version, snap.AppTxns[AppID(p, "raw")])
+	}
+	for batch, want := range map[int64]string{1: "f1.json f2.json", 2: "f3.json f4.json", 3: "f5.json"} {
+		o, err := readOffsets(CheckpointDir(p.Storage, "raw"), batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, f := range o.Files {
+			names = append(names, f.Path)
+		}
+		if strings.Join(names, " ") != want {
+			t.Errorf("batch %d read %v, want %s", batch, names, want)
+		}
+	}
+	if m, _, err := ingest(t, p); err != nil || !m.Idle {
+		t.Fatalf("second update: idle %v err %v", m.Idle, err)
+	}
+}
+
+// TestIngestIncludeMetadata: include_metadata adds _file_path (the file's absolute path) and
+// _file_modification_time (its modification time, as TIMESTAMP) after the rescued-data column.
+func TestIngestIncludeMetadata(t *testing.T) {
+	t.Parallel()
+	p, landing := newCSV(t, "id INT", "      options: {header: true}\n      rescued_data_column: _rescued\n      include_metadata: true\n")
+	path := filepath.Join(landing, "a.csv")
+	write(t, path, []byte("id\n1\n"))
+	at := time.Date(2024, 1, 31, 10, 0, 0, 123000000, time.UTC)
+	if err := os.Chtimes(path, at, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	want := `1 null "` + path + `" "2024-01-31T10:00:00.123000Z"`
+	if got := strings.Join(rawRows(t, p), "\n"); got != want {
+		t.Fatalf("rows %s\nwant %s", got, want)
+	}
+	if got := p.Dataset("raw").Schema.DDL(); got != "id INT, _rescued STRING, _file_path STRING, _file_modification_time TIMESTAMP" {
+		t.Errorf("schema %s", got)
+	}
+}

@@ -1,0 +1,82 @@
+package flows
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tributary/spec"
+)
+
+func newMultiline(t *testing.T, mode string) (*spec.Pipeline, string) {
+	t.Helper()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, `name: t
+storage: ./storage
+datasets:
+  - name: raw
+    source:
+      path: ./landing
+      format: json
+      schema: "id BIGINT, name STRING"
+      options: {multiline: true}
+      mode: `+mode+`
+`)
+	return p, filepath.Join(dir, "landing")
+}
+
+// TestJSONMultiline: with multiline, a file holding a top-level array of objects, or
+// pretty-printed objects one after another, gives one row per object (nested values kept as
+// JSON text in a STRING column); each row records the line its object starts on; an element
+// that is not an object is a malformed record of NULLs.
+func TestJSONMultiline(t *testing.T) {
+	t.Parallel()
+	p, landing := newMultiline(t, "permissive")
+	write(t, filepath.Join(landing, "a.json"), []byte("\xEF\xBB\xBF[\n  {\"id\": 1,\n   \"name\": \"a\"},\n  {\"id\": 2, \"name\": {\"first\": \"b\"}},\n  7\n]\n"))
+	write(t, filepath.Join(landing, "b.json"), []byte("{\n  \"id\": 3\n}\n\n{\n  \"id\": 4,\n  \"name\": \"line\\nbreak\"\n}\n"))
+	m, rec, err := ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, p, `1 "a"`, `2 "{\"first\":\"b\"}"`, `null null`, `3 null`, `4 "line\nbreak"`)
+	if m.BadRecords != 1 || !strings.Contains(rec.all(), "a.json:5: the line is a JSON number, not a JSON object") {
+		t.Errorf("bad %d, events:\n%s", m.BadRecords, rec.all())
+	}
+	o, err := readOffsets(CheckpointDir(p.Storage, "raw"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(o.Files[0].Lines, o.Files[1].Lines); got != "[[2 1] [4 2]] [[1 1] [5 1]]" {
+		t.Errorf("lines %v, want a.json 2, 4, 5 and b.json 1, 5", got)
+	}
+}
+
+// TestJSONMultilineMalformed: a file that stops being valid JSON keeps the records before the
+// failure and gives one malformed record (permissive), nothing more (dropmalformed), or fails
+// the update naming the file (failfast).
+func TestJSONMultilineMalformed(t *testing.T) {
+	t.Parallel()
+	input := []byte("[{\"id\": 1},\n {\"id\": 2,\n  \"name\": }]\n")
+	for _, tc := range []struct{ mode, want, err string }{
+		{"permissive", "1 null,null null", ""},
+		{"dropmalformed", "1 null", ""},
+		{"failfast", "", "a.json:3: the file is not valid JSON"},
+	} {
+		p, landing := newMultiline(t, tc.mode)
+		write(t, filepath.Join(landing, "a.json"), input)
+		_, _, err := ingest(t, p)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("%s: err %v, want %q", tc.mode, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(rawRows(t, p), ","); got != tc.want {
+			t.Errorf("%s: rows %s, want %s", tc.mode, got, tc.want)
+		}
+	}
+}

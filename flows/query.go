@@ -1,0 +1,493 @@
+package flows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"tributary/delta"
+	"tributary/expectations"
+	"tributary/schema"
+	"tributary/spec"
+	"tributary/sqlengine"
+)
+
+// maxViewDepth bounds how deep views may read other views (a cycle is refused by validation;
+// this is a backstop).
+const maxViewDepth = 32
+
+// Query runs the flow of a `query:` dataset (spec.Query) on DuckDB (package sqlengine):
+//   - a materialized view is recomputed: its table then holds exactly the query's result,
+//     replaced in one commit whose change data feed holds the rows that left (delete) and the
+//     rows that came (insert), compared as whole rows (a view has no keys, so a changed row is a
+//     delete and an insert); a result equal to the table commits nothing;
+//   - a streaming table reads, for each STREAM(x), only the rows x appended since the last
+//     update, and appends the query's result in one commit that records x's version in a txn
+//     action (appId AppID(d) + ":" + x); a version of x that updates or deletes rows fails the
+//     flow unless skip_change_commits is set;
+//   - a view is evaluated (its expectations counted) and nothing is stored.
+//
+// Expectations check the query's result rows. The table is created by the first commit, with
+// the result's columns; a later result with other columns is an error wrapping
+// ErrSchemaChanged that names the full refresh to run.
+func Query(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
+	m := Metrics{Version: -1}
+	switch d.Type {
+	case spec.View:
+		_, rows, q, err := viewRows(ctx, env, d, 0)
+		m.Quality.Add(q)
+		if err != nil {
+			return m, err
+		}
+		m.NumOutputRows = int64(len(rows))
+		return m, nil
+	case spec.StreamingTable:
+		return streamQuery(ctx, env, d)
+	}
+	return materialize(ctx, env, d)
+}
+
+// setupQuery is Setup for a query dataset: a view has no table; an existing table gets the
+// spec's table properties. The table itself is created by the first commit of the flow, when
+// the result's columns are known.
+func setupQuery(p *spec.Pipeline, d *spec.Dataset) error {
+	if d.Type == spec.View {
+		return nil
+	}
+	t := delta.New(TableDir(p.Storage, d.Name))
+	snap, err := t.Snapshot(-1)
+	if errors.Is(err, delta.ErrNoTable) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return setProperties(t, snap, d)
+}
+
+// runSQL runs d's query with its references bound: plain ones to the referenced datasets'
+// current contents, table_changes to change feeds, STREAM(x) to streams[x] (rows of x's schema).
+func runSQL(ctx context.Context, env *Env, d *spec.Dataset, streams map[string]sqlengine.Relation, depth int) (schema.Schema, [][]any, error) {
+	if depth > maxViewDepth {
+		return schema.Schema{}, nil, fmt.Errorf("dataset %s: views read each other more than %d deep", d.Name, maxViewDepth)
+	}
+	p := env.Pipeline
+	var rels []sqlengine.Relation
+	names := map[string]string{}
+	key := func(r spec.QueryRef) string {
+		return fmt.Sprintf("%s|%s|%d|%d", r.Kind, r.Name, r.From, r.To)
+	}
+	for _, r := range d.Query.Refs {
+		k := key(r)
+		if _, done := names[k]; done {
+			continue
+		}
+		src := p.Dataset(r.Name)
+		if src == nil {
+			return schema.Schema{}, nil, fmt.Errorf("dataset %s: the query reads %s, which is not a dataset of this pipeline", d.Name, r.Name)
+		}
+		var rel sqlengine.Relation
+		var err error
+		switch r.Kind {
+		case spec.RefStream:
+			rel = streams[r.Name]
+			rel.Name = "__stream_" + r.Name
+		case spec.RefChanges:
+			rel.Name = fmt.Sprintf("__changes_%d_%s", len(rels), r.Name)
+			rel.RowsOnly = true
+			t := delta.New(TableDir(p.Storage, r.Name))
+			if rel.Schema, rel.Rows, err = t.Changes(r.From, r.To); err != nil {
+				return schema.Schema{}, nil, fmt.Errorf("dataset %s: table_changes('%s', ...): %w", d.Name, r.Name, err)
+			}
+		default:
+			if src.Type == spec.View {
+				rel.Schema, rel.Rows, _, err = viewRows(ctx, env, src, depth+1)
+				rel.RowsOnly = true
+			} else {
+				rel, err = tableRelation(p, r.Name)
+			}
+			if err != nil {
+				return schema.Schema{}, nil, fmt.Errorf("dataset %s: %w", d.Name, err)
+			}
+			rel.Name = r.Name
+		}
+		names[k] = rel.Name
+		rels = append(rels, rel)
+	}
+	sql := d.Query.Rewrite(func(r spec.QueryRef) string { return sqlengine.Quote(names[key(r)]) })
+	eng, err := sqlengine.Open()
+	if err != nil {
+		return schema.Schema{}, nil, err
+	}
+	defer eng.Close()
+	s, rows, err := eng.Query(ctx, sql, rels)
+	if err != nil {
+		return schema.Schema{}, nil, fmt.Errorf("dataset %s: %w", d.Name, err)
+	}
+	return s, rows, nil
+}
+
+// tableRelation binds a dataset's current table: its snapshot's Parquet files, or its rows when
+// DuckDB cannot read the files alone (partition columns live in the log; deletion vectors).
+func tableRelation(p *spec.Pipeline, name string) (sqlengine.Relation, error) {
+	t := delta.New(TableDir(p.Storage, name))
+	snap, err := t.Snapshot(-1)
+	if err != nil {
+		if errors.Is(err, delta.ErrNoTable) {
+			return sqlengine.Relation{}, fmt.Errorf("dataset %s has no table yet: run an update that fills it", name)
+		}
+		return sqlengine.Relation{}, err
+	}
+	rel := sqlengine.Relation{Schema: snap.Metadata.Schema, Files: []string{}}
+	direct := len(snap.Metadata.PartitionColumns) == 0
+	for _, f := range snap.Files {
+		if len(f.DeletionVector) > 0 && string(f.DeletionVector) != "null" {
+			direct = false
+		}
+	}
+	if !direct {
+		rel.RowsOnly = true
+		rel.Rows, err = t.Rows(snap)
+		return rel, err
+	}
+	if len(snap.Files) == 0 {
+		rel.RowsOnly = true
+		return rel, nil
+	}
+	for _, f := range snap.Files {
+		path, err := url.PathUnescape(f.Path)
+		if err != nil {
+			path = f.Path
+		}
+		rel.Files = append(rel.Files, filepath.Join(t.Dir, filepath.FromSlash(path)))
+	}
+	return rel, nil
+}
+
+// viewRows evaluates a view: its query's result, less the rows its drop expectations drop.
+func viewRows(ctx context.Context, env *Env, d *spec.Dataset, depth int) (schema.Schema, [][]any, expectations.Quality, error) {
+	var q expectations.Quality
+	s, rows, err := runSQL(ctx, env, d, nil, depth)
+	if err != nil {
+		return s, nil, q, err
+	}
+	set, err := expectationSet(d, s)
+	if err != nil {
+		return s, nil, q, err
+	}
+	kept, q, err := set.Check(rows)
+	return s, kept, q, err
+}
+
+// checkResult applies d's expectations to a query result.
+func checkResult(d *spec.Dataset, s schema.Schema, rows [][]any, m *Metrics) ([][]any, error) {
+	set, err := expectationSet(d, s)
+	if err != nil {
+		return nil, err
+	}
+	kept, q, err := set.Check(rows)
+	m.Quality.Add(q)
+	return kept, err
+}
+
+// queryColumns fails, wrapping ErrSchemaChanged, when a query's result no longer has the
+// table's columns.
+func queryColumns(p *spec.Pipeline, d *spec.Dataset, table, result schema.Schema) error {
+	if table.Equal(result) {
+		return nil
+	}
+	return fmt.Errorf("dataset %s: %w: the table has (%s) but the query now returns (%s); run %s",
+		d.Name, ErrSchemaChanged, table.DDL(), result.DDL(), RefreshHint(p, d.Name))
+}
+
+// newTableTx starts the transaction that creates d's table with the columns s, with a change
+// data feed unless s has a column whose name the feed reserves.
+func newTableTx(t *delta.Table, d *spec.Dataset, s schema.Schema) *delta.Transaction {
+	conf := map[string]string{"delta.enableChangeDataFeed": "true"}
+	for _, c := range []string{delta.ChangeTypeColumn, delta.CommitVersionColumn, delta.CommitTimestampColumn} {
+		if s.Index(c) >= 0 {
+			// the names a change data feed reserves: such a table cannot have one (as in Delta)
+			conf["delta.enableChangeDataFeed"] = "false"
+		}
+	}
+	for k, v := range d.TableProperties {
+		conf[k] = v
+	}
+	tx := t.Begin(nil)
+	tx.SetMetadata(delta.Metadata{Name: d.Name, Description: d.Comment, Schema: s, Configuration: conf})
+	return tx
+}
+
+// materialize recomputes a materialized view and replaces its table with the result.
+func materialize(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
+	m := Metrics{Version: -1}
+	p := env.Pipeline
+	s, rows, err := runSQL(ctx, env, d, nil, 0)
+	if err != nil {
+		return m, err
+	}
+	if rows, err = checkResult(d, s, rows, &m); err != nil {
+		return m, err
+	}
+	t := delta.New(TableDir(p.Storage, d.Name))
+	snap, err := t.Snapshot(-1)
+	if err != nil && !errors.Is(err, delta.ErrNoTable) {
+		return m, err
+	}
+	var tx *delta.Transaction
+	var ins, del [][]any
+	if snap == nil {
+		tx, ins = newTableTx(t, d, s), rows
+	} else {
+		if err := queryColumns(p, d, snap.Metadata.Schema, s); err != nil {
+			return m, err
+		}
+		old, err := t.Rows(snap)
+		if err != nil {
+			return m, err
+		}
+		ins, del = diffRows(old, rows)
+		if len(ins) == 0 && len(del) == 0 {
+			return m, nil // the table already holds the result
+		}
+		tx = t.Begin(snap)
+		for _, f := range snap.Files {
+			tx.Remove(t.RemoveFor(f, 0))
+		}
+		if snap.Metadata.ChangeDataFeed() {
+			changes := append(append([][]any{}, del...), ins...)
+			types := make([]string, 0, len(changes))
+			for range del {
+				types = append(types, delta.ChangeDelete)
+			}
+			for range ins {
+				types = append(types, delta.ChangeInsert)
+			}
+			cdc, err := t.WriteCDCFile(s, changes, types)
+			if err != nil {
+				return m, err
+			}
+			tx.AddCDC(cdc)
+		}
+	}
+	var meta delta.Metadata
+	if snap != nil {
+		meta = snap.Metadata
+	} else {
+		meta = delta.Metadata{Schema: s}
+	}
+	if len(rows) > 0 {
+		adds, err := t.WriteData(meta, rows)
+		if err != nil {
+			return m, err
+		}
+		tx.Add(adds...)
+	}
+	tx.SetCommitInfo(nil, map[string]string{"numOutputRows": strconv.Itoa(len(rows)), "numInsertedRows": strconv.Itoa(len(ins)), "numDeletedRows": strconv.Itoa(len(del))})
+	v, err := tx.Commit("CREATE OR REPLACE TABLE AS SELECT", map[string]any{"isManaged": "true"})
+	if err != nil {
+		return m, err
+	}
+	m.Version, m.NumOutputRows = v, int64(len(rows))
+	m.NumUpsertedRows, m.NumDeletedRows = int64(len(ins)), int64(len(del))
+	return m, nil
+}
+
+// diffRows compares two multisets of rows: ins are the rows of now not in old (as many times as
+// they are missing), del the rows of old not in now, each in its set's order.
+func diffRows(old, now [][]any) (ins, del [][]any) {
+	count := map[string]int{}
+	for _, r := range old {
+		count[rowKey(r)]++
+	}
+	for _, r := range now {
+		k := rowKey(r)
+		if count[k] > 0 {
+			count[k]--
+			continue
+		}
+		ins = append(ins, r)
+	}
+	for _, r := range old {
+		k := rowKey(r)
+		if count[k] > 0 {
+			count[k]--
+			del = append(del, r)
+		}
+	}
+	return ins, del
+}
+
+// rowKey is a row's identity for diffRows: each value with its Go type.
+func rowKey(r []any) string {
+	var b strings.Builder
+	for _, v := range r {
+		fmt.Fprintf(&b, "%T:%v\x00", v, v)
+	}
+	return b.String()
+}
+
+// streamAppID is the txn appId under which a query streaming table records how far it read the
+// stream source x.
+func streamAppID(p *spec.Pipeline, d *spec.Dataset, x string) string {
+	return AppID(p, d.Name) + ":" + x
+}
+
+// streamQuery runs a streaming table defined by a query over STREAM(x).
+func streamQuery(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
+	m := Metrics{Version: -1}
+	p := env.Pipeline
+	t := delta.New(TableDir(p.Storage, d.Name))
+	snap, err := t.Snapshot(-1)
+	if err != nil && !errors.Is(err, delta.ErrNoTable) {
+		return m, err
+	}
+	streams := map[string]sqlengine.Relation{}
+	upTo := map[string]int64{}
+	ids := map[string]any{}
+	var before map[string]any
+	if snap != nil {
+		before = lastStreamSources(t, snap)
+	}
+	fresh := snap == nil
+	for _, x := range d.Query.Streams() {
+		rel, latest, id, news, err := streamRows(ctx, env, d, snap, before, x)
+		if err != nil {
+			return m, err
+		}
+		streams[x], upTo[x], ids[x] = rel, latest, id
+		fresh = fresh || news
+	}
+	if !fresh {
+		m.Idle = true
+		return m, nil
+	}
+	s, rows, err := runSQL(ctx, env, d, streams, 0)
+	if err != nil {
+		return m, err
+	}
+	if rows, err = checkResult(d, s, rows, &m); err != nil {
+		return m, err
+	}
+	var tx *delta.Transaction
+	meta := delta.Metadata{Schema: s}
+	if snap == nil {
+		tx = newTableTx(t, d, s)
+	} else {
+		if err := queryColumns(p, d, snap.Metadata.Schema, s); err != nil {
+			return m, err
+		}
+		tx, meta = t.Begin(snap), snap.Metadata
+	}
+	if len(rows) > 0 {
+		adds, err := t.WriteData(meta, rows)
+		if err != nil {
+			return m, err
+		}
+		tx.Add(adds...)
+	}
+	for x, v := range upTo {
+		if v >= 0 {
+			tx.SetAppTxn(streamAppID(p, d, x), v)
+		}
+	}
+	tx.SetCommitInfo(map[string]any{streamSourcesKey: ids}, map[string]string{"numOutputRows": strconv.Itoa(len(rows))})
+	v, err := tx.Commit("STREAMING UPDATE", map[string]any{"outputMode": "Append", "queryId": AppID(p, d.Name)})
+	if err != nil {
+		return m, err
+	}
+	m.Version, m.NumOutputRows = v, int64(len(rows))
+	return m, nil
+}
+
+// streamSourcesKey is the commitInfo key under which a query streaming table records the table
+// id (metaData.id) of each STREAM source it read, so that a re-created source is noticed.
+const streamSourcesKey = "tributaryStreamSources"
+
+// lastStreamSources returns the source table ids the newest commit of t that records them holds
+// (nil when none is left in the log).
+func lastStreamSources(t *delta.Table, snap *delta.Snapshot) map[string]any {
+	for v := snap.Version; v >= 0; v-- {
+		c, err := t.ReadCommit(v)
+		if err != nil {
+			return nil
+		}
+		if ids, ok := c.Info.Extra[streamSourcesKey].(map[string]any); ok {
+			return ids
+		}
+	}
+	return nil
+}
+
+// streamRows returns the rows the table of x appended after the version d last read (all of
+// its versions the first time), x's latest version, its table id and whether there are versions
+// d has not read. before holds the table ids d's last commit recorded: a source re-created
+// since (another id, or fewer versions than were read) is an error naming the full refresh.
+func streamRows(ctx context.Context, env *Env, d *spec.Dataset, snap *delta.Snapshot, before map[string]any, x string) (sqlengine.Relation, int64, string, bool, error) {
+	p := env.Pipeline
+	rel := sqlengine.Relation{RowsOnly: true}
+	src := delta.New(TableDir(p.Storage, x))
+	srcSnap, err := src.Snapshot(-1)
+	if errors.Is(err, delta.ErrNoTable) {
+		return rel, -1, "", false, fmt.Errorf("dataset %s reads STREAM(%s), which has no table yet: run an update that fills it", d.Name, x)
+	}
+	if err != nil {
+		return rel, -1, "", false, err
+	}
+	rel.Schema = srcSnap.Metadata.Schema
+	id := srcSnap.Metadata.ID
+	from := int64(0)
+	started := false
+	if snap != nil {
+		if last, ok := snap.AppTxns[streamAppID(p, d, x)]; ok {
+			from, started = last+1, true
+		}
+	}
+	latest := srcSnap.Version
+	if old, ok := before[x].(string); started && ((ok && old != id) || from > latest+1) {
+		return rel, -1, "", false, fmt.Errorf("dataset %s read STREAM(%s) up to version %d, but %s was re-created since; run %s to read it again from the start", d.Name, x, from-1, x, RefreshHint(p, d.Name))
+	}
+	for v := from; v <= latest; v++ {
+		if err := ctx.Err(); err != nil {
+			return rel, -1, "", false, err
+		}
+		c, err := src.ReadCommit(v)
+		if err != nil {
+			return rel, -1, "", false, err
+		}
+		changes := false
+		for _, r := range c.Removes {
+			changes = changes || r.DataChange
+		}
+		if changes {
+			if d.SkipChangeCommits {
+				continue
+			}
+			return rel, -1, "", false, fmt.Errorf("dataset %s reads STREAM(%s), but version %d of %s updated or deleted rows (operation %s); a stream reads appends only: set `skip_change_commits: true` on %s to skip such versions, or read %s without STREAM", d.Name, x, v, x, c.Info.Operation, d.Name, x)
+		}
+		var meta delta.Metadata
+		loaded := false
+		for _, a := range c.Adds {
+			if !a.DataChange {
+				continue
+			}
+			if !loaded {
+				vs, err := src.Snapshot(v)
+				if err != nil {
+					return rel, -1, "", false, err
+				}
+				meta, loaded = vs.Metadata, true
+			}
+			fr, err := src.FileRows(meta, a)
+			if err != nil {
+				return rel, -1, "", false, err
+			}
+			rel.Rows = append(rel.Rows, fr...)
+		}
+	}
+	return rel, latest, id, from <= latest, nil
+}

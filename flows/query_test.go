@@ -1,0 +1,293 @@
+package flows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"tributary/delta"
+	"tributary/schema"
+	"tributary/spec"
+)
+
+// update runs the flows of every dataset of p in spec order (the tests' specs list datasets in
+// dependency order), failing the test on an error.
+func update(t *testing.T, p *spec.Pipeline) map[string]Metrics {
+	t.Helper()
+	out := map[string]Metrics{}
+	for _, d := range p.Datasets {
+		m, err := Run(context.Background(), &Env{Pipeline: p, Events: &recorder{}}, d)
+		if err != nil {
+			t.Fatalf("%s: %v", d.Name, err)
+		}
+		out[d.Name] = m
+	}
+	return out
+}
+
+// sortedRows returns a table's rows as sorted lines of space-separated JSON values.
+func sortedRows(t *testing.T, p *spec.Pipeline, name string) string {
+	t.Helper()
+	tb := delta.New(TableDir(p.Storage, name))
+	snap, err := tb.Snapshot(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tb.Rows(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(jsonLines(snap.Metadata.Schema, rows), "\n")
+}
+
+func jsonLines(s schema.Schema, rows [][]any) []string {
+	var out []string
+	for _, r := range rows {
+		var b []byte
+		for i, f := range s.Fields {
+			if i > 0 {
+				b = append(b, ' ')
+			}
+			b = schema.AppendJSON(b, f.Type, r[i])
+		}
+		out = append(out, string(b))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func check(t *testing.T, what, got, want string) {
+	t.Helper()
+	if got != want {
+		t.Fatalf("%s:\n%s\nwant:\n%s", what, got, want)
+	}
+}
+
+const querySpec = `name: q
+storage: ./storage
+datasets:
+  - name: sales
+    source:
+      path: ./landing
+      format: json
+      schema: "id BIGINT, shop STRING, amount DECIMAL(10,2)"
+  - name: sales_x2
+    type: streaming_table
+    query: SELECT id, shop, CAST(amount * 2 AS DECIMAL(10,2)) AS doubled FROM STREAM(LIVE.sales) WHERE amount > 0
+  - name: by_shop
+    query: |
+      -- gold: one row per shop
+      SELECT shop, count(*) AS n, sum(amount) AS total
+      FROM sales GROUP BY shop
+`
+
+// TestQueryStreamOnceAndMaterializedView: a streaming table over STREAM(sales) processes each
+// appended row exactly once across three updates (an update without new files is idle), and a
+// materialized view equals its query after each update, its change data feed holding the rows
+// that changed (a changed group as delete + insert; unchanged groups not at all).
+func TestQueryStreamOnceAndMaterializedView(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, querySpec)
+	land := filepath.Join(dir, "landing")
+	write(t, filepath.Join(land, "1.json"), []byte(`{"id":1,"shop":"a","amount":10.00}
+{"id":2,"shop":"b","amount":5.50}
+{"id":3,"shop":"a","amount":-1.00}
+`))
+	update(t, p)
+	check(t, "sales_x2 after 1", sortedRows(t, p, "sales_x2"), "1 \"a\" 20.00\n2 \"b\" 11.00")
+	check(t, "by_shop after 1", sortedRows(t, p, "by_shop"), "\"a\" 2 9.00\n\"b\" 1 5.50")
+
+	write(t, filepath.Join(land, "2.json"), []byte(`{"id":4,"shop":"a","amount":1.00}
+`))
+	m := update(t, p)
+	check(t, "sales_x2 after 2", sortedRows(t, p, "sales_x2"), "1 \"a\" 20.00\n2 \"b\" 11.00\n4 \"a\" 2.00")
+	check(t, "by_shop after 2", sortedRows(t, p, "by_shop"), "\"a\" 3 10.00\n\"b\" 1 5.50")
+	if m["sales_x2"].NumOutputRows != 1 {
+		t.Fatalf("update 2 appended %d rows to sales_x2, want 1", m["sales_x2"].NumOutputRows)
+	}
+	mv := delta.New(TableDir(p.Storage, "by_shop"))
+	cs, ch, err := mv.Changes(m["by_shop"].Version, m["by_shop"].Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, "by_shop changes of update 2", strings.Join(jsonLines(schema.Schema{Fields: cs.Fields[:4]}, ch), "\n"),
+		"\"a\" 2 9.00 \"delete\"\n\"a\" 3 10.00 \"insert\"")
+
+	m = update(t, p) // nothing new
+	if !m["sales_x2"].Idle || m["by_shop"].Version != -1 {
+		t.Fatalf("update 3 without input: sales_x2 idle %v, by_shop committed version %d", m["sales_x2"].Idle, m["by_shop"].Version)
+	}
+	write(t, filepath.Join(land, "3.json"), []byte(`{"id":5,"shop":"c","amount":2.00}
+`))
+	update(t, p)
+	check(t, "sales_x2 after 4", sortedRows(t, p, "sales_x2"), "1 \"a\" 20.00\n2 \"b\" 11.00\n4 \"a\" 2.00\n5 \"c\" 4.00")
+	check(t, "by_shop after 4", sortedRows(t, p, "by_shop"), "\"a\" 3 10.00\n\"b\" 1 5.50\n\"c\" 1 2.00")
+
+	// A full refresh of sales re-creates it: the stream refuses to go on and names the full
+	// refresh of sales_x2, which then reads every row once again.
+	env := &Env{Pipeline: p, Events: &recorder{}}
+	for _, name := range []string{"sales", "sales_x2"} {
+		if err := Reset(p, p.Dataset("sales")); err != nil || Setup(p, p.Dataset("sales")) != nil {
+			t.Fatal(err)
+		}
+		if _, err := Run(context.Background(), env, p.Dataset("sales")); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Run(context.Background(), env, p.Dataset("sales_x2"))
+		if name == "sales" {
+			if err == nil || !strings.Contains(err.Error(), "sales was re-created since") || !strings.Contains(err.Error(), "--full-refresh sales_x2") {
+				t.Fatalf("stream over a re-created table: %v", err)
+			}
+			if err := Reset(p, p.Dataset("sales_x2")); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(t, "sales_x2 after its full refresh", sortedRows(t, p, "sales_x2"), "1 \"a\" 20.00\n2 \"b\" 11.00\n4 \"a\" 2.00\n5 \"c\" 4.00")
+}
+
+const changeSpec = `name: q
+storage: ./storage
+datasets:
+  - name: changes
+    source:
+      path: ./landing
+      format: json
+      schema: "op STRING, id BIGINT, v STRING, seq BIGINT"
+  - name: target
+    apply_changes:
+      source: changes
+      keys: [id]
+      sequence_by: seq
+      apply_as_deletes: op == "D"
+      except_column_list: [op]
+  - name: feed
+    query: SELECT id, v, _change_type, _commit_version FROM table_changes('target', 1) WHERE _change_type != 'update_preimage'
+  - name: long_v
+    type: view
+    query: SELECT id, v FROM target WHERE length(v) > 1
+    expectations:
+      - {name: not_bad, expect: 'v != "bad"', on_violation: drop}
+  - name: long_count
+    query: SELECT count(*) AS n FROM long_v
+  - name: appended
+    type: streaming_table
+    query: SELECT id, v FROM STREAM target
+%SKIP%`
+
+// TestQueryChangeFeedViewAndStreamChanges: table_changes reads an APPLY CHANGES target's feed
+// with _change_type and _commit_version; a view is not stored, its drop expectation applies to
+// what readers see; STREAM over a table whose commit updated rows fails naming the version and
+// skip_change_commits, unless skip_change_commits is set.
+func TestQueryChangeFeedViewAndStreamChanges(t *testing.T) {
+	t.Parallel()
+	for _, skip := range []bool{false, true} {
+		dir := t.TempDir()
+		text := strings.ReplaceAll(changeSpec, "%SKIP%", "")
+		if skip {
+			text = strings.ReplaceAll(changeSpec, "%SKIP%", "    skip_change_commits: true\n")
+		}
+		p := loadPipeline(t, dir, text)
+		land := filepath.Join(dir, "landing")
+		write(t, filepath.Join(land, "1.json"), []byte(`{"op":"I","id":1,"v":"xx","seq":1}
+{"op":"I","id":2,"v":"y","seq":1}
+{"op":"I","id":3,"v":"bad","seq":1}
+`))
+		update(t, p)
+		check(t, "feed after 1", sortedRows(t, p, "feed"), "1 \"xx\" \"insert\" 1\n2 \"y\" \"insert\" 1\n3 \"bad\" \"insert\" 1")
+		check(t, "long_count after 1", sortedRows(t, p, "long_count"), "1")
+		check(t, "appended after 1", sortedRows(t, p, "appended"), "1 \"xx\"\n2 \"y\"\n3 \"bad\"")
+		if _, err := delta.New(TableDir(p.Storage, "long_v")).Snapshot(-1); !errors.Is(err, delta.ErrNoTable) {
+			t.Fatalf("the view has a table: %v", err)
+		}
+
+		write(t, filepath.Join(land, "2.json"), []byte(`{"op":"U","id":2,"v":"yy","seq":2}
+{"op":"D","id":1,"seq":2}
+`))
+		env := &Env{Pipeline: p, Events: &recorder{}}
+		for _, d := range p.Datasets {
+			_, err := Run(context.Background(), env, d)
+			if d.Name == "appended" && !skip {
+				if err == nil || !strings.Contains(err.Error(), "version 2 of target updated or deleted rows") || !strings.Contains(err.Error(), "skip_change_commits") {
+					t.Fatalf("STREAM over an updated table: %v", err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", d.Name, err)
+			}
+		}
+		check(t, "feed after 2", sortedRows(t, p, "feed"),
+			"1 \"xx\" \"delete\" 2\n1 \"xx\" \"insert\" 1\n2 \"y\" \"insert\" 1\n2 \"yy\" \"update_postimage\" 2\n3 \"bad\" \"insert\" 1")
+		check(t, "long_count after 2", sortedRows(t, p, "long_count"), "1")
+		check(t, "appended after 2", sortedRows(t, p, "appended"), "1 \"xx\"\n2 \"y\"\n3 \"bad\"")
+	}
+}
+
+const feedSpec = `name: q
+storage: ./storage
+datasets:
+  - name: changes
+    source:
+      path: ./landing
+      format: json
+      schema: "op STRING, country STRING, doses BIGINT, seq BIGINT"
+  - name: silver
+    apply_changes:
+      source: changes
+      keys: [country]
+      sequence_by: seq
+      apply_as_deletes: op == "D"
+      except_column_list: [op, seq]
+  - name: silver_feed
+    source: {table: silver, read: change_feed}
+  - name: gold
+    apply_changes:
+      source: silver_feed
+      keys: [country]
+      sequence_by: _commit_version
+      apply_as_deletes: _change_type == "delete"
+      except_column_list: [_change_type, _commit_version, _commit_timestamp]
+`
+
+// TestTableChangeFeedSource: `source: {table: silver, read: change_feed}` streams silver's change
+// data feed incrementally, without update pre-images, so an APPLY CHANGES flow keeps gold equal
+// to silver through inserts, an update and a delete.
+func TestTableChangeFeedSource(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, feedSpec)
+	if fmt.Sprint(p.Dataset("silver_feed").Schema.DDL()) != "country STRING, doses BIGINT, _change_type STRING, _commit_version BIGINT, _commit_timestamp TIMESTAMP" {
+		t.Fatalf("silver_feed columns: %s", p.Dataset("silver_feed").Schema.DDL())
+	}
+	land := filepath.Join(dir, "landing")
+	write(t, filepath.Join(land, "1.json"), []byte(`{"op":"I","country":"FR","doses":10,"seq":1}
+{"op":"I","country":"DE","doses":20,"seq":1}
+{"op":"I","country":"IT","doses":30,"seq":1}
+`))
+	update(t, p)
+	check(t, "gold after 1", sortedRows(t, p, "gold"), "\"DE\" 20\n\"FR\" 10\n\"IT\" 30")
+	write(t, filepath.Join(land, "2.json"), []byte(`{"op":"U","country":"FR","doses":15,"seq":2}
+{"op":"D","country":"IT","seq":2}
+`))
+	m := update(t, p)
+	check(t, "gold after 2", sortedRows(t, p, "gold"), "\"DE\" 20\n\"FR\" 15")
+	check(t, "silver", sortedRows(t, p, "silver"), sortedRows(t, p, "gold"))
+	if m["silver_feed"].NumOutputRows != 2 || m["gold"].NumUpsertedRows != 1 || m["gold"].NumDeletedRows != 1 {
+		t.Fatalf("update 2: feed %d rows (want 2: the post-image and the delete), gold upserted %d deleted %d (want 1 and 1)",
+			m["silver_feed"].NumOutputRows, m["gold"].NumUpsertedRows, m["gold"].NumDeletedRows)
+	}
+	m = update(t, p)
+	if !m["silver_feed"].Idle {
+		t.Fatal("update 3 without input read the feed again")
+	}
+}

@@ -1,0 +1,120 @@
+package flows
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"tributary/schema"
+	"tributary/spec"
+)
+
+// fuzzSource returns a file source over a schema of every kind, reading format with opts.
+func fuzzSource(t *testing.T, format string, opts map[string]string, rescued string) *spec.Source {
+	s, err := schema.ParseDDL("id INT, n BIGINT, s STRING, d DECIMAL(10,2), f DOUBLE, b BOOLEAN, day DATE, at TIMESTAMP")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &spec.Source{Format: format, Schema: s, Options: opts, RescuedDataColumn: rescued, Mode: spec.ModePermissive}
+}
+
+// checkRows reads input with src and checks what any reader must hold for any input: no panic,
+// every row as wide as the schema (plus the rescued column), each value of its column's Go type
+// or nil, and line numbers that start at 1 and never go down.
+func checkRows(t *testing.T, src *spec.Source, input []byte) {
+	width := len(src.Schema.Fields)
+	if src.RescuedDataColumn != "" {
+		width++
+	}
+	last := int64(1)
+	err := eachRow(src, "/in/file", bytes.NewReader(input), func(row []any, parsed bool, bad []badValue, lineNo int64) error {
+		if len(row) != width {
+			return fmt.Errorf("row of %d values, want %d", len(row), width)
+		}
+		if lineNo < last {
+			return fmt.Errorf("line %d after line %d", lineNo, last)
+		}
+		last = lineNo
+		for i, f := range src.Schema.Fields {
+			if row[i] == nil {
+				continue
+			}
+			ok := false
+			switch row[i].(type) {
+			case int32:
+				ok = f.Type.Kind == schema.Integer
+			case int64:
+				ok = f.Type.Kind == schema.Long
+			case string:
+				ok = f.Type.Kind == schema.String
+			case schema.Decimal:
+				ok = f.Type.Kind == schema.DecimalKind
+			case float64:
+				ok = f.Type.Kind == schema.Double
+			case bool:
+				ok = f.Type.Kind == schema.Boolean
+			case schema.Date:
+				ok = f.Type.Kind == schema.DateKind
+			case schema.Timestamp:
+				ok = f.Type.Kind == schema.TimestampKind
+			}
+			if !ok {
+				return fmt.Errorf("column %s holds %T", f.Name, row[i])
+			}
+		}
+		if !parsed && len(bad) == 0 {
+			return fmt.Errorf("a malformed record with no reason")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("input %q: %v", input, err)
+	}
+}
+
+// FuzzCSVReader: no input crashes the CSV reader, whatever the options (the seed corpus is in
+// testdata/fuzz/FuzzCSVReader; `go test -fuzz FuzzCSVReader ./flows` explores further).
+func FuzzCSVReader(f *testing.F) {
+	f.Add([]byte("\xEF\xBB\xBFid,s,d\r\n1,\"a\nb\",1.5\r\n2,\"x\"\"y\",\r\n3,,\"\"\r\n\r\n"), true, byte(','), byte('"'), byte('\\'), byte('#'), false)
+	f.Add([]byte("1;'it\\'s';NA\n# c\n2;'unterminated\n"), false, byte(';'), byte('\''), byte('\\'), byte('#'), true)
+	f.Add([]byte("id\tat\n1\t2024-01-31T10:00:00Z\n\"\n"), true, byte('\t'), byte('"'), byte('"'), byte(0), false)
+	f.Fuzz(func(t *testing.T, input []byte, header bool, delim, quote, escape, comment byte, latin1 bool) {
+		opts := map[string]string{spec.CSVHeader: fmt.Sprint(header), spec.CSVNullValue: "NA"}
+		if delim != 0 && delim != '\n' && delim != '\r' && delim < 0x80 {
+			opts[spec.CSVDelimiter] = string(delim)
+		}
+		if quote < 0x80 && quote != '\n' && quote != '\r' {
+			opts[spec.CSVQuote] = string(quote)
+			if quote == 0 {
+				opts[spec.CSVQuote] = ""
+			}
+		}
+		if escape != 0 && escape < 0x80 && escape != '\n' && escape != '\r' {
+			opts[spec.CSVEscape] = string(escape)
+		}
+		if comment != 0 && comment < 0x80 && comment != '\n' && comment != '\r' {
+			opts[spec.CSVComment] = string(comment)
+		}
+		if latin1 {
+			opts[spec.CSVEncoding] = "iso-8859-1"
+		}
+		checkRows(t, fuzzSource(t, spec.FormatCSV, opts, "_rescued"), input)
+		checkRows(t, fuzzSource(t, spec.FormatCSV, opts, ""), input)
+	})
+}
+
+// FuzzJSONReader: no input crashes the JSON reader, one object a line or multiline (the seed
+// corpus is in testdata/fuzz/FuzzJSONReader).
+func FuzzJSONReader(f *testing.F) {
+	f.Add([]byte(`{"id": 1, "s": "a", "d": 1.005, "at": "2024-01-31T12:00:00+02:00"}`+"\n[1]\nnot json\n"), false)
+	f.Add([]byte("\xEF\xBB\xBF[\n {\"id\": 1, \"x\": {\"y\": [1, 2]}},\n 7,\n {\"id\": \"2\"}\n]\n"), true)
+	f.Add([]byte("{\"id\": 1}\n{\"id\": \n"), true)
+	f.Fuzz(func(t *testing.T, input []byte, multiline bool) {
+		opts := map[string]string{}
+		if multiline {
+			opts[spec.JSONMultiline] = "true"
+		}
+		checkRows(t, fuzzSource(t, "json", opts, "_rescued"), input)
+		checkRows(t, fuzzSource(t, "json", opts, ""), input)
+	})
+}

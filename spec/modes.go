@@ -1,0 +1,97 @@
+package spec
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"go.yaml.in/yaml/v3"
+)
+
+// Retries is the `retries:` policy of production mode (semantics.md "Updates, flows, modes"): a
+// failed flow is run again up to MaxAttempts times in all, waiting InitialBackoff, then twice
+// as long each time, never more than MaxBackoff.
+type Retries struct {
+	MaxAttempts    int
+	InitialBackoff time.Duration
+	MaxBackoff     time.Duration
+}
+
+// DefaultTriggerInterval is how often continuous mode looks for new input when the spec gives no
+// `trigger_interval` (file notifications usually wake it sooner).
+const DefaultTriggerInterval = 5 * time.Second
+
+var retriesKeys = keySet{known: []string{"max_attempts", "initial_backoff", "max_backoff"}}
+
+// CronParser parses `schedule:` and `pipeline schedule --cron`: five fields, `@hourly`-style
+// descriptors, `@every 1m`, and an optional `CRON_TZ=Area/City ` prefix.
+var CronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// duration reads a Go duration (`5s`, `1m30s`) that must be positive.
+func (d *decoder) duration(n *yaml.Node, path string) (time.Duration, bool) {
+	s, ok := d.nonEmpty(n, path)
+	if !ok {
+		return 0, false
+	}
+	v, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil || v <= 0 {
+		d.addAt(resolve(n), path, "write a positive duration such as 500ms, 5s or 1m", "%q is not a duration", s)
+		return 0, false
+	}
+	return v, true
+}
+
+// schedule reads `schedule:`, checking it with CronParser.
+func (d *decoder) schedule(n *yaml.Node, path string) (string, bool) {
+	s, ok := d.nonEmpty(n, path)
+	if !ok {
+		return "", false
+	}
+	if _, err := CronParser.Parse(s); err != nil {
+		d.addAt(resolve(n), path, `write five fields ("*/15 * * * *"), a descriptor (@hourly, @daily, @every 10m), optionally after CRON_TZ=Europe/Paris`,
+			"schedule %q: %v", s, err)
+		return "", false
+	}
+	return s, true
+}
+
+// retries decodes `retries: {max_attempts, initial_backoff, max_backoff}`; unset fields take
+// 3 attempts, 1s and 1m.
+func (d *decoder) retries(n *yaml.Node, path string) *Retries {
+	entries, ok := d.mapping(n, path, retriesKeys)
+	if !ok {
+		return nil
+	}
+	r := &Retries{MaxAttempts: 3, InitialBackoff: time.Second, MaxBackoff: time.Minute}
+	for _, e := range entries {
+		switch e.name {
+		case "max_attempts":
+			if v, ok := d.integer(e.val, e.path); ok {
+				if v < 1 {
+					d.addAt(resolve(e.val), e.path, "write 1 for no retries", "max_attempts must be at least 1, found %d", v)
+				} else {
+					r.MaxAttempts = v
+				}
+			}
+		case "initial_backoff":
+			if v, ok := d.duration(e.val, e.path); ok {
+				r.InitialBackoff = v
+			}
+		case "max_backoff":
+			if v, ok := d.duration(e.val, e.path); ok {
+				r.MaxBackoff = v
+			}
+		}
+	}
+	if r.MaxBackoff < r.InitialBackoff {
+		d.addAt(resolve(n), path, "make max_backoff at least initial_backoff",
+			"max_backoff %s is below initial_backoff %s", r.MaxBackoff, r.InitialBackoff)
+	}
+	return r
+}
+
+// String writes the policy as the spec would.
+func (r Retries) String() string {
+	return fmt.Sprintf("{max_attempts: %d, initial_backoff: %s, max_backoff: %s}", r.MaxAttempts, r.InitialBackoff, r.MaxBackoff)
+}

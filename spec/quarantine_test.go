@@ -1,0 +1,55 @@
+package spec
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestQuarantine: on_violation quarantine is accepted on a dataset fed by a file source, refused
+// as not supported yet on an APPLY CHANGES dataset, and a dataset may not take the name of a
+// quarantine table.
+func TestQuarantine(t *testing.T) {
+	t.Parallel()
+	p, err := Parse("p.yaml", []byte(build(map[string]string{
+		"#SRC": "    expectations:\n      - {name: pos, expect: \"id > 0\", on_violation: quarantine}",
+	})), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Dataset("bronze").Quarantines() || p.QuarantineOf("bronze_quarantine") != p.Dataset("bronze") || p.QuarantineOf("silver_quarantine") != nil {
+		t.Fatal("bronze should quarantine into bronze_quarantine")
+	}
+
+	_, err = Parse("p.yaml", []byte(build(map[string]string{
+		"#MORE": "    expectations:\n      - {name: pos, expect: \"id > 0\", on_violation: quarantine}",
+	})), nil, nil)
+	var es Errors
+	if !errors.As(err, &es) || len(es) != 1 || !strings.Contains(es[0].Error(), "datasets[1].expectations[0].on_violation: on_violation quarantine is not supported yet") {
+		t.Fatalf("err = %v", err)
+	}
+
+	_, err = Parse("p.yaml", []byte(build(map[string]string{
+		"#SRC":  "    expectations:\n      - {name: pos, expect: \"id > 0\", on_violation: quarantine}",
+		"#MORE": "  - name: bronze_quarantine\n    source: {path: in2, format: json, schema: \"id BIGINT\"}",
+	})), nil, nil)
+	if !errors.As(err, &es) || len(es) != 1 || !strings.Contains(es[0].Error(), "dataset bronze_quarantine has the name of the quarantine table of dataset bronze") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestInferredReads: a dataset cannot read (apply_changes, or `source: {table: ...}`) a dataset
+// whose schema is inferred.
+func TestInferredReads(t *testing.T) {
+	t.Parallel()
+	text := build(map[string]string{"#SCHEMA": "", "#MORE": "  - name: copy\n    source: {table: bronze}"})
+	_, err := Parse("p.yaml", []byte(text), nil, nil)
+	for _, w := range []string{
+		"datasets[1].apply_changes.source: reading dataset bronze, whose schema is inferred, is not supported yet",
+		"datasets[2].source.table: reading dataset bronze, whose schema is inferred, is not supported yet",
+	} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("err = %v\nwant %s", err, w)
+		}
+	}
+}

@@ -1,0 +1,419 @@
+package spec
+
+import (
+	"strconv"
+	"strings"
+	"unicode"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Query is the SQL of a `query:` dataset (DuckDB SQL). The datasets it reads are found in the
+// SQL itself (Refs) and are the dataset's dependencies.
+type Query struct {
+	SQL  string     // as written, after ${} substitution
+	Refs []QueryRef // every dataset reference, in the order of the text
+	Pos  Pos
+}
+
+// The kinds of QueryRef.
+const (
+	RefTable   = "table"         // a plain reference: the dataset's current contents
+	RefStream  = "stream"        // STREAM(x) or STREAM x: the rows appended since the last update
+	RefChanges = "table_changes" // table_changes('x', from[, to]): the change data feed
+)
+
+// QueryRef is one reference to a dataset in a query: the text from Start to End (byte offsets
+// in Query.SQL) names dataset Name (a `LIVE.` prefix removed).
+type QueryRef struct {
+	Name       string
+	Kind       string // RefTable, RefStream or RefChanges
+	Start, End int
+	// From and To are the versions of a RefChanges (To -1: the latest).
+	From, To int64
+}
+
+// Rewrite returns the SQL with each reference replaced by name(ref), the relation that holds
+// it (a quoted identifier, usually).
+func (q *Query) Rewrite(name func(QueryRef) string) string {
+	var b strings.Builder
+	last := 0
+	for _, r := range q.Refs {
+		b.WriteString(q.SQL[last:r.Start])
+		b.WriteString(name(r))
+		last = r.End
+	}
+	b.WriteString(q.SQL[last:])
+	return b.String()
+}
+
+// Streams returns the names of the datasets the query reads with STREAM, without repeats.
+func (q *Query) Streams() []string {
+	var out []string
+	for _, r := range q.Refs {
+		if r.Kind == RefStream && !contains(out, r.Name) {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// sqlToken is a token of a query: a word (identifier or keyword, quoted or not), a string
+// literal, a number or one punctuation character.
+type sqlToken struct {
+	kind       byte // 'w' word, 'q' quoted identifier, 's' string, 'n' number, 'p' punctuation
+	text       string
+	start, end int
+}
+
+// tokenize splits SQL into tokens, skipping white space and comments (-- and /* */).
+func tokenize(s string) []sqlToken {
+	var out []sqlToken
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		switch {
+		case c == '-' && i+1 < len(s) && s[i+1] == '-':
+			for i < len(s) && s[i] != '\n' {
+				i++
+			}
+		case c == '/' && i+1 < len(s) && s[i+1] == '*':
+			j := strings.Index(s[i+2:], "*/")
+			if j < 0 {
+				i = len(s)
+			} else {
+				i += j + 4
+			}
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			i++
+		case c == '\'' || c == '"':
+			j := i + 1
+			var b strings.Builder
+			for j < len(s) {
+				if s[j] == c {
+					if j+1 < len(s) && s[j+1] == c {
+						b.WriteByte(c)
+						j += 2
+						continue
+					}
+					break
+				}
+				b.WriteByte(s[j])
+				j++
+			}
+			kind := byte('s')
+			if c == '"' {
+				kind = 'q'
+			}
+			end := min(j+1, len(s))
+			out = append(out, sqlToken{kind: kind, text: b.String(), start: i, end: end})
+			i = end
+		case c == '_' || unicode.IsLetter(rune(c)) || c >= 0x80:
+			j := i
+			for j < len(s) && (s[j] == '_' || s[j] == '$' || s[j] >= 0x80 || unicode.IsLetter(rune(s[j])) || unicode.IsDigit(rune(s[j]))) {
+				j++
+			}
+			out = append(out, sqlToken{kind: 'w', text: s[i:j], start: i, end: j})
+			i = j
+		case c >= '0' && c <= '9':
+			j := i
+			for j < len(s) && (s[j] >= '0' && s[j] <= '9' || s[j] == '.') {
+				j++
+			}
+			out = append(out, sqlToken{kind: 'n', text: s[i:j], start: i, end: j})
+			i = j
+		default:
+			out = append(out, sqlToken{kind: 'p', text: s[i : i+1], start: i, end: i + 1})
+			i++
+		}
+	}
+	return out
+}
+
+func (t sqlToken) is(word string) bool { return t.kind == 'w' && strings.EqualFold(t.text, word) }
+
+func (t sqlToken) isName() bool { return t.kind == 'w' || t.kind == 'q' }
+
+// queryProblem is a problem found in a query's text, at byte offset Offset.
+type queryProblem struct {
+	Offset int
+	Msg    string
+	Hint   string
+}
+
+// clauseEnd are the words after which a FROM list's items end.
+var clauseEnd = map[string]bool{
+	"where": true, "group": true, "order": true, "limit": true, "having": true, "union": true,
+	"except": true, "intersect": true, "join": true, "inner": true, "left": true, "right": true,
+	"full": true, "cross": true, "natural": true, "on": true, "using": true, "window": true,
+	"qualify": true, "positional": true, "asof": true, "anti": true, "semi": true, "lateral": true,
+	"select": true, "offset": true, "pivot": true, "unpivot": true, "returning": true, "as": true,
+	"tablesample": true, "using_sample": true,
+}
+
+// fromFunctions are the SQL functions whose arguments may contain FROM.
+var fromFunctions = map[string]bool{"extract": true, "trim": true, "substring": true, "overlay": true, "position": true}
+
+// parseQuery finds the dataset references of a query: the table names after FROM and JOIN
+// (and after commas of a FROM list), STREAM(x) / STREAM x, and table_changes('x', from[, to]).
+// Names defined by WITH are not references. A `LIVE.` prefix is dropped; any other qualified
+// name is left to DuckDB.
+func parseQuery(sql string) ([]QueryRef, []queryProblem) {
+	toks := tokenize(sql)
+	ctes := map[string]bool{}
+	for i := 0; i+2 < len(toks); i++ {
+		if toks[i].isName() && toks[i+1].is("as") && toks[i+2].text == "(" && toks[i+2].kind == 'p' && i > 0 {
+			prev := toks[i-1]
+			if prev.is("with") || prev.is("recursive") || (prev.kind == 'p' && prev.text == ",") {
+				ctes[strings.ToLower(toks[i].text)] = true
+			}
+		}
+	}
+	var refs []QueryRef
+	var probs []queryProblem
+	// tableRef parses one table reference at toks[i]; it returns the index after it.
+	var tableRef func(i int) int
+	tableRef = func(i int) int {
+		if i >= len(toks) {
+			return i
+		}
+		t := toks[i]
+		if t.is("stream") {
+			if i+1 < len(toks) && toks[i+1].text == "(" && toks[i+1].kind == 'p' {
+				name, j, ok := qualified(toks, i+2)
+				if !ok || j >= len(toks) || toks[j].text != ")" {
+					probs = append(probs, queryProblem{Offset: t.start, Msg: "STREAM takes one dataset name: STREAM(name)", Hint: "write STREAM(dataset) or STREAM dataset"})
+					return i + 1
+				}
+				refs = append(refs, QueryRef{Name: name, Kind: RefStream, Start: t.start, End: toks[j].end})
+				return j + 1
+			}
+			if name, j, ok := qualified(toks, i+1); ok {
+				refs = append(refs, QueryRef{Name: name, Kind: RefStream, Start: t.start, End: toks[j-1].end})
+				return j
+			}
+		}
+		if t.is("table_changes") && i+1 < len(toks) && toks[i+1].text == "(" {
+			return tableChanges(toks, i, &refs, &probs)
+		}
+		if !t.isName() {
+			return i
+		}
+		name, j, ok := qualified(toks, i)
+		if !ok {
+			return i + 1
+		}
+		if j < len(toks) && toks[j].text == "(" && toks[j].kind == 'p' {
+			return j // a table function: not a dataset
+		}
+		if strings.Contains(name, ".") || ctes[strings.ToLower(name)] {
+			return j
+		}
+		refs = append(refs, QueryRef{Name: name, Kind: RefTable, Start: t.start, End: toks[j-1].end})
+		return j
+	}
+	// inFn holds, for each open parenthesis, whether it opened a function whose arguments use
+	// FROM without a table (EXTRACT(YEAR FROM d), TRIM(BOTH ' ' FROM s), SUBSTRING(s FROM 2)).
+	var inFn []bool
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		switch {
+		case t.kind == 'p' && t.text == "(":
+			inFn = append(inFn, i > 0 && toks[i-1].kind == 'w' && fromFunctions[strings.ToLower(toks[i-1].text)])
+		case t.kind == 'p' && t.text == ")":
+			if len(inFn) > 0 {
+				inFn = inFn[:len(inFn)-1]
+			}
+		case t.is("table_changes") && i+1 < len(toks) && toks[i+1].text == "(":
+			i = tableChanges(toks, i, &refs, &probs) - 1
+		case t.is("from") && len(inFn) > 0 && inFn[len(inFn)-1]:
+			// an argument, not a table
+		case t.is("from") || t.is("join"):
+			j := tableRef(i + 1)
+			// a FROM list: "FROM a x, b y"
+			for j < len(toks) {
+				k := j
+				if k < len(toks) && toks[k].is("as") {
+					k++
+				}
+				if k < len(toks) && toks[k].isName() && !clauseEnd[strings.ToLower(toks[k].text)] {
+					k++
+				}
+				if k < len(toks) && toks[k].kind == 'p' && toks[k].text == "," && t.is("from") {
+					j = tableRef(k + 1)
+					continue
+				}
+				break
+			}
+			i = max(i, j-1)
+		}
+	}
+	return refs, probs
+}
+
+// qualified reads a possibly dotted name at toks[i] ("x", "LIVE.x", "s.x"), dropping a LIVE
+// prefix. It returns the name and the index after it.
+func qualified(toks []sqlToken, i int) (string, int, bool) {
+	if i >= len(toks) || !toks[i].isName() {
+		return "", i, false
+	}
+	parts := []string{toks[i].text}
+	j := i + 1
+	for j+1 < len(toks) && toks[j].kind == 'p' && toks[j].text == "." && toks[j].end == toks[j+1].start && toks[j+1].isName() {
+		parts = append(parts, toks[j+1].text)
+		j += 2
+	}
+	if len(parts) == 2 && strings.EqualFold(parts[0], "live") {
+		parts = parts[1:]
+	}
+	return strings.Join(parts, "."), j, true
+}
+
+// tableChanges parses table_changes('x', from[, to]) at toks[i] and returns the index after it.
+func tableChanges(toks []sqlToken, i int, refs *[]QueryRef, probs *[]queryProblem) int {
+	bad := func() int {
+		*probs = append(*probs, queryProblem{Offset: toks[i].start, Msg: "table_changes takes a dataset name in quotes and one or two versions",
+			Hint: "write table_changes('dataset', 2) or table_changes('dataset', 2, 5)"})
+		return i + 2
+	}
+	j := i + 2
+	if j >= len(toks) || toks[j].kind != 's' {
+		return bad()
+	}
+	name := toks[j].text
+	if strings.HasPrefix(strings.ToLower(name), "live.") {
+		name = name[5:]
+	}
+	j++
+	var vers []int64
+	for len(vers) < 2 && j+1 < len(toks) && toks[j].text == "," && toks[j].kind == 'p' && toks[j+1].kind == 'n' {
+		v, err := strconv.ParseInt(toks[j+1].text, 10, 64)
+		if err != nil {
+			return bad()
+		}
+		vers = append(vers, v)
+		j += 2
+	}
+	if len(vers) == 0 || j >= len(toks) || toks[j].text != ")" {
+		return bad()
+	}
+	r := QueryRef{Name: name, Kind: RefChanges, Start: toks[i].start, End: toks[j].end, From: vers[0], To: -1}
+	if len(vers) == 2 {
+		r.To = vers[1]
+	}
+	*refs = append(*refs, r)
+	return j + 1
+}
+
+// queryInfo keeps the node of a dataset's `query:` for positions.
+type queryInfo struct {
+	node *yaml.Node
+	path string
+}
+
+// query decodes a dataset's `query:`.
+func (d *decoder) query(n *yaml.Node, path string) (*Query, *queryInfo) {
+	s, ok := d.nonEmpty(n, path)
+	if !ok {
+		return nil, nil
+	}
+	node := resolve(n)
+	q := &Query{SQL: s, Pos: d.pos(node)}
+	refs, probs := parseQuery(s)
+	for _, p := range probs {
+		d.add(d.queryPos(node, p.Offset), path, p.Hint, "%s", p.Msg)
+	}
+	q.Refs = refs
+	return q, &queryInfo{node: node, path: path}
+}
+
+// queryPos is the position of byte off of a query: inside the line for a one-line scalar, and
+// for a literal block (|) the line and column of the text in the file.
+func (d *decoder) queryPos(n *yaml.Node, off int) Pos {
+	if !strings.Contains(n.Value, "\n") || n.Style&yaml.LiteralStyle == 0 {
+		return d.posInBytes(n, off)
+	}
+	off = min(max(off, 0), len(n.Value))
+	before := n.Value[:off]
+	k := strings.Count(before, "\n")
+	col := off - (strings.LastIndexByte(before, '\n') + 1)
+	line := n.Line + 1 + k
+	indent := 0
+	// the block's indentation is that of its first non-blank line
+	for l := n.Line; l < len(d.lines); l++ {
+		if t := strings.TrimLeft(d.lines[l], " "); strings.TrimSpace(t) != "" {
+			indent = len(d.lines[l]) - len(t)
+			break
+		}
+	}
+	return Pos{File: d.file, Line: line, Column: indent + utf8Count(n.Value[off-col:off]) + 1}
+}
+
+func utf8Count(s string) int { return len([]rune(s)) }
+
+// queryChecks checks query datasets against the others: every dataset a query reads exists;
+// STREAM only in streaming tables (which need one), and not over views; skip_change_commits only
+// on query streaming tables; and no APPLY CHANGES flow reads a query dataset yet (its columns
+// are known only when the query runs).
+func (v *validation) queryChecks(infos []*datasetInfo) {
+	for _, in := range infos {
+		ds := in.ds
+		if in.skipChanges != nil && (ds.Query == nil || ds.Type != StreamingTable) {
+			v.d.addAt(in.skipChanges, child(in.path, "skip_change_commits"), "remove it; for a Delta source put it inside `source:`",
+				"skip_change_commits applies to a streaming_table defined by a query over STREAM(...)")
+		}
+		if ds.ApplyChanges != nil {
+			if src, ok := v.byName[ds.ApplyChanges.Source]; ok && src.kind == kindQuery && in.apply.source.node != nil {
+				v.d.addAt(in.apply.source.node, in.apply.source.path, "feed apply_changes from a `source:` or an APPLY CHANGES dataset",
+					"apply_changes reading a query dataset (%s) is not supported yet", src.ds.Name)
+			}
+		}
+		if s := ds.ApplyChangesFromSnapshot; s != nil && s.Source != "" {
+			if src, ok := v.byName[s.Source]; ok && src.kind == kindQuery && in.snapshot.source.node != nil {
+				v.d.addAt(in.snapshot.source.node, in.snapshot.source.path, "feed apply_changes_from_snapshot from a `source:` or an APPLY CHANGES dataset",
+					"apply_changes_from_snapshot reading a query dataset (%s) is not supported yet", src.ds.Name)
+			}
+		}
+		if ds.Query == nil || in.query == nil {
+			continue
+		}
+		node, path := in.query.node, in.query.path
+		streams := 0
+		for _, r := range ds.Query.Refs {
+			at := v.d.queryPos(node, r.Start)
+			target, ok := v.byName[r.Name]
+			if !ok {
+				v.d.add(at, path, didYouMean(r.Name, v.names, "datasets"), "unknown dataset %s: a query reads datasets of this pipeline", r.Name)
+				continue
+			}
+			switch r.Kind {
+			case RefStream:
+				streams++
+				if ds.Type != StreamingTable {
+					v.d.add(at, path, "make the dataset `type: streaming_table`, or read "+r.Name+" without STREAM",
+						"STREAM(%s) reads new rows incrementally, which only a streaming_table does; this dataset is a %s", r.Name, ds.Type)
+				}
+				if target.ds.Type == View {
+					v.d.add(at, path, "read it without STREAM, or make it a table", "%s is a view: it has no table to stream from", r.Name)
+				}
+			case RefChanges:
+				if target.ds.Type == View {
+					v.d.add(at, path, "read a table's changes", "%s is a view: it has no change data feed", r.Name)
+				}
+			}
+		}
+		if ds.Type == StreamingTable && streams == 0 {
+			v.d.addAt(node, path, "read the input with STREAM(dataset), or make the dataset `type: materialized_view`",
+				"a streaming_table defined by a query must read at least one dataset with STREAM(...)")
+		}
+	}
+}

@@ -1,0 +1,145 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestParseQuery: the datasets a query reads, found in its text, with the spans Rewrite replaces.
+func TestParseQuery(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, sql string
+		want      string // kind:name[from,to] of each ref, space-separated
+		rewritten string
+	}{
+		{"from and join", "SELECT * FROM a JOIN LIVE.b ON a.x = b.x LEFT JOIN c USING (x)", "table:a table:b table:c", "SELECT * FROM <a> JOIN <b> ON a.x = b.x LEFT JOIN <c> USING (x)"},
+		{"from list with aliases", "select * from a x, b as y, c where 1", "table:a table:b table:c", "select * from <a> x, <b> as y, <c> where 1"},
+		{"stream forms", "SELECT * FROM STREAM(live.a) JOIN STREAM b ON true", "stream:a stream:b", "SELECT * FROM <a> JOIN <b> ON true"},
+		{"table_changes", "SELECT * FROM table_changes('LIVE.t', 2, 5) UNION ALL SELECT * FROM table_changes('u', 0)", "table_changes:t[2,5] table_changes:u[0,-1]", "SELECT * FROM <t> UNION ALL SELECT * FROM <u>"},
+		{"ctes, subqueries, functions, strings, comments", "WITH w AS (SELECT * FROM a), v AS (SELECT 1) SELECT 'FROM x' FROM w, (SELECT * FROM b) s, range(3) -- FROM y\n/* JOIN z */ JOIN read_parquet('f') ON true", "table:a table:b", "WITH w AS (SELECT * FROM <a>), v AS (SELECT 1) SELECT 'FROM x' FROM w, (SELECT * FROM <b>) s, range(3) -- FROM y\n/* JOIN z */ JOIN read_parquet('f') ON true"},
+		{"functions that take FROM", "SELECT extract(year FROM d), trim(both ' ' FROM s), substring(s FROM 2) FROM (SELECT * FROM a) t", "table:a", "SELECT extract(year FROM d), trim(both ' ' FROM s), substring(s FROM 2) FROM (SELECT * FROM <a>) t"},
+		{"quoted identifier", `SELECT * FROM "my table"`, "table:my table", `SELECT * FROM <my table>`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			refs, probs := parseQuery(c.sql)
+			if len(probs) > 0 {
+				t.Fatalf("problems: %+v", probs)
+			}
+			var got []string
+			for _, r := range refs {
+				s := r.Kind + ":" + r.Name
+				if r.Kind == RefChanges {
+					s += fmt.Sprintf("[%d,%d]", r.From, r.To)
+				}
+				got = append(got, s)
+			}
+			if strings.Join(got, " ") != c.want {
+				t.Fatalf("refs %v, want %s", got, c.want)
+			}
+			q := &Query{SQL: c.sql, Refs: refs}
+			if rw := q.Rewrite(func(r QueryRef) string { return "<" + r.Name + ">" }); rw != c.rewritten {
+				t.Fatalf("rewritten %q, want %q", rw, c.rewritten)
+			}
+		})
+	}
+}
+
+// TestQueryValidation: query datasets are accepted with their types and dependencies; mistakes
+// are reported at their place inside the SQL (one-line and block scalars alike).
+func TestQueryValidation(t *testing.T) {
+	t.Parallel()
+	p, err := Parse("p.yaml", []byte(build(map[string]string{"#MORE": `  - name: gold
+    query: SELECT op, count(*) AS n FROM LIVE.silver GROUP BY op
+  - name: st
+    type: streaming_table
+    skip_change_commits: true
+    query: |
+      SELECT *
+      FROM STREAM(bronze) JOIN gold USING (op)
+  - name: v
+    type: view
+    query: SELECT * FROM table_changes('silver', 1)`})), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := p.Graph()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := p.Dataset("gold"); d.Type != MaterializedView || fmt.Sprint(g.Deps("gold")) != "[silver]" {
+		t.Fatalf("gold: %s %v", d.Type, g.Deps("gold"))
+	}
+	if d := p.Dataset("st"); d.Type != StreamingTable || !d.SkipChangeCommits || fmt.Sprint(g.Deps("st")) != "[bronze gold]" {
+		t.Fatalf("st: %s %v %v", d.Type, d.SkipChangeCommits, g.Deps("st"))
+	}
+	if d := p.Dataset("v"); d.Type != View || fmt.Sprint(g.Deps("v")) != "[silver]" {
+		t.Fatalf("v: %s %v", d.Type, g.Deps("v"))
+	}
+
+	cases := []struct {
+		name, more string
+		want       []string
+	}{
+		{"unknown dataset", "  - name: gold\n    query: SELECT * FROM silverr", []string{"18:26: datasets[2].query: unknown dataset silverr: a query reads datasets of this pipeline (hint: did you mean `silver`?)"}},
+		{"unknown in a block", "  - name: gold\n    query: |\n      SELECT *\n        FROM silver JOIN nope USING (id)", []string{"20:26: datasets[2].query: unknown dataset nope"}},
+		{"stream in a materialized view", "  - name: gold\n    query: SELECT * FROM STREAM(bronze)", []string{"18:26: datasets[2].query: STREAM(bronze) reads new rows incrementally, which only a streaming_table does; this dataset is a materialized_view"}},
+		{"streaming table without stream", "  - name: gold\n    type: streaming_table\n    query: SELECT * FROM bronze", []string{"19:12: datasets[2].query: a streaming_table defined by a query must read at least one dataset with STREAM(...)"}},
+		{"skip_change_commits on a materialized view", "  - name: gold\n    skip_change_commits: true\n    query: SELECT * FROM bronze", []string{"18:5: datasets[2].skip_change_commits: skip_change_commits applies to a streaming_table"}},
+		{"bad table_changes", "  - name: gold\n    query: SELECT * FROM table_changes(silver)", []string{"18:26: datasets[2].query: table_changes takes a dataset name in quotes"}},
+		{"a cycle", "  - name: gold\n    query: SELECT * FROM gold2\n  - name: gold2\n    query: SELECT * FROM gold", []string{"17:5: datasets[2]: dataset gold is part of a cycle", "19:5: datasets[3]: dataset gold2 is part of a cycle"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Parse("p.yaml", []byte(build(map[string]string{"#MORE": c.more})), nil, nil)
+			var es Errors
+			if !errors.As(err, &es) {
+				t.Fatalf("err = %v, want Errors", err)
+			}
+			if len(es) != len(c.want) {
+				t.Fatalf("got %d problems, want %d:\n%v", len(es), len(c.want), err)
+			}
+			for i, w := range c.want {
+				if !strings.HasPrefix(es[i].Error(), "p.yaml:"+w) {
+					t.Errorf("problem %d:\n%s\nwant a prefix:\np.yaml:%s", i, es[i].Error(), w)
+				}
+			}
+		})
+	}
+}
+
+// TestTableSource: `source: {table: x}` reads dataset x (a DAG edge), with x's columns plus the
+// change feed's for `read: change_feed`; its mistakes are reported at their place.
+func TestTableSource(t *testing.T) {
+	t.Parallel()
+	p, err := Parse("p.yaml", []byte(build(map[string]string{"#MORE": "  - name: feed\n    source: {table: silver, read: change_feed}"})), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := p.Graph()
+	src := p.Dataset("feed").Source
+	if src.Format != FormatDelta || src.Path != p.Storage+"/tables/silver" || fmt.Sprint(g.Deps("feed")) != "[silver]" ||
+		p.Dataset("feed").Schema.DDL() != "id BIGINT, op STRING, seq BIGINT, _change_type STRING, _commit_version BIGINT, _commit_timestamp TIMESTAMP" {
+		t.Fatalf("feed: %+v deps %v schema %s", src, g.Deps("feed"), p.Dataset("feed").Schema.DDL())
+	}
+	cases := []struct{ name, more, want string }{
+		{"unknown", "  - name: feed\n    source: {table: silvr}", "18:21: datasets[2].source.table: unknown dataset silvr"},
+		{"path too", "  - name: feed\n    source: {table: silver, path: x}", "18:29: datasets[2].source.path: path does not apply to a `table:` source"},
+		{"skip with change_feed", "  - name: feed\n    source: {table: silver, read: change_feed, skip_change_commits: true}", "18:48: datasets[2].source.skip_change_commits: skip_change_commits applies to `read: append` only"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Parse("p.yaml", []byte(build(map[string]string{"#MORE": c.more})), nil, nil)
+			var es Errors
+			if !errors.As(err, &es) || len(es) != 1 || !strings.HasPrefix(es[0].Error(), "p.yaml:"+c.want) {
+				t.Fatalf("got:\n%v\nwant one problem starting with:\np.yaml:%s", err, c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,342 @@
+package sqlengine
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/duckdb/duckdb-go/v2"
+
+	"tributary/schema"
+)
+
+// Relation is one dataset a query reads, registered under Name. Either Files lists the absolute
+// paths of Parquet files holding its rows in Schema's columns (read with read_parquet; none
+// means an empty relation), or, when Files is nil and Rows is set or RowsOnly is true, Rows holds
+// its rows (schema.Kind Go values in Schema's order).
+type Relation struct {
+	Name     string
+	Schema   schema.Schema
+	Files    []string
+	Rows     [][]any
+	RowsOnly bool
+}
+
+// Engine is an embedded, in-memory DuckDB database.
+type Engine struct {
+	db *sql.DB
+}
+
+// Open starts an in-memory DuckDB database.
+func Open() (*Engine, error) {
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		return nil, fmt.Errorf("sqlengine: opening DuckDB: %w", err)
+	}
+	return &Engine{db: db}, nil
+}
+
+// Close releases the database.
+func (e *Engine) Close() error { return e.db.Close() }
+
+// Query registers rels as temporary views on one connection, runs query and returns the
+// result's schema and rows. Column types map to schema kinds: integers up to 32 bits INT, wider
+// ones BIGINT, FLOAT/DOUBLE DOUBLE, DECIMAL(p,s) DECIMAL (p capped at 18), VARCHAR STRING,
+// BOOLEAN, DATE, TIMESTAMP (with or without time zone, as UTC). Any other type, or a value that
+// does not fit, is an error that names the column and suggests a CAST.
+func (e *Engine) Query(ctx context.Context, query string, rels []Relation) (schema.Schema, [][]any, error) {
+	conn, err := e.db.Conn(ctx)
+	if err != nil {
+		return schema.Schema{}, nil, fmt.Errorf("sqlengine: %w", err)
+	}
+	defer conn.Close()
+	for _, r := range rels {
+		if err := register(ctx, conn, r); err != nil {
+			return schema.Schema{}, nil, err
+		}
+	}
+	rows, err := conn.QueryContext(ctx, query)
+	if err != nil {
+		return schema.Schema{}, nil, fmt.Errorf("sqlengine: %w", err)
+	}
+	defer rows.Close()
+	cts, err := rows.ColumnTypes()
+	if err != nil {
+		return schema.Schema{}, nil, fmt.Errorf("sqlengine: %w", err)
+	}
+	var out schema.Schema
+	for _, ct := range cts {
+		t, err := kindOf(ct.DatabaseTypeName())
+		if err != nil {
+			return schema.Schema{}, nil, fmt.Errorf("sqlengine: result column %s: %w", ct.Name(), err)
+		}
+		out.Fields = append(out.Fields, schema.Field{Name: ct.Name(), Type: t, Nullable: true})
+	}
+	var result [][]any
+	vals := make([]any, len(cts))
+	ptrs := make([]any, len(cts))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return schema.Schema{}, nil, fmt.Errorf("sqlengine: %w", err)
+		}
+		row := make([]any, len(vals))
+		for i, v := range vals {
+			if row[i], err = convert(v, out.Fields[i].Type); err != nil {
+				return schema.Schema{}, nil, fmt.Errorf("sqlengine: result column %s: %w", out.Fields[i].Name, err)
+			}
+		}
+		result = append(result, row)
+	}
+	if err := rows.Err(); err != nil {
+		return schema.Schema{}, nil, fmt.Errorf("sqlengine: %w", err)
+	}
+	return out, result, nil
+}
+
+// Quote returns name as a DuckDB quoted identifier.
+func Quote(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
+
+func quoteString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// register creates the temporary view (or table) of one relation.
+func register(ctx context.Context, conn *sql.Conn, r Relation) error {
+	if len(r.Files) > 0 && !r.RowsOnly && r.Rows == nil {
+		files := make([]string, len(r.Files))
+		for i, f := range r.Files {
+			files[i] = quoteString(f)
+		}
+		cols := make([]string, len(r.Schema.Fields))
+		for i, f := range r.Schema.Fields {
+			t, err := duckType(f.Type)
+			if err != nil {
+				return fmt.Errorf("sqlengine: dataset %s column %s: %w", r.Name, f.Name, err)
+			}
+			cols[i] = fmt.Sprintf("CAST(%s AS %s) AS %s", Quote(f.Name), t, Quote(f.Name))
+		}
+		q := fmt.Sprintf("CREATE TEMP VIEW %s AS SELECT %s FROM read_parquet([%s], union_by_name = true)",
+			Quote(r.Name), strings.Join(cols, ", "), strings.Join(files, ", "))
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("sqlengine: registering dataset %s: %w", r.Name, err)
+		}
+		return nil
+	}
+	cols := make([]string, len(r.Schema.Fields))
+	for i, f := range r.Schema.Fields {
+		t, err := duckType(f.Type)
+		if err != nil {
+			return fmt.Errorf("sqlengine: dataset %s column %s: %w", r.Name, f.Name, err)
+		}
+		cols[i] = Quote(f.Name) + " " + t
+	}
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("CREATE TEMP TABLE %s (%s)", Quote(r.Name), strings.Join(cols, ", "))); err != nil {
+		return fmt.Errorf("sqlengine: registering dataset %s: %w", r.Name, err)
+	}
+	if len(r.Rows) == 0 {
+		return nil
+	}
+	return conn.Raw(func(dc any) error {
+		ddc, ok := dc.(*duckdb.Conn)
+		if !ok {
+			return fmt.Errorf("sqlengine: unexpected driver connection %T", dc)
+		}
+		app, err := duckdb.NewAppenderFromConn(ddc, "", r.Name)
+		if err != nil {
+			return fmt.Errorf("sqlengine: loading dataset %s: %w", r.Name, err)
+		}
+		for _, row := range r.Rows {
+			args := make([]driver.Value, len(row))
+			for i, v := range row {
+				args[i] = toDuck(v, r.Schema.Fields[i].Type)
+			}
+			if err := app.AppendRow(args...); err != nil {
+				app.Close()
+				return fmt.Errorf("sqlengine: loading dataset %s: %w", r.Name, err)
+			}
+		}
+		if err := app.Close(); err != nil {
+			return fmt.Errorf("sqlengine: loading dataset %s: %w", r.Name, err)
+		}
+		return nil
+	})
+}
+
+// duckType is the DuckDB type of a column type.
+func duckType(t schema.Type) (string, error) {
+	switch t.Kind {
+	case schema.Long:
+		return "BIGINT", nil
+	case schema.Integer:
+		return "INTEGER", nil
+	case schema.String:
+		return "VARCHAR", nil
+	case schema.Double:
+		return "DOUBLE", nil
+	case schema.Boolean:
+		return "BOOLEAN", nil
+	case schema.DecimalKind:
+		return fmt.Sprintf("DECIMAL(%d,%d)", t.Precision, t.Scale), nil
+	case schema.DateKind:
+		return "DATE", nil
+	case schema.TimestampKind:
+		return "TIMESTAMPTZ", nil
+	}
+	return "", fmt.Errorf("type %s cannot be read by SQL queries yet", t.DDL())
+}
+
+// toDuck converts a schema value to what the DuckDB appender takes.
+func toDuck(v any, t schema.Type) driver.Value {
+	if v == nil {
+		return nil
+	}
+	switch x := v.(type) {
+	case schema.Decimal:
+		return duckdb.Decimal{Width: uint8(t.Precision), Scale: uint8(t.Scale), Value: big.NewInt(int64(x))}
+	case schema.Date:
+		return time.Unix(int64(x)*86400, 0).UTC()
+	case schema.Timestamp:
+		return time.UnixMicro(int64(x)).UTC()
+	}
+	return v
+}
+
+// kindOf maps a DuckDB result type name to a column type.
+func kindOf(name string) (schema.Type, error) {
+	switch name {
+	case "BIGINT", "HUGEINT", "UBIGINT", "UINTEGER", "UHUGEINT":
+		return schema.Type{Kind: schema.Long}, nil
+	case "INTEGER", "SMALLINT", "TINYINT", "USMALLINT", "UTINYINT":
+		return schema.Type{Kind: schema.Integer}, nil
+	case "DOUBLE", "FLOAT":
+		return schema.Type{Kind: schema.Double}, nil
+	case "VARCHAR":
+		return schema.Type{Kind: schema.String}, nil
+	case "BOOLEAN":
+		return schema.Type{Kind: schema.Boolean}, nil
+	case "DATE":
+		return schema.Type{Kind: schema.DateKind}, nil
+	case "TIMESTAMP", "TIMESTAMPTZ", "TIMESTAMP WITH TIME ZONE", "TIMESTAMP_MS", "TIMESTAMP_S", "TIMESTAMP_NS":
+		return schema.Type{Kind: schema.TimestampKind}, nil
+	}
+	if strings.HasPrefix(name, "DECIMAL(") && strings.HasSuffix(name, ")") {
+		ps := strings.Split(strings.TrimSuffix(strings.TrimPrefix(name, "DECIMAL("), ")"), ",")
+		if len(ps) == 2 {
+			p, err1 := strconv.Atoi(strings.TrimSpace(ps[0]))
+			s, err2 := strconv.Atoi(strings.TrimSpace(ps[1]))
+			if err1 == nil && err2 == nil {
+				if p > schema.MaxDecimalPrecision {
+					p = schema.MaxDecimalPrecision
+				}
+				if s > p {
+					return schema.Type{}, fmt.Errorf("type %s has more fraction digits than DECIMAL(18,s) holds; CAST it", name)
+				}
+				return schema.Type{Kind: schema.DecimalKind, Precision: p, Scale: s}, nil
+			}
+		}
+	}
+	if name == "" {
+		name = "NULL"
+	}
+	return schema.Type{}, fmt.Errorf("type %s cannot be stored in a dataset yet; CAST it to BIGINT, INT, DOUBLE, DECIMAL(p,s), STRING, BOOLEAN, DATE or TIMESTAMP", name)
+}
+
+// errOverflow reports a value too large for its column.
+var errOverflow = errors.New("value out of range")
+
+// convert maps a scanned DuckDB value to the Go value of t's kind.
+func convert(v any, t schema.Type) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	switch t.Kind {
+	case schema.Long:
+		switch x := v.(type) {
+		case int64:
+			return x, nil
+		case uint64:
+			if x > math.MaxInt64 {
+				return nil, errOverflow
+			}
+			return int64(x), nil
+		case uint32:
+			return int64(x), nil
+		case *big.Int:
+			if !x.IsInt64() {
+				return nil, fmt.Errorf("%w: %s does not fit in BIGINT", errOverflow, x)
+			}
+			return x.Int64(), nil
+		}
+	case schema.Integer:
+		switch x := v.(type) {
+		case int32:
+			return x, nil
+		case int16:
+			return int32(x), nil
+		case int8:
+			return int32(x), nil
+		case uint16:
+			return int32(x), nil
+		case uint8:
+			return int32(x), nil
+		}
+	case schema.Double:
+		switch x := v.(type) {
+		case float64:
+			return x, nil
+		case float32:
+			return float64(x), nil
+		}
+	case schema.String:
+		if s, ok := v.(string); ok {
+			return s, nil
+		}
+	case schema.Boolean:
+		if b, ok := v.(bool); ok {
+			return b, nil
+		}
+	case schema.DateKind:
+		if tm, ok := v.(time.Time); ok {
+			return schema.Date(tm.UTC().Unix() / 86400), nil
+		}
+	case schema.TimestampKind:
+		if tm, ok := v.(time.Time); ok {
+			return schema.Timestamp(tm.UnixMicro()), nil
+		}
+	case schema.DecimalKind:
+		if d, ok := v.(duckdb.Decimal); ok {
+			val := new(big.Int).Set(d.Value)
+			for s := int(d.Scale); s < t.Scale; s++ {
+				val.Mul(val, big.NewInt(10))
+			}
+			if !val.IsInt64() || abs(val.Int64()) >= pow10(t.Precision) {
+				return nil, fmt.Errorf("%w: a DECIMAL value has more than %d digits", errOverflow, t.Precision)
+			}
+			return schema.Decimal(val.Int64()), nil
+		}
+	}
+	return nil, fmt.Errorf("unexpected value %v (%T) for type %s", v, v, t.DDL())
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func pow10(n int) int64 {
+	p := int64(1)
+	for range n {
+		p *= 10
+	}
+	return p
+}

@@ -1,0 +1,99 @@
+package update
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"tributary/delta"
+	"tributary/flows"
+	"tributary/spec"
+)
+
+// TestContinuousPolling: without file notifications, a continuous update polls every interval:
+// the first batch runs every flow, a new file runs its flow and the downstream one, polls that
+// find nothing new run nothing, and closing Stop ends the update CANCELED with no error.
+func TestContinuousPolling(t *testing.T) {
+	t.Parallel()
+	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n")
+	stop := make(chan struct{})
+	batches := make(chan []string, 100)
+	done := make(chan error)
+	var res *Result
+	go func() {
+		var err error
+		res, err = Continuous(context.Background(), p, ContinuousOptions{Stop: stop, Interval: 20 * time.Millisecond,
+			Batch: func(ran []string) { batches <- ran }})
+		done <- err
+	}()
+	next := func() []string {
+		t.Helper()
+		select {
+		case b := <-batches:
+			return b
+		case <-time.After(20 * time.Second):
+			t.Fatal("no batch")
+		}
+		return nil
+	}
+	if b := next(); !slices.Equal(b, []string{"changes", "items"}) {
+		t.Errorf("first batch %v", b)
+	}
+	time.Sleep(100 * time.Millisecond) // several polls with nothing new
+	select {
+	case b := <-batches:
+		t.Fatalf("a batch %v ran without new input", b)
+	default:
+	}
+	f := filepath.Join(filepath.Dir(p.File), "landing", "2.json")
+	if err := os.WriteFile(f, []byte(`{"op": "I", "id": 2, "seq": 2}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b := next(); !slices.Equal(b, []string{"changes", "items"}) {
+		t.Errorf("batch after a new file %v", b)
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if res.State != StateCanceled || res.Flows["items"].Metrics.NumUpsertedRows != 1 {
+		t.Errorf("state %s, items %+v", res.State, res.Flows["items"])
+	}
+}
+
+// TestContinuousHardStop: cancelling the context (the second signal) stops a flow in flight: it
+// is STOPPED, commits nothing, and the update is CANCELED.
+func TestContinuousHardStop(t *testing.T) {
+	t.Parallel()
+	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	inFlight := make(chan struct{})
+	o := ContinuousOptions{Stop: make(chan struct{}), Interval: time.Hour}
+	o.runFlow = func(ctx context.Context, env *flows.Env, d *spec.Dataset) (flows.Metrics, error) {
+		close(inFlight)
+		<-ctx.Done()
+		return flows.Metrics{Version: -1}, ctx.Err()
+	}
+	done := make(chan error)
+	var res *Result
+	go func() {
+		var err error
+		res, err = Continuous(ctx, p, o)
+		done <- err
+	}()
+	<-inFlight
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if res.State != StateCanceled || res.Flows["changes"].State != FlowStopped || res.Flows["items"].State != FlowSkipped {
+		t.Errorf("state %s, changes %s, items %s; want CANCELED, STOPPED, SKIPPED", res.State, res.Flows["changes"].State, res.Flows["items"].State)
+	}
+	snap, err := delta.New(flows.TableDir(p.Storage, "changes")).Snapshot(-1)
+	if err != nil || snap.Version != 0 {
+		t.Errorf("changes is at version %v (%v), want 0: nothing committed", snap, err)
+	}
+}

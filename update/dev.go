@@ -1,0 +1,176 @@
+package update
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"tributary/spec"
+)
+
+// DevOptions tune Dev.
+type DevOptions struct {
+	// Options apply to every update (Dev sets Held, Development, Cause and Only).
+	Options
+	// Conf is the --conf map the spec is loaded with again after an edit.
+	Conf map[string]string
+	// Stop is closed to stop cleanly (the first signal): the update running finishes first.
+	Stop <-chan struct{}
+	// Changes receives batches of changed paths (package watch: Debounce over a Watcher; tests
+	// send synthetic ones). Dev returns when it is closed.
+	Changes <-chan []string
+	// Watch, when set, is called with the folders to watch: at the start and after each valid
+	// edit of the spec (the spec's folder and the input folders).
+	Watch func(dirs []string)
+	// Log receives status lines and, for an invalid edit, the spec's errors.
+	Log io.Writer
+	// Ran, when set, is called after each update with the datasets it ran, its result and error.
+	Ran func(only []string, res *Result, err error)
+}
+
+// Dev runs development mode (`pipeline dev`) for p until stopped: an update of every dataset
+// (no retries), then, for each batch of changed files, an update of the datasets that changed
+// and everything downstream of them. A changed spec file is loaded and validated again: errors
+// are written to Log with file:line:column and the previous spec stays in force; a valid spec
+// re-runs the datasets whose definition changed (all of them when a pipeline-level key such as
+// `configuration` changed). New input re-runs the datasets that read it. Failed updates are
+// reported on Log and Dev goes on. It holds the storage lock throughout, and returns nil once
+// stopped or the error that kept it from starting.
+func Dev(ctx context.Context, p *spec.Pipeline, o DevOptions) error {
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	held, err := Hold(p, "dev")
+	if err != nil {
+		return err
+	}
+	defer held.Release()
+	defs, top := definitions(p.File)
+	watch := func() {
+		if o.Watch != nil {
+			o.Watch(append([]string{filepath.Dir(p.File)}, InputDirs(p)...))
+		}
+	}
+	watch()
+	run := func(only map[string]bool, cause string) {
+		opts := o.Options
+		opts.Held, opts.Development, opts.Cause, opts.Only = held, true, cause, only
+		res, err := Run(ctx, p, opts)
+		var names []string
+		if only != nil {
+			names = sortedNames(only)
+		}
+		if err != nil {
+			fmt.Fprintf(o.Log, "pipeline %s: the update failed: %v\n", p.Name, err)
+		}
+		if o.Ran != nil {
+			o.Ran(names, res, err)
+		}
+		fmt.Fprintf(o.Log, "pipeline %s: watching %s and the input folders for changes (stop with Ctrl-C)\n", p.Name, p.File)
+	}
+	last := fingerprints(p)
+	run(nil, "USER_ACTION")
+	for {
+		var paths []string
+		var ok bool
+		select {
+		case <-o.Stop:
+			return nil
+		case <-ctx.Done():
+			return nil
+		case paths, ok = <-o.Changes:
+			if !ok {
+				return nil
+			}
+		}
+		var changed []string
+		if containsPath(paths, p.File) {
+			np, err := spec.Load(p.File, o.Conf)
+			if err == nil {
+				_, err = np.Graph()
+			}
+			if err == nil && np.Storage != p.Storage {
+				err = fmt.Errorf("%s: the storage changed from %s to %s: stop `pipeline dev` and start it again", p.File, p.Storage, np.Storage)
+			}
+			if err != nil {
+				fmt.Fprintf(o.Log, "pipeline %s: the spec is invalid; the previous version stays in force until it is fixed:\n%v\n", p.Name, err)
+				continue
+			}
+			ndefs, ntop := definitions(np.File)
+			for _, d := range np.Datasets {
+				if ntop != top || ndefs[d.Name] != defs[d.Name] {
+					changed = append(changed, d.Name)
+				}
+			}
+			p, defs, top = np, ndefs, ntop
+			watch()
+			if len(changed) > 0 {
+				fmt.Fprintf(o.Log, "pipeline %s: the spec changed: %s\n", p.Name, strings.Join(changed, ", "))
+			}
+		}
+		now := fingerprints(p)
+		for _, name := range changedInputs(p, last, now) {
+			if !contains(changed, name) {
+				changed = append(changed, name)
+			}
+		}
+		last = now
+		if len(changed) == 0 {
+			continue
+		}
+		g, _ := p.Graph()
+		only := map[string]bool{}
+		for _, n := range changed {
+			only[n] = true
+			for _, d := range g.Descendants(n) {
+				only[d] = true
+			}
+		}
+		run(only, "FILE_CHANGE")
+	}
+}
+
+// containsPath reports whether paths holds file (compared as cleaned absolute paths).
+func containsPath(paths []string, file string) bool {
+	for _, p := range paths {
+		if a, err := filepath.Abs(p); err == nil && a == filepath.Clean(file) {
+			return true
+		}
+	}
+	return false
+}
+
+// definitions reads the spec file as plain YAML and returns each dataset's definition and the
+// pipeline-level keys that shape data (all but the run-mode keys) as canonical JSON, so that an
+// edit can be compared definition by definition whatever lines moved.
+func definitions(file string) (map[string]string, string) {
+	defs := map[string]string{}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return defs, ""
+	}
+	var doc map[string]any
+	if yaml.Unmarshal(b, &doc) != nil {
+		return defs, ""
+	}
+	if list, ok := doc["datasets"].([]any); ok {
+		for _, item := range list {
+			if m, ok := item.(map[string]any); ok {
+				name, _ := m["name"].(string)
+				j, _ := json.Marshal(m)
+				defs[name] = string(j)
+			}
+		}
+	}
+	for _, k := range []string{"datasets", "continuous", "trigger_interval", "development", "schedule", "retries"} {
+		delete(doc, k)
+	}
+	j, _ := json.Marshal(doc)
+	return defs, string(j)
+}

@@ -1,0 +1,92 @@
+package update
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDevSyntheticEvents: Dev runs everything first, then re-runs only what changed, fed with
+// synthetic change events: an edited dataset and its downstream, new input and its downstream;
+// an invalid edit is reported with file:line:column and Dev keeps going with the previous spec.
+func TestDevSyntheticEvents(t *testing.T) {
+	t.Parallel()
+	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n")
+	changes := make(chan []string)
+	stop := make(chan struct{})
+	type ran struct {
+		only []string
+		err  error
+	}
+	runs := make(chan ran, 10)
+	log := &lockedBuffer{}
+	done := make(chan error)
+	go func() {
+		done <- Dev(context.Background(), p, DevOptions{Changes: changes, Stop: stop, Log: log,
+			Ran: func(only []string, res *Result, err error) { runs <- ran{only, err} }})
+	}()
+	next := func(what string) ran {
+		t.Helper()
+		select {
+		case r := <-runs:
+			return r
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no update after %s:\n%s", what, log)
+		}
+		return ran{}
+	}
+	if r := next("the start"); r.only != nil || r.err != nil {
+		t.Fatalf("first update: %+v", r)
+	}
+	edit := func(text string) {
+		t.Helper()
+		if err := os.WriteFile(p.File, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		changes <- []string{p.File}
+	}
+
+	// An edit of items (a comment) re-runs items only.
+	edit(strings.Replace(failSpec, "  - name: items\n", "  - name: items\n    comment: edited\n", 1))
+	if r := next("an edit of items"); !slices.Equal(r.only, []string{"items"}) || r.err != nil {
+		t.Errorf("after editing items: ran %v (err %v), want [items]", r.only, r.err)
+	}
+
+	// An invalid edit is reported where it is, and nothing runs.
+	edit(strings.Replace(failSpec, "sequence_by: seq", "sequence_by: nope", 1))
+	want := regexp.MustCompile(`pipeline\.yaml:\d+:\d+: .*nope`)
+	deadline := time.Now().Add(20 * time.Second)
+	for !want.MatchString(log.String()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the invalid edit was not reported with file:line:column:\n%s", log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// New input re-runs its dataset and the downstream one (the previous valid spec is in force).
+	f := filepath.Join(filepath.Dir(p.File), "landing", "2.json")
+	if err := os.WriteFile(f, []byte(`{"op": "I", "id": 2, "seq": 2}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	changes <- []string{f}
+	if r := next("new input"); !slices.Equal(r.only, []string{"changes", "items"}) || r.err != nil {
+		t.Errorf("after new input: ran %v (err %v), want [changes items]", r.only, r.err)
+	}
+
+	// Events that change nothing (the runner's own writes) run nothing; fixing the spec re-runs
+	// items (its definition differs from the last valid one).
+	changes <- []string{filepath.Join(p.Storage, "tables", "items", "x")}
+	edit(failSpec)
+	if r := next("the fix"); !slices.Equal(r.only, []string{"items"}) {
+		t.Errorf("after the fix: ran %v, want [items]", r.only)
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

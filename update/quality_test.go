@@ -1,0 +1,43 @@
+package update
+
+import (
+	"strings"
+	"testing"
+
+	"tributary/expectations"
+	"tributary/flows"
+	"tributary/schema"
+)
+
+// TestPrintQuality: the table lists each expectation of each flow with its action and counts,
+// flows in update order; flows without expectations print nothing.
+func TestPrintQuality(t *testing.T) {
+	s := schema.Schema{Fields: []schema.Field{{Name: "id", Type: schema.Type{Kind: schema.Long}, Nullable: true}}}
+	set := &expectations.Set{Dataset: "raw", Schema: s}
+	for _, r := range []struct{ name, code, on string }{{"has_id", "id != nil", expectations.Quarantine}, {"small", "id < 10", expectations.Warn}} {
+		p, err := expectations.Compile(r.code, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set.Rules = append(set.Rules, expectations.Rule{Name: r.name, OnViolation: r.on, Program: p})
+	}
+	_, _, q, err := set.CheckQuarantine([][]any{{int64(1)}, {nil}, {int64(20)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := &Result{Flows: map[string]*FlowResult{"raw": {Metrics: flows.Metrics{Quality: q}}, "silver": {}}}
+	var b strings.Builder
+	printQuality(&b, res, []string{"silver", "raw"})
+	want := "data quality:\n" +
+		"  dataset  expectation  action      passed  failed\n" +
+		"  raw      has_id       quarantine  2       1\n" +
+		"  raw      small        warn        1       2\n"
+	if b.String() != want {
+		t.Fatalf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+	b.Reset()
+	printQuality(&b, res, []string{"silver"})
+	if b.String() != "" {
+		t.Fatalf("no expectations printed %q", b.String())
+	}
+}

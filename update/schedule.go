@@ -1,0 +1,114 @@
+package update
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"tributary/eventlog"
+	"tributary/spec"
+)
+
+// ScheduleOptions tune Schedule.
+type ScheduleOptions struct {
+	// Options apply to every update (Schedule sets Held, Cause and Started).
+	Options
+	// Stop is closed to stop the scheduler cleanly (the first signal): no update starts any more,
+	// and the one running finishes. Cancelling the ctx of Schedule stops that one too (CANCELED).
+	Stop <-chan struct{}
+	// Log receives the scheduler's lines: the next run time, skipped ticks, failed updates.
+	Log io.Writer
+	// Ran, when set, is called after each update with its result (tests).
+	Ran func(res *Result, err error)
+}
+
+// Schedule runs triggered updates of p at the times of the cron expression expr
+// (spec.CronParser) until stopped, holding the storage lock all along so that no other update
+// runs on the storage meanwhile. Updates never overlap: a tick that finds the previous update
+// still running is skipped, and a WARN event in that update says so. A failed update is reported
+// on Log and the schedule goes on. It returns nil once stopped, or the error that kept it from
+// starting (a bad expression, the storage is locked).
+func Schedule(ctx context.Context, p *spec.Pipeline, expr string, o ScheduleOptions) error {
+	sched, err := spec.CronParser.Parse(expr)
+	if err != nil {
+		return fmt.Errorf("update: schedule %q: %w", expr, err)
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	held, err := Hold(p, "schedule")
+	if err != nil {
+		return err
+	}
+	defer held.Release()
+	var (
+		mu      sync.Mutex
+		running bool // an update is running
+		cur     Emitter
+		pending []time.Time // ticks skipped before the running update opened its event log
+		wg      sync.WaitGroup
+	)
+	skip := func(e Emitter, tick time.Time) {
+		e.Emit(eventlog.Warn, eventlog.UpdateProgress, "", "", fmt.Sprintf("The scheduled update of %s was skipped: this update was still running.", tick.Format(time.RFC3339)),
+			map[string]any{"update_progress": map[string]any{"state": StateRunning}, "schedule": map[string]any{"skipped_tick": tick.UTC().Format(time.RFC3339), "cron": expr}}, "")
+		if f, ok := e.(interface{ Flush() error }); ok {
+			_ = f.Flush()
+		}
+	}
+	for {
+		next := sched.Next(time.Now())
+		fmt.Fprintf(o.Log, "pipeline %s: next update at %s (%s)\n", p.Name, next.Format(time.RFC3339), expr)
+		timer := time.NewTimer(time.Until(next))
+		select {
+		case <-o.Stop:
+			timer.Stop()
+			wg.Wait()
+			return nil
+		case <-ctx.Done():
+			timer.Stop()
+			wg.Wait()
+			return nil
+		case <-timer.C:
+		}
+		mu.Lock()
+		if running {
+			fmt.Fprintf(o.Log, "pipeline %s: the update of %s is skipped: the previous update is still running\n", p.Name, next.Format(time.RFC3339))
+			if cur != nil {
+				skip(cur, next)
+			} else {
+				pending = append(pending, next)
+			}
+			mu.Unlock()
+			continue
+		}
+		running = true
+		mu.Unlock()
+		opts := o.Options
+		opts.Held, opts.Cause = held, "SCHEDULED"
+		opts.Started = func(e Emitter) {
+			mu.Lock()
+			defer mu.Unlock()
+			cur = e
+			for _, t := range pending {
+				skip(e, t)
+			}
+			pending = nil
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := Run(ctx, p, opts)
+			mu.Lock()
+			running, cur = false, nil
+			mu.Unlock()
+			if err != nil {
+				fmt.Fprintf(o.Log, "pipeline %s: the scheduled update failed: %v\n", p.Name, err)
+			}
+			if o.Ran != nil {
+				o.Ran(res, err)
+			}
+		}()
+	}
+}

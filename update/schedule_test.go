@@ -1,0 +1,117 @@
+package update
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"tributary/eventlog"
+	"tributary/flows"
+	"tributary/spec"
+)
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestScheduleSkipsOverlappingTick: with a schedule of every second and a first update held
+// running, the next tick is skipped (a WARN event in the running update says so) rather than
+// starting a second update; later ticks run updates again; closing Stop ends the scheduler
+// after the update in flight.
+func TestScheduleSkipsOverlappingTick(t *testing.T) {
+	t.Parallel()
+	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n")
+	release := make(chan struct{})
+	var once sync.Once
+	log := &lockedBuffer{}
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	var results []*Result
+	ran := make(chan struct{}, 10)
+	o := ScheduleOptions{Stop: stop, Log: log,
+		Ran: func(res *Result, err error) {
+			if err != nil {
+				t.Errorf("scheduled update: %v", err)
+			}
+			mu.Lock()
+			results = append(results, res)
+			mu.Unlock()
+			ran <- struct{}{}
+		}}
+	first := true
+	o.runFlow = func(ctx context.Context, env *flows.Env, d *spec.Dataset) (flows.Metrics, error) {
+		if d.Name == "changes" {
+			mu.Lock()
+			block := first
+			first = false
+			mu.Unlock()
+			if block {
+				<-release // the first update runs until a tick was skipped
+			}
+		}
+		return flows.Run(ctx, env, d)
+	}
+	done := make(chan error)
+	go func() { done <- Schedule(context.Background(), p, "@every 1s", o) }()
+
+	deadline := time.After(20 * time.Second)
+	for !strings.Contains(log.String(), "is skipped") {
+		select {
+		case <-deadline:
+			t.Fatalf("no tick was skipped:\n%s", log)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	once.Do(func() { close(release) })
+	for i := 0; i < 2; i++ {
+		select {
+		case <-ran:
+		case <-deadline:
+			t.Fatalf("%d scheduled updates ran, want 2:\n%s", i, log)
+		}
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "next update at") {
+		t.Errorf("the scheduler did not print the next run time:\n%s", log)
+	}
+	evs, err := eventlog.Read(filepath.Join(p.Storage, "system", "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipped := 0
+	for _, e := range evs {
+		if e.Level == eventlog.Warn && e.Details["schedule"] != nil {
+			skipped++
+			if e.Origin.UpdateID != results[0].UpdateID {
+				t.Errorf("the skipped tick is recorded in update %s, want the running one %s", e.Origin.UpdateID, results[0].UpdateID)
+			}
+		}
+	}
+	if skipped == 0 {
+		t.Error("no WARN event records the skipped tick")
+	}
+	if results[0].UpdateID == results[1].UpdateID || results[1].State != StateCompleted {
+		t.Errorf("updates %+v", results)
+	}
+}

@@ -1,0 +1,173 @@
+package watch
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Event is a change under a watched folder: the path that was created, written, removed,
+// renamed or changed mode.
+type Event struct {
+	Path string
+	Op   string
+}
+
+// Watcher watches folders recursively and sends an Event for each change.
+type Watcher struct {
+	// Events receives the changes; it is closed by Close.
+	Events <-chan Event
+	w      *fsnotify.Watcher
+	events chan Event
+	done   chan struct{}
+	mu     sync.Mutex
+	dirs   map[string]bool
+	skip   []string
+	wg     sync.WaitGroup
+}
+
+// Skip leaves folders at or below dir out of later Adds (the runner's own storage, whose writes
+// are no input).
+func (w *Watcher) Skip(dir string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.skip = append(w.skip, filepath.Clean(dir))
+}
+
+func (w *Watcher) skipped(p string) bool {
+	for _, s := range w.skip {
+		if p == s || strings.HasPrefix(p, s+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+// New watches dirs and every folder below them. A folder that does not exist yet is watched
+// through its nearest existing parent, and added once it appears.
+func New(dirs ...string) (*Watcher, error) {
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, err
+	}
+	ch := make(chan Event, 256)
+	w := &Watcher{Events: ch, w: fw, events: ch, done: make(chan struct{}), dirs: map[string]bool{}}
+	for _, d := range dirs {
+		w.Add(d)
+	}
+	w.wg.Add(1)
+	go w.loop()
+	return w, nil
+}
+
+// Add watches dir (recursively) too; a missing dir is watched through its nearest existing
+// parent.
+func (w *Watcher) Add(dir string) {
+	dir = filepath.Clean(dir)
+	for {
+		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return
+		}
+		dir = parent
+	}
+	_ = filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || !e.IsDir() {
+			return nil
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.skipped(p) {
+			return filepath.SkipDir
+		}
+		if !w.dirs[p] && w.w.Add(p) == nil {
+			w.dirs[p] = true
+		}
+		return nil
+	})
+}
+
+func (w *Watcher) loop() {
+	defer w.wg.Done()
+	defer close(w.events)
+	for {
+		select {
+		case <-w.done:
+			return
+		case ev, ok := <-w.w.Events:
+			if !ok {
+				return
+			}
+			w.mu.Lock()
+			skip := w.skipped(ev.Name)
+			w.mu.Unlock()
+			if skip {
+				continue
+			}
+			if ev.Has(fsnotify.Create) {
+				if fi, err := os.Stat(ev.Name); err == nil && fi.IsDir() {
+					w.Add(ev.Name)
+				}
+			}
+			select {
+			case w.events <- Event{Path: ev.Name, Op: ev.Op.String()}:
+			case <-w.done:
+				return
+			}
+		case _, ok := <-w.w.Errors:
+			if !ok {
+				return
+			}
+			// A lost notification (queue overflow) is made up for by the caller's polling.
+		}
+	}
+}
+
+// Close stops watching and closes Events.
+func (w *Watcher) Close() error {
+	close(w.done)
+	err := w.w.Close()
+	w.wg.Wait()
+	return err
+}
+
+// Debounce collects the events of in until none came for quiet, then sends their paths (each
+// once, in arrival order) as one batch. The returned channel is closed when in is closed (after
+// sending what is pending).
+func Debounce(in <-chan Event, quiet time.Duration) <-chan []string {
+	out := make(chan []string)
+	go func() {
+		defer close(out)
+		var pending []string
+		seen := map[string]bool{}
+		var timer <-chan time.Time
+		for {
+			select {
+			case ev, ok := <-in:
+				if !ok {
+					if len(pending) > 0 {
+						out <- pending
+					}
+					return
+				}
+				if !seen[ev.Path] {
+					seen[ev.Path] = true
+					pending = append(pending, ev.Path)
+				}
+				timer = time.After(quiet)
+			case <-timer:
+				out <- pending
+				pending, seen, timer = nil, map[string]bool{}, nil
+			}
+		}
+	}()
+	return out
+}

@@ -1,0 +1,93 @@
+package watch
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// wait returns the first event whose path is want, failing after a bounded wait.
+func wait(t *testing.T, w *Watcher, want string) {
+	t.Helper()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case ev := <-w.Events:
+			if ev.Path == want {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no event for %s", want)
+		}
+	}
+}
+
+// TestWatcherFolders: a file saved by rename, a file in a new sub-folder, and a folder that did
+// not exist when watching began all give events.
+func TestWatcherFolders(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "later")
+	w, err := New(dir, missing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+
+	tmp := filepath.Join(dir, ".spec.yaml.swp")
+	if err := os.WriteFile(tmp, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	final := filepath.Join(dir, "spec.yaml")
+	if err := os.Rename(tmp, final); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, w, final)
+
+	if err := os.MkdirAll(filepath.Join(missing, "deep"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, w, missing)
+	time.Sleep(50 * time.Millisecond) // let the new folders be added before writing into them
+	f := filepath.Join(missing, "deep", "1.json")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if err := os.WriteFile(f, []byte("{}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case ev := <-w.Events:
+			if ev.Path == f {
+				return
+			}
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no event for %s in a folder created after watching began", f)
+		}
+	}
+}
+
+// TestDebounce: a burst of synthetic events becomes one batch with each path once, in arrival
+// order; a later event starts a new batch.
+func TestDebounce(t *testing.T) {
+	t.Parallel()
+	in := make(chan Event)
+	out := Debounce(in, 50*time.Millisecond)
+	for _, p := range []string{"a", "b", "a", "c"} {
+		in <- Event{Path: p, Op: "WRITE"}
+	}
+	if got := <-out; !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("first batch %v, want [a b c]", got)
+	}
+	in <- Event{Path: "d"}
+	close(in)
+	if got := <-out; !slices.Equal(got, []string{"d"}) {
+		t.Errorf("second batch %v, want [d]", got)
+	}
+	if _, ok := <-out; ok {
+		t.Error("the batches did not end when the input closed")
+	}
+}
