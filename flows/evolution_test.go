@@ -82,3 +82,22 @@ func TestInferHeaderlessHints(t *testing.T) {
 	}
 	wantRows(t, p, `1 "x" null null null`, `2 "y" null "z" null`)
 }
+
+// TestInferCaseVariants: a field whose name differs only in case from a column is not a column
+// of its own, at inference or later: its value goes to _rescued_data (semantics.md "Ingestion").
+func TestInferCaseVariants(t *testing.T) {
+	t.Parallel()
+	p, landing := inferPipeline(t, "      format: json\n", map[string]string{"a.json": `{"id": 1, "ID": 2}` + "\n"})
+	if got := p.Dataset("raw").Schema.DDL(); got != "ID STRING, _rescued_data STRING" {
+		t.Fatalf("schema %s", got)
+	}
+	write(t, filepath.Join(landing, "b.json"), []byte(`{"Id": 3}`+"\n"))
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Dataset("raw").Schema.DDL(); got != "ID STRING, _rescued_data STRING" {
+		t.Fatalf("schema after b.json %s", got)
+	}
+	a, b := filepath.Join(landing, "a.json"), filepath.Join(landing, "b.json")
+	wantRows(t, p, `"2" "{\"_file_path\":\"`+a+`\",\"id\":1}"`, `null "{\"Id\":3,\"_file_path\":\"`+b+`\"}"`)
+}

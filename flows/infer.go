@@ -77,6 +77,9 @@ func inferSchema(src *spec.Source) (schema.Schema, error) {
 	if len(files) == 0 {
 		return schema.Schema{}, fmt.Errorf("cannot infer the schema: %s has no files yet; land a file first, or declare `schema:`", src.Path)
 	}
+	if src.Format == spec.FormatParquet {
+		return inferParquet(src, files)
+	}
 	typed := src.Options[spec.InferColumnTypes] == "true"
 	inf := &inferrer{kinds: map[string]kindSet{}}
 	var budget int64 = inferMaxBytes
@@ -110,6 +113,11 @@ func inferSchema(src *spec.Source) (schema.Schema, error) {
 		}
 		out.Fields = append(out.Fields, schema.Field{Name: name, Type: t, Nullable: true})
 	}
+	return withHints(src, out)
+}
+
+// withHints applies the source's schema_hints to inferred columns.
+func withHints(src *spec.Source, out schema.Schema) (schema.Schema, error) {
 	for _, h := range src.SchemaHints.Fields {
 		if i := out.Index(h.Name); i >= 0 {
 			out.Fields[i].Type = h.Type
@@ -161,17 +169,30 @@ func (k kindSet) widest(allowInt bool) schema.Type {
 	return schema.Type{Kind: schema.String}
 }
 
-// inferrer collects the columns seen, in first-seen order, and the kinds of their values.
+// inferrer collects the columns seen, in first-seen order, and the kinds of their values. A
+// name that differs only in case from one seen before is not a column of its own (Delta column
+// names are case-insensitive): its values are rescued when read (semantics.md "Ingestion").
 type inferrer struct {
 	order []string
 	kinds map[string]kindSet
+	lower map[string]bool
 }
 
-func (inf *inferrer) column(name string) {
-	if _, ok := inf.kinds[name]; !ok {
-		inf.kinds[name] = kindSet{}
-		inf.order = append(inf.order, name)
+// column records name; it reports whether name is a column (not a case variant of one).
+func (inf *inferrer) column(name string) bool {
+	if _, ok := inf.kinds[name]; ok {
+		return true
 	}
+	if inf.lower == nil {
+		inf.lower = map[string]bool{}
+	}
+	if inf.lower[strings.ToLower(name)] {
+		return false
+	}
+	inf.lower[strings.ToLower(name)] = true
+	inf.kinds[name] = kindSet{}
+	inf.order = append(inf.order, name)
+	return true
 }
 
 // text records a CSV value: its kind as Spark's CSV inference tries them (INT, BIGINT, DOUBLE,
@@ -225,7 +246,7 @@ func (inf *inferrer) csv(src *spec.Source, in io.Reader) error {
 				names = append(names, "_c"+strconv.Itoa(i))
 				inf.column(names[i])
 			}
-			if f.text == "" || f.text == cfg.nullValue {
+			if _, isColumn := inf.kinds[names[i]]; !isColumn || f.text == "" || f.text == cfg.nullValue {
 				continue
 			}
 			inf.text(names[i], f.text)
@@ -241,8 +262,16 @@ func (inf *inferrer) json(src *spec.Source, in io.Reader) error {
 		if dec.Decode(&obj) != nil {
 			return // not an object: a malformed record when read
 		}
-		for name, v := range obj {
-			inf.column(name)
+		names := make([]string, 0, len(obj))
+		for name := range obj {
+			names = append(names, name)
+		}
+		sort.Strings(names) // of two case variants in one record, the first by name is the column
+		for _, name := range names {
+			v := obj[name]
+			if !inf.column(name) {
+				continue
+			}
 			k := inf.kinds[name]
 			switch x := v.(type) {
 			case nil:
@@ -281,9 +310,12 @@ func evolveSchema(d *spec.Dataset, todo []inputFile, meta *delta.Metadata) (bool
 	if mode != spec.EvolutionAddNewColumns && mode != spec.EvolutionFailOnNewColumns {
 		return false, nil
 	}
-	known := map[string]bool{src.RescuedDataColumn: true}
+	known := map[string]bool{strings.ToLower(src.RescuedDataColumn): true} // by lower-case name
 	for _, f := range d.Schema.Fields {
-		known[f.Name] = true
+		known[strings.ToLower(f.Name)] = true
+	}
+	if src.Format == spec.FormatParquet {
+		return evolveParquet(d, todo, meta, known)
 	}
 	typed := src.Options[spec.InferColumnTypes] == "true"
 	inf := &inferrer{kinds: map[string]kindSet{}}
@@ -310,13 +342,13 @@ func evolveSchema(d *spec.Dataset, todo []inputFile, meta *delta.Metadata) (bool
 			sort.Strings(fresh)
 		}
 		for _, name := range fresh {
-			if known[name] {
-				continue
+			if known[strings.ToLower(name)] {
+				continue // a known column, or a case variant of one: rescued when read
 			}
 			if mode == spec.EvolutionFailOnNewColumns {
 				return false, fmt.Errorf("%s has column %s, which the schema does not have (schema_evolution_mode: failOnNewColumns); add it to the schema and run --full-refresh, or choose another schema_evolution_mode", f.abs, name)
 			}
-			known[name] = true
+			known[strings.ToLower(name)] = true
 			added = append(added, name)
 		}
 	}
@@ -334,6 +366,13 @@ func evolveSchema(d *spec.Dataset, todo []inputFile, meta *delta.Metadata) (bool
 		}
 		cols = append(cols, schema.Field{Name: name, Type: t, Nullable: true})
 	}
+	setColumns(d, cols, meta)
+	return true, nil
+}
+
+// setColumns makes cols the source's columns and rebuilds the dataset's schema (and meta's).
+func setColumns(d *spec.Dataset, cols []schema.Field, meta *delta.Metadata) {
+	src := d.Source
 	src.Schema = schema.Schema{Fields: cols}
 	out := schema.Schema{Fields: append([]schema.Field(nil), cols...)}
 	if src.RescuedDataColumn != "" {
@@ -344,5 +383,58 @@ func evolveSchema(d *spec.Dataset, todo []inputFile, meta *delta.Metadata) (bool
 	}
 	d.Schema = out
 	meta.Schema = out
+}
+
+// inferParquet takes the columns of the Parquet files, in the first file's order, then the new
+// columns of later files; a column keeps the type of the file it was first seen in. A file whose
+// schema cannot be read is skipped (it is a malformed record when read).
+func inferParquet(src *spec.Source, files []inputFile) (schema.Schema, error) {
+	var out schema.Schema
+	lower := map[string]bool{}
+	for i, f := range files {
+		if i >= inferMaxFiles {
+			break
+		}
+		fs, err := delta.ParquetSchema(f.abs)
+		if err != nil {
+			continue
+		}
+		for _, c := range fs.Fields {
+			if !lower[strings.ToLower(c.Name)] {
+				lower[strings.ToLower(c.Name)] = true
+				out.Fields = append(out.Fields, c)
+			}
+		}
+	}
+	return withHints(src, out)
+}
+
+// evolveParquet is evolveSchema for Parquet files: their own schemas say which columns they have.
+func evolveParquet(d *spec.Dataset, todo []inputFile, meta *delta.Metadata, known map[string]bool) (bool, error) {
+	src := d.Source
+	var added []schema.Field
+	for _, f := range todo {
+		fs, err := delta.ParquetSchema(f.abs)
+		if err != nil {
+			continue // a malformed record when read
+		}
+		for _, c := range fs.Fields {
+			if known[strings.ToLower(c.Name)] {
+				continue
+			}
+			if src.SchemaEvolutionMode == spec.EvolutionFailOnNewColumns {
+				return false, fmt.Errorf("%s has column %s, which the schema does not have (schema_evolution_mode: failOnNewColumns); add it to the schema and run --full-refresh, or choose another schema_evolution_mode", f.abs, c.Name)
+			}
+			known[strings.ToLower(c.Name)] = true
+			if i := src.SchemaHints.Index(c.Name); i >= 0 {
+				c.Type = src.SchemaHints.Fields[i].Type
+			}
+			added = append(added, c)
+		}
+	}
+	if len(added) == 0 {
+		return false, nil
+	}
+	setColumns(d, append(append([]schema.Field(nil), src.Schema.Fields...), added...), meta)
 	return true, nil
 }

@@ -53,3 +53,49 @@ datasets:
 		t.Errorf("bad %d, events:\n%s", m.BadRecords, rec.all())
 	}
 }
+
+// TestParquetInferAndEvolve: without a schema, the columns are the Parquet files' own (types
+// kept, STRUCT included); a later file with a new column adds it (addNewColumns); a file that is
+// not Parquet does not stop inference.
+func TestParquetInferAndEvolve(t *testing.T) {
+	t.Parallel()
+	fileA, err := schema.ParseDDL("id BIGINT, amount DECIMAL(10,2), at STRUCT<day: DATE>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := parquetBytes(t, fileA, [][]any{{int64(1), schema.Decimal(150), []any{schema.Date(19753)}}})
+	p, landing := inferPipeline(t, "      format: parquet\n", map[string]string{"a.parquet": string(a), "0-bad.parquet": "not parquet"})
+	if got := p.Dataset("raw").Schema.DDL(); got != "id BIGINT, amount DECIMAL(10,2), at STRUCT<day: DATE>, _rescued_data STRING" {
+		t.Fatalf("schema %s", got)
+	}
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	fileB, _ := schema.ParseDDL("id BIGINT, note STRING")
+	write(t, filepath.Join(landing, "b.parquet"), parquetBytes(t, fileB, [][]any{{int64(2), "n"}}))
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Dataset("raw").Schema.DDL(); got != "id BIGINT, amount DECIMAL(10,2), at STRUCT<day: DATE>, note STRING, _rescued_data STRING" {
+		t.Fatalf("evolved schema %s", got)
+	}
+	rows := rawRows(t, p)
+	if len(rows) != 3 || rows[1] != `1 1.50 {"day":"2024-01-31"} null null` || rows[2] != `2 null null "n" null` || !strings.HasPrefix(rows[0], `null null null null "{\"_corrupt_record\":`) {
+		t.Fatalf("rows:\n%s", strings.Join(rows, "\n"))
+	}
+}
+
+// parquetBytes writes rows of s as one Parquet file (the Delta writer's, Spark's types).
+func parquetBytes(t *testing.T, s schema.Schema, rows [][]any) []byte {
+	t.Helper()
+	tb := delta.New(t.TempDir())
+	adds, err := tb.WriteData(delta.Metadata{Schema: s}, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(tb.Dir, adds[0].Path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -76,8 +76,7 @@ func TestSchemaEvolutionMode(t *testing.T) {
 	}
 }
 
-// TestParquetSource: format parquet needs a declared schema, takes no options and no
-// schema_evolution_mode but none.
+// TestParquetSource: format parquet takes no options and no schema_evolution_mode rescue.
 func TestParquetSource(t *testing.T) {
 	t.Parallel()
 	if _, err := Parse("p.yaml", []byte(build(map[string]string{"#FORMAT": "      format: parquet"})), nil, nil); err != nil {
@@ -87,7 +86,6 @@ func TestParquetSource(t *testing.T) {
 		lines map[string]string
 		want  string
 	}{
-		{map[string]string{"#FORMAT": "      format: parquet", "#SCHEMA": ""}, "datasets[0].source.schema: schema inference is not supported yet for format parquet"},
 		{map[string]string{"#FORMAT": "      format: parquet", "#SRC": "      options: {mergeSchema: true}"}, "datasets[0].source.options.mergeSchema: option mergeSchema is not supported yet"},
 		{map[string]string{"#FORMAT": "      format: parquet", "#SRC": "      schema_evolution_mode: rescue"}, "datasets[0].source.schema_evolution_mode: schema_evolution_mode rescue is not supported yet for format parquet"},
 	} {

@@ -112,7 +112,7 @@ func (d *decoder) source(n *yaml.Node, path string) (*Source, *sourceInfo) {
 		d.addAt(n, child(path, "format"), "add `format: json`", "the source has no format")
 	}
 	switch {
-	case !has["schema"] && (src.Format == "json" || src.Format == FormatCSV):
+	case !has["schema"] && (src.Format == "json" || src.Format == FormatCSV || src.Format == FormatParquet):
 		src.InferSchema = true
 		if src.SchemaEvolutionMode == "" {
 			src.SchemaEvolutionMode = EvolutionAddNewColumns
@@ -125,8 +125,8 @@ func (d *decoder) source(n *yaml.Node, path string) (*Source, *sourceInfo) {
 			"schema inference is not supported yet for format %s", src.Format)
 	}
 	switch {
-	case src.Format == FormatParquet && src.SchemaEvolutionMode != "" && src.SchemaEvolutionMode != EvolutionNone:
-		d.addAt(in.evolutionNode, child(path, "schema_evolution_mode"), "remove it; extra Parquet columns are ignored",
+	case src.Format == FormatParquet && src.SchemaEvolutionMode == EvolutionRescue:
+		d.addAt(in.evolutionNode, child(path, "schema_evolution_mode"), "use addNewColumns (inferred schema), failOnNewColumns or none",
 			"schema_evolution_mode %s is not supported yet for format parquet", src.SchemaEvolutionMode)
 		src.SchemaEvolutionMode = EvolutionNone
 	case src.SchemaEvolutionMode == "":

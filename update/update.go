@@ -182,25 +182,29 @@ func printSummary(w io.Writer, p *spec.Pipeline, res *Result, order []string) {
 	for _, name := range order {
 		fr := res.Flows[name]
 		m := fr.Metrics
-		detail := ""
+		var parts []string
 		switch {
 		case fr.State == FlowFailed:
-			detail = firstLine(fr.Err.Error())
+			parts = append(parts, firstLine(fr.Err.Error()))
 		case fr.State == FlowCompleted && (p.Dataset(name).ApplyChanges != nil || p.Dataset(name).ApplyChangesFromSnapshot != nil):
-			detail = fmt.Sprintf("%d upserted, %d deleted", m.NumUpsertedRows, m.NumDeletedRows)
+			parts = append(parts, fmt.Sprintf("%d upserted, %d deleted", m.NumUpsertedRows, m.NumDeletedRows))
+		case fr.State == FlowCompleted && m.Files > 0:
+			parts = append(parts, fmt.Sprintf("%s from %s", plural(m.NumOutputRows, "row"), plural(int64(m.Files), "file")))
 		case fr.State == FlowCompleted:
-			detail = fmt.Sprintf("%s from %s", plural(m.NumOutputRows, "row"), plural(int64(m.Files), "file"))
+			parts = append(parts, plural(m.NumOutputRows, "row"))
 		}
 		if m.BadRecords > 0 {
-			detail += fmt.Sprintf(", %s did not fit the schema (see `pipeline events`)", plural(m.BadRecords, "value or line", "values or lines"))
+			parts = append(parts, fmt.Sprintf("%s did not fit the schema (see `pipeline events`)", plural(m.BadRecords, "value or line", "values or lines")))
 		}
-		if m.ChangedFiles > 0 {
-			detail += fmt.Sprintf(", %s changed after being read and were not read again", plural(int64(m.ChangedFiles), "file"))
+		if m.ChangedFiles == 1 {
+			parts = append(parts, "1 file changed after it was read and was not read again")
+		} else if m.ChangedFiles > 1 {
+			parts = append(parts, fmt.Sprintf("%d files changed after they were read and were not read again", m.ChangedFiles))
 		}
 		if m.Quality.DroppedRecords > 0 {
-			detail += fmt.Sprintf(", %d dropped by expectations", m.Quality.DroppedRecords)
+			parts = append(parts, fmt.Sprintf("%d dropped by expectations", m.Quality.DroppedRecords))
 		}
-		fmt.Fprintf(w, "  %-24s %-10s %s\n", name, fr.State, detail)
+		fmt.Fprintf(w, "  %-24s %-10s %s\n", name, fr.State, strings.Join(parts, ", "))
 	}
 	printQuality(w, res, order)
 }

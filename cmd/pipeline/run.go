@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -22,6 +23,13 @@ func newRunCmd() *cobra.Command {
 		Short: "Run one update: triggered (process the input available now, then exit) or continuous (keep processing new input until stopped)",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if fullRefresh, err = datasetList("--full-refresh", cmd.Flags().Changed("full-refresh"), fullRefresh); err != nil {
+				return err
+			}
+			if refresh, err = datasetList("--refresh", cmd.Flags().Changed("refresh"), refresh); err != nil {
+				return err
+			}
 			if err := checkSelection(fullRefreshAll, fullRefresh, refresh); err != nil {
 				return err
 			}
@@ -101,4 +109,19 @@ type endOfBlock struct{ live *liveProgress }
 func (e endOfBlock) Write(b []byte) (int, error) {
 	e.live.done()
 	return e.live.w.Write(b)
+}
+
+// datasetList trims the names of a comma-separated dataset list flag; a flag given with no name
+// (`--full-refresh ""`) is a usage error rather than a silent no-op.
+func datasetList(flag string, given bool, names []string) ([]string, error) {
+	var out []string
+	for _, n := range names {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	if given && len(out) == 0 {
+		return nil, usageError(fmt.Errorf("%s names no dataset: give a comma-separated list, e.g. %s orders,orders_changes", flag, flag))
+	}
+	return out, nil
 }

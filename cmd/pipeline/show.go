@@ -27,6 +27,9 @@ func newShowCmd() *cobra.Command {
 			if cmd.Flags().Changed("version") && cmd.Flags().Changed("timestamp") {
 				return usageError(errors.New("--version and --timestamp choose the same thing; give one of them"))
 			}
+			if cmd.Flags().Changed("limit") && limit < 0 {
+				return usageError(fmt.Errorf("--limit %d: give a number of rows, 0 or more", limit))
+			}
 			if cmd.Flags().Changed("version") && version < 0 {
 				return usageError(fmt.Errorf("--version %d: table versions start at 0", version))
 			}
