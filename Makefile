@@ -32,6 +32,7 @@ test: deltacheck
 			$(SHARED)/cases/02-users-scd2-docs-example $(SHARED)/cases/04-users-scd1-truncate \
 			$(SHARED)/cases/05-scd2-track-history-except-column \
 			$(SHARED)/cases/07-exact-duplicates-and-replays $(SHARED)/cases/13-scd1-tombstones-and-unknown-keys \
+			$(SHARED)/cases/15-debezium-envelope-postgres \
 			$(SHARED)/cases/16-books-course-cdc-feed $(SHARED)/cases/18-csv-bronze-quirks \
 			$(SHARED)/cases/20-expectations-drop-and-fail-before-cdc; \
 	fi

@@ -38,62 +38,130 @@ func (t *Table) ReadFile(path string, s schema.Schema) ([][]any, error) {
 	return rows, nil
 }
 
+// ReadFileGroups reads the Parquet file at path (as ReadFile names it) one row group at a time:
+// fn gets the rows of each row group in file order, typed and matched by name as ReadFile does,
+// and may keep them. Only one row group's rows are in memory at once, so a file larger than
+// memory can be read. An error of fn stops the read and is returned as it is.
+func (t *Table) ReadFileGroups(path string, s schema.Schema, fn func(rows [][]any) error) error {
+	name, err := localPath(t.Dir, path)
+	if err != nil {
+		return fmt.Errorf("delta: read %s: %w", path, err)
+	}
+	var fnErr error
+	err = readParquetGroups(name, s, func(rows [][]any) error {
+		fnErr = fn(rows)
+		return fnErr
+	})
+	if err != nil && err == fnErr {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("delta: read %s: %w", path, err)
+	}
+	return nil
+}
+
 func readParquet(name string, s schema.Schema) ([][]any, error) {
-	f, err := os.Open(name)
+	var all [][]any
+	err := readParquetGroups(name, s, func(rows [][]any) error {
+		if all == nil {
+			all = rows
+		} else {
+			all = append(all, rows...)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
+	}
+	if all == nil {
+		all = [][]any{}
+	}
+	return all, nil
+}
+
+// readParquetGroups reads the file one row group at a time and hands each group's rows to fn.
+func readParquetGroups(name string, s schema.Schema, fn func(rows [][]any) error) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
-		return nil, err
-	}
-	n := pf.NumRows()
-	w := len(s.Fields)
-	backing := make([]any, int(n)*w)
-	rows := make([][]any, n)
-	for i := range rows {
-		rows[i] = backing[i*w : (i+1)*w : (i+1)*w]
-	}
-	if n == 0 {
-		return rows, nil
+		return err
 	}
 	root := pf.Root()
-	buf := make([]parquet.Value, 1024)
+	w := len(s.Fields)
+	// Check the columns and find their converters once, before any row is read.
+	type plan struct {
+		col  *parquet.Column
+		conv convertFunc
+	}
+	plans := make([]plan, w)
 	for j, fd := range s.Fields {
 		col := root.Column(fd.Name)
 		if col == nil {
 			continue // missing column: NULL
 		}
+		plans[j].col = col
 		if fd.Type.Kind == schema.StructKind {
-			if err := readStruct(col, fd, j, rows, buf); err != nil {
-				return nil, err
+			if col.Leaf() || col.Repeated() {
+				return fmt.Errorf("column %q is not a STRUCT in the file", fd.Name)
 			}
 			continue
 		}
 		if !col.Leaf() || col.Repeated() || col.MaxRepetitionLevel() > 0 {
-			return nil, fmt.Errorf("column %q is nested or repeated in the file, not %s", fd.Name, fd.Type.DDL())
+			return fmt.Errorf("column %q is nested or repeated in the file, not %s", fd.Name, fd.Type.DDL())
 		}
 		conv, err := converter(col.Type(), fd.Type)
 		if err != nil {
-			return nil, fmt.Errorf("column %q: %w", fd.Name, err)
+			return fmt.Errorf("column %q: %w", fd.Name, err)
 		}
-		if err := readColumn(col, j, rows, conv, buf); err != nil {
-			return nil, fmt.Errorf("column %q: %w", fd.Name, err)
+		plans[j].conv = conv
+	}
+	buf := make([]parquet.Value, 1024)
+	for _, rg := range pf.RowGroups() {
+		n := rg.NumRows()
+		if n == 0 {
+			continue
+		}
+		chunks := rg.ColumnChunks()
+		backing := make([]any, int(n)*w)
+		rows := make([][]any, n)
+		for i := range rows {
+			rows[i] = backing[i*w : (i+1)*w : (i+1)*w]
+		}
+		for j, fd := range s.Fields {
+			col := plans[j].col
+			if col == nil {
+				continue
+			}
+			if fd.Type.Kind == schema.StructKind {
+				if err := readStruct(col, chunks, fd, j, rows, buf); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := readColumn(chunks[col.Index()].Pages(), col.MaxDefinitionLevel(), j, rows, plans[j].conv, buf); err != nil {
+				return fmt.Errorf("column %q: %w", fd.Name, err)
+			}
+		}
+		if err := fn(rows); err != nil {
+			return err
 		}
 	}
-	return rows, nil
+	return nil
 }
 
-// readColumn reads every page of col into column j of rows.
-func readColumn(col *parquet.Column, j int, rows [][]any, conv convertFunc, buf []parquet.Value) error {
-	pages := col.Pages()
+// readColumn reads every page of one column chunk (of maximum definition level maxDef) into
+// column j of rows, the rows of its row group.
+func readColumn(pages parquet.Pages, maxDef int, j int, rows [][]any, conv convertFunc, buf []parquet.Value) error {
 	defer pages.Close()
-	maxDef := col.MaxDefinitionLevel()
 	r := 0
 	var strs []byte
 	for {
@@ -132,10 +200,11 @@ func readColumn(col *parquet.Column, j int, rows [][]any, conv convertFunc, buf 
 	return nil
 }
 
-// readStruct reads the STRUCT column fd (file column col) into column j of rows: each row gets
-// a []any of the struct's fields, or nil when the struct is NULL. Fields are matched by name; a
-// field missing from the file reads NULL.
-func readStruct(col *parquet.Column, fd schema.Field, j int, rows [][]any, buf []parquet.Value) error {
+// readStruct reads the STRUCT column fd (file column col; chunks are the column chunks of the
+// row group rows belong to) into column j of rows: each row gets a []any of the struct's
+// fields, or nil when the struct is NULL. Fields are matched by name; a field missing from the
+// file reads NULL.
+func readStruct(col *parquet.Column, chunks []parquet.ColumnChunk, fd schema.Field, j int, rows [][]any, buf []parquet.Value) error {
 	if col.Leaf() || col.Repeated() {
 		return fmt.Errorf("column %q is not a STRUCT in the file", fd.Name)
 	}
@@ -167,19 +236,18 @@ func readStruct(col *parquet.Column, fd schema.Field, j int, rows [][]any, buf [
 		if err != nil {
 			return fmt.Errorf("column %q: %w", l.name, err)
 		}
-		if err := readStructLeaf(c, l, present, j, rows, conv, buf); err != nil {
+		if err := readStructLeaf(chunks[c.Index()].Pages(), c.MaxDefinitionLevel(), l, present, j, rows, conv, buf); err != nil {
 			return fmt.Errorf("column %q: %w", l.name, err)
 		}
 	}
 	return nil
 }
 
-// readStructLeaf reads one leaf inside STRUCT column j: present[d] is the definition level from
+// readStructLeaf reads one leaf inside STRUCT column j from the pages of its column chunk (of
+// maximum definition level maxDef): present[d] is the definition level from
 // which the struct at depth d is not NULL.
-func readStructLeaf(col *parquet.Column, l leaf, present []int, j int, rows [][]any, conv convertFunc, buf []parquet.Value) error {
-	pages := col.Pages()
+func readStructLeaf(pages parquet.Pages, maxDef int, l leaf, present []int, j int, rows [][]any, conv convertFunc, buf []parquet.Value) error {
 	defer pages.Close()
-	maxDef := col.MaxDefinitionLevel()
 	r := 0
 	for {
 		page, err := pages.ReadPage()

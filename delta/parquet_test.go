@@ -436,3 +436,51 @@ func TestReadFileLarge(t *testing.T) {
 	runtime.GC()
 	assertRows(t, got, rows)
 }
+
+// TestReadFileGroups reads a file of three row groups (7000, 7000 and 6000 rows) one group at a
+// time, with a STRUCT column, and stops at fn's error. It is not parallel: it changes
+// rowGroupRows.
+func TestReadFileGroups(t *testing.T) {
+	saved := rowGroupRows
+	rowGroupRows = 7000
+	defer func() { rowGroupRows = saved }()
+	s := schema.Schema{Fields: []schema.Field{
+		{Name: "id", Type: schema.Type{Kind: schema.Long}, Nullable: true},
+		{Name: "s", Type: schema.Type{Kind: schema.StructKind, Struct: &schema.Schema{Fields: []schema.Field{
+			{Name: "a", Type: schema.Type{Kind: schema.String}, Nullable: true},
+		}}}, Nullable: true},
+	}}
+	rows := make([][]any, 20_000)
+	for i := range rows {
+		var st any
+		if i%3 != 0 {
+			st = []any{fmt.Sprint("v", i)}
+		}
+		rows[i] = []any{int64(i), st}
+	}
+	tbl := New(t.TempDir())
+	a, err := tbl.WriteFile(s, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int
+	var got [][]any
+	err = tbl.ReadFileGroups(a.Path, s, func(g [][]any) error {
+		sizes = append(sizes, len(g))
+		got = append(got, g...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(sizes) != "[7000 7000 6000]" {
+		t.Errorf("row groups of %v rows, want [7000 7000 6000]", sizes)
+	}
+	assertRows(t, got, rows)
+	stop := errors.New("stop")
+	calls := 0
+	err = tbl.ReadFileGroups(a.Path, s, func([][]any) error { calls++; return stop })
+	if err != stop || calls != 1 {
+		t.Errorf("after fn's error: err %v, %d calls; want the error itself after 1 call", err, calls)
+	}
+}

@@ -408,15 +408,13 @@ func eachRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc) error 
 		return eachCSVRow(src, filePath, in, fn)
 	case spec.FormatParquet:
 		return eachParquetRow(src, filePath, fn)
+	case spec.FormatDebezium:
+		return eachDebeziumRow(src, filePath, in, fn)
 	case "json":
 		if src.Options[spec.JSONMultiline] == "true" {
 			return eachJSONValue(src, filePath, in, fn, nil)
 		}
-		lr := newLineReader(src.Schema, src.RescuedDataColumn, filePath)
-		return eachLine(in, func(line []byte, lineNo int64) error {
-			row, parsed, bad := lr.parse(line, lineNo)
-			return fn(row, parsed, bad, lineNo)
-		})
+		return eachJSONLine(newLineReader(src.Schema, src.RescuedDataColumn, filePath), in, fn)
 	}
 	return fmt.Errorf("format %s cannot be read from files", src.Format)
 }

@@ -21,9 +21,33 @@ import (
 	"tributary/spec"
 )
 
-// chunkRows is how many rows an ingest flow buffers before it checks expectations and writes a
-// data file; a batch of many rows becomes several files committed together.
-const chunkRows = 250_000
+// chunkRows and chunkBytes bound the rows an ingest flow buffers before it checks expectations
+// and writes a data file: at most chunkRows rows, or rows whose values take about chunkBytes
+// (rowBytes), whichever comes first. A batch of many rows becomes several data files, written
+// as the input is read and committed together, so memory stays bounded by one chunk whatever
+// the size of the input (BenchmarkIngestJSONLines measures it). Variables for tests.
+var (
+	chunkRows  = 250_000
+	chunkBytes = 64 << 20
+)
+
+// rowBytes estimates the memory a row's values take: a slice header, an interface per value,
+// and the bytes of strings (nested STRUCT values counted recursively).
+func rowBytes(row []any) int {
+	n := 24 + 16*len(row)
+	for _, v := range row {
+		switch x := v.(type) {
+		case string:
+			n += 16 + len(x)
+		case []any:
+			n += rowBytes(x)
+		case nil:
+		default:
+			n += 8
+		}
+	}
+	return n
+}
 
 // maxWarnEvents bounds the WARN events one batch emits for bad values; the rest are counted.
 const maxWarnEvents = 20
@@ -219,6 +243,7 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 	off := &offsets{Batch: batch, Base: base}
 	var adds []delta.Add
 	var chunk [][]any // each row carries two trailing values: file index, line number
+	chunkSize := 0    // rowBytes of the rows in chunk
 	width := len(d.Schema.Fields)
 	warned, reported := 0, int64(0)
 	flush := func() error {
@@ -240,7 +265,8 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 			off.Files[r[width].(int)].addLine(r[width+1].(int64))
 			rows[i] = r[:width]
 		}
-		chunk = chunk[:0]
+		clear(chunk) // release the rows: the backing array is reused for the next chunk
+		chunk, chunkSize = chunk[:0], 0
 		if len(rows) == 0 {
 			return nil
 		}
@@ -299,7 +325,8 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 				row = append(row, f.abs, schema.Timestamp(f.modTime*1000))
 			}
 			chunk = append(chunk, append(row, fi, lineNo))
-			if len(chunk) >= chunkRows {
+			chunkSize += rowBytes(row)
+			if len(chunk) >= chunkRows || chunkSize >= chunkBytes {
 				return flush()
 			}
 			return nil

@@ -12,40 +12,59 @@ import (
 // delta.Table.ReadFile reads) into rows of the declared schema, columns matched by name: a column
 // the file lacks is NULL, file columns not in the schema are ignored. Row i is reported at "line"
 // i+1. A file that cannot be read (not Parquet, truncated, a column of an incompatible type) is
-// one malformed record: a row of NULLs with the reason (the mode applies), never a crash. The
-// file is read whole into memory.
+// one malformed record: a row of NULLs with the reason (the mode applies), never a crash; when
+// the damage is found in a later row group, the rows of the row groups before it are kept. The
+// file is read one row group at a time, so only one row group is in memory at once.
 func eachParquetRow(src *spec.Source, filePath string, fn rowFunc) error {
 	width := len(src.Schema.Fields)
 	if src.RescuedDataColumn != "" {
 		width++
 	}
-	rows, err := readParquetInput(filePath, src)
+	var line int64
+	var fnErr error
+	err := readParquetInput(filePath, src, func(rows [][]any) error {
+		for i, r := range rows {
+			if src.RescuedDataColumn != "" {
+				r = append(r, nil)
+			}
+			line++
+			if fnErr = fn(r, true, nil, line); fnErr != nil {
+				return fnErr
+			}
+			rows[i] = nil // release the row as soon as it is handed on
+		}
+		return nil
+	})
+	if fnErr != nil {
+		return fnErr
+	}
 	if err != nil {
 		row := make([]any, width)
 		if src.RescuedDataColumn != "" {
 			lr := newLineReader(src.Schema, src.RescuedDataColumn, filePath)
 			row[len(src.Schema.Fields)] = lr.rescue(map[string]any{"_corrupt_record": err.Error()})
 		}
-		return fn(row, false, []badValue{{Line: 1, Reason: "the file cannot be read as Parquet (" + err.Error() + ")"}}, 1)
-	}
-	for i, r := range rows {
-		if src.RescuedDataColumn != "" {
-			r = append(r, nil)
-		}
-		if err := fn(r, true, nil, int64(i+1)); err != nil {
-			return err
-		}
+		return fn(row, false, []badValue{{Line: line + 1, Reason: "the file cannot be read as Parquet (" + err.Error() + ")"}}, line+1)
 	}
 	return nil
 }
 
-// readParquetInput reads the file, turning a panic of the Parquet library on a damaged file into
-// an error.
-func readParquetInput(path string, src *spec.Source) (rows [][]any, err error) {
+// readParquetInput reads the file row group by row group, turning a panic of the Parquet
+// library on a damaged file into an error (a panic of fn is not the reader's and goes on).
+func readParquetInput(path string, src *spec.Source, fn func(rows [][]any) error) (err error) {
+	inFn := false
 	defer func() {
 		if r := recover(); r != nil {
-			rows, err = nil, fmt.Errorf("the Parquet reader failed: %v", r)
+			if inFn {
+				panic(r)
+			}
+			err = fmt.Errorf("the Parquet reader failed: %v", r)
 		}
 	}()
-	return delta.New(filepath.Dir(path)).ReadFile(path, src.Schema)
+	return delta.New(filepath.Dir(path)).ReadFileGroups(path, src.Schema, func(rows [][]any) error {
+		inFn = true
+		err := fn(rows)
+		inFn = false
+		return err
+	})
 }

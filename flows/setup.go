@@ -122,6 +122,8 @@ func Run(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
 		return ApplySnapshots(ctx, env, d)
 	case d.Source != nil && d.Source.Format == spec.FormatDelta:
 		return ReadDelta(ctx, env, d)
+	case d.Source != nil && d.Source.Format == spec.FormatPostgres:
+		return ReadPostgres(ctx, env, d)
 	case d.Source != nil:
 		return Ingest(ctx, env, d)
 	}

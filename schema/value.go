@@ -25,6 +25,12 @@ var pow10 = func() [19]int64 {
 // DECIMAL(precision, scale). Extra fraction digits are rounded half away from zero (HALF_UP), as
 // Spark's JSON and CSV readers do; a value with more than precision digits is an error.
 func ParseDecimal(s string, t Type) (Decimal, error) {
+	if v, ok := parsePlainDecimal(s, t.Scale); ok {
+		if v <= -pow10[t.Precision] || v >= pow10[t.Precision] {
+			return 0, fmt.Errorf("%s does not fit %s", s, t.DDL())
+		}
+		return Decimal(v), nil
+	}
 	r, ok := new(big.Rat).SetString(strings.TrimSpace(s))
 	if !ok {
 		return 0, fmt.Errorf("%q is not a number", s)
@@ -47,6 +53,35 @@ func ParseDecimal(s string, t Type) (Decimal, error) {
 		return 0, fmt.Errorf("%s does not fit %s", s, t.DDL())
 	}
 	return Decimal(n.Int64()), nil
+}
+
+// parsePlainDecimal is ParseDecimal's fast path: s of the form -?digits(.digits)? with no more
+// fraction digits than scale and at most 18 digits once scaled, the unscaled value exact. ok is
+// false for anything else (the exact path decides).
+func parsePlainDecimal(s string, scale int) (int64, bool) {
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	intPart, frac, dot := strings.Cut(s, ".")
+	if intPart == "" || (dot && frac == "") || len(frac) > scale || len(intPart)+scale > 18 {
+		return 0, false
+	}
+	var v int64
+	for _, part := range [2]string{intPart, frac} {
+		for i := 0; i < len(part); i++ {
+			c := part[i]
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			v = v*10 + int64(c-'0')
+		}
+	}
+	v *= pow10[scale-len(frac)]
+	if neg {
+		v = -v
+	}
+	return v, true
 }
 
 // FormatDecimal writes the unscaled value v with exactly scale digits after the point ("25.50").

@@ -89,7 +89,7 @@ type Dataset struct {
 // Source is file ingestion in the style of Auto Loader (semantics.md "Ingestion").
 type Source struct {
 	Path      string            // absolute; a folder (every file below it) or a glob
-	Format    string            // "json": one JSON object a line; FormatCSV; FormatParquet; FormatDelta
+	Format    string            // "json": one JSON object a line; FormatCSV; FormatParquet; FormatDebezium; FormatDelta; FormatPostgres
 	Schema    schema.Schema     // the declared schema, parsed from SchemaDDL
 	SchemaDDL string            // the declared schema as written (after ${} substitution)
 	Options   map[string]string // reader options, checked and normalised: the CSV* names for csv; none for json
@@ -127,7 +127,10 @@ type Source struct {
 	// (`source: {table: x}`); Format is then FormatDelta and Path that table's folder. A change
 	// feed read this way leaves out update pre-images.
 	Table string
-	Pos   Pos
+	// Postgres, for FormatPostgres, is the server and table whose changes the source streams;
+	// Schema is then the declared columns plus PostgresColumns.
+	Postgres *PostgresSource
+	Pos      Pos
 }
 
 // FormatDelta reads a Delta table by path (Source.Read says how).

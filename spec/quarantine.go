@@ -24,7 +24,7 @@ func (d *Dataset) Quarantines() bool {
 // csv): the APPLY CHANGES and Delta-source flows do not write a quarantine table yet.
 func (d *decoder) checkQuarantine(in *datasetInfo) {
 	ds := in.ds
-	if in.kind == kindSource && ds.Source != nil && ds.Source.Format != FormatDelta {
+	if in.kind == kindSource && ds.Source != nil && ds.Source.Format != FormatDelta && ds.Source.Format != FormatPostgres {
 		return
 	}
 	for i, e := range ds.Expectations {

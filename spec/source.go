@@ -10,13 +10,13 @@ import (
 )
 
 var sourceKeys = keySet{
-	known: []string{"path", "format", "schema", "options", "rescued_data_column", "mode", "read", "starting_version", "skip_change_commits", "include_metadata", "max_files_per_trigger", "schema_hints", "schema_evolution_mode", "table"},
+	known: []string{"path", "format", "schema", "options", "rescued_data_column", "mode", "read", "starting_version", "skip_change_commits", "include_metadata", "max_files_per_trigger", "schema_hints", "schema_evolution_mode", "table", "connection", "slot", "publication"},
 }
 
 // supportedFormats are the formats this release reads; laterFormats are recognised and refused.
 var (
-	supportedFormats = []string{"json", FormatCSV, FormatParquet, FormatDelta}
-	laterFormats     = []string{"avro", "orc", "text", "xml", "binaryfile", "debezium"}
+	supportedFormats = []string{"json", FormatCSV, FormatParquet, FormatDelta, FormatDebezium, FormatPostgres}
+	laterFormats     = []string{"avro", "orc", "text", "xml", "binaryfile"}
 )
 
 // sourceInfo keeps the nodes of a source that validation points at.
@@ -88,6 +88,10 @@ func (d *decoder) source(n *yaml.Node, path string) (*Source, *sourceInfo) {
 				}
 			}
 		}
+	}
+	if src.Format == FormatPostgres {
+		d.postgresSource(n, path, src, in, entries) // a PostgreSQL table's changes (postgres.go)
+		return src, in
 	}
 	if has["table"] {
 		d.tableSource(n, path, src, in, entries, deltaKeys) // another dataset's table (tablesource.go)
@@ -167,6 +171,9 @@ func (d *decoder) source(n *yaml.Node, path string) (*Source, *sourceInfo) {
 				}
 			}
 		}
+	}
+	if src.Format == FormatDebezium {
+		d.debeziumSource(path, src, in, schemaNode)
 	}
 	if src.IncludeMetadata {
 		for _, c := range []string{FilePathColumn, FileModificationTimeColumn} {

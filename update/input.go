@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"tributary/spec"
 )
@@ -52,10 +53,17 @@ func InputDirs(p *spec.Pipeline) []string {
 
 // fingerprints returns, for each dataset of p that reads input from outside the pipeline, a
 // digest of the names, sizes and modification times of its input files (those the runner reads:
-// not names starting with . or _): a dataset whose digest changed has new input.
+// not names starting with . or _): a dataset whose digest changed has new input. A postgres
+// source gets a new value every call, so continuous mode reads its changes at every poll.
 func fingerprints(p *spec.Pipeline) map[string]string {
 	out := map[string]string{}
 	for _, d := range p.Datasets {
+		if d.Source != nil && d.Source.Format == spec.FormatPostgres {
+			// A database's changes cannot be seen from here: read them every poll (an idle
+			// read costs a connection and a WAL marker).
+			out[d.Name] = time.Now().String()
+			continue
+		}
 		path, isDelta := inputPath(d)
 		if path == "" {
 			continue

@@ -1,0 +1,202 @@
+package flows
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "github.com/duckdb/duckdb-go/v2"
+)
+
+const benchIngestSpec = `name: bench
+storage: ./storage
+datasets:
+  - name: events
+    source:
+      path: ./landing
+      format: json
+      schema: "id BIGINT, event STRING, user STRING, amount DECIMAL(10,2), score DOUBLE, ok BOOLEAN, at TIMESTAMP, note STRING"
+`
+
+// writeBenchLines writes JSON lines to path until it holds at least size bytes and returns the
+// number of lines.
+func writeBenchLines(tb testing.TB, path string, size int64) int64 {
+	tb.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	events := []string{"click", "view", "purchase", "signup", "logout"}
+	var n, written int64
+	line := make([]byte, 0, 256)
+	for written < size {
+		line = line[:0]
+		line = append(line, `{"id":`...)
+		line = strconv.AppendInt(line, n, 10)
+		line = append(line, `,"event":"`...)
+		line = append(line, events[n%5]...)
+		line = append(line, `","user":"user_`...)
+		line = strconv.AppendInt(line, n%100_003, 10)
+		line = append(line, `","amount":`...)
+		line = strconv.AppendInt(line, n%100_000/100, 10)
+		line = append(line, '.')
+		line = strconv.AppendInt(line, 10+n%90, 10)
+		line = append(line, `,"score":`...)
+		line = strconv.AppendFloat(line, float64(n%1000)/7, 'g', -1, 64)
+		line = append(line, `,"ok":`...)
+		line = strconv.AppendBool(line, n%3 == 0)
+		line = append(line, `,"at":"`...)
+		line = time.Unix(1_700_000_000+n, 0).UTC().AppendFormat(line, "2006-01-02T15:04:05Z")
+		line = append(line, `","note":"free text of moderate length, row `...)
+		line = strconv.AppendInt(line, n, 10)
+		line = append(line, "\"}\n"...)
+		if _, err := w.Write(line); err != nil {
+			tb.Fatal(err)
+		}
+		written += int64(len(line))
+		n++
+	}
+	if err := w.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+// peakRSS returns this process's peak resident set size in bytes (VmHWM in /proc/self/status),
+// or -1 where there is no /proc.
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				return -1
+			}
+			return kb << 10
+		}
+	}
+	return -1
+}
+
+// resetPeakRSS sets VmHWM back to the current RSS (Linux 4.0+); errors are ignored.
+func resetPeakRSS() {
+	os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+// BenchmarkIngestJSONLines writes one JSON-lines file of
+// TRIBUTARY_BENCH_MB megabytes (default 1024) into a temporary landing folder, ingests it into a
+// bronze table and reports MB/s, rows/s and the peak resident memory of the ingest (VmHWM, reset
+// before it starts), then has DuckDB convert the same file to Parquet
+// (COPY (SELECT * FROM read_json(...)) TO ... (FORMAT parquet)) in a child process and reports
+// its figures and the ratios. Run it with
+//
+//	TRIBUTARY_BENCH_MB=1024 go test ./flows -run '^$' -bench IngestJSONLines -benchtime 1x
+//
+// TRIBUTARY_BENCH_MB=2048 checks the 2 GB memory bound; TRIBUTARY_BENCH_DUCKDB=0 skips DuckDB.
+func BenchmarkIngestJSONLines(b *testing.B) {
+	mb := int64(1024)
+	if s := os.Getenv("TRIBUTARY_BENCH_MB"); s != "" {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || v <= 0 {
+			b.Fatalf("TRIBUTARY_BENCH_MB=%q: want a positive number of megabytes", s)
+		}
+		mb = v
+	}
+	dir := b.TempDir()
+	p := loadPipeline(b, dir, benchIngestSpec)
+	input := filepath.Join(dir, "landing", "events.json")
+	rows := writeBenchLines(b, input, mb<<20)
+	st, err := os.Stat(input)
+	if err != nil {
+		b.Fatal(err)
+	}
+	size := float64(st.Size())
+	b.SetBytes(st.Size())
+	b.ResetTimer()
+	var secs float64
+	var peak int64
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		os.RemoveAll(p.Storage)
+		for _, d := range p.Datasets {
+			if err := Setup(p, d); err != nil {
+				b.Fatal(err)
+			}
+		}
+		resetPeakRSS()
+		b.StartTimer()
+		start := time.Now()
+		m, err := Ingest(context.Background(), &Env{Pipeline: p, Events: nopEvents{}}, p.Dataset("events"))
+		secs = time.Since(start).Seconds()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if m.NumOutputRows != rows {
+			b.Fatalf("ingested %d rows, want %d", m.NumOutputRows, rows)
+		}
+		peak = max(peak, peakRSS())
+	}
+	b.StopTimer()
+	mbps, rps := size/1e6/secs, float64(rows)/secs
+	b.ReportMetric(rps, "rows/s")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
+	b.Logf("tributary: %.0f MB (%d rows) in %.2fs: %.1f MB/s, %.0f rows/s, peak RSS %.0f MiB", size/1e6, rows, secs, mbps, rps, float64(peak)/(1<<20))
+	if os.Getenv("TRIBUTARY_BENCH_DUCKDB") == "0" {
+		return
+	}
+	out := filepath.Join(dir, "duckdb.parquet")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDuckDBCopyHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "TRIBUTARY_DUCKDB_IN="+input, "TRIBUTARY_DUCKDB_OUT="+out)
+	start := time.Now()
+	text, err := cmd.CombinedOutput()
+	dsecs := time.Since(start).Seconds()
+	if err != nil {
+		b.Fatalf("DuckDB: %v\n%s", err, text)
+	}
+	var dpeak int64 = -1
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		dpeak = ru.Maxrss << 10 // kB on Linux
+	}
+	dmbps, drps := size/1e6/dsecs, float64(rows)/dsecs
+	b.ReportMetric(mbps/dmbps, "x-duckdb-speed")
+	b.ReportMetric(float64(dpeak)/(1<<20), "duckdb-peak-MiB")
+	b.Logf("duckdb COPY to Parquet (child process, start-up included): %.2fs: %.1f MB/s, %.0f rows/s, peak RSS %.0f MiB", dsecs, dmbps, drps, float64(dpeak)/(1<<20))
+	b.Logf("tributary/duckdb: speed %.2fx, peak memory %.2fx", mbps/dmbps, float64(peak)/float64(dpeak))
+}
+
+// TestDuckDBCopyHelper is the child process of BenchmarkIngestJSONLines: with
+// TRIBUTARY_DUCKDB_IN and TRIBUTARY_DUCKDB_OUT set it has DuckDB convert the JSON-lines input to a
+// Parquet file; otherwise it is skipped.
+func TestDuckDBCopyHelper(t *testing.T) {
+	in, out := os.Getenv("TRIBUTARY_DUCKDB_IN"), os.Getenv("TRIBUTARY_DUCKDB_OUT")
+	if in == "" || out == "" {
+		t.Skip("only run as BenchmarkIngestJSONLines' child process")
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	q := fmt.Sprintf("COPY (SELECT * FROM read_json(%s)) TO %s (FORMAT parquet)", quoteSQL(in), quoteSQL(out))
+	if _, err := db.Exec(q); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func quoteSQL(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -1,0 +1,478 @@
+package flows
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"tributary/delta"
+	"tributary/internal/fault"
+	"tributary/spec"
+)
+
+// pgBatchRows is how many change rows a postgres flow gathers (whole transactions) before it
+// commits a batch to the bronze table and confirms the slot; TRIBUTARY_PG_BATCH_ROWS overrides it
+// (the crash tests use small batches to kill a run between two of them).
+var pgBatchRows = func() int {
+	if n, err := strconv.Atoi(os.Getenv("TRIBUTARY_PG_BATCH_ROWS")); err == nil && n > 0 {
+		return n
+	}
+	return 100_000
+}()
+
+// pgMarkerPrefix is the prefix of the logical message a triggered read emits to know where the
+// WAL ended when it started.
+const pgMarkerPrefix = "tributary"
+
+// PostgresNames returns the replication slot and publication a postgres source uses: its own, or
+// tributary_<pipeline>_<dataset> in lower case (at most 63 characters).
+func PostgresNames(p *spec.Pipeline, d *spec.Dataset) (slot, publication string) {
+	def := strings.ToLower("tributary_" + p.Name + "_" + d.Name)
+	if len(def) > 63 {
+		def = def[:63]
+	}
+	slot, publication = d.Source.Postgres.Slot, d.Source.Postgres.Publication
+	if slot == "" {
+		slot = def
+	}
+	if publication == "" {
+		publication = def
+	}
+	return slot, publication
+}
+
+// ReadPostgres runs the flow of a `format: postgres` source. The first run creates the
+// publication and the logical replication slot (pgoutput) and commits the table's rows as of the
+// slot's consistent point (`_op` r); every run then streams the transactions committed since
+// the last batch, in commit order, up to the WAL position of the run's start, gathered in whole
+// transactions into batches of about pgBatchRows rows. Each batch is one Delta commit whose
+// txn version is the end LSN of its last transaction; only after that commit is the slot
+// confirmed up to it, so a crash re-reads what was not committed and skips what was.
+func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
+	m := Metrics{Version: -1}
+	p, src := env.Pipeline, d.Source
+	pg := src.Postgres
+	slot, pub := PostgresNames(p, d)
+	table := delta.New(TableDir(p.Storage, d.Name))
+	snap, err := table.Snapshot(-1)
+	if err != nil {
+		return m, err
+	}
+	appID := AppID(p, d.Name)
+	committed, started := snap.AppTxns[appID]
+
+	cfg, err := pgx.ParseConfig(src.Postgres.Connection)
+	if err != nil {
+		return m, fmt.Errorf("dataset %s: connection: %w", d.Name, err)
+	}
+	cfg.RuntimeParams["TimeZone"] = "UTC"
+	cfg.RuntimeParams["DateStyle"] = "ISO, YMD"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return m, fmt.Errorf("dataset %s: connecting to PostgreSQL: %w", d.Name, err)
+	}
+	defer conn.Close(context.Background())
+	qualified := pgx.Identifier{pg.Schema, pg.Table}.Sanitize()
+	keys, err := pgPrimaryKey(ctx, conn, qualified, src)
+	if err != nil {
+		return m, fmt.Errorf("dataset %s: %w", d.Name, err)
+	}
+	tbl, err := newPGTable(src, keys)
+	if err != nil {
+		return m, fmt.Errorf("dataset %s: %w", d.Name, err)
+	}
+	if err := pgPublication(ctx, conn, pub, qualified, pg); err != nil {
+		return m, fmt.Errorf("dataset %s: %w", d.Name, err)
+	}
+	var slotExists bool
+	if err := conn.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_replication_slots WHERE slot_name = $1", slot).Scan(&slotExists); err != nil {
+		return m, fmt.Errorf("dataset %s: %w", d.Name, err)
+	}
+	if started && !slotExists {
+		return m, fmt.Errorf("dataset %s: the replication slot %s is gone, so the changes since the last batch are lost; run %s to take a new snapshot", d.Name, slot, RefreshHint(p, d.Name))
+	}
+
+	rcfg := cfg.Config.Copy()
+	rcfg.RuntimeParams["replication"] = "database"
+	repl, err := pgconn.ConnectConfig(ctx, rcfg)
+	if err != nil {
+		return m, fmt.Errorf("dataset %s: opening a replication connection: %w", d.Name, err)
+	}
+	defer repl.Close(context.Background())
+
+	w := &pgWriter{env: env, d: d, table: table, snap: snap, appID: appID, tbl: tbl}
+	total := Metrics{Version: -1}
+	first := true
+	if !started {
+		// No batch committed yet: a new slot, and the table's rows as of its consistent point.
+		if slotExists {
+			if _, err := conn.Exec(ctx, "SELECT pg_drop_replication_slot($1)", slot); err != nil {
+				return m, fmt.Errorf("dataset %s: dropping the unused slot %s: %w", d.Name, slot, err)
+			}
+		}
+		res, err := pglogrepl.CreateReplicationSlot(ctx, repl, slot, "pgoutput", pglogrepl.CreateReplicationSlotOptions{SnapshotAction: "EXPORT_SNAPSHOT", Mode: pglogrepl.LogicalReplication})
+		if err != nil {
+			return m, fmt.Errorf("dataset %s: creating the replication slot %s: %w", d.Name, slot, err)
+		}
+		cp, err := pglogrepl.ParseLSN(res.ConsistentPoint)
+		if err != nil {
+			return m, err
+		}
+		rows, err := pgSnapshot(ctx, conn, res.SnapshotName, qualified, tbl)
+		if err != nil {
+			return m, fmt.Errorf("dataset %s: reading the initial snapshot: %w", d.Name, err)
+		}
+		bm, err := w.commit(ctx, rows, cp, "snapshot")
+		total.addBatch(bm, true)
+		if err != nil {
+			return total, err
+		}
+		first, committed = false, int64(cp)
+	}
+
+	var marker pglogrepl.LSN
+	if err := conn.QueryRow(ctx, "SELECT pg_logical_emit_message(false, $1, $2)::text", pgMarkerPrefix, slot).Scan(&marker); err != nil {
+		return m, fmt.Errorf("dataset %s: marking the end of the WAL: %w", d.Name, err)
+	}
+	err = pglogrepl.StartReplication(ctx, repl, slot, pglogrepl.LSN(committed), pglogrepl.StartReplicationOptions{
+		PluginArgs: []string{"proto_version '1'", "publication_names '" + pub + "'", "messages 'true'"},
+	})
+	if err != nil {
+		return m, fmt.Errorf("dataset %s: starting replication from slot %s: %w", d.Name, slot, err)
+	}
+	s := &pgStream{repl: repl, tbl: tbl, confirmed: pglogrepl.LSN(committed)}
+	if committed > 0 {
+		if err := s.confirm(ctx); err != nil {
+			return m, err
+		}
+	}
+	for {
+		rows, end, done, err := s.next(ctx, pglogrepl.LSN(committed), marker)
+		if err != nil {
+			return total, fmt.Errorf("dataset %s: streaming from slot %s: %w", d.Name, slot, err)
+		}
+		if len(rows) > 0 {
+			bm, err := w.commit(ctx, rows, end, "stream")
+			total.addBatch(bm, first)
+			first = false
+			if err != nil {
+				return total, err
+			}
+			committed = int64(end)
+		}
+		if end > s.confirmed {
+			s.confirmed = end
+			if err := s.confirm(ctx); err != nil {
+				return total, err
+			}
+		}
+		if done {
+			break
+		}
+	}
+	if first {
+		total.Idle = true
+	}
+	return total, nil
+}
+
+// pgPrimaryKey returns the table's primary key columns, after checking that the table exists and
+// has every declared column.
+func pgPrimaryKey(ctx context.Context, conn *pgx.Conn, qualified string, src *spec.Source) ([]string, error) {
+	rows, err := conn.Query(ctx, "SELECT attname FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped", qualified)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", qualified, err)
+	}
+	cols, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", qualified, err)
+	}
+	have := map[string]bool{}
+	for _, c := range cols {
+		have[c] = true
+	}
+	n := len(src.Schema.Fields) - len(spec.PostgresColumns())
+	for _, f := range src.Schema.Fields[:n] {
+		if !have[f.Name] {
+			return nil, fmt.Errorf("table %s has no column %s (it has %s); fix the source's schema", qualified, f.Name, strings.Join(cols, ", "))
+		}
+	}
+	rows, err = conn.Query(ctx, `SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+		WHERE i.indrelid = $1::regclass AND i.indisprimary ORDER BY array_position(i.indkey, a.attnum)`, qualified)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("table %s has no primary key; add one (changes are matched by key)", qualified)
+	}
+	return keys, nil
+}
+
+// pgPublication creates the publication for the table, or adds the table to it.
+func pgPublication(ctx context.Context, conn *pgx.Conn, pub, qualified string, pg *spec.PostgresSource) error {
+	var exists, has bool
+	if err := conn.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_publication WHERE pubname = $1", pub).Scan(&exists); err != nil {
+		return err
+	}
+	if !exists {
+		if _, err := conn.Exec(ctx, "CREATE PUBLICATION "+pgx.Identifier{pub}.Sanitize()+" FOR TABLE "+qualified); err != nil {
+			return fmt.Errorf("creating publication %s: %w", pub, err)
+		}
+		return nil
+	}
+	if err := conn.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_publication_tables WHERE pubname = $1 AND schemaname = $2 AND tablename = $3", pub, pg.Schema, pg.Table).Scan(&has); err != nil {
+		return err
+	}
+	if !has {
+		if _, err := conn.Exec(ctx, "ALTER PUBLICATION "+pgx.Identifier{pub}.Sanitize()+" ADD TABLE "+qualified); err != nil {
+			return fmt.Errorf("adding %s to publication %s: %w", qualified, pub, err)
+		}
+	}
+	return nil
+}
+
+// pgSnapshot reads the table's rows in the slot's exported snapshot, as `_op` r rows.
+func pgSnapshot(ctx context.Context, conn *pgx.Conn, snapshot, qualified string, tbl *pgTable) ([][]any, error) {
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, "SET TRANSACTION SNAPSHOT '"+strings.ReplaceAll(snapshot, "'", "''")+"'"); err != nil {
+		return nil, err
+	}
+	var cols []string
+	for _, f := range tbl.src.Schema.Fields[:tbl.data] {
+		cols = append(cols, pgx.Identifier{f.Name}.Sanitize()+"::text")
+	}
+	rs, err := tx.Query(ctx, "SELECT "+strings.Join(cols, ", ")+" FROM "+qualified, pgx.QueryExecModeSimpleProtocol)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out [][]any
+	text := make([]*string, tbl.data)
+	dest := make([]any, tbl.data)
+	for i := range text {
+		dest[i] = &text[i]
+	}
+	for rs.Next() {
+		if err := rs.Scan(dest...); err != nil {
+			return nil, err
+		}
+		row := make([]any, len(tbl.src.Schema.Fields))
+		for i, s := range text {
+			if s == nil {
+				continue
+			}
+			v, err := pgText(tbl.src.Schema.Fields[i].Type, *s)
+			if err != nil {
+				return nil, fmt.Errorf("column %s: %w", tbl.src.Schema.Fields[i].Name, err)
+			}
+			row[i] = v
+		}
+		out = append(out, tbl.change(row, "r", 0, time.Time{}, 0))
+	}
+	return out, rs.Err()
+}
+
+// pgStream reads the replication stream, transaction by transaction.
+type pgStream struct {
+	repl      *pgconn.PgConn
+	tbl       *pgTable
+	confirmed pglogrepl.LSN // what the slot was told is safe
+	lastSent  time.Time
+	inTx      bool
+}
+
+// confirm tells the server the slot may advance to s.confirmed.
+func (s *pgStream) confirm(ctx context.Context) error {
+	s.lastSent = time.Now()
+	return pglogrepl.SendStandbyStatusUpdate(ctx, s.repl, pglogrepl.StandbyStatusUpdate{WALWritePosition: s.confirmed})
+}
+
+// next reads whole transactions until it has at least pgBatchRows rows, or the stream reaches
+// the marker (done). Transactions whose commit is before after were committed by an earlier
+// batch and are skipped. end is the end LSN of the last transaction read.
+func (s *pgStream) next(ctx context.Context, after, marker pglogrepl.LSN) (rows [][]any, end pglogrepl.LSN, done bool, err error) {
+	var txRows [][]any
+	var begin *pglogrepl.BeginMessage
+	end = s.confirmed
+	for {
+		if time.Since(s.lastSent) > 5*time.Second {
+			if err := s.confirm(ctx); err != nil {
+				return nil, 0, false, err
+			}
+		}
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		raw, err := s.repl.ReceiveMessage(rctx)
+		cancel()
+		if err != nil {
+			if pgconn.Timeout(err) && ctx.Err() == nil {
+				continue
+			}
+			return nil, 0, false, err
+		}
+		switch msg := raw.(type) {
+		case *pgproto3.ErrorResponse:
+			return nil, 0, false, pgconn.ErrorResponseToPgError(msg)
+		case *pgproto3.CopyData:
+			switch msg.Data[0] {
+			case pglogrepl.PrimaryKeepaliveMessageByteID:
+				ka, err := pglogrepl.ParsePrimaryKeepaliveMessage(msg.Data[1:])
+				if err != nil {
+					return nil, 0, false, err
+				}
+				if ka.ReplyRequested {
+					if err := s.confirm(ctx); err != nil {
+						return nil, 0, false, err
+					}
+				}
+			case pglogrepl.XLogDataByteID:
+				x, err := pglogrepl.ParseXLogData(msg.Data[1:])
+				if err != nil {
+					return nil, 0, false, err
+				}
+				lm, err := pglogrepl.Parse(x.WALData)
+				if err != nil {
+					return nil, 0, false, err
+				}
+				switch lm := lm.(type) {
+				case *pglogrepl.RelationMessage:
+					if lm.Namespace == s.tbl.src.Postgres.Schema && lm.RelationName == s.tbl.src.Postgres.Table {
+						s.tbl.relID = lm.RelationID
+						s.tbl.relCols = s.tbl.relCols[:0]
+						for _, c := range lm.Columns {
+							s.tbl.relCols = append(s.tbl.relCols, c.Name)
+						}
+					}
+				case *pglogrepl.BeginMessage:
+					begin, txRows = lm, txRows[:0]
+				case *pglogrepl.CommitMessage:
+					if begin != nil && lm.CommitLSN >= after {
+						rows = append(rows, txRows...)
+						end = lm.TransactionEndLSN
+					}
+					begin, txRows = nil, nil
+					if len(rows) >= pgBatchRows {
+						return rows, end, false, nil
+					}
+				case *pglogrepl.LogicalDecodingMessage:
+					if !lm.Transactional && lm.Prefix == pgMarkerPrefix && lm.LSN >= marker {
+						return rows, end, true, nil
+					}
+				default:
+					if begin == nil {
+						continue
+					}
+					r, err := s.tbl.changeRows(lm, x.WALStart, begin.CommitTime, begin.Xid)
+					if err != nil {
+						return nil, 0, false, err
+					}
+					txRows = append(txRows, r...)
+				}
+			}
+		default:
+			return nil, 0, false, fmt.Errorf("unexpected message %T", raw)
+		}
+	}
+}
+
+// pgWriter commits batches of change rows to the bronze table.
+type pgWriter struct {
+	env   *Env
+	d     *spec.Dataset
+	table *delta.Table
+	snap  *delta.Snapshot
+	appID string
+	tbl   *pgTable
+}
+
+// commit fills unchanged TOASTed values, checks the expectations and commits rows with the
+// batch's LSN as the txn version.
+func (w *pgWriter) commit(ctx context.Context, rows [][]any, lsn pglogrepl.LSN, kind string) (Metrics, error) {
+	m := Metrics{Version: -1}
+	if err := ctx.Err(); err != nil {
+		return m, err
+	}
+	if need := w.tbl.needsLookup(rows); len(need) > 0 {
+		stored, err := w.storedRows(need)
+		if err != nil {
+			return m, err
+		}
+		if err := w.tbl.fillToast(rows, stored); err != nil {
+			return m, fmt.Errorf("dataset %s: %w", w.d.Name, err)
+		}
+	} else if err := w.tbl.fillToast(rows, map[string][]any{}); err != nil {
+		return m, fmt.Errorf("dataset %s: %w", w.d.Name, err)
+	}
+	set, err := expectationSet(w.d, w.d.Schema)
+	if err != nil {
+		return m, err
+	}
+	kept, q, err := set.Check(rows)
+	m.Quality.Add(q)
+	if err != nil {
+		return m, err
+	}
+	var adds []delta.Add
+	if len(kept) > 0 {
+		if adds, err = w.table.WriteData(w.snap.Metadata, kept); err != nil {
+			return m, err
+		}
+	}
+	fault.Point("postgres.before-commit")
+	tx := w.table.Begin(w.snap)
+	tx.Add(adds...)
+	tx.SetAppTxn(w.appID, int64(lsn))
+	tx.SetCommitInfo(nil, map[string]string{"numFiles": strconv.Itoa(len(adds)), "numOutputRows": strconv.Itoa(len(kept)), "endLsn": lsn.String(), "read": kind})
+	v, err := tx.Commit("STREAMING UPDATE", map[string]any{"outputMode": "Append", "queryId": w.appID, "epochId": int64(lsn)})
+	if err != nil {
+		return m, err
+	}
+	fault.Point("postgres.after-commit")
+	if w.snap, err = w.table.Snapshot(v); err != nil {
+		return m, err
+	}
+	m.Version, m.NumOutputRows = v, int64(len(kept))
+	return m, nil
+}
+
+// storedRows returns the latest stored row image (by _lsn; snapshot rows first; deletes left
+// out) of each key in need.
+func (w *pgWriter) storedRows(need map[string]bool) (map[string][]any, error) {
+	rows, err := w.table.Rows(w.snap)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]any{}
+	at := map[string]int64{}
+	for _, r := range rows {
+		k := w.tbl.keyText(r)
+		if !need[k] {
+			continue
+		}
+		lsn, _ := r[w.tbl.data+1].(int64)
+		if op, _ := r[w.tbl.data].(string); op == "d" || op == "t" {
+			continue // a delete's image has the key only
+		}
+		if old, ok := at[k]; ok && old > lsn {
+			continue
+		}
+		at[k] = lsn
+		out[k] = r
+	}
+	return out, nil
+}

@@ -1,0 +1,46 @@
+package schema
+
+import "testing"
+
+// TestParseDecimal covers the fast path (plain digits) and the exact path (exponents, extra
+// fraction digits rounded HALF_UP, signs, spaces) with the unscaled values they must give.
+func TestParseDecimal(t *testing.T) {
+	t.Parallel()
+	d102 := Type{Kind: DecimalKind, Precision: 10, Scale: 2}
+	d180 := Type{Kind: DecimalKind, Precision: 18, Scale: 0}
+	for _, c := range []struct {
+		in   string
+		t    Type
+		want Decimal
+	}{
+		{"25.5", d102, 2550},
+		{"-3", d102, -300},
+		{"0.07", d102, 7},
+		{"-0.5", d102, -50},
+		{"12345678.99", d102, 1234567899},
+		{"1e2", d102, 10000},
+		{"1.235", d102, 124},
+		{"-1.235", d102, -124},
+		{"+4.1", d102, 410},
+		{" 7 ", d102, 700},
+		{"999999999999999999", d180, 999999999999999999},
+		{"-999999999999999999", d180, -999999999999999999},
+	} {
+		got, err := ParseDecimal(c.in, c.t)
+		if err != nil || got != c.want {
+			t.Errorf("ParseDecimal(%q, %s) = %d, %v; want %d", c.in, c.t.DDL(), got, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		in, want string
+	}{
+		{"123456789", "123456789 does not fit DECIMAL(10,2)"},
+		{"-100000000.00", "-100000000.00 does not fit DECIMAL(10,2)"},
+		{"abc", `"abc" is not a number`},
+		{"-", `"-" is not a number`},
+	} {
+		if _, err := ParseDecimal(c.in, d102); err == nil || err.Error() != c.want {
+			t.Errorf("ParseDecimal(%q) error %v, want %s", c.in, err, c.want)
+		}
+	}
+}

@@ -1,0 +1,129 @@
+package spec
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"tributary/schema"
+)
+
+// FormatPostgres reads a PostgreSQL table's changes through logical replication (pgoutput): an
+// initial snapshot, then every committed insert, update, delete and truncate (Source.Postgres).
+const FormatPostgres = "postgres"
+
+// PostgresSource is where a `format: postgres` source reads.
+type PostgresSource struct {
+	Connection  string // a libpq URL or key=value string (after ${} substitution)
+	Schema      string // the table's schema ("public" unless `table:` names one)
+	Table       string // the table's name
+	Slot        string // the logical replication slot; "": tributary_<pipeline>_<dataset> (flows.PostgresNames)
+	Publication string // the publication; "": like Slot
+}
+
+// The columns a postgres source adds after the table's.
+const (
+	// PostgresOpColumn is the change: r (a row of the initial snapshot), c (insert), u (update),
+	// d (delete), t (truncate).
+	PostgresOpColumn = "_op"
+	// PostgresLSNColumn is the change's own WAL position (BIGINT); 0 for snapshot rows, which
+	// precede every change. It orders the changes of a key: use it as sequence_by.
+	PostgresLSNColumn = "_lsn"
+	// PostgresCommitTimeColumn is the commit time of the change's transaction (NULL for snapshot
+	// rows).
+	PostgresCommitTimeColumn = "_commit_time"
+	// PostgresTxIDColumn is the change's transaction id (NULL for snapshot rows).
+	PostgresTxIDColumn = "_tx_id"
+)
+
+// PostgresColumns returns the columns a postgres source adds after the table's.
+func PostgresColumns() []schema.Field {
+	return []schema.Field{
+		{Name: PostgresOpColumn, Type: schema.Type{Kind: schema.String}, Nullable: true},
+		{Name: PostgresLSNColumn, Type: schema.Type{Kind: schema.Long}, Nullable: true},
+		{Name: PostgresCommitTimeColumn, Type: schema.Type{Kind: schema.TimestampKind}, Nullable: true},
+		{Name: PostgresTxIDColumn, Type: schema.Type{Kind: schema.Long}, Nullable: true},
+	}
+}
+
+var pgName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+
+// postgresKeys are the keys a postgres source takes.
+var postgresKeys = []string{"format", "connection", "table", "slot", "publication", "schema"}
+
+// postgresSource decodes a `source:` with `format: postgres`: connection and table are
+// required, slot and publication default to tributary_<pipeline>_<dataset> (set by the flow), `schema:` declares the
+// table columns to read (Spark DDL), and the change columns are added after them.
+func (d *decoder) postgresSource(n *yaml.Node, path string, src *Source, in *sourceInfo, entries []entry) {
+	pg := &PostgresSource{}
+	src.Postgres = pg
+	src.Path = ""
+	src.SchemaEvolutionMode = EvolutionNone
+	has := map[string]bool{}
+	var schemaNode *yaml.Node
+	for _, e := range entries {
+		has[e.name] = true
+		switch e.name {
+		case "connection":
+			pg.Connection, _ = d.nonEmpty(e.val, e.path)
+		case "table":
+			if s, ok := d.nonEmpty(e.val, e.path); ok {
+				pg.Schema, pg.Table = "public", s
+				if i := strings.IndexByte(s, '.'); i >= 0 {
+					pg.Schema, pg.Table = s[:i], s[i+1:]
+				}
+				if !pgName.MatchString(pg.Schema) || !pgName.MatchString(pg.Table) {
+					d.addAt(resolve(e.val), e.path, "write schema.table in lower case, e.g. public.orders", "table %q is not a plain PostgreSQL name", s)
+				}
+			}
+		case "slot", "publication":
+			if s, ok := d.nonEmpty(e.val, e.path); ok {
+				if !pgName.MatchString(s) || len(s) > 63 {
+					d.addAt(resolve(e.val), e.path, "use lower-case letters, digits and _ (at most 63)", "%s %q is not a valid name", e.name, s)
+				}
+				if e.name == "slot" {
+					pg.Slot = s
+				} else {
+					pg.Publication = s
+				}
+			}
+		case "schema":
+			schemaNode = resolve(e.val)
+		default:
+			if !slices.Contains(postgresKeys, e.name) {
+				d.addAt(e.key, e.path, "remove it; it applies to file formats", "%s does not apply to `format: postgres`", e.name)
+			}
+		}
+	}
+	for _, k := range []string{"connection", "table", "schema"} {
+		if !has[k] {
+			hint := map[string]string{
+				"connection": "add `connection: postgres://user:${PGPASSWORD}@host:5432/db`",
+				"table":      "add `table: public.orders`",
+				"schema":     "declare the table's columns, e.g. schema: \"id BIGINT, status STRING\"",
+			}[k]
+			d.addAt(n, child(path, k), hint, "a postgres source needs %s", k)
+		}
+	}
+	if schemaNode != nil {
+		s, problems, complete := parseColumns(src.SchemaDDL)
+		in.schemaOK = complete
+		for _, pr := range problems {
+			d.add(d.posInBytes(schemaNode, pr.Offset), child(path, "schema"), "write Spark DDL: \"name TYPE, ...\"", "invalid schema: %s", pr.Msg)
+		}
+		for _, f := range s.Fields {
+			if f.Type.Kind == schema.StructKind {
+				d.addAt(schemaNode, child(path, "schema"), "declare it STRING (its text)", "column %s: STRUCT columns are not supported for format postgres", f.Name)
+			}
+			for _, c := range PostgresColumns() {
+				if strings.EqualFold(f.Name, c.Name) {
+					d.addAt(schemaNode, child(path, "schema"), "leave it out; the source adds it", "column %s is added by format postgres", f.Name)
+				}
+			}
+		}
+		s.Fields = append(s.Fields, PostgresColumns()...)
+		src.Schema = s
+	}
+}
