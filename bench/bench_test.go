@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestMain lets the test binary serve as the baseline child: the scenarios re-execute
+// os.Executable() with -baseline, which under `go test` is this binary.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == baselineFlag {
+		if err := baselineMain(os.Args[2:]); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestScenarios runs every scenario at a tiny scale: both sides run and their rows agree
+// (runAll fails on a difference).
+func TestScenarios(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the pipeline binary")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "pipeline")
+	if out, err := exec.Command("go", "build", "-o", bin, "tributary/cmd/pipeline").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	results, err := runAll(context.Background(), options{scale: 0.0005, pipeline: bin, dir: filepath.Join(dir, "work")}, func(result) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"ingest", "cdc-bulk", "cdc-incremental (500 rows)", "cdc-incremental (5k rows)", "scd2", "mv"}
+	var got []string
+	for _, r := range results {
+		got = append(got, r.Scenario)
+		if r.InputBytes <= 0 || r.OursS <= 0 || r.BaselineS <= 0 || r.OursPeakMiB <= 0 || r.BaselinePeakMiB <= 0 {
+			t.Errorf("%s: a measure is missing: %+v", r.Scenario, r)
+		}
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("scenarios run: %q, want %q", got, want)
+	}
+}
+
+// TestCompareFindsDifferences checks the comparison itself: a Delta table compared with a
+// Parquet file holding one row changed is reported, naming the row.
+func TestCompareFindsDifferences(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the pipeline binary")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "pipeline")
+	if out, err := exec.Command("go", "build", "-o", bin, "tributary/cmd/pipeline").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	spec, err := writeSpec(dir, cdcSpec(1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := createJSONL(filepath.Join(dir, "landing", "a.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.change("U", 1, 150, 1)
+	w.change("U", 2, 250, 2)
+	if _, err := w.close(); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, "run", spec).CombinedOutput(); err != nil {
+		t.Fatalf("pipeline run: %v\n%s", err, out)
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	table := filepath.Join(dir, "storage", "tables", "target")
+	for _, tc := range []struct {
+		name, rows string
+		same       bool
+	}{
+		{"same", "(1, 'name-1-1', 1.50, 1), (2, 'name-2-2', 2.50, 2)", true},
+		{"changed", "(1, 'name-1-1', 1.50, 1), (2, 'name-2-2', 2.51, 2)", false},
+		{"missing", "(1, 'name-1-1', 1.50, 1)", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pq := filepath.Join(dir, tc.name+".parquet")
+			if _, err := db.Exec("COPY (SELECT * FROM (VALUES " + tc.rows + ") AS v(id, name, amount, seq)) TO '" + pq + "' (FORMAT parquet)"); err != nil {
+				t.Fatal(err)
+			}
+			err := compareTables(context.Background(), table, pq, changeCols)
+			if tc.same && err != nil {
+				t.Errorf("reported a difference: %v", err)
+			}
+			if !tc.same && err == nil {
+				t.Error("no difference reported")
+			}
+			if err != nil {
+				t.Log(err)
+			}
+		})
+	}
+}

@@ -1,0 +1,355 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// result is one line of the table.
+type result struct {
+	Scenario        string  `json:"scenario"`
+	InputBytes      int64   `json:"input_bytes"`
+	OursS           float64 `json:"ours_s"`
+	BaselineS       float64 `json:"baseline_s"`
+	OursPeakMiB     float64 `json:"ours_peak_mib"`
+	BaselinePeakMiB float64 `json:"baseline_peak_mib"`
+}
+
+// env is what every scenario gets: the pipeline binary, the scale and a folder of its own.
+type env struct {
+	ctx      context.Context
+	pipeline string
+	scale    float64
+	dir      string
+}
+
+// scaled returns n times the scale, at least lo.
+func (e *env) scaled(n int, lo int) int { return max(lo, int(float64(n)*e.scale)) }
+
+// scenario runs both sides and returns one line per table size (cdc-incremental has two).
+type scenario struct {
+	name string
+	run  func(e *env) ([]result, error)
+}
+
+// scenarios in the order they run; sizes are the issue's at -scale 1.
+var scenarios = []scenario{
+	{"ingest", runIngest},
+	{"cdc-bulk", runCDCBulk},
+	{"cdc-incremental", runCDCIncremental},
+	{"scd2", runSCD2},
+	{"mv", runMV},
+}
+
+const changesSchema = `"op STRING, id BIGINT, name STRING, amount DECIMAL(10,2), seq BIGINT"`
+const salesSchema = `"id BIGINT, shop BIGINT, name STRING, amount DECIMAL(10,2), note STRING"`
+
+// writeSpec writes pipeline.yaml into dir: storage ./storage, landing ./landing.
+func writeSpec(dir, datasets string) (string, error) {
+	path := filepath.Join(dir, "pipeline.yaml")
+	text := "name: bench\nstorage: ./storage\ndatasets:\n" + datasets
+	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(path, []byte(text), 0o644)
+}
+
+// cdcSpec is a bronze table of change events and its APPLY CHANGES target.
+func cdcSpec(scdType int, filesPerTrigger int) string {
+	s := `  - name: changes
+    source:
+      path: ./landing
+      format: json
+      schema: ` + changesSchema + "\n"
+	if filesPerTrigger > 0 {
+		s += fmt.Sprintf("      max_files_per_trigger: %d\n", filesPerTrigger)
+	}
+	return s + fmt.Sprintf(`  - name: target
+    apply_changes:
+      source: changes
+      keys: [id]
+      sequence_by: seq
+      apply_as_deletes: op == "D"
+      except_column_list: [op]
+      stored_as_scd_type: %d
+`, scdType)
+}
+
+// runOurs runs `pipeline run SPEC args...` in its own process and measures it.
+func (e *env) runOurs(spec string, args ...string) (measure, error) {
+	return runChild(e.ctx, e.pipeline, append([]string{"run", spec}, args...)...)
+}
+
+// check compares our table with the baseline's Parquet file, naming the scenario on a mismatch.
+func (e *env) check(name, storage, table, parquet string, cols []column) error {
+	if err := compareTables(e.ctx, filepath.Join(storage, "tables", table), parquet, cols); err != nil {
+		return fmt.Errorf("%s: ours and the baseline differ: %w", name, err)
+	}
+	return nil
+}
+
+var changeCols = []column{{"id", "BIGINT"}, {"name", "VARCHAR"}, {"amount", "DECIMAL(18,2)"}, {"seq", "BIGINT"}}
+
+func runIngest(e *env) ([]result, error) {
+	rows := e.scaled(10_000_000, 1000)
+	spec, err := writeSpec(e.dir, `  - name: sales
+    source:
+      path: ./landing
+      format: json
+      schema: `+salesSchema+"\n")
+	if err != nil {
+		return nil, err
+	}
+	landing := filepath.Join(e.dir, "landing")
+	size, err := genSales(landing, rows, max(1000, rows/8), 1)
+	if err != nil {
+		return nil, err
+	}
+	ours, err := e.runOurs(spec)
+	if err != nil {
+		return nil, err
+	}
+	out := filepath.Join(e.dir, "baseline")
+	base, err := runBaselineChild(e.ctx, "ingest.sql", map[string]string{"landing": landing, "out": out})
+	if err != nil {
+		return nil, err
+	}
+	cols := []column{{"id", "BIGINT"}, {"shop", "BIGINT"}, {"name", "VARCHAR"}, {"amount", "DECIMAL(18,2)"}, {"note", "VARCHAR"}}
+	if err := e.check("ingest", filepath.Join(e.dir, "storage"), "sales", filepath.Join(out, "sales.parquet"), cols); err != nil {
+		return nil, err
+	}
+	return []result{line("ingest", size, ours, base)}, nil
+}
+
+func runCDCBulk(e *env) ([]result, error) {
+	events, keys := e.scaled(10_000_000, 1000), e.scaled(1_000_000, 100)
+	spec, err := writeSpec(e.dir, cdcSpec(1, 0))
+	if err != nil {
+		return nil, err
+	}
+	landing := filepath.Join(e.dir, "landing")
+	size, err := genChanges(landing, events, keys, max(1000, events/8), true, 0, 2)
+	if err != nil {
+		return nil, err
+	}
+	ours, err := e.runOurs(spec)
+	if err != nil {
+		return nil, err
+	}
+	out := filepath.Join(e.dir, "baseline")
+	base, err := runBaselineChild(e.ctx, "cdc_bulk.sql", map[string]string{"landing": landing, "out": out})
+	if err != nil {
+		return nil, err
+	}
+	if err := e.check("cdc-bulk", filepath.Join(e.dir, "storage"), "target", filepath.Join(out, "target.parquet"), changeCols); err != nil {
+		return nil, err
+	}
+	return []result{line("cdc-bulk", size, ours, base)}, nil
+}
+
+// runCDCIncremental runs at two table sizes: the scaled 10,000,000 rows and a tenth of it.
+func runCDCIncremental(e *env) ([]result, error) {
+	big := e.scaled(10_000_000, 1000)
+	batch := max(100, int(10_000*min(1, e.scale*10)))
+	var out []result
+	for _, rows := range []int{big / 10, big} {
+		sub := &env{ctx: e.ctx, pipeline: e.pipeline, scale: e.scale, dir: filepath.Join(e.dir, fmt.Sprintf("rows-%d", rows))}
+		r, err := cdcIncrementalAt(sub, rows, batch)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// cdcIncrementalAt builds a table of rows rows (not timed), then applies ten batches of batch
+// changes, one update each side per batch.
+func cdcIncrementalAt(e *env, rows, batch int) (result, error) {
+	name := fmt.Sprintf("cdc-incremental (%s rows)", humanCount(rows))
+	spec, err := writeSpec(e.dir, cdcSpec(1, 0))
+	if err != nil {
+		return result{}, err
+	}
+	landing, batches, out := filepath.Join(e.dir, "landing"), filepath.Join(e.dir, "batches"), filepath.Join(e.dir, "baseline")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return result{}, err
+	}
+	// The initial table: one insert per key.
+	init, err := createJSONL(filepath.Join(batches, "initial.json"))
+	if err != nil {
+		return result{}, err
+	}
+	r := rand.New(rand.NewPCG(3, uint64(rows)))
+	for i := 0; i < rows; i++ {
+		init.change("I", int64(i), r.Int64N(1_000_000), int64(i+1))
+	}
+	if _, err := init.close(); err != nil {
+		return result{}, err
+	}
+	// Ten batches: updates of existing keys, 5% deletes, 1% new keys; seq keeps increasing.
+	seq := int64(rows)
+	var size int64
+	for b := 0; b < 10; b++ {
+		w, err := createJSONL(filepath.Join(batches, fmt.Sprintf("batch-%02d.json", b)))
+		if err != nil {
+			return result{}, err
+		}
+		for i := 0; i < batch; i++ {
+			seq++
+			id, op := int64(r.IntN(rows)), "U"
+			switch n := r.IntN(100); {
+			case n < 5:
+				op = "D"
+			case n < 6:
+				id = int64(rows + r.IntN(rows))
+			}
+			w.change(op, id, r.Int64N(1_000_000), seq)
+		}
+		n, err := w.close()
+		if err != nil {
+			return result{}, err
+		}
+		size += n
+	}
+	db := filepath.Join(e.dir, "baseline.duckdb")
+	// Set-up, not timed.
+	if err := os.Link(filepath.Join(batches, "initial.json"), filepath.Join(landing, "initial.json")); err != nil {
+		return result{}, err
+	}
+	if _, err := e.runOurs(spec); err != nil {
+		return result{}, err
+	}
+	if _, err := runBaselineChild(e.ctx, "cdc_incremental_init.sql", map[string]string{"db": db, "file": filepath.Join(batches, "initial.json"), "out": out}); err != nil {
+		return result{}, err
+	}
+	var ours, base measure
+	for b := 0; b < 10; b++ {
+		file := filepath.Join(batches, fmt.Sprintf("batch-%02d.json", b))
+		if err := os.Link(file, filepath.Join(landing, filepath.Base(file))); err != nil {
+			return result{}, err
+		}
+		m, err := e.runOurs(spec)
+		if err != nil {
+			return result{}, err
+		}
+		ours.add(m)
+		if m, err = runBaselineChild(e.ctx, "cdc_incremental_batch.sql", map[string]string{"db": db, "file": file, "out": out}); err != nil {
+			return result{}, err
+		}
+		base.add(m)
+	}
+	if err := e.check(name, filepath.Join(e.dir, "storage"), "target", filepath.Join(out, "target.parquet"), changeCols); err != nil {
+		return result{}, err
+	}
+	return line(name, size, ours, base), nil
+}
+
+// runSCD2 lands ten files one at a time, an update after each, so the late events (5%, one to
+// three files after their place) arrive in a later batch than newer events of their key; the
+// baseline computes the history from all the events at once.
+func runSCD2(e *env) ([]result, error) {
+	events, keys := e.scaled(1_000_000, 1000), e.scaled(100_000, 100)
+	spec, err := writeSpec(e.dir, cdcSpec(2, 0))
+	if err != nil {
+		return nil, err
+	}
+	landing, batches := filepath.Join(e.dir, "landing"), filepath.Join(e.dir, "batches")
+	size, err := genChanges(batches, events, keys, (events+9)/10, false, 0.05, 4)
+	if err != nil {
+		return nil, err
+	}
+	files, err := filepath.Glob(filepath.Join(batches, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	var ours measure
+	for _, f := range files {
+		if err := os.Link(f, filepath.Join(landing, filepath.Base(f))); err != nil {
+			return nil, err
+		}
+		m, err := e.runOurs(spec)
+		if err != nil {
+			return nil, err
+		}
+		ours.add(m)
+	}
+	out := filepath.Join(e.dir, "baseline")
+	base, err := runBaselineChild(e.ctx, "scd2.sql", map[string]string{"landing": batches, "out": out})
+	if err != nil {
+		return nil, err
+	}
+	cols := append(changeCols[:len(changeCols):len(changeCols)], column{"__START_AT", "BIGINT"}, column{"__END_AT", "BIGINT"})
+	if err := e.check("scd2", filepath.Join(e.dir, "storage"), "target", filepath.Join(out, "target.parquet"), cols); err != nil {
+		return nil, err
+	}
+	return []result{line("scd2", size, ours, base)}, nil
+}
+
+// runMV ingests the sales rows (not timed), then refreshes the GROUP BY view alone; the baseline
+// runs the same query on the bronze table's Parquet files.
+func runMV(e *env) ([]result, error) {
+	rows := e.scaled(10_000_000, 1000)
+	spec, err := writeSpec(e.dir, `  - name: sales
+    source:
+      path: ./landing
+      format: json
+      schema: `+salesSchema+`
+  - name: by_shop
+    query: SELECT shop, count(*) AS n, sum(amount) AS total FROM sales GROUP BY shop
+`)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := genSales(filepath.Join(e.dir, "landing"), rows, max(1000, rows/8), 5); err != nil {
+		return nil, err
+	}
+	if _, err := e.runOurs(spec, "--refresh", "sales"); err != nil {
+		return nil, err
+	}
+	storage := filepath.Join(e.dir, "storage")
+	files, size, err := tableFiles(filepath.Join(storage, "tables", "sales"))
+	if err != nil {
+		return nil, err
+	}
+	ours, err := e.runOurs(spec, "--refresh", "by_shop")
+	if err != nil {
+		return nil, err
+	}
+	quoted := make([]string, len(files))
+	for i, f := range files {
+		quoted[i] = "'" + strings.ReplaceAll(f, "'", "''") + "'"
+	}
+	out := filepath.Join(e.dir, "baseline")
+	base, err := runBaselineChild(e.ctx, "mv.sql", map[string]string{"files": strings.Join(quoted, ", "), "out": out})
+	if err != nil {
+		return nil, err
+	}
+	cols := []column{{"shop", "BIGINT"}, {"n", "BIGINT"}, {"total", "DECIMAL(18,2)"}}
+	if err := e.check("mv", storage, "by_shop", filepath.Join(out, "by_shop.parquet"), cols); err != nil {
+		return nil, err
+	}
+	return []result{line("mv", size, ours, base)}, nil
+}
+
+func line(name string, size int64, ours, base measure) result {
+	return result{Scenario: name, InputBytes: size, OursS: ours.wall.Seconds(), BaselineS: base.wall.Seconds(),
+		OursPeakMiB: ours.peakMiB, BaselinePeakMiB: base.peakMiB}
+}
+
+// humanCount prints 10000000 as 10M, 100000 as 100k.
+func humanCount(n int) string {
+	switch {
+	case n >= 1_000_000 && n%1_000_000 == 0:
+		return fmt.Sprintf("%dM", n/1_000_000)
+	case n >= 1_000_000:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 1000 && n%1000 == 0:
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return fmt.Sprint(n)
+}
