@@ -140,3 +140,18 @@ func peakRSSMiB() float64 {
 	}
 	return 0
 }
+
+// readTable returns the latest snapshot of dataset's table and every row of it.
+func readTable(tb testing.TB, p *spec.Pipeline, dataset string) (*delta.Snapshot, [][]any) {
+	tb.Helper()
+	t := delta.New(TableDir(p.Storage, dataset))
+	snap, err := t.Snapshot(-1)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rows, err := t.Rows(snap)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return snap, rows
+}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"tributary/delta"
 	"tributary/schema"
 	"tributary/spec"
 )
@@ -192,15 +191,7 @@ func TestDebeziumIntoSCD1(t *testing.T) {
 	if _, err := ApplyChanges(context.Background(), env, p.Dataset("target")); err != nil {
 		t.Fatal(err)
 	}
-	tb := delta.New(TableDir(p.Storage, "target"))
-	snap, err := tb.Snapshot(-1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := tb.Rows(snap)
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap, rows := readTable(t, p, "target")
 	var got []string
 	for _, r := range rows {
 		got = append(got, dbzRow(snap.Metadata.Schema, r))

@@ -366,15 +366,7 @@ func TestRandomizedEquivalence(t *testing.T) {
 
 func targetRows(t *testing.T, p *spec.Pipeline, composite bool) []string {
 	t.Helper()
-	tb := delta.New(TableDir(p.Storage, "target"))
-	snap, err := tb.Snapshot(-1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := tb.Rows(snap)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, rows := readTable(t, p, "target")
 	seq := func(v any) string {
 		if v == nil {
 			return "null"

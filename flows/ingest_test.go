@@ -13,7 +13,6 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"tributary/delta"
 	"tributary/schema"
 	"tributary/spec"
 )
@@ -69,15 +68,7 @@ func ingest(t *testing.T, p *spec.Pipeline) (Metrics, *recorder, error) {
 // rawRows returns the bronze rows as jsonl text, one row a line.
 func rawRows(t *testing.T, p *spec.Pipeline) []string {
 	t.Helper()
-	tb := delta.New(TableDir(p.Storage, "raw"))
-	snap, err := tb.Snapshot(-1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := tb.Rows(snap)
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap, rows := readTable(t, p, "raw")
 	var out []string
 	for _, r := range rows {
 		var b []byte

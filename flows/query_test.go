@@ -32,15 +32,7 @@ func update(t *testing.T, p *spec.Pipeline) map[string]Metrics {
 // sortedRows returns a table's rows as sorted lines of space-separated JSON values.
 func sortedRows(t *testing.T, p *spec.Pipeline, name string) string {
 	t.Helper()
-	tb := delta.New(TableDir(p.Storage, name))
-	snap, err := tb.Snapshot(-1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := tb.Rows(snap)
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap, rows := readTable(t, p, name)
 	return strings.Join(jsonLines(snap.Metadata.Schema, rows), "\n")
 }
 

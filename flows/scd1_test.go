@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"tributary/delta"
 	"tributary/schema"
 	"tributary/spec"
 )
@@ -49,15 +48,7 @@ func ch(op string, id int64, name string, seq int64) []any {
 // tableRows returns the target's rows as "id=name" strings, sorted.
 func tableRows(t *testing.T, p *spec.Pipeline) []string {
 	t.Helper()
-	tb := delta.New(TableDir(p.Storage, "items"))
-	snap, err := tb.Snapshot(-1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := tb.Rows(snap)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, rows := readTable(t, p, "items")
 	var out []string
 	for _, r := range rows {
 		out = append(out, fmt.Sprintf("%d=%s", r[0].(int64), schema.Text(schema.Type{Kind: schema.String}, r[1])))

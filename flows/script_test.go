@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"tributary/delta"
 	"tributary/schema"
 	"tributary/spec"
 )
@@ -157,15 +156,7 @@ func canonJSON(t *testing.T, text string) string {
 // canonTable renders the target's rows in the jsonl form of spec.md §2, canonicalised and sorted.
 func canonTable(t *testing.T, p *spec.Pipeline) []string {
 	t.Helper()
-	tb := delta.New(TableDir(p.Storage, "target"))
-	snap, err := tb.Snapshot(-1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := tb.Rows(snap)
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap, rows := readTable(t, p, "target")
 	var out []string
 	for _, r := range rows {
 		b := []byte{'{'}

@@ -33,28 +33,7 @@ func (d *decoder) deltaSource(n *yaml.Node, path string, src *Source, in *source
 			d.addAt(e.key, e.path, "remove it; it applies to file formats", "%s does not apply to `format: delta`", e.name)
 		}
 	}
-	if e, ok := deltaKeys["read"]; ok {
-		if s, ok := d.oneOf(e.val, e.path, ReadAppend, ReadChangeFeed); ok {
-			src.Read = s
-		}
-	}
-	if e, ok := deltaKeys["starting_version"]; ok {
-		if v, ok := d.integer(e.val, e.path); ok {
-			if v < 0 {
-				d.addAt(resolve(e.val), e.path, "table versions start at 0", "starting_version must be 0 or more, found %d", v)
-			} else {
-				src.StartingVersion = int64(v)
-			}
-		}
-	}
-	if e, ok := deltaKeys["skip_change_commits"]; ok {
-		if b, ok := d.boolean(e.val, e.path); ok {
-			src.SkipChangeCommits = b
-			if b && src.Read == ReadChangeFeed {
-				d.addAt(e.key, e.path, "remove it; a change feed reads updates and deletes as rows", "skip_change_commits applies to `read: append` only")
-			}
-		}
-	}
+	d.readOptions(src, deltaKeys)
 	pathNode := n
 	for _, e := range entries {
 		if e.name == "path" {
@@ -93,4 +72,32 @@ func (d *decoder) deltaSource(n *yaml.Node, path string, src *Source, in *source
 	}
 	src.Schema, in.schemaOK = cols, true
 	src.SchemaDDL = cols.DDL()
+}
+
+// readOptions decodes the keys shared by every source that reads a Delta table (a `format: delta`
+// path or a `table:` dataset): read (append | change_feed), starting_version (0 or more) and
+// skip_change_commits (read: append only).
+func (d *decoder) readOptions(src *Source, keys map[string]entry) {
+	if e, ok := keys["read"]; ok {
+		if s, ok := d.oneOf(e.val, e.path, ReadAppend, ReadChangeFeed); ok {
+			src.Read = s
+		}
+	}
+	if e, ok := keys["starting_version"]; ok {
+		if v, ok := d.integer(e.val, e.path); ok {
+			if v < 0 {
+				d.addAt(resolve(e.val), e.path, "table versions start at 0", "starting_version must be 0 or more, found %d", v)
+			} else {
+				src.StartingVersion = int64(v)
+			}
+		}
+	}
+	if e, ok := keys["skip_change_commits"]; ok {
+		if b, ok := d.boolean(e.val, e.path); ok {
+			src.SkipChangeCommits = b
+			if b && src.Read == ReadChangeFeed {
+				d.addAt(e.key, e.path, "remove it; a change feed reads updates and deletes as rows", "skip_change_commits applies to `read: append` only")
+			}
+		}
+	}
 }

@@ -26,28 +26,7 @@ func (d *decoder) tableSource(n *yaml.Node, path string, src *Source, in *source
 				"%s does not apply to a `table:` source", e.name)
 		}
 	}
-	if e, ok := deltaKeys["read"]; ok {
-		if s, ok := d.oneOf(e.val, e.path, ReadAppend, ReadChangeFeed); ok {
-			src.Read = s
-		}
-	}
-	if e, ok := deltaKeys["starting_version"]; ok {
-		if v, ok := d.integer(e.val, e.path); ok {
-			if v < 0 {
-				d.addAt(resolve(e.val), e.path, "table versions start at 0", "starting_version must be 0 or more, found %d", v)
-			} else {
-				src.StartingVersion = int64(v)
-			}
-		}
-	}
-	if e, ok := deltaKeys["skip_change_commits"]; ok {
-		if b, ok := d.boolean(e.val, e.path); ok {
-			src.SkipChangeCommits = b
-			if b && src.Read == ReadChangeFeed {
-				d.addAt(e.key, e.path, "remove it; a change feed reads updates and deletes as rows", "skip_change_commits applies to `read: append` only")
-			}
-		}
-	}
+	d.readOptions(src, deltaKeys)
 }
 
 // tableSources checks that each `table:` source names a dataset of the pipeline that has a
