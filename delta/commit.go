@@ -12,8 +12,6 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-
-	"tributary/schema"
 )
 
 // maxCommitAttempts bounds how many versions a transaction tries before giving up when other
@@ -255,8 +253,8 @@ func (tx *Transaction) validate() error {
 			if i < 0 {
 				return fmt.Errorf("partition column %q is not a column of the schema (%s)", p, meta.Schema.DDL())
 			}
-			if meta.Schema.Fields[i].Type.Kind == schema.StructKind {
-				return fmt.Errorf("partition column %q is a STRUCT; partition by a column of a primitive type", p)
+			if t := meta.Schema.Fields[i].Type; t.Nested() {
+				return fmt.Errorf("partition column %q is of type %s; partition by a column of a primitive type", p, t.DDL())
 			}
 		}
 	}

@@ -40,7 +40,6 @@ func TestConformanceSharedTables(t *testing.T) {
 	// Tables refused on purpose, and the words that say why.
 	refused := map[string]string{
 		"multi_partitioned_2":       "not supported",   // decimal(38,18)
-		"nested_types":              "not supported",   // array, map, struct
 		"timestamp_ntz":             "not supported",   // timestamp_ntz
 		"column_mapping":            "column mapping",  //
 		"iceberg_compat_v1":         "column mapping",  //

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 
 	"tributary/schema"
 )
@@ -16,14 +17,18 @@ import (
 // the order of s, each nil or the Go value of its column (schema package invariant). Columns are
 // matched by name; a column of s missing from the file reads NULL, and file columns not in s are
 // skipped (as Delta PROTOCOL.md asks of a data file's extra _change_type column). A STRUCT
-// column reads as a []any of its fields (matched by name, recursively) or nil.
+// column reads as a []any of its fields (matched by name, recursively) or nil; an ARRAY column
+// as a []any of its elements and a MAP column as a schema.Map, from the LIST and MAP layouts of
+// Parquet LogicalTypes.md ("Nested Types"), the legacy 2-level lists of its backward-compatibility
+// rules included (a repeated field with no LIST group, a repeated group named array or
+// <name>_tuple, a repeated group of several fields), at any depth.
 //
 // Besides the types WriteFile writes it reads what other engines write for these types (Delta
 // PROTOCOL.md, "Delta Data Type to Parquet Type Mappings"): INT96 timestamps, INT64 timestamps
 // in MILLIS, MICROS or NANOS (NANOS rounded down to µs), DECIMAL as INT32, INT64,
 // FIXED_LEN_BYTE_ARRAY or BYTE_ARRAY (rescaled exactly to the column's scale), INT32 into
 // BIGINT, FLOAT into DOUBLE, dictionary-encoded and v1/v2 data pages, any codec parquet-go
-// reads. A file column of another type, a nested or repeated column, or a value that does not
+// reads. A file column of another type or shape, or a value that does not
 // fit (a DECIMAL beyond 18 digits, a fraction the scale cannot hold) is an error naming the file
 // and the column.
 func (t *Table) ReadFile(path string, s schema.Schema) ([][]any, error) {
@@ -109,8 +114,22 @@ func readParquetGroups(name string, s schema.Schema, fn func(rows [][]any) error
 			continue // missing column: NULL
 		}
 		plans[j].col = col
+		if hasRepeated(fd.Type) {
+			for _, l := range leaves(schema.Schema{Fields: []schema.Field{fd}}) {
+				c, _, err := resolve(col, l)
+				if err != nil {
+					return fmt.Errorf("column %q %w", l.name, err)
+				}
+				if c != nil {
+					if _, err := converter(c.Type(), l.typ); err != nil {
+						return fmt.Errorf("column %q: %w", l.name, err)
+					}
+				}
+			}
+			continue
+		}
 		if fd.Type.Kind == schema.StructKind {
-			if col.Leaf() || col.Repeated() {
+			if col.Leaf() || col.Repeated() || logicalIs[*format.ListType](col) || logicalIs[*format.MapType](col) {
 				return fmt.Errorf("column %q is not a STRUCT in the file", fd.Name)
 			}
 			continue
@@ -139,6 +158,12 @@ func readParquetGroups(name string, s schema.Schema, fn func(rows [][]any) error
 		for j, fd := range s.Fields {
 			col := plans[j].col
 			if col == nil {
+				continue
+			}
+			if hasRepeated(fd.Type) {
+				if err := readNested(col, chunks, fd, j, rows, buf); err != nil {
+					return err
+				}
 				continue
 			}
 			if fd.Type.Kind == schema.StructKind {

@@ -13,8 +13,8 @@ import (
 // ParquetSchema returns the columns of the Parquet file at path, typed as ReadFile reads them:
 // INT64 BIGINT, INT32 INT, DATE DATE, TIMESTAMP (any unit) and INT96 TIMESTAMP, DECIMAL(p,s)
 // (p ≤ 18), DOUBLE and FLOAT DOUBLE, BOOLEAN, BYTE_ARRAY and FIXED_LEN_BYTE_ARRAY STRING, a
-// group STRUCT. A repeated column (a list or a map) or a wider DECIMAL is an error naming it; so
-// is a file that is not Parquet.
+// LIST ARRAY, a MAP MAP, another group STRUCT (see columnType). A wider DECIMAL or a list or map
+// of another shape is an error naming the column; so is a file that is not Parquet.
 func ParquetSchema(path string) (s schema.Schema, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -40,25 +40,63 @@ func ParquetSchema(path string) (s schema.Schema, err error) {
 func parquetFields(cols []*parquet.Column, prefix string) (schema.Schema, error) {
 	var out schema.Schema
 	for _, c := range cols {
-		name := prefix + c.Name()
-		if c.Repeated() {
-			return schema.Schema{}, fmt.Errorf("column %s is repeated (a list or a map), which is not supported yet", name)
-		}
-		if !c.Leaf() {
-			inner, err := parquetFields(c.Columns(), name+".")
-			if err != nil {
-				return schema.Schema{}, err
-			}
-			out.Fields = append(out.Fields, schema.Field{Name: c.Name(), Type: schema.Type{Kind: schema.StructKind, Struct: &inner}, Nullable: true})
-			continue
-		}
-		t, err := parquetType(c.Type())
+		t, err := columnType(c, prefix+c.Name(), false)
 		if err != nil {
-			return schema.Schema{}, fmt.Errorf("column %s: %w", name, err)
+			return schema.Schema{}, err
 		}
 		out.Fields = append(out.Fields, schema.Field{Name: c.Name(), Type: t, Nullable: true})
 	}
 	return out, nil
+}
+
+// columnType types the file column c (named name, for errors): a LIST group (or a repeated field
+// outside one, a legacy 2-level list) ARRAY of its element, a MAP group MAP of its key and value
+// (Parquet LogicalTypes.md, "Lists" and "Maps"), another group STRUCT, a primitive as parquetType
+// says. asElement types a repeated node that is itself the element of a list.
+func columnType(c *parquet.Column, name string, asElement bool) (schema.Type, error) {
+	switch {
+	case c.Repeated() && !asElement:
+		et, err := columnType(c, name, true)
+		if err != nil {
+			return schema.Type{}, err
+		}
+		return schema.ArrayOf(et), nil
+	case logicalIs[*format.ListType](c):
+		rep, elem, err := listParts(c)
+		if err != nil {
+			return schema.Type{}, fmt.Errorf("column %s %w", name, err)
+		}
+		et, err := columnType(elem, name+"."+rep.Name(), elem == rep)
+		if err != nil {
+			return schema.Type{}, err
+		}
+		return schema.ArrayOf(et), nil
+	case logicalIs[*format.MapType](c):
+		_, key, value, err := mapParts(c)
+		if err != nil {
+			return schema.Type{}, fmt.Errorf("column %s %w", name, err)
+		}
+		kt, err := columnType(key, name+".key", false)
+		if err != nil {
+			return schema.Type{}, err
+		}
+		vt, err := columnType(value, name+".value", false)
+		if err != nil {
+			return schema.Type{}, err
+		}
+		return schema.MapOf(kt, vt), nil
+	case !c.Leaf():
+		inner, err := parquetFields(c.Columns(), name+".")
+		if err != nil {
+			return schema.Type{}, err
+		}
+		return schema.Type{Kind: schema.StructKind, Struct: &inner}, nil
+	}
+	t, err := parquetType(c.Type())
+	if err != nil {
+		return schema.Type{}, fmt.Errorf("column %s: %w", name, err)
+	}
+	return t, nil
 }
 
 func parquetType(ft parquet.Type) (schema.Type, error) {

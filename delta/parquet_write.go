@@ -2,6 +2,7 @@ package delta
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -44,7 +45,10 @@ var rowGroupRows = 1_000_000
 // asks: BIGINT INT64, INT INT32, STRING BYTE_ARRAY (String), DOUBLE, BOOLEAN, DECIMAL(p,s) INT32
 // (p <= 9) or INT64 with the DECIMAL logical type, DATE INT32 (Date), TIMESTAMP INT64
 // TIMESTAMP(isAdjustedToUTC=true, MICROS), STRUCT an OPTIONAL group of its fields (its value is
-// a []any in field order). The file is written under a temporary name, synced,
+// a []any in field order), ARRAY the 3-level LIST and MAP the key_value MAP layouts of Parquet
+// LogicalTypes.md (values []any and schema.Map; see parquetTypeNode), at any depth; ARRAY and
+// MAP columns get no min/max statistics, only their nullCount. The file is written under a
+// temporary name, synced,
 // and renamed. A value of the wrong Go type, a row of the wrong length or a DECIMAL beyond its
 // precision is an error naming the row and the column; nothing is left behind on error.
 // PartitionValues is left empty: a caller writing a partitioned table sets it.
@@ -109,22 +113,11 @@ func parquetSchema(s schema.Schema, extraChange bool) (*parquet.Schema, error) {
 }
 
 // parquetGroup maps the fields of s to an ordered group of OPTIONAL fields; a STRUCT field
-// becomes an OPTIONAL group of its fields.
+// becomes an OPTIONAL group of its fields, an ARRAY or MAP field the layouts of parquetTypeNode.
 func parquetGroup(s schema.Schema) (*orderedGroup, error) {
 	g := &orderedGroup{Group: parquet.Group{}}
 	for _, f := range s.Fields {
-		if f.Type.Kind == schema.StructKind {
-			if f.Type.Struct == nil || len(f.Type.Struct.Fields) == 0 {
-				return nil, fmt.Errorf("column %q: a STRUCT needs fields", f.Name)
-			}
-			inner, err := parquetGroup(*f.Type.Struct)
-			if err != nil {
-				return nil, fmt.Errorf("column %q: %w", f.Name, err)
-			}
-			g.add(f.Name, parquet.Optional(inner))
-			continue
-		}
-		n, err := parquetNode(f.Type)
+		n, err := parquetTypeNode(f.Type)
 		if err != nil {
 			return nil, fmt.Errorf("column %q: %w", f.Name, err)
 		}
@@ -133,37 +126,107 @@ func parquetGroup(s schema.Schema) (*orderedGroup, error) {
 	return g, nil
 }
 
-// leaf is one primitive column of a data file: a top-level column, or a field inside STRUCT
-// columns. path[0] is the top-level column, path[1:] the field indexes inside the structs;
-// widths[i] is the number of fields of the struct at depth i.
+// parquetTypeNode maps a type to its Parquet node (the caller sets its repetition): a primitive
+// as parquetNode says, a STRUCT a group of OPTIONAL fields, an ARRAY the 3-level LIST layout
+// `(LIST) { repeated group list { optional element } }` and a MAP the layout `(MAP) { repeated
+// group key_value { required key; optional value } }` (Parquet LogicalTypes.md, "Lists" and
+// "Maps"), as Spark writes them.
+func parquetTypeNode(t schema.Type) (parquet.Node, error) {
+	switch t.Kind {
+	case schema.StructKind:
+		if t.Struct == nil || len(t.Struct.Fields) == 0 {
+			return nil, fmt.Errorf("a STRUCT needs fields")
+		}
+		return parquetGroup(*t.Struct)
+	case schema.ArrayKind:
+		if t.Elem == nil {
+			return nil, fmt.Errorf("an ARRAY needs an element type")
+		}
+		e, err := parquetTypeNode(*t.Elem)
+		if err != nil {
+			return nil, fmt.Errorf("element: %w", err)
+		}
+		return parquet.List(parquet.Optional(e)), nil
+	case schema.MapKind:
+		if t.Key == nil || t.Value == nil {
+			return nil, fmt.Errorf("a MAP needs key and value types")
+		}
+		k, err := parquetTypeNode(*t.Key)
+		if err != nil {
+			return nil, fmt.Errorf("key: %w", err)
+		}
+		v, err := parquetTypeNode(*t.Value)
+		if err != nil {
+			return nil, fmt.Errorf("value: %w", err)
+		}
+		return parquet.Map(k, parquet.Optional(v)), nil
+	}
+	return parquetNode(t)
+}
+
+// leaf is one primitive column of a data file: a top-level column, or a field, element, key or
+// value inside nested columns. steps lead from the top-level column path[0] to the leaf. While
+// no ARRAY or MAP is on the way (repeated is false), path[1:] are the field indexes inside the
+// structs and widths[i] the number of fields of the struct at depth i.
 type leaf struct {
-	path   []int
-	widths []int
-	name   string // dotted, for errors
-	typ    schema.Type
+	path     []int
+	widths   []int
+	steps    []step
+	repeated bool   // under an ARRAY or a MAP: the column has repetition levels
+	name     string // dotted, for errors
+	typ      schema.Type
 }
 
 // leaves lists the primitive columns of s depth-first, in the order of the Parquet leaf
-// columns.
+// columns (a MAP's key before its value).
 func leaves(s schema.Schema) []leaf {
 	var out []leaf
-	var walk func(s schema.Schema, path, widths []int, prefix string)
-	walk = func(s schema.Schema, path, widths []int, prefix string) {
-		for i, f := range s.Fields {
-			p := append(append([]int(nil), path...), i)
-			if f.Type.Kind == schema.StructKind && f.Type.Struct != nil {
-				walk(*f.Type.Struct, p, append(append([]int(nil), widths...), len(f.Type.Struct.Fields)), prefix+f.Name+".")
-				continue
+	var walk func(t schema.Type, l leaf)
+	walk = func(t schema.Type, l leaf) {
+		into := func(st step, name string) leaf {
+			n := l
+			n.steps = append(append([]step(nil), l.steps...), st)
+			n.name += name
+			if st.kind != stepField {
+				n.repeated = true
+			} else {
+				n.path = append(append([]int(nil), l.path...), st.idx)
+				n.widths = append(append([]int(nil), l.widths...), st.width)
 			}
-			out = append(out, leaf{path: p, widths: widths, name: prefix + f.Name, typ: f.Type})
+			return n
 		}
+		switch t.Kind {
+		case schema.StructKind:
+			if t.Struct == nil {
+				break
+			}
+			for i, f := range t.Struct.Fields {
+				walk(f.Type, into(step{kind: stepField, idx: i, width: len(t.Struct.Fields), name: f.Name}, "."+f.Name))
+			}
+			return
+		case schema.ArrayKind:
+			if t.Elem != nil {
+				walk(*t.Elem, into(step{kind: stepElem}, ".element"))
+				return
+			}
+		case schema.MapKind:
+			if t.Key != nil && t.Value != nil {
+				walk(*t.Key, into(step{kind: stepKey}, ".key"))
+				walk(*t.Value, into(step{kind: stepValue}, ".value"))
+				return
+			}
+		}
+		l.typ = t
+		out = append(out, l)
 	}
-	walk(s, nil, nil, "")
+	for i, f := range s.Fields {
+		walk(f.Type, leaf{path: []int{i}, name: f.Name})
+	}
 	return out
 }
 
 // value returns the value of the leaf in row r and, when it is NULL, its Parquet definition
-// level: the number of enclosing structs that are not NULL.
+// level: the number of enclosing structs that are not NULL. Only for leaves that are not repeated.
 func (l leaf) value(r []any) (v any, def int, err error) {
 	v = r[l.path[0]]
 	for d, idx := range l.path[1:] {
@@ -282,15 +345,20 @@ func (t *Table) writeParquet(rel string, s schema.Schema, rows [][]any, changeTy
 	lvs := leaves(s)
 	cols := make([]colStats, len(lvs))
 	buf := make([]parquet.Value, 0, writeBatch)
+	var slots []slot
 	for start := 0; start < len(rows) || start == 0; start += rowGroupRows {
 		end := min(start+rowGroupRows, len(rows))
 		cws := w.ColumnWriters()
 		for j, l := range lvs {
 			for b := start; b < end; b += writeBatch {
 				be := min(b+writeBatch, end)
-				buf, err = appendValues(buf[:0], l, rows[b:be], j, &cols[j])
+				buf, slots, err = appendValues(buf[:0], slots[:0], l, rows[b:be], j, &cols[j])
 				if err != nil {
-					return 0, 0, "", fmt.Errorf("delta: %s: row %d: column %q: %w", what, b+len(buf), l.name, err)
+					row := 0
+					if re := (*rowError)(nil); errors.As(err, &re) {
+						row, err = re.Row, re.Err
+					}
+					return 0, 0, "", fmt.Errorf("delta: %s: row %d: column %q: %w", what, b+row, l.name, err)
 				}
 				if _, err := cws[j].WriteRowValues(buf); err != nil {
 					return 0, 0, "", fmt.Errorf("delta: %s: column %q: %w", what, l.name, err)
@@ -348,55 +416,82 @@ func (t *Table) writeParquet(rel string, s schema.Schema, rows [][]any, changeTy
 	return st.Size(), st.ModTime().UnixMilli(), stats, nil
 }
 
+// slot is one value of a leaf column before conversion: v (nil for NULL), its repetition and
+// definition levels, and the row of the batch it belongs to (for errors).
+type slot struct {
+	v        any
+	rep, def int32
+	row      int32
+}
+
 // appendValues appends the Parquet values of leaf l of rows, the j-th leaf column, to buf and
-// folds them into the column's statistics. A value has the definition level of its depth (1 for
-// a top-level column), a NULL the number of enclosing structs that are not NULL. On a type
-// error, the returned buf holds the values before the bad row.
-func appendValues(buf []parquet.Value, l leaf, rows [][]any, j int, st *colStats) ([]parquet.Value, error) {
-	t, top, maxDef := l.typ, l.path[0], len(l.path)
-	null := parquet.NullValue().Level(0, 0, j)
-	for _, r := range rows {
-		v := r[top]
-		if maxDef > 1 {
-			var def int
-			var err error
-			if v, def, err = l.value(r); err != nil {
-				return buf, err
+// folds them into the column's statistics; slots is scratch space, returned for reuse. A value
+// has the definition level of its depth (1 for a top-level column), a NULL the number of
+// enclosing structs that are not NULL; leaves under an ARRAY or MAP take their values and levels
+// from appendRepeated, and keep no bounds. A value of the wrong Go type, or beyond its type's
+// range, is a *rowError.
+func appendValues(buf []parquet.Value, slots []slot, l leaf, rows [][]any, j int, st *colStats) ([]parquet.Value, []slot, error) {
+	t := &l.typ
+	n := len(rows)
+	if l.repeated {
+		var err error
+		if slots, err = appendRepeated(slots, l, rows, st); err != nil {
+			return buf, slots, err
+		}
+		n = len(slots)
+		st = &colStats{} // no bounds for the leaves of an ARRAY or a MAP
+	}
+	top, maxDef := l.path[0], len(l.path)
+	for i := range n {
+		var v any
+		rep, def, row := 0, maxDef, i
+		if l.repeated {
+			sl := slots[i]
+			v, rep, def, row = sl.v, int(sl.rep), int(sl.def), int(sl.row)
+		} else if v = rows[i][top]; maxDef > 1 {
+			x, d, err := l.value(rows[i])
+			if err != nil {
+				return buf, slots, &rowError{Row: i, Err: err}
 			}
-			if v == nil {
-				st.nulls++
-				buf = append(buf, parquet.NullValue().Level(0, def, j))
-				continue
+			if v = x; v == nil {
+				def = d
 			}
+		} else if v == nil {
+			def = 0
 		}
 		if v == nil {
 			st.nulls++
-			buf = append(buf, null)
+			buf = append(buf, parquet.NullValue().Level(rep, def, j))
 			continue
 		}
 		var pv parquet.Value
+		var err error
 		switch t.Kind {
 		case schema.Long:
 			x, ok := v.(int64)
 			if !ok {
-				return buf, typeError(t, v)
+				err = typeError(t, v)
+				break
 			}
 			st.int(x)
 			pv = parquet.Int64Value(x)
 		case schema.Integer:
 			x, ok := v.(int32)
 			if !ok {
-				return buf, typeError(t, v)
+				err = typeError(t, v)
+				break
 			}
 			if (t.Storage == schema.StorageShort && int32(int16(x)) != x) || (t.Storage == schema.StorageByte && int32(int8(x)) != x) {
-				return buf, fmt.Errorf("%d does not fit %s", x, t.DDL())
+				err = fmt.Errorf("%d does not fit %s", x, t.DDL())
+				break
 			}
 			st.int(int64(x))
 			pv = parquet.Int32Value(x)
 		case schema.String:
 			x, ok := v.(string)
 			if !ok {
-				return buf, typeError(t, v)
+				err = typeError(t, v)
+				break
 			}
 			if t.Storage != schema.StorageBinary {
 				st.str(x)
@@ -406,7 +501,8 @@ func appendValues(buf []parquet.Value, l leaf, rows [][]any, j int, st *colStats
 		case schema.Double:
 			x, ok := v.(float64)
 			if !ok {
-				return buf, typeError(t, v)
+				err = typeError(t, v)
+				break
 			}
 			st.float(x)
 			if t.Storage == schema.StorageFloat {
@@ -417,16 +513,19 @@ func appendValues(buf []parquet.Value, l leaf, rows [][]any, j int, st *colStats
 		case schema.Boolean:
 			x, ok := v.(bool)
 			if !ok {
-				return buf, typeError(t, v)
+				err = typeError(t, v)
+				break
 			}
 			pv = parquet.BooleanValue(x)
 		case schema.DecimalKind:
 			x, ok := v.(schema.Decimal)
 			if !ok {
-				return buf, typeError(t, v)
+				err = typeError(t, v)
+				break
 			}
 			if x >= pow10[t.Precision] || x <= -pow10[t.Precision] {
-				return buf, fmt.Errorf("%s does not fit %s", schema.FormatDecimal(x, t.Scale), t.DDL())
+				err = fmt.Errorf("%s does not fit %s", schema.FormatDecimal(x, t.Scale), t.DDL())
+				break
 			}
 			st.int(int64(x))
 			if t.Precision <= 9 {
@@ -437,23 +536,28 @@ func appendValues(buf []parquet.Value, l leaf, rows [][]any, j int, st *colStats
 		case schema.DateKind:
 			x, ok := v.(schema.Date)
 			if !ok {
-				return buf, typeError(t, v)
+				err = typeError(t, v)
+				break
 			}
 			st.int(int64(x))
 			pv = parquet.Int32Value(int32(x))
 		case schema.TimestampKind:
 			x, ok := v.(schema.Timestamp)
 			if !ok {
-				return buf, typeError(t, v)
+				err = typeError(t, v)
+				break
 			}
 			st.int(int64(x))
 			pv = parquet.Int64Value(int64(x))
 		default:
-			return buf, fmt.Errorf("type %s is not supported", t.DDL())
+			err = fmt.Errorf("type %s is not supported", t.DDL())
 		}
-		buf = append(buf, pv.Level(0, maxDef, j))
+		if err != nil {
+			return buf, slots, &rowError{Row: row, Err: err}
+		}
+		buf = append(buf, pv.Level(rep, def, j))
 	}
-	return buf, nil
+	return buf, slots, nil
 }
 
 var pow10 = func() [19]schema.Decimal {
@@ -465,6 +569,6 @@ var pow10 = func() [19]schema.Decimal {
 	return p
 }()
 
-func typeError(t schema.Type, v any) error {
+func typeError(t *schema.Type, v any) error {
 	return fmt.Errorf("a %T is not a value of %s", v, t.DDL())
 }

@@ -81,7 +81,8 @@ func (c *colStats) str(v string) {
 // JSON numbers with the column's scale, DATE "2024-01-31", TIMESTAMP truncated down to
 // milliseconds "2024-01-31T10:00:00.000Z", strings cut to StatsStringPrefix characters (the max
 // gets a tie-breaker character so that it stays an upper bound, or is left out). STRUCT columns
-// get nested objects, mirroring the schema. cols holds the statistics of the leaves of s, in
+// get nested objects, mirroring the schema; ARRAY and MAP columns get only their nullCount (the
+// rows where the column is NULL), as Spark's stats collection does. cols holds the statistics of the leaves of s, in
 // the order of leaves(s).
 func statsJSON(s schema.Schema, numRecords int64, cols []colStats) string {
 	var b bytes.Buffer
@@ -111,6 +112,14 @@ func writeStatsObject(b *bytes.Buffer, s schema.Schema, cols []colStats, next *i
 		ok := false
 		if f.Type.Kind == schema.StructKind && f.Type.Struct != nil {
 			ok = writeStatsObject(b, *f.Type.Struct, cols, next, key)
+		} else if f.Type.Kind == schema.ArrayKind || f.Type.Kind == schema.MapKind {
+			// No bounds for an ARRAY or a MAP; its first leaf counts the column's NULLs.
+			c := &cols[*next]
+			*next += len(leaves(schema.Schema{Fields: []schema.Field{f}}))
+			if key == "nullCount" {
+				b.WriteString(strconv.FormatInt(c.nulls, 10))
+				ok = true
+			}
 		} else {
 			c := &cols[*next]
 			*next++

@@ -26,7 +26,8 @@ type Program struct {
 
 // sample returns a value of the Go type an expression sees for a column of type t.
 // DECIMAL and DOUBLE are float64, BIGINT and INT are int, DATE is a "YYYY-MM-DD" string,
-// TIMESTAMP is a time.Time, STRUCT a map of its fields.
+// TIMESTAMP is a time.Time, STRUCT a map of its fields, ARRAY a slice of its elements, MAP a map
+// from its keys' text to its values.
 func sample(t schema.Type) any {
 	switch t.Kind {
 	case schema.Long, schema.Integer:
@@ -37,8 +38,10 @@ func sample(t schema.Type) any {
 		return false
 	case schema.TimestampKind:
 		return time.Time{}
-	case schema.StructKind:
+	case schema.StructKind, schema.MapKind:
 		return map[string]any{}
+	case schema.ArrayKind:
+		return []any{}
 	}
 	return ""
 }
@@ -63,12 +66,28 @@ func ExprValue(t schema.Type, v any) any {
 	case schema.Timestamp:
 		return time.UnixMicro(int64(x)).UTC()
 	case []any: // a STRUCT: a map of its fields, each as expressions see it (`addr.city`)
+		if t.Kind == schema.ArrayKind && t.Elem != nil { // an ARRAY: its elements (`len(tags) > 0`)
+			out := make([]any, len(x))
+			for i, e := range x {
+				out[i] = ExprValue(*t.Elem, e)
+			}
+			return out
+		}
 		if t.Kind != schema.StructKind || t.Struct == nil {
 			return v
 		}
 		m := make(map[string]any, len(x))
 		for i, f := range t.Struct.Fields {
 			m[f.Name] = ExprValue(f.Type, x[i])
+		}
+		return m
+	case schema.Map: // a MAP: keys as text (`attrs["color"]`), values as expressions see them
+		if t.Kind != schema.MapKind || t.Key == nil || t.Value == nil {
+			return v
+		}
+		m := make(map[string]any, len(x))
+		for _, e := range x {
+			m[schema.Text(*t.Key, e.Key)] = ExprValue(*t.Value, e.Value)
 		}
 		return m
 	}

@@ -88,16 +88,16 @@ func TestInferHeaderlessHints(t *testing.T) {
 func TestInferCaseVariants(t *testing.T) {
 	t.Parallel()
 	p, landing := inferPipeline(t, "      format: json\n", map[string]string{"a.json": `{"id": 1, "ID": 2}` + "\n"})
-	if got := p.Dataset("raw").Schema.DDL(); got != "ID STRING, _rescued_data STRING" {
+	if got := p.Dataset("raw").Schema.DDL(); got != "ID BIGINT, _rescued_data STRING" {
 		t.Fatalf("schema %s", got)
 	}
 	write(t, filepath.Join(landing, "b.json"), []byte(`{"Id": 3}`+"\n"))
 	if _, _, err := ingest(t, p); err != nil {
 		t.Fatal(err)
 	}
-	if got := p.Dataset("raw").Schema.DDL(); got != "ID STRING, _rescued_data STRING" {
+	if got := p.Dataset("raw").Schema.DDL(); got != "ID BIGINT, _rescued_data STRING" {
 		t.Fatalf("schema after b.json %s", got)
 	}
 	a, b := filepath.Join(landing, "a.json"), filepath.Join(landing, "b.json")
-	wantRows(t, p, `"2" "{\"_file_path\":\"`+a+`\",\"id\":1}"`, `null "{\"Id\":3,\"_file_path\":\"`+b+`\"}"`)
+	wantRows(t, p, `2 "{\"_file_path\":\"`+a+`\",\"id\":1}"`, `null "{\"Id\":3,\"_file_path\":\"`+b+`\"}"`)
 }

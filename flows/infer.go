@@ -64,9 +64,9 @@ func resolveInferred(p *spec.Pipeline, d *spec.Dataset) error {
 }
 
 // inferSchema infers a source's columns from its files, as Auto Loader does for formats that do
-// not store types: every column STRING, or, with infer_column_types, the narrowest of INT (csv
-// only), BIGINT, DOUBLE, BOOLEAN and STRING that holds every value seen (JSON nested values are
-// STRING). JSON columns are sorted by name; CSV columns are in header order (_c0, _c1, ...
+// not store types: every column STRING (JSON nested values too), or, with infer_column_types,
+// the narrowest of INT (csv only), BIGINT, DOUBLE, BOOLEAN and STRING that holds every value
+// seen, and for JSON objects STRUCT and arrays ARRAY, nested (see shape.typ). JSON columns are sorted by name; CSV columns are in header order (_c0, _c1, ...
 // without a header). schema_hints then set the type of the columns they name, and add those not
 // seen.
 func inferSchema(src *spec.Source) (schema.Schema, error) {
@@ -80,8 +80,8 @@ func inferSchema(src *spec.Source) (schema.Schema, error) {
 	if src.Format == spec.FormatParquet {
 		return inferParquet(src, files)
 	}
-	typed := src.Options[spec.InferColumnTypes] == "true"
-	inf := &inferrer{kinds: map[string]kindSet{}}
+	typed := inferTypes(src)
+	inf := newInferrer()
 	var budget int64 = inferMaxBytes
 	for i, f := range files {
 		if i >= inferMaxFiles || budget <= 0 {
@@ -109,11 +109,22 @@ func inferSchema(src *spec.Source) (schema.Schema, error) {
 	for _, name := range inf.order {
 		t := schema.Type{Kind: schema.String}
 		if typed {
-			t = inf.kinds[name].widest(src.Format == spec.FormatCSV)
+			t = inf.typeOf(name, src.Format == spec.FormatCSV)
 		}
 		out.Fields = append(out.Fields, schema.Field{Name: name, Type: t, Nullable: true})
 	}
 	return withHints(src, out)
+}
+
+// inferTypes reports whether inference types the columns of src: the source's
+// infer_column_types when it is set; otherwise true for JSON, whose values carry their kinds
+// (issue "Bronze ingestion": "JSON value types"), and false for CSV, whose columns are STRING
+// unless asked, as Auto Loader's cloudFiles.inferColumnTypes.
+func inferTypes(src *spec.Source) bool {
+	if v, ok := src.Options[spec.InferColumnTypes]; ok {
+		return v == "true"
+	}
+	return src.Format != spec.FormatCSV
 }
 
 // withHints applies the source's schema_hints to inferred columns.
@@ -169,13 +180,104 @@ func (k kindSet) widest(allowInt bool) schema.Type {
 	return schema.Type{Kind: schema.String}
 }
 
-// inferrer collects the columns seen, in first-seen order, and the kinds of their values. A
-// name that differs only in case from one seen before is not a column of its own (Delta column
-// names are case-insensitive): its values are rescued when read (semantics.md "Ingestion").
+// inferrer collects the columns seen, in first-seen order, and the kinds of their values (for
+// JSON, the shape of their values). A name that differs only in case from one seen before is not
+// a column of its own (Delta column names are case-insensitive): its values are rescued when
+// read (semantics.md "Ingestion").
 type inferrer struct {
-	order []string
-	kinds map[string]kindSet
-	lower map[string]bool
+	order  []string
+	kinds  map[string]kindSet
+	shapes map[string]*shape
+	lower  map[string]bool
+}
+
+func newInferrer() *inferrer {
+	return &inferrer{kinds: map[string]kindSet{}, shapes: map[string]*shape{}}
+}
+
+// typeOf is the inferred type of column name: its JSON shape's type, else the widest of its kinds.
+func (inf *inferrer) typeOf(name string, allowInt bool) schema.Type {
+	if sh := inf.shapes[name]; sh != nil {
+		return sh.typ()
+	}
+	return inf.kinds[name].widest(allowInt)
+}
+
+// shape is what the JSON values at one place (a column, a struct field, the elements of an
+// array) were: the primitive kinds seen, and the shapes of the objects and arrays seen.
+type shape struct {
+	kinds  kindSet
+	fields map[string]*shape // the objects' fields, nil when no object was seen
+	elem   *shape            // the arrays' elements, nil when no array was seen
+}
+
+// add folds one decoded JSON value (numbers as json.Number) into the shape.
+func (sh *shape) add(v any) {
+	switch x := v.(type) {
+	case nil:
+	case bool:
+		sh.kinds.boolean = true
+	case json.Number:
+		if _, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+			sh.kinds.int64 = true
+		} else {
+			sh.kinds.double = true
+		}
+	case string:
+		sh.kinds.str = true
+	case map[string]any:
+		if sh.fields == nil {
+			sh.fields = map[string]*shape{}
+		}
+		for k, fv := range x {
+			f := sh.fields[k]
+			if f == nil {
+				f = &shape{}
+				sh.fields[k] = f
+			}
+			f.add(fv)
+		}
+	case []any:
+		if sh.elem == nil {
+			sh.elem = &shape{}
+		}
+		for _, e := range x {
+			sh.elem.add(e)
+		}
+	default:
+		sh.kinds.str = true
+	}
+}
+
+// typ is the type that holds every value of the shape, as Spark's JSON schema inference
+// (JsonInferSchema) merges types: primitives widen as kindSet.widest says; objects give a STRUCT
+// of every field seen in any of them, sorted by name as Spark sorts inferred fields; arrays an
+// ARRAY of their elements' type (STRING when no element was ever seen, as for `[]`); values of
+// incompatible kinds (an object and a number, an array and an object, ...) and objects with no
+// field give STRING, their JSON text.
+func (sh *shape) typ() schema.Type {
+	prim := sh.kinds != kindSet{}
+	switch {
+	case sh.fields != nil && !prim && sh.elem == nil:
+		if len(sh.fields) == 0 {
+			break
+		}
+		names := make([]string, 0, len(sh.fields))
+		for n := range sh.fields {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		var st schema.Schema
+		for _, n := range names {
+			st.Fields = append(st.Fields, schema.Field{Name: n, Type: sh.fields[n].typ(), Nullable: true})
+		}
+		return schema.Type{Kind: schema.StructKind, Struct: &st}
+	case sh.elem != nil && !prim && sh.fields == nil:
+		return schema.ArrayOf(sh.elem.typ())
+	case sh.fields == nil && sh.elem == nil:
+		return sh.kinds.widest(false)
+	}
+	return schema.Type{Kind: schema.String}
 }
 
 // column records name; it reports whether name is a column (not a case variant of one).
@@ -272,21 +374,12 @@ func (inf *inferrer) json(src *spec.Source, in io.Reader) error {
 			if !inf.column(name) {
 				continue
 			}
-			k := inf.kinds[name]
-			switch x := v.(type) {
-			case nil:
-			case bool:
-				k.boolean = true
-			case json.Number:
-				if _, err := strconv.ParseInt(string(x), 10, 64); err == nil {
-					k.int64 = true
-				} else {
-					k.double = true
-				}
-			default:
-				k.str = true
+			sh := inf.shapes[name]
+			if sh == nil {
+				sh = &shape{}
+				inf.shapes[name] = sh
 			}
-			inf.kinds[name] = k
+			sh.add(v)
 		}
 	}
 	if src.Options[spec.JSONMultiline] == "true" {
@@ -317,8 +410,8 @@ func evolveSchema(d *spec.Dataset, todo []inputFile, meta *delta.Metadata) (bool
 	if src.Format == spec.FormatParquet {
 		return evolveParquet(d, todo, meta, known)
 	}
-	typed := src.Options[spec.InferColumnTypes] == "true"
-	inf := &inferrer{kinds: map[string]kindSet{}}
+	typed := inferTypes(src)
+	inf := newInferrer()
 	var added []string
 	for _, f := range todo {
 		in, err := openInput(f.abs)
@@ -359,7 +452,7 @@ func evolveSchema(d *spec.Dataset, todo []inputFile, meta *delta.Metadata) (bool
 	for _, name := range added {
 		t := schema.Type{Kind: schema.String}
 		if typed {
-			t = inf.kinds[name].widest(src.Format == spec.FormatCSV)
+			t = inf.typeOf(name, src.Format == spec.FormatCSV)
 		}
 		if i := src.SchemaHints.Index(name); i >= 0 {
 			t = src.SchemaHints.Fields[i].Type

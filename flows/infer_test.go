@@ -38,12 +38,29 @@ func mkdir(t *testing.T, dir string) string {
 	return dir
 }
 
-// TestInferJSONStrings: without infer_column_types every inferred column is STRING (Auto
+// TestInferJSONDefault: without infer_column_types a JSON source's columns take their values'
+// types (issue "Bronze ingestion": "JSON value types"): integers BIGINT, a column with integers
+// and decimals DOUBLE, arrays ARRAY; columns sorted by name, plus _rescued_data.
+func TestInferJSONDefault(t *testing.T) {
+	t.Parallel()
+	p, _ := inferPipeline(t, "      format: json\n", map[string]string{
+		"a.json": `{"id": 1, "name": "a", "tags": ["x"]}` + "\n" + `{"id": 2, "amount": 2.5}` + "\n" + `{"id": 3, "amount": 4}` + "\n",
+	})
+	if got := p.Dataset("raw").Schema.DDL(); got != "amount DOUBLE, id BIGINT, name STRING, tags ARRAY<STRING>, _rescued_data STRING" {
+		t.Fatalf("schema %s", got)
+	}
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, p, `null 1 "a" ["x"] null`, `2.5 2 null null null`, `4 3 null null null`)
+}
+
+// TestInferJSONStrings: with infer_column_types: false every inferred column is STRING (Auto
 // Loader's default for JSON), columns sorted by name, nested values kept as JSON text, plus
 // _rescued_data; the schema is stored as the table's.
 func TestInferJSONStrings(t *testing.T) {
 	t.Parallel()
-	p, _ := inferPipeline(t, "      format: json\n", map[string]string{
+	p, _ := inferPipeline(t, "      format: json\n      options: {infer_column_types: false}\n", map[string]string{
 		"a.json": `{"id": 1, "name": "a", "tags": ["x"]}` + "\n" + `{"id": 2, "amount": 2.5}` + "\n",
 	})
 	if got := p.Dataset("raw").Schema.DDL(); got != "amount STRING, id STRING, name STRING, tags STRING, _rescued_data STRING" {

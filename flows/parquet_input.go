@@ -9,7 +9,8 @@ import (
 )
 
 // eachParquetRow reads a Parquet input file (as Spark, DuckDB or pyarrow write it; the types
-// delta.Table.ReadFile reads) into rows of the declared schema, columns matched by name: a column
+// delta.Table.ReadFile reads, nested STRUCT, LIST and MAP columns included, legacy 2-level lists
+// too) into rows of the declared schema, columns matched by name: a column
 // the file lacks is NULL, file columns not in the schema are ignored. Row i is reported at "line"
 // i+1. A file that cannot be read (not Parquet, truncated, a column of an incompatible type) is
 // one malformed record: a row of NULLs with the reason (the mode applies), never a crash; when

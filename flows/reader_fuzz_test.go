@@ -36,30 +36,8 @@ func checkRows(t *testing.T, src *spec.Source, input []byte) {
 		}
 		last = lineNo
 		for i, f := range src.Schema.Fields {
-			if row[i] == nil {
-				continue
-			}
-			ok := false
-			switch row[i].(type) {
-			case int32:
-				ok = f.Type.Kind == schema.Integer
-			case int64:
-				ok = f.Type.Kind == schema.Long
-			case string:
-				ok = f.Type.Kind == schema.String
-			case schema.Decimal:
-				ok = f.Type.Kind == schema.DecimalKind
-			case float64:
-				ok = f.Type.Kind == schema.Double
-			case bool:
-				ok = f.Type.Kind == schema.Boolean
-			case schema.Date:
-				ok = f.Type.Kind == schema.DateKind
-			case schema.Timestamp:
-				ok = f.Type.Kind == schema.TimestampKind
-			}
-			if !ok {
-				return fmt.Errorf("column %s holds %T", f.Name, row[i])
+			if !holds(f.Type, row[i]) {
+				return fmt.Errorf("column %s holds %#v, not a value of %s", f.Name, row[i], f.Type.DDL())
 			}
 		}
 		if !parsed && len(bad) == 0 {
@@ -70,6 +48,63 @@ func checkRows(t *testing.T, src *spec.Source, input []byte) {
 	if err != nil {
 		t.Fatalf("input %q: %v", input, err)
 	}
+}
+
+// holds reports whether v is nil or a Go value of type t (schema package invariant), nested
+// values checked all the way down.
+func holds(t schema.Type, v any) bool {
+	if v == nil {
+		return true
+	}
+	switch x := v.(type) {
+	case int32:
+		return t.Kind == schema.Integer
+	case int64:
+		return t.Kind == schema.Long
+	case string:
+		return t.Kind == schema.String
+	case schema.Decimal:
+		return t.Kind == schema.DecimalKind
+	case float64:
+		return t.Kind == schema.Double
+	case bool:
+		return t.Kind == schema.Boolean
+	case schema.Date:
+		return t.Kind == schema.DateKind
+	case schema.Timestamp:
+		return t.Kind == schema.TimestampKind
+	case []any:
+		switch t.Kind {
+		case schema.StructKind:
+			if len(x) != len(t.Struct.Fields) {
+				return false
+			}
+			for i, f := range t.Struct.Fields {
+				if !holds(f.Type, x[i]) {
+					return false
+				}
+			}
+			return true
+		case schema.ArrayKind:
+			for _, e := range x {
+				if !holds(*t.Elem, e) {
+					return false
+				}
+			}
+			return true
+		}
+	case schema.Map:
+		if t.Kind != schema.MapKind {
+			return false
+		}
+		for _, e := range x {
+			if e.Key == nil || !holds(*t.Key, e.Key) || !holds(*t.Value, e.Value) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // FuzzCSVReader: no input crashes the CSV reader, whatever the options (the seed corpus is in
@@ -103,12 +138,16 @@ func FuzzCSVReader(f *testing.F) {
 	})
 }
 
-// FuzzJSONReader: no input crashes the JSON reader, one object a line or multiline (the seed
+// FuzzJSONReader: no input crashes the JSON reader, one object a line or multiline, over a
+// schema of every primitive kind and over one of nested STRUCT, ARRAY and MAP columns (the seed
 // corpus is in testdata/fuzz/FuzzJSONReader).
 func FuzzJSONReader(f *testing.F) {
 	f.Add([]byte(`{"id": 1, "s": "a", "d": 1.005, "at": "2024-01-31T12:00:00+02:00"}`+"\n[1]\nnot json\n"), false)
 	f.Add([]byte("\xEF\xBB\xBF[\n {\"id\": 1, \"x\": {\"y\": [1, 2]}},\n 7,\n {\"id\": \"2\"}\n]\n"), true)
 	f.Add([]byte("{\"id\": 1}\n{\"id\": \n"), true)
+	f.Add([]byte(`{"id": 1, "tags": ["a", null, 3], "m": {"b": 2, "a": null, "c": "x"}, "st": {"a": 1, "l": [1.5, "2", null]}, "mm": {"7": [{"x": "2024-01-31"}, null], "q": []}}`+"\n"+
+		`{"id": 2, "tags": [], "m": {}, "st": {"l": []}, "mm": {}}`+"\n"+`{"tags": [[1]], "m": [1], "st": [], "mm": {"1": {"x": 1}}}`+"\n"), false)
+	f.Add([]byte("[{\"tags\": [\"a\"], \"m\": {\"k\": 1}},\n {\"st\": {\"l\": [1, [2]]}, \"mm\": {\"-3\": [{}]}}]\n"), true)
 	f.Fuzz(func(t *testing.T, input []byte, multiline bool) {
 		opts := map[string]string{}
 		if multiline {
@@ -116,5 +155,12 @@ func FuzzJSONReader(f *testing.F) {
 		}
 		checkRows(t, fuzzSource(t, "json", opts, "_rescued"), input)
 		checkRows(t, fuzzSource(t, "json", opts, ""), input)
+		nested := fuzzSource(t, "json", opts, "_rescued")
+		ns, err := schema.ParseDDL("id INT, tags ARRAY<STRING>, m MAP<STRING, BIGINT>, st STRUCT<a: INT, l: ARRAY<DOUBLE>>, mm MAP<INT, ARRAY<STRUCT<x: DATE>>>")
+		if err != nil {
+			t.Fatal(err)
+		}
+		nested.Schema = ns
+		checkRows(t, nested, input)
 	})
 }

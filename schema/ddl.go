@@ -19,8 +19,10 @@ func (e *DDLError) Error() string { return fmt.Sprintf("at character %d: %s", e.
 // ParseDDL parses a Spark DDL schema string such as
 // "op STRING, order_id BIGINT, amount DECIMAL(10,2), at TIMESTAMP". Type names are
 // case-insensitive and accept Spark's synonyms (LONG, INTEGER, BOOL, NUMERIC/DEC). Column names
-// may be quoted with backticks. STRUCT<name: TYPE, ...> (the colon is optional) nests columns;
-// ARRAY and MAP are refused as not supported yet.
+// may be quoted with backticks. STRUCT<name: TYPE, ...> (the colon is optional), ARRAY<TYPE> and
+// MAP<KEY, VALUE> nest at any depth ("tags ARRAY<STRUCT<a: INT, b: ARRAY<STRING>>>"), in upper or
+// lower case as Spark prints them ("array<int>"). A MAP key cannot be a MAP (Spark refuses map
+// types as keys).
 // Errors are *DDLError with the offset of the problem.
 func ParseDDL(s string) (Schema, error) {
 	p := &ddlParser{s: s}
@@ -166,12 +168,78 @@ func (p *ddlParser) typ() (Type, error) {
 		return t, nil
 	case "STRUCT":
 		return p.structType(start)
-	case "ARRAY", "MAP", "FLOAT", "SMALLINT", "TINYINT", "BINARY", "TIMESTAMP_NTZ", "VOID", "INTERVAL", "CHAR", "VARCHAR":
-		return Type{}, &DDLError{start, fmt.Sprintf("type %s is not supported yet; supported: BIGINT, INT, STRING, DOUBLE, BOOLEAN, DECIMAL(p,s), DATE, TIMESTAMP", w)}
+	case "ARRAY":
+		return p.arrayType()
+	case "MAP":
+		return p.mapType()
+	case "FLOAT", "SMALLINT", "TINYINT", "BINARY", "TIMESTAMP_NTZ", "VOID", "INTERVAL", "CHAR", "VARCHAR":
+		return Type{}, &DDLError{start, fmt.Sprintf("type %s is not supported yet; supported: "+supportedTypes, w)}
 	case "":
 		return Type{}, &DDLError{start, fmt.Sprintf("expected a type after the column name, found %q", rest(p.s[start:]))}
 	}
-	return Type{}, &DDLError{start, fmt.Sprintf("unknown type %q; supported: BIGINT, INT, STRING, DOUBLE, BOOLEAN, DECIMAL(p,s), DATE, TIMESTAMP", w)}
+	return Type{}, &DDLError{start, fmt.Sprintf("unknown type %q; supported: "+supportedTypes, w)}
+}
+
+// supportedTypes lists the DDL types ParseDDL accepts, for errors.
+const supportedTypes = "BIGINT, INT, STRING, DOUBLE, BOOLEAN, DECIMAL(p,s), DATE, TIMESTAMP, STRUCT<name: TYPE, ...>, ARRAY<TYPE>, MAP<KEY, VALUE>"
+
+// open consumes the '<' after the keyword kw, or returns the error showing the expected form.
+func (p *ddlParser) open(kw, form string) error {
+	p.space()
+	if p.pos >= len(p.s) || p.s[p.pos] != '<' {
+		return &DDLError{p.pos, fmt.Sprintf("expected '<' after %s: %s", kw, form)}
+	}
+	p.pos++
+	p.space()
+	return nil
+}
+
+// arrayType parses the <TYPE> of an ARRAY.
+func (p *ddlParser) arrayType() (Type, error) {
+	if err := p.open("ARRAY", "ARRAY<TYPE>"); err != nil {
+		return Type{}, err
+	}
+	et, err := p.typ()
+	if err != nil {
+		return Type{}, err
+	}
+	p.space()
+	if p.pos >= len(p.s) || p.s[p.pos] != '>' {
+		return Type{}, &DDLError{p.pos, fmt.Sprintf("expected '>' to close ARRAY<%s>, found %q", et.DDL(), rest(p.s[p.pos:]))}
+	}
+	p.pos++
+	return ArrayOf(et), nil
+}
+
+// mapType parses the <KEY, VALUE> of a MAP.
+func (p *ddlParser) mapType() (Type, error) {
+	if err := p.open("MAP", "MAP<KEY, VALUE>"); err != nil {
+		return Type{}, err
+	}
+	at := p.pos
+	kt, err := p.typ()
+	if err != nil {
+		return Type{}, err
+	}
+	if kt.Kind == MapKind {
+		return Type{}, &DDLError{at, "a MAP key cannot be a MAP"}
+	}
+	p.space()
+	if p.pos >= len(p.s) || p.s[p.pos] != ',' {
+		return Type{}, &DDLError{p.pos, fmt.Sprintf("expected ',' between the key and value types of MAP<KEY, VALUE>, found %q", rest(p.s[p.pos:]))}
+	}
+	p.pos++
+	p.space()
+	vt, err := p.typ()
+	if err != nil {
+		return Type{}, err
+	}
+	p.space()
+	if p.pos >= len(p.s) || p.s[p.pos] != '>' {
+		return Type{}, &DDLError{p.pos, fmt.Sprintf("expected '>' to close MAP<%s, %s>, found %q", kt.DDL(), vt.DDL(), rest(p.s[p.pos:]))}
+	}
+	p.pos++
+	return MapOf(kt, vt), nil
 }
 
 // structType parses the <name: TYPE, ...> of a STRUCT whose keyword starts at start.

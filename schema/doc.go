@@ -5,5 +5,8 @@
 // to typed values, and writes values in the `jsonl` form of spec.md §2.
 //
 // Invariant: a row is a []any whose i-th value is nil (SQL NULL) or exactly the Go type that
-// Value documents for the i-th field's Kind. Every package that moves rows relies on it.
+// the Kind constants document for the i-th field's Kind. Nested values follow it recursively: a
+// STRUCT is a []any of its fields in order, an ARRAY a []any of its elements (nil for a NULL
+// element; an empty array is a non-nil empty slice), a MAP a Map ([]MapEntry, entries in order,
+// keys never nil). Every package that moves rows relies on it.
 package schema

@@ -37,7 +37,7 @@ func TestParseDDLErrors(t *testing.T) {
 		{"a DECIMAL(40,2)", 2},
 		{"a DECIMAL(5,6)", 2},
 		{"", 0},
-		{"a ARRAY<STRING>", 2},
+		{"a ARRAY<BINARY>", 8},
 	}
 	for _, c := range cases {
 		_, err := ParseDDL(c.in)

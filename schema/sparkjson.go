@@ -29,21 +29,48 @@ func (s Schema) SparkJSON() string {
 func (s Schema) sparkStruct() sparkStruct {
 	st := sparkStruct{Type: "struct", Fields: make([]sparkField, len(s.Fields))}
 	for i, f := range s.Fields {
-		var tj []byte
-		if f.Type.Kind == StructKind {
-			tj, _ = json.Marshal(f.Type.Struct.sparkStruct())
-		} else {
-			tj, _ = json.Marshal(f.Type.SparkName())
-		}
+		tj, _ := json.Marshal(f.Type.sparkType())
 		st.Fields[i] = sparkField{Name: f.Name, Type: tj, Nullable: f.Nullable, Metadata: map[string]any{}}
 	}
 	return st
 }
 
+// sparkArray and sparkMap are the schemaString forms of ARRAY and MAP (Delta PROTOCOL.md, "Array
+// Type" and "Map Type"); field order is Spark's.
+type sparkArray struct {
+	Type         string `json:"type"`
+	ElementType  any    `json:"elementType"`
+	ContainsNull bool   `json:"containsNull"`
+}
+
+type sparkMap struct {
+	Type              string `json:"type"`
+	KeyType           any    `json:"keyType"`
+	ValueType         any    `json:"valueType"`
+	ValueContainsNull bool   `json:"valueContainsNull"`
+}
+
+// sparkType is the JSON value of the type in a schemaString: a name for a primitive type, an
+// object for a nested one.
+func (t Type) sparkType() any {
+	switch t.Kind {
+	case StructKind:
+		return t.Struct.sparkStruct()
+	case ArrayKind:
+		return sparkArray{Type: "array", ElementType: t.Elem.sparkType(), ContainsNull: true}
+	case MapKind:
+		return sparkMap{Type: "map", KeyType: t.Key.sparkType(), ValueType: t.Value.sparkType(), ValueContainsNull: true}
+	}
+	return t.SparkName()
+}
+
 var decimalName = regexp.MustCompile(`^decimal\((\d+),\s*(\d+)\)$`)
 
-// ParseSparkJSON reads a Delta schemaString. Nested or unsupported types are an error naming the
-// column and the type, so that a table Tributary cannot read is refused rather than read wrong.
+// ParseSparkJSON reads a Delta schemaString, nested struct, array and map types included at any
+// depth (Delta PROTOCOL.md, "Schema Serialization Format"; containsNull and valueContainsNull are
+// read as true, since every value Tributary holds may be NULL). Unsupported types are an error
+// naming the column and the type, so that a table Tributary cannot read is refused rather than
+// read wrong.
 func ParseSparkJSON(s string) (Schema, error) {
 	var st sparkStruct
 	if err := json.Unmarshal([]byte(s), &st); err != nil {
@@ -58,26 +85,66 @@ func fromSparkStruct(st sparkStruct) (Schema, error) {
 	}
 	out := Schema{}
 	for _, f := range st.Fields {
-		var name string
-		if err := json.Unmarshal(f.Type, &name); err != nil {
-			var inner sparkStruct
-			if json.Unmarshal(f.Type, &inner) == nil && inner.Type == "struct" {
-				is, err := fromSparkStruct(inner)
-				if err != nil {
-					return Schema{}, fmt.Errorf("schema: column %q: %w", f.Name, err)
-				}
-				out.Fields = append(out.Fields, Field{Name: f.Name, Type: Type{Kind: StructKind, Struct: &is}, Nullable: f.Nullable})
-				continue
-			}
-			return Schema{}, fmt.Errorf("schema: column %q has a nested type (%s), which is not supported yet", f.Name, string(f.Type))
-		}
-		t, err := typeFromSparkName(name)
+		t, err := typeFromSparkJSON(f.Type)
 		if err != nil {
 			return Schema{}, fmt.Errorf("schema: column %q: %w", f.Name, err)
 		}
 		out.Fields = append(out.Fields, Field{Name: f.Name, Type: t, Nullable: f.Nullable})
 	}
 	return out, nil
+}
+
+// typeFromSparkJSON reads the "type" of a schemaString field, array element or map key/value.
+func typeFromSparkJSON(raw json.RawMessage) (Type, error) {
+	var name string
+	if err := json.Unmarshal(raw, &name); err == nil {
+		return typeFromSparkName(name)
+	}
+	var head struct {
+		Type         string          `json:"type"`
+		ElementType  json.RawMessage `json:"elementType"`
+		KeyType      json.RawMessage `json:"keyType"`
+		ValueType    json.RawMessage `json:"valueType"`
+		ContainsNull *bool           `json:"containsNull"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return Type{}, fmt.Errorf("type %s is not a type name or a nested type object", string(raw))
+	}
+	switch head.Type {
+	case "struct":
+		var inner sparkStruct
+		if err := json.Unmarshal(raw, &inner); err != nil {
+			return Type{}, fmt.Errorf("struct type %s: %w", string(raw), err)
+		}
+		is, err := fromSparkStruct(inner)
+		if err != nil {
+			return Type{}, err
+		}
+		return Type{Kind: StructKind, Struct: &is}, nil
+	case "array":
+		if head.ElementType == nil {
+			return Type{}, fmt.Errorf("array type %s has no elementType", string(raw))
+		}
+		et, err := typeFromSparkJSON(head.ElementType)
+		if err != nil {
+			return Type{}, fmt.Errorf("array element: %w", err)
+		}
+		return ArrayOf(et), nil
+	case "map":
+		if head.KeyType == nil || head.ValueType == nil {
+			return Type{}, fmt.Errorf("map type %s needs keyType and valueType", string(raw))
+		}
+		kt, err := typeFromSparkJSON(head.KeyType)
+		if err != nil {
+			return Type{}, fmt.Errorf("map key: %w", err)
+		}
+		vt, err := typeFromSparkJSON(head.ValueType)
+		if err != nil {
+			return Type{}, fmt.Errorf("map value: %w", err)
+		}
+		return MapOf(kt, vt), nil
+	}
+	return Type{}, fmt.Errorf("nested type %s is not supported", string(raw))
 }
 
 func typeFromSparkName(n string) (Type, error) {

@@ -24,18 +24,30 @@ const (
 	// StructKind is a STRUCT of named fields; its Go value is a []any in field order. The event
 	// log's origin column (spec.md §3) is one; user schemas declare it as STRUCT<name: TYPE, ...>.
 	StructKind
+	// ArrayKind is an ARRAY<T> (Type.Elem is T); its Go value is a []any of the elements in
+	// order, each nil (a NULL element) or a value of T. An empty array is an empty, non-nil
+	// []any; a NULL array is nil.
+	ArrayKind
+	// MapKind is a MAP<K, V> (Type.Key is K, Type.Value is V); its Go value is a Map, its entries
+	// in order. Keys are never NULL; values may be. An empty map is an empty, non-nil Map.
+	MapKind
 )
 
 // MaxDecimalPrecision is the largest DECIMAL precision supported: the unscaled value must fit in
 // an int64 (Parquet stores such decimals as INT32/INT64, Parquet LogicalTypes.md DECIMAL).
 const MaxDecimalPrecision = 18
 
-// Type is a column type: a Kind plus, for decimals, precision and scale.
+// Type is a column type: a Kind plus, for decimals, precision and scale, and for nested kinds
+// the types they hold. Array elements and map values may always be NULL (Spark's containsNull
+// and valueContainsNull true, Delta PROTOCOL.md "Array Type" and "Map Type").
 type Type struct {
 	Kind      Kind
 	Precision int     // DECIMAL only: total digits, 1..MaxDecimalPrecision
 	Scale     int     // DECIMAL only: digits after the point, 0..Precision
 	Struct    *Schema // STRUCT only: the fields
+	Elem      *Type   // ARRAY only: the element type
+	Key       *Type   // MAP only: the key type
+	Value     *Type   // MAP only: the value type
 	// Storage, when set, is the narrower Spark type a table written by another engine declares
 	// for the column, read into the values of a wider kind: StorageByte or StorageShort (Integer,
 	// int32 values), StorageFloat (Double, float64 values holding a float32) or StorageBinary
@@ -56,11 +68,34 @@ func (t Type) Equal(o Type) bool {
 	if t.Kind != o.Kind || t.Precision != o.Precision || t.Scale != o.Scale || t.Storage != o.Storage {
 		return false
 	}
-	if t.Kind == StructKind {
+	switch t.Kind {
+	case StructKind:
 		return t.Struct != nil && o.Struct != nil && t.Struct.Equal(*o.Struct)
+	case ArrayKind:
+		return t.Elem != nil && o.Elem != nil && t.Elem.Equal(*o.Elem)
+	case MapKind:
+		return t.Key != nil && o.Key != nil && t.Value != nil && o.Value != nil && t.Key.Equal(*o.Key) && t.Value.Equal(*o.Value)
 	}
 	return true
 }
+
+// ArrayOf returns the type ARRAY<elem>.
+func ArrayOf(elem Type) Type { return Type{Kind: ArrayKind, Elem: &elem} }
+
+// MapOf returns the type MAP<key, value>.
+func MapOf(key, value Type) Type { return Type{Kind: MapKind, Key: &key, Value: &value} }
+
+// Nested reports whether the type is a STRUCT, an ARRAY or a MAP.
+func (t Type) Nested() bool { return t.Kind == StructKind || t.Kind == ArrayKind || t.Kind == MapKind }
+
+// MapEntry is one entry of a MAP value: Key is never nil, Value is nil for a NULL value.
+type MapEntry struct {
+	Key, Value any
+}
+
+// Map is the Go value of a MAP column: its entries in the order they were written or read (the
+// order of the key_value entries of a Parquet MAP, LogicalTypes.md "Maps"). Keys are distinct.
+type Map []MapEntry
 
 // Decimal is the value of a DECIMAL(p,s) column: the unscaled integer (25.50 in DECIMAL(10,2) is 2550).
 type Decimal int64
@@ -83,7 +118,9 @@ type Schema struct {
 	Fields []Field
 }
 
-// DDL returns the type in Spark DDL form: BIGINT, INT, STRING, DOUBLE, BOOLEAN, DECIMAL(p,s), DATE, TIMESTAMP.
+// DDL returns the type in Spark DDL form: BIGINT, INT, STRING, DOUBLE, BOOLEAN, DECIMAL(p,s),
+// DATE, TIMESTAMP, STRUCT<a: INT, b: STRING>, ARRAY<INT>, MAP<STRING, BIGINT> (as Spark's
+// DataType.sql prints them, with ": " between a field's name and type).
 func (t Type) DDL() string {
 	switch t.Storage {
 	case StorageByte:
@@ -118,12 +155,23 @@ func (t Type) DDL() string {
 			parts[i] = f.Name + ": " + f.Type.DDL()
 		}
 		return "STRUCT<" + strings.Join(parts, ", ") + ">"
+	case ArrayKind:
+		if t.Elem == nil {
+			return "ARRAY<?>"
+		}
+		return "ARRAY<" + t.Elem.DDL() + ">"
+	case MapKind:
+		if t.Key == nil || t.Value == nil {
+			return "MAP<?>"
+		}
+		return "MAP<" + t.Key.DDL() + ", " + t.Value.DDL() + ">"
 	}
 	return fmt.Sprintf("UNKNOWN(%d)", int(t.Kind))
 }
 
 // SparkName returns the type's name in a Delta schemaString: long, integer, string, double,
-// boolean, decimal(p,s), date, timestamp (Delta PROTOCOL.md, "Primitive Types").
+// boolean, decimal(p,s), date, timestamp (Delta PROTOCOL.md, "Primitive Types"); struct, array
+// and map for nested types, whose schemaString is a JSON object (see Schema.SparkJSON).
 func (t Type) SparkName() string {
 	if t.Storage != "" {
 		return t.Storage
@@ -147,6 +195,10 @@ func (t Type) SparkName() string {
 		return "timestamp"
 	case StructKind:
 		return "struct"
+	case ArrayKind:
+		return "array"
+	case MapKind:
+		return "map"
 	}
 	return "unknown"
 }

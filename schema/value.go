@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -140,7 +141,11 @@ func FormatDate(v Date) string {
 // arrive as json.Number) to the Go value of type t. A JSON null is nil. DECIMAL takes a number or
 // a numeric string; TIMESTAMP takes RFC 3339 text or epoch seconds; DATE takes "YYYY-MM-DD";
 // STRUCT takes an object, its fields by name (others ignored, missing ones NULL; a field that
-// does not fit makes the whole value not fit).
+// does not fit makes the whole value not fit); ARRAY takes an array, each element converted to
+// the element type (a JSON null is a NULL element); MAP takes an object, each key text converted
+// to the key type as a JSON string of it would be ("7" for an INT key) and each value to the
+// value type, the entries in key-text order (a decoded JSON object keeps no order). An element,
+// key or value that does not fit makes the whole value not fit, and the error names it.
 // An error says why the value does not fit; the caller decides whether that is NULL, rescue or failure.
 func FromJSON(t Type, v any) (any, error) {
 	if v == nil {
@@ -248,6 +253,43 @@ func FromJSON(t Type, v any) (any, error) {
 			out[i] = x
 		}
 		return out, nil
+	case ArrayKind:
+		arr, ok := v.([]any)
+		if !ok {
+			return nil, fmt.Errorf("%s is not an array for %s", jsonKind(v), t.DDL())
+		}
+		out := make([]any, len(arr))
+		for i, e := range arr {
+			x, err := FromJSON(*t.Elem, e)
+			if err != nil {
+				return nil, fmt.Errorf("element %d: %w", i, err)
+			}
+			out[i] = x
+		}
+		return out, nil
+	case MapKind:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s is not an object for %s", jsonKind(v), t.DDL())
+		}
+		keys := make([]string, 0, len(obj))
+		for k := range obj {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		out := make(Map, len(keys))
+		for i, k := range keys {
+			kv, err := FromJSON(*t.Key, k)
+			if err != nil {
+				return nil, fmt.Errorf("key %q: %w", k, err)
+			}
+			vv, err := FromJSON(*t.Value, obj[k])
+			if err != nil {
+				return nil, fmt.Errorf("value of key %q: %w", k, err)
+			}
+			out[i] = MapEntry{Key: kv, Value: vv}
+		}
+		return out, nil
 	case TimestampKind:
 		switch x := v.(type) {
 		case string:
@@ -283,7 +325,8 @@ func jsonKind(v any) string {
 // AppendJSON appends v as JSON in the `jsonl` form of spec.md §2: BIGINT/INT as numbers, DECIMAL
 // as a number with exactly the column's scale, DATE as "YYYY-MM-DD", TIMESTAMP as RFC 3339 UTC
 // with microseconds, NULL as null; a BINARY column (Storage binary) as base64 text, as Spark's
-// to_json writes it.
+// to_json writes it; a STRUCT as an object of its fields, an ARRAY as an array, a MAP as an
+// object whose keys are the key values as Text prints them, in entry order (Spark's to_json).
 func AppendJSON(buf []byte, t Type, v any) []byte {
 	if v == nil {
 		return append(buf, "null"...)
@@ -325,6 +368,30 @@ func AppendJSON(buf []byte, t Type, v any) []byte {
 			}
 			return append(buf, '}')
 		}
+		if t.Kind == ArrayKind && t.Elem != nil {
+			buf = append(buf, '[')
+			for i, e := range x {
+				if i > 0 {
+					buf = append(buf, ',')
+				}
+				buf = AppendJSON(buf, *t.Elem, e)
+			}
+			return append(buf, ']')
+		}
+	case Map:
+		if t.Kind == MapKind && t.Key != nil && t.Value != nil {
+			buf = append(buf, '{')
+			for i, e := range x {
+				if i > 0 {
+					buf = append(buf, ',')
+				}
+				k, _ := json.Marshal(Text(*t.Key, e.Key))
+				buf = append(buf, k...)
+				buf = append(buf, ':')
+				buf = AppendJSON(buf, *t.Value, e.Value)
+			}
+			return append(buf, '}')
+		}
 	}
 	b, _ := json.Marshal(v)
 	return append(buf, b...)
@@ -361,7 +428,10 @@ func (t Type) floatBits() int {
 }
 
 // Compare orders two non-NULL values of the same column type: -1, 0 or +1. NULL sorts first.
-// Strings compare by bytes (UTF-8 code points), doubles numerically.
+// Strings compare by bytes (UTF-8 code points), doubles numerically, STRUCTs field by field,
+// ARRAYs element by element and then by length (a prefix first, as Spark orders arrays), MAPs
+// entry by entry (key, then value) and then by length (Spark does not order maps; this order
+// only makes sorting deterministic).
 func Compare(a, b any) int {
 	if a == nil || b == nil {
 		switch {
@@ -398,8 +468,23 @@ func Compare(a, b any) int {
 		return cmp3(x, b.(Date))
 	case Timestamp:
 		return cmp3(x, b.(Timestamp))
-	case []any: // a STRUCT: field by field
-		return CompareTuple(x, b.([]any))
+	case []any: // a STRUCT field by field, or an ARRAY element by element
+		y := b.([]any)
+		if c := CompareTuple(x[:min(len(x), len(y))], y); c != 0 {
+			return c
+		}
+		return cmp3(int64(len(x)), int64(len(y)))
+	case Map:
+		y := b.(Map)
+		for i := range min(len(x), len(y)) {
+			if c := Compare(x[i].Key, y[i].Key); c != 0 {
+				return c
+			}
+			if c := Compare(x[i].Value, y[i].Value); c != 0 {
+				return c
+			}
+		}
+		return cmp3(int64(len(x)), int64(len(y)))
 	}
 	panic(fmt.Sprintf("schema.Compare: unsupported value %T", a))
 }
@@ -452,6 +537,14 @@ func AppendKey(buf []byte, vals []any) []byte {
 			buf = binary.LittleEndian.AppendUint32(append(buf, 7), uint32(x))
 		case Timestamp:
 			buf = binary.LittleEndian.AppendUint64(append(buf, 8), uint64(x))
+		case []any: // a STRUCT or an ARRAY: its length, then its values
+			buf = binary.AppendUvarint(append(buf, 9), uint64(len(x)))
+			buf = AppendKey(buf, x)
+		case Map:
+			buf = binary.AppendUvarint(append(buf, 10), uint64(len(x)))
+			for _, e := range x {
+				buf = AppendKey(buf, []any{e.Key, e.Value})
+			}
 		default:
 			panic(fmt.Sprintf("schema.AppendKey: unsupported value %T", v))
 		}

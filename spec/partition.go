@@ -52,9 +52,9 @@ func (d *decoder) validatePartitions(infos []*datasetInfo) {
 			case i < 0:
 				d.addAt(r.node, r.path, didYouMean(r.node.Value, s.Names(), "columns"),
 					"unknown column %s: dataset %s has no such column", r.node.Value, in.ds.Name)
-			case s.Fields[i].Type.Kind == schema.StructKind:
+			case s.Fields[i].Type.Nested():
 				d.addAt(r.node, r.path, "partition by a column of a primitive type",
-					"column %s is a STRUCT, which cannot be a partition column", r.node.Value)
+					"column %s is of type %s, which cannot be a partition column", r.node.Value, s.Fields[i].Type.DDL())
 			}
 		}
 		inPartition := 0
@@ -68,4 +68,15 @@ func (d *decoder) validatePartitions(infos []*datasetInfo) {
 				"every column of %s is a partition column; the data files would hold no column", in.ds.Name)
 		}
 	}
+}
+
+// kindWord names the nested kind of t (STRUCT, ARRAY or MAP) for errors.
+func kindWord(t schema.Type) string {
+	switch t.Kind {
+	case schema.ArrayKind:
+		return "ARRAY"
+	case schema.MapKind:
+		return "MAP"
+	}
+	return "STRUCT"
 }

@@ -114,8 +114,8 @@ func (d *decoder) postgresSource(n *yaml.Node, path string, src *Source, in *sou
 			d.add(d.posInBytes(schemaNode, pr.Offset), child(path, "schema"), "write Spark DDL: \"name TYPE, ...\"", "invalid schema: %s", pr.Msg)
 		}
 		for _, f := range s.Fields {
-			if f.Type.Kind == schema.StructKind {
-				d.addAt(schemaNode, child(path, "schema"), "declare it STRING (its text)", "column %s: STRUCT columns are not supported for format postgres", f.Name)
+			if f.Type.Nested() {
+				d.addAt(schemaNode, child(path, "schema"), "declare it STRING (its text)", "column %s: %s columns are not supported for format postgres", f.Name, kindWord(f.Type))
 			}
 			for _, c := range PostgresColumns() {
 				if strings.EqualFold(f.Name, c.Name) {

@@ -165,9 +165,9 @@ func (d *decoder) source(n *yaml.Node, path string) (*Source, *sourceInfo) {
 		src.Schema, in.schemaOK = s, complete
 		if src.Format == FormatCSV {
 			for _, f := range s.Fields {
-				if f.Type.Kind == schema.StructKind {
+				if f.Type.Nested() {
 					d.addAt(schemaNode, child(path, "schema"), "declare it STRING (the field's text), or read JSON or Parquet",
-						"column %s: STRUCT columns are not supported for format csv", f.Name)
+						"column %s: %s columns are not supported for format csv", f.Name, kindWord(f.Type))
 				}
 			}
 		}
@@ -281,9 +281,10 @@ func (d *decoder) options(n *yaml.Node, path, format string) map[string]string {
 // multiLine; the default "false" reads one object a line.
 const JSONMultiline = "multiline"
 
-// InferColumnTypes is the option (json and csv) that makes schema inference infer column types
-// (BIGINT, INT, DOUBLE, BOOLEAN, STRING) rather than STRING for every column, as Auto Loader's
-// cloudFiles.inferColumnTypes.
+// InferColumnTypes is the option (json and csv) that says whether schema inference infers column
+// types (BIGINT, INT, DOUBLE, BOOLEAN, STRING, and for JSON STRUCT and ARRAY) or makes every
+// column STRING, as Auto Loader's cloudFiles.inferColumnTypes. Unset, JSON columns are typed
+// and CSV columns STRING.
 const InferColumnTypes = "infer_column_types"
 
 // The values of Source.SchemaEvolutionMode, as Auto Loader's cloudFiles.schemaEvolutionMode:

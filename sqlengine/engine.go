@@ -49,15 +49,26 @@ func (e *Engine) Close() error { return e.db.Close() }
 // Query registers rels as temporary views on one connection, runs query and returns the
 // result's schema and rows. Column types map to schema kinds: integers up to 32 bits INT, wider
 // ones BIGINT, FLOAT/DOUBLE DOUBLE, DECIMAL(p,s) DECIMAL (p capped at 18), VARCHAR STRING,
-// BOOLEAN, DATE, TIMESTAMP (with or without time zone, as UTC). Any other type, or a value that
-// does not fit, is an error that names the column and suggests a CAST.
+// BOOLEAN, DATE, TIMESTAMP (with or without time zone, as UTC), LIST (and fixed-size ARRAY)
+// ARRAY, MAP MAP (entries in DuckDB's order), STRUCT STRUCT, nested at any depth. Any other type,
+// or a value that does not fit, is an error that names the column and suggests a CAST.
 func (e *Engine) Query(ctx context.Context, query string, rels []Relation) (schema.Schema, [][]any, error) {
 	conn, err := e.db.Conn(ctx)
 	if err != nil {
 		return schema.Schema{}, nil, fmt.Errorf("sqlengine: %w", err)
 	}
 	defer conn.Close()
+	// The pool keeps the connection, and its temporary views and tables with it: drop them so
+	// that nothing a query registers outlives it.
+	var registered []Relation
+	defer func() {
+		for _, r := range registered {
+			conn.ExecContext(context.Background(), "DROP VIEW IF EXISTS "+Quote(r.Name))
+			conn.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+Quote(r.Name))
+		}
+	}()
 	for _, r := range rels {
+		registered = append(registered, r)
 		if err := register(ctx, conn, r); err != nil {
 			return schema.Schema{}, nil, err
 		}
@@ -189,6 +200,41 @@ func duckType(t schema.Type) (string, error) {
 		return "DATE", nil
 	case schema.TimestampKind:
 		return "TIMESTAMPTZ", nil
+	case schema.StructKind:
+		if t.Struct == nil || len(t.Struct.Fields) == 0 {
+			break
+		}
+		parts := make([]string, len(t.Struct.Fields))
+		for i, f := range t.Struct.Fields {
+			ft, err := duckType(f.Type)
+			if err != nil {
+				return "", err
+			}
+			parts[i] = Quote(f.Name) + " " + ft
+		}
+		return "STRUCT(" + strings.Join(parts, ", ") + ")", nil
+	case schema.ArrayKind:
+		if t.Elem == nil {
+			break
+		}
+		et, err := duckType(*t.Elem)
+		if err != nil {
+			return "", err
+		}
+		return et + "[]", nil
+	case schema.MapKind:
+		if t.Key == nil || t.Value == nil {
+			break
+		}
+		kt, err := duckType(*t.Key)
+		if err != nil {
+			return "", err
+		}
+		vt, err := duckType(*t.Value)
+		if err != nil {
+			return "", err
+		}
+		return "MAP(" + kt + ", " + vt + ")", nil
 	}
 	return "", fmt.Errorf("type %s cannot be read by SQL queries yet", t.DDL())
 }
@@ -205,12 +251,128 @@ func toDuck(v any, t schema.Type) driver.Value {
 		return time.Unix(int64(x)*86400, 0).UTC()
 	case schema.Timestamp:
 		return time.UnixMicro(int64(x)).UTC()
+	case []any:
+		switch {
+		case t.Kind == schema.ArrayKind && t.Elem != nil:
+			out := make([]any, len(x))
+			for i, e := range x {
+				out[i] = toDuck(e, *t.Elem)
+			}
+			return out
+		case t.Kind == schema.StructKind && t.Struct != nil:
+			out := make(map[string]any, len(x))
+			for i, f := range t.Struct.Fields {
+				out[f.Name] = toDuck(x[i], f.Type)
+			}
+			return out
+		}
+	case schema.Map:
+		if t.Kind == schema.MapKind && t.Key != nil && t.Value != nil {
+			var out duckdb.OrderedMap
+			for _, e := range x {
+				out.Set(toDuck(e.Key, *t.Key), toDuck(e.Value, *t.Value))
+			}
+			return out
+		}
 	}
 	return v
 }
 
-// kindOf maps a DuckDB result type name to a column type.
+// kindOf maps a DuckDB result type name to a column type: nested types by their DuckDB
+// spelling (DuckDB "Data Types": LIST "T[]" and ARRAY "T[n]" to ARRAY, "MAP(K, V)" to MAP,
+// "STRUCT(name T, ...)" to STRUCT, names quoted with double quotes), the rest as primitiveKind
+// says.
 func kindOf(name string) (schema.Type, error) {
+	name = strings.TrimSpace(name)
+	if strings.HasSuffix(name, "]") {
+		if i := strings.LastIndexByte(name, '['); i > 0 {
+			et, err := kindOf(name[:i])
+			if err != nil {
+				return schema.Type{}, err
+			}
+			return schema.ArrayOf(et), nil
+		}
+	}
+	if inner, ok := strings.CutPrefix(name, "MAP("); ok && strings.HasSuffix(inner, ")") {
+		parts := splitTop(strings.TrimSuffix(inner, ")"))
+		if len(parts) == 2 {
+			kt, err := kindOf(parts[0])
+			if err != nil {
+				return schema.Type{}, err
+			}
+			vt, err := kindOf(parts[1])
+			if err != nil {
+				return schema.Type{}, err
+			}
+			return schema.MapOf(kt, vt), nil
+		}
+	}
+	if inner, ok := strings.CutPrefix(name, "STRUCT("); ok && strings.HasSuffix(inner, ")") {
+		var fields schema.Schema
+		for _, part := range splitTop(strings.TrimSuffix(inner, ")")) {
+			fname, ftype, err := structField(strings.TrimSpace(part))
+			if err != nil {
+				return schema.Type{}, fmt.Errorf("type %s: %w", name, err)
+			}
+			ft, err := kindOf(ftype)
+			if err != nil {
+				return schema.Type{}, err
+			}
+			fields.Fields = append(fields.Fields, schema.Field{Name: fname, Type: ft, Nullable: true})
+		}
+		if len(fields.Fields) > 0 {
+			return schema.Type{Kind: schema.StructKind, Struct: &fields}, nil
+		}
+	}
+	return primitiveKind(name)
+}
+
+// splitTop splits s at the commas outside parentheses and double quotes.
+func splitTop(s string) []string {
+	var out []string
+	depth, start, quoted := 0, 0, false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"':
+			quoted = !quoted
+		case quoted:
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		case c == ',' && depth == 0:
+			out = append(out, strings.TrimSpace(s[start:i]))
+			start = i + 1
+		}
+	}
+	return append(out, strings.TrimSpace(s[start:]))
+}
+
+// structField splits one `name TYPE` of a DuckDB STRUCT type; the name may be double-quoted
+// ("" inside for a quote).
+func structField(s string) (name, typ string, err error) {
+	if strings.HasPrefix(s, `"`) {
+		for i := 1; i < len(s); i++ {
+			if s[i] != '"' {
+				continue
+			}
+			if i+1 < len(s) && s[i+1] == '"' {
+				i++
+				continue
+			}
+			return strings.ReplaceAll(s[1:i], `""`, `"`), strings.TrimSpace(s[i+1:]), nil
+		}
+		return "", "", fmt.Errorf("unclosed quote in field %s", s)
+	}
+	name, typ, ok := strings.Cut(s, " ")
+	if !ok {
+		return "", "", fmt.Errorf("field %q has no type", s)
+	}
+	return name, strings.TrimSpace(typ), nil
+}
+
+// primitiveKind maps the name of a DuckDB primitive type to a column type.
+func primitiveKind(name string) (schema.Type, error) {
 	switch name {
 	case "BIGINT", "HUGEINT", "UBIGINT", "UINTEGER", "UHUGEINT":
 		return schema.Type{Kind: schema.Long}, nil
@@ -246,7 +408,7 @@ func kindOf(name string) (schema.Type, error) {
 	if name == "" {
 		name = "NULL"
 	}
-	return schema.Type{}, fmt.Errorf("type %s cannot be stored in a dataset yet; CAST it to BIGINT, INT, DOUBLE, DECIMAL(p,s), STRING, BOOLEAN, DATE or TIMESTAMP", name)
+	return schema.Type{}, fmt.Errorf("type %s cannot be stored in a dataset yet; CAST it to BIGINT, INT, DOUBLE, DECIMAL(p,s), STRING, BOOLEAN, DATE, TIMESTAMP, or a LIST, MAP or STRUCT of those", name)
 }
 
 // errOverflow reports a value too large for its column.
@@ -310,6 +472,50 @@ func convert(v any, t schema.Type) (any, error) {
 	case schema.TimestampKind:
 		if tm, ok := v.(time.Time); ok {
 			return schema.Timestamp(tm.UnixMicro()), nil
+		}
+	case schema.ArrayKind:
+		if a, ok := v.([]any); ok {
+			out := make([]any, len(a))
+			for i, e := range a {
+				x, err := convert(e, *t.Elem)
+				if err != nil {
+					return nil, fmt.Errorf("element %d: %w", i, err)
+				}
+				out[i] = x
+			}
+			return out, nil
+		}
+	case schema.MapKind:
+		if m, ok := v.(duckdb.OrderedMap); ok {
+			keys, vals := m.Keys(), m.Values()
+			out := make(schema.Map, len(keys))
+			for i := range keys {
+				k, err := convert(keys[i], *t.Key)
+				if err != nil {
+					return nil, fmt.Errorf("key %v: %w", keys[i], err)
+				}
+				if k == nil {
+					return nil, fmt.Errorf("a MAP key is NULL")
+				}
+				x, err := convert(vals[i], *t.Value)
+				if err != nil {
+					return nil, fmt.Errorf("value of key %v: %w", keys[i], err)
+				}
+				out[i] = schema.MapEntry{Key: k, Value: x}
+			}
+			return out, nil
+		}
+	case schema.StructKind:
+		if m, ok := v.(map[string]any); ok {
+			out := make([]any, len(t.Struct.Fields))
+			for i, f := range t.Struct.Fields {
+				x, err := convert(m[f.Name], f.Type)
+				if err != nil {
+					return nil, fmt.Errorf("field %s: %w", f.Name, err)
+				}
+				out[i] = x
+			}
+			return out, nil
 		}
 	case schema.DecimalKind:
 		if d, ok := v.(duckdb.Decimal); ok {
