@@ -59,13 +59,26 @@ func resolveInferred(p *spec.Pipeline, d *spec.Dataset) error {
 	if src.IncludeMetadata {
 		out.Fields = append(out.Fields, spec.MetadataColumns()...)
 	}
+	for i, c := range d.PartitionBy {
+		// A declared schema's partition columns are checked by spec validation; an inferred one's
+		// only now, before the table exists.
+		j := out.Index(c)
+		switch {
+		case j < 0:
+			return fmt.Errorf("dataset %s: partition_by[%d]: column %s is not among the columns inferred from %s (%s); hint: pin it with `schema_hints: \"%s STRING\"`, or partition by one of them",
+				d.Name, i, c, src.Path, strings.Join(out.Names(), ", "), c)
+		case out.Fields[j].Type.Nested():
+			return fmt.Errorf("dataset %s: partition_by[%d]: column %s was inferred as %s, which cannot be a partition column; hint: partition by a column of a primitive type, or pin it with `schema_hints: \"%s STRING\"`",
+				d.Name, i, c, out.Fields[j].Type.DDL(), c)
+		}
+	}
 	d.Schema = out
 	return nil
 }
 
-// inferSchema infers a source's columns from its files, as Auto Loader does for formats that do
-// not store types: every column STRING (JSON nested values too), or, with infer_column_types,
-// the narrowest of INT (csv only), BIGINT, DOUBLE, BOOLEAN and STRING that holds every value
+// inferSchema infers a source's columns from its files: typed for JSON and STRING for CSV unless
+// the source's infer_column_types says otherwise (see inferTypes; STRING columns hold JSON nested
+// values as their text); a typed column is the narrowest of INT (csv only), BIGINT, DOUBLE, BOOLEAN and STRING that holds every value
 // seen, and for JSON objects STRUCT and arrays ARRAY, nested (see shape.typ). JSON columns are sorted by name; CSV columns are in header order (_c0, _c1, ...
 // without a header). schema_hints then set the type of the columns they name, and add those not
 // seen.
@@ -253,8 +266,8 @@ func (sh *shape) add(v any) {
 // (JsonInferSchema) merges types: primitives widen as kindSet.widest says; objects give a STRUCT
 // of every field seen in any of them, sorted by name as Spark sorts inferred fields; arrays an
 // ARRAY of their elements' type (STRING when no element was ever seen, as for `[]`); values of
-// incompatible kinds (an object and a number, an array and an object, ...) and objects with no
-// field give STRING, their JSON text.
+// incompatible kinds (an object and a number, an array and an object, ...), objects with no
+// field, and objects with two fields whose names differ only in case give STRING, their JSON text.
 func (sh *shape) typ() schema.Type {
 	prim := sh.kinds != kindSet{}
 	switch {
@@ -267,6 +280,15 @@ func (sh *shape) typ() schema.Type {
 			names = append(names, n)
 		}
 		sort.Strings(names)
+		lower := make(map[string]bool, len(names))
+		for _, n := range names {
+			if lower[strings.ToLower(n)] {
+				// Fields differing only in case cannot both be fields (Delta names are
+				// case-insensitive): the column keeps the objects whole, as JSON text.
+				return schema.Type{Kind: schema.String}
+			}
+			lower[strings.ToLower(n)] = true
+		}
 		var st schema.Schema
 		for _, n := range names {
 			st.Fields = append(st.Fields, schema.Field{Name: n, Type: sh.fields[n].typ(), Nullable: true})

@@ -9,6 +9,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"tributary/schema"
+	"tributary/spec"
 )
 
 // TestInferJSONNested: with infer_column_types, JSON objects become STRUCT columns (the fields
@@ -173,4 +174,42 @@ datasets:
 		t.Fatal(err)
 	}
 	wantRows(t, ip, `1 ["z"] {} null null`)
+}
+
+// TestInferCaseVariantFieldsAndPartitions: objects whose fields differ only in case cannot be a
+// STRUCT (Delta names are case-insensitive), so the column keeps them as JSON text; a partition
+// column that inference makes nested, or does not find, fails the set-up naming the dataset,
+// the partition_by entry and a fix, before any table exists.
+func TestInferCaseVariantFieldsAndPartitions(t *testing.T) {
+	t.Parallel()
+	p, _ := inferPipeline(t, "      format: json\n", map[string]string{
+		"a.json": `{"id": 1, "s": {"Ab": 5, "ab": 6}, "u": {"x": 1}}` + "\n",
+	})
+	if got, want := p.Dataset("raw").Schema.DDL(), "id BIGINT, s STRING, u STRUCT<x: BIGINT>, _rescued_data STRING"; got != want {
+		t.Fatalf("schema %s\nwant   %s", got, want)
+	}
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, p, `1 "{\"Ab\":5,\"ab\":6}" {"x":1} null`)
+
+	for _, c := range []struct{ col, want string }{
+		{"tags", "dataset raw: partition_by[0]: column tags was inferred as ARRAY<BIGINT>, which cannot be a partition column; hint: partition by a column of a primitive type, or pin it with `schema_hints: \"tags STRING\"`"},
+		{"region", "dataset raw: partition_by[0]: column region is not among the columns inferred from LANDING (id, tags, _rescued_data); hint: pin it with `schema_hints: \"region STRING\"`, or partition by one of them"},
+	} {
+		dir := t.TempDir()
+		text := "name: t\nstorage: ./storage\ndatasets:\n  - name: raw\n    partition_by: [" + c.col + "]\n    source:\n      path: ./landing\n      format: json\n"
+		p, err := spec.Parse(filepath.Join(dir, "pipeline.yaml"), []byte(text), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(mkdir(t, filepath.Join(dir, "landing")), "a.json"), []byte(`{"id": 1, "tags": [1, 2]}`+"\n"))
+		err = Setup(p, p.Dataset("raw"))
+		if want := strings.ReplaceAll(c.want, "LANDING", filepath.Join(dir, "landing")); err == nil || err.Error() != want {
+			t.Errorf("partition_by [%s]: error %v\nwant %s", c.col, err, c.want)
+		}
+		if _, statErr := os.Stat(filepath.Join(dir, "storage", "tables", "raw")); !os.IsNotExist(statErr) {
+			t.Errorf("partition_by [%s]: the table was created (%v)", c.col, statErr)
+		}
+	}
 }

@@ -250,7 +250,7 @@ func (p *ddlParser) structType(start int) (Type, error) {
 	}
 	p.pos++
 	var fields Schema
-	seen := map[string]bool{}
+	seen := map[string]string{} // lower-case name -> name as declared
 	for {
 		p.space()
 		at := p.pos
@@ -258,10 +258,13 @@ func (p *ddlParser) structType(start int) (Type, error) {
 		if err != nil {
 			return Type{}, err
 		}
-		if seen[name] {
-			return Type{}, &DDLError{at, fmt.Sprintf("field %q is declared twice in the STRUCT", name)}
+		if first, dup := seen[strings.ToLower(name)]; dup {
+			if first == name {
+				return Type{}, &DDLError{at, fmt.Sprintf("field %q is declared twice in the STRUCT", name)}
+			}
+			return Type{}, &DDLError{at, fmt.Sprintf("field %q is declared twice in the STRUCT, as %q and %q (Delta field names are case-insensitive)", name, first, name)}
 		}
-		seen[name] = true
+		seen[strings.ToLower(name)] = name
 		p.space()
 		if p.pos < len(p.s) && p.s[p.pos] == ':' {
 			p.pos++

@@ -3,6 +3,7 @@ package schema
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -196,5 +197,54 @@ func TestCompareNested(t *testing.T) {
 	}
 	if string(AppendKey(nil, []any{Map{{"a", []any{"x"}}}})) != string(AppendKey(nil, []any{Map{{"a", []any{"x"}}}})) {
 		t.Error("equal maps, different keys")
+	}
+}
+
+// TestFromJSONMapDuplicateKeys: two key texts that convert to the same key make the MAP value
+// not fit (a map holds each key once: Spark's spark.sql.mapKeyDedupPolicy EXCEPTION), naming
+// both texts; distinct keys still convert.
+func TestFromJSONMapDuplicateKeys(t *testing.T) {
+	dec := func(s string) any {
+		d := json.NewDecoder(strings.NewReader(s))
+		d.UseNumber()
+		var v any
+		if err := d.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, c := range []struct {
+		typ, in, err string
+	}{
+		{"MAP<INT, INT>", `{"7": 1, "07": 2}`, `keys "07" and "7" are the same INT key`},
+		{"MAP<DECIMAL(10,2), INT>", `{"1.5": 1, "1.50": 2}`, `keys "1.5" and "1.50" are the same DECIMAL(10,2) key`},
+		{"MAP<TIMESTAMP, INT>", `{"2024-01-31T10:00:00+02:00": 1, "2024-01-31T08:00:00Z": 2}`, `keys "2024-01-31T08:00:00Z" and "2024-01-31T10:00:00+02:00" are the same TIMESTAMP key`},
+	} {
+		s, err := ParseDDL("m " + c.typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = FromJSON(s.Fields[0].Type, dec(c.in))
+		if err == nil || err.Error() != c.err {
+			t.Errorf("%s %s: error %v, want %q", c.typ, c.in, err, c.err)
+		}
+	}
+	s, _ := ParseDDL("m MAP<INT, INT>")
+	got, err := FromJSON(s.Fields[0].Type, dec(`{"7": 1, "8": 2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Map{{Key: int32(7), Value: int32(1)}, {Key: int32(8), Value: int32(2)}}); !reflect.DeepEqual(got, want) {
+		t.Errorf("got %#v, want %#v", got, want)
+	}
+}
+
+// TestParseDDLStructCaseDuplicates: STRUCT field names, like column names, are case-insensitive
+// in Delta, so two fields differing only in case are refused at the second one's position.
+func TestParseDDLStructCaseDuplicates(t *testing.T) {
+	_, err := ParseDDL("s STRUCT<Ab: INT, ab: INT>")
+	want := `at character 19: field "ab" is declared twice in the STRUCT, as "Ab" and "ab" (Delta field names are case-insensitive)`
+	if err == nil || err.Error() != want {
+		t.Fatalf("error %v, want %q", err, want)
 	}
 }

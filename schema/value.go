@@ -145,7 +145,9 @@ func FormatDate(v Date) string {
 // the element type (a JSON null is a NULL element); MAP takes an object, each key text converted
 // to the key type as a JSON string of it would be ("7" for an INT key) and each value to the
 // value type, the entries in key-text order (a decoded JSON object keeps no order). An element,
-// key or value that does not fit makes the whole value not fit, and the error names it.
+// key or value that does not fit makes the whole value not fit, and the error names it; so do
+// two key texts that convert to the same key ("7" and "07" for an INT key), as under Spark's
+// default spark.sql.mapKeyDedupPolicy EXCEPTION.
 // An error says why the value does not fit; the caller decides whether that is NULL, rescue or failure.
 func FromJSON(t Type, v any) (any, error) {
 	if v == nil {
@@ -278,11 +280,21 @@ func FromJSON(t Type, v any) (any, error) {
 		}
 		sort.Strings(keys)
 		out := make(Map, len(keys))
+		seen := make(map[string]string, len(keys)) // AppendKey of the converted key -> JSON key
 		for i, k := range keys {
 			kv, err := FromJSON(*t.Key, k)
 			if err != nil {
 				return nil, fmt.Errorf("key %q: %w", k, err)
 			}
+			if kv == nil {
+				return nil, fmt.Errorf("key %q: a MAP key cannot be NULL", k)
+			}
+			ks := string(AppendKey(nil, []any{kv}))
+			if first, dup := seen[ks]; dup {
+				// Spark's spark.sql.mapKeyDedupPolicy EXCEPTION (its default): a map holds each key once.
+				return nil, fmt.Errorf("keys %q and %q are the same %s key", first, k, t.Key.DDL())
+			}
+			seen[ks] = k
 			vv, err := FromJSON(*t.Value, obj[k])
 			if err != nil {
 				return nil, fmt.Errorf("value of key %q: %w", k, err)

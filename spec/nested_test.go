@@ -34,3 +34,32 @@ datasets:
 		t.Errorf("err = %v, want %q", err, want)
 	}
 }
+
+// TestNestedKeysAndHints: a MAP (or a column holding one) can be neither an APPLY CHANGES key
+// nor its sequence_by, nor a FROM SNAPSHOT key; a csv source's schema_hints may not hint a
+// nested type either. Each error names its place.
+func TestNestedKeysAndHints(t *testing.T) {
+	t.Parallel()
+	spec := `name: p
+datasets:
+  - name: bronze
+    source: {format: json, path: in, schema: "id MAP<STRING, INT>, seq ARRAY<MAP<STRING, INT>>, v STRING"}
+  - name: t
+    apply_changes: {source: bronze, keys: [id], sequence_by: seq}
+  - name: s
+    apply_changes_from_snapshot: {source: bronze, keys: [id]}
+  - name: c
+    source: {format: csv, path: in, schema_hints: "a STRING, m MAP<STRING, INT>"}
+`
+	_, err := Parse("p.yaml", []byte(spec), nil, nil)
+	for _, want := range []string{
+		"p.yaml:6:44: datasets[1].apply_changes.keys[0]: column id is of type MAP<STRING, INT>, which cannot be a key: a MAP has no order or equality",
+		"p.yaml:6:62: datasets[1].apply_changes.sequence_by: column seq is of type ARRAY<MAP<STRING, INT>>, which cannot be a sequence_by column: a MAP has no order or equality",
+		"p.yaml:8:58: datasets[2].apply_changes_from_snapshot.keys[0]: column id is of type MAP<STRING, INT>, which cannot be a key",
+		"p.yaml:10:51: datasets[3].source.schema_hints: column m: MAP columns are not supported for format csv",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v\nwant %q", err, want)
+		}
+	}
+}

@@ -157,6 +157,7 @@ func (v *validation) snapshotOutput(in *datasetInfo) bool {
 		return false
 	}
 	good := v.snapshotColumns(in.snapshot.keys, input, from)
+	v.noMapColumns(in.snapshot.keys, input, "a key")
 	for _, list := range [][]ref{in.snapshot.track, in.snapshot.trackExcept} {
 		if len(list) > 0 && s.StoredAsSCDType != 2 {
 			v.d.addAt(list[0].node, parentPath(list[0].path), "remove it, or use `stored_as_scd_type: 2`",

@@ -151,6 +151,14 @@ func (d *decoder) source(n *yaml.Node, path string) (*Source, *sourceInfo) {
 				d.add(d.posInBytes(hintsNode, pr.Offset), child(path, "schema_hints"),
 					"write Spark DDL: \"name TYPE, ...\"", "invalid schema_hints: %s", pr.Msg)
 			}
+			if src.Format == FormatCSV {
+				for _, f := range s.Fields {
+					if f.Type.Nested() {
+						d.addAt(hintsNode, child(path, "schema_hints"), "hint it STRING (the field's text), or read JSON or Parquet",
+							"column %s: %s columns are not supported for format csv", f.Name, kindWord(f.Type))
+					}
+				}
+			}
 			src.SchemaHints = s
 		}
 	}

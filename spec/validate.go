@@ -228,6 +228,8 @@ func (v *validation) applyOutput(in *datasetInfo) bool {
 	}
 	v.columnsIn(in.apply.keys, input, ac.Source)
 	v.columnsIn(in.apply.seq, input, ac.Source)
+	v.noMapColumns(in.apply.keys, input, "a key")
+	v.noMapColumns(in.apply.seq, input, "a sequence_by column")
 	// Only an unknown name in column_list leaves the output in doubt (it may be a typo for a
 	// column meant to be kept); then datasets reading this one are not checked against a guess.
 	// An unknown name in except_column_list removes nothing: the output is known.
@@ -343,6 +345,35 @@ func (v *validation) columnsIn(refs []ref, s schema.Schema, from string) bool {
 			"unknown column %s: dataset %s has no such column", name, from)
 	}
 	return ok
+}
+
+// noMapColumns reports each column of refs that is a MAP, or holds one, in s: a MAP has no
+// order and no equality (Spark refuses to compare, group or order by a map), so it can be
+// neither a key nor a sequence_by column. role names what the column was meant to be.
+func (v *validation) noMapColumns(refs []ref, s schema.Schema, role string) {
+	for _, r := range refs {
+		if i := s.Index(r.node.Value); i >= 0 && holdsMap(s.Fields[i].Type) {
+			v.d.addAt(r.node, r.path, "choose a column of another type, or a field of the MAP's value in a query dataset upstream",
+				"column %s is of type %s, which cannot be %s: a MAP has no order or equality", r.node.Value, s.Fields[i].Type.DDL(), role)
+		}
+	}
+}
+
+// holdsMap reports whether t is a MAP or has one inside (a STRUCT field, an ARRAY element).
+func holdsMap(t schema.Type) bool {
+	switch t.Kind {
+	case schema.MapKind:
+		return true
+	case schema.ArrayKind:
+		return holdsMap(*t.Elem)
+	case schema.StructKind:
+		for _, f := range t.Struct.Fields {
+			if holdsMap(f.Type) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // expectations compiles each expectation of in against the columns it checks.
