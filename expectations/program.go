@@ -133,9 +133,29 @@ func envTypes(s schema.Schema) types.Map {
 			env[f.Name] = types.Any
 			continue
 		}
-		env[f.Name] = types.TypeOf(sample(f.Type))
+		env[f.Name] = exprType(f.Type)
 	}
 	return env
+}
+
+// exprType is the expr type of a column of type t: that of sample for a primitive; for a STRUCT
+// a map of exactly its fields (so `addr.cty` for a field city is a compile error, not an
+// always-nil value), for an ARRAY an array of its element type, for a MAP a map of any key text
+// to its value type.
+func exprType(t schema.Type) types.Type {
+	switch {
+	case t.Kind == schema.StructKind && t.Struct != nil:
+		m := make(types.Map, len(t.Struct.Fields))
+		for _, f := range t.Struct.Fields {
+			m[f.Name] = exprType(f.Type)
+		}
+		return m
+	case t.Kind == schema.ArrayKind && t.Elem != nil:
+		return types.Array(exprType(*t.Elem))
+	case t.Kind == schema.MapKind && t.Value != nil:
+		return types.Map{types.Extra: exprType(*t.Value)}
+	}
+	return types.TypeOf(sample(t))
 }
 
 // checkNames rejects identifiers that are neither columns nor expr builtins, so that a typo in a

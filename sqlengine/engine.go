@@ -34,6 +34,16 @@ type Engine struct {
 	db *sql.DB
 }
 
+// queryError wraps an error of DuckDB's driver running a query; the driver's "empty name" (it
+// cannot describe a STRUCT whose fields have no names, as DuckDB's row(...) builds them, and no
+// table could hold one) gets the fix.
+func queryError(err error) error {
+	if strings.Contains(err.Error(), "empty name") {
+		return fmt.Errorf("sqlengine: a result column is a STRUCT with unnamed fields (%w); name them: {'a': 1, 'b': 'x'} or struct_pack(a := 1, b := 'x') instead of row(1, 'x')", err)
+	}
+	return fmt.Errorf("sqlengine: %w", err)
+}
+
 // Open starts an in-memory DuckDB database.
 func Open() (*Engine, error) {
 	db, err := sql.Open("duckdb", "")
@@ -75,12 +85,12 @@ func (e *Engine) Query(ctx context.Context, query string, rels []Relation) (sche
 	}
 	rows, err := conn.QueryContext(ctx, query)
 	if err != nil {
-		return schema.Schema{}, nil, fmt.Errorf("sqlengine: %w", err)
+		return schema.Schema{}, nil, queryError(err)
 	}
 	defer rows.Close()
 	cts, err := rows.ColumnTypes()
 	if err != nil {
-		return schema.Schema{}, nil, fmt.Errorf("sqlengine: %w", err)
+		return schema.Schema{}, nil, queryError(err)
 	}
 	var out schema.Schema
 	for _, ct := range cts {
@@ -98,7 +108,7 @@ func (e *Engine) Query(ctx context.Context, query string, rels []Relation) (sche
 	}
 	for rows.Next() {
 		if err := rows.Scan(ptrs...); err != nil {
-			return schema.Schema{}, nil, fmt.Errorf("sqlengine: %w", err)
+			return schema.Schema{}, nil, queryError(err)
 		}
 		row := make([]any, len(vals))
 		for i, v := range vals {
@@ -109,7 +119,7 @@ func (e *Engine) Query(ctx context.Context, query string, rels []Relation) (sche
 		result = append(result, row)
 	}
 	if err := rows.Err(); err != nil {
-		return schema.Schema{}, nil, fmt.Errorf("sqlengine: %w", err)
+		return schema.Schema{}, nil, queryError(err)
 	}
 	return out, result, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"tributary/delta"
@@ -114,5 +115,19 @@ func TestReadDuckDBNestedParquet(t *testing.T) {
 	}
 	if !reflect.DeepEqual(rows, want) {
 		t.Errorf("rows\n%#v\nwant\n%#v", rows, want)
+	}
+}
+
+// TestUnnamedStructResult: row(...) gives a STRUCT without field names, which no Delta schema
+// can hold; the error says how to name the fields.
+func TestUnnamedStructResult(t *testing.T) {
+	e, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	_, _, err = e.Query(context.Background(), "SELECT row(1, 'x') AS r", nil)
+	if err == nil || !strings.Contains(err.Error(), "a result column is a STRUCT with unnamed fields") || !strings.Contains(err.Error(), "struct_pack(a := 1, b := 'x')") {
+		t.Fatalf("error %v", err)
 	}
 }
