@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"tributary/internal/suggest"
 )
 
 // DDLError is a problem in a DDL schema string; Offset is the 0-based byte offset in that string.
@@ -177,8 +179,14 @@ func (p *ddlParser) typ() (Type, error) {
 	case "":
 		return Type{}, &DDLError{start, fmt.Sprintf("expected a type after the column name, found %q", rest(p.s[start:]))}
 	}
+	if near := suggest.Closest(w, typeNames); len(near) > 0 {
+		return Type{}, &DDLError{start, fmt.Sprintf("unknown type %q (did you mean %s?); supported: "+supportedTypes, w, strings.Join(near, " or "))}
+	}
 	return Type{}, &DDLError{start, fmt.Sprintf("unknown type %q; supported: "+supportedTypes, w)}
 }
+
+// typeNames are the type keywords offered for a misspelt type.
+var typeNames = []string{"BIGINT", "INT", "STRING", "DOUBLE", "BOOLEAN", "DECIMAL", "DATE", "TIMESTAMP", "STRUCT", "ARRAY", "MAP"}
 
 // supportedTypes lists the DDL types ParseDDL accepts, for errors.
 const supportedTypes = "BIGINT, INT, STRING, DOUBLE, BOOLEAN, DECIMAL(p,s), DATE, TIMESTAMP, STRUCT<name: TYPE, ...>, ARRAY<TYPE>, MAP<KEY, VALUE>"

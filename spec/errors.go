@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"tributary/internal/suggest"
 )
 
 // Pos is a position in a spec file. Line and Column are 1-based; Column counts characters
@@ -134,58 +136,13 @@ func sortErrors(es Errors) Errors {
 // didYouMean returns a hint naming the candidates closest to word by edit distance (ignoring
 // case), or, when none is close, listing all of them as "<what>: a, b, c".
 func didYouMean(word string, candidates []string, what string) string {
-	if s := closest(word, candidates); len(s) > 0 {
+	if s := suggest.Closest(word, candidates); len(s) > 0 {
 		return "did you mean " + quoteJoin(s, " or ") + "?"
 	}
 	if len(candidates) == 0 {
 		return ""
 	}
 	return what + ": " + strings.Join(candidates, ", ")
-}
-
-// closest returns up to three candidates within an edit distance of 1 + len(word)/4 of word,
-// nearest first (ties in candidate order).
-func closest(word string, candidates []string) []string {
-	type scored struct {
-		s string
-		d int
-	}
-	limit := 1 + len([]rune(word))/4
-	var out []scored
-	lw := strings.ToLower(word)
-	for _, c := range candidates {
-		if d := distance(lw, strings.ToLower(c)); d <= limit {
-			out = append(out, scored{c, d})
-		}
-	}
-	slices.SortStableFunc(out, func(a, b scored) int { return a.d - b.d })
-	var names []string
-	for i := 0; i < len(out) && i < 3; i++ {
-		names = append(names, out[i].s)
-	}
-	return names
-}
-
-// distance is the Levenshtein edit distance between a and b, in runes.
-func distance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
 
 // quoteJoin writes names as `a`, `b` or `c`.

@@ -3,7 +3,6 @@ package spec
 import (
 	"encoding/json"
 	"errors"
-	"slices"
 	"testing"
 )
 
@@ -78,24 +77,6 @@ func TestDidYouMean(t *testing.T) {
 		if got := didYouMean(c.word, c.cands, "valid keys"); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
-	}
-}
-
-func TestDistance(t *testing.T) {
-	t.Parallel()
-	cases := []struct {
-		a, b string
-		want int
-	}{
-		{"", "", 0}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"sequnce", "sequence", 1}, {"héllo", "hello", 1},
-	}
-	for _, c := range cases {
-		if got := distance(c.a, c.b); got != c.want {
-			t.Errorf("distance(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
-		}
-	}
-	if got := closest("kys", []string{"keys", "kyss", "zzzz"}); !slices.Equal(got, []string{"keys", "kyss"}) {
-		t.Errorf("closest = %v", got)
 	}
 }
 

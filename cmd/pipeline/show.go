@@ -9,6 +9,7 @@ import (
 
 	"tributary/delta"
 	"tributary/flows"
+	"tributary/internal/suggest"
 	"tributary/schema"
 	"tributary/spec"
 )
@@ -76,42 +77,17 @@ func newShowCmd() *cobra.Command {
 	return cmd
 }
 
-// unknownDataset says that p has no dataset name, with the closest name and the list of datasets.
+// unknownDataset says that p has no dataset name, with the closest names and the list of datasets.
 func unknownDataset(p *spec.Pipeline, name string) string {
 	names := make([]string, len(p.Datasets))
-	best, bestDist := "", 4
 	for i, d := range p.Datasets {
 		names[i] = d.Name
-		if dist := editDistance(strings.ToLower(name), strings.ToLower(d.Name)); dist < bestDist {
-			best, bestDist = d.Name, dist
-		}
 	}
 	msg := fmt.Sprintf("pipeline %s has no dataset %q", p.Name, name)
-	if best != "" {
-		msg += fmt.Sprintf("; did you mean %q?", best)
+	if best := suggest.Closest(name, names); len(best) > 0 {
+		msg += fmt.Sprintf("; did you mean %q?", best[0])
 	}
 	return msg + " (datasets: " + strings.Join(names, ", ") + ")"
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // datasetTable returns the Delta table of a dataset of the spec; an unknown dataset is a usage
