@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"tributary/delta"
+	"tributary/schema"
 	"tributary/spec"
 )
 
@@ -53,8 +54,8 @@ func Setup(p *spec.Pipeline, d *spec.Dataset) error {
 	snap, err := t.Snapshot(-1)
 	if err == nil {
 		if !snap.Metadata.Schema.Equal(d.Schema) {
-			return fmt.Errorf("dataset %s: %w: the table has (%s) but the spec now gives (%s)",
-				d.Name, ErrSchemaChanged, snap.Metadata.Schema.DDL(), d.Schema.DDL())
+			return fmt.Errorf("dataset %s: %w (%s): the table has (%s) but the spec now gives (%s)",
+				d.Name, ErrSchemaChanged, schemaDiff(snap.Metadata.Schema, d.Schema), snap.Metadata.Schema.DDL(), d.Schema.DDL())
 		}
 		if !slices.Equal(snap.Metadata.PartitionColumns, d.PartitionBy) && (len(snap.Metadata.PartitionColumns) > 0 || len(d.PartitionBy) > 0) {
 			return fmt.Errorf("dataset %s: %w: the table is partitioned by [%s] but the spec now gives partition_by [%s]",
@@ -128,4 +129,28 @@ func Run(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
 		return Ingest(ctx, env, d)
 	}
 	return Metrics{Version: -1}, fmt.Errorf("dataset %s has no flow this release can run", d.Name)
+}
+
+// schemaDiff names what differs between a table's schema and the spec's, column by column:
+// "column tags ARRAY<STRING> is now ARRAY<INT>; column note is new; column x is gone"; columns
+// in another order, or differing only in nullability, read "the columns are in another order".
+func schemaDiff(table, spec schema.Schema) string {
+	var parts []string
+	for _, f := range table.Fields {
+		switch i := spec.Index(f.Name); {
+		case i < 0:
+			parts = append(parts, fmt.Sprintf("column %s is gone", f.Name))
+		case !spec.Fields[i].Type.Equal(f.Type):
+			parts = append(parts, fmt.Sprintf("column %s %s is now %s", f.Name, f.Type.DDL(), spec.Fields[i].Type.DDL()))
+		}
+	}
+	for _, f := range spec.Fields {
+		if table.Index(f.Name) < 0 {
+			parts = append(parts, fmt.Sprintf("column %s is new", f.Name))
+		}
+	}
+	if len(parts) == 0 {
+		return "the columns are in another order"
+	}
+	return strings.Join(parts, "; ")
 }
