@@ -63,6 +63,18 @@ func parseColumns(ddl string) (s schema.Schema, problems []*schema.DDLError, com
 	return s, problems, complete
 }
 
+// columnOffset returns the byte offset in ddl of the name of column name, or 0 when it is not
+// found (the start of the string), for errors about one column of a schema string.
+func columnOffset(ddl, name string) int {
+	parts, _ := splitColumns(ddl)
+	for _, p := range parts {
+		if n, off, ok := columnName(ddl[p.start:p.end]); ok && n == name {
+			return p.start + off
+		}
+	}
+	return 0
+}
+
 // column is a column read from one part of a DDL string, with the byte offset of its name.
 type column struct {
 	field schema.Field

@@ -56,7 +56,7 @@ datasets:
 		"p.yaml:6:44: datasets[1].apply_changes.keys[0]: column id is of type MAP<STRING, INT>, which cannot be a key: a MAP has no order or equality",
 		"p.yaml:6:62: datasets[1].apply_changes.sequence_by: column seq is of type ARRAY<MAP<STRING, INT>>, which cannot be a sequence_by column: a MAP has no order or equality",
 		"p.yaml:8:58: datasets[2].apply_changes_from_snapshot.keys[0]: column id is of type MAP<STRING, INT>, which cannot be a key",
-		"p.yaml:10:51: datasets[3].source.schema_hints: column m: MAP columns are not supported for format csv",
+		"p.yaml:10:62: datasets[3].source.schema_hints: column m: MAP columns are not supported for format csv",
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("err = %v\nwant %q", err, want)

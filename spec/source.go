@@ -154,7 +154,7 @@ func (d *decoder) source(n *yaml.Node, path string) (*Source, *sourceInfo) {
 			if src.Format == FormatCSV {
 				for _, f := range s.Fields {
 					if f.Type.Nested() {
-						d.addAt(hintsNode, child(path, "schema_hints"), "hint it STRING (the field's text), or read JSON or Parquet",
+						d.add(d.posInBytes(hintsNode, columnOffset(src.SchemaHintsDDL, f.Name)), child(path, "schema_hints"), "hint it STRING (the field's text), or read JSON or Parquet",
 							"column %s: %s columns are not supported for format csv", f.Name, kindWord(f.Type))
 					}
 				}
@@ -174,7 +174,7 @@ func (d *decoder) source(n *yaml.Node, path string) (*Source, *sourceInfo) {
 		if src.Format == FormatCSV {
 			for _, f := range s.Fields {
 				if f.Type.Nested() {
-					d.addAt(schemaNode, child(path, "schema"), "declare it STRING (the field's text), or read JSON or Parquet",
+					d.add(d.posInBytes(schemaNode, columnOffset(src.SchemaDDL, f.Name)), child(path, "schema"), "declare it STRING (the field's text), or read JSON or Parquet",
 						"column %s: %s columns are not supported for format csv", f.Name, kindWord(f.Type))
 				}
 			}
