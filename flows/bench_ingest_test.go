@@ -2,6 +2,7 @@ package flows
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -200,3 +201,48 @@ func TestDuckDBCopyHelper(t *testing.T) {
 }
 
 func quoteSQL(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// BenchmarkJSONLineParse parses 64 MB of the lines of BenchmarkIngestJSONLines held in memory,
+// without writing them: eachJSONLine as ingestion runs it (the scanner, GOMAXPROCS workers),
+// and one line after another with the scanner and with the encoding/json path (parseDecoded)
+// it replaces. MB/s is of input.
+func BenchmarkJSONLineParse(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "events.json")
+	writeBenchLines(b, path, 64<<20)
+	text, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	src := loadPipeline(b, b.TempDir(), benchIngestSpec).Dataset("events").Source
+	lr := newLineReader(src.Schema, src.RescuedDataColumn, path)
+	lines := bytes.Split(bytes.TrimSuffix(text, []byte("\n")), []byte("\n"))
+	b.Run("eachJSONLine", func(b *testing.B) {
+		b.SetBytes(int64(len(text)))
+		for b.Loop() {
+			err := eachJSONLine(lr, bytes.NewReader(text), func([]any, bool, []badValue, int64) error { return nil })
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("scan", func(b *testing.B) {
+		b.SetBytes(int64(len(text)))
+		for b.Loop() {
+			for i, l := range lines {
+				if _, ok, bad := lr.parse(l, int64(i+1)); !ok || bad != nil {
+					b.Fatalf("line %d: %v", i+1, bad)
+				}
+			}
+		}
+	})
+	b.Run("decoded", func(b *testing.B) {
+		b.SetBytes(int64(len(text)))
+		for b.Loop() {
+			for i, l := range lines {
+				if ok, bad := lr.parseDecoded(l, int64(i+1), make([]any, lr.width())); !ok || bad != nil {
+					b.Fatalf("line %d: %v", i+1, bad)
+				}
+			}
+		}
+	})
+}

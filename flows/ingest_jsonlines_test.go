@@ -7,31 +7,53 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"tributary/schema"
 )
 
-// TestEachJSONLineOrder parses lines in parallel batches and hands them on in line order, with
-// blank lines skipped but counted, malformed lines reported in place, and fn's error stopping
-// the read.
+// TestEachJSONLineOrder parses lines in parallel blocks and hands them on in line order, with
+// blank lines skipped but counted, malformed lines reported in place, a line longer than a
+// block read whole, rows with room for rowSpare more values, and fn's error stopping the read,
+// with one worker and with several. It is not parallel: it changes GOMAXPROCS and
+// jsonBlockSize.
 func TestEachJSONLineOrder(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	for _, procs := range []int{1, 4} {
+		t.Run(fmt.Sprint(procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			testEachJSONLineOrder(t)
+		})
+	}
+}
+
+func testEachJSONLineOrder(t *testing.T) {
+	saved := jsonBlockSize
+	jsonBlockSize = 1000 // about 70 lines a block
+	defer func() { jsonBlockSize = saved }()
 	s := schema.Schema{Fields: []schema.Field{{Name: "id", Type: schema.Type{Kind: schema.Long}, Nullable: true}}}
 	var text strings.Builder
-	const n = 3*jsonLineBatch + 17
+	const n = 1553
 	for i := range n {
 		switch {
 		case i == 700:
 			text.WriteString("\n") // a blank line: no row
+		case i == 701:
+			text.WriteString(" \t\u00a0\r\n") // white space only: no row
 		case i == 1000:
 			text.WriteString("{broken\n")
+		case i == 1200: // longer than two blocks
+			fmt.Fprintf(&text, "{\"pad\": %q, \"id\": %d}\n", strings.Repeat("x", 2500), i)
 		default:
 			fmt.Fprintf(&text, "{\"id\": %d}\r\n", i)
 		}
 	}
+	text.WriteString("{\"id\": 1553}") // the last line, without a line end
 	var got []string
 	err := eachJSONLine(newLineReader(s, "", "f.json"), strings.NewReader(text.String()), func(row []any, parsed bool, bad []badValue, lineNo int64) error {
 		got = append(got, fmt.Sprintf("%d:%v:%v:%d", lineNo, row[0], parsed, len(bad)))
+		if ext := append(row, "file", int64(0), 0, lineNo); &ext[0] != &row[0] {
+			return fmt.Errorf("line %d: appending %d values copied the row", lineNo, rowSpare)
+		}
 		return nil
 	})
 	if err != nil {
@@ -42,7 +64,7 @@ func TestEachJSONLineOrder(t *testing.T) {
 	}
 	for i, line := 0, 1; i < len(got); i, line = i+1, line+1 {
 		if line == 701 {
-			line++ // the blank line
+			line += 2 // the blank lines
 		}
 		want := fmt.Sprintf("%d:%d:true:0", line, line-1)
 		if line == 1001 {
@@ -57,13 +79,13 @@ func TestEachJSONLineOrder(t *testing.T) {
 	calls := 0
 	err = eachJSONLine(newLineReader(s, "", "f.json"), strings.NewReader(text.String()), func([]any, bool, []badValue, int64) error {
 		calls++
-		if calls == jsonLineBatch+3 {
+		if calls == 503 {
 			return stop
 		}
 		return nil
 	})
-	if err != stop || calls != jsonLineBatch+3 {
-		t.Errorf("after fn's error: err %v after %d calls; want the error after %d", err, calls, jsonLineBatch+3)
+	if err != stop || calls != 503 {
+		t.Errorf("after fn's error: err %v after %d calls; want the error after 503", err, calls)
 	}
 
 	broken := io.MultiReader(strings.NewReader("{\"id\": 1}\n"), errReader{})
@@ -77,3 +99,38 @@ func TestEachJSONLineOrder(t *testing.T) {
 type errReader struct{}
 
 func (errReader) Read([]byte) (int, error) { return 0, errors.New("disk on fire") }
+
+// TestEachJSONLineReaders: the rows do not depend on how the reader hands out the input (a byte
+// at a time, with the last data and io.EOF together, in halves), and a reader that returns
+// nothing, again and again, is an error, not a hang.
+func TestEachJSONLineReaders(t *testing.T) {
+	t.Parallel()
+	s := schema.Schema{Fields: []schema.Field{{Name: "s", Type: schema.Type{Kind: schema.String}, Nullable: true}}}
+	text := "{\"s\": \"a\"}\n\n{\"s\": \"b\\u00e9\"}\r\n{bad\n{\"s\": \"c\"}"
+	read := func(in io.Reader) (string, error) {
+		var got []string
+		err := eachJSONLine(newLineReader(s, "", "f.json"), in, func(row []any, parsed bool, bad []badValue, lineNo int64) error {
+			got = append(got, fmt.Sprintf("%d:%v:%v", lineNo, row[0], parsed))
+			return nil
+		})
+		return strings.Join(got, " "), err
+	}
+	const want = "1:a:true 3:bé:true 4:<nil>:false 5:c:true"
+	for name, in := range map[string]io.Reader{
+		"whole":    strings.NewReader(text),
+		"one byte": iotest.OneByteReader(strings.NewReader(text)),
+		"data+EOF": iotest.DataErrReader(strings.NewReader(text)),
+		"halves":   iotest.HalfReader(strings.NewReader(text)),
+	} {
+		if got, err := read(in); err != nil || got != want {
+			t.Errorf("%s: %q, %v; want %q", name, got, err, want)
+		}
+	}
+	if _, err := read(emptyReader{}); err != io.ErrNoProgress {
+		t.Errorf("a reader that returns nothing: %v, want %v", err, io.ErrNoProgress)
+	}
+}
+
+type emptyReader struct{}
+
+func (emptyReader) Read([]byte) (int, error) { return 0, nil }

@@ -25,6 +25,12 @@ type lineReader struct {
 	rescued  string        // rescued-data column name, or ""
 	filePath string        // for the rescued JSON's _file_path
 	index    map[string]int
+	// inOrder: every column name is distinct, so the scanner may match a field name against the
+	// column that follows the previous field's before it looks the name up in index.
+	inOrder bool
+	// wordCols and stringCols count the columns whose values a boxSlab holds in words and in
+	// strings: how much room a block's slab needs per line.
+	wordCols, stringCols int
 }
 
 func newLineReader(s schema.Schema, rescued, filePath string) *lineReader {
@@ -32,7 +38,16 @@ func newLineReader(s schema.Schema, rescued, filePath string) *lineReader {
 	for i, f := range s.Fields {
 		idx[f.Name] = i
 	}
-	return &lineReader{schema: s, rescued: rescued, filePath: filePath, index: idx}
+	r := &lineReader{schema: s, rescued: rescued, filePath: filePath, index: idx, inOrder: len(idx) == len(s.Fields)}
+	for _, f := range s.Fields {
+		switch f.Type.Kind {
+		case schema.Long, schema.Integer, schema.Double, schema.DecimalKind, schema.DateKind, schema.TimestampKind:
+			r.wordCols++
+		case schema.String:
+			r.stringCols++
+		}
+	}
+	return r
 }
 
 // width is the number of values in each row.
@@ -43,11 +58,38 @@ func (r *lineReader) width() int {
 	return len(r.schema.Fields)
 }
 
-// parse converts one line. ok is false when the line is not a JSON object at all; then row is a
-// row of NULLs (with the text rescued when there is a rescued column). bad lists values that did
-// not fit their column.
+// parse converts one line: the schema's values and, when the source has one, the rescued-data
+// column (semantics.md "Ingestion"). ok is false when the line is not a JSON object at all; then
+// row is a row of NULLs (with the text rescued when there is a rescued column). bad lists values
+// that did not fit their column, sorted by column name. line may be reused by the caller once
+// parse returns.
 func (r *lineReader) parse(line []byte, lineNo int64) (row []any, ok bool, bad []badValue) {
-	row = make([]any, r.width())
+	row = make([]any, r.width(), r.width()+rowSpare)
+	ok, bad = r.parseInto(string(line), lineNo, row, nil)
+	return row, ok, bad
+}
+
+// rowSpare is the capacity left after the values of each row that parse and eachJSONLine return,
+// so that a caller appending its own trailing values (an ingest flow appends up to four: the
+// file's path and time, the file's index and the line number) does not copy the row.
+const rowSpare = 4
+
+// parseInto is parse into row, a slice of r.width() NULLs, from line as text. The values it
+// stores may share line's memory and slab's (see boxSlab; nil: none). It reads the line with the
+// scanner of jsonscan.go and falls back to parseDecoded for what the scanner leaves to it, so
+// its results are parseDecoded's.
+func (r *lineReader) parseInto(line string, lineNo int64, row []any, slab *boxSlab) (ok bool, bad []badValue) {
+	if bad, done := r.scan(line, lineNo, row, slab); done {
+		return true, bad
+	}
+	clear(row)
+	return r.parseDecoded([]byte(line), lineNo, row)
+}
+
+// parseDecoded is parseInto by way of encoding/json: the line decoded into a map[string]any
+// (numbers as json.Number), each field converted with schema.FromJSON. It defines the results
+// of parse; the scanner must agree with it on every line.
+func (r *lineReader) parseDecoded(line []byte, lineNo int64, row []any) (ok bool, bad []badValue) {
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.UseNumber()
 	var v any
@@ -65,7 +107,7 @@ func (r *lineReader) parse(line []byte, lineNo int64) (row []any, ok bool, bad [
 		if r.rescued != "" {
 			row[len(r.schema.Fields)] = r.rescue(map[string]any{"_corrupt_record": string(line)})
 		}
-		return row, false, []badValue{{Line: lineNo, Reason: reason}}
+		return false, []badValue{{Line: lineNo, Reason: reason}}
 	}
 	var rescue map[string]any
 	for name, v := range obj {
@@ -96,8 +138,15 @@ func (r *lineReader) parse(line []byte, lineNo int64) (row []any, ok bool, bad [
 	if rescue != nil {
 		row[len(r.schema.Fields)] = r.rescue(rescue)
 	}
-	sort.Slice(bad, func(i, j int) bool { return bad[i].Column < bad[j].Column })
-	return row, true, bad
+	sortBad(bad)
+	return true, bad
+}
+
+// sortBad sorts the bad values of one line by column name.
+func sortBad(bad []badValue) {
+	if len(bad) > 1 {
+		sort.Slice(bad, func(i, j int) bool { return bad[i].Column < bad[j].Column })
+	}
 }
 
 func jsonKindName(v any) string {

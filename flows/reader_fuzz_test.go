@@ -164,3 +164,30 @@ func FuzzJSONReader(f *testing.F) {
 		checkRows(t, nested, input)
 	})
 }
+
+// FuzzJSONLineScanner: for any line, the scanner of jsonscan.go and the encoding/json path
+// (parseDecoded) give the same row, bad values, rescued data and malformed-line verdict, with
+// and without a rescued-data column (`go test -fuzz FuzzJSONLineScanner ./flows` explores
+// further; TestScanMatchesDecoded and TestScanGenerated hold the named and generated cases).
+func FuzzJSONLineScanner(f *testing.F) {
+	for _, seed := range []string{
+		`{"id":1,"n":-2,"s":"x","d":1.005,"big":1e2,"f":2.5e-3,"b":true,"day":"2024-02-29","at":"2024-01-31T10:00:00+02:00","st":{"x":1,"y":"a"},"sh":40000,"ti":-1,"fl":0.1,"bin":"raw"}`,
+		` { "s" : "\ud83d\ude00\ud83d\u00e9\"\\\/\b\f\n\r\t" , "zz" : [ {} , [ ] , null ] } `,
+		"{\"s\":\"\xff\xed\xa0\x80\",\"s\xc0\":1,\"\\u0069d\":\"42\"}",
+		`{"id":9223372036854775808,"n":"7","d":"x","at":1.7e9,"b":"TRUE","day":1}`,
+		`{"id":1,"id":2,"ID":3}`,
+		"\xef\xbb\xbf{\"id\":1}",
+		`{"id":007}`,
+		`{"s":"abc`,
+		`{"id":1}} x`,
+		`[1,2]`,
+	} {
+		f.Add([]byte(seed))
+	}
+	s := scanSchema(f)
+	plain, rescuing := newLineReader(s, "", "/in/f.json"), newLineReader(s, "_rescued", "/in/f.json")
+	f.Fuzz(func(t *testing.T, line []byte) {
+		checkParse(t, plain, string(line))
+		checkParse(t, rescuing, string(line))
+	})
+}
