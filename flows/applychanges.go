@@ -3,8 +3,11 @@ package flows
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"tributary/delta"
 	"tributary/eventlog"
@@ -41,6 +44,11 @@ type changeBatch struct {
 	seqSch   schema.Schema
 	truncate []any // the highest sequence of a truncate event in the batch, or nil
 	nSource  int   // events read before expectations
+	nEvents  int   // events kept by the expectations, truncates included
+	// reduced is the batch reduced to each key's winner (truncate events left out, and nothing
+	// left out below a truncate sequence: reduceResult.above does that), when it was reduced
+	// while read; events is then nil.
+	reduced *reduceResult
 }
 
 // ApplyChanges runs the APPLY CHANGES flow of dataset d (semantics.md "APPLY CHANGES"): it reads
@@ -119,10 +127,125 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 		return nil, nil
 	}
 
-	// 1. Read the new change events, in arrival order, each with its origin appended.
+	// Events: keys, sequence, kind, target columns. NULL keys or sequences fail the batch
+	// (truncates need no key).
+	set, err := expectationSet(d, srcSch)
+	if err != nil {
+		return nil, err
+	}
+	keyIdx := indexes(srcSch, ac.Keys)
+	seqIdx := indexes(srcSch, ac.SequenceBy)
+	projIdx := indexes(srcSch, b.dataSch.Names())
+	b.keyIdx = indexes(b.dataSch, ac.Keys)
+	b.keySch, _, _ = srcSch.Select(ac.Keys)
+	b.seqSch, _, _ = srcSch.Select(ac.SequenceBy)
+	delProg, err := compileOptional(ac.ApplyAsDeletes, srcSch, "apply_as_deletes")
+	if err != nil {
+		return nil, err
+	}
+	truncProg, err := compileOptional(ac.ApplyAsTruncates, srcSch, "apply_as_truncates")
+	if err != nil {
+		return nil, err
+	}
+	// An SCD type 1 target needs only each key's winner: unless a fail expectation must see the
+	// whole batch first, each source file's events are reduced as they are read (b.reduced), so
+	// that the batch is never in memory at once. A goroutine folds one file's events while the
+	// next file is read.
+	var fold *folder
+	var folded chan []event
+	var foldDone sync.WaitGroup
+	if ac.StoredAsSCDType != 2 && !ac.IgnoreNullUpdates && !hasFailRule(set) {
+		fold = newFolder(0)
+		folded = make(chan []event)
+		foldDone.Add(1)
+		go func(in <-chan []event) {
+			defer foldDone.Done()
+			for evs := range in {
+				for i := range evs {
+					fold.add(&evs[i])
+				}
+			}
+		}(folded)
+		defer func() {
+			if folded != nil { // an error return: stop the folding goroutine
+				close(folded)
+				foldDone.Wait()
+			}
+		}()
+	}
+	nsrc := len(srcSch.Fields)
+	nk, ns, np := len(keyIdx), len(seqIdx), len(projIdx)
+	nullCols := append(append([]string(nil), ac.Keys...), ac.SequenceBy...)
+	nullCounts := make([]int64, len(nullCols))
+	nullAt := make([]origin, len(nullCols))
+	anyNull := false
+	checked := false
+	// consume checks rows (source rows, each with its origin appended, in arrival order) with
+	// the expectations and turns the kept ones into events: appended to b.events, or folded.
+	consume := func(rows [][]any) error {
+		kept, q, err := set.Check(rows)
+		if err != nil {
+			return err
+		}
+		if !checked {
+			m.Quality, checked = q, true
+		} else {
+			m.Quality.Add(q)
+		}
+		// The events' keys, sequences and rows are windows of three allocations, not three
+		// per event.
+		evs := make([]event, 0, len(kept))
+		keyVals, seqVals, projVals := make([]any, len(kept)*nk), make([]any, len(kept)*ns), make([]any, len(kept)*np)
+		for i, r := range kept {
+			ev := event{key: keyVals[i*nk : (i+1)*nk : (i+1)*nk], seq: seqVals[i*ns : (i+1)*ns : (i+1)*ns], row: projVals[i*np : (i+1)*np : (i+1)*np]}
+			pickInto(ev.key, r, keyIdx)
+			pickInto(ev.seq, r, seqIdx)
+			ev.arrival = b.nEvents
+			b.nEvents++
+			isTrunc := false
+			if truncProg != nil {
+				isTrunc, _ = truncProg.Eval(r)
+			}
+			for j := range nk + ns {
+				var v any
+				if j < nk {
+					v = ev.key[j]
+				} else {
+					v = ev.seq[j-nk]
+				}
+				if v == nil && (!isTrunc || j >= len(ac.Keys)) {
+					if nullCounts[j] == 0 {
+						nullAt[j] = *r[nsrc].(*origin)
+					}
+					nullCounts[j]++
+					anyNull = true
+				}
+			}
+			if isTrunc {
+				if b.truncate == nil || schema.CompareTuple(ev.seq, b.truncate) > 0 {
+					b.truncate = ev.seq
+				}
+				continue
+			}
+			pickInto(ev.row, r, projIdx)
+			if delProg != nil {
+				ev.delete, _ = delProg.Eval(r)
+			}
+			evs = append(evs, ev)
+		}
+		if fold != nil {
+			folded <- evs
+		} else if b.events == nil {
+			b.events = evs
+		} else {
+			b.events = append(b.events, evs...)
+		}
+		return nil
+	}
+
+	// Read the new change events, in arrival order, each with its origin appended.
 	var rows [][]any
 	commits := map[int64]*delta.Commit{}
-	nsrc := len(srcSch.Fields)
 	for v := last + 1; v <= latest; v++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -146,70 +269,38 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 			if err != nil {
 				return nil, err
 			}
-			for _, r := range fr {
-				rows = append(rows, append(r, origin{version: v, row: idx}))
+			// One allocation for the file's rows widened by their origin, and one for the
+			// origins (a pointer in the row: boxing it allocates nothing).
+			w := nsrc + 1
+			backing := make([]any, len(fr)*w)
+			origins := make([]origin, len(fr))
+			for i, r := range fr {
+				row := backing[i*w : (i+1)*w : (i+1)*w]
+				copy(row, r)
+				origins[i] = origin{version: v, row: idx}
+				row[nsrc] = &origins[i]
+				rows = append(rows, row)
 				idx++
 			}
-		}
-	}
-	b.nSource = len(rows)
-
-	// 2. Expectations check the incoming change events before they are applied.
-	set, err := expectationSet(d, srcSch)
-	if err != nil {
-		return nil, err
-	}
-	if rows, m.Quality, err = set.Check(rows); err != nil {
-		return nil, err
-	}
-
-	// 3. Events: keys, sequence, kind, target columns. NULL keys or sequences fail the batch
-	// (truncates need no key).
-	keyIdx := indexes(srcSch, ac.Keys)
-	seqIdx := indexes(srcSch, ac.SequenceBy)
-	projIdx := indexes(srcSch, b.dataSch.Names())
-	b.keyIdx = indexes(b.dataSch, ac.Keys)
-	b.keySch, _, _ = srcSch.Select(ac.Keys)
-	b.seqSch, _, _ = srcSch.Select(ac.SequenceBy)
-	delProg, err := compileOptional(ac.ApplyAsDeletes, srcSch, "apply_as_deletes")
-	if err != nil {
-		return nil, err
-	}
-	truncProg, err := compileOptional(ac.ApplyAsTruncates, srcSch, "apply_as_truncates")
-	if err != nil {
-		return nil, err
-	}
-	b.events = make([]event, 0, len(rows))
-	nullCols := append(append([]string(nil), ac.Keys...), ac.SequenceBy...)
-	nullCounts := make([]int64, len(nullCols))
-	nullAt := make([]origin, len(nullCols))
-	anyNull := false
-	for i, r := range rows {
-		ev := event{key: pick(r, keyIdx), seq: pick(r, seqIdx), arrival: i}
-		isTrunc := false
-		if truncProg != nil {
-			isTrunc, _ = truncProg.Eval(r)
-		}
-		for j, v := range append(ev.key, ev.seq...) {
-			if v == nil && (!isTrunc || j >= len(ac.Keys)) {
-				if nullCounts[j] == 0 {
-					nullAt[j] = r[nsrc].(origin)
+			b.nSource += len(fr)
+			if fold != nil {
+				if err := consume(rows); err != nil {
+					return nil, err
 				}
-				nullCounts[j]++
-				anyNull = true
+				rows = rows[:0]
 			}
 		}
-		if isTrunc {
-			if b.truncate == nil || schema.CompareTuple(ev.seq, b.truncate) > 0 {
-				b.truncate = ev.seq
-			}
-			continue
+	}
+	if fold == nil || !checked {
+		if err := consume(rows); err != nil {
+			return nil, err
 		}
-		ev.row = pick(r, projIdx)
-		if delProg != nil {
-			ev.delete, _ = delProg.Eval(r)
-		}
-		b.events = append(b.events, ev)
+	}
+	if fold != nil {
+		close(folded)
+		folded = nil
+		foldDone.Wait()
+		b.reduced = &fold.res
 	}
 	if anyNull {
 		var parts []string
@@ -231,6 +322,17 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 			strings.Join(parts, "; "), d.Name, first, ac.Source, RefreshHint(p, ac.Source, d.Name))
 	}
 	return b, nil
+}
+
+// hasFailRule says whether set has an expectation with on_violation: fail, whose error names the
+// number of violating rows of the whole batch.
+func hasFailRule(set *expectations.Set) bool {
+	for _, r := range set.Rules {
+		if r.OnViolation == expectations.Fail {
+			return true
+		}
+	}
+	return false
 }
 
 // settingsOf returns the settings of d that its CDC state depends on.
@@ -327,20 +429,66 @@ func writeRows(t *delta.Table, s schema.Schema, out [][]any, placed func(row []a
 	return adds, nil
 }
 
-// replaceFile is the copy-on-write of one data file: f is removed and out (its rows after the
-// batch) written as one new file, and the state records the rename (to "" when out is empty).
-func replaceFile(t *delta.Table, s schema.Schema, f delta.Add, out [][]any, state *stateLog, nowMs int64) (delta.Remove, []delta.Add, error) {
-	replacement := ""
-	var adds []delta.Add
+// replacement is a data file rewritten by copy-on-write: the remove of the old file, the add of
+// the new one (none when no row survived) and the new file's path ("" then).
+type replacement struct {
+	remove delta.Remove
+	adds   []delta.Add
+	path   string
+}
+
+// writeReplacement is the copy-on-write of one data file: f is removed and out (its rows after
+// the batch) written as one new file; the caller records the rename in the state (to "" when out
+// is empty). It is safe for concurrent use on distinct files.
+func writeReplacement(t *delta.Table, s schema.Schema, f delta.Add, out [][]any, nowMs int64) (replacement, error) {
+	r := replacement{remove: t.RemoveFor(f, nowMs)}
 	if len(out) > 0 {
 		add, err := t.WriteFile(s, out)
 		if err != nil {
-			return delta.Remove{}, nil, err
+			return replacement{}, err
 		}
-		adds, replacement = append(adds, add), add.Path
+		r.adds, r.path = []delta.Add{add}, add.Path
 	}
-	state.rename(f.Path, replacement)
-	return t.RemoveFor(f, nowMs), adds, nil
+	return r, nil
+}
+
+// rewriteWorkers is the most data files a batch rewrites at once: reading and writing a file is
+// CPU-bound, and each file in flight holds its rows in memory.
+func rewriteWorkers() int { return min(runtime.GOMAXPROCS(0), 2) }
+
+// eachFile calls fn for every file of files on up to rewriteWorkers goroutines and returns the
+// results in the order of files; the first error (in file order) stops the files not yet started.
+func eachFile[T any](files []delta.Add, fn func(f delta.Add) (T, error)) ([]T, error) {
+	out := make([]T, len(files))
+	errs := make([]error, len(files))
+	next := make(chan int)
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for range min(rewriteWorkers(), len(files)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if failed.Load() {
+					continue
+				}
+				if out[i], errs[i] = fn(files[i]); errs[i] != nil {
+					failed.Store(true)
+				}
+			}
+		}()
+	}
+	for i := range files {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // batchFiles are the files an APPLY CHANGES batch adds and removes, and its change data rows.

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
+	"math"
+	"os"
 	"path/filepath"
 	"sync"
 
@@ -14,22 +17,185 @@ import (
 // stateKey is the commitInfo key under which an APPLY CHANGES commit names its CDC state manifest.
 const stateKey = "tributaryCdcState"
 
-// cdcEntry is the CDC state of one key of an APPLY CHANGES target.
+// cdcEntry is what a batch reads of one key's CDC state (cdcState.entry).
 type cdcEntry struct {
-	key       []any // key values, in the order of `keys`
-	seq       []any // sequence values, in the order of `sequence_by`
-	deleted   bool  // a tombstone: the key's last event was a delete
-	deletedAt int64 // commit time of the delete, ms since the epoch
-	file      string
+	seq     []any  // sequence values, in the order of `sequence_by`
+	deleted bool   // a tombstone: the key's last event was a delete
+	file    string // the data file holding the key's row, as recorded (cdcState.resolve follows renames)
+	slot    int    // the key's slot in the cdcState
 }
 
-// cdcState is the CDC state of a target: every key ever seen (live or tombstone).
+// cdcState is the CDC state of an SCD type 1 target: every key ever seen (live or tombstone),
+// with its sequence and the data file holding its row. A key costs a few tens of bytes and holds
+// no pointer, so that a state of millions of keys loads fast and gives the garbage collector
+// nothing to scan: a key's encoding (appendValues) and its sequence's encoding sit side by side
+// in one byte arena, a slot per key says where and holds the rest, data file paths are small
+// integer ids, and an open-addressing hash table of slot numbers finds a key's slot.
 type cdcState struct {
 	stateLog
-	keySch   schema.Schema
-	seqSch   schema.Schema
-	entries  map[string]*cdcEntry
-	truncate []any // the highest truncate sequence applied, or nil
+	keySch schema.Schema
+	seqSch schema.Schema
+	arena  []byte    // key and sequence encodings; a slot's bytes are replaced by appending
+	slots  []cdcSlot // slots are marked gone, not removed, until compact renumbers them
+	// table is the hash table: per bucket 0 (empty) or the key's hash with its low 32 bits
+	// replaced by the slot index + 1; its length is a power of two.
+	table    []uint64
+	seed     maphash.Seed
+	files    []string         // data file id -> path; id 0 is "no file"
+	fileIDs  map[string]int32 // path -> data file id
+	truncate []any            // the highest truncate sequence applied, or nil
+	// partial says that only some keys were loaded (loadState): the state answers for them only.
+	partial bool
+	want    map[string]int // while a partial state loads: the keys to keep
+}
+
+// cdcSlot is one key of a cdcState.
+type cdcSlot struct {
+	off       uint64 // the key's encoding is arena[off:off+keyLen], its sequence's right after
+	keyLen    uint32
+	seqLen    uint32
+	deletedAt int64 // commit time of the delete, ms since the epoch (tombstones)
+	file      int32 // data file id, 0 for none
+	deleted   bool  // a tombstone: the key's last event was a delete
+	gone      bool  // dropped by tombstone GC: the key is not in the state
+}
+
+// newCDCState returns an empty state of folder dir, its last tombstone GC at lastGC (ms).
+func newCDCState(dir string, keySch, seqSch schema.Schema, lastGC int64) *cdcState {
+	return &cdcState{stateLog: stateLog{dir: dir, lastGC: lastGC}, keySch: keySch, seqSch: seqSch,
+		seed: maphash.MakeSeed(), files: []string{""}, fileIDs: map[string]int32{"": 0}}
+}
+
+// keyBytes is the encoding of slot i's key.
+func (s *cdcState) keyBytes(i int) []byte {
+	sl := &s.slots[i]
+	return s.arena[sl.off : sl.off+uint64(sl.keyLen)]
+}
+
+// seqBytes is the encoding of slot i's sequence.
+func (s *cdcState) seqBytes(i int) []byte {
+	sl := &s.slots[i]
+	at := sl.off + uint64(sl.keyLen)
+	return s.arena[at : at+uint64(sl.seqLen)]
+}
+
+// find returns the slot of the key encoded as kb (gone or not), or -1.
+func (s *cdcState) find(kb []byte) int {
+	if len(s.table) == 0 {
+		return -1
+	}
+	h := maphash.Bytes(s.seed, kb)
+	i, _ := s.probe(kb, h)
+	return i
+}
+
+// probe looks for the key encoded as kb, of hash h: it returns its slot, or -1 and the empty
+// bucket where it would go.
+func (s *cdcState) probe(kb []byte, h uint64) (slot int, bucket uint64) {
+	mask := uint64(len(s.table) - 1)
+	tag := h >> 32 << 32
+	for b := h & mask; ; b = (b + 1) & mask {
+		v := s.table[b]
+		if v == 0 {
+			return -1, b
+		}
+		if v&^0xffffffff == tag {
+			if i := int(v&0xffffffff) - 1; bytes.Equal(s.keyBytes(i), kb) {
+				return i, b
+			}
+		}
+	}
+}
+
+// put sets the sequence of the key encoded as kb to the encoding seq, adding a slot for a key not
+// in the table; it returns the slot. A gone slot comes back with only its key and sequence set.
+// With fresh, the caller knows that the key is not in the table.
+func (s *cdcState) put(kb, seq []byte, fresh bool) int {
+	if (len(s.slots)+1)*2 > len(s.table) {
+		s.grow(len(s.slots) + 1)
+	}
+	h := maphash.Bytes(s.seed, kb)
+	i, b := -1, uint64(0)
+	if fresh {
+		mask := uint64(len(s.table) - 1)
+		for b = h & mask; s.table[b] != 0; b = (b + 1) & mask {
+		}
+	} else {
+		i, b = s.probe(kb, h)
+	}
+	if i >= 0 {
+		sl := &s.slots[i]
+		if sl.gone {
+			*sl = cdcSlot{off: sl.off, keyLen: sl.keyLen, seqLen: sl.seqLen}
+		}
+		if !bytes.Equal(s.seqBytes(i), seq) {
+			off := uint64(len(s.arena))
+			s.arena = append(append(s.arena, kb...), seq...)
+			sl.off, sl.seqLen = off, uint32(len(seq))
+		}
+		return i
+	}
+	off := uint64(len(s.arena))
+	s.arena = append(append(s.arena, kb...), seq...)
+	s.slots = append(s.slots, cdcSlot{off: off, keyLen: uint32(len(kb)), seqLen: uint32(len(seq))})
+	i = len(s.slots) - 1
+	s.table[b] = h>>32<<32 | uint64(i+1)
+	return i
+}
+
+// grow makes the hash table large enough for n keys at a load of at most one half.
+func (s *cdcState) grow(n int) {
+	if n >= math.MaxUint32/2 {
+		panic("flows: a CDC state of more than 2^31 keys")
+	}
+	size := 1024
+	for size < 2*n {
+		size *= 2
+	}
+	if size <= len(s.table) {
+		return
+	}
+	s.table = make([]uint64, size)
+	mask := uint64(size - 1)
+	for i := range s.slots {
+		h := maphash.Bytes(s.seed, s.keyBytes(i))
+		b := h & mask
+		for s.table[b] != 0 {
+			b = (b + 1) & mask
+		}
+		s.table[b] = h>>32<<32 | uint64(i+1)
+	}
+}
+
+// fileID returns the id of data file path, adding it if new.
+func (s *cdcState) fileID(path string) int32 {
+	if id, ok := s.fileIDs[path]; ok {
+		return id
+	}
+	id := int32(len(s.files))
+	s.files = append(s.files, path)
+	s.fileIDs[path] = id
+	return id
+}
+
+// entry returns the state of the key encoded as kb, or nil when the state does not hold it.
+func (s *cdcState) entry(kb string) *cdcEntry {
+	i := s.find([]byte(kb))
+	if i < 0 || s.slots[i].gone {
+		return nil
+	}
+	return s.entryAt(i)
+}
+
+// entryAt decodes slot i. The state only holds sequences it encoded itself, so a decoding error
+// means the state is corrupt in memory: it panics.
+func (s *cdcState) entryAt(i int) *cdcEntry {
+	seq, err := decodeValues(s.seqBytes(i))
+	if err != nil {
+		panic(fmt.Sprintf("flows: CDC state slot %d: %v", i, err))
+	}
+	sl := &s.slots[i]
+	return &cdcEntry{seq: seq, deleted: sl.deleted, file: s.files[sl.file], slot: i}
 }
 
 // stateCache keeps, per state folder, the state as of the last commit this process made, so that
@@ -41,7 +207,10 @@ var stateCache sync.Map // state dir -> *cdcState
 // remember caches s as the state named by manifest id, after the commit that names it.
 func (s *cdcState) remember(id string, segments []segment, renames map[string]string) {
 	s.id, s.segments, s.renames = id, segments, renames
-	stateCache.Store(s.dir, s)
+	loadedStates.Store(s.dir, struct{}{})
+	if !s.partial {
+		stateCache.Store(s.dir, s)
+	}
 }
 
 // gc drops tombstones older than gcMillis before nowMillis; gcMillis < 0 keeps them all.
@@ -49,13 +218,16 @@ func (s *cdcState) gc(nowMillis, gcMillis int64) {
 	if gcMillis < 0 {
 		return
 	}
-	for k, e := range s.entries {
-		if e.deleted && e.deletedAt+gcMillis < nowMillis {
-			delete(s.entries, k)
+	for i := range s.slots {
+		if sl := &s.slots[i]; sl.deleted && sl.deletedAt+gcMillis < nowMillis {
+			sl.gone = true
 		}
 	}
 }
 
+// segmentSchema is the schema of a Parquet segment of an SCD type 1 state (the form written
+// before the keyed form; still read): the key columns, __seq_<i>_<name>, __deleted,
+// __deleted_at, __file.
 func (s *cdcState) segmentSchema() schema.Schema {
 	out := schema.Schema{}
 	out.Fields = append(out.Fields, s.keySch.Fields...)
@@ -114,11 +286,19 @@ func lastApply(table *delta.Table, snap *delta.Snapshot) (stateID, sourceID stri
 	return "", "", nil, nil
 }
 
+// loadedStates holds the state folders whose state this process has loaded and committed
+// (remember): a second batch of a long-running process loads the whole state and caches it.
+var loadedStates sync.Map // state dir -> struct{}
+
 // loadState reads the CDC state for the target snapshot: the manifest id (from lastApply), or an
 // empty state when id is "". Tombstones older than gcMillis before nowMillis are dropped (table
 // property pipelines.cdc.tombstoneGCThresholdInSeconds).
-func loadState(dir string, table *delta.Table, snap *delta.Snapshot, id string, keySch, seqSch schema.Schema, nowMillis, gcMillis int64) (*cdcState, error) {
-	st := &cdcState{stateLog: stateLog{dir: dir, lastGC: nowMillis}, keySch: keySch, seqSch: seqSch, entries: map[string]*cdcEntry{}}
+//
+// With want (encoded keys, appendValues) the state may be loaded partially: only the keys of
+// want, when the process has no cached state and has not loaded this state before (a `pipeline
+// run` applies one batch). A partial state answers for the keys of want only, is not cached,
+// and cannot write a full segment (needsFull says when the whole state is needed).
+func loadState(dir string, table *delta.Table, snap *delta.Snapshot, id string, keySch, seqSch schema.Schema, nowMillis, gcMillis int64, want map[string]int) (*cdcState, error) {
 	if v, ok := stateCache.LoadAndDelete(dir); ok && id != "" {
 		if c := v.(*cdcState); c.id == id && c.keySch.Equal(keySch) && c.seqSch.Equal(seqSch) {
 			if nowMillis-c.lastGC > 60_000 {
@@ -128,6 +308,10 @@ func loadState(dir string, table *delta.Table, snap *delta.Snapshot, id string, 
 			return c, nil
 		}
 	}
+	if _, seen := loadedStates.Load(dir); seen {
+		want = nil
+	}
+	st := newCDCState(dir, keySch, seqSch, nowMillis)
 	if id == "" {
 		if snap.NumRecords() > 0 {
 			return nil, fmt.Errorf("the table %s has rows but no APPLY CHANGES state; run `pipeline run SPEC --full-refresh %s`", table.Dir, filepath.Base(table.Dir))
@@ -138,21 +322,21 @@ func loadState(dir string, table *delta.Table, snap *delta.Snapshot, id string, 
 	if err != nil {
 		return nil, err
 	}
-	nk, ns := len(keySch.Fields), len(seqSch.Fields)
-	var kb []byte
-	err = st.readSegments(m, st.segmentSchema(), func(_ int, rows [][]any) {
-		for _, r := range rows {
-			e := &cdcEntry{key: r[:nk:nk], seq: r[nk : nk+ns : nk+ns]}
-			e.deleted, _ = r[nk+ns].(bool)
-			e.deletedAt, _ = r[nk+ns+1].(int64)
-			e.file, _ = r[nk+ns+2].(string)
-			kb = schema.AppendKey(kb[:0], e.key)
-			st.entries[string(kb)] = e
-		}
-	})
-	if err != nil {
-		return nil, err
+	st.want, st.partial = want, want != nil
+	var total int64
+	for _, sg := range m.Segments {
+		total += sg.Rows
 	}
+	if want != nil {
+		total = min(total, int64(len(want)))
+	}
+	st.grow(int(min(total, math.MaxInt32)))
+	for _, sg := range m.Segments {
+		if err := st.readSegment(sg); err != nil {
+			return nil, fmt.Errorf("reading CDC state segment %s: %w", sg.Name, err)
+		}
+	}
+	st.want = nil
 	st.segments, st.renames, st.id = m.Segments, m.Renames, id
 	if st.truncate, err = decodeSeq(m.Truncate, seqSch, id); err != nil {
 		return nil, err
@@ -161,31 +345,101 @@ func loadState(dir string, table *delta.Table, snap *delta.Snapshot, id string, 
 	return st, nil
 }
 
-// save writes the entries changed by a batch as a new segment (or, when the log has grown past
-// its base, every entry as one segment, files resolved and renames dropped) and a manifest; it
-// returns the manifest id and the new log for remember.
-func (s *cdcState) save(changed map[string]*cdcEntry) (string, []segment, map[string]string, error) {
-	src := changed
+// needsFull says whether a batch of nChanges changes to partial state s needs the whole state:
+// to write it as one segment (shouldCompact), or because a touched key's data file is not live in
+// snap (ensureFiles rebuilds the index from every key).
+func (s *cdcState) needsFull(nChanges int, snap *delta.Snapshot, touched map[string]*keyChange) bool {
+	if !s.partial {
+		return false
+	}
+	if s.shouldCompact(int64(nChanges)) {
+		return true
+	}
+	return s.stale(snap, touched)
+}
+
+// readSegment adds the keys of one segment to the state, replacing what older segments said of
+// them.
+func (s *cdcState) readSegment(sg segment) error {
+	name := filepath.Join(s.dir, "segments", filepath.FromSlash(sg.Name))
+	switch sg.Format {
+	case segmentFormatKeyed:
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		return s.decodeSegment(b)
+	case "":
+		rows, err := delta.New(s.dir).ReadFile(filepath.ToSlash(filepath.Join("segments", sg.Name)), s.segmentSchema())
+		if err != nil {
+			return err
+		}
+		nk, ns := len(s.keySch.Fields), len(s.seqSch.Fields)
+		var kb, sb []byte
+		for _, r := range rows {
+			kb = appendValues(kb[:0], r[:nk])
+			if _, ok := s.want[string(kb)]; s.want != nil && !ok {
+				continue
+			}
+			sb = appendValues(sb[:0], r[nk:nk+ns])
+			i := s.put(kb, sb, false)
+			sl := &s.slots[i]
+			sl.deleted, _ = r[nk+ns].(bool)
+			sl.deletedAt, _ = r[nk+ns+1].(int64)
+			f, _ := r[nk+ns+2].(string)
+			sl.file = s.fileID(f)
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown segment format %q", sg.Format)
+}
+
+// compact drops the gone slots and the bytes no slot uses, and resolves every key's data file
+// (the renames are dropped by the full save that calls it). Slots are renumbered.
+func (s *cdcState) compact() {
+	old := *s
+	s.arena, s.slots, s.table = nil, nil, nil
+	s.files, s.fileIDs = []string{""}, map[string]int32{"": 0}
+	var n, size int
+	for _, sl := range old.slots {
+		if !sl.gone {
+			n, size = n+1, size+int(sl.keyLen)+int(sl.seqLen)
+		}
+	}
+	s.arena = make([]byte, 0, size)
+	s.slots = make([]cdcSlot, 0, n)
+	s.grow(n)
+	to := make([]int32, len(old.files)) // resolve each data file once
+	for id, p := range old.files {
+		to[id] = s.fileID(old.resolve(p))
+	}
+	for i, sl := range old.slots {
+		if sl.gone {
+			continue
+		}
+		j := s.put(old.keyBytes(i), old.seqBytes(i), true)
+		s.slots[j].deleted, s.slots[j].deletedAt, s.slots[j].file = sl.deleted, sl.deletedAt, to[sl.file]
+	}
+}
+
+// save writes the keys of slots changed by a batch as a new segment (or, when the log has grown
+// past its base, every key as one segment, files resolved and renames dropped) and a manifest;
+// it returns the manifest id and the new log for remember.
+func (s *cdcState) save(changed []int) (string, []segment, map[string]string, error) {
 	full := s.shouldCompact(int64(len(changed)))
+	if full && s.partial {
+		return "", nil, nil, fmt.Errorf("the CDC state of %s was loaded in part but must be written whole", s.dir)
+	}
 	if full {
-		src = s.entries
-	}
-	rows := make([][]any, 0, len(src))
-	for _, e := range src {
-		if full {
-			e.file = s.resolve(e.file)
+		s.compact()
+		changed = make([]int, len(s.slots))
+		for i := range changed {
+			changed[i] = i
 		}
-		r := make([]any, 0, len(e.key)+len(e.seq)+3)
-		r = append(r, e.key...)
-		r = append(r, e.seq...)
-		var file any
-		if e.file != "" {
-			file = e.file
-		}
-		r = append(r, e.deleted, e.deletedAt, file)
-		rows = append(rows, r)
 	}
-	return s.write(s.segmentSchema(), rows, full, encodeSeq(s.truncate, s.seqSch))
+	return s.write(int64(len(changed)), full, encodeSeq(s.truncate, s.seqSch), func(dir string) (segment, error) {
+		return s.writeSegment(dir, changed)
+	})
 }
 
 // encodeSeq writes a sequence as JSON values in the jsonl form of spec.md §2 (nil for none).

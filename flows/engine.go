@@ -1,6 +1,8 @@
 package flows
 
 import (
+	"cmp"
+
 	"tributary/schema"
 )
 
@@ -27,7 +29,7 @@ const (
 
 // keyChange is the outcome for one key.
 type keyChange struct {
-	kb    string // encoded key
+	kb    string // encoded key (appendValues)
 	win   *event
 	what  decision
 	entry *cdcEntry // the state before the batch (nil for a key never seen)
@@ -35,43 +37,138 @@ type keyChange struct {
 
 // reduceResult is the batch reduced to one winning event per key.
 type reduceResult struct {
-	winners map[string]*event
-	order   []string // keys in order of first arrival, so output is deterministic
+	index   map[string]int // encoded key (appendValues) -> its position in order and winners
+	order   []string       // keys in order of first arrival, so output is deterministic
+	winners []*event       // the winner of each key of order
 	ties    int64
+	tieSeqs [][]any // the sequence of each tie counted in ties
 }
 
 // reduce picks per key the event with the highest sequence. On equal sequences a delete beats
 // an upsert and, between upserts, the later arrival wins (semantics.md, Decision on ties); each
 // tie between events that differ is counted.
 func reduce(events []event) reduceResult {
-	res := reduceResult{winners: make(map[string]*event, len(events))}
-	var kb []byte
+	f := newFolder(len(events))
 	for i := range events {
-		ev := &events[i]
-		kb = schema.AppendKey(kb[:0], ev.key)
-		cur, ok := res.winners[string(kb)]
-		if !ok {
-			k := string(kb)
-			res.winners[k] = ev
-			res.order = append(res.order, k)
-			continue
+		f.add(&events[i])
+	}
+	return f.res
+}
+
+// above returns r without the keys whose winner is at or below the sequence trunc, and without
+// the ties at or below it: what reduce returns for the events above trunc (semantics.md,
+// truncates), but for the order of keys, which stays that of r. A nil trunc returns r.
+func (r reduceResult) above(trunc []any) reduceResult {
+	if trunc == nil {
+		return r
+	}
+	out := reduceResult{index: make(map[string]int, len(r.order))}
+	for i, k := range r.order {
+		if w := r.winners[i]; compareSeq(w.seq, trunc) > 0 {
+			out.index[k] = len(out.order)
+			out.order = append(out.order, k)
+			out.winners = append(out.winners, w)
 		}
-		c := schema.CompareTuple(ev.seq, cur.seq)
-		switch {
-		case c > 0:
-			res.winners[string(kb)] = ev
-		case c == 0:
-			if !sameEvent(ev, cur) {
-				res.ties++
-			}
-			if ev.delete && !cur.delete {
-				res.winners[string(kb)] = ev
-			} else if !ev.delete && !cur.delete && ev.arrival > cur.arrival {
-				res.winners[string(kb)] = ev
+	}
+	for _, s := range r.tieSeqs {
+		if compareSeq(s, trunc) > 0 {
+			out.ties++
+			out.tieSeqs = append(out.tieSeqs, s)
+		}
+	}
+	return out
+}
+
+// folder is reduce one event at a time, in arrival order, holding only the winners: it copies
+// what it keeps of an event, so that the caller may reuse the event's slices once add returns.
+// A winner's sequence and row are overwritten in place when a later event beats it.
+type folder struct {
+	res  reduceResult
+	kb   []byte
+	slab []any   // the unused part of the current block of values
+	evs  []event // the unused part of the current block of winners
+}
+
+func newFolder(hint int) *folder {
+	return &folder{res: reduceResult{index: make(map[string]int, hint)}}
+}
+
+// clone copies v into the slab (nil stays nil).
+func (f *folder) clone(v []any) []any {
+	if v == nil {
+		return nil
+	}
+	if len(f.slab) < len(v) {
+		f.slab = make([]any, max(1<<14, len(v)))
+	}
+	out := f.slab[:len(v):len(v)]
+	f.slab = f.slab[len(v):]
+	copy(out, v)
+	return out
+}
+
+// keep makes w hold what ev holds, in w's own slices.
+func (f *folder) keep(w, ev *event) {
+	if len(w.seq) == len(ev.seq) {
+		copy(w.seq, ev.seq)
+	} else {
+		w.seq = f.clone(ev.seq)
+	}
+	if len(w.row) == len(ev.row) && (w.row == nil) == (ev.row == nil) {
+		copy(w.row, ev.row)
+	} else {
+		w.row = f.clone(ev.row)
+	}
+	w.delete, w.arrival = ev.delete, ev.arrival
+}
+
+// add folds the next event into the winners.
+func (f *folder) add(ev *event) {
+	res := &f.res
+	f.kb = appendValues(f.kb[:0], ev.key)
+	at, ok := res.index[string(f.kb)]
+	if !ok {
+		if len(f.evs) == 0 {
+			f.evs = make([]event, 1<<10)
+		}
+		w := &f.evs[0]
+		f.evs = f.evs[1:]
+		*w = event{key: f.clone(ev.key)}
+		f.keep(w, ev)
+		k := string(f.kb)
+		res.index[k] = len(res.order)
+		res.order = append(res.order, k)
+		res.winners = append(res.winners, w)
+		return
+	}
+	cur := res.winners[at]
+	c := compareSeq(ev.seq, cur.seq)
+	switch {
+	case c > 0:
+		f.keep(cur, ev)
+	case c == 0:
+		if !sameEvent(ev, cur) {
+			res.ties++
+			res.tieSeqs = append(res.tieSeqs, f.clone(cur.seq))
+		}
+		if ev.delete && !cur.delete {
+			f.keep(cur, ev)
+		} else if !ev.delete && !cur.delete && ev.arrival > cur.arrival {
+			f.keep(cur, ev)
+		}
+	}
+}
+
+// compareSeq is schema.CompareTuple, with a fast path for the common sequence of one BIGINT.
+func compareSeq(a, b []any) int {
+	if len(a) == 1 && len(b) == 1 {
+		if x, ok := a[0].(int64); ok {
+			if y, ok := b[0].(int64); ok {
+				return cmp.Compare(x, y)
 			}
 		}
 	}
-	return res
+	return schema.CompareTuple(a, b)
 }
 
 func sameEvent(a, b *event) bool {
@@ -89,16 +186,17 @@ func sameEvent(a, b *event) bool {
 	return true
 }
 
-// decide compares each winner with the stored state (semantics.md, APPLY CHANGES): an event at
-// or below the stored sequence of a live row or tombstone changes nothing, except that a delete
-// at the live row's own sequence wins the tie. It returns the changes in first-arrival order and
-// the number of ties with stored rows.
-func decide(red reduceResult, state map[string]*cdcEntry) ([]keyChange, int64) {
+// decide compares each winner with the stored state (semantics.md, APPLY CHANGES), which state
+// returns for an encoded key (nil for a key it does not hold): an event at or below the stored
+// sequence of a live row or tombstone changes nothing, except that a delete at the live row's own
+// sequence wins the tie. It returns the changes in first-arrival order and the number of ties
+// with stored rows.
+func decide(red reduceResult, state func(kb string) *cdcEntry) ([]keyChange, int64) {
 	out := make([]keyChange, 0, len(red.order))
 	var ties int64
-	for _, k := range red.order {
-		w := red.winners[k]
-		e := state[k]
+	for i, k := range red.order {
+		w := red.winners[i]
+		e := state(k)
 		ch := keyChange{kb: k, win: w, entry: e}
 		switch {
 		case e == nil:
@@ -108,7 +206,7 @@ func decide(red reduceResult, state map[string]*cdcEntry) ([]keyChange, int64) {
 				ch.what = insertRow
 			}
 		case e.deleted:
-			if schema.CompareTuple(w.seq, e.seq) > 0 {
+			if compareSeq(w.seq, e.seq) > 0 {
 				if w.delete {
 					ch.what = tombstoneOnly
 				} else {
@@ -116,7 +214,7 @@ func decide(red reduceResult, state map[string]*cdcEntry) ([]keyChange, int64) {
 				}
 			}
 		default:
-			c := schema.CompareTuple(w.seq, e.seq)
+			c := compareSeq(w.seq, e.seq)
 			switch {
 			case c > 0 && w.delete:
 				ch.what = deleteRow

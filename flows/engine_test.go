@@ -1,9 +1,9 @@
 package flows
 
 import (
+	"math/rand/v2"
+	"reflect"
 	"testing"
-
-	"tributary/schema"
 )
 
 // ev builds an event with key id, sequence seq, value v ("" with del for a delete).
@@ -17,7 +17,7 @@ func ev(id, seq int64, v string, del bool, arrival int) event {
 	return e
 }
 
-func keyOf(id int64) string { return string(schema.AppendKey(nil, []any{id})) }
+func keyOf(id int64) string { return string(appendValues(nil, []any{id})) }
 
 func TestReduce(t *testing.T) {
 	t.Parallel()
@@ -49,7 +49,7 @@ func TestReduce(t *testing.T) {
 				t.Errorf("ties = %d, want %d", red.ties, c.wantTies)
 			}
 			for id, want := range c.wantVal {
-				w := red.winners[keyOf(id)]
+				w := red.winners[red.index[keyOf(id)]]
 				got := ""
 				if !w.delete {
 					got = w.row[1].(string)
@@ -65,12 +65,12 @@ func TestReduce(t *testing.T) {
 func TestDecide(t *testing.T) {
 	t.Parallel()
 	state := map[string]*cdcEntry{
-		keyOf(1): {key: []any{int64(1)}, seq: []any{int64(5)}, file: "f1"},              // live at 5
-		keyOf(2): {key: []any{int64(2)}, seq: []any{int64(6)}, deleted: true},           // tombstone at 6
-		keyOf(3): {key: []any{int64(3)}, seq: []any{int64(5)}, file: "f1"},              // live at 5
-		keyOf(4): {key: []any{int64(4)}, seq: []any{int64(5)}, file: "f2"},              // live at 5
-		keyOf(5): {key: []any{int64(5)}, seq: []any{int64(2)}, deleted: true, file: ""}, // tombstone at 2
-		keyOf(6): {key: []any{int64(6)}, seq: []any{int64(5)}, file: "f2"},              // live at 5
+		keyOf(1): {seq: []any{int64(5)}, file: "f1"},              // live at 5
+		keyOf(2): {seq: []any{int64(6)}, deleted: true},           // tombstone at 6
+		keyOf(3): {seq: []any{int64(5)}, file: "f1"},              // live at 5
+		keyOf(4): {seq: []any{int64(5)}, file: "f2"},              // live at 5
+		keyOf(5): {seq: []any{int64(2)}, deleted: true, file: ""}, // tombstone at 2
+		keyOf(6): {seq: []any{int64(5)}, file: "f2"},              // live at 5
 	}
 	events := []event{
 		ev(1, 4, "late", false, 0),        // late update: no-op
@@ -82,7 +82,7 @@ func TestDecide(t *testing.T) {
 		ev(7, 1, "", true, 6),             // delete of an unknown key: tombstone only
 		ev(8, 1, "new", false, 7),         // update of a never-inserted key: insert
 	}
-	changes, ties := decide(reduce(events), state)
+	changes, ties := decide(reduce(events), func(kb string) *cdcEntry { return state[kb] })
 	want := map[int64]decision{3: deleteRow, 5: insertRow, 6: updateRow, 7: tombstoneOnly, 8: insertRow}
 	if len(changes) != len(want) {
 		t.Fatalf("got %d changes, want %d: %+v", len(changes), len(want), changes)
@@ -95,5 +95,36 @@ func TestDecide(t *testing.T) {
 	}
 	if ties != 1 {
 		t.Errorf("ties with stored rows = %d, want 1", ties)
+	}
+}
+
+// TestReduceAbove: reducing every event and then leaving out what is at or below a truncate
+// sequence (reduceResult.above, as a batch reduced while read does) gives the winners and the
+// ties of reducing only the events above it.
+func TestReduceAbove(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(7, 8))
+	for iter := range 200 {
+		events := make([]event, 40)
+		for i := range events {
+			events[i] = ev(r.Int64N(6), r.Int64N(8), []string{"a", "b"}[r.IntN(2)], r.IntN(4) == 0, i)
+		}
+		trunc := []any{r.Int64N(8)}
+		var live []event
+		for _, e := range events {
+			if compareSeq(e.seq, trunc) > 0 {
+				live = append(live, e)
+			}
+		}
+		want, got := reduce(live), reduce(events).above(trunc)
+		if got.ties != want.ties || len(got.order) != len(want.order) {
+			t.Fatalf("iteration %d: %d keys and %d ties, want %d and %d", iter, len(got.order), got.ties, len(want.order), want.ties)
+		}
+		for k, i := range want.index {
+			j, ok := got.index[k]
+			if !ok || !reflect.DeepEqual(*got.winners[j], *want.winners[i]) {
+				t.Fatalf("iteration %d: key %q: winner %+v, want %+v", iter, k, got.winners[j], want.winners[i])
+			}
+		}
 	}
 }

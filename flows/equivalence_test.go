@@ -326,6 +326,7 @@ func TestRandomizedEquivalence(t *testing.T) {
 					if r.IntN(2) == 0 {
 						// As a new process would: read the CDC state from its segments.
 						stateCache.Delete(StateDir(p.Storage, "target"))
+						loadedStates.Delete(StateDir(p.Storage, "target"))
 						histCache.Delete(StateDir(p.Storage, "target"))
 					}
 					if _, err := ApplyChanges(context.Background(), env, p.Dataset("target")); err != nil {

@@ -93,7 +93,7 @@ func sameSeq(a, b []any) bool {
 	if a == nil || b == nil {
 		return a == nil && b == nil
 	}
-	return schema.CompareTuple(a, b) == 0
+	return compareSeq(a, b) == 0
 }
 
 // mergeHistory adds a key's batch events (in arrival order) to its stored history and reports
@@ -104,12 +104,12 @@ func sameSeq(a, b []any) bool {
 func mergeHistory(hist []histEvent, batch []*event) ([]histEvent, bool, int64) {
 	var ties int64
 	sorted := append([]*event(nil), batch...)
-	sort.SliceStable(sorted, func(i, j int) bool { return schema.CompareTuple(sorted[i].seq, sorted[j].seq) < 0 })
+	sort.SliceStable(sorted, func(i, j int) bool { return compareSeq(sorted[i].seq, sorted[j].seq) < 0 })
 	// Reduce the batch to one event per sequence.
 	var reduced []*event
 	for _, ev := range sorted {
 		n := len(reduced)
-		if n > 0 && schema.CompareTuple(reduced[n-1].seq, ev.seq) == 0 {
+		if n > 0 && compareSeq(reduced[n-1].seq, ev.seq) == 0 {
 			cur := reduced[n-1]
 			if !sameEvent(ev, cur) {
 				ties++
@@ -123,8 +123,8 @@ func mergeHistory(hist []histEvent, batch []*event) ([]histEvent, bool, int64) {
 	}
 	changed := false
 	for _, ev := range reduced {
-		i := sort.Search(len(hist), func(i int) bool { return schema.CompareTuple(hist[i].seq, ev.seq) >= 0 })
-		if i < len(hist) && schema.CompareTuple(hist[i].seq, ev.seq) == 0 {
+		i := sort.Search(len(hist), func(i int) bool { return compareSeq(hist[i].seq, ev.seq) >= 0 })
+		if i < len(hist) && compareSeq(hist[i].seq, ev.seq) == 0 {
 			old := hist[i]
 			differs := old.delete != ev.delete || (!ev.delete && !sameRow(old.row, ev.row))
 			if differs {

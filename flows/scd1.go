@@ -17,102 +17,154 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 	tgtSch := b.dataSch
 	now := env.now()
 	nowMs := now.UnixMilli()
-	state, err := loadState(StateDir(p.Storage, d.Name), b.target, b.snap, b.stateID, b.keySch, b.seqSch, nowMs, tombstoneGC(d))
-	if err != nil {
-		return m, err
+	// The state of the batch's keys suffices, unless the batch truncates every key, or the state
+	// must be written whole, or the table was rewritten under it (then the loop loads it whole).
+	var want map[string]int
+	if b.truncate == nil {
+		want = batchKeys(b)
 	}
-
-	// Truncates: the batch's highest truncate raises the table's truncate sequence.
-	trunc := state.truncate
-	newTrunc := b.truncate != nil && (trunc == nil || schema.CompareTuple(b.truncate, trunc) > 0)
-	if newTrunc {
-		trunc = b.truncate
-	}
-	events := b.events
-	if trunc != nil {
-		live := events[:0:0]
-		for _, ev := range events {
-			if schema.CompareTuple(ev.seq, trunc) > 0 {
-				live = append(live, ev)
+	var (
+		state      *cdcState
+		err        error
+		red        reduceResult
+		changes    []keyChange
+		storedTies int64
+		touched    map[string]*keyChange
+		inserts    []*keyChange
+	)
+	for {
+		state, err = loadState(StateDir(p.Storage, d.Name), b.target, b.snap, b.stateID, b.keySch, b.seqSch, nowMs, tombstoneGC(d), want)
+		if err != nil {
+			return m, err
+		}
+		// Truncates: the batch's highest truncate raises the table's truncate sequence.
+		trunc := state.truncate
+		newTrunc := b.truncate != nil && (trunc == nil || schema.CompareTuple(b.truncate, trunc) > 0)
+		if newTrunc {
+			trunc = b.truncate
+		}
+		switch {
+		case red.index != nil: // the second pass: the same batch, the same truncate
+		case b.reduced != nil:
+			red = b.reduced.above(trunc)
+		default:
+			events := b.events
+			if trunc != nil {
+				live := events[:0:0]
+				for _, ev := range events {
+					if schema.CompareTuple(ev.seq, trunc) > 0 {
+						live = append(live, ev)
+					}
+				}
+				events = live
+			}
+			red = reduce(events)
+		}
+		changes, storedTies = decide(red, state.entry)
+		if newTrunc {
+			for i := range state.slots {
+				if sl := &state.slots[i]; sl.gone || sl.deleted {
+					continue // an old tombstone: the truncate sequence now covers it
+				}
+				k := string(state.keyBytes(i))
+				if _, won := red.index[k]; won {
+					continue
+				}
+				e := state.entryAt(i)
+				if schema.CompareTuple(e.seq, trunc) > 0 {
+					continue
+				}
+				changes = append(changes, keyChange{kb: k, what: truncateRow, entry: e})
 			}
 		}
-		events = live
+		state.truncate = trunc
+
+		// Copy-on-write: rewrite each file holding updated or deleted keys into one new file
+		// (the state records the rename, not every relocated key), and write inserts to new files.
+		touched, inserts = map[string]*keyChange{}, nil
+		for i := range changes {
+			ch := &changes[i]
+			switch ch.what {
+			case updateRow, deleteRow, truncateRow:
+				touched[ch.kb] = ch
+			case insertRow:
+				inserts = append(inserts, ch)
+			}
+		}
+		if !state.needsFull(len(changes), b.snap, touched) {
+			break
+		}
+		want = nil
 	}
-	red := reduce(events)
-	changes, storedTies := decide(red, state.entries)
 	m.Ties = red.ties + storedTies
 	reportTies(env, d, m.Ties)
-	if newTrunc {
-		for k, e := range state.entries {
-			if _, won := red.winners[k]; won || schema.CompareTuple(e.seq, trunc) > 0 {
-				continue
-			}
-			if e.deleted {
-				continue // an old tombstone: the truncate sequence now covers it
-			}
-			changes = append(changes, keyChange{kb: k, what: truncateRow, entry: e})
-		}
-	}
-
-	// Copy-on-write: rewrite each file holding updated or deleted keys into one new file (the
-	// state records the rename, not every relocated key), and write inserts to new files.
-	touched := map[string]*keyChange{}
-	var inserts []*keyChange
-	for i := range changes {
-		ch := &changes[i]
-		switch ch.what {
-		case updateRow, deleteRow, truncateRow:
-			touched[ch.kb] = ch
-		case insertRow:
-			inserts = append(inserts, ch)
-		}
-	}
 	if err := state.ensureFiles(b.target, b.snap, tgtSch, b.keyIdx, touched); err != nil {
 		return m, err
 	}
 	byFile := map[string]bool{}
 	for _, ch := range touched {
-		byFile[state.resolve(ch.entry.file)] = true
+		byFile[state.fileOf(ch.entry.slot)] = true
 	}
-	var cdcRows [][]any
-	var cdcTypes []string
-	var removes []delta.Remove
-	var adds []delta.Add
-	var kb []byte
-	found := 0
+	// Rewrite the files on several goroutines; touched is only read there.
+	type rewritten struct {
+		replacement
+		cdcRows   [][]any
+		cdcTypes  []string
+		found     int
+		ups, dels int64
+	}
+	var files []delta.Add
 	for _, f := range b.snap.Files {
-		if !byFile[f.Path] {
-			continue
+		if byFile[f.Path] {
+			files = append(files, f)
 		}
+	}
+	done, err := eachFile(files, func(f delta.Add) (rewritten, error) {
+		var rw rewritten
 		frows, err := b.target.ReadFile(f.Path, tgtSch)
 		if err != nil {
-			return m, err
+			return rw, err
 		}
 		out := frows[:0:0]
+		var kb []byte
 		for _, r := range frows {
-			kb = schema.AppendKey(kb[:0], pick(r, b.keyIdx))
+			kb = appendPicked(kb[:0], r, b.keyIdx)
 			ch, ok := touched[string(kb)]
 			if !ok {
 				out = append(out, r)
 				continue
 			}
-			found++
+			rw.found++
+			pre := append([]any(nil), r...) // not a view of the file's rows, which can then go
 			if ch.what == updateRow {
-				cdcRows = append(cdcRows, r, ch.win.row)
-				cdcTypes = append(cdcTypes, delta.ChangeUpdatePreimage, delta.ChangeUpdatePostimage)
+				rw.cdcRows = append(rw.cdcRows, pre, ch.win.row)
+				rw.cdcTypes = append(rw.cdcTypes, delta.ChangeUpdatePreimage, delta.ChangeUpdatePostimage)
 				out = append(out, ch.win.row)
-				m.NumUpsertedRows++
+				rw.ups++
 			} else {
-				cdcRows = append(cdcRows, r)
-				cdcTypes = append(cdcTypes, delta.ChangeDelete)
-				m.NumDeletedRows++
+				rw.cdcRows = append(rw.cdcRows, pre)
+				rw.cdcTypes = append(rw.cdcTypes, delta.ChangeDelete)
+				rw.dels++
 			}
 		}
-		rm, add, err := replaceFile(b.target, tgtSch, f, out, &state.stateLog, nowMs)
-		if err != nil {
-			return m, err
-		}
-		removes, adds = append(removes, rm), append(adds, add...)
+		rw.replacement, err = writeReplacement(b.target, tgtSch, f, out, nowMs)
+		return rw, err
+	})
+	if err != nil {
+		return m, err
+	}
+	var cdcRows [][]any
+	var cdcTypes []string
+	var removes []delta.Remove
+	var adds []delta.Add
+	found := 0
+	for i, rw := range done {
+		state.rename(files[i].Path, rw.path)
+		removes, adds = append(removes, rw.remove), append(adds, rw.adds...)
+		cdcRows, cdcTypes = append(cdcRows, rw.cdcRows...), append(cdcTypes, rw.cdcTypes...)
+		found += rw.found
+		m.NumUpsertedRows += rw.ups
+		m.NumDeletedRows += rw.dels
 	}
 	if found != len(touched) {
 		return m, fmt.Errorf("the CDC state of %s names data files that do not hold %d of the keys being changed; run %s", d.Name, len(touched)-found, RefreshHint(p, d.Name))
@@ -126,43 +178,34 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 	}
 	m.NumOutputRows = m.NumUpsertedRows + m.NumDeletedRows
 
-	// Write the inserts; record where each inserted key lives.
-	changed := map[string]*cdcEntry{}
-	insAdds, err := writeRows(b.target, tgtSch, insertRows, func(r []any, path string) {
-		kb = schema.AppendKey(kb[:0], pick(r, b.keyIdx))
-		e := state.entries[string(kb)]
-		if e == nil {
-			e = &cdcEntry{key: pick(r, b.keyIdx)}
-			state.entries[string(kb)] = e
+	// Record each change in the state, then write the inserts and record where each lives.
+	changed := make([]int, 0, len(changes))
+	var kb, sb []byte
+	for i := range changes {
+		ch := &changes[i]
+		if ch.what == truncateRow {
+			sl := &state.slots[ch.entry.slot]
+			sl.deleted, sl.deletedAt, sl.file = true, nowMs, 0
+			changed = append(changed, ch.entry.slot)
+			continue
 		}
-		e.file = path
-		changed[string(kb)] = e
+		sb = appendValues(sb[:0], ch.win.seq)
+		j := state.put([]byte(ch.kb), sb, false)
+		sl := &state.slots[j]
+		sl.deleted = ch.what == deleteRow || ch.what == tombstoneOnly
+		if sl.deleted {
+			sl.deletedAt, sl.file = nowMs, 0
+		}
+		changed = append(changed, j)
+	}
+	insAdds, err := writeRows(b.target, tgtSch, insertRows, func(r []any, path string) {
+		kb = appendPicked(kb[:0], r, b.keyIdx)
+		state.slots[state.find(kb)].file = state.fileID(path)
 	})
 	if err != nil {
 		return m, err
 	}
 	adds = append(adds, insAdds...)
-	for i := range changes {
-		ch := &changes[i]
-		e := state.entries[ch.kb]
-		if ch.what == truncateRow {
-			e.deleted, e.deletedAt, e.file = true, nowMs, ""
-			changed[ch.kb] = e
-			continue
-		}
-		if e == nil {
-			e = &cdcEntry{key: ch.win.key}
-			state.entries[ch.kb] = e
-		}
-		e.seq = ch.win.seq
-		e.deleted = ch.what == deleteRow || ch.what == tombstoneOnly
-		if e.deleted {
-			e.deletedAt = nowMs
-			e.file = ""
-		}
-		changed[ch.kb] = e
-	}
-	state.truncate = trunc
 	err = finishBatch(d, b, &m, batchFiles{cdcRows: cdcRows, cdcTypes: cdcTypes, removes: removes, adds: adds},
 		func() (string, []segment, map[string]string, error) { return state.save(changed) }, state.remember,
 		map[string]string{
@@ -173,40 +216,71 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 	return m, err
 }
 
+// fileOf returns the data file that holds slot i's row now (renames followed), or "".
+func (s *cdcState) fileOf(i int) string {
+	return s.resolve(s.files[s.slots[i].file])
+}
+
 // ensureFiles makes sure that the data file the state names for each touched live key is live in
 // the snapshot; when one is not (the table was rewritten by an operation that does not keep the
 // state, such as optimize), it rebuilds the key-to-file index by reading the key columns of every
 // file of the snapshot.
 func (s *cdcState) ensureFiles(t *delta.Table, snap *delta.Snapshot, tgtSch schema.Schema, keyIdx []int, touched map[string]*keyChange) error {
-	live := make(map[string]bool, len(snap.Files))
-	for _, f := range snap.Files {
-		live[f.Path] = true
-	}
-	stale := false
-	for _, ch := range touched {
-		if !live[s.resolve(ch.entry.file)] {
-			stale = true
-			break
-		}
-	}
-	if !stale {
+	if !s.stale(snap, touched) {
 		return nil
+	}
+	keySch := schema.Schema{}
+	for _, j := range keyIdx {
+		keySch.Fields = append(keySch.Fields, tgtSch.Fields[j])
+	}
+	all := make([]int, len(keyIdx))
+	for j := range all {
+		all[j] = j
 	}
 	var kb []byte
 	for _, f := range snap.Files {
-		rows, err := t.ReadFile(f.Path, tgtSch)
+		rows, err := t.ReadFile(f.Path, keySch)
 		if err != nil {
 			return err
 		}
+		id := s.fileID(f.Path)
 		for _, r := range rows {
-			kb = schema.AppendKey(kb[:0], pick(r, keyIdx))
-			if e := s.entries[string(kb)]; e != nil {
-				e.file = f.Path
+			kb = appendPicked(kb[:0], r, all)
+			if i := s.find(kb); i >= 0 && !s.slots[i].gone {
+				s.slots[i].file = id
 			}
 		}
 	}
 	s.renames, s.rebuilt = nil, true
 	return nil
+}
+
+// stale says whether the data file the state names for a touched key is not live in snap.
+func (s *cdcState) stale(snap *delta.Snapshot, touched map[string]*keyChange) bool {
+	live := make(map[string]bool, len(snap.Files))
+	for _, f := range snap.Files {
+		live[f.Path] = true
+	}
+	for _, ch := range touched {
+		if !live[s.fileOf(ch.entry.slot)] {
+			return true
+		}
+	}
+	return false
+}
+
+// batchKeys returns the encoded keys (appendValues) of the batch's events.
+func batchKeys(b *changeBatch) map[string]int {
+	if b.reduced != nil {
+		return b.reduced.index
+	}
+	out := make(map[string]int, len(b.events))
+	var kb []byte
+	for i := range b.events {
+		kb = appendValues(kb[:0], b.events[i].key)
+		out[string(kb)] = i
+	}
+	return out
 }
 
 // locate names where an event came from: the input file and line when the source is an ingest
@@ -240,7 +314,11 @@ func indexes(s schema.Schema, names []string) []int {
 }
 
 func pick(r []any, idx []int) []any {
-	out := make([]any, len(idx))
+	return pickInto(make([]any, len(idx)), r, idx)
+}
+
+// pickInto sets out[i] to r[idx[i]] and returns out, which has len(idx) elements.
+func pickInto(out, r []any, idx []int) []any {
 	for i, j := range idx {
 		out[i] = r[j]
 	}

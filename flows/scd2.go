@@ -143,7 +143,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	var kb []byte
 	for i := range b.events {
 		ev := &b.events[i]
-		kb = schema.AppendKey(kb[:0], ev.key)
+		kb = appendValues(kb[:0], ev.key)
 		if _, ok := byKey[string(kb)]; !ok {
 			order = append(order, string(kb))
 		}
@@ -170,20 +170,21 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		hk := state.keys[k]
 		isNew := hk == nil
 		if isNew {
-			hk = &histKey{key: byKey[k][0].key}
+			hk = &histKey{}
 		}
-		old := mode.fold(hk.events, oldTrunc)
-		merged, changed := hk.events, false
+		stored := state.eventsOf(hk)
+		old := mode.fold(stored, oldTrunc)
+		merged, changed := stored, false
 		if evs := byKey[k]; len(evs) > 0 {
 			var ties int64
-			merged, changed, ties = mergeHistory(append([]histEvent(nil), hk.events...), evs)
+			merged, changed, ties = mergeHistory(append([]histEvent(nil), stored...), evs)
 			m.Ties += ties
 		}
 		if !changed && !newTrunc {
 			continue
 		}
-		wasDeleted := len(hk.events) > 0 && hk.events[len(hk.events)-1].delete
-		hk.events = merged
+		wasDeleted := hk.lastDelete
+		hk.setEvents(merged)
 		if n := len(merged); n > 0 && merged[n-1].delete {
 			if !wasDeleted || hk.deletedAt == 0 {
 				hk.deletedAt = nowMs
@@ -237,49 +238,53 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		}
 		break
 	}
-	for _, f := range b.snap.Files {
-		if !byFile[f.Path] {
-			continue
+	// The changed keys' rows, by the file that holds the key ("" for none yet), in key order.
+	newRows := map[string][][]any{}
+	for _, k := range order {
+		if kv := changedKeys[k]; kv != nil {
+			f := state.resolve(kv.hk.file)
+			for _, v := range kv.cur {
+				newRows[f] = append(newRows[f], toRow(v))
+			}
 		}
+	}
+	// Rewrite the files on several goroutines; changedKeys and newRows are only read there.
+	var files []delta.Add
+	for _, f := range b.snap.Files {
+		if byFile[f.Path] {
+			files = append(files, f)
+		}
+	}
+	done, err := eachFile(files, func(f delta.Add) (replacement, error) {
 		frows, err := b.target.ReadFile(f.Path, tgtSch)
 		if err != nil {
-			return m, err
+			return replacement{}, err
 		}
 		out := frows[:0:0]
+		var kb []byte
 		for _, r := range frows {
-			kb = schema.AppendKey(kb[:0], pick(r, keyIdx))
+			kb = appendPicked(kb[:0], r, keyIdx)
 			if _, ok := changedKeys[string(kb)]; ok {
 				continue // replaced below
 			}
 			out = append(out, r)
 		}
-		for _, k := range order {
-			if kv := changedKeys[k]; kv != nil && state.resolve(kv.hk.file) == f.Path {
-				for _, v := range kv.cur {
-					out = append(out, toRow(v))
-				}
-			}
-		}
-		rm, add, err := replaceFile(b.target, tgtSch, f, out, &state.stateLog, nowMs)
-		if err != nil {
-			return m, err
-		}
-		removes, adds = append(removes, rm), append(adds, add...)
+		return writeReplacement(b.target, tgtSch, f, append(out, newRows[f.Path]...), nowMs)
+	})
+	if err != nil {
+		return m, err
 	}
-	var fresh [][]any
-	for _, k := range order {
-		if kv := changedKeys[k]; kv != nil && state.resolve(kv.hk.file) == "" {
-			for _, v := range kv.cur {
-				fresh = append(fresh, toRow(v))
-			}
-		}
+	for i, r := range done {
+		state.rename(files[i].Path, r.path)
+		removes, adds = append(removes, r.remove), append(adds, r.adds...)
 	}
+	fresh := newRows[""]
 	changedHist := map[string]*histKey{}
 	for k, kv := range changedKeys {
 		changedHist[k] = kv.hk
 	}
 	freshAdds, err := writeRows(b.target, tgtSch, fresh, func(r []any, path string) {
-		kb = schema.AppendKey(kb[:0], pick(r, keyIdx))
+		kb = appendPicked(kb[:0], r, keyIdx)
 		if hk := state.keys[string(kb)]; hk != nil {
 			hk.file = path
 		}

@@ -2,6 +2,7 @@ package flows
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 
@@ -18,17 +19,29 @@ type histState struct {
 	keySch   schema.Schema
 	seqSch   schema.Schema
 	dataSch  schema.Schema
-	keys     map[string]*histKey
-	truncate []any // the highest truncate sequence applied (SCD type 1), or nil
+	keys     map[string]*histKey // by encoded key (appendValues)
+	truncate []any               // the highest truncate sequence applied (SCD type 1), or nil
 }
 
+// histKey is one key of a histState. Its events stay encoded (blob) until a batch needs them
+// (histState.eventsOf), so that the keys a batch does not touch cost no decoding on load and no
+// encoding on save.
 type histKey struct {
-	key    []any
-	events []histEvent
-	file   string
+	events  []histEvent // in sequence order; valid once decoded (blob == nil)
+	blob    []byte      // the events as a keyed segment holds them (encodeHistEvents), or nil
+	nEvents int         // len of the events, decoded or not
+	// lastDelete says whether the last event is a delete.
+	lastDelete bool
+	file       string
 	// deletedAt is when the key's last event became a delete (ms), for tombstone GC of SCD
 	// type 1 targets kept as histories; 0 otherwise.
 	deletedAt int64
+}
+
+// setEvents replaces the key's events.
+func (hk *histKey) setEvents(events []histEvent) {
+	hk.events, hk.blob, hk.nEvents = events, nil, len(events)
+	hk.lastDelete = len(events) > 0 && events[len(events)-1].delete
 }
 
 var histCache sync.Map // state dir -> *histState
@@ -57,7 +70,7 @@ func (s *histState) gc(nowMillis, gcMillis int64) {
 		return
 	}
 	for k, hk := range s.keys {
-		if n := len(hk.events); n > 0 && hk.events[n-1].delete && hk.deletedAt > 0 && hk.deletedAt+gcMillis < nowMillis {
+		if hk.nEvents > 0 && hk.lastDelete && hk.deletedAt > 0 && hk.deletedAt+gcMillis < nowMillis {
 			delete(s.keys, k)
 		}
 	}
@@ -86,31 +99,10 @@ func loadHistState(dir string, table *delta.Table, snap *delta.Snapshot, id stri
 	if err != nil {
 		return nil, err
 	}
-	nk, ns, nd := len(keySch.Fields), len(seqSch.Fields), len(dataSch.Fields)
-	var kb []byte
-	err = st.readSegments(m, st.segmentSchema(), func(_ int, rows [][]any) {
-		fresh := map[string]bool{}
-		for _, r := range rows {
-			kb = schema.AppendKey(kb[:0], r[:nk])
-			k := string(kb)
-			hk := st.keys[k]
-			if !fresh[k] {
-				fresh[k] = true
-				hk = &histKey{key: r[:nk:nk]}
-				st.keys[k] = hk
-			}
-			e := histEvent{seq: r[nk : nk+ns : nk+ns]}
-			e.delete, _ = r[nk+ns].(bool)
-			if !e.delete {
-				e.row = r[nk+ns+1 : nk+ns+1+nd : nk+ns+1+nd]
-			}
-			hk.file, _ = r[nk+ns+1+nd].(string)
-			hk.deletedAt, _ = r[nk+ns+2+nd].(int64)
-			hk.events = append(hk.events, e)
+	for _, sg := range m.Segments {
+		if err := st.readSegment(sg); err != nil {
+			return nil, fmt.Errorf("reading CDC state segment %s: %w", sg.Name, err)
 		}
-	})
-	if err != nil {
-		return nil, err
 	}
 	st.segments, st.renames, st.id = m.Segments, m.Renames, id
 	if st.truncate, err = decodeSeq(m.Truncate, seqSch, id); err != nil {
@@ -120,31 +112,104 @@ func loadHistState(dir string, table *delta.Table, snap *delta.Snapshot, id stri
 	return st, nil
 }
 
+// readSegment adds the keys of one segment to the state, replacing every event older segments
+// held of them.
+func (s *histState) readSegment(sg segment) error {
+	name := filepath.Join(s.dir, "segments", filepath.FromSlash(sg.Name))
+	switch sg.Format {
+	case segmentFormatHistory:
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		return s.decodeSegment(b)
+	case "":
+		rows, err := delta.New(s.dir).ReadFile(filepath.ToSlash(filepath.Join("segments", sg.Name)), s.segmentSchema())
+		if err != nil {
+			return err
+		}
+		nk, ns, nd := len(s.keySch.Fields), len(s.seqSch.Fields), len(s.dataSch.Fields)
+		var kb []byte
+		fresh := map[string]bool{}
+		for _, r := range rows {
+			kb = appendValues(kb[:0], r[:nk])
+			k := string(kb)
+			hk := s.keys[k]
+			if !fresh[k] {
+				fresh[k] = true
+				hk = &histKey{}
+				s.keys[k] = hk
+			}
+			e := histEvent{seq: r[nk : nk+ns : nk+ns]}
+			e.delete, _ = r[nk+ns].(bool)
+			if !e.delete {
+				e.row = r[nk+ns+1 : nk+ns+1+nd : nk+ns+1+nd]
+			}
+			hk.file, _ = r[nk+ns+1+nd].(string)
+			hk.deletedAt, _ = r[nk+ns+2+nd].(int64)
+			hk.setEvents(append(hk.events, e))
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown segment format %q", sg.Format)
+}
+
+// eventsOf returns the events of hk, decoding them on first use. The state only holds events it
+// encoded itself or read from a checked segment, so a decoding error means the state is corrupt in
+// memory: it panics.
+func (s *histState) eventsOf(hk *histKey) []histEvent {
+	if hk.blob != nil {
+		events, err := decodeHistEvents(hk.blob, len(s.dataSch.Fields))
+		if err != nil {
+			panic(fmt.Sprintf("flows: CDC history state: %v", err))
+		}
+		hk.setEvents(events)
+	}
+	return hk.events
+}
+
 // save writes the keys changed by a batch (every event of each) as a new segment, or, when the
 // log has grown past its base, every key as one segment, and a manifest; it returns the manifest
-// id and the new log for remember.
+// id and the new log for remember. The segment is in the keyed form (segmentFormatHistory) unless
+// a data column is nested, which the keyed form does not hold: then it is a Parquet file of
+// segmentSchema.
 func (s *histState) save(changed map[string]*histKey) (string, []segment, map[string]string, error) {
 	src := changed
 	var n int64
 	for _, hk := range changed {
-		n += int64(len(hk.events))
+		n += int64(hk.nEvents)
 	}
 	full := s.shouldCompact(n)
 	if full {
 		src = s.keys
+		n = 0
+		for _, hk := range src {
+			hk.file = s.resolve(hk.file)
+			n += int64(hk.nEvents)
+		}
+	}
+	keys := make([]string, 0, len(src))
+	for k := range src {
+		keys = append(keys, k)
+	}
+	trunc := encodeSeq(s.truncate, s.seqSch)
+	if keyedData(s.dataSch) {
+		return s.write(n, full, trunc, func(dir string) (segment, error) { return s.writeSegment(dir, keys, n) })
 	}
 	var rows [][]any
-	for _, hk := range src {
-		if full {
-			hk.file = s.resolve(hk.file)
+	for _, k := range keys {
+		hk := src[k]
+		key, err := decodeValues([]byte(k))
+		if err != nil {
+			panic(fmt.Sprintf("flows: CDC history state key: %v", err))
 		}
 		var file any
 		if hk.file != "" {
 			file = hk.file
 		}
-		for _, e := range hk.events {
-			r := make([]any, 0, len(hk.key)+len(e.seq)+3+len(s.dataSch.Fields))
-			r = append(r, hk.key...)
+		for _, e := range s.eventsOf(hk) {
+			r := make([]any, 0, len(key)+len(e.seq)+3+len(s.dataSch.Fields))
+			r = append(r, key...)
 			r = append(r, e.seq...)
 			r = append(r, e.delete)
 			if e.delete {
@@ -156,7 +221,7 @@ func (s *histState) save(changed map[string]*histKey) (string, []segment, map[st
 			rows = append(rows, r)
 		}
 	}
-	return s.write(s.segmentSchema(), rows, full, encodeSeq(s.truncate, s.seqSch))
+	return s.write(int64(len(rows)), full, trunc, parquetSegment(s.segmentSchema(), rows))
 }
 
 func (s *histState) remember(id string, segs []segment, renames map[string]string) {
@@ -178,7 +243,7 @@ func (s *histState) rebuildIndex(t *delta.Table, snap *delta.Snapshot, tgtSch sc
 			return err
 		}
 		for _, r := range rows {
-			kb = schema.AppendKey(kb[:0], pick(r, keyIdx))
+			kb = appendPicked(kb[:0], r, keyIdx)
 			if hk := s.keys[string(kb)]; hk != nil {
 				hk.file = f.Path
 			}

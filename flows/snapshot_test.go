@@ -333,6 +333,7 @@ func (sc *snapshotScript) exec(s *step) []string {
 		}
 		// The process that made the commit is gone, and with it what it kept in memory.
 		stateCache.Delete(StateDir(sc.p.Storage, "target"))
+		loadedStates.Delete(StateDir(sc.p.Storage, "target"))
 		histCache.Delete(StateDir(sc.p.Storage, "target"))
 		return []string{fmt.Sprintf("removed version %d", v)}
 	case "refresh":

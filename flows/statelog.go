@@ -19,10 +19,15 @@ const maxSegments = 32
 // or this many, whichever is larger, so that compaction stays amortised O(batch).
 const minCompactRows = 100_000
 
-// segment is one Parquet file of a CDC state, with its row count.
+// segment is one file of a CDC state, with its row count and format.
 type segment struct {
 	Name string `json:"name"`
 	Rows int64  `json:"rows"`
+	// Format is how the file is written: segmentFormatKeyed (SCD type 1 states, cdcsegment.go),
+	// segmentFormatHistory (states kept as histories, histsegment.go), or "" for a Parquet file
+	// of state rows (cdcState.segmentSchema, histState.segmentSchema): the form of every state
+	// written before the keyed forms, still read, and of history states with a nested column.
+	Format string `json:"format,omitempty"`
 }
 
 // manifest is <state>/manifests/<id>.json: the state at the target version whose commit names it.
@@ -94,19 +99,6 @@ func (l *stateLog) readManifest(table *delta.Table, id string) (manifest, error)
 	return m, nil
 }
 
-// readSegments calls fn with the rows of every segment of m, oldest first.
-func (l *stateLog) readSegments(m manifest, sch schema.Schema, fn func(seg int, rows [][]any)) error {
-	seg := delta.New(l.dir)
-	for i, s := range m.Segments {
-		rows, err := seg.ReadFile(filepath.ToSlash(filepath.Join("segments", s.Name)), sch)
-		if err != nil {
-			return fmt.Errorf("reading CDC state segment %s: %w", s.Name, err)
-		}
-		fn(i, rows)
-	}
-	return nil
-}
-
 // shouldCompact says whether the next save writes the whole state as one segment.
 func (l *stateLog) shouldCompact(newRows int64) bool {
 	if l.rebuilt || len(l.segments) == 0 || len(l.segments)+1 > maxSegments {
@@ -119,24 +111,25 @@ func (l *stateLog) shouldCompact(newRows int64) bool {
 	return deltaRows+newRows > max(l.segments[0].Rows, minCompactRows)
 }
 
-// write saves rows as a new segment (appended to the log, or, with full, replacing it and the
-// renames) and writes a manifest; it returns the manifest id and the new log.
-func (l *stateLog) write(sch schema.Schema, rows [][]any, full bool, truncate []json.RawMessage) (string, []segment, map[string]string, error) {
+// write saves a new segment of rows state rows, written by seg into the segments folder
+// (appended to the log, or, with full, replacing it and the renames), and writes a manifest; it
+// returns the manifest id and the new log. A log that is empty gets a segment even without rows.
+func (l *stateLog) write(rows int64, full bool, truncate []json.RawMessage, seg func(dir string) (segment, error)) (string, []segment, map[string]string, error) {
 	segs := append([]segment(nil), l.segments...)
 	renames := l.renames
 	if full {
 		segs, renames = nil, nil
 	}
-	if len(rows) > 0 || len(segs) == 0 {
+	if rows > 0 || len(segs) == 0 {
 		segDir := filepath.Join(l.dir, "segments")
 		if err := os.MkdirAll(segDir, 0o755); err != nil {
 			return "", nil, nil, err
 		}
-		add, err := delta.New(segDir).WriteFile(sch, rows)
+		s, err := seg(segDir)
 		if err != nil {
 			return "", nil, nil, fmt.Errorf("writing a CDC state segment: %w", err)
 		}
-		segs = append(segs, segment{Name: add.Path, Rows: int64(len(rows))})
+		segs = append(segs, s)
 	}
 	l.rebuilt = false
 	id := uuid.NewString()
@@ -145,4 +138,15 @@ func (l *stateLog) write(sch schema.Schema, rows [][]any, full bool, truncate []
 		return "", nil, nil, fmt.Errorf("writing the CDC state manifest: %w", err)
 	}
 	return id, segs, renames, nil
+}
+
+// parquetSegment returns a segment writer (for write) of rows as one Parquet file of schema sch.
+func parquetSegment(sch schema.Schema, rows [][]any) func(dir string) (segment, error) {
+	return func(dir string) (segment, error) {
+		add, err := delta.New(dir).WriteFile(sch, rows)
+		if err != nil {
+			return segment{}, err
+		}
+		return segment{Name: add.Path, Rows: int64(len(rows))}, nil
+	}
 }

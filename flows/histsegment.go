@@ -1,0 +1,250 @@
+package flows
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+
+	"github.com/google/uuid"
+
+	"tributary/schema"
+)
+
+// segmentFormatHistory is the segment format (segment.Format) of the states kept as per-key
+// histories (SCD type 2, SCD type 1 with ignore_null_updates) written by histState.writeSegment:
+// a binary file whose keys load without decoding their events.
+//
+// Layout (integers are uvarints unless said otherwise):
+//
+//	magic        the bytes of historySegmentMagic
+//	nfiles       then nfiles data file paths, each its length and bytes; a key's file id i > 0
+//	             names the i-th path, 0 names no file
+//	nkeys        then nkeys records:
+//	  key        its length and the key's encoding (appendValues of the key columns)
+//	  lastDelete one byte, 1 when the key's last event is a delete, else 0
+//	  deletedAt  zigzag; ms since the epoch (histKey.deletedAt)
+//	  file       the file id
+//	  nevents    the number of events
+//	  events     their length in bytes and the events (encodeHistEvents)
+//	crc          CRC-32C (Castagnoli) of every byte before it, 4 bytes little-endian
+//
+// A segment holds every event of each key it names; of several segments of a manifest the later
+// replaces a key's events.
+const segmentFormatHistory = "keyed-history-1"
+
+const historySegmentMagic = "tributary cdc history\n"
+
+// keyedData says whether the keyed history form can hold rows of s: every column is of a
+// primitive kind (appendValues holds no MAP, and does not tell an ARRAY from a STRUCT).
+func keyedData(s schema.Schema) bool {
+	for _, f := range s.Fields {
+		if f.Type.Nested() {
+			return false
+		}
+	}
+	return true
+}
+
+// encodeHistEvents appends the encoding of events to buf: per event its sequence's length and
+// encoding (appendValues), a byte 1 for a delete or 0 for an upsert, and for an upsert the length
+// and encoding of its row.
+func encodeHistEvents(buf []byte, events []histEvent) []byte {
+	var tmp []byte
+	for _, e := range events {
+		tmp = appendValues(tmp[:0], e.seq)
+		buf = binary.AppendUvarint(buf, uint64(len(tmp)))
+		buf = append(buf, tmp...)
+		if e.delete {
+			buf = append(buf, 1)
+			continue
+		}
+		tmp = appendValues(tmp[:0], e.row)
+		buf = binary.AppendUvarint(append(buf, 0), uint64(len(tmp)))
+		buf = append(buf, tmp...)
+	}
+	return buf
+}
+
+// errHistEvents is returned by decodeHistEvents for bytes that encodeHistEvents did not write.
+var errHistEvents = errors.New("malformed history events")
+
+// decodeHistEvents reads what encodeHistEvents wrote; each upsert's row must have width values.
+func decodeHistEvents(b []byte, width int) ([]histEvent, error) {
+	var out []histEvent
+	next := func() ([]byte, bool) {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)-k) {
+			return nil, false
+		}
+		v := b[k : k+int(n)]
+		b = b[k+int(n):]
+		return v, true
+	}
+	for len(b) > 0 {
+		sb, ok := next()
+		if !ok || len(b) == 0 {
+			return nil, errHistEvents
+		}
+		seq, err := decodeValues(sb)
+		if err != nil {
+			return nil, err
+		}
+		e := histEvent{seq: seq, delete: b[0] == 1}
+		b = b[1:]
+		if !e.delete {
+			rb, ok := next()
+			if !ok {
+				return nil, errHistEvents
+			}
+			if e.row, err = decodeValues(rb); err != nil {
+				return nil, err
+			}
+			if len(e.row) != width {
+				return nil, errHistEvents
+			}
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// writeSegment writes the given keys (with nEvents events in all) as a new keyed history segment
+// file in dir and syncs it.
+func (s *histState) writeSegment(dir string, keys []string, nEvents int64) (segment, error) {
+	name := uuid.NewString() + ".keyed"
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return segment{}, err
+	}
+	crc := crc32.New(castagnoli)
+	w := bufio.NewWriterSize(f, 1<<20)
+	out := func(b []byte) {
+		w.Write(b) // a write error stays in w and is returned by Flush
+		crc.Write(b)
+	}
+	local := map[string]uint64{"": 0}
+	var paths []string
+	for _, k := range keys {
+		if p := s.keys[k].file; p != "" {
+			if _, ok := local[p]; !ok {
+				paths = append(paths, p)
+				local[p] = uint64(len(paths))
+			}
+		}
+	}
+	buf := append([]byte(nil), historySegmentMagic...)
+	buf = binary.AppendUvarint(buf, uint64(len(paths)))
+	for _, p := range paths {
+		buf = binary.AppendUvarint(buf, uint64(len(p)))
+		buf = append(buf, p...)
+	}
+	buf = binary.AppendUvarint(buf, uint64(len(keys)))
+	out(buf)
+	var blob []byte
+	for _, k := range keys {
+		hk := s.keys[k]
+		buf = binary.AppendUvarint(buf[:0], uint64(len(k)))
+		buf = append(buf, k...)
+		last := byte(0)
+		if hk.lastDelete {
+			last = 1
+		}
+		buf = append(buf, last)
+		buf = binary.AppendUvarint(buf, zigzag(hk.deletedAt))
+		buf = binary.AppendUvarint(buf, local[hk.file])
+		buf = binary.AppendUvarint(buf, uint64(hk.nEvents))
+		blob = hk.blob
+		if blob == nil {
+			blob = encodeHistEvents(blob[:0], hk.events)
+		}
+		buf = binary.AppendUvarint(buf, uint64(len(blob)))
+		out(buf)
+		out(blob)
+	}
+	w.Write(binary.LittleEndian.AppendUint32(nil, crc.Sum32()))
+	err = w.Flush()
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = syncDir(dir)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return segment{}, err
+	}
+	return segment{Name: name, Rows: nEvents, Format: segmentFormatHistory}, nil
+}
+
+// decodeSegment adds the keys of the keyed history segment b to the state, replacing their events;
+// the events stay encoded (histKey.blob, a view of b) until a batch needs them.
+func (s *histState) decodeSegment(b []byte) error {
+	if len(b) < len(historySegmentMagic)+4 || string(b[:len(historySegmentMagic)]) != historySegmentMagic {
+		return errSegmentCorrupt
+	}
+	body := b[:len(b)-4]
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
+		return errSegmentCorrupt
+	}
+	r := body[len(historySegmentMagic):]
+	bad := false
+	uv := func() uint64 {
+		v, n := binary.Uvarint(r)
+		if n <= 0 {
+			bad, r = true, nil
+			return 0
+		}
+		r = r[n:]
+		return v
+	}
+	bytesOf := func() []byte {
+		n := uv()
+		if n > uint64(len(r)) {
+			bad, r = true, nil
+			return nil
+		}
+		out := r[:n:n]
+		r = r[n:]
+		return out
+	}
+	nfiles := uv()
+	if nfiles > uint64(len(r)) {
+		return errSegmentCorrupt
+	}
+	paths := []string{""}
+	for range nfiles {
+		paths = append(paths, string(bytesOf()))
+	}
+	nkeys := uv()
+	if bad || nkeys > uint64(len(r)) {
+		return errSegmentCorrupt
+	}
+	for range nkeys {
+		k := bytesOf()
+		if len(r) == 0 {
+			return errSegmentCorrupt
+		}
+		last := r[0]
+		r = r[1:]
+		at, file, n := unzigzag(uv()), uv(), uv()
+		blob := bytesOf()
+		if bad || last > 1 || file >= uint64(len(paths)) || n > uint64(len(blob)) {
+			return errSegmentCorrupt
+		}
+		hk := &histKey{blob: blob, nEvents: int(n), lastDelete: last == 1, file: paths[file], deletedAt: at}
+		if n == 0 {
+			hk.blob = nil
+		}
+		s.keys[string(k)] = hk
+	}
+	if len(r) != 0 {
+		return errSegmentCorrupt
+	}
+	return nil
+}
