@@ -152,6 +152,9 @@ func TestWriteFileErrors(t *testing.T) {
 		{"int for date", "a DATE", [][]any{{int32(2)}}, `row 0: column "a": a int32 is not a value of DATE`},
 		{"row length", "a BIGINT, b STRING", [][]any{{int64(1)}}, "row 0 has 1 values, the schema 2 columns"},
 		{"decimal overflow", "a DECIMAL(4,2)", [][]any{{schema.Decimal(10000)}}, "100.00 does not fit DECIMAL(4,2)"},
+		// Of several bad values, the first in column order, though a later batch holds it.
+		{"first in column order", "a BIGINT, b BIGINT", badAt(3*writeBatch, map[[2]int]any{{10, 1}: int32(1), {2*writeBatch + 5, 0}: "x"}),
+			fmt.Sprintf(`row %d: column "a": a string is not a value of BIGINT`, 2*writeBatch+5)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -167,6 +170,18 @@ func TestWriteFileErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// badAt returns n rows of two BIGINT values, with the values at bad's (row, column) replaced.
+func badAt(n int, bad map[[2]int]any) [][]any {
+	rows := make([][]any, n)
+	for i := range rows {
+		rows[i] = []any{int64(i), int64(-i)}
+	}
+	for at, v := range bad {
+		rows[at[0]][at[1]] = v
+	}
+	return rows
 }
 
 func TestReadFileColumns(t *testing.T) {

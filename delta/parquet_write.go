@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"unsafe"
 
 	"github.com/google/uuid"
@@ -31,7 +32,7 @@ const (
 // ChangeDataDir is the folder of change data files inside a table folder.
 const ChangeDataDir = "_change_data"
 
-const writeBatch = 4096 // values handed to a column writer at once
+const writeBatch = 4096 // rows converted and handed to the column writers at once
 
 // rowGroupRows is the number of rows per Parquet row group (a variable for tests).
 var rowGroupRows = 1_000_000
@@ -338,45 +339,32 @@ func (t *Table) writeParquet(rel string, s schema.Schema, rows [][]any, changeTy
 	}()
 	bw := bufio.NewWriterSize(f, 1<<20)
 	w := parquet.NewWriter(bw, ps,
-		parquet.Compression(&parquet.Snappy),
+		parquet.Compression(dataFileCodec),
 		parquet.DataPageVersion(1),
 		parquet.CreatedBy("tributary", "", ""),
 	)
 	lvs := leaves(s)
 	cols := make([]colStats, len(lvs))
-	buf := make([]parquet.Value, 0, writeBatch)
-	var slots []slot
+	rgw := newRowGroupWriter(lvs, cols, changeTypes != nil)
 	for start := 0; start < len(rows) || start == 0; start += rowGroupRows {
 		end := min(start+rowGroupRows, len(rows))
-		cws := w.ColumnWriters()
-		for j, l := range lvs {
-			for b := start; b < end; b += writeBatch {
-				be := min(b+writeBatch, end)
-				buf, slots, err = appendValues(buf[:0], slots[:0], l, rows[b:be], j, &cols[j])
-				if err != nil {
-					row := 0
-					if re := (*rowError)(nil); errors.As(err, &re) {
-						row, err = re.Row, re.Err
-					}
-					return 0, 0, "", fmt.Errorf("delta: %s: row %d: column %q: %w", what, b+row, l.name, err)
-				}
-				if _, err := cws[j].WriteRowValues(buf); err != nil {
-					return 0, 0, "", fmt.Errorf("delta: %s: column %q: %w", what, l.name, err)
-				}
-			}
-		}
+		var cts []string
 		if changeTypes != nil {
-			j := len(lvs)
-			for b := start; b < end; b += writeBatch {
-				be := min(b+writeBatch, end)
-				buf = buf[:0]
-				for _, ct := range changeTypes[b:be] {
-					buf = append(buf, parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(ct), len(ct))).Level(0, 1, j))
-				}
-				if _, err := cws[j].WriteRowValues(buf); err != nil {
-					return 0, 0, "", fmt.Errorf("delta: %s: column %s: %w", what, ChangeTypeColumn, err)
-				}
+			cts = changeTypes[start:end]
+		}
+		if err := rgw.write(w.ColumnWriters(), rows[start:end], cts); err != nil {
+			ce := (*columnError)(nil)
+			if !errors.As(err, &ce) {
+				return 0, 0, "", fmt.Errorf("delta: %s: %w", what, err)
 			}
+			name := ChangeTypeColumn
+			if ce.col < len(lvs) {
+				name = strconv.Quote(lvs[ce.col].name)
+			}
+			if ce.row >= 0 {
+				return 0, 0, "", fmt.Errorf("delta: %s: row %d: column %s: %w", what, start+ce.row, name, ce.err)
+			}
+			return 0, 0, "", fmt.Errorf("delta: %s: column %s: %w", what, name, ce.err)
 		}
 		if end > start {
 			if err := w.Flush(); err != nil {
@@ -461,7 +449,7 @@ func appendValues(buf []parquet.Value, slots []slot, l leaf, rows [][]any, j int
 		}
 		if v == nil {
 			st.nulls++
-			buf = append(buf, parquet.NullValue().Level(rep, def, j))
+			buf = appendLeveled(buf, parquet.NullValue(), rep, def, j)
 			continue
 		}
 		var pv parquet.Value
@@ -555,9 +543,20 @@ func appendValues(buf []parquet.Value, slots []slot, l leaf, rows [][]any, j int
 		if err != nil {
 			return buf, slots, &rowError{Row: row, Err: err}
 		}
-		buf = append(buf, pv.Level(rep, def, j))
+		buf = appendLeveled(buf, pv, rep, def, j)
 	}
 	return buf, slots, nil
+}
+
+// appendLeveled appends v to buf with repetition level rep, definition level def and column
+// index j. It sets the levels in place, which costs less than copying v through Value.Level.
+func appendLeveled(buf []parquet.Value, v parquet.Value, rep, def, j int) []parquet.Value {
+	buf = append(buf, v)
+	p := &buf[len(buf)-1]
+	p.SetRepetitionLevel(rep)
+	p.SetDefinitionLevel(def)
+	p.SetColumnIndex(j)
+	return buf
 }
 
 var pow10 = func() [19]schema.Decimal {

@@ -1,0 +1,159 @@
+package delta
+
+import (
+	"errors"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// columnError is an error writing the leaf column col of a row group: of the value of row row
+// (0-based within the row group), or, with row -1, of the column writer.
+type columnError struct {
+	col, row int
+	err      error
+}
+
+func (e *columnError) Error() string { return e.err.Error() }
+func (e *columnError) Unwrap() error { return e.err }
+
+// valueBatch is the Parquet values of one batch of at most writeBatch rows: cols[j] holds the
+// values of leaf column j, with their levels, in the order WriteRowValues takes them.
+type valueBatch struct {
+	cols [][]parquet.Value
+}
+
+// rowGroupWriter writes the rows of one row group to the column writers of a file in two
+// stages that run at once: the calling goroutine converts a batch of rows to Parquet values
+// (appendValues, folding them into the column statistics), while a second goroutine hands the
+// batch before to parquet-go, which encodes, compresses and buffers the pages. Two batches of
+// values circulate between the stages, so memory stays bounded by two batches whatever the
+// size of the row group. Each column writer is used by the second goroutine only, and each
+// receives the same values in the same calls as a column-by-column loop would give it, so the
+// file is the same. Not safe for concurrent use.
+type rowGroupWriter struct {
+	lvs   []leaf
+	stats []colStats // of the leaves, across row groups
+	free  [2]*valueBatch
+	slots []slot // appendRepeated's scratch
+}
+
+func newRowGroupWriter(lvs []leaf, stats []colStats, extraChange bool) *rowGroupWriter {
+	n := len(lvs)
+	if extraChange {
+		n++
+	}
+	w := &rowGroupWriter{lvs: lvs, stats: stats}
+	for i := range w.free {
+		b := &valueBatch{cols: make([][]parquet.Value, n)}
+		for j := range b.cols {
+			b.cols[j] = make([]parquet.Value, 0, writeBatch)
+		}
+		w.free[i] = b
+	}
+	return w
+}
+
+// write writes rows (and, when non-nil, their change types as the last column) to cws, the
+// column writers of the current row group; it does not flush the row group. A value that does
+// not convert is a *columnError with its row; when several do, it is the one of the lowest
+// column and, in it, of the lowest row, as writing the columns one after the other would find.
+// An error of a column writer is a *columnError with row -1.
+func (w *rowGroupWriter) write(cws []*parquet.ColumnWriter, rows [][]any, changeTypes []string) error {
+	full := make(chan *valueBatch, len(w.free))
+	free := make(chan *valueBatch, len(w.free))
+	for _, b := range w.free {
+		free <- b
+	}
+	done := make(chan error, 1)
+	var failed atomic.Bool
+	go func() {
+		var err error
+		for b := range full {
+			if err == nil {
+				if err = writeBatchValues(cws, b); err != nil {
+					failed.Store(true)
+				}
+			}
+			free <- b
+		}
+		done <- err
+	}()
+	var convErr error
+	for start := 0; start < len(rows) && !failed.Load(); start += writeBatch {
+		end := min(start+writeBatch, len(rows))
+		b := <-free
+		if convErr = w.convert(b, rows[start:end], changeTypes, start, end); convErr != nil {
+			break
+		}
+		full <- b
+	}
+	close(full)
+	werr := <-done
+	if convErr != nil {
+		// Later batches of lower columns may hold errors too: find the first in column order.
+		return w.firstError(rows, convErr)
+	}
+	return werr
+}
+
+// convert fills b with the values of rows, rows start to end of the row group, and of their
+// change types (changeTypes[start:end], when changeTypes is not nil). A value that does not
+// convert is a *columnError.
+func (w *rowGroupWriter) convert(b *valueBatch, rows [][]any, changeTypes []string, start, end int) error {
+	var err error
+	for j, l := range w.lvs {
+		if b.cols[j], w.slots, err = appendValues(b.cols[j][:0], w.slots[:0], l, rows, j, &w.stats[j]); err != nil {
+			return valueError(j, start, err)
+		}
+	}
+	if changeTypes != nil {
+		j := len(w.lvs)
+		buf := b.cols[j][:0]
+		for _, ct := range changeTypes[start:end] {
+			// The writer copies the bytes into its page buffer; ct is never written through.
+			buf = appendLeveled(buf, parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(ct), len(ct))), 0, 1, j)
+		}
+		b.cols[j] = buf
+	}
+	return nil
+}
+
+// firstError converts rows leaf by leaf, as write does but discarding the values, and returns
+// the error of the first value in column order that does not convert, or found, the error
+// convert found, when none comes before it.
+func (w *rowGroupWriter) firstError(rows [][]any, found error) error {
+	var buf []parquet.Value
+	var scratch colStats
+	var err error
+	for j, l := range w.lvs {
+		for start := 0; start < len(rows); start += writeBatch {
+			end := min(start+writeBatch, len(rows))
+			if buf, w.slots, err = appendValues(buf[:0], w.slots[:0], l, rows[start:end], j, &scratch); err != nil {
+				return valueError(j, start, err)
+			}
+		}
+	}
+	return found
+}
+
+// valueError is err, an error of appendValues for leaf column j of the batch of rows from row
+// start of the row group, as a *columnError.
+func valueError(j, start int, err error) error {
+	row := 0
+	if re := (*rowError)(nil); errors.As(err, &re) {
+		row, err = re.Row, re.Err
+	}
+	return &columnError{col: j, row: start + row, err: err}
+}
+
+// writeBatchValues hands each column of b to its column writer.
+func writeBatchValues(cws []*parquet.ColumnWriter, b *valueBatch) error {
+	for j, vs := range b.cols {
+		if _, err := cws[j].WriteRowValues(vs); err != nil {
+			return &columnError{col: j, row: -1, err: err}
+		}
+	}
+	return nil
+}
