@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"tributary/schema"
 )
 
@@ -66,28 +68,22 @@ func (t *Table) Optimize(opts OptimizeOptions) (OptimizeResult, error) {
 	nowMs := nowMillis()
 	tx := t.Begin(snap)
 	for _, bin := range bins {
-		var rows [][]any
+		a, rows, err := t.writeCompacted(fileSchema, bin)
+		if err != nil {
+			return res, err
+		}
 		for _, f := range bin {
-			r, err := t.ReadFile(f.Path, fileSchema)
-			if err != nil {
-				return res, fmt.Errorf("delta: optimize %s: %w", t.Dir, err)
-			}
-			rows = append(rows, r...)
 			rm := t.RemoveFor(f, nowMs)
 			rm.DataChange = false
 			tx.Remove(rm)
 			res.FilesRemoved++
 			res.BytesRemoved += f.Size
 		}
-		a, err := t.writeCompacted(fileSchema, bin[0], rows)
-		if err != nil {
-			return res, err
-		}
 		a.DataChange = false
 		tx.Add(a)
 		res.FilesAdded++
 		res.BytesAdded += a.Size
-		res.Rows += int64(len(rows))
+		res.Rows += rows
 	}
 	tx.SetCommitInfo(nil, map[string]string{
 		"numRemovedFiles": strconv.Itoa(res.FilesRemoved), "numAddedFiles": strconv.Itoa(res.FilesAdded),
@@ -205,22 +201,57 @@ func dataColumns(m Metadata) (schema.Schema, []int) {
 	return s, idx
 }
 
-// writeCompacted writes the rows of a bin as one file beside the bin's first file (the same
-// partition folder), with the bin's partition values.
-func (t *Table) writeCompacted(s schema.Schema, like Add, rows [][]any) (Add, error) {
+// compactFlushRows is how many rows Optimize gathers from a bin's files before writing them as
+// a row group of the compacted file: memory holds at most about that many rows plus one input
+// file's, whatever the size of the bin.
+var compactFlushRows = 250_000
+
+// writeCompacted writes the rows of the files of bin, in order, as one file beside the bin's
+// first file (the same partition folder), with the bin's partition values, reading and writing
+// a few files at a time. It returns the add action and the number of rows.
+func (t *Table) writeCompacted(s schema.Schema, bin []Add) (Add, int64, error) {
+	like := bin[0]
 	dir := ""
 	if local, err := localPathRel(like.Path); err == nil {
 		if d := path.Dir(local); d != "." && !strings.HasPrefix(d, "/") {
 			dir = d + "/"
 		}
 	}
-	a, err := t.writeFileAt(dir, s, rows)
+	rel := dir + fmt.Sprintf("part-00000-%s.c000.snappy.parquet", uuid.NewString())
+	pf, err := t.createParquet(rel, s, false)
 	if err != nil {
-		return Add{}, err
+		return Add{}, 0, err
 	}
-	a.PartitionValues = make(map[string]string, len(like.PartitionValues))
+	var pending [][]any
+	for _, f := range bin {
+		r, err := t.ReadFile(f.Path, s)
+		if err != nil {
+			pf.abort()
+			return Add{}, 0, fmt.Errorf("delta: optimize %s: %w", t.Dir, err)
+		}
+		if pending = append(pending, r...); len(pending) >= compactFlushRows {
+			if err := pf.add(pending, nil); err != nil {
+				pf.abort()
+				return Add{}, 0, err
+			}
+			pending = nil
+		}
+	}
+	if err := pf.add(pending, nil); err != nil {
+		pf.abort()
+		return Add{}, 0, err
+	}
+	rows := pf.rows
+	size, mtime, stats, err := pf.close()
+	if err != nil {
+		return Add{}, 0, err
+	}
+	a := Add{
+		Path: EscapePath(rel), PartitionValues: make(map[string]string, len(like.PartitionValues)), Size: size,
+		ModificationTime: mtime, DataChange: true, Stats: stats,
+	}
 	for k, v := range like.PartitionValues {
 		a.PartitionValues[k] = v
 	}
-	return a, nil
+	return a, rows, nil
 }

@@ -54,13 +54,7 @@ var rowGroupRows = 1_000_000
 // precision is an error naming the row and the column; nothing is left behind on error.
 // PartitionValues is left empty: a caller writing a partitioned table sets it.
 func (t *Table) WriteFile(s schema.Schema, rows [][]any) (Add, error) {
-	return t.writeFileAt("", s, rows)
-}
-
-// writeFileAt is WriteFile into the folder dir ("" or slash-separated and ending in "/",
-// relative to the table folder, as it is on disk).
-func (t *Table) writeFileAt(dir string, s schema.Schema, rows [][]any) (Add, error) {
-	rel := dir + fmt.Sprintf("part-00000-%s.c000.snappy.parquet", uuid.NewString())
+	rel := fmt.Sprintf("part-00000-%s.c000.snappy.parquet", uuid.NewString())
 	size, mtime, stats, err := t.writeParquet(rel, s, rows, nil)
 	if err != nil {
 		return Add{}, err
@@ -311,32 +305,52 @@ func (f namedField) Value(base reflect.Value) reflect.Value { return reflect.Val
 // writeParquet writes rows to rel (slash-separated, relative to the table folder) and returns
 // the file size, its modification time in ms and, for data files, the stats JSON.
 func (t *Table) writeParquet(rel string, s schema.Schema, rows [][]any, changeTypes []string) (size, mtime int64, stats string, err error) {
-	what := "write " + rel
-	ps, err := parquetSchema(s, changeTypes != nil)
+	pf, err := t.createParquet(rel, s, changeTypes != nil)
 	if err != nil {
-		return 0, 0, "", fmt.Errorf("delta: %s: %w", what, err)
+		return 0, 0, "", err
 	}
-	for i, r := range rows {
-		if len(r) != len(s.Fields) {
-			return 0, 0, "", fmt.Errorf("delta: %s: row %d has %d values, the schema %d columns (%s)", what, i, len(r), len(s.Fields), s.DDL())
-		}
+	if err := pf.add(rows, changeTypes); err != nil {
+		pf.abort()
+		return 0, 0, "", err
+	}
+	return pf.close()
+}
+
+// parquetFile is a Parquet file being written under a temporary name: rows go in with add, in
+// as many calls as the caller likes (each call's rows form whole row groups of at most
+// rowGroupRows rows), and close syncs it, renames it into place and returns its size,
+// modification time (ms) and statistics (Delta PROTOCOL.md "Per-file Statistics", over every
+// row added). abort removes it. Not safe for concurrent use.
+type parquetFile struct {
+	what, tmp, final string
+	s                schema.Schema
+	change           bool // the file has the _change_type column
+	f                *os.File
+	bw               *bufio.Writer
+	w                *parquet.Writer
+	lvs              []leaf
+	cols             []colStats
+	rgw              *rowGroupWriter
+	rows             int64
+}
+
+// createParquet opens the file rel (slash-separated, relative to the table folder) for rows of
+// s, plus _change_type when change is set, creating its folder.
+func (t *Table) createParquet(rel string, s schema.Schema, change bool) (*parquetFile, error) {
+	what := "write " + rel
+	ps, err := parquetSchema(s, change)
+	if err != nil {
+		return nil, fmt.Errorf("delta: %s: %w", what, err)
 	}
 	final := filepath.Join(t.Dir, filepath.FromSlash(rel))
 	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
-		return 0, 0, "", fmt.Errorf("delta: %s: %w", what, err)
+		return nil, fmt.Errorf("delta: %s: %w", what, err)
 	}
 	tmp := filepath.Join(filepath.Dir(final), "."+filepath.Base(final)+".tmp")
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return 0, 0, "", fmt.Errorf("delta: %s: %w", what, err)
+		return nil, fmt.Errorf("delta: %s: %w", what, err)
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
 	bw := bufio.NewWriterSize(f, 1<<20)
 	w := parquet.NewWriter(bw, ps,
 		parquet.Compression(dataFileCodec),
@@ -345,63 +359,91 @@ func (t *Table) writeParquet(rel string, s schema.Schema, rows [][]any, changeTy
 	)
 	lvs := leaves(s)
 	cols := make([]colStats, len(lvs))
-	rgw := newRowGroupWriter(lvs, cols, changeTypes != nil)
-	for start := 0; start < len(rows) || start == 0; start += rowGroupRows {
+	return &parquetFile{
+		what: what, tmp: tmp, final: final, s: s, change: change, f: f, bw: bw, w: w,
+		lvs: lvs, cols: cols, rgw: newRowGroupWriter(lvs, cols, change),
+	}, nil
+}
+
+// add writes rows (and their change types, when the file has the _change_type column) as row
+// groups of at most rowGroupRows rows. A row of the wrong length, or a value that does not
+// convert, is an error naming the row (counted from the file's first row) and the column; the
+// file is then to be aborted.
+func (pf *parquetFile) add(rows [][]any, changeTypes []string) error {
+	for i, r := range rows {
+		if len(r) != len(pf.s.Fields) {
+			return fmt.Errorf("delta: %s: row %d has %d values, the schema %d columns (%s)", pf.what, pf.rows+int64(i), len(r), len(pf.s.Fields), pf.s.DDL())
+		}
+	}
+	for start := 0; start < len(rows); start += rowGroupRows {
 		end := min(start+rowGroupRows, len(rows))
 		var cts []string
-		if changeTypes != nil {
+		if pf.change {
 			cts = changeTypes[start:end]
 		}
-		if err := rgw.write(w.ColumnWriters(), rows[start:end], cts); err != nil {
+		if err := pf.rgw.write(pf.w.ColumnWriters(), rows[start:end], cts); err != nil {
 			ce := (*columnError)(nil)
 			if !errors.As(err, &ce) {
-				return 0, 0, "", fmt.Errorf("delta: %s: %w", what, err)
+				return fmt.Errorf("delta: %s: %w", pf.what, err)
 			}
 			name := ChangeTypeColumn
-			if ce.col < len(lvs) {
-				name = strconv.Quote(lvs[ce.col].name)
+			if ce.col < len(pf.lvs) {
+				name = strconv.Quote(pf.lvs[ce.col].name)
 			}
 			if ce.row >= 0 {
-				return 0, 0, "", fmt.Errorf("delta: %s: row %d: column %s: %w", what, start+ce.row, name, ce.err)
+				return fmt.Errorf("delta: %s: row %d: column %s: %w", pf.what, pf.rows+int64(start+ce.row), name, ce.err)
 			}
-			return 0, 0, "", fmt.Errorf("delta: %s: column %s: %w", what, name, ce.err)
+			return fmt.Errorf("delta: %s: column %s: %w", pf.what, name, ce.err)
 		}
-		if end > start {
-			if err := w.Flush(); err != nil {
-				return 0, 0, "", fmt.Errorf("delta: %s: %w", what, err)
-			}
-		}
-		if end >= len(rows) {
-			break
+		if err := pf.w.Flush(); err != nil {
+			return fmt.Errorf("delta: %s: %w", pf.what, err)
 		}
 	}
-	if err := w.Close(); err != nil {
-		return 0, 0, "", fmt.Errorf("delta: %s: %w", what, err)
+	pf.rows += int64(len(rows))
+	return nil
+}
+
+// close finishes the file: footer, sync, rename into place, sync of the folder. stats is ""
+// for a change data file. On error nothing is left behind.
+func (pf *parquetFile) close() (size, mtime int64, stats string, err error) {
+	fail := func(err error) (int64, int64, string, error) {
+		pf.abort()
+		return 0, 0, "", fmt.Errorf("delta: %s: %w", pf.what, err)
 	}
-	if err := bw.Flush(); err != nil {
-		return 0, 0, "", fmt.Errorf("delta: %s: %w", what, err)
+	if err := pf.w.Close(); err != nil {
+		return fail(err)
 	}
-	if err := f.Sync(); err != nil {
-		return 0, 0, "", fmt.Errorf("delta: %s: %w", what, err)
+	if err := pf.bw.Flush(); err != nil {
+		return fail(err)
 	}
-	st, err := f.Stat()
+	if err := pf.f.Sync(); err != nil {
+		return fail(err)
+	}
+	st, err := pf.f.Stat()
 	if err != nil {
-		return 0, 0, "", fmt.Errorf("delta: %s: %w", what, err)
+		return fail(err)
 	}
-	if err := f.Close(); err != nil {
-		return 0, 0, "", fmt.Errorf("delta: %s: %w", what, err)
+	if err := pf.f.Close(); err != nil {
+		os.Remove(pf.tmp)
+		return 0, 0, "", fmt.Errorf("delta: %s: %w", pf.what, err)
 	}
-	if err := os.Rename(tmp, final); err != nil {
-		return 0, 0, "", fmt.Errorf("delta: %s: %w", what, err)
+	if err := os.Rename(pf.tmp, pf.final); err != nil {
+		os.Remove(pf.tmp)
+		return 0, 0, "", fmt.Errorf("delta: %s: %w", pf.what, err)
 	}
-	ok = true
-	if err := syncDir(filepath.Dir(final)); err != nil {
-		return 0, 0, "", fmt.Errorf("delta: %s: %w", what, err)
+	if err := syncDir(filepath.Dir(pf.final)); err != nil {
+		return 0, 0, "", fmt.Errorf("delta: %s: %w", pf.what, err)
 	}
-	if changeTypes == nil {
-		stats = statsJSON(s, int64(len(rows)), cols)
+	if !pf.change {
+		stats = statsJSON(pf.s, pf.rows, pf.cols)
 	}
 	return st.Size(), st.ModTime().UnixMilli(), stats, nil
+}
+
+// abort closes and removes the unfinished file.
+func (pf *parquetFile) abort() {
+	pf.f.Close()
+	os.Remove(pf.tmp)
 }
 
 // slot is one value of a leaf column before conversion: v (nil for NULL), its repetition and
