@@ -102,6 +102,66 @@ func (s *cdcState) writeSegment(dir string, slots []int) (segment, error) {
 	return segment{Name: name, Rows: int64(len(slots)), Format: segmentFormatKeyed}, nil
 }
 
+// segmentReader reads the body of a binary state segment (cdcsegment.go, histsegment.go): uvarints
+// and length-prefixed byte strings, in order. A read past the end, or a malformed uvarint, sets
+// bad and reads zero from then on.
+type segmentReader struct {
+	r   []byte
+	bad bool
+}
+
+// openSegment checks that b starts with magic and ends with the CRC-32C (Castagnoli, 4 bytes
+// little-endian) of every byte before it, and returns a reader of what lies between; otherwise
+// errSegmentCorrupt.
+func openSegment(b []byte, magic string) (*segmentReader, error) {
+	if len(b) < len(magic)+4 || string(b[:len(magic)]) != magic {
+		return nil, errSegmentCorrupt
+	}
+	body := b[:len(b)-4]
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
+		return nil, errSegmentCorrupt
+	}
+	return &segmentReader{r: body[len(magic):]}, nil
+}
+
+// uvarint reads one uvarint.
+func (sr *segmentReader) uvarint() uint64 {
+	v, n := binary.Uvarint(sr.r)
+	if n <= 0 {
+		sr.bad, sr.r = true, nil
+		return 0
+	}
+	sr.r = sr.r[n:]
+	return v
+}
+
+// bytes reads a uvarint length and that many bytes, returned as a view of the segment whose
+// capacity ends with it.
+func (sr *segmentReader) bytes() []byte {
+	n := sr.uvarint()
+	if n > uint64(len(sr.r)) {
+		sr.bad, sr.r = true, nil
+		return nil
+	}
+	out := sr.r[:n:n]
+	sr.r = sr.r[n:]
+	return out
+}
+
+// byte reads one byte.
+func (sr *segmentReader) byte() byte {
+	if len(sr.r) == 0 {
+		sr.bad = true
+		return 0
+	}
+	c := sr.r[0]
+	sr.r = sr.r[1:]
+	return c
+}
+
+// left is the number of bytes not read yet.
+func (sr *segmentReader) left() uint64 { return uint64(len(sr.r)) }
+
 // syncDir makes the entries of folder dir durable.
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
@@ -114,36 +174,13 @@ func syncDir(dir string) error {
 
 // decodeSegment adds the keys of the keyed segment b to the state, replacing what it held of them.
 func (s *cdcState) decodeSegment(b []byte) error {
-	if len(b) < len(keyedSegmentMagic)+4 || string(b[:len(keyedSegmentMagic)]) != keyedSegmentMagic {
-		return errSegmentCorrupt
+	sr, err := openSegment(b, keyedSegmentMagic)
+	if err != nil {
+		return err
 	}
-	body := b[:len(b)-4]
-	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
-		return errSegmentCorrupt
-	}
-	r := body[len(keyedSegmentMagic):]
-	bad := false
-	uv := func() uint64 {
-		v, n := binary.Uvarint(r)
-		if n <= 0 {
-			bad, r = true, nil
-			return 0
-		}
-		r = r[n:]
-		return v
-	}
-	bytesOf := func() []byte {
-		n := uv()
-		if n > uint64(len(r)) {
-			bad, r = true, nil
-			return nil
-		}
-		out := r[:n]
-		r = r[n:]
-		return out
-	}
+	uv, bytesOf := sr.uvarint, sr.bytes
 	nfiles := uv()
-	if nfiles > uint64(len(r)) {
+	if nfiles > sr.left() {
 		return errSegmentCorrupt
 	}
 	ids := make([]int32, 1, nfiles+1)
@@ -151,25 +188,21 @@ func (s *cdcState) decodeSegment(b []byte) error {
 		ids = append(ids, s.fileID(string(bytesOf())))
 	}
 	nkeys := uv()
-	if bad || nkeys > uint64(len(r)) {
+	if sr.bad || nkeys > sr.left() {
 		return errSegmentCorrupt
 	}
 	if need := len(s.slots) + int(nkeys); need*2 > len(s.table) && s.want == nil {
 		s.grow(need)
 	}
 	fresh := len(s.slots) == 0 // a segment holds each key once: into an empty state, no lookups
-	if need := len(s.arena) + len(r); cap(s.arena) < need && s.want == nil {
-		s.arena = append(make([]byte, 0, need), s.arena...) // the keys and sequences fit in r
+	if need := len(s.arena) + int(sr.left()); cap(s.arena) < need && s.want == nil {
+		s.arena = append(make([]byte, 0, need), s.arena...) // the keys and sequences fit in what is left
 	}
 	for range nkeys {
 		kb, sb := bytesOf(), bytesOf()
-		if len(r) == 0 {
-			return errSegmentCorrupt
-		}
-		del := r[0]
-		r = r[1:]
+		del := sr.byte()
 		at, file := unzigzag(uv()), uv()
-		if bad || del > 1 || file >= uint64(len(ids)) {
+		if sr.bad || del > 1 || file >= uint64(len(ids)) {
 			return errSegmentCorrupt
 		}
 		if _, ok := s.want[string(kb)]; s.want != nil && !ok {
@@ -179,7 +212,7 @@ func (s *cdcState) decodeSegment(b []byte) error {
 		sl := &s.slots[i]
 		sl.deleted, sl.deletedAt, sl.file = del == 1, at, ids[file]
 	}
-	if len(r) != 0 {
+	if sr.left() != 0 {
 		return errSegmentCorrupt
 	}
 	return nil

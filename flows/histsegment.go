@@ -185,36 +185,13 @@ func (s *histState) writeSegment(dir string, keys []string, nEvents int64) (segm
 // decodeSegment adds the keys of the keyed history segment b to the state, replacing their events;
 // the events stay encoded (histKey.blob, a view of b) until a batch needs them.
 func (s *histState) decodeSegment(b []byte) error {
-	if len(b) < len(historySegmentMagic)+4 || string(b[:len(historySegmentMagic)]) != historySegmentMagic {
-		return errSegmentCorrupt
+	sr, err := openSegment(b, historySegmentMagic)
+	if err != nil {
+		return err
 	}
-	body := b[:len(b)-4]
-	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
-		return errSegmentCorrupt
-	}
-	r := body[len(historySegmentMagic):]
-	bad := false
-	uv := func() uint64 {
-		v, n := binary.Uvarint(r)
-		if n <= 0 {
-			bad, r = true, nil
-			return 0
-		}
-		r = r[n:]
-		return v
-	}
-	bytesOf := func() []byte {
-		n := uv()
-		if n > uint64(len(r)) {
-			bad, r = true, nil
-			return nil
-		}
-		out := r[:n:n]
-		r = r[n:]
-		return out
-	}
+	uv, bytesOf := sr.uvarint, sr.bytes
 	nfiles := uv()
-	if nfiles > uint64(len(r)) {
+	if nfiles > sr.left() {
 		return errSegmentCorrupt
 	}
 	paths := []string{""}
@@ -222,19 +199,15 @@ func (s *histState) decodeSegment(b []byte) error {
 		paths = append(paths, string(bytesOf()))
 	}
 	nkeys := uv()
-	if bad || nkeys > uint64(len(r)) {
+	if sr.bad || nkeys > sr.left() {
 		return errSegmentCorrupt
 	}
 	for range nkeys {
 		k := bytesOf()
-		if len(r) == 0 {
-			return errSegmentCorrupt
-		}
-		last := r[0]
-		r = r[1:]
+		last := sr.byte()
 		at, file, n := unzigzag(uv()), uv(), uv()
 		blob := bytesOf()
-		if bad || last > 1 || file >= uint64(len(paths)) || n > uint64(len(blob)) {
+		if sr.bad || last > 1 || file >= uint64(len(paths)) || n > uint64(len(blob)) {
 			return errSegmentCorrupt
 		}
 		hk := &histKey{blob: blob, nEvents: int(n), lastDelete: last == 1, file: paths[file], deletedAt: at}
@@ -243,7 +216,7 @@ func (s *histState) decodeSegment(b []byte) error {
 		}
 		s.keys[string(k)] = hk
 	}
-	if len(r) != 0 {
+	if sr.left() != 0 {
 		return errSegmentCorrupt
 	}
 	return nil
