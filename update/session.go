@@ -43,7 +43,9 @@ func (s *session) result() *Result {
 	return s.res
 }
 
-// state records the update's state s in the event log and commits the events so far.
+// state records the update's state s in the event log and commits the events so far, except
+// for CREATED and INITIALIZING, which the next state (milliseconds later, SETTING_UP_TABLES or
+// FAILED) commits with it: an update starts with one event log commit rather than three.
 func (s *session) state(st, errText string) error {
 	s.res.State = st
 	level := eventlog.Info
@@ -51,6 +53,9 @@ func (s *session) state(st, errText string) error {
 		level = eventlog.Error
 	}
 	s.events.Emit(level, eventlog.UpdateProgress, "", "", "Update "+s.res.UpdateID[:8]+" is "+st+".", map[string]any{"update_progress": map[string]any{"state": st}}, errText)
+	if st == StateCreated || st == StateInitializing {
+		return nil
+	}
 	return s.events.Flush()
 }
 
