@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"errors"
+	"hash"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -40,17 +41,6 @@ var errSegmentCorrupt = errors.New("the keyed CDC state segment is damaged (run 
 
 // writeSegment writes the keys of slots as a new keyed segment file in dir and syncs it.
 func (s *cdcState) writeSegment(dir string, slots []int) (segment, error) {
-	name := uuid.NewString() + ".keyed"
-	f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return segment{}, err
-	}
-	crc := crc32.New(castagnoli)
-	w := bufio.NewWriterSize(f, 1<<20)
-	out := func(b []byte) {
-		w.Write(b) // a write error stays in w and is returned by Flush
-		crc.Write(b)
-	}
 	// The data files the keys name, numbered from 1 in the order first met.
 	local := map[int32]uint64{0: 0}
 	var paths []string
@@ -60,14 +50,11 @@ func (s *cdcState) writeSegment(dir string, slots []int) (segment, error) {
 			local[id] = uint64(len(paths))
 		}
 	}
-	buf := append([]byte(nil), keyedSegmentMagic...)
-	buf = binary.AppendUvarint(buf, uint64(len(paths)))
-	for _, p := range paths {
-		buf = binary.AppendUvarint(buf, uint64(len(p)))
-		buf = append(buf, p...)
+	sw, err := createSegment(dir, keyedSegmentMagic, paths, len(slots))
+	if err != nil {
+		return segment{}, err
 	}
-	buf = binary.AppendUvarint(buf, uint64(len(slots)))
-	out(buf)
+	var buf []byte
 	for _, i := range slots {
 		sl := &s.slots[i]
 		kb, sb := s.keyBytes(i), s.seqBytes(i)
@@ -82,24 +69,70 @@ func (s *cdcState) writeSegment(dir string, slots []int) (segment, error) {
 		buf = append(buf, del)
 		buf = binary.AppendUvarint(buf, zigzag(sl.deletedAt))
 		buf = binary.AppendUvarint(buf, local[sl.file])
-		out(buf)
+		sw.write(buf)
 	}
-	w.Write(binary.LittleEndian.AppendUint32(nil, crc.Sum32()))
-	err = w.Flush()
+	if err := sw.finish(); err != nil {
+		return segment{}, err
+	}
+	return segment{Name: sw.name, Rows: int64(len(slots)), Format: segmentFormatKeyed}, nil
+}
+
+// segmentWriter writes a binary state segment (cdcsegment.go, histsegment.go): the magic, the
+// data file paths the records number from 1, the record count, the records, and the CRC-32C
+// (Castagnoli, 4 bytes little-endian) of every byte before it. The file is new
+// ("<uuid>.keyed" in dir, created exclusively) and synced with its folder by finish.
+type segmentWriter struct {
+	name string // the file's name in dir
+	dir  string
+	f    *os.File
+	w    *bufio.Writer
+	crc  hash.Hash32
+}
+
+// createSegment creates the segment file and writes its header: magic, then len(paths) and each
+// path (length and bytes), then nrecords.
+func createSegment(dir, magic string, paths []string, nrecords int) (*segmentWriter, error) {
+	name := uuid.NewString() + ".keyed"
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	sw := &segmentWriter{name: name, dir: dir, f: f, w: bufio.NewWriterSize(f, 1<<20), crc: crc32.New(castagnoli)}
+	buf := append([]byte(nil), magic...)
+	buf = binary.AppendUvarint(buf, uint64(len(paths)))
+	for _, p := range paths {
+		buf = binary.AppendUvarint(buf, uint64(len(p)))
+		buf = append(buf, p...)
+	}
+	sw.write(binary.AppendUvarint(buf, uint64(nrecords)))
+	return sw, nil
+}
+
+// write appends b to the segment; a write error stays in the buffered writer and is returned
+// by finish.
+func (sw *segmentWriter) write(b []byte) {
+	sw.w.Write(b)
+	sw.crc.Write(b)
+}
+
+// finish appends the checksum, syncs and closes the file and syncs its folder; on error the
+// file is removed.
+func (sw *segmentWriter) finish() error {
+	sw.w.Write(binary.LittleEndian.AppendUint32(nil, sw.crc.Sum32()))
+	err := sw.w.Flush()
 	if err == nil {
-		err = f.Sync()
+		err = sw.f.Sync()
 	}
-	if cerr := f.Close(); err == nil {
+	if cerr := sw.f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = syncDir(dir)
+		err = syncDir(sw.dir)
 	}
 	if err != nil {
-		os.Remove(f.Name())
-		return segment{}, err
+		os.Remove(sw.f.Name())
 	}
-	return segment{Name: name, Rows: int64(len(slots)), Format: segmentFormatKeyed}, nil
+	return err
 }
 
 // segmentReader reads the body of a binary state segment (cdcsegment.go, histsegment.go): uvarints

@@ -1,14 +1,8 @@
 package flows
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
-	"os"
-	"path/filepath"
-
-	"github.com/google/uuid"
 
 	"tributary/schema"
 )
@@ -114,17 +108,6 @@ func decodeHistEvents(b []byte, width int) ([]histEvent, error) {
 // writeSegment writes the given keys (with nEvents events in all) as a new keyed history segment
 // file in dir and syncs it.
 func (s *histState) writeSegment(dir string, keys []string, nEvents int64) (segment, error) {
-	name := uuid.NewString() + ".keyed"
-	f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return segment{}, err
-	}
-	crc := crc32.New(castagnoli)
-	w := bufio.NewWriterSize(f, 1<<20)
-	out := func(b []byte) {
-		w.Write(b) // a write error stays in w and is returned by Flush
-		crc.Write(b)
-	}
 	local := map[string]uint64{"": 0}
 	var paths []string
 	for _, k := range keys {
@@ -135,15 +118,11 @@ func (s *histState) writeSegment(dir string, keys []string, nEvents int64) (segm
 			}
 		}
 	}
-	buf := append([]byte(nil), historySegmentMagic...)
-	buf = binary.AppendUvarint(buf, uint64(len(paths)))
-	for _, p := range paths {
-		buf = binary.AppendUvarint(buf, uint64(len(p)))
-		buf = append(buf, p...)
+	sw, err := createSegment(dir, historySegmentMagic, paths, len(keys))
+	if err != nil {
+		return segment{}, err
 	}
-	buf = binary.AppendUvarint(buf, uint64(len(keys)))
-	out(buf)
-	var blob []byte
+	var buf, blob []byte
 	for _, k := range keys {
 		hk := s.keys[k]
 		buf = binary.AppendUvarint(buf[:0], uint64(len(k)))
@@ -161,25 +140,13 @@ func (s *histState) writeSegment(dir string, keys []string, nEvents int64) (segm
 			blob = encodeHistEvents(blob[:0], hk.events)
 		}
 		buf = binary.AppendUvarint(buf, uint64(len(blob)))
-		out(buf)
-		out(blob)
+		sw.write(buf)
+		sw.write(blob)
 	}
-	w.Write(binary.LittleEndian.AppendUint32(nil, crc.Sum32()))
-	err = w.Flush()
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = syncDir(dir)
-	}
-	if err != nil {
-		os.Remove(f.Name())
+	if err := sw.finish(); err != nil {
 		return segment{}, err
 	}
-	return segment{Name: name, Rows: nEvents, Format: segmentFormatHistory}, nil
+	return segment{Name: sw.name, Rows: nEvents, Format: segmentFormatHistory}, nil
 }
 
 // decodeSegment adds the keys of the keyed history segment b to the state, replacing their events;
