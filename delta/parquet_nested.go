@@ -3,7 +3,6 @@ package delta
 import (
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
@@ -291,49 +290,30 @@ func readNested(col *parquet.Column, chunks []parquet.ColumnChunk, fd schema.Fie
 // level from which the top-level value is not NULL; maxDef: the level of a leaf value). Nodes
 // already made by an earlier leaf of the same column are reused by position.
 func assembleLeaf(pages parquet.Pages, top, maxDef int, steps []rstep, j int, rows [][]any, conv convertFunc, buf []parquet.Value) error {
-	defer pages.Close()
 	r := -1
 	idx := make([]int, len(steps)+2) // current entry at each repetition depth
-	for {
-		page, err := pages.ReadPage()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		vr := page.Values()
-		for {
-			k, err := vr.ReadValues(buf)
-			for _, v := range buf[:k] {
-				rep, def := v.RepetitionLevel(), v.DefinitionLevel()
-				if rep == 0 {
-					r++
-					if r >= len(rows) {
-						parquet.Release(page)
-						return fmt.Errorf("the file has more values than its %d rows", len(rows))
-					}
-				} else if r < 0 {
-					parquet.Release(page)
-					return fmt.Errorf("the first value has repetition level %d, not 0", rep)
+	err := eachValues(pages, buf, func(vals []parquet.Value) error {
+		for _, v := range vals {
+			rep, def := v.RepetitionLevel(), v.DefinitionLevel()
+			if rep == 0 {
+				r++
+				if r >= len(rows) {
+					return fmt.Errorf("the file has more values than its %d rows", len(rows))
 				}
-				if def < top {
-					continue
-				}
-				if aerr := place(&rows[r][j], v, rep, def, maxDef, steps, idx, conv); aerr != nil {
-					parquet.Release(page)
-					return fmt.Errorf("row %d: %w", r, aerr)
-				}
+			} else if r < 0 {
+				return fmt.Errorf("the first value has repetition level %d, not 0", rep)
 			}
-			if errors.Is(err, io.EOF) {
-				break
+			if def < top {
+				continue
 			}
-			if err != nil {
-				parquet.Release(page)
-				return err
+			if err := place(&rows[r][j], v, rep, def, maxDef, steps, idx, conv); err != nil {
+				return fmt.Errorf("row %d: %w", r, err)
 			}
 		}
-		parquet.Release(page)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if r+1 != len(rows) {
 		return fmt.Errorf("the column has %d rows of values, the file %d rows", r+1, len(rows))

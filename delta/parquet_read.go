@@ -186,13 +186,37 @@ func readParquetGroups(name string, s schema.Schema, fn func(rows [][]any) error
 // readColumn reads every page of one column chunk (of maximum definition level maxDef) into
 // column j of rows, the rows of its row group.
 func readColumn(pages parquet.Pages, maxDef int, j int, rows [][]any, conv convertFunc, buf []parquet.Value) error {
-	defer pages.Close()
 	r := 0
 	var strs []byte
+	err := eachValues(pages, buf, func(vals []parquet.Value) error {
+		k := len(vals)
+		if r+k > len(rows) {
+			return fmt.Errorf("the file has more values than its %d rows", len(rows))
+		}
+		if err := conv.batch(vals, maxDef, rows[r:r+k], j, r, &strs); err != nil {
+			return err
+		}
+		r += k
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if r != len(rows) {
+		return fmt.Errorf("the column has %d values, the file %d rows", r, len(rows))
+	}
+	return nil
+}
+
+// eachValues calls fn with the values of every page of a column chunk, a batch of at most
+// len(buf) at a time (buf is reused: fn must not keep it), releasing each page after its
+// values and closing pages at the end. The first error, of the pages or of fn, ends it.
+func eachValues(pages parquet.Pages, buf []parquet.Value, fn func(vals []parquet.Value) error) error {
+	defer pages.Close()
 	for {
 		page, err := pages.ReadPage()
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
 			return err
@@ -200,15 +224,12 @@ func readColumn(pages parquet.Pages, maxDef int, j int, rows [][]any, conv conve
 		vr := page.Values()
 		for {
 			k, err := vr.ReadValues(buf)
-			if r+k > len(rows) {
-				parquet.Release(page)
-				return fmt.Errorf("the file has more values than its %d rows", len(rows))
+			if k > 0 {
+				if ferr := fn(buf[:k]); ferr != nil {
+					parquet.Release(page)
+					return ferr
+				}
 			}
-			if cerr := conv.batch(buf[:k], maxDef, rows[r:r+k], j, r, &strs); cerr != nil {
-				parquet.Release(page)
-				return cerr
-			}
-			r += k
 			if errors.Is(err, io.EOF) {
 				break
 			}
@@ -219,10 +240,6 @@ func readColumn(pages parquet.Pages, maxDef int, j int, rows [][]any, conv conve
 		}
 		parquet.Release(page)
 	}
-	if r != len(rows) {
-		return fmt.Errorf("the column has %d values, the file %d rows", r, len(rows))
-	}
-	return nil
 }
 
 // readStruct reads the STRUCT column fd (file column col; chunks are the column chunks of the
@@ -272,58 +289,40 @@ func readStruct(col *parquet.Column, chunks []parquet.ColumnChunk, fd schema.Fie
 // maximum definition level maxDef): present[d] is the definition level from
 // which the struct at depth d is not NULL.
 func readStructLeaf(pages parquet.Pages, maxDef int, l leaf, present []int, j int, rows [][]any, conv convertFunc, buf []parquet.Value) error {
-	defer pages.Close()
 	r := 0
-	for {
-		page, err := pages.ReadPage()
-		if errors.Is(err, io.EOF) {
-			break
+	err := eachValues(pages, buf, func(vals []parquet.Value) error {
+		if r+len(vals) > len(rows) {
+			return fmt.Errorf("the file has more values than its %d rows", len(rows))
 		}
-		if err != nil {
-			return err
-		}
-		vr := page.Values()
-		for {
-			k, err := vr.ReadValues(buf)
-			if r+k > len(rows) {
-				parquet.Release(page)
-				return fmt.Errorf("the file has more values than its %d rows", len(rows))
-			}
-			for _, v := range buf[:k] {
-				dl := v.DefinitionLevel()
-				cur := &rows[r][j]
-				for d, lvl := range present {
-					if dl < lvl {
-						break // this struct is NULL
-					}
-					if *cur == nil {
-						*cur = make([]any, l.widths[d])
-					}
-					sv := (*cur).([]any)
-					if d < len(present)-1 {
-						cur = &sv[l.path[d+1]]
-						continue
-					}
-					if dl == maxDef {
-						x, cerr := conv.one(v)
-						if cerr != nil {
-							parquet.Release(page)
-							return fmt.Errorf("row %d: %w", r, cerr)
-						}
-						sv[l.path[d+1]] = x
-					}
+		for _, v := range vals {
+			dl := v.DefinitionLevel()
+			cur := &rows[r][j]
+			for d, lvl := range present {
+				if dl < lvl {
+					break // this struct is NULL
 				}
-				r++
+				if *cur == nil {
+					*cur = make([]any, l.widths[d])
+				}
+				sv := (*cur).([]any)
+				if d < len(present)-1 {
+					cur = &sv[l.path[d+1]]
+					continue
+				}
+				if dl == maxDef {
+					x, err := conv.one(v)
+					if err != nil {
+						return fmt.Errorf("row %d: %w", r, err)
+					}
+					sv[l.path[d+1]] = x
+				}
 			}
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				parquet.Release(page)
-				return err
-			}
+			r++
 		}
-		parquet.Release(page)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if r != len(rows) {
 		return fmt.Errorf("the column has %d values, the file %d rows", r, len(rows))
