@@ -144,17 +144,31 @@ type segmentReader struct {
 }
 
 // openSegment checks that b starts with magic and ends with the CRC-32C (Castagnoli, 4 bytes
-// little-endian) of every byte before it, and returns a reader of what lies between; otherwise
-// errSegmentCorrupt.
-func openSegment(b []byte, magic string) (*segmentReader, error) {
+// little-endian) of every byte before it, reads the header createSegment wrote (the data file
+// paths, which the records number from 1, and the record count), and returns a reader of the
+// records; otherwise errSegmentCorrupt.
+func openSegment(b []byte, magic string) (sr *segmentReader, paths []string, nrecords uint64, err error) {
 	if len(b) < len(magic)+4 || string(b[:len(magic)]) != magic {
-		return nil, errSegmentCorrupt
+		return nil, nil, 0, errSegmentCorrupt
 	}
 	body := b[:len(b)-4]
 	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
-		return nil, errSegmentCorrupt
+		return nil, nil, 0, errSegmentCorrupt
 	}
-	return &segmentReader{r: body[len(magic):]}, nil
+	sr = &segmentReader{r: body[len(magic):]}
+	nfiles := sr.uvarint()
+	if nfiles > sr.left() {
+		return nil, nil, 0, errSegmentCorrupt
+	}
+	paths = make([]string, 0, nfiles)
+	for range nfiles {
+		paths = append(paths, string(sr.bytes()))
+	}
+	nrecords = sr.uvarint()
+	if sr.bad || nrecords > sr.left() {
+		return nil, nil, 0, errSegmentCorrupt
+	}
+	return sr, paths, nrecords, nil
 }
 
 // uvarint reads one uvarint.
@@ -207,22 +221,14 @@ func syncDir(dir string) error {
 
 // decodeSegment adds the keys of the keyed segment b to the state, replacing what it held of them.
 func (s *cdcState) decodeSegment(b []byte) error {
-	sr, err := openSegment(b, keyedSegmentMagic)
+	sr, paths, nkeys, err := openSegment(b, keyedSegmentMagic)
 	if err != nil {
 		return err
 	}
 	uv, bytesOf := sr.uvarint, sr.bytes
-	nfiles := uv()
-	if nfiles > sr.left() {
-		return errSegmentCorrupt
-	}
-	ids := make([]int32, 1, nfiles+1)
-	for range nfiles {
-		ids = append(ids, s.fileID(string(bytesOf())))
-	}
-	nkeys := uv()
-	if sr.bad || nkeys > sr.left() {
-		return errSegmentCorrupt
+	ids := make([]int32, 1, len(paths)+1)
+	for _, p := range paths {
+		ids = append(ids, s.fileID(p))
 	}
 	if need := len(s.slots) + int(nkeys); need*2 > len(s.table) && s.want == nil {
 		s.grow(need)

@@ -152,23 +152,12 @@ func (s *histState) writeSegment(dir string, keys []string, nEvents int64) (segm
 // decodeSegment adds the keys of the keyed history segment b to the state, replacing their events;
 // the events stay encoded (histKey.blob, a view of b) until a batch needs them.
 func (s *histState) decodeSegment(b []byte) error {
-	sr, err := openSegment(b, historySegmentMagic)
+	sr, files, nkeys, err := openSegment(b, historySegmentMagic)
 	if err != nil {
 		return err
 	}
 	uv, bytesOf := sr.uvarint, sr.bytes
-	nfiles := uv()
-	if nfiles > sr.left() {
-		return errSegmentCorrupt
-	}
-	paths := []string{""}
-	for range nfiles {
-		paths = append(paths, string(bytesOf()))
-	}
-	nkeys := uv()
-	if sr.bad || nkeys > sr.left() {
-		return errSegmentCorrupt
-	}
+	paths := append([]string{""}, files...)
 	for range nkeys {
 		k := bytesOf()
 		last := sr.byte()
