@@ -12,8 +12,8 @@ import (
 	"github.com/google/uuid"
 )
 
-// segmentFormatKeyed is the segment format (segment.Format) of SCD type 1 states written by
-// cdcState.writeSegment: a binary file that loads without decoding a value per key.
+// segmentFormatKeyed is the segment format (segment.Format) of SCD type 1 states written before
+// segmentFormatBucketed (still read): a binary file that loads without decoding a value per key.
 //
 // Layout (integers are uvarints unless said otherwise):
 //
@@ -38,44 +38,6 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // errSegmentCorrupt is returned for a keyed segment whose bytes do not follow the layout or whose
 // checksum does not match.
 var errSegmentCorrupt = errors.New("the keyed CDC state segment is damaged (run a full refresh of the table to rebuild its state)")
-
-// writeSegment writes the keys of slots as a new keyed segment file in dir and syncs it.
-func (s *cdcState) writeSegment(dir string, slots []int) (segment, error) {
-	// The data files the keys name, numbered from 1 in the order first met.
-	local := map[int32]uint64{0: 0}
-	var paths []string
-	for _, i := range slots {
-		if id := s.slots[i].file; local[id] == 0 && id != 0 {
-			paths = append(paths, s.files[id])
-			local[id] = uint64(len(paths))
-		}
-	}
-	sw, err := createSegment(dir, keyedSegmentMagic, paths, len(slots))
-	if err != nil {
-		return segment{}, err
-	}
-	var buf []byte
-	for _, i := range slots {
-		sl := &s.slots[i]
-		kb, sb := s.keyBytes(i), s.seqBytes(i)
-		buf = binary.AppendUvarint(buf[:0], uint64(len(kb)))
-		buf = append(buf, kb...)
-		buf = binary.AppendUvarint(buf, uint64(len(sb)))
-		buf = append(buf, sb...)
-		del := byte(0)
-		if sl.deleted {
-			del = 1
-		}
-		buf = append(buf, del)
-		buf = binary.AppendUvarint(buf, zigzag(sl.deletedAt))
-		buf = binary.AppendUvarint(buf, local[sl.file])
-		sw.write(buf)
-	}
-	if err := sw.finish(); err != nil {
-		return segment{}, err
-	}
-	return segment{Name: sw.name, Rows: int64(len(slots)), Format: segmentFormatKeyed}, nil
-}
 
 // segmentWriter writes a binary state segment (cdcsegment.go, histsegment.go): the magic, the
 // data file paths the records number from 1, the record count, the records, and the CRC-32C

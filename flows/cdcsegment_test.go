@@ -2,6 +2,7 @@ package flows
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,6 +34,7 @@ func TestValueEncodingRoundTrip(t *testing.T) {
 		{"booleans", []any{true, false}},
 		{"logical types", []any{schema.Decimal(-12345), schema.Date(-3), schema.Timestamp(1_700_000_000_000_000)}},
 		{"struct", []any{[]any{int64(1), nil, []any{"x"}}, []any{}}},
+		{"map", []any{schema.Map{{Key: "a", Value: int64(1)}, {Key: "b", Value: nil}}, schema.Map{}, schema.Map{{Key: int32(3), Value: []any{"x"}}}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -53,7 +55,7 @@ func TestValueEncodingRoundTrip(t *testing.T) {
 		})
 	}
 	// Canonical: equal lists encode equal, different ones differ (a double by its bits).
-	distinct := [][]any{{int64(1)}, {int32(1)}, {schema.Decimal(1)}, {schema.Timestamp(1)}, {"1"}, {nil}, {0.0}, {math.Copysign(0, -1)}, {int64(1), nil}, {[]any{int64(1)}}}
+	distinct := [][]any{{int64(1)}, {int32(1)}, {schema.Decimal(1)}, {schema.Timestamp(1)}, {"1"}, {nil}, {0.0}, {math.Copysign(0, -1)}, {int64(1), nil}, {[]any{int64(1)}}, {schema.Map{{Key: int64(1), Value: nil}}}, {schema.Map{}}, {[]any{}}}
 	seen := map[string]int{}
 	for i, v := range distinct {
 		k := string(appendValues(nil, v))
@@ -64,7 +66,51 @@ func TestValueEncodingRoundTrip(t *testing.T) {
 	}
 }
 
-// TestKeyedSegmentDamaged: a keyed segment with a flipped byte or cut short is refused.
+// writeKeyed1 writes the slots of st as a segment of the keyed-1 layout (segmentFormatKeyed, the
+// form before the bucketed one) and returns its bytes.
+func writeKeyed1(t *testing.T, st *cdcState) []byte {
+	t.Helper()
+	local := map[int32]uint64{0: 0}
+	var paths []string
+	for i := range st.slots {
+		if id := st.slots[i].file; local[id] == 0 && id != 0 {
+			paths = append(paths, st.files[id])
+			local[id] = uint64(len(paths))
+		}
+	}
+	sw, err := createSegment(st.dir, keyedSegmentMagic, paths, len(st.slots))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf []byte
+	for i := range st.slots {
+		sl := &st.slots[i]
+		kb, sb := st.keyBytes(i), st.seqBytes(i)
+		buf = binary.AppendUvarint(buf[:0], uint64(len(kb)))
+		buf = append(buf, kb...)
+		buf = binary.AppendUvarint(buf, uint64(len(sb)))
+		buf = append(buf, sb...)
+		del := byte(0)
+		if sl.deleted {
+			del = 1
+		}
+		buf = append(buf, del)
+		buf = binary.AppendUvarint(buf, zigzag(sl.deletedAt))
+		buf = binary.AppendUvarint(buf, local[sl.file])
+		sw.write(buf)
+	}
+	if err := sw.finish(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(st.dir, sw.name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestKeyedSegmentDamaged: a keyed-1 segment (the form before the bucketed one, still read) reads
+// back; with a flipped byte or cut short it is refused.
 func TestKeyedSegmentDamaged(t *testing.T) {
 	t.Parallel()
 	keySch := schema.Schema{Fields: []schema.Field{{Name: "id", Type: schema.Type{Kind: schema.Long}}}}
@@ -74,18 +120,7 @@ func TestKeyedSegmentDamaged(t *testing.T) {
 		st.slots[j].file = st.fileID(fmt.Sprintf("part-%d.parquet", i%3))
 		st.slots[j].deleted = i%7 == 0
 	}
-	all := make([]int, len(st.slots))
-	for i := range all {
-		all[i] = i
-	}
-	sg, err := st.writeSegment(st.dir, all)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(st.dir, sg.Name))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := writeKeyed1(t, st)
 	back := newCDCState(st.dir, keySch, keySch, 0)
 	if err := back.decodeSegment(b); err != nil {
 		t.Fatal(err)
@@ -104,6 +139,99 @@ func TestKeyedSegmentDamaged(t *testing.T) {
 		}
 	}
 	if err := newCDCState(st.dir, keySch, keySch, 0).decodeSegment(b[:len(b)-5]); !errors.Is(err, errSegmentCorrupt) {
+		t.Errorf("cut short: err = %v, want errSegmentCorrupt", err)
+	}
+}
+
+// TestBucketedSegment: a bucketed segment reads back whole and by buckets (only the wanted keys,
+// with their row positions and images), and a flipped byte or a cut is refused.
+func TestBucketedSegment(t *testing.T) {
+	t.Parallel()
+	keySch := schema.Schema{Fields: []schema.Field{{Name: "id", Type: schema.Type{Kind: schema.Long}}}}
+	st := newCDCState(t.TempDir(), keySch, keySch, 0)
+	const n = 5000
+	img := func(i int) []byte {
+		if i%5 == 0 {
+			return nil // no image recorded
+		}
+		return appendValues(nil, []any{int64(i), fmt.Sprintf("name %d", i), schema.Map{{Key: "k", Value: int32(i)}}})
+	}
+	for i := range n {
+		j := st.put(appendValues(nil, []any{int64(i)}), appendValues(nil, []any{int64(i * 2)}), false)
+		st.slots[j].deleted, st.slots[j].deletedAt = i%7 == 0, int64(i)
+		st.setRow(j, st.fileID(fmt.Sprintf("part-%d.parquet", i%3)), int64(i/3)-1, img(i))
+	}
+	all := make([]int, len(st.slots))
+	for i := range all {
+		all[i] = i
+	}
+	sg, err := st.writeSegment(st.dir, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sg.Format != segmentFormatBucketed || sg.Rows != n {
+		t.Fatalf("segment %+v", sg)
+	}
+	name := filepath.Join(st.dir, sg.Name)
+	check := func(back *cdcState, i int) {
+		t.Helper()
+		j := back.find(appendValues(nil, []any{int64(i)}))
+		if j < 0 {
+			t.Fatalf("key %d not read back", i)
+		}
+		e := back.entryAt(j)
+		sl := back.slots[j]
+		if e.seq[0] != int64(i*2) || e.deleted != (i%7 == 0) || sl.deletedAt != int64(i) || e.file != fmt.Sprintf("part-%d.parquet", i%3) ||
+			int64(sl.pos1)-1 != int64(i/3)-1 || string(back.imgBytes(j)) != string(img(i)) {
+			t.Fatalf("key %d read back as %+v, pos1 %d, image %q", i, e, sl.pos1, back.imgBytes(j))
+		}
+	}
+	whole := newCDCState(st.dir, keySch, keySch, 0)
+	if err := whole.readBucketed(name, 0); err != nil {
+		t.Fatal(err)
+	}
+	if len(whole.slots) != n {
+		t.Fatalf("%d keys read back, want %d", len(whole.slots), n)
+	}
+	for i := range n {
+		check(whole, i)
+	}
+	wantKeys := []int{0, 1, 17, 2500, 4999}
+	for _, below := range []int64{0, 1 << 30} { // by buckets, and whole
+		part := newCDCState(st.dir, keySch, keySch, 0)
+		part.want = map[string]int{}
+		for _, i := range wantKeys {
+			part.want[string(appendValues(nil, []any{int64(i)}))] = 0
+		}
+		part.grow(len(wantKeys))
+		if err := part.readBucketed(name, below); err != nil {
+			t.Fatal(err)
+		}
+		if len(part.slots) != len(wantKeys) {
+			t.Fatalf("read below %d: %d keys, want %d", below, len(part.slots), len(wantKeys))
+		}
+		for _, i := range wantKeys {
+			check(part, i)
+		}
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []int{0, len(bucketedSegmentMagic) + 3, len(b) / 2, len(b) - 13 - 8, len(b) - 30, len(b) - 1} {
+		bad := append([]byte(nil), b...)
+		bad[at] ^= 0x40
+		if err := os.WriteFile(name, bad, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := newCDCState(st.dir, keySch, keySch, 0).readBucketed(name, 0); !errors.Is(err, errSegmentCorrupt) {
+			t.Errorf("byte %d of %d flipped: err = %v, want errSegmentCorrupt", at, len(b), err)
+		}
+	}
+	if err := os.WriteFile(name, b[:len(b)-5], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := newCDCState(st.dir, keySch, keySch, 0).readBucketed(name, 0); !errors.Is(err, errSegmentCorrupt) {
 		t.Errorf("cut short: err = %v, want errSegmentCorrupt", err)
 	}
 }

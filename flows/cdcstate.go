@@ -25,6 +25,11 @@ type cdcEntry struct {
 	slot    int    // the key's slot in the cdcState
 }
 
+// A merge-on-read state (the target has delta.enableDeletionVectors, scd1dv.go) also knows, per
+// live key, the row's physical position in its data file and the row itself (its image, the
+// appendValues encoding of the target's columns), so that a batch marks the old row deleted in a
+// deletion vector and writes the change data feed's preimage without reading the data file.
+
 // cdcState is the CDC state of an SCD type 1 target: every key ever seen (live or tombstone),
 // with its sequence and the data file holding its row. A key costs a few tens of bytes and holds
 // no pointer, so that a state of millions of keys loads fast and gives the garbage collector
@@ -46,18 +51,23 @@ type cdcState struct {
 	truncate []any            // the highest truncate sequence applied, or nil
 	// partial says that only some keys were loaded (loadState): the state answers for them only.
 	partial bool
-	want    map[string]int // while a partial state loads: the keys to keep
+	// mor says that the target is merge-on-read (mergeOnRead): a touched live key needs its row's
+	// position and image.
+	mor  bool
+	want map[string]int // while a partial state loads: the keys to keep
 }
 
 // cdcSlot is one key of a cdcState.
 type cdcSlot struct {
-	off       uint64 // the key's encoding is arena[off:off+keyLen], its sequence's right after
+	off       uint64 // the key's encoding is arena[off:off+keyLen], its sequence's right after, then its row image
 	keyLen    uint32
 	seqLen    uint32
-	deletedAt int64 // commit time of the delete, ms since the epoch (tombstones)
-	file      int32 // data file id, 0 for none
-	deleted   bool  // a tombstone: the key's last event was a delete
-	gone      bool  // dropped by tombstone GC: the key is not in the state
+	imgLen    uint32 // the row image's length; 0 when the state does not hold it
+	pos1      uint64 // the row's physical position in its data file plus one; 0 when not known
+	deletedAt int64  // commit time of the delete, ms since the epoch (tombstones)
+	file      int32  // data file id, 0 for none
+	deleted   bool   // a tombstone: the key's last event was a delete
+	gone      bool   // dropped by tombstone GC: the key is not in the state
 }
 
 // newCDCState returns an empty state of folder dir, its last tombstone GC at lastGC (ms).
@@ -77,6 +87,28 @@ func (s *cdcState) seqBytes(i int) []byte {
 	sl := &s.slots[i]
 	at := sl.off + uint64(sl.keyLen)
 	return s.arena[at : at+uint64(sl.seqLen)]
+}
+
+// imgBytes is slot i's row image (empty when the state does not hold it).
+func (s *cdcState) imgBytes(i int) []byte {
+	sl := &s.slots[i]
+	at := sl.off + uint64(sl.keyLen) + uint64(sl.seqLen)
+	return s.arena[at : at+uint64(sl.imgLen)]
+}
+
+// setRow records where slot i's row lives: data file id file, physical position pos (-1 when not
+// known) and the row image img (appendValues of the row; nil for none).
+func (s *cdcState) setRow(i int, file int32, pos int64, img []byte) {
+	sl := &s.slots[i]
+	if sl.imgLen == 0 && sl.off+uint64(sl.keyLen)+uint64(sl.seqLen) == uint64(len(s.arena)) {
+		s.arena = append(s.arena, img...) // the key and sequence were the last bytes appended
+		sl.imgLen = uint32(len(img))
+	} else if len(img) > 0 || sl.imgLen > 0 {
+		off := uint64(len(s.arena))
+		s.arena = append(append(append(s.arena, s.keyBytes(i)...), s.seqBytes(i)...), img...)
+		sl.off, sl.imgLen = off, uint32(len(img))
+	}
+	sl.file, sl.pos1 = file, uint64(pos+1)
 }
 
 // find returns the slot of the key encoded as kb (gone or not), or -1.
@@ -129,9 +161,10 @@ func (s *cdcState) put(kb, seq []byte, fresh bool) int {
 			*sl = cdcSlot{off: sl.off, keyLen: sl.keyLen, seqLen: sl.seqLen}
 		}
 		if !bytes.Equal(s.seqBytes(i), seq) {
+			// A new sequence is a new row (or none): the caller records it with setRow.
 			off := uint64(len(s.arena))
 			s.arena = append(append(s.arena, kb...), seq...)
-			sl.off, sl.seqLen = off, uint32(len(seq))
+			sl.off, sl.seqLen, sl.imgLen, sl.pos1 = off, uint32(len(seq)), 0, 0
 		}
 		return i
 	}
@@ -363,6 +396,8 @@ func (s *cdcState) needsFull(nChanges int, snap *delta.Snapshot, touched map[str
 func (s *cdcState) readSegment(sg segment) error {
 	name := filepath.Join(s.dir, "segments", filepath.FromSlash(sg.Name))
 	switch sg.Format {
+	case segmentFormatBucketed:
+		return s.readBucketed(name, bucketedReadAll)
 	case segmentFormatKeyed:
 		b, err := os.ReadFile(name)
 		if err != nil {
@@ -403,7 +438,7 @@ func (s *cdcState) compact() {
 	var n, size int
 	for _, sl := range old.slots {
 		if !sl.gone {
-			n, size = n+1, size+int(sl.keyLen)+int(sl.seqLen)
+			n, size = n+1, size+int(sl.keyLen)+int(sl.seqLen)+int(sl.imgLen)
 		}
 	}
 	s.arena = make([]byte, 0, size)
@@ -418,7 +453,14 @@ func (s *cdcState) compact() {
 			continue
 		}
 		j := s.put(old.keyBytes(i), old.seqBytes(i), true)
-		s.slots[j].deleted, s.slots[j].deletedAt, s.slots[j].file = sl.deleted, sl.deletedAt, to[sl.file]
+		if sl.imgLen > 0 { // the image right after the key and sequence put appended
+			s.arena = append(s.arena, old.imgBytes(i)...)
+			s.slots[j].imgLen = sl.imgLen
+		}
+		s.slots[j].deleted, s.slots[j].deletedAt, s.slots[j].file, s.slots[j].pos1 = sl.deleted, sl.deletedAt, to[sl.file], sl.pos1
+		if to[sl.file] != 0 && old.files[sl.file] != old.resolve(old.files[sl.file]) {
+			s.slots[j].pos1 = 0 // the file was rewritten: the row's position in the new one is not known
+		}
 	}
 }
 

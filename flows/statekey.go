@@ -23,13 +23,15 @@ const (
 	tagDate      = 8  // schema.Date, zigzag uvarint
 	tagTimestamp = 9  // schema.Timestamp, zigzag uvarint
 	tagStruct    = 10 // uvarint field count, then each field
+	tagMap       = 11 // uvarint entry count, then each entry's key and value
 )
 
 // errStateValue is returned by decodeValues for bytes that appendValues did not write.
 var errStateValue = errors.New("malformed value encoding")
 
 // appendValues appends the encoding of vals (values of the schema package's Go types: nil,
-// int64, int32, string, float64, bool, Decimal, Date, Timestamp, []any for a STRUCT) to buf.
+// int64, int32, string, float64, bool, Decimal, Date, Timestamp, []any for a STRUCT or an ARRAY,
+// schema.Map for a MAP) to buf.
 // It is canonical: two lists encode to equal bytes exactly when they hold the same Go values in
 // the same order (a double by its bits, as schema.AppendKey does), so an encoded key is a map key.
 // decodeValues reads it back. It panics on a value of another type, as schema.AppendKey does.
@@ -79,6 +81,12 @@ func appendValue(buf []byte, v any) []byte {
 	case []any:
 		buf = binary.AppendUvarint(append(buf, tagStruct), uint64(len(x)))
 		return appendValues(buf, x)
+	case schema.Map:
+		buf = binary.AppendUvarint(append(buf, tagMap), uint64(len(x)))
+		for _, e := range x {
+			buf = appendValue(appendValue(buf, e.Key), e.Value)
+		}
+		return buf
 	}
 	panic(fmt.Sprintf("flows: the CDC state cannot hold a value of type %T", v))
 }
@@ -151,6 +159,24 @@ func decodeValue(b []byte) (any, int, error) {
 			fields[i], used = v, used+m
 		}
 		return fields, used, nil
+	case tagMap:
+		used := 1 + n
+		if u > uint64(len(b)) {
+			return nil, 0, errStateValue
+		}
+		entries := make(schema.Map, u)
+		for i := range entries {
+			k, m, err := decodeValue(b[used:])
+			if err != nil {
+				return nil, 0, err
+			}
+			v, m2, err := decodeValue(b[used+m:])
+			if err != nil {
+				return nil, 0, err
+			}
+			entries[i], used = schema.MapEntry{Key: k, Value: v}, used+m+m2
+		}
+		return entries, used, nil
 	}
 	return nil, 0, errStateValue
 }
