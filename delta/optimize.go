@@ -139,7 +139,7 @@ func planBins(files []Add, target int64) [][]Add {
 	byPart := map[string][]Add{}
 	var parts []string
 	for _, f := range files {
-		if f.Size >= target || (len(f.DeletionVector) > 0 && string(f.DeletionVector) != "null") {
+		if f.Size >= target || f.DeletionVector != nil {
 			continue
 		}
 		k := partitionKey(f.PartitionValues)

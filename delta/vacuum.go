@@ -70,7 +70,7 @@ func (t *Table) Vacuum(opts VacuumOptions) (VacuumResult, error) {
 	}
 	res.Retain = retain
 	for _, f := range snap.Files {
-		if len(f.DeletionVector) > 0 && string(f.DeletionVector) != "null" {
+		if f.DeletionVector != nil {
 			return res, fmt.Errorf("delta: vacuum %s: file %s has a deletion vector, which this package does not track", t.Dir, f.Path)
 		}
 	}
