@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"tributary/schema"
 )
@@ -465,5 +466,251 @@ func TestDVReplay(t *testing.T) {
 	check(cs, "checkpoint")
 	if !slices.Equal(cs.ReaderFeatures, []string{"deletionVectors"}) || cs.Protocol != (Protocol{3, 7}) {
 		t.Errorf("checkpoint protocol %+v %v", cs.Protocol, cs.ReaderFeatures)
+	}
+}
+
+// TestDVChangeDataFeed reads the change data feed of commits that replace a file's deletion
+// vector without cdc files. The DAT case deletion_vectors (Spark: DELETE WHERE letter = 'a' as
+// remove + add with a DV) gives at version 2 exactly the rows of version 1 that the latest
+// version lacks, as deletes. On a table of this package, two DELETEs by DV give the rows each
+// one deleted, and a commit that takes rows out of the DV gives them back as inserts.
+func TestDVChangeDataFeed(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join(datCases(t), "deletion_vectors")
+	tbl := New(filepath.Join(root, "delta"))
+	cs, rows, err := tbl.Changes(2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := mustSnapshot(t, tbl, 1)
+	before, err := tbl.Rows(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expFiles, _ := filepath.Glob(filepath.Join(root, "expected", "latest", "table_content", "*.parquet"))
+	var after [][]any
+	for _, f := range expFiles {
+		abs, _ := filepath.Abs(f)
+		r, err := tbl.ReadFile(abs, snap.Metadata.Schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		after = append(after, r...)
+	}
+	s := snap.Metadata.Schema
+	var gone []string
+	kept := canonical(s, after)
+	for _, r := range canonical(s, before) {
+		if i := slices.Index(kept, r); i >= 0 {
+			kept = slices.Delete(kept, i, i+1)
+			continue
+		}
+		gone = append(gone, r)
+	}
+	if len(gone) != 4 {
+		t.Fatalf("the DAT expectations differ by %d rows, want the 4 DELETE removed", len(gone))
+	}
+	ct := cs.Index(ChangeTypeColumn)
+	var got [][]any
+	for _, r := range rows {
+		if r[ct] != ChangeDelete || r[ct+1] != int64(2) {
+			t.Errorf("change row %v, want a delete of version 2", r)
+		}
+		got = append(got, r[:len(s.Fields)])
+	}
+	if g := canonical(s, got); !slices.Equal(g, gone) {
+		t.Errorf("deletes\n%s\nwant\n%s", strings.Join(g, "\n"), strings.Join(gone, "\n"))
+	}
+
+	// A table of this package (change data feed on, DV commits without cdc files).
+	own := createDVTable(t, mustDDL(t, "id BIGINT"))
+	var data [][]any
+	for i := range 6 {
+		data = append(data, []any{int64(10 + i)})
+	}
+	_, a := appendRows(t, own, data)  // version 1
+	a1 := deleteRows(t, own, a, 1, 4) // version 2
+	a2 := deleteRows(t, own, a1, 0)   // version 3
+	// Version 4: rows 1 and 4 come back (the DV keeps only row 0).
+	dvs, err := own.WriteDeletionVectors([][]uint64{{0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a3 := a2
+	a3.DeletionVector = dvs[0]
+	tx := own.Begin(mustSnapshot(t, own, -1))
+	tx.Remove(own.RemoveFor(a2, 0))
+	tx.Add(a3)
+	if _, err := tx.Commit("RESTORE", nil); err != nil {
+		t.Fatal(err)
+	}
+	_, rows, err = own.Changes(1, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text []string
+	for _, r := range rows {
+		text = append(text, strings.Join([]string{strconvI(r[0]), r[1].(string), strconvI(r[2])}, " "))
+	}
+	want := []string{
+		"10 insert 1", "11 insert 1", "12 insert 1", "13 insert 1", "14 insert 1", "15 insert 1",
+		"11 delete 2", "14 delete 2",
+		"10 delete 3",
+		"11 insert 4", "14 insert 4",
+	}
+	if !slices.Equal(text, want) {
+		t.Errorf("changes\n%s\nwant\n%s", strings.Join(text, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func strconvI(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// TestDVOptimize compacts a table whose files have deletion vectors: the rewritten file holds
+// only the live rows and has no DV, the commit removes the logical files (with their DVs) with
+// dataChange false, the rows are the same before and after, a lone file with a DV is rewritten
+// too, and a file whose rows are all deleted is removed without a new file.
+func TestDVOptimize(t *testing.T) {
+	t.Parallel()
+	s := mustDDL(t, "id BIGINT")
+	tbl := createDVTable(t, s)
+	var data [][]any
+	for i := range 10 {
+		data = append(data, []any{int64(i)})
+	}
+	_, a := appendRows(t, tbl, data)
+	_, b := appendRows(t, tbl, [][]any{{int64(100)}, {int64(101)}})
+	deleteRows(t, tbl, a, 2, 7)
+	deleteRows(t, tbl, b, 0, 1) // all of b
+	before, err := tbl.Rows(mustSnapshot(t, tbl, -1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tbl.Optimize(OptimizeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FilesRemoved != 2 || res.FilesAdded != 1 || res.Rows != 8 {
+		t.Errorf("result %+v, want 2 removed, 1 added, 8 rows", res)
+	}
+	snap := mustSnapshot(t, tbl, -1)
+	if len(snap.Files) != 1 || snap.Files[0].DeletionVector != nil {
+		t.Fatalf("files after OPTIMIZE %+v", snap.Files)
+	}
+	if n, _ := snap.Files[0].NumRecords(); n != 8 || snap.NumRecords() != 8 {
+		t.Errorf("numRecords %d, NumRecords %d, want 8", n, snap.NumRecords())
+	}
+	after, err := tbl.Rows(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertRows(t, after, before)
+	c, _ := tbl.ReadCommit(res.Version)
+	for _, r := range c.Removes {
+		if r.DataChange || r.DeletionVector == nil {
+			t.Errorf("remove %s: dataChange %v, DV %v; want false and the file's DV", r.Path, r.DataChange, r.DeletionVector)
+		}
+	}
+	if c.Adds[0].DataChange {
+		t.Error("the compacted file has dataChange true")
+	}
+
+	// A lone file with a DV is rewritten.
+	lone := createDVTable(t, s)
+	_, la := appendRows(t, lone, data[:3])
+	deleteRows(t, lone, la, 1)
+	res, err = lone.Optimize(OptimizeOptions{})
+	if err != nil || res.FilesRemoved != 1 || res.FilesAdded != 1 || res.Rows != 2 {
+		t.Fatalf("lone file: %+v, %v", res, err)
+	}
+	rows, _ := lone.Rows(mustSnapshot(t, lone, -1))
+	assertRows(t, rows, [][]any{{int64(0)}, {int64(2)}})
+	if res, _ := lone.Optimize(OptimizeOptions{}); res.Version != -1 {
+		t.Errorf("a second OPTIMIZE committed version %d", res.Version)
+	}
+}
+
+// TestDVVacuum checks that VACUUM keeps the DV files of live files and of removes within the
+// retention window (including a DV file in a random prefix folder), and deletes, once older than
+// the window, the DV files only expired removes reference and DV files never committed; a dry
+// run lists them.
+func TestDVVacuum(t *testing.T) {
+	t.Parallel()
+	s := mustDDL(t, "id BIGINT")
+	tbl := createDVTable(t, s)
+	var data [][]any
+	for i := range 10 {
+		data = append(data, []any{int64(i)})
+	}
+	_, a := appendRows(t, tbl, data)
+	a1 := deleteRows(t, tbl, a, 3)
+	// The second DV goes into the folder of the random prefix "q7".
+	dvs, err := tbl.WriteDeletionVectors([][]uint64{{3, 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat, _ := dvs[0].FilePath()
+	if err := os.MkdirAll(filepath.Join(tbl.Dir, "q7"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(tbl.Dir, flat), filepath.Join(tbl.Dir, "q7", flat)); err != nil {
+		t.Fatal(err)
+	}
+	pdv := *dvs[0]
+	pdv.PathOrInlineDv = "q7" + pdv.PathOrInlineDv
+	a2 := a1
+	a2.DeletionVector = &pdv
+	tx := tbl.Begin(mustSnapshot(t, tbl, -1))
+	tx.Remove(tbl.RemoveFor(a1, 0))
+	tx.Add(a2)
+	if _, err := tx.Commit("DELETE", nil); err != nil {
+		t.Fatal(err)
+	}
+	if rows, err := tbl.Rows(mustSnapshot(t, tbl, -1)); err != nil || len(rows) != 8 {
+		t.Fatalf("rows with the prefixed DV: %d, %v", len(rows), err)
+	}
+	orphan, err := tbl.WriteDeletionVectors([][]uint64{{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := a1.DeletionVector.FilePath()
+	orphanName, _ := orphan[0].FilePath()
+	live := "q7/" + flat
+
+	// Within the window nothing goes.
+	res, err := tbl.Vacuum(VacuumOptions{Retain: -1, DryRun: true, KeepFromVersion: -1})
+	if err != nil || len(res.Files) != 0 {
+		t.Fatalf("vacuum now: %v, %v", res.Files, err)
+	}
+	// Eight days on: the first DV (only an expired remove names it) and the orphan go.
+	later := time.Now().Add(8 * 24 * time.Hour)
+	want := []string{first, orphanName}
+	slices.Sort(want)
+	res, err = tbl.Vacuum(VacuumOptions{Retain: -1, DryRun: true, Now: later, KeepFromVersion: -1})
+	if err != nil || !slices.Equal(res.Files, want) {
+		t.Fatalf("dry run: %v, %v; want %v", res.Files, err, want)
+	}
+	if _, err := os.Stat(filepath.Join(tbl.Dir, first)); err != nil {
+		t.Errorf("the dry run deleted %s", first)
+	}
+	res, err = tbl.Vacuum(VacuumOptions{Retain: -1, Now: later, KeepFromVersion: -1})
+	if err != nil || !slices.Equal(res.Files, want) {
+		t.Fatalf("vacuum: %v, %v; want %v", res.Files, err, want)
+	}
+	for _, gone := range want {
+		if _, err := os.Stat(filepath.Join(tbl.Dir, gone)); !os.IsNotExist(err) {
+			t.Errorf("%s is still there: %v", gone, err)
+		}
+	}
+	for _, kept := range []string{live, a.Path} {
+		if _, err := os.Stat(filepath.Join(tbl.Dir, kept)); err != nil {
+			t.Errorf("%s was deleted: %v", kept, err)
+		}
+	}
+	rows, err := tbl.Rows(mustSnapshot(t, tbl, -1))
+	if err != nil || len(rows) != 8 {
+		t.Errorf("rows after vacuum: %d, %v", len(rows), err)
 	}
 }
