@@ -28,7 +28,7 @@ func tableFiles(dir string) ([]string, int64, error) {
 	var files []string
 	var size int64
 	for _, f := range snap.Files {
-		if len(f.DeletionVector) > 0 {
+		if f.DeletionVector != nil {
 			return nil, 0, fmt.Errorf("%s: file %s has a deletion vector; the comparison reads files as they are", dir, f.Path)
 		}
 		p, err := url.PathUnescape(f.Path)

@@ -13,7 +13,8 @@ import (
 // Protocol is the `protocol` action: the reader and writer versions a client needs
 // (Delta PROTOCOL.md, "Protocol Evolution"). The feature lists of reader version 3 / writer
 // version 7 tables ("Table Features") are read into Snapshot.ReaderFeatures and
-// Snapshot.WriterFeatures; this package never writes them.
+// Snapshot.WriterFeatures, and written with Transaction.SetProtocolFeatures or when a table
+// enables deletion vectors (DeletionVectorProtocol).
 type Protocol struct {
 	MinReaderVersion int
 	MinWriterVersion int
@@ -62,8 +63,10 @@ func (m Metadata) ChangeDataFeed() bool { return m.Configuration[ConfigEnableCha
 // PartitionValues maps each partition column to its serialized value ("" is NULL, Delta
 // PROTOCOL.md "Partition Value Serialization"); Size is in bytes; ModificationTime in
 // milliseconds since the Unix epoch; Stats is the JSON text of "Per-file Statistics" (see
-// ParseStats). Tags and DeletionVector are kept as read; a file with a deletion vector cannot be
-// read by this package.
+// ParseStats; with a deletion vector, stats.numRecords counts the rows of the data file, deleted
+// ones included). Tags are kept as read. DeletionVector, when set, names the rows of the data file
+// that are logically deleted (Delta PROTOCOL.md, "Deletion Vectors"); the logical file is the pair
+// (Path, DeletionVector.UniqueID()).
 type Add struct {
 	Path             string            `json:"path"`
 	PartitionValues  map[string]string `json:"partitionValues"`
@@ -72,13 +75,14 @@ type Add struct {
 	DataChange       bool              `json:"dataChange"`
 	Stats            string            `json:"stats,omitempty"`
 	Tags             map[string]string `json:"tags,omitempty"`
-	DeletionVector   json.RawMessage   `json:"deletionVector,omitempty"`
+	DeletionVector   *DeletionVector   `json:"deletionVector,omitempty"`
 }
 
 // Remove is the `remove` action: a data file that stops being part of the table, kept as a
 // tombstone until vacuumed (Delta PROTOCOL.md, "Add File and Remove File"). DeletionTimestamp is
 // in milliseconds since the Unix epoch; when ExtendedFileMetadata is true, PartitionValues and
-// Size are those of the removed file. Stats, when set, is copied from the file's add action.
+// Size are those of the removed file. Stats, when set, is copied from the file's add action;
+// DeletionVector is that of the removed logical file (Delta PROTOCOL.md, "Action Reconciliation").
 type Remove struct {
 	Path                 string            `json:"path"`
 	DeletionTimestamp    int64             `json:"deletionTimestamp"`
@@ -88,7 +92,7 @@ type Remove struct {
 	Size                 int64             `json:"size"`
 	Stats                string            `json:"stats,omitempty"`
 	Tags                 map[string]string `json:"tags,omitempty"`
-	DeletionVector       json.RawMessage   `json:"deletionVector,omitempty"`
+	DeletionVector       *DeletionVector   `json:"deletionVector,omitempty"`
 }
 
 // CDC is the `cdc` action: a change data file of one version (Delta PROTOCOL.md, "Add CDC
@@ -402,7 +406,8 @@ func encodeCommit(c *Commit) ([]byte, error) {
 		return nil, err
 	}
 	if c.Protocol != nil {
-		p := wireProtocol{MinReaderVersion: c.Protocol.MinReaderVersion, MinWriterVersion: c.Protocol.MinWriterVersion}
+		p := wireProtocol{MinReaderVersion: c.Protocol.MinReaderVersion, MinWriterVersion: c.Protocol.MinWriterVersion,
+			ReaderFeatures: c.readerFeatures, WriterFeatures: c.writerFeatures}
 		if err := line(wireAction{Protocol: &p}); err != nil {
 			return nil, err
 		}

@@ -18,8 +18,12 @@ const (
 // Requirements for AddCDCFile"). The schema is the table's columns at version to followed by
 // _change_type STRING, _commit_version BIGINT and _commit_timestamp TIMESTAMP (the commit's
 // time, see Commit.Timestamp, in µs). For a version with cdc actions only those files are read;
-// otherwise each add with dataChange true gives its rows as "insert" and each remove with
-// dataChange true gives the rows of the removed file as "delete". Rows are ordered by version,
+// otherwise each add with dataChange true gives its live rows (those its deletion vector keeps)
+// as "insert" and each remove with dataChange true gives the live rows of the removed logical
+// file as "delete", except that a remove and an add of the same data file in one commit (a
+// deletion vector replaced, as Delta's DELETE, UPDATE and MERGE with deletion vectors commit it)
+// give only the difference: the rows the new DV deletes and the old one did not as "delete",
+// the rows the old DV deleted and the new one does not as "insert". Rows are ordered by version,
 // then by file: cdc files in log order, or the removed files then the added files, each in log
 // order. from < 0, from > to, or a version past the latest is an error that names the latest
 // version; a version whose commit file was cleaned up is an error naming the first one left.
@@ -72,12 +76,15 @@ func (t *Table) Changes(from, to int64) (schema.Schema, [][]any, error) {
 		ver, ts := v, schema.Timestamp(c.Timestamp()*1000)
 		// emit appends the rows of one file; with a fixed change type the file has no
 		// _change_type column to read.
-		emit := func(path string, pv map[string]string, fixed string) error {
+		emit := func(path string, pv map[string]string, fixed string, pick func([][]any) ([][]any, error)) error {
 			var extra []schema.Field
 			if fixed == "" {
 				extra = changeType
 			}
 			fr, err := t.readTableFile(meta, path, pv, extra)
+			if err == nil && pick != nil {
+				fr, err = pick(fr)
+			}
 			if err != nil {
 				return fmt.Errorf("delta: changes of version %d: %w", v, err)
 			}
@@ -95,39 +102,128 @@ func (t *Table) Changes(from, to int64) (schema.Schema, [][]any, error) {
 		}
 		if len(c.CDCs) > 0 {
 			for _, d := range c.CDCs {
-				if err := emit(d.Path, d.PartitionValues, ""); err != nil {
+				if err := emit(d.Path, d.PartitionValues, "", nil); err != nil {
 					return schema.Schema{}, nil, err
 				}
 			}
 			continue
 		}
-		for _, r := range c.Removes {
-			if r.DataChange {
-				pv := r.PartitionValues
-				if len(pv) < len(meta.PartitionColumns) {
-					// A remove without extendedFileMetadata: take the values from the add.
-					prev, err := t.Snapshot(v - 1)
-					if err != nil {
-						return schema.Schema{}, nil, err
-					}
-					for _, a := range prev.Files {
-						if a.Path == r.Path {
-							pv = a.PartitionValues
-						}
-					}
-				}
-				if err := emit(r.Path, pv, ChangeDelete); err != nil {
-					return schema.Schema{}, nil, err
-				}
-			}
-		}
-		for _, a := range c.Adds {
-			if a.DataChange {
-				if err := emit(a.Path, a.PartitionValues, ChangeInsert); err != nil {
-					return schema.Schema{}, nil, err
-				}
-			}
+		if err := t.fileChanges(c, meta, emit); err != nil {
+			return schema.Schema{}, nil, err
 		}
 	}
 	return out, rows, nil
+}
+
+// fileChanges emits the change rows of a commit without cdc files (see Changes): per remove with
+// dataChange, the rows of its logical file or, when the commit adds the same data file again,
+// the rows the new deletion vector deletes; per add with dataChange that is not such a re-add,
+// its live rows, and for a re-add the rows its DV no longer deletes.
+func (t *Table) fileChanges(c *Commit, meta Metadata, emit func(path string, pv map[string]string, fixed string, pick func([][]any) ([][]any, error)) error) error {
+	readded := map[string]Add{}
+	for _, a := range c.Adds {
+		if a.DataChange {
+			readded[a.Path] = a
+		}
+	}
+	paired := map[string]bool{}
+	for _, r := range c.Removes {
+		if !r.DataChange {
+			continue
+		}
+		pv := r.PartitionValues
+		if len(pv) < len(meta.PartitionColumns) {
+			// A remove without extendedFileMetadata: take the values from the add.
+			prev, err := t.Snapshot(c.Version - 1)
+			if err != nil {
+				return err
+			}
+			for _, a := range prev.Files {
+				if a.Path == r.Path {
+					pv = a.PartitionValues
+				}
+			}
+		}
+		old, err := t.ReadDeletionVector(r.DeletionVector)
+		if err != nil {
+			return fmt.Errorf("delta: changes of version %d: %w (removed file %s)", c.Version, err, r.Path)
+		}
+		pick := func(rows [][]any) ([][]any, error) { return keepRows(rows, old, nil, r.Path) }
+		if a, ok := readded[r.Path]; ok {
+			paired[r.Path] = true
+			cur, err := t.ReadDeletionVector(a.DeletionVector)
+			if err != nil {
+				return fmt.Errorf("delta: changes of version %d: %w (data file %s)", c.Version, err, a.Path)
+			}
+			deleted := DVDifference(old, cur)
+			if len(deleted) == 0 {
+				continue
+			}
+			pick = func(rows [][]any) ([][]any, error) { return keepRows(rows, nil, deleted, r.Path) }
+		}
+		if err := emit(r.Path, pv, ChangeDelete, pick); err != nil {
+			return err
+		}
+	}
+	for _, a := range c.Adds {
+		if !a.DataChange {
+			continue
+		}
+		cur, err := t.ReadDeletionVector(a.DeletionVector)
+		if err != nil {
+			return fmt.Errorf("delta: changes of version %d: %w (data file %s)", c.Version, err, a.Path)
+		}
+		pick := func(rows [][]any) ([][]any, error) { return keepRows(rows, cur, nil, a.Path) }
+		if paired[a.Path] {
+			var old []uint64
+			for _, r := range c.Removes {
+				if r.Path == a.Path {
+					if old, err = t.ReadDeletionVector(r.DeletionVector); err != nil {
+						return fmt.Errorf("delta: changes of version %d: %w (removed file %s)", c.Version, err, r.Path)
+					}
+				}
+			}
+			restored := DVDifference(cur, old)
+			if len(restored) == 0 {
+				continue
+			}
+			pick = func(rows [][]any) ([][]any, error) { return keepRows(rows, nil, restored, a.Path) }
+		}
+		if err := emit(a.Path, a.PartitionValues, ChangeInsert, pick); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keepRows selects rows of a data file by physical position: those not in drop, or, when only is
+// not nil, those in only (both ascending). A position past the end of the file is an error.
+func keepRows(rows [][]any, drop, only []uint64, path string) ([][]any, error) {
+	set := drop
+	if only != nil {
+		set = only
+	}
+	if len(set) > 0 && set[len(set)-1] >= uint64(len(rows)) {
+		return nil, fmt.Errorf("delta: a deletion vector of %s names row %d, but the file has %d rows", path, set[len(set)-1], len(rows))
+	}
+	if only != nil {
+		out := make([][]any, len(only))
+		for i, p := range only {
+			out[i] = rows[p]
+		}
+		return out, nil
+	}
+	if len(drop) == 0 {
+		return rows, nil
+	}
+	out := make([][]any, 0, len(rows)-len(drop))
+	d := 0
+	for i, r := range rows {
+		if d < len(drop) && drop[d] == uint64(i) {
+			d++
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }

@@ -207,15 +207,36 @@ func ptrList(l []string) []*string {
 	return out
 }
 
-func (d *cpDeletionVector) raw() json.RawMessage {
-	if d == nil {
+// descriptor returns the deletion vector of a checkpoint row, or nil when the struct is null
+// or has no storage type.
+func (d *cpDeletionVector) descriptor() *DeletionVector {
+	if d == nil || d.StorageType == nil {
 		return nil
 	}
-	b, _ := json.Marshal(map[string]any{
-		"storageType": str(d.StorageType), "pathOrInlineDv": str(d.PathOrInlineDv),
-		"offset": d.Offset, "sizeInBytes": d.SizeInBytes, "cardinality": d.Cardinality,
-	})
-	return b
+	dv := &DeletionVector{StorageType: *d.StorageType, PathOrInlineDv: str(d.PathOrInlineDv), Cardinality: i64(d.Cardinality)}
+	if d.Offset != nil {
+		o := *d.Offset
+		dv.Offset = &o
+	}
+	if d.SizeInBytes != nil {
+		dv.SizeInBytes = *d.SizeInBytes
+	}
+	return dv
+}
+
+// cpDV is the checkpoint struct of a deletion vector, nil for none.
+func cpDV(dv *DeletionVector) *cpDeletionVector {
+	if dv == nil {
+		return nil
+	}
+	c := &cpDeletionVector{
+		StorageType: ptr(dv.StorageType), PathOrInlineDv: ptr(dv.PathOrInlineDv),
+		SizeInBytes: ptr(dv.SizeInBytes), Cardinality: ptr(dv.Cardinality),
+	}
+	if dv.Offset != nil {
+		c.Offset = ptr(*dv.Offset)
+	}
+	return c
 }
 
 // readCheckpoint reads a checkpoint into a replay state at its version. The state's timestamp
@@ -306,8 +327,9 @@ func readCheckpointRows[T any](pf *parquet.File, fn func(T) error) error {
 	}
 }
 
-// applyCheckpointRow adds one checkpoint action to the state. A checkpoint holds each path at
-// most once (add or remove), so the order of the rows does not matter.
+// applyCheckpointRow adds one checkpoint action to the state. A checkpoint holds each logical
+// file (path, DV unique id) at most once (add or remove), so the order of the rows does not
+// matter.
 func (st *replayState) applyCheckpointRow(row cpReadRow) error {
 	switch {
 	case row.Protocol != nil:
@@ -345,15 +367,16 @@ func (st *replayState) applyCheckpointRow(row cpReadRow) error {
 		st.addFile(Add{
 			Path: *a.Path, PartitionValues: strMap(a.PartitionValues), Size: i64(a.Size),
 			ModificationTime: i64(a.ModificationTime), DataChange: flag(a.DataChange), Stats: str(a.Stats),
-			Tags: nilIfEmpty(strMap(a.Tags)), DeletionVector: a.DeletionVector.raw(),
-		})
+			Tags: nilIfEmpty(strMap(a.Tags)), DeletionVector: a.DeletionVector.descriptor(),
+		}, -1)
 	case row.Remove != nil && row.Remove.Path != nil:
 		rm := row.Remove
-		st.tombstones[*rm.Path] = Remove{
+		r := Remove{
 			Path: *rm.Path, DeletionTimestamp: i64(rm.DeletionTimestamp), DataChange: flag(rm.DataChange),
 			ExtendedFileMetadata: flag(rm.ExtendedFileMetadata), PartitionValues: strMap(rm.PartitionValues),
-			Size: i64(rm.Size), DeletionVector: rm.DeletionVector.raw(),
+			Size: i64(rm.Size), DeletionVector: rm.DeletionVector.descriptor(),
 		}
+		st.tombstones[fileKey(r.Path, r.DeletionVector)] = r
 	}
 	return nil
 }
@@ -447,9 +470,7 @@ func (t *Table) WriteCheckpoint(snap *Snapshot) error {
 		if withStats && a.Stats != "" {
 			ca.Stats = ptr(a.Stats)
 		}
-		if len(a.DeletionVector) > 0 && string(a.DeletionVector) != "null" {
-			return fmt.Errorf("delta: checkpoint of %s: file %s has a deletion vector, which this writer does not write", t.Dir, a.Path)
-		}
+		ca.DeletionVector = cpDV(a.DeletionVector)
 		rows = append(rows, cpRow{Add: ca})
 		numAdds++
 	}
@@ -460,6 +481,7 @@ func (t *Table) WriteCheckpoint(snap *Snapshot) error {
 		rows = append(rows, cpRow{Remove: &cpRemove{
 			Path: ptr(r.Path), DeletionTimestamp: ptr(r.DeletionTimestamp), DataChange: ptr(false),
 			ExtendedFileMetadata: ptr(r.ExtendedFileMetadata), PartitionValues: emptyPtrMap(r.PartitionValues), Size: ptr(r.Size),
+			DeletionVector: cpDV(r.DeletionVector),
 		}})
 	}
 

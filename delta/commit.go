@@ -22,17 +22,18 @@ const maxCommitAttempts = 100
 // read.Version+1 (or a later version, after checking that the commits in between do not
 // conflict). Build it with Table.Begin; it is not safe for concurrent use, and it commits once.
 type Transaction struct {
-	t         *Table
-	read      *Snapshot
-	metadata  *Metadata
-	protocol  *Protocol
-	adds      []Add
-	removes   []Remove
-	cdcs      []CDC
-	txns      []Txn
-	extra     map[string]any
-	metrics   map[string]string
-	committed bool
+	t                      *Table
+	read                   *Snapshot
+	metadata               *Metadata
+	protocol               *Protocol
+	readerFeat, writerFeat []string // of protocol
+	adds                   []Add
+	removes                []Remove
+	cdcs                   []CDC
+	txns                   []Txn
+	extra                  map[string]any
+	metrics                map[string]string
+	committed              bool
 }
 
 // Begin starts a transaction that reads the table at read. read == nil creates the table: the
@@ -44,7 +45,9 @@ func (t *Table) Begin(read *Snapshot) *Transaction {
 // SetMetadata replaces the table's metaData action (Delta PROTOCOL.md, "Change Metadata").
 // When the transaction creates the table, an empty ID gets a new UUID, an empty CreatedTime the
 // current time, Configuration gets "delta.enableChangeDataFeed":"true" unless the key is set,
-// and the protocol defaults to DefaultProtocol. On an existing table an empty ID and a zero
+// and the protocol defaults to DefaultProtocol. When m enables deletion vectors
+// (ConfigEnableDeletionVectors) and the table's protocol lacks the feature, the commit also
+// writes the protocol of DeletionVectorProtocol. On an existing table an empty ID and a zero
 // CreatedTime are taken from the snapshot read.
 func (tx *Transaction) SetMetadata(m Metadata) {
 	m.Configuration = maps.Clone(m.Configuration)
@@ -73,8 +76,19 @@ func (tx *Transaction) SetMetadata(m Metadata) {
 }
 
 // SetProtocol sets the protocol action of the commit (Delta PROTOCOL.md, "Protocol
-// Evolution").
-func (tx *Transaction) SetProtocol(p Protocol) { tx.protocol = &p }
+// Evolution"), without table features.
+func (tx *Transaction) SetProtocol(p Protocol) {
+	tx.protocol, tx.readerFeat, tx.writerFeat = &p, nil, nil
+}
+
+// SetProtocolFeatures sets the protocol action of the commit with its table features: reader
+// features are written when p.MinReaderVersion is 3, writer features when p.MinWriterVersion is
+// 7 (Delta PROTOCOL.md, "Table Features"). Commit refuses features this writer does not support.
+func (tx *Transaction) SetProtocolFeatures(p Protocol, readerFeatures, writerFeatures []string) {
+	tx.protocol = &p
+	tx.readerFeat = append([]string(nil), readerFeatures...)
+	tx.writerFeat = append([]string(nil), writerFeatures...)
+}
 
 // Add adds data files to the table (Delta PROTOCOL.md, "Add File and Remove File").
 func (tx *Transaction) Add(a ...Add) { tx.adds = append(tx.adds, a...) }
@@ -212,20 +226,32 @@ func (tx *Transaction) commit(operation string, params map[string]any) *Commit {
 		rv := tx.read.Version
 		info.ReadVersion = &rv
 	}
-	proto := tx.protocol
-	if tx.read == nil && proto == nil {
-		p := DefaultProtocol
-		proto = &p
-	}
-	return &Commit{
+	proto, rf, wf := tx.plannedProtocol()
+	c := &Commit{
 		Info: info, Protocol: proto, Metadata: tx.metadata,
 		Txns: tx.txns, Adds: tx.adds, Removes: tx.removes, CDCs: tx.cdcs,
 	}
+	if proto != nil {
+		if proto.MinReaderVersion >= 3 {
+			c.readerFeatures = append([]string{}, rf...)
+		}
+		if proto.MinWriterVersion >= 7 {
+			c.writerFeatures = append([]string{}, wf...)
+		}
+	}
+	return c
 }
 
 // supportedWriterFeatures are the table features (writer version 7) this package writes
-// correctly (Delta PROTOCOL.md, "Valid Feature Names in Table Features").
-var supportedWriterFeatures = map[string]bool{"appendOnly": true, "changeDataFeed": true}
+// correctly (Delta PROTOCOL.md, "Valid Feature Names in Table Features"): it honours
+// delta.appendOnly and delta.enableChangeDataFeed, refuses tables with CHECK constraints, writes
+// deletion vectors with the physical numRecords, and, as for the legacy writer version 4 it
+// creates tables with, supports invariants and generatedColumns only on schemas that use neither
+// (its schemas carry no column metadata).
+var supportedWriterFeatures = map[string]bool{
+	"appendOnly": true, "changeDataFeed": true, "checkConstraints": true, FeatureDeletionVectors: true,
+	"generatedColumns": true, "invariants": true,
+}
 
 func (tx *Transaction) validate() error {
 	meta := tx.metadata
@@ -258,22 +284,49 @@ func (tx *Transaction) validate() error {
 			}
 		}
 	}
-	proto := tx.protocol
-	var features []string
+	proto, readerFeatures, features := tx.plannedProtocol()
 	if proto == nil && tx.read != nil {
-		proto, features = &tx.read.Protocol, tx.read.WriterFeatures
+		proto, readerFeatures, features = &tx.read.Protocol, tx.read.ReaderFeatures, tx.read.WriterFeatures
 	}
 	if proto != nil {
 		if proto.MinWriterVersion > 7 || (proto.MinWriterVersion > 4 && proto.MinWriterVersion < 7) {
-			return fmt.Errorf("the table needs writer version %d, which this writer does not support (it supports 1-4 and 7 with features appendOnly, changeDataFeed)", proto.MinWriterVersion)
+			return fmt.Errorf("the table needs writer version %d, which this writer does not support (it supports 1-4, and 7 with the features %s)", proto.MinWriterVersion, supportedFeatureList())
 		}
-		if proto.MinWriterVersion == 7 && tx.protocol != nil {
-			return errors.New("writer version 7 needs table features, which this writer does not write")
+		if proto.MinReaderVersion == 3 && proto.MinWriterVersion != 7 {
+			return fmt.Errorf("reader version 3 needs writer version 7, not %d (Delta PROTOCOL.md, Reader Version Requirements)", proto.MinWriterVersion)
+		}
+		if proto.MinWriterVersion < 7 {
+			features = nil
+		}
+		if proto.MinReaderVersion < 3 {
+			readerFeatures = nil
 		}
 		for _, f := range features {
 			if !supportedWriterFeatures[f] {
-				return fmt.Errorf("the table needs writer feature %q, which this writer does not support", f)
+				return fmt.Errorf("the table needs writer feature %q, which this writer does not support (it supports %s)", f, supportedFeatureList())
 			}
+		}
+		for _, f := range readerFeatures {
+			if !hasFeature(features, f) {
+				return fmt.Errorf("reader feature %q is not among the writer features %v; Delta PROTOCOL.md (Disabled Features) requires reader features in both lists", f, features)
+			}
+		}
+	}
+	dvEnabled := proto != nil && proto.MinWriterVersion == 7 && hasFeature(features, FeatureDeletionVectors)
+	for i := range tx.adds {
+		a := &tx.adds[i]
+		if a.DeletionVector == nil {
+			continue
+		}
+		if !dvEnabled {
+			return fmt.Errorf("file %s has a deletion vector, but the table does not have the deletionVectors feature; set the table property %s to \"true\" first", a.Path, ConfigEnableDeletionVectors)
+		}
+		if a.DeletionVector.Cardinality > 0 {
+			st, err := wideBoundsStats(a.Stats)
+			if err != nil {
+				return fmt.Errorf("file %s: %w", a.Path, err)
+			}
+			a.Stats = st
 		}
 	}
 	for k := range meta.Configuration {
@@ -306,6 +359,12 @@ func (tx *Transaction) validate() error {
 		paths[r.Path] = true
 	}
 	return nil
+}
+
+// supportedFeatureList names the writer features of supportedWriterFeatures, sorted.
+func supportedFeatureList() string {
+	names := slices.Sorted(maps.Keys(supportedWriterFeatures))
+	return strings.Join(names, ", ")
 }
 
 // conflict says why the winning commit w conflicts with this transaction, or "" when the

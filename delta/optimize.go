@@ -34,9 +34,11 @@ type OptimizeResult struct {
 }
 
 // Optimize compacts the small files of the latest snapshot, as Delta's OPTIMIZE does: within
-// each partition, files smaller than the target size are taken in snapshot order and packed into
-// bins of at most the target size; each bin of two or more files is rewritten as one file (the
-// rows of its files in order, new statistics). The commit removes the old files and adds the new
+// each partition, files smaller than the target size and files with a deletion vector are taken
+// in snapshot order and packed into bins of at most the target size; each bin of two or more
+// files, or with a file that has a deletion vector, is rewritten as one file (the live rows of
+// its files in order, without the rows the deletion vectors delete, new statistics and no
+// deletion vector; a bin whose rows are all deleted is removed without a new file). The commit removes the old files and adds the new
 // ones with dataChange false, so readers of the change data feed and streaming readers see no
 // change, and the table's rows are the same before and after. It writes no cdc files and
 // touches no txn. A concurrent commit that removed one of the files fails Optimize with
@@ -73,11 +75,14 @@ func (t *Table) Optimize(opts OptimizeOptions) (OptimizeResult, error) {
 			return res, err
 		}
 		for _, f := range bin {
-			rm := t.RemoveFor(f, nowMs)
+			rm := t.RemoveFor(f, nowMs) // the logical file: path and deletion vector
 			rm.DataChange = false
 			tx.Remove(rm)
 			res.FilesRemoved++
 			res.BytesRemoved += f.Size
+		}
+		if a.Path == "" {
+			continue // every row of the bin was deleted
 		}
 		a.DataChange = false
 		tx.Add(a)
@@ -133,13 +138,14 @@ func (t *Table) AutoOptimize() (OptimizeResult, error) {
 	return res, err
 }
 
-// planBins groups the small files of each partition, in snapshot order, into bins of at most
-// target bytes; only bins of two or more files are returned.
+// planBins groups the small files and the files with a deletion vector of each partition, in
+// snapshot order, into bins of at most target bytes; only bins of two or more files or with a
+// deletion vector are returned.
 func planBins(files []Add, target int64) [][]Add {
 	byPart := map[string][]Add{}
 	var parts []string
 	for _, f := range files {
-		if f.Size >= target || (len(f.DeletionVector) > 0 && string(f.DeletionVector) != "null") {
+		if f.Size >= target && f.DeletionVector == nil {
 			continue
 		}
 		k := partitionKey(f.PartitionValues)
@@ -153,7 +159,7 @@ func planBins(files []Add, target int64) [][]Add {
 		var cur []Add
 		var size int64
 		flush := func() {
-			if len(cur) >= 2 {
+			if len(cur) >= 2 || (len(cur) == 1 && cur[0].DeletionVector != nil) {
 				bins = append(bins, cur)
 			}
 			cur, size = nil, 0
@@ -206,9 +212,11 @@ func dataColumns(m Metadata) (schema.Schema, []int) {
 // file's, whatever the size of the bin.
 var compactFlushRows = 250_000
 
-// writeCompacted writes the rows of the files of bin, in order, as one file beside the bin's
-// first file (the same partition folder), with the bin's partition values, reading and writing
-// a few files at a time. It returns the add action and the number of rows.
+// writeCompacted writes the live rows of the files of bin (without the rows their deletion
+// vectors delete), in order, as one file beside the bin's first file (the same partition folder),
+// with the bin's partition values, reading and writing a few files at a time. It returns the add
+// action and the number of rows; when no row is left it writes no file and returns an add with
+// an empty path.
 func (t *Table) writeCompacted(s schema.Schema, bin []Add) (Add, int64, error) {
 	like := bin[0]
 	dir := ""
@@ -225,6 +233,9 @@ func (t *Table) writeCompacted(s schema.Schema, bin []Add) (Add, int64, error) {
 	var pending [][]any
 	for _, f := range bin {
 		r, err := t.ReadFile(f.Path, s)
+		if err == nil && f.DeletionVector != nil {
+			r, _, err = t.applyDV(f, r)
+		}
 		if err != nil {
 			pf.abort()
 			return Add{}, 0, fmt.Errorf("delta: optimize %s: %w", t.Dir, err)
@@ -240,6 +251,10 @@ func (t *Table) writeCompacted(s schema.Schema, bin []Add) (Add, int64, error) {
 	if err := pf.add(pending, nil); err != nil {
 		pf.abort()
 		return Add{}, 0, err
+	}
+	if pf.rows == 0 {
+		pf.abort()
+		return Add{}, 0, nil
 	}
 	rows := pf.rows
 	size, mtime, stats, err := pf.close()

@@ -13,8 +13,9 @@ import (
 
 // Rows returns every row of the snapshot: the rows of each file of snap.Files in order, each in
 // the column order of snap.Metadata.Schema, with partition columns filled from the file's
-// PartitionValues (typed; "" is NULL). Files are read concurrently. A table this package cannot
-// read correctly is an error rather than wrong rows: column mapping, deletion vectors, reader
+// PartitionValues (typed; "" is NULL), without the rows their deletion vectors delete (Delta
+// PROTOCOL.md, "Reader Requirements for Deletion Vectors"). Files are read concurrently. A table
+// this package cannot read correctly is an error rather than wrong rows: column mapping, reader
 // features it does not know.
 func (t *Table) Rows(snap *Snapshot) ([][]any, error) {
 	if err := checkReadable(snap); err != nil {
@@ -29,7 +30,7 @@ func (t *Table) Rows(snap *Snapshot) ([][]any, error) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			parts[i], errs[i] = t.readTableFile(snap.Metadata, f.Path, f.PartitionValues, nil)
+			parts[i], errs[i] = t.FileRows(snap.Metadata, f)
 		}()
 	}
 	wg.Wait()
@@ -49,12 +50,14 @@ func (t *Table) Rows(snap *Snapshot) ([][]any, error) {
 
 // FileRows returns the rows of one data file of a table whose metadata is m (an add action of
 // one of its versions): in the column order of m.Schema, partition columns filled from the
-// file's partition values.
+// file's partition values, without the rows a.DeletionVector deletes.
 func (t *Table) FileRows(m Metadata, a Add) ([][]any, error) {
-	if len(a.DeletionVector) > 0 && string(a.DeletionVector) != "null" {
-		return nil, fmt.Errorf("delta: file %s has a deletion vector, which this reader does not support", a.Path)
+	rows, err := t.readTableFile(m, a.Path, a.PartitionValues, nil)
+	if err != nil || a.DeletionVector == nil {
+		return rows, err
 	}
-	return t.readTableFile(m, a.Path, a.PartitionValues, nil)
+	rows, _, err = t.applyDV(a, rows)
+	return rows, err
 }
 
 // readTableFile reads one data or change data file of a table into rows in table schema order,
@@ -125,7 +128,8 @@ var knownReaderFeatures = map[string]bool{
 }
 
 // checkReadable refuses tables whose data this package would read wrong (Delta PROTOCOL.md,
-// "Reader Version Requirements", "Column Mapping", "Deletion Vectors").
+// "Reader Version Requirements", "Column Mapping"). Deletion vectors are applied by the
+// readers.
 func checkReadable(snap *Snapshot) error {
 	if snap.Protocol.MinReaderVersion > 3 {
 		return fmt.Errorf("delta: the table needs reader version %d; this reader supports up to 3", snap.Protocol.MinReaderVersion)
@@ -137,11 +141,6 @@ func checkReadable(snap *Snapshot) error {
 	}
 	if mode := snap.Metadata.Configuration["delta.columnMapping.mode"]; mode != "" && mode != "none" {
 		return fmt.Errorf("delta: the table uses column mapping (mode %s), which this reader does not support", mode)
-	}
-	for _, f := range snap.Files {
-		if len(f.DeletionVector) > 0 && string(f.DeletionVector) != "null" {
-			return fmt.Errorf("delta: file %s has a deletion vector, which this reader does not support", f.Path)
-		}
 	}
 	return nil
 }

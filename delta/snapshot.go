@@ -11,11 +11,12 @@ import (
 
 // Snapshot is the state of a table at one version, computed by log replay (Delta PROTOCOL.md,
 // "Action Reconciliation"). Timestamp is the commit time of Version in milliseconds since the
-// Unix epoch (see Commit.Timestamp). Files are the live data files in the order they were first
-// added (a later add of a live path replaces its entry in place). AppTxns maps each txn appId to
+// Unix epoch (see Commit.Timestamp). Files are the live logical files (data file and deletion
+// vector) in the order they were first added (a later add of a live logical file replaces its
+// entry in place, and so does a commit that replaces a file's deletion vector). AppTxns maps each txn appId to
 // its latest version. ReaderFeatures and WriterFeatures are the protocol's table features
-// (reader version 3 / writer version 7 tables only). Tombstones are the remove actions of files
-// that are not live, sorted by path, kept for VACUUM (Delta PROTOCOL.md, "Action
+// (reader version 3 / writer version 7 tables only). Tombstones are the remove actions of logical
+// files that are not live, sorted by path and DV unique id, kept for VACUUM (Delta PROTOCOL.md, "Action
 // Reconciliation"); a snapshot loaded from a checkpoint has only the tombstones the checkpoint
 // kept (those not yet expired when it was written). A Snapshot is a value: nothing changes it
 // after it is returned.
@@ -32,13 +33,15 @@ type Snapshot struct {
 	WriterFeatures []string
 }
 
-// NumRecords returns the number of rows in the snapshot: the sum of stats.numRecords over
-// Files (Delta PROTOCOL.md, "Per-file Statistics"). Files without that statistic count as 0.
+// NumRecords returns the number of rows in the snapshot: the sum over Files of stats.numRecords
+// (the rows of the data file) minus the cardinality of the file's deletion vector (Delta
+// PROTOCOL.md, "Per-file Statistics", "Deletion Vectors"). Files without that statistic count as
+// 0.
 func (s *Snapshot) NumRecords() int64 {
 	var n int64
 	for _, f := range s.Files {
 		if c, ok := f.NumRecords(); ok {
-			n += c
+			n += c - dvCardinality(f.DeletionVector)
 		}
 	}
 	return n
@@ -64,31 +67,49 @@ type replayState struct {
 	hasProtocol bool
 	hasMetadata bool
 	files       []Add          // in order of first add; removed entries have Path == ""
-	index       map[string]int // live path -> position in files
+	index       map[string]int // live logical file (fileKey) -> position in files
 	txns        map[string]int64
-	tombstones  map[string]Remove // removed path -> its latest remove; never a live path
+	tombstones  map[string]Remove // removed logical file (fileKey) -> its latest remove; never a live one
+}
+
+// fileKey is the key of a logical file in log replay: its path and the unique id of its deletion
+// vector (Delta PROTOCOL.md, "Action Reconciliation").
+func fileKey(path string, dv *DeletionVector) string {
+	if dv == nil {
+		return path
+	}
+	return path + "\x00" + dv.UniqueID()
 }
 
 func newReplayState() *replayState {
 	return &replayState{version: -1, index: map[string]int{}, txns: map[string]int64{}, tombstones: map[string]Remove{}}
 }
 
-// addFile makes a's path live (replacing the entry of a live path in place) and drops its
-// tombstone.
-func (r *replayState) addFile(a Add) {
-	delete(r.tombstones, a.Path)
-	if i, ok := r.index[a.Path]; ok {
+// addFile makes the logical file of a live (replacing the entry of a live logical file in place)
+// and drops its tombstone. slot, when >= 0, is the free position in files to put a new entry at
+// (that of the logical file of the same path this commit removed).
+func (r *replayState) addFile(a Add, slot int) {
+	k := fileKey(a.Path, a.DeletionVector)
+	delete(r.tombstones, k)
+	if i, ok := r.index[k]; ok {
 		r.files[i] = a
 		return
 	}
-	r.index[a.Path] = len(r.files)
+	if slot >= 0 && slot < len(r.files) && r.files[slot].Path == "" {
+		r.index[k] = slot
+		r.files[slot] = a
+		return
+	}
+	r.index[k] = len(r.files)
 	r.files = append(r.files, a)
 }
 
 // apply reconciles the actions of the next commit into the state: the latest protocol and
-// metaData win, the latest txn version per appId wins, a remove drops the live file of its path
-// and an add makes its path live (Delta PROTOCOL.md, "Action Reconciliation"). Removes are
-// applied before adds, so a commit that removes and re-adds a path leaves it live.
+// metaData win, the latest txn version per appId wins, a remove drops the live logical file
+// (path, DV unique id) it names and an add makes its logical file live (Delta PROTOCOL.md,
+// "Action Reconciliation"). Removes are applied before adds, so a commit that removes and
+// re-adds a path leaves it live, and a commit that removes (path, old DV) and adds (path, new DV)
+// leaves only the new DV live, at the position the old one had in Files.
 func (r *replayState) apply(c *Commit) {
 	if c.Protocol != nil {
 		r.protocol, r.hasProtocol = *c.Protocol, true
@@ -100,15 +121,25 @@ func (r *replayState) apply(c *Commit) {
 	for _, tx := range c.Txns {
 		r.txns[tx.AppID] = tx.Version
 	}
+	var freed map[string]int // path -> the position its removed logical file had
 	for _, rm := range c.Removes {
-		if i, ok := r.index[rm.Path]; ok {
+		k := fileKey(rm.Path, rm.DeletionVector)
+		if i, ok := r.index[k]; ok {
 			r.files[i] = Add{}
-			delete(r.index, rm.Path)
+			delete(r.index, k)
+			if freed == nil {
+				freed = map[string]int{}
+			}
+			freed[rm.Path] = i
 		}
-		r.tombstones[rm.Path] = rm
+		r.tombstones[k] = rm
 	}
 	for _, a := range c.Adds {
-		r.addFile(a)
+		slot, ok := freed[a.Path]
+		if !ok {
+			slot = -1
+		}
+		r.addFile(a, slot)
 	}
 	if len(r.files) > 64 && len(r.index) < len(r.files)/2 {
 		r.compact() // the holes left by removes
@@ -122,7 +153,7 @@ func (r *replayState) compact() {
 	files := make([]Add, 0, len(r.index))
 	for _, f := range r.files {
 		if f.Path != "" {
-			r.index[f.Path] = len(files)
+			r.index[fileKey(f.Path, f.DeletionVector)] = len(files)
 			files = append(files, f)
 		}
 	}
@@ -153,7 +184,12 @@ func (r *replayState) snapshot() *Snapshot {
 	for _, rm := range r.tombstones {
 		s.Tombstones = append(s.Tombstones, rm)
 	}
-	slices.SortFunc(s.Tombstones, func(a, b Remove) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(s.Tombstones, func(a, b Remove) int {
+		if c := strings.Compare(a.Path, b.Path); c != 0 {
+			return c
+		}
+		return strings.Compare(a.DeletionVector.UniqueID(), b.DeletionVector.UniqueID())
+	})
 	return s
 }
 

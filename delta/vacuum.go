@@ -41,15 +41,18 @@ type VacuumResult struct {
 }
 
 // Vacuum deletes the files in the table folder that no snapshot within the retention window
-// needs, as Delta's VACUUM does: a file is deleted when it is not a live file of the latest
-// snapshot, not a file removed less than Retain ago (its tombstone's deletionTimestamp), not
-// added by a version from opts.KeepFromVersion on, and its modification time is older than
-// Retain (so files of a commit in progress, and change data files of recent versions, stay).
-// It walks the table folder except _delta_log and names starting with "." or "_" other than
+// needs, as Delta's VACUUM does: a file (data, change data or deletion vector file) is deleted
+// when it is not a live file of the latest snapshot or the deletion vector file of one, not a
+// file removed less than Retain ago (its tombstone's deletionTimestamp) or the deletion vector
+// file of such a remove, not added by a version from opts.KeepFromVersion on (with its deletion
+// vector file), and its modification time is older than Retain (so files of a commit in
+// progress, and change data files of recent versions, stay). It walks the table folder except _delta_log and names starting with "." or "_" other than
 // _change_data (a ".…tmp" file left by a crashed write is deleted once older than Retain), and
 // removes partition folders it leaves empty. It never deletes a file the latest snapshot reads,
-// and it does not write a commit. Errors: ErrRetentionTooShort; a table with deletion vectors
-// (their files are not tracked).
+// and it does not write a commit. Deletion vector files are deletion_vector_<uuid>.bin in the
+// table folder or in the folder of their random prefix (Delta PROTOCOL.md, "Deletion Vector
+// Descriptor Schema"). Errors: ErrRetentionTooShort, a deletion vector descriptor whose file
+// name cannot be derived.
 func (t *Table) Vacuum(opts VacuumOptions) (VacuumResult, error) {
 	res := VacuumResult{}
 	snap, err := t.Snapshot(-1)
@@ -69,11 +72,6 @@ func (t *Table) Vacuum(opts VacuumOptions) (VacuumResult, error) {
 			t.Dir, retain, ErrRetentionTooShort, tableRetain, ConfigDeletedFileRetention, fmt.Sprintf("interval %d seconds", int64(retain/time.Second)))
 	}
 	res.Retain = retain
-	for _, f := range snap.Files {
-		if len(f.DeletionVector) > 0 && string(f.DeletionVector) != "null" {
-			return res, fmt.Errorf("delta: vacuum %s: file %s has a deletion vector, which this package does not track", t.Dir, f.Path)
-		}
-	}
 	now := opts.Now
 	if now.IsZero() {
 		now = time.Now()
@@ -90,16 +88,41 @@ func (t *Table) Vacuum(opts VacuumOptions) (VacuumResult, error) {
 		keep[filepath.Clean(name)] = true
 		return nil
 	}
+	// keepDV keeps the file of a deletion vector (storage types "u" and "p"; an inline DV has
+	// none), and marks it live when live is set.
+	keepDV := func(dv *DeletionVector, isLive bool) error {
+		if dv == nil || dv.StorageType == DVStorageInline {
+			return nil
+		}
+		rel, err := dv.FilePath()
+		if err != nil {
+			return fmt.Errorf("delta: vacuum %s: %w", t.Dir, err)
+		}
+		if err := keepAction(rel); err != nil {
+			return err
+		}
+		if isLive {
+			name, _ := localPath(t.Dir, rel)
+			live[filepath.Clean(name)] = true
+		}
+		return nil
+	}
 	for _, f := range snap.Files {
 		if err := keepAction(f.Path); err != nil {
 			return res, err
 		}
 		name, _ := localPath(t.Dir, f.Path)
 		live[filepath.Clean(name)] = true
+		if err := keepDV(f.DeletionVector, true); err != nil {
+			return res, err
+		}
 	}
 	for _, r := range snap.Tombstones {
 		if r.DeletionTimestamp > cutoff.UnixMilli() {
 			if err := keepAction(r.Path); err != nil {
+				return res, err
+			}
+			if err := keepDV(r.DeletionVector, false); err != nil {
 				return res, err
 			}
 		}
@@ -115,6 +138,9 @@ func (t *Table) Vacuum(opts VacuumOptions) (VacuumResult, error) {
 			}
 			for _, a := range c.Adds {
 				if err := keepAction(a.Path); err != nil {
+					return res, err
+				}
+				if err := keepDV(a.DeletionVector, false); err != nil {
 					return res, err
 				}
 			}

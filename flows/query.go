@@ -145,7 +145,7 @@ func tableRelation(p *spec.Pipeline, name string) (sqlengine.Relation, error) {
 	rel := sqlengine.Relation{Schema: snap.Metadata.Schema, Files: []string{}}
 	direct := len(snap.Metadata.PartitionColumns) == 0
 	for _, f := range snap.Files {
-		if len(f.DeletionVector) > 0 && string(f.DeletionVector) != "null" {
+		if f.DeletionVector != nil {
 			direct = false
 		}
 	}

@@ -295,6 +295,13 @@ func (d *decoder) tableProperties(n *yaml.Node, path string) map[string]string {
 				"%s must be a non-negative whole number of seconds, found %q", TombstoneGCProperty, v)
 		}
 	}
+	// Delta PROTOCOL.md, "Deletion Vectors": "true" upgrades the table to the deletionVectors
+	// table feature (reader version 3, writer version 7).
+	const dvProp = "delta.enableDeletionVectors"
+	if v, ok := m[dvProp]; ok && v != "true" && v != "false" {
+		val := valueOf(resolve(n), keys[dvProp])
+		d.addAt(val, child(path, dvProp), `write "true" or "false"`, "%s must be \"true\" or \"false\", found %q", dvProp, v)
+	}
 	return m
 }
 

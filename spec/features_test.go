@@ -94,6 +94,16 @@ func TestNotSupportedYet(t *testing.T) {
 	}
 }
 
+// TestDeletionVectorProperty: delta.enableDeletionVectors takes only "true" or "false".
+func TestDeletionVectorProperty(t *testing.T) {
+	t.Parallel()
+	_, err := Parse("p.yaml", []byte(build(map[string]string{"#MORE": "    table_properties:\n      delta.enableDeletionVectors: yes please"})), nil, nil)
+	var es Errors
+	if !errors.As(err, &es) || len(es) != 1 || !strings.Contains(es[0].Msg, `delta.enableDeletionVectors must be "true" or "false", found "yes please"`) || !strings.Contains(es[0].Path, "table_properties.delta.enableDeletionVectors") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
 // TestAccepted: the values this release does take, in every form the spec allows.
 func TestAccepted(t *testing.T) {
 	t.Parallel()
@@ -145,6 +155,14 @@ func TestAccepted(t *testing.T) {
 		}, func(p *Pipeline) error {
 			tp := p.Dataset("silver").TableProperties
 			if tp[TombstoneGCProperty] != "0" || tp["delta.enableChangeDataFeed"] != "true" || p.Dataset("silver").TombstoneGCSeconds() != 0 {
+				return fmt.Errorf("table properties %v", tp)
+			}
+			return nil
+		}},
+		{"deletion vectors", map[string]string{
+			"#MORE": "    table_properties:\n      delta.enableDeletionVectors: true",
+		}, func(p *Pipeline) error {
+			if tp := p.Dataset("silver").TableProperties; tp["delta.enableDeletionVectors"] != "true" {
 				return fmt.Errorf("table properties %v", tp)
 			}
 			return nil
