@@ -274,10 +274,13 @@ func TestRandomizedEquivalence(t *testing.T) {
 		composite bool
 		nulls     bool // ignore_null_updates, with partial updates in the log
 		oneByOne  bool // one event a batch
+		mor       bool // merge-on-read: the target has delta.enableDeletionVectors
 	}{
-		{"scd1", 1, false, false, false}, {"scd1-composite-key", 1, true, false, false}, {"scd1-ignore-null-updates", 1, true, true, false},
-		{"scd2", 2, false, false, false}, {"scd2-composite-key", 2, true, false, false}, {"scd2-ignore-null-updates", 2, false, true, false},
-		{"scd1-one-event-a-batch", 1, true, false, true}, {"scd2-one-event-a-batch", 2, true, false, true},
+		{"scd1", 1, false, false, false, false}, {"scd1-composite-key", 1, true, false, false, false}, {"scd1-ignore-null-updates", 1, true, true, false, false},
+		{"scd2", 2, false, false, false, false}, {"scd2-composite-key", 2, true, false, false, false}, {"scd2-ignore-null-updates", 2, false, true, false, false},
+		{"scd1-one-event-a-batch", 1, true, false, true, false}, {"scd2-one-event-a-batch", 2, true, false, true, false},
+		{"scd1-merge-on-read", 1, false, false, false, true}, {"scd1-merge-on-read-composite-key", 1, true, false, false, true},
+		{"scd1-merge-on-read-one-event-a-batch", 1, true, false, true, true},
 	} {
 		variant := variant
 		t.Run(variant.name, func(t *testing.T) {
@@ -299,6 +302,9 @@ func TestRandomizedEquivalence(t *testing.T) {
 				if variant.oneByOne {
 					seed += 3
 				}
+				if variant.mor {
+					seed += 5
+				}
 				r := rand.New(rand.NewPCG(seed, 42))
 				log := genLog(r, genOptions{composite: variant.composite, nulls: variant.nulls, truncates: variant.scd == 1})
 				batches := deliver(r, log, variant.oneByOne)
@@ -314,6 +320,9 @@ func TestRandomizedEquivalence(t *testing.T) {
 				}
 				if variant.nulls {
 					extra += "      ignore_null_updates: true\n"
+				}
+				if variant.mor {
+					extra += "    table_properties:\n      delta.enableDeletionVectors: \"true\"\n"
 				}
 				p := loadPipeline(t, t.TempDir(), fmt.Sprintf(equivalenceSpec, keys, variant.scd, extra))
 				env := &Env{Pipeline: p, Events: nopEvents{}, Now: func() time.Time { return time.Unix(1_700_000_000, 0) }}

@@ -17,6 +17,7 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 	tgtSch := b.dataSch
 	now := env.now()
 	nowMs := now.UnixMilli()
+	mor := mergeOnRead(b.snap)
 	// The state of the batch's keys suffices, unless the batch truncates every key, or the state
 	// must be written whole, or the table was rewritten under it (then the loop loads it whole).
 	var want map[string]int
@@ -37,6 +38,7 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 		if err != nil {
 			return m, err
 		}
+		state.mor = mor
 		// Truncates: the batch's highest truncate raises the table's truncate sequence.
 		trunc := state.truncate
 		newTrunc := b.truncate != nil && (trunc == nil || schema.CompareTuple(b.truncate, trunc) > 0)
@@ -101,6 +103,9 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 	if err := state.ensureFiles(b.target, b.snap, tgtSch, b.keyIdx, touched); err != nil {
 		return m, err
 	}
+	if mor {
+		return applyMergeOnRead(env, d, b, m, state, changes, nowMs)
+	}
 	byFile := map[string]bool{}
 	for _, ch := range touched {
 		byFile[state.fileOf(ch.entry.slot)] = true
@@ -121,7 +126,7 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 	}
 	done, err := eachFile(files, func(f delta.Add) (rewritten, error) {
 		var rw rewritten
-		frows, err := b.target.ReadFile(f.Path, tgtSch)
+		frows, _, err := b.target.ReadLiveFile(f, tgtSch)
 		if err != nil {
 			return rw, err
 		}
@@ -222,11 +227,31 @@ func (s *cdcState) fileOf(i int) string {
 }
 
 // ensureFiles makes sure that the data file the state names for each touched live key is live in
-// the snapshot; when one is not (the table was rewritten by an operation that does not keep the
-// state, such as optimize), it rebuilds the key-to-file index by reading the key columns of every
-// file of the snapshot.
+// the snapshot (and, for a merge-on-read state, that the state knows the row's position and
+// image); when not (the table was rewritten by an operation that does not keep the state, such
+// as optimize), it rebuilds the key-to-file index by reading the key columns of every file of the
+// snapshot (every column, for a merge-on-read state).
 func (s *cdcState) ensureFiles(t *delta.Table, snap *delta.Snapshot, tgtSch schema.Schema, keyIdx []int, touched map[string]*keyChange) error {
 	if !s.stale(snap, touched) {
+		return nil
+	}
+	if s.mor {
+		var kb, img []byte
+		for _, f := range snap.Files {
+			rows, pos, err := t.ReadLiveFile(f, tgtSch)
+			if err != nil {
+				return err
+			}
+			id := s.fileID(f.Path)
+			for r, row := range rows {
+				kb = appendPicked(kb[:0], row, keyIdx)
+				if i := s.find(kb); i >= 0 && !s.slots[i].gone {
+					img = appendValues(img[:0], row)
+					s.setRow(i, id, pos[r], img)
+				}
+			}
+		}
+		s.renames, s.rebuilt = nil, true
 		return nil
 	}
 	keySch := schema.Schema{}
@@ -239,7 +264,7 @@ func (s *cdcState) ensureFiles(t *delta.Table, snap *delta.Snapshot, tgtSch sche
 	}
 	var kb []byte
 	for _, f := range snap.Files {
-		rows, err := t.ReadFile(f.Path, keySch)
+		rows, _, err := t.ReadLiveFile(f, keySch)
 		if err != nil {
 			return err
 		}
@@ -255,14 +280,21 @@ func (s *cdcState) ensureFiles(t *delta.Table, snap *delta.Snapshot, tgtSch sche
 	return nil
 }
 
-// stale says whether the data file the state names for a touched key is not live in snap.
+// stale says whether the data file the state names for a touched key is not live in snap, or,
+// for a merge-on-read state, whether the state does not know the row's position and image (a
+// state written by copy-on-write batches, or a row in a rewritten file).
 func (s *cdcState) stale(snap *delta.Snapshot, touched map[string]*keyChange) bool {
 	live := make(map[string]bool, len(snap.Files))
 	for _, f := range snap.Files {
 		live[f.Path] = true
 	}
 	for _, ch := range touched {
-		if !live[s.fileOf(ch.entry.slot)] {
+		i := ch.entry.slot
+		p := s.fileOf(i)
+		if !live[p] {
+			return true
+		}
+		if sl := &s.slots[i]; s.mor && (sl.pos1 == 0 || sl.imgLen == 0 || s.files[sl.file] != p) {
 			return true
 		}
 	}
