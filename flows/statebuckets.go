@@ -275,14 +275,15 @@ func (s *cdcState) readBucketed(name string, readAllBelow int64) error {
 		return err
 	}
 	size := st.Size()
-	var r io.ReaderAt = f
 	whole := s.want == nil || size < readAllBelow
+	var data, buf []byte
+	var r io.ReaderAt = f
 	if whole {
-		b := make([]byte, size)
-		if _, err := io.ReadFull(f, b); err != nil {
+		data = make([]byte, size)
+		if _, err := io.ReadFull(f, data); err != nil {
 			return err
 		}
-		r = bytes.NewReader(b)
+		r = bytes.NewReader(data)
 	}
 	g, err := openBucketed(r, size)
 	if err != nil {
@@ -296,60 +297,57 @@ func (s *cdcState) readBucketed(name string, readAllBelow int64) error {
 	if _, end, _ := g.bucket(nb - 1); end > uint64(size) {
 		return errSegmentCorrupt
 	}
-	var buckets []uint64
-	if whole {
-		if need := len(s.slots) + int(g.nrecords); need*2 > len(s.table) && s.want == nil {
-			s.grow(need)
+	fresh := len(s.slots) == 0 && s.want == nil // a segment holds each key once: no lookups
+	read := func(b uint64) error {
+		start, end, crc := g.bucket(b)
+		if start > end || end > uint64(size) {
+			return errSegmentCorrupt
 		}
-		if need := len(s.arena) + int(size); cap(s.arena) < need && s.want == nil {
-			s.arena = append(make([]byte, 0, need), s.arena...)
+		var recs []byte
+		if whole {
+			recs = data[start:end]
+		} else {
+			if n := int(end - start); cap(buf) < n {
+				buf = make([]byte, n, 2*n)
+			} else {
+				buf = buf[:n]
+			}
+			if _, err := f.ReadAt(buf, int64(start)); err != nil {
+				return err
+			}
+			recs = buf // put and setRow copy what they keep
 		}
-		buckets = make([]uint64, nb)
-		for b := range buckets {
-			buckets[b] = uint64(b)
+		if crc32.Checksum(recs, castagnoli) != crc {
+			return errSegmentCorrupt
 		}
-	} else {
+		return s.decodeRecords(recs, ids, fresh)
+	}
+	if !whole {
+		buckets := make([]uint64, 0, len(s.want))
 		for kb := range s.want {
 			buckets = append(buckets, bucketOf(stateKeyHash([]byte(kb)), g.bits))
 		}
-		slices.Sort(buckets)
-		buckets = slices.Compact(buckets)
-	}
-	fresh := len(s.slots) == 0 && s.want == nil // a segment holds each key once: no lookups
-	var buf []byte
-	for i := 0; i < len(buckets); {
-		// Read a run of consecutive buckets at once.
-		j := i + 1
-		for j < len(buckets) && buckets[j] == buckets[j-1]+1 {
-			j++
-		}
-		first, _, _ := g.bucket(buckets[i])
-		_, last, _ := g.bucket(buckets[j-1])
-		if first > last {
-			return errSegmentCorrupt
-		}
-		if n := int(last - first); cap(buf) < n {
-			buf = make([]byte, n)
-		} else {
-			buf = buf[:n]
-		}
-		if _, err := r.ReadAt(buf, int64(first)); err != nil {
-			return err
-		}
-		for _, b := range buckets[i:j] {
-			start, end, crc := g.bucket(b)
-			if start < first || end < start || end > last {
-				return errSegmentCorrupt
+		slices.Sort(buckets) // in file order
+		for i, b := range buckets {
+			if i > 0 && b == buckets[i-1] {
+				continue
 			}
-			recs := buf[start-first : end-first]
-			if crc32.Checksum(recs, castagnoli) != crc {
-				return errSegmentCorrupt
-			}
-			if err := s.decodeRecords(recs, ids, fresh); err != nil {
+			if err := read(b); err != nil {
 				return err
 			}
 		}
-		i = j
+		return nil
+	}
+	if need := len(s.slots) + int(g.nrecords); need*2 > len(s.table) && s.want == nil {
+		s.grow(need)
+	}
+	if need := len(s.arena) + int(size); cap(s.arena) < need && s.want == nil {
+		s.arena = append(make([]byte, 0, need), s.arena...)
+	}
+	for b := range nb {
+		if err := read(b); err != nil {
+			return err
+		}
 	}
 	return nil
 }
