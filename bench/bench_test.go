@@ -6,8 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"tributary/delta"
+	"tributary/schema"
 )
 
 // TestMain lets the test binary serve as the baseline child: the scenarios re-execute
@@ -108,5 +112,73 @@ func TestCompareFindsDifferences(t *testing.T) {
 				t.Log(err)
 			}
 		})
+	}
+}
+
+// TestCompareWithDeletionVectors compares a Delta table whose file has a deletion vector (rows
+// 1 and 3 of five deleted) with Parquet baselines: the three live rows compare equal; the five
+// rows of the data file, deleted ones included, do not.
+func TestCompareWithDeletionVectors(t *testing.T) {
+	dir := t.TempDir()
+	table := filepath.Join(dir, "table")
+	tb := delta.New(table)
+	s, err := schema.ParseDDL("id BIGINT, name STRING, amount DECIMAL(18,2), seq BIGINT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tb.Begin(nil)
+	tx.SetMetadata(delta.Metadata{Schema: s, Configuration: map[string]string{delta.ConfigEnableDeletionVectors: "true"}})
+	if _, err := tx.Commit("CREATE TABLE", nil); err != nil {
+		t.Fatal(err)
+	}
+	var rows [][]any
+	for i := int64(1); i <= 5; i++ {
+		rows = append(rows, []any{i, "n" + strconv.FormatInt(i, 10), schema.Decimal(i * 100), i})
+	}
+	a, err := tb.WriteFile(s, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, _ := tb.Snapshot(-1)
+	tx = tb.Begin(snap)
+	tx.Add(a)
+	if _, err := tx.Commit("WRITE", nil); err != nil {
+		t.Fatal(err)
+	}
+	dvs, err := tb.WriteDeletionVectors([][]uint64{{1, 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, _ = tb.Snapshot(-1)
+	tx = tb.Begin(snap)
+	tx.Remove(tb.RemoveFor(a, 0))
+	a.DeletionVector = dvs[0]
+	tx.Add(a)
+	if _, err := tx.Commit("DELETE", nil); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, tc := range []struct {
+		name, rows string
+		same       bool
+	}{
+		{"live rows", "(1, 'n1', 1.00, 1), (3, 'n3', 3.00, 3), (5, 'n5', 5.00, 5)", true},
+		{"all rows", "(1, 'n1', 1.00, 1), (2, 'n2', 2.00, 2), (3, 'n3', 3.00, 3), (4, 'n4', 4.00, 4), (5, 'n5', 5.00, 5)", false},
+	} {
+		pq := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".parquet")
+		if _, err := db.Exec("COPY (SELECT * FROM (VALUES " + tc.rows + ") AS v(id, name, amount, seq)) TO '" + pq + "' (FORMAT parquet)"); err != nil {
+			t.Fatal(err)
+		}
+		err := compareTables(context.Background(), table, pq, changeCols)
+		if tc.same && err != nil {
+			t.Errorf("%s: reported a difference: %v", tc.name, err)
+		}
+		if !tc.same && (err == nil || !strings.Contains(err.Error(), "ours has 3 rows, the baseline 5")) {
+			t.Errorf("%s: %v, want the 3 live rows against 5", tc.name, err)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"tributary/delta"
@@ -18,34 +19,75 @@ type column struct {
 	name, typ string
 }
 
-// tableFiles returns the absolute paths of the data files of a Delta table's latest snapshot and
-// their total size.
-func tableFiles(dir string) ([]string, int64, error) {
-	snap, err := delta.New(dir).Snapshot(-1)
+// tableFiles returns the absolute paths of the data files of a Delta table's latest snapshot,
+// the rows of those files their deletion vectors delete (0-based physical positions, ascending,
+// by path; nil when no file has a DV) and their total size.
+func tableFiles(dir string) ([]string, map[string][]int64, int64, error) {
+	t := delta.New(dir)
+	snap, err := t.Snapshot(-1)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	var files []string
+	var deleted map[string][]int64
 	var size int64
 	for _, f := range snap.Files {
-		if f.DeletionVector != nil {
-			return nil, 0, fmt.Errorf("%s: file %s has a deletion vector; the comparison reads files as they are", dir, f.Path)
-		}
 		p, err := url.PathUnescape(f.Path)
 		if err != nil {
-			return nil, 0, err
+			return nil, nil, 0, err
 		}
-		files = append(files, filepath.Join(dir, p))
+		name := filepath.Join(dir, p)
+		files = append(files, name)
 		size += f.Size
+		if f.DeletionVector == nil {
+			continue
+		}
+		rows, err := t.ReadDeletionVector(f.DeletionVector)
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("%s: file %s: %w", dir, f.Path, err)
+		}
+		if deleted == nil {
+			deleted = map[string][]int64{}
+		}
+		for _, r := range rows {
+			deleted[name] = append(deleted[name], int64(r))
+		}
 	}
-	return files, size, nil
+	return files, deleted, size, nil
 }
 
-// compareTables checks that the latest snapshot of the Delta table at tableDir and the Parquet
-// file parquet hold the same multiset of rows over cols: equal row counts and equal sums of row
-// hashes; on a difference it lists up to five rows each side has that the other lacks.
+// loadDeleted creates the temporary table deleted_rows(file, pos) on conn with the rows of
+// deleted, for an anti join on read_parquet's (filename, file_row_number).
+func loadDeleted(ctx context.Context, conn *sql.Conn, deleted map[string][]int64) error {
+	if _, err := conn.ExecContext(ctx, "CREATE TEMP TABLE deleted_rows (file VARCHAR, pos BIGINT)"); err != nil {
+		return err
+	}
+	const chunk = 100_000
+	for f, rows := range deleted {
+		for i := 0; i < len(rows); i += chunk {
+			part := rows[i:min(i+chunk, len(rows))]
+			var b strings.Builder
+			for j, r := range part {
+				if j > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteString(strconv.FormatInt(r, 10))
+			}
+			q := fmt.Sprintf("INSERT INTO deleted_rows SELECT '%s', unnest([%s]::BIGINT[])", strings.ReplaceAll(f, "'", "''"), b.String())
+			if _, err := conn.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// compareTables checks that the latest snapshot of the Delta table at tableDir (without the rows
+// its deletion vectors delete) and the Parquet file parquet hold the same multiset of rows over
+// cols: equal row counts and equal sums of row hashes; on a difference it lists up to five rows
+// each side has that the other lacks.
 func compareTables(ctx context.Context, tableDir, parquet string, cols []column) error {
-	files, _, err := tableFiles(tableDir)
+	files, deleted, _, err := tableFiles(tableDir)
 	if err != nil {
 		return err
 	}
@@ -54,11 +96,28 @@ func compareTables(ctx context.Context, tableDir, parquet string, cols []column)
 		return err
 	}
 	defer db.Close()
+	conn, err := db.Conn(ctx) // one connection: the temporary table of deleted rows lives on it
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if len(deleted) > 0 {
+		for _, c := range cols {
+			if strings.EqualFold(c.name, "filename") || strings.EqualFold(c.name, "file_row_number") {
+				return fmt.Errorf("%s has deletion vectors and a column %s, the name of a column read_parquet adds to find deleted rows", tableDir, c.name)
+			}
+		}
+		if err := loadDeleted(ctx, conn, deleted); err != nil {
+			return fmt.Errorf("loading the deleted rows of %s: %w", tableDir, err)
+		}
+	}
 	sel := make([]string, len(cols))
+	selP := make([]string, len(cols))
 	for i, c := range cols {
 		sel[i] = fmt.Sprintf(`CAST(%q AS %s) AS %q`, c.name, c.typ, c.name)
+		selP[i] = fmt.Sprintf(`CAST(p.%q AS %s) AS %q`, c.name, c.typ, c.name)
 	}
-	relation := func(files []string) string {
+	relation := func(files []string, withDeleted bool) string {
 		if len(files) == 0 {
 			return fmt.Sprintf("(SELECT %s FROM (SELECT NULL AS dummy) WHERE false)", nullSelect(cols))
 		}
@@ -66,9 +125,13 @@ func compareTables(ctx context.Context, tableDir, parquet string, cols []column)
 		for i, f := range files {
 			q[i] = "'" + strings.ReplaceAll(f, "'", "''") + "'"
 		}
+		if withDeleted {
+			return fmt.Sprintf("(SELECT %s FROM read_parquet([%s], filename = true, file_row_number = true) AS p ANTI JOIN deleted_rows AS d ON p.filename = d.file AND p.file_row_number = d.pos)",
+				strings.Join(selP, ", "), strings.Join(q, ", "))
+		}
 		return fmt.Sprintf("(SELECT %s FROM read_parquet([%s]))", strings.Join(sel, ", "), strings.Join(q, ", "))
 	}
-	ours, base := relation(files), relation([]string{parquet})
+	ours, base := relation(files, len(deleted) > 0), relation([]string{parquet}, false)
 	names := make([]string, len(cols))
 	for i, c := range cols {
 		names[i] = fmt.Sprintf("%q", c.name)
@@ -76,7 +139,7 @@ func compareTables(ctx context.Context, tableDir, parquet string, cols []column)
 	digest := func(rel string) (int64, string, error) {
 		var n int64
 		var h string
-		err := db.QueryRowContext(ctx, fmt.Sprintf("SELECT count(*), coalesce(sum(hash(%s)), 0)::VARCHAR FROM %s", strings.Join(names, ", "), rel)).Scan(&n, &h)
+		err := conn.QueryRowContext(ctx, fmt.Sprintf("SELECT count(*), coalesce(sum(hash(%s)), 0)::VARCHAR FROM %s", strings.Join(names, ", "), rel)).Scan(&n, &h)
 		return n, h, err
 	}
 	on, oh, err := digest(ours)
@@ -92,7 +155,7 @@ func compareTables(ctx context.Context, tableDir, parquet string, cols []column)
 	}
 	errs := []error{fmt.Errorf("ours has %d rows, the baseline %d", on, bn)}
 	for _, side := range []struct{ name, a, b string }{{"only ours", ours, base}, {"only the baseline", base, ours}} {
-		rows, err := db.QueryContext(ctx, fmt.Sprintf("SELECT * FROM (FROM %s EXCEPT ALL FROM %s) LIMIT 5", side.a, side.b))
+		rows, err := conn.QueryContext(ctx, fmt.Sprintf("SELECT * FROM (FROM %s EXCEPT ALL FROM %s) LIMIT 5", side.a, side.b))
 		if err != nil {
 			return errors.Join(append(errs, err)...)
 		}

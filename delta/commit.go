@@ -90,7 +90,11 @@ func (tx *Transaction) SetProtocolFeatures(p Protocol, readerFeatures, writerFea
 	tx.writerFeat = append([]string(nil), writerFeatures...)
 }
 
-// Add adds data files to the table (Delta PROTOCOL.md, "Add File and Remove File").
+// Add adds data files to the table (Delta PROTOCOL.md, "Add File and Remove File"). An add
+// with a DeletionVector needs a table with the deletionVectors feature and stats with
+// numRecords; Commit writes its stats with "tightBounds": false when the DV deletes any row
+// (Delta PROTOCOL.md, "Per-file Statistics"). To replace the DV of a live file, remove it
+// (RemoveFor, which carries the old DV) and add it with the new DV in one transaction.
 func (tx *Transaction) Add(a ...Add) { tx.adds = append(tx.adds, a...) }
 
 // Remove removes data files from the table; see Table.RemoveFor.
@@ -121,8 +125,9 @@ func (tx *Transaction) SetCommitInfo(extra map[string]any, metrics map[string]st
 	tx.metrics = maps.Clone(metrics)
 }
 
-// RemoveFor returns the remove action for the live file a: same path, partition values, size
-// and stats, dataChange true, extendedFileMetadata true, and deletionTimestamp in milliseconds
+// RemoveFor returns the remove action for the live file a: same path, partition values, size,
+// stats and deletion vector (the logical file, Delta PROTOCOL.md "Action Reconciliation"),
+// dataChange true, extendedFileMetadata true, and deletionTimestamp in milliseconds
 // since the Unix epoch (0 means now).
 func (t *Table) RemoveFor(a Add, deletionTimestamp int64) Remove {
 	if deletionTimestamp == 0 {

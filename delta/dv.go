@@ -37,8 +37,11 @@ type DeletionVector struct {
 // Storage types of DeletionVector.StorageType (Delta PROTOCOL.md, "Deletion Vector Descriptor
 // Schema").
 const (
-	DVStorageUUID     = "u"
-	DVStorageInline   = "i"
+	// DVStorageUUID: a file in the table folder (or its random prefix folder) named by a UUID.
+	DVStorageUUID = "u"
+	// DVStorageInline: the serialized bitmap inline in the descriptor, Z85-encoded.
+	DVStorageInline = "i"
+	// DVStorageAbsolute: a file at an absolute path or file: URI.
 	DVStorageAbsolute = "p"
 )
 

@@ -251,6 +251,18 @@ func TestDVFileRoundTrip(t *testing.T) {
 	if _, err := tbl.ReadDeletionVector(dvs[0]); err != nil {
 		t.Errorf("the intact DV beside it: %v", err)
 	}
+	// Storage type "p": the same DV file at an absolute path, plain or as a file: URI.
+	elsewhere := filepath.Join(t.TempDir(), "moved.bin")
+	if err := os.WriteFile(elsewhere, file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{elsewhere, "file://" + filepath.ToSlash(elsewhere)} {
+		abs := *dvs[2]
+		abs.StorageType, abs.PathOrInlineDv = "p", p
+		if got, err := tbl.ReadDeletionVector(&abs); err != nil || !slices.Equal(got, []uint64{42}) {
+			t.Errorf("storage type p at %s: %v, %v", p, got, err)
+		}
+	}
 	wrongSize := *dvs[2]
 	wrongSize.SizeInBytes++
 	if _, err := tbl.ReadDeletionVector(&wrongSize); err == nil || !strings.Contains(err.Error(), "sizeInBytes") {
@@ -466,6 +478,33 @@ func TestDVReplay(t *testing.T) {
 	check(cs, "checkpoint")
 	if !slices.Equal(cs.ReaderFeatures, []string{"deletionVectors"}) || cs.Protocol != (Protocol{3, 7}) {
 		t.Errorf("checkpoint protocol %+v %v", cs.Protocol, cs.ReaderFeatures)
+	}
+	// Across the checkpoint: the checkpoint holds (a, DV 2); a JSON commit after it replaces DV 2
+	// by DV 3 (row 9 deleted too). A reader starting from the checkpoint sees only DV 3.
+	var a2cp Add
+	for _, f := range cs.Files {
+		if f.Path == a.Path {
+			a2cp = f
+		}
+	}
+	if a2cp.DeletionVector.UniqueID() != a2.DeletionVector.UniqueID() {
+		t.Fatalf("the checkpoint's DV of %s is %q, want %q", a.Path, a2cp.DeletionVector.UniqueID(), a2.DeletionVector.UniqueID())
+	}
+	a3 := deleteRows(t, fresh, a2cp, 9)
+	after, err := New(tbl.Dir).Snapshot(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Files) != 2 || after.Files[0].DeletionVector.UniqueID() != a3.DeletionVector.UniqueID() || after.NumRecords() != 7 {
+		t.Errorf("after the checkpoint: files %v, NumRecords %d", after.Files, after.NumRecords())
+	}
+	got, err := New(tbl.Dir).Rows(after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertRows(t, got, [][]any{{int64(1), "b"}, {int64(3), "d"}, {int64(4), "e"}, {int64(5), "f"}, {int64(6), "g"}, {int64(8), "i"}, {int64(100), "z"}})
+	if del, _ := New(tbl.Dir).ReadDeletionVector(a3.DeletionVector); !slices.Equal(del, []uint64{0, 2, 7, 9}) {
+		t.Errorf("DV 3 deletes %v, want [0 2 7 9]", del)
 	}
 }
 
@@ -712,5 +751,33 @@ func TestDVVacuum(t *testing.T) {
 	rows, err := tbl.Rows(mustSnapshot(t, tbl, -1))
 	if err != nil || len(rows) != 8 {
 		t.Errorf("rows after vacuum: %d, %v", len(rows), err)
+	}
+}
+
+// TestDeletionVectorProtocol upgrades legacy protocols by the features Delta PROTOCOL.md's
+// "Writer Version Requirements" and "Reader Version Requirements" tables give each version
+// (writer 2: appendOnly, invariants; 3: checkConstraints; 4: changeDataFeed, generatedColumns;
+// 5: columnMapping; reader 2: columnMapping), and keeps the lists of a table-features protocol.
+func TestDeletionVectorProtocol(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		cur    Protocol
+		rf, wf []string
+		wantR  []string
+		wantW  []string
+	}{
+		{Protocol{1, 1}, nil, nil, []string{"deletionVectors"}, []string{"deletionVectors"}},
+		{Protocol{1, 2}, nil, nil, []string{"deletionVectors"}, []string{"appendOnly", "deletionVectors", "invariants"}},
+		{Protocol{2, 5}, nil, nil, []string{"columnMapping", "deletionVectors"},
+			[]string{"appendOnly", "changeDataFeed", "checkConstraints", "columnMapping", "deletionVectors", "generatedColumns", "invariants"}},
+		{Protocol{3, 7}, []string{"timestampNtz"}, []string{"timestampNtz", "appendOnly"},
+			[]string{"deletionVectors", "timestampNtz"}, []string{"appendOnly", "deletionVectors", "timestampNtz"}},
+		{Protocol{1, 7}, nil, []string{"changeDataFeed"}, []string{"deletionVectors"}, []string{"changeDataFeed", "deletionVectors"}},
+	}
+	for _, c := range cases {
+		p, rf, wf := DeletionVectorProtocol(c.cur, c.rf, c.wf)
+		if p != (Protocol{3, 7}) || !slices.Equal(rf, c.wantR) || !slices.Equal(wf, c.wantW) {
+			t.Errorf("from %+v %v %v: %+v %v %v, want %v %v", c.cur, c.rf, c.wf, p, rf, wf, c.wantR, c.wantW)
+		}
 	}
 }

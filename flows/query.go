@@ -131,8 +131,10 @@ func runSQL(ctx context.Context, env *Env, d *spec.Dataset, streams map[string]s
 	return s, rows, nil
 }
 
-// tableRelation binds a dataset's current table: its snapshot's Parquet files, or its rows when
-// DuckDB cannot read the files alone (partition columns live in the log; deletion vectors).
+// tableRelation binds a dataset's current table: its snapshot's Parquet files, with the rows
+// their deletion vectors delete in Relation.Deleted (DuckDB leaves them out), or its rows when
+// DuckDB cannot read the files alone (partition columns live in the log; a column named like
+// one read_parquet adds to find deleted rows).
 func tableRelation(p *spec.Pipeline, name string) (sqlengine.Relation, error) {
 	t := delta.New(TableDir(p.Storage, name))
 	snap, err := t.Snapshot(-1)
@@ -144,9 +146,15 @@ func tableRelation(p *spec.Pipeline, name string) (sqlengine.Relation, error) {
 	}
 	rel := sqlengine.Relation{Schema: snap.Metadata.Schema, Files: []string{}}
 	direct := len(snap.Metadata.PartitionColumns) == 0
+	hasDV := false
 	for _, f := range snap.Files {
-		if f.DeletionVector != nil {
-			direct = false
+		hasDV = hasDV || f.DeletionVector != nil
+	}
+	if hasDV {
+		for _, f := range snap.Metadata.Schema.Fields {
+			for _, c := range sqlengine.ReservedColumns {
+				direct = direct && !strings.EqualFold(f.Name, c)
+			}
 		}
 	}
 	if !direct {
@@ -163,7 +171,23 @@ func tableRelation(p *spec.Pipeline, name string) (sqlengine.Relation, error) {
 		if err != nil {
 			path = f.Path
 		}
-		rel.Files = append(rel.Files, filepath.Join(t.Dir, filepath.FromSlash(path)))
+		file := filepath.Join(t.Dir, filepath.FromSlash(path))
+		rel.Files = append(rel.Files, file)
+		if f.DeletionVector == nil {
+			continue
+		}
+		deleted, err := t.ReadDeletionVector(f.DeletionVector)
+		if err != nil {
+			return rel, fmt.Errorf("dataset %s: %w (data file %s)", name, err, f.Path)
+		}
+		if rel.Deleted == nil {
+			rel.Deleted = map[string][]int64{}
+		}
+		pos := make([]int64, len(deleted))
+		for i, d := range deleted {
+			pos[i] = int64(d)
+		}
+		rel.Deleted[file] = pos
 	}
 	return rel, nil
 }

@@ -283,3 +283,75 @@ func TestTableChangeFeedSource(t *testing.T) {
 		t.Fatal("update 3 without input read the feed again")
 	}
 }
+
+// TestQueryOverDeletionVectors: a materialized view over a table with deletion vectors reads the
+// table's Parquet files through DuckDB, which leaves out the rows the DVs delete. The source
+// table gets delta.enableDeletionVectors from `table_properties:` (protocol 3/7), then a DELETE
+// by deletion vector of the row with the negative amount (remove + add with the DV).
+func TestQueryOverDeletionVectors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, `name: q
+storage: ./storage
+datasets:
+  - name: sales
+    source:
+      path: ./landing
+      format: json
+      schema: "id BIGINT, shop STRING, amount DECIMAL(10,2)"
+    table_properties:
+      delta.enableDeletionVectors: "true"
+  - name: by_shop
+    query: SELECT shop, count(*) AS n, sum(amount) AS total FROM sales GROUP BY shop
+`)
+	write(t, filepath.Join(dir, "landing", "1.json"), []byte(`{"id":1,"shop":"a","amount":10.00}
+{"id":2,"shop":"b","amount":5.50}
+{"id":3,"shop":"a","amount":-1.00}
+`))
+	update(t, p)
+	check(t, "by_shop before", sortedRows(t, p, "by_shop"), "\"a\" 2 9.00\n\"b\" 1 5.50")
+
+	tbl := delta.New(TableDir(p.Storage, "sales"))
+	snap, err := tbl.Snapshot(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Protocol != (delta.Protocol{MinReaderVersion: 3, MinWriterVersion: 7}) || !slices.Equal(snap.ReaderFeatures, []string{"deletionVectors"}) {
+		t.Fatalf("sales protocol %+v %v", snap.Protocol, snap.ReaderFeatures)
+	}
+	if len(snap.Files) != 1 {
+		t.Fatalf("%d files", len(snap.Files))
+	}
+	a := snap.Files[0]
+	rows, err := tbl.ReadFile(a.Path, snap.Metadata.Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var del []uint64
+	for i, r := range rows {
+		if r[0] == int64(3) {
+			del = append(del, uint64(i))
+		}
+	}
+	dvs, err := tbl.WriteDeletionVectors([][]uint64{del})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.Begin(snap)
+	tx.Remove(tbl.RemoveFor(a, 0))
+	a.DeletionVector = dvs[0]
+	tx.Add(a)
+	if _, err := tx.Commit("DELETE", nil); err != nil {
+		t.Fatal(err)
+	}
+	rel, err := tableRelation(p, "sales")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rel.RowsOnly || len(rel.Files) != 1 || !slices.Equal(rel.Deleted[rel.Files[0]], []int64{int64(del[0])}) {
+		t.Fatalf("relation: rows only %v, files %v, deleted %v", rel.RowsOnly, rel.Files, rel.Deleted)
+	}
+	update(t, p)
+	check(t, "by_shop after the DELETE", sortedRows(t, p, "by_shop"), "\"a\" 1 10.00\n\"b\" 1 5.50")
+	check(t, "sales after the DELETE", sortedRows(t, p, "sales"), "1 \"a\" 10.00\n2 \"b\" 5.50")
+}

@@ -256,7 +256,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		}
 	}
 	done, err := eachFile(files, func(f delta.Add) (replacement, error) {
-		frows, _, err := b.target.ReadLiveFile(f, tgtSch)
+		frows, _, err := b.target.ReadLiveFile(f, tgtSch) // without the rows a deletion vector deletes
 		if err != nil {
 			return replacement{}, err
 		}

@@ -238,7 +238,7 @@ func (s *histState) rebuildIndex(t *delta.Table, snap *delta.Snapshot, tgtSch sc
 	}
 	var kb []byte
 	for _, f := range snap.Files {
-		rows, _, err := t.ReadLiveFile(f, tgtSch)
+		rows, _, err := t.ReadLiveFile(f, tgtSch) // without the rows a deletion vector deletes
 		if err != nil {
 			return err
 		}

@@ -21,13 +21,28 @@ import (
 // paths of Parquet files holding its rows in Schema's columns (read with read_parquet; none
 // means an empty relation), or, when Files is nil and Rows is set or RowsOnly is true, Rows holds
 // its rows (schema.Kind Go values in Schema's order).
+//
+// Deleted, with Files, maps a path of Files to the rows of that file the relation leaves out:
+// 0-based physical row positions, ascending (the rows a Delta deletion vector deletes, Delta
+// PROTOCOL.md "Reader Requirements for Deletion Vectors"). DuckDB still reads the files itself
+// and drops those rows by an anti join on (filename, file_row_number); a relation with Deleted
+// may therefore not have a column named filename or file_row_number (an error).
 type Relation struct {
 	Name     string
 	Schema   schema.Schema
 	Files    []string
 	Rows     [][]any
 	RowsOnly bool
+	Deleted  map[string][]int64
 }
+
+// ReservedColumns are the columns read_parquet adds to find the rows of Relation.Deleted; a
+// relation with Deleted cannot have a column of these names (compared case-insensitively).
+var ReservedColumns = []string{"filename", "file_row_number"}
+
+// deletedTable is the name of the temporary table of the rows Relation.Deleted leaves out: the
+// relation's name followed by "$deleted_rows", which no dataset name (an identifier) ends with.
+func deletedTable(name string) string { return name + "$deleted_rows" }
 
 // Engine is an embedded, in-memory DuckDB database.
 type Engine struct {
@@ -75,6 +90,9 @@ func (e *Engine) Query(ctx context.Context, query string, rels []Relation) (sche
 		for _, r := range registered {
 			conn.ExecContext(context.Background(), "DROP VIEW IF EXISTS "+Quote(r.Name))
 			conn.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+Quote(r.Name))
+			if len(r.Deleted) > 0 {
+				conn.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+Quote(deletedTable(r.Name)))
+			}
 		}
 	}()
 	for _, r := range rels {
@@ -136,16 +154,28 @@ func register(ctx context.Context, conn *sql.Conn, r Relation) error {
 		for i, f := range r.Files {
 			files[i] = quoteString(f)
 		}
+		deleted := hasDeleted(r)
+		src := "" // the alias of read_parquet with deleted rows
+		if deleted {
+			src = "p."
+		}
 		cols := make([]string, len(r.Schema.Fields))
 		for i, f := range r.Schema.Fields {
 			t, err := duckType(f.Type)
 			if err != nil {
 				return fmt.Errorf("sqlengine: dataset %s column %s: %w", r.Name, f.Name, err)
 			}
-			cols[i] = fmt.Sprintf("CAST(%s AS %s) AS %s", Quote(f.Name), t, Quote(f.Name))
+			cols[i] = fmt.Sprintf("CAST(%s%s AS %s) AS %s", src, Quote(f.Name), t, Quote(f.Name))
 		}
 		q := fmt.Sprintf("CREATE TEMP VIEW %s AS SELECT %s FROM read_parquet([%s], union_by_name = true)",
 			Quote(r.Name), strings.Join(cols, ", "), strings.Join(files, ", "))
+		if deleted {
+			if err := registerDeleted(ctx, conn, r); err != nil {
+				return err
+			}
+			q = fmt.Sprintf("CREATE TEMP VIEW %s AS SELECT %s FROM read_parquet([%s], union_by_name = true, filename = true, file_row_number = true) AS p ANTI JOIN %s AS d ON p.filename = d.file AND p.file_row_number = d.pos",
+				Quote(r.Name), strings.Join(cols, ", "), strings.Join(files, ", "), Quote(deletedTable(r.Name)))
+		}
 		if _, err := conn.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("sqlengine: registering dataset %s: %w", r.Name, err)
 		}
@@ -186,6 +216,64 @@ func register(ctx context.Context, conn *sql.Conn, r Relation) error {
 		}
 		if err := app.Close(); err != nil {
 			return fmt.Errorf("sqlengine: loading dataset %s: %w", r.Name, err)
+		}
+		return nil
+	})
+}
+
+// hasDeleted reports whether a relation leaves any row of its files out.
+func hasDeleted(r Relation) bool {
+	for _, d := range r.Deleted {
+		if len(d) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// registerDeleted creates the temporary table (file VARCHAR, pos BIGINT) of the rows
+// r.Deleted leaves out, after checking that r's columns do not clash with ReservedColumns and
+// that every path of r.Deleted is one of r.Files.
+func registerDeleted(ctx context.Context, conn *sql.Conn, r Relation) error {
+	for _, f := range r.Schema.Fields {
+		for _, c := range ReservedColumns {
+			if strings.EqualFold(f.Name, c) {
+				return fmt.Errorf("sqlengine: dataset %s has a column %s, the name DuckDB gives the column that finds its deleted rows; rename the column or pass the rows instead of the files", r.Name, f.Name)
+			}
+		}
+	}
+	known := make(map[string]bool, len(r.Files))
+	for _, f := range r.Files {
+		known[f] = true
+	}
+	for f := range r.Deleted {
+		if !known[f] {
+			return fmt.Errorf("sqlengine: dataset %s: Deleted names %s, which is not one of its files", r.Name, f)
+		}
+	}
+	table := deletedTable(r.Name)
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("CREATE TEMP TABLE %s (file VARCHAR, pos BIGINT)", Quote(table))); err != nil {
+		return fmt.Errorf("sqlengine: registering the deleted rows of dataset %s: %w", r.Name, err)
+	}
+	return conn.Raw(func(dc any) error {
+		ddc, ok := dc.(*duckdb.Conn)
+		if !ok {
+			return fmt.Errorf("sqlengine: unexpected driver connection %T", dc)
+		}
+		app, err := duckdb.NewAppenderFromConn(ddc, "", table)
+		if err != nil {
+			return fmt.Errorf("sqlengine: loading the deleted rows of dataset %s: %w", r.Name, err)
+		}
+		for f, ps := range r.Deleted {
+			for _, p := range ps {
+				if err := app.AppendRow(f, p); err != nil {
+					app.Close()
+					return fmt.Errorf("sqlengine: loading the deleted rows of dataset %s: %w", r.Name, err)
+				}
+			}
+		}
+		if err := app.Close(); err != nil {
+			return fmt.Errorf("sqlengine: loading the deleted rows of dataset %s: %w", r.Name, err)
 		}
 		return nil
 	})

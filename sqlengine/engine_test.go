@@ -4,6 +4,8 @@ import (
 	"context"
 	"path/filepath"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 
 	"tributary/delta"
@@ -78,5 +80,88 @@ func TestQueryEmptyAndErrors(t *testing.T) {
 	}
 	if _, _, err := e.Query(context.Background(), "SELEC 1", nil); err == nil {
 		t.Fatal("a syntax error was accepted")
+	}
+}
+
+// TestQueryDeletedRows queries a Delta table with deletion vectors through its Parquet files:
+// two files of 5 rows (ids 0-4 and 10-14), then a DELETE by deletion vectors of the rows at
+// positions 1 and 3 of the first file and 0 of the second; DuckDB must return the 7 other rows,
+// and the same rows as the delta package's reader.
+func TestQueryDeletedRows(t *testing.T) {
+	dir := t.TempDir()
+	s := mustDDL(t, "id BIGINT, name STRING")
+	tb := delta.New(dir)
+	tx := tb.Begin(nil)
+	tx.SetMetadata(delta.Metadata{Schema: s, Configuration: map[string]string{delta.ConfigEnableDeletionVectors: "true"}})
+	if _, err := tx.Commit("CREATE TABLE", nil); err != nil {
+		t.Fatal(err)
+	}
+	var adds []delta.Add
+	for _, base := range []int64{0, 10} {
+		var rows [][]any
+		for i := int64(0); i < 5; i++ {
+			rows = append(rows, []any{base + i, "n" + strconv.FormatInt(base+i, 10)})
+		}
+		a, err := tb.WriteFile(s, rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		adds = append(adds, a)
+	}
+	snap, _ := tb.Snapshot(-1)
+	tx = tb.Begin(snap)
+	tx.Add(adds...)
+	if _, err := tx.Commit("WRITE", nil); err != nil {
+		t.Fatal(err)
+	}
+	dvs, err := tb.WriteDeletionVectors([][]uint64{{1, 3}, {0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, _ = tb.Snapshot(-1)
+	tx = tb.Begin(snap)
+	for i, a := range adds {
+		tx.Remove(tb.RemoveFor(a, 0))
+		a.DeletionVector = dvs[i]
+		tx.Add(a)
+	}
+	if _, err := tx.Commit("DELETE", nil); err != nil {
+		t.Fatal(err)
+	}
+	snap, _ = tb.Snapshot(-1)
+	rel := Relation{Name: "t", Schema: s, Deleted: map[string][]int64{}}
+	for _, f := range snap.Files {
+		name := filepath.Join(dir, f.Path)
+		rel.Files = append(rel.Files, name)
+		del, err := tb.ReadDeletionVector(f.DeletionVector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range del {
+			rel.Deleted[name] = append(rel.Deleted[name], int64(p))
+		}
+	}
+	e, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	_, rows, err := e.Query(context.Background(), "SELECT id, name FROM t ORDER BY id", []Relation{rel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]any{{int64(0), "n0"}, {int64(2), "n2"}, {int64(4), "n4"}, {int64(11), "n11"}, {int64(12), "n12"}, {int64(13), "n13"}, {int64(14), "n14"}}
+	if !reflect.DeepEqual(rows, want) {
+		t.Fatalf("rows %v, want %v", rows, want)
+	}
+	// The relation is dropped with the query: the same name can be registered again.
+	_, rows, err = e.Query(context.Background(), "SELECT count(*) FROM t", []Relation{rel})
+	if err != nil || !reflect.DeepEqual(rows, [][]any{{int64(7)}}) {
+		t.Fatalf("second query: %v, %v", rows, err)
+	}
+	clash := rel
+	clash.Schema = mustDDL(t, "id BIGINT, filename STRING")
+	if _, _, err := e.Query(context.Background(), "SELECT * FROM t", []Relation{clash}); err == nil || !strings.Contains(err.Error(), "filename") {
+		t.Errorf("a column named filename: %v", err)
 	}
 }
