@@ -250,9 +250,10 @@ func (tx *Transaction) commit(operation string, params map[string]any) *Commit {
 // supportedWriterFeatures are the table features (writer version 7) this package writes
 // correctly (Delta PROTOCOL.md, "Valid Feature Names in Table Features"): it honours
 // delta.appendOnly and delta.enableChangeDataFeed, refuses tables with CHECK constraints, writes
-// deletion vectors with the physical numRecords, and, as for the legacy writer version 4 it
-// creates tables with, supports invariants and generatedColumns only on schemas that use neither
-// (its schemas carry no column metadata).
+// deletion vectors with the physical numRecords. invariants and generatedColumns are accepted as
+// on the legacy writer versions 2-4 (which imply them): the schema package keeps no column
+// metadata, so delta.invariants and delta.generationExpression are neither seen nor enforced;
+// tables this package creates have neither.
 var supportedWriterFeatures = map[string]bool{
 	"appendOnly": true, "changeDataFeed": true, "checkConstraints": true, FeatureDeletionVectors: true,
 	"generatedColumns": true, "invariants": true,

@@ -169,6 +169,9 @@ func (t *Table) dvBytes(dv *DeletionVector) ([]byte, string, error) {
 		off = int64(*dv.Offset)
 	}
 	where := fmt.Sprintf("%s at offset %d", name, off)
+	if off < 1 {
+		return nil, "", fmt.Errorf("delta: deletion vector %s: the offset must be at least 1 (byte 0 is the file's format version)", where)
+	}
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, "", fmt.Errorf("delta: deletion vector file of %s: %w", dv.UniqueID(), err)
@@ -180,6 +183,9 @@ func (t *Table) dvBytes(dv *DeletionVector) ([]byte, string, error) {
 	}
 	if version[0] != dvFileVersion {
 		return nil, "", fmt.Errorf("delta: deletion vector file %s has format version %d; this reader supports version %d", name, version[0], dvFileVersion)
+	}
+	if st, err := f.Stat(); err == nil && off+8+int64(dv.SizeInBytes) > st.Size() {
+		return nil, "", fmt.Errorf("delta: deletion vector %s: the file has %d bytes, fewer than the descriptor's offset and sizeInBytes %d need", where, st.Size(), dv.SizeInBytes)
 	}
 	buf := make([]byte, 4+int(dv.SizeInBytes)+4)
 	if _, err := f.ReadAt(buf, off); err != nil {

@@ -165,3 +165,45 @@ func TestQueryDeletedRows(t *testing.T) {
 		t.Errorf("a column named filename: %v", err)
 	}
 }
+
+// TestDeletedRowsAcrossRowGroups: the positions of Relation.Deleted are positions in the whole
+// file, whatever its row groups. A file of 10000 rows (id = position) in row groups of 2048 rows
+// has rows deleted at both sides of row group boundaries; the count and the sum of the ids left
+// are those of 0..9999 without them, and the delta package's reader of the same file agrees.
+func TestDeletedRowsAcrossRowGroups(t *testing.T) {
+	e, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	file := filepath.Join(t.TempDir(), "groups.parquet")
+	if _, err := e.db.Exec("COPY (SELECT range AS id FROM range(10000)) TO " + quoteString(file) + " (FORMAT parquet, ROW_GROUP_SIZE 2048)"); err != nil {
+		t.Fatal(err)
+	}
+	var groups int
+	if err := e.db.QueryRow("SELECT count(DISTINCT row_group_id) FROM parquet_metadata(" + quoteString(file) + ")").Scan(&groups); err != nil || groups < 4 {
+		t.Fatalf("%d row groups (%v), want several", groups, err)
+	}
+	deleted := []int64{0, 2047, 2048, 4095, 4096, 5000, 9999}
+	rel := Relation{Name: "g", Schema: mustDDL(t, "id BIGINT"), Files: []string{file}, Deleted: map[string][]int64{file: deleted}}
+	_, rows, err := e.Query(context.Background(), "SELECT count(*), sum(id) FROM g", []Relation{rel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSum := int64(9999 * 10000 / 2)
+	for _, d := range deleted {
+		wantSum -= d
+	}
+	if n, sum := rows[0][0], rows[0][1]; n != int64(10000-len(deleted)) || sum != wantSum {
+		t.Errorf("count %v sum %v (%T), want %d and %d", n, sum, sum, 10000-len(deleted), wantSum)
+	}
+	all, err := delta.New(filepath.Dir(file)).ReadFile(file, rel.Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range deleted {
+		if all[d][0] != d {
+			t.Errorf("row %d of the file has id %v", d, all[d][0])
+		}
+	}
+}
