@@ -1,7 +1,6 @@
 package flows
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -114,7 +113,7 @@ func applyMergeOnRead(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, stat
 			return m, err
 		}
 		for k, f := range kept {
-			f.DeletionVector, f.DataChange, f.Stats = dvs[k], true, looseBounds(f.Stats)
+			f.DeletionVector, f.DataChange = dvs[k], true // the commit marks the stats' bounds loose
 			adds = append(adds, f)
 		}
 	}
@@ -195,23 +194,4 @@ func unionPositions(old, add []uint64) ([]uint64, error) {
 		}
 	}
 	return out, nil
-}
-
-// looseBounds returns the statistics of a data file that gains a deletion vector with
-// "tightBounds": false (Delta PROTOCOL.md, "Per-file Statistics": the bounds may now be wider
-// than the live rows'); numRecords stays the file's physical row count.
-func looseBounds(stats string) string {
-	if stats == "" {
-		return ""
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(stats), &m); err != nil {
-		return stats
-	}
-	m["tightBounds"] = json.RawMessage("false")
-	b, err := json.Marshal(m)
-	if err != nil {
-		return stats
-	}
-	return string(b)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,16 +11,40 @@ import (
 // TestCrashRecovery kills the process with SIGKILL at points of an update (after data files are
 // written but before the commit; right after the commit), runs again, and checks that the final
 // tables equal a clean run's: no lost and no duplicated rows (spec.md §3, "A commit is atomic").
+// It does so for the example as it is (copy-on-write) and with orders merge-on-read (deletion
+// vectors).
 func TestCrashRecovery(t *testing.T) {
+	text, err := os.ReadFile(exampleSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const gc = `      pipelines.cdc.tombstoneGCThresholdInSeconds: "172800"`
+	if !strings.Contains(string(text), gc) {
+		t.Fatal("the example spec no longer has the line this test extends")
+	}
+	morSpec := filepath.Join(t.TempDir(), "pipeline.yaml")
+	mor := strings.Replace(string(text), gc, gc+"\n      delta.enableDeletionVectors: \"true\"", 1)
+	if err := os.WriteFile(morSpec, []byte(mor), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	points := []string{
 		"ingest.after-data-files",
 		"ingest.after-commit",
 		"apply.after-data-files",
 		"apply.after-commit",
 	}
-	for _, point := range points {
-		point := point
-		t.Run(point, func(t *testing.T) {
+	for _, c := range []struct{ name, spec string }{{"copy-on-write", exampleSpec}, {"merge-on-read", morSpec}} {
+		for _, point := range points {
+			crashAndRecover(t, c.name+"/"+point, c.spec, point)
+		}
+	}
+}
+
+// crashAndRecover is one case of TestCrashRecovery: the example's batches through specPath, killed at
+// point during the second batch.
+func crashAndRecover(t *testing.T, name, specPath, point string) {
+	t.Run(name, func(t *testing.T) {
+		{
 			t.Parallel()
 			tmp := t.TempDir()
 			landing, storage := filepath.Join(tmp, "landing"), filepath.Join(tmp, "storage")
@@ -27,22 +52,22 @@ func TestCrashRecovery(t *testing.T) {
 			for i, f := range exampleFiles {
 				copyFile(t, filepath.Join(filepath.Dir(exampleSpec), "landing", f), filepath.Join(landing, f))
 				if i == 1 {
-					r := pipeline(t, []string{"TRIBUTARY_FAULT=" + point}, append([]string{"run", exampleSpec}, conf...)...)
+					r := pipeline(t, []string{"TRIBUTARY_FAULT=" + point}, append([]string{"run", specPath}, conf...)...)
 					if r.code != -1 {
 						t.Fatalf("the run with TRIBUTARY_FAULT=%s exited %d, want it killed by SIGKILL\n%s%s", point, r.code, r.stdout, r.stderr)
 					}
 				}
-				mustRun(t, append([]string{"run", exampleSpec}, conf...)...)
+				mustRun(t, append([]string{"run", specPath}, conf...)...)
 			}
-			got := readJSONL(t, mustRun(t, append([]string{"show", exampleSpec, "orders", "--format", "jsonl"}, conf...)...))
+			got := readJSONL(t, mustRun(t, append([]string{"show", specPath, "orders", "--format", "jsonl"}, conf...)...))
 			assertRows(t, "orders after recovery", got, rowsOf(t, afterBatch[3]...))
 			// Every input line is in bronze exactly once: 4 + 3 + 3 + 2 rows.
-			bronze := readJSONL(t, mustRun(t, append([]string{"show", exampleSpec, "orders_changes", "--format", "jsonl"}, conf...)...))
+			bronze := readJSONL(t, mustRun(t, append([]string{"show", specPath, "orders_changes", "--format", "jsonl"}, conf...)...))
 			if len(bronze) != 12 {
 				t.Errorf("orders_changes has %d rows after recovery, want 12 (each input line once)", len(bronze))
 			}
 			// The change data feed holds each change once.
-			cdf := mustRun(t, append([]string{"changes", exampleSpec, "orders", "--from-version", "0", "--format", "jsonl"}, conf...)...)
+			cdf := mustRun(t, append([]string{"changes", specPath, "orders", "--from-version", "0", "--format", "jsonl"}, conf...)...)
 			if n := strings.Count(cdf, `"insert"`); n != 3 {
 				t.Errorf("change data feed has %d inserts, want 3:\n%s", n, cdf)
 			}
@@ -52,6 +77,79 @@ func TestCrashRecovery(t *testing.T) {
 			// No lock is left behind and the storage is usable.
 			if _, err := os.Stat(filepath.Join(storage, "tables", "orders", "_delta_log")); err != nil {
 				t.Fatal(err)
+			}
+			v0, err := os.ReadFile(filepath.Join(storage, "tables", "orders", "_delta_log", "00000000000000000000.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mor := specPath != exampleSpec; mor != strings.Contains(string(v0), `"readerFeatures":["deletionVectors"]`) {
+				t.Errorf("merge-on-read %v, but the table's first commit is\n%s", mor, v0)
+			}
+		}
+	})
+}
+
+// TestCrashRecoveryDeletionVectors kills a merge-on-read update (delta.enableDeletionVectors) at
+// each point, after it wrote its deletion vector file and new data files or after it committed,
+// and checks that a re-run ends with the rows and change data feed of a clean run: orders 1001
+// (untouched), 1002 (updated), 1003 (deleted), the first file kept with a deletion vector.
+func TestCrashRecoveryDeletionVectors(t *testing.T) {
+	text, err := os.ReadFile(exampleSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const gc = `      pipelines.cdc.tombstoneGCThresholdInSeconds: "172800"`
+	specPath := filepath.Join(t.TempDir(), "pipeline.yaml")
+	if err := os.WriteFile(specPath, []byte(strings.Replace(string(text), gc, gc+"\n      delta.enableDeletionVectors: \"true\"", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	batches := []string{
+		`{"op": "I", "order_id": 1001, "status": "placed", "amount": 25.50, "seq": 1}
+{"op": "I", "order_id": 1002, "status": "placed", "amount": 12.00, "seq": 2}
+{"op": "I", "order_id": 1003, "status": "placed", "amount": 60.00, "seq": 3}
+`,
+		`{"op": "U", "order_id": 1002, "status": "paid", "amount": 12.00, "seq": 4}
+{"op": "D", "order_id": 1003, "status": null, "amount": null, "seq": 5}
+`,
+	}
+	for _, point := range []string{"", "apply.after-data-files", "apply.after-commit"} {
+		point := point
+		t.Run("killed at "+point, func(t *testing.T) {
+			t.Parallel()
+			tmp := t.TempDir()
+			landing, storage := filepath.Join(tmp, "landing"), filepath.Join(tmp, "storage")
+			conf := exampleArgs(landing, storage)
+			if err := os.MkdirAll(landing, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for i, b := range batches {
+				if err := os.WriteFile(filepath.Join(landing, fmt.Sprintf("batch-%d.json", i)), []byte(b), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if i == 1 && point != "" {
+					r := pipeline(t, []string{"TRIBUTARY_FAULT=" + point}, append([]string{"run", specPath}, conf...)...)
+					if r.code != -1 {
+						t.Fatalf("the run with TRIBUTARY_FAULT=%s exited %d, want it killed by SIGKILL\n%s%s", point, r.code, r.stdout, r.stderr)
+					}
+				}
+				mustRun(t, append([]string{"run", specPath}, conf...)...)
+			}
+			got := readJSONL(t, mustRun(t, append([]string{"show", specPath, "orders", "--format", "jsonl"}, conf...)...))
+			assertRows(t, "orders", got, rowsOf(t,
+				`{"order_id": 1001, "status": "placed", "amount": 25.50, "seq": 1}`,
+				`{"order_id": 1002, "status": "paid", "amount": 12.00, "seq": 4}`))
+			cdf := mustRun(t, append([]string{"changes", specPath, "orders", "--from-version", "0", "--format", "jsonl"}, conf...)...)
+			for kind, want := range map[string]int{`"insert"`: 3, `"update_preimage"`: 1, `"update_postimage"`: 1, `"delete"`: 1} {
+				if n := strings.Count(cdf, kind); n != want {
+					t.Errorf("change data feed has %d %s rows, want %d:\n%s", n, kind, want, cdf)
+				}
+			}
+			if !strings.Contains(cdf, `{"order_id": 1003, "status": "placed", "amount": 60.00, "seq": 3, "_change_type": "delete"`) {
+				t.Errorf("the delete of 1003 does not carry its last values:\n%s", cdf)
+			}
+			dvs, _ := filepath.Glob(filepath.Join(storage, "tables", "orders", "deletion_vector_*.bin"))
+			if len(dvs) == 0 {
+				t.Error("no deletion vector file: the update rewrote the first file instead")
 			}
 		})
 	}
