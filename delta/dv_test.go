@@ -781,3 +781,54 @@ func TestDeletionVectorProtocol(t *testing.T) {
 		}
 	}
 }
+
+// TestDVOptimizePurgeRatio: a file that is not small is rewritten by OPTIMIZE only once its
+// deletion vector deletes more than MaxDeletedRowsRatio (5%) of its rows; automatic compaction
+// does so too, with no small file around.
+func TestDVOptimizePurgeRatio(t *testing.T) {
+	t.Parallel()
+	s := mustDDL(t, "id BIGINT")
+	tbl := New(t.TempDir())
+	tx := tbl.Begin(nil)
+	// A target size of one byte: every file counts as large.
+	tx.SetMetadata(Metadata{Schema: s, Configuration: map[string]string{ConfigEnableDeletionVectors: "true", ConfigTargetFileSize: "1"}})
+	if _, err := tx.Commit("CREATE TABLE", nil); err != nil {
+		t.Fatal(err)
+	}
+	var data [][]any
+	for i := range 100 {
+		data = append(data, []any{int64(i)})
+	}
+	_, a := appendRows(t, tbl, data)
+	a = deleteRows(t, tbl, a, 1, 2, 3, 4, 5) // 5%: not more than the ratio
+	large := OptimizeOptions{}
+	if res, err := tbl.Optimize(large); err != nil || res.Version != -1 {
+		t.Fatalf("5%% deleted: OPTIMIZE %+v, %v; want nothing done", res, err)
+	}
+	if res, err := tbl.AutoOptimize(); err != nil || res.Version != -1 {
+		t.Fatalf("5%% deleted: automatic OPTIMIZE %+v, %v; want nothing done", res, err)
+	}
+	a = deleteRows(t, tbl, a, 6) // 6%
+	if res, err := tbl.AutoOptimize(); err != nil || res.FilesRemoved != 1 || res.Rows != 94 {
+		t.Fatalf("6%% deleted: automatic OPTIMIZE %+v, %v; want the file rewritten with its 94 live rows", res, err)
+	}
+	// The same by an explicit OPTIMIZE, on a table where automatic compaction is off.
+	tx = tbl.Begin(mustSnapshot(t, tbl, -1))
+	tx.SetMetadata(Metadata{Schema: s, Configuration: map[string]string{ConfigEnableDeletionVectors: "true", ConfigTargetFileSize: "1", ConfigAutoOptimize: "false"}})
+	if _, err := tx.Commit("SET TBLPROPERTIES", nil); err != nil {
+		t.Fatal(err)
+	}
+	_, b := appendRows(t, tbl, data)
+	deleteRows(t, tbl, b, 10, 11, 12, 13, 14, 15)
+	if res, err := tbl.AutoOptimize(); err != nil || res.Version != -1 {
+		t.Fatalf("automatic compaction off: %+v, %v", res, err)
+	}
+	res, err := tbl.Optimize(large)
+	if err != nil || res.FilesRemoved != 1 || res.FilesAdded != 1 || res.Rows != 94 {
+		t.Fatalf("6%% deleted: OPTIMIZE %+v, %v; want the second file rewritten with its 94 live rows", res, err)
+	}
+	snap := mustSnapshot(t, tbl, -1)
+	if len(snap.Files) != 2 || snap.Files[0].DeletionVector != nil || snap.Files[1].DeletionVector != nil || snap.NumRecords() != 188 {
+		t.Fatalf("files after the purges %+v", snap.Files)
+	}
+}

@@ -105,7 +105,8 @@ func (t *Table) Optimize(opts OptimizeOptions) (OptimizeResult, error) {
 
 // AutoOptimize compacts the table (Optimize with Auto set) when automatic compaction is on
 // (table property pipelines.autoOptimize.managed is not "false") and some partition holds at
-// least pipelines.autoOptimize.minNumFiles (default 50) files smaller than the target size. It
+// least pipelines.autoOptimize.minNumFiles (default 50) files smaller than the target size, or a
+// file's deletion vector deletes more than MaxDeletedRowsRatio of its rows. It
 // returns Version -1 when it did nothing. A concurrent commit that conflicts (ErrConflict) is not
 // an error: the next call tries again.
 func (t *Table) AutoOptimize() (OptimizeResult, error) {
@@ -115,13 +116,16 @@ func (t *Table) AutoOptimize() (OptimizeResult, error) {
 		return none, err
 	}
 	on, minFiles := snap.Metadata.AutoOptimize()
-	if !on || len(snap.Files) < minFiles {
+	if !on {
 		return none, nil
 	}
 	target := snap.Metadata.TargetFileSize()
 	small := map[string]int{}
 	most := 0
 	for _, f := range snap.Files {
+		if f.Size >= target && needsPurge(f) {
+			most = minFiles // a file whose deleted rows are past the ratio is purged now
+		}
 		if f.Size < target {
 			k := partitionKey(f.PartitionValues)
 			small[k]++
@@ -138,14 +142,35 @@ func (t *Table) AutoOptimize() (OptimizeResult, error) {
 	return res, err
 }
 
-// planBins groups the small files and the files with a deletion vector of each partition, in
-// snapshot order, into bins of at most target bytes; only bins of two or more files or with a
-// deletion vector are returned.
+// MaxDeletedRowsRatio is the fraction of a file's rows its deletion vector may delete before
+// OPTIMIZE rewrites the file although it is not small (Databricks'
+// spark.databricks.delta.optimize.maxDeletedRowsRatio, 0.05): a table under steady merge-on-read
+// changes has its files purged once every 1/MaxDeletedRowsRatio rows changed per file, so the
+// rewriting stays proportional to the changes, not to the table.
+const MaxDeletedRowsRatio = 0.05
+
+// needsPurge says whether f's deletion vector deletes more than MaxDeletedRowsRatio of its rows
+// (or f has a deletion vector and no row count in its stats).
+func needsPurge(f Add) bool {
+	if f.DeletionVector == nil {
+		return false
+	}
+	n, ok := f.NumRecords()
+	if !ok || n <= 0 {
+		return true
+	}
+	return float64(f.DeletionVector.Cardinality) > MaxDeletedRowsRatio*float64(n)
+}
+
+// planBins groups the small files, and the files whose deletion vector needs a purge
+// (needsPurge), of each partition, in snapshot order, into bins of at most target bytes; only
+// bins of two or more files or with a deletion vector are returned. A small file with a deletion
+// vector is compacted with the others.
 func planBins(files []Add, target int64) [][]Add {
 	byPart := map[string][]Add{}
 	var parts []string
 	for _, f := range files {
-		if f.Size >= target && f.DeletionVector == nil {
+		if f.Size >= target && !needsPurge(f) {
 			continue
 		}
 		k := partitionKey(f.PartitionValues)
