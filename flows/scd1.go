@@ -184,25 +184,8 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 	m.NumOutputRows = m.NumUpsertedRows + m.NumDeletedRows
 
 	// Record each change in the state, then write the inserts and record where each lives.
-	changed := make([]int, 0, len(changes))
-	var kb, sb []byte
-	for i := range changes {
-		ch := &changes[i]
-		if ch.what == truncateRow {
-			sl := &state.slots[ch.entry.slot]
-			sl.deleted, sl.deletedAt, sl.file = true, nowMs, 0
-			changed = append(changed, ch.entry.slot)
-			continue
-		}
-		sb = appendValues(sb[:0], ch.win.seq)
-		j := state.put([]byte(ch.kb), sb, false)
-		sl := &state.slots[j]
-		sl.deleted = ch.what == deleteRow || ch.what == tombstoneOnly
-		if sl.deleted {
-			sl.deletedAt, sl.file = nowMs, 0
-		}
-		changed = append(changed, j)
-	}
+	changed := state.recordChanges(changes, nowMs)
+	var kb []byte
 	insAdds, err := writeRows(b.target, tgtSch, insertRows, func(r []any, path string) {
 		kb = appendPicked(kb[:0], r, b.keyIdx)
 		state.slots[state.find(kb)].file = state.fileID(path)
@@ -219,6 +202,32 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 			"numTargetRowsDeleted":  strconv.FormatInt(m.NumDeletedRows, 10),
 		})
 	return m, err
+}
+
+// recordChanges records each change of a batch in the state (a key's new sequence; a delete or
+// truncate makes it a tombstone of commit time nowMs, without a row) and returns the slots it
+// changed. Where the new rows live is recorded as they are written.
+func (s *cdcState) recordChanges(changes []keyChange, nowMs int64) []int {
+	changed := make([]int, 0, len(changes))
+	var sb []byte
+	for i := range changes {
+		ch := &changes[i]
+		var j int
+		if ch.what == truncateRow {
+			j = ch.entry.slot
+		} else {
+			sb = appendValues(sb[:0], ch.win.seq)
+			j = s.put([]byte(ch.kb), sb, false)
+		}
+		if sl := &s.slots[j]; ch.what == truncateRow || ch.what == deleteRow || ch.what == tombstoneOnly {
+			sl.deleted, sl.deletedAt = true, nowMs
+			s.setRow(j, 0, -1, nil)
+		} else {
+			sl.deleted = false
+		}
+		changed = append(changed, j)
+	}
+	return changed
 }
 
 // fileOf returns the data file that holds slot i's row now (renames followed), or "".

@@ -119,27 +119,8 @@ func applyMergeOnRead(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, stat
 	}
 
 	// Record each change in the state, then write the new rows and record where each lives.
-	changed := make([]int, 0, len(changes))
-	var kb, sb, img []byte
-	for i := range changes {
-		ch := &changes[i]
-		if ch.what == truncateRow {
-			j := ch.entry.slot
-			state.slots[j].deleted, state.slots[j].deletedAt = true, nowMs
-			state.setRow(j, 0, -1, nil)
-			changed = append(changed, j)
-			continue
-		}
-		sb = appendValues(sb[:0], ch.win.seq)
-		j := state.put([]byte(ch.kb), sb, false)
-		sl := &state.slots[j]
-		sl.deleted = ch.what == deleteRow || ch.what == tombstoneOnly
-		if sl.deleted {
-			sl.deletedAt = nowMs
-			state.setRow(j, 0, -1, nil)
-		}
-		changed = append(changed, j)
-	}
+	changed := state.recordChanges(changes, nowMs)
+	var kb, img []byte
 	cur, at := "", int64(0)
 	newAdds, err := writeRows(b.target, tgtSch, rows, func(r []any, path string) {
 		if path != cur {
