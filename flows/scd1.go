@@ -244,43 +244,32 @@ func (s *cdcState) ensureFiles(t *delta.Table, snap *delta.Snapshot, tgtSch sche
 	if !s.stale(snap, touched) {
 		return nil
 	}
-	if s.mor {
-		var kb, img []byte
-		for _, f := range snap.Files {
-			rows, pos, err := t.ReadLiveFile(f, tgtSch)
-			if err != nil {
-				return err
-			}
-			id := s.fileID(f.Path)
-			for r, row := range rows {
-				kb = appendPicked(kb[:0], row, keyIdx)
-				if i := s.find(kb); i >= 0 && !s.slots[i].gone {
-					img = appendValues(img[:0], row)
-					s.setRow(i, id, pos[r], img)
-				}
-			}
+	// Copy-on-write needs the key columns only; merge-on-read every column, for the row images.
+	readSch, idx := tgtSch, keyIdx
+	if !s.mor {
+		readSch, idx = schema.Schema{}, make([]int, len(keyIdx))
+		for i, j := range keyIdx {
+			readSch.Fields = append(readSch.Fields, tgtSch.Fields[j])
+			idx[i] = i
 		}
-		s.renames, s.rebuilt = nil, true
-		return nil
 	}
-	keySch := schema.Schema{}
-	for _, j := range keyIdx {
-		keySch.Fields = append(keySch.Fields, tgtSch.Fields[j])
-	}
-	all := make([]int, len(keyIdx))
-	for j := range all {
-		all[j] = j
-	}
-	var kb []byte
+	var kb, img []byte
 	for _, f := range snap.Files {
-		rows, _, err := t.ReadLiveFile(f, keySch)
+		rows, pos, err := t.ReadLiveFile(f, readSch)
 		if err != nil {
 			return err
 		}
 		id := s.fileID(f.Path)
-		for _, r := range rows {
-			kb = appendPicked(kb[:0], r, all)
-			if i := s.find(kb); i >= 0 && !s.slots[i].gone {
+		for r, row := range rows {
+			kb = appendPicked(kb[:0], row, idx)
+			i := s.find(kb)
+			if i < 0 || s.slots[i].gone {
+				continue
+			}
+			if s.mor {
+				img = appendValues(img[:0], row)
+				s.setRow(i, id, pos[r], img)
+			} else {
 				s.slots[i].file = id
 			}
 		}
