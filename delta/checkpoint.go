@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/google/uuid"
 	"github.com/parquet-go/parquet-go"
@@ -243,6 +246,57 @@ func cpDV(dv *DeletionVector) *cpDeletionVector {
 // is that of the commit at the checkpoint's version when its file is still there, else the
 // checkpoint file's modification time.
 func (t *Table) readCheckpoint(ref checkpointRef) (*replayState, error) {
+	stamp, err := checkpointStamp(t.logDir(), ref)
+	if err == nil {
+		if v, ok := checkpointCache.Load(t.logDir()); ok {
+			if c := v.(*cachedCheckpoint); c.stamp == stamp {
+				return c.state.clone(), nil
+			}
+		}
+	}
+	st, err := t.readCheckpointFiles(ref)
+	if err == nil && stamp != "" {
+		checkpointCache.Store(t.logDir(), &cachedCheckpoint{stamp: stamp, state: st.clone()})
+	}
+	return st, err
+}
+
+// checkpointCache keeps, per _delta_log folder, the replay state of the last checkpoint this
+// process read, so that the many snapshots one update takes of a table (each through a Table
+// of its own) parse its checkpoint once. A checkpoint file is written once and never changed;
+// the stamp (names, sizes, modification times) tells a table re-created in the same folder.
+var checkpointCache sync.Map // log dir -> *cachedCheckpoint
+
+type cachedCheckpoint struct {
+	stamp string
+	state *replayState // never replayed further: readers get clones
+}
+
+// checkpointStamp identifies the files of checkpoint ref: each name, size and modification time.
+func checkpointStamp(logDir string, ref checkpointRef) (string, error) {
+	var b strings.Builder
+	for _, name := range ref.files {
+		fi, err := os.Stat(filepath.Join(logDir, name))
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "%s %d %d;", name, fi.Size(), fi.ModTime().UnixNano())
+	}
+	return b.String(), nil
+}
+
+// clone returns a copy of r that replay can change without changing r (actions are replaced by
+// replay, never changed in place, so their maps are shared).
+func (r *replayState) clone() *replayState {
+	c := *r
+	c.readerFeat, c.writerFeat = slices.Clone(r.readerFeat), slices.Clone(r.writerFeat)
+	c.files = slices.Clone(r.files)
+	c.index, c.txns, c.tombstones = maps.Clone(r.index), maps.Clone(r.txns), maps.Clone(r.tombstones)
+	return &c
+}
+
+// readCheckpointFiles reads checkpoint ref (its parts and sidecars) into a replay state.
+func (t *Table) readCheckpointFiles(ref checkpointRef) (*replayState, error) {
 	st := newReplayState()
 	var sidecars []string
 	for _, name := range ref.files {

@@ -394,3 +394,57 @@ func TestCheckpointDropsExpiredTombstones(t *testing.T) {
 		t.Errorf("checkpoint removes %v, want only %s", removes, recent.Path)
 	}
 }
+
+// TestCheckpointCache: a second Table on the same folder gets the files of a checkpoint this
+// process parsed before, replays commits after it without changing what later readers get, and
+// a table re-created in the folder (a new checkpoint at the same version) is read anew.
+func TestCheckpointCache(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := mustDDL(t, "id BIGINT")
+	build := func(first int64) {
+		tbl := New(dir)
+		tx := tbl.Begin(nil)
+		tx.SetMetadata(Metadata{Schema: s})
+		if _, err := tx.Commit("CREATE TABLE", nil); err != nil {
+			t.Fatal(err)
+		}
+		for i := range int64(3) {
+			appendRows(t, tbl, [][]any{{first + i}})
+		}
+		if err := tbl.WriteCheckpoint(mustSnapshot(t, tbl, 3)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := func(tbl *Table, v int64) []int64 {
+		rows, err := tbl.Rows(mustSnapshot(t, tbl, v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int64
+		for _, r := range rows {
+			out = append(out, r[0].(int64))
+		}
+		slices.Sort(out)
+		return out
+	}
+	build(10)
+	if got := ids(New(dir), 3); !slices.Equal(got, []int64{10, 11, 12}) {
+		t.Fatalf("version 3: %v", got)
+	}
+	appendRows(t, New(dir), [][]any{{int64(13)}}) // version 4, replayed on a clone of the cached state
+	if got := ids(New(dir), 4); !slices.Equal(got, []int64{10, 11, 12, 13}) {
+		t.Fatalf("version 4: %v", got)
+	}
+	if got := ids(New(dir), 3); !slices.Equal(got, []int64{10, 11, 12}) {
+		t.Fatalf("version 3 after version 4 was read: %v", got)
+	}
+	// The table is re-created in the same folder: its checkpoint at version 3 holds other files.
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	build(20)
+	if got := ids(New(dir), 3); !slices.Equal(got, []int64{20, 21, 22}) {
+		t.Fatalf("re-created table, version 3: %v", got)
+	}
+}
