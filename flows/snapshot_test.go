@@ -23,7 +23,8 @@ var rewrite = flag.Bool("update", false, "rewrite the expected output of the scr
 
 // TestSnapshotScripts runs the APPLY CHANGES FROM SNAPSHOT scripts of testdata/snapshot: each is
 // a list of commands with their input and expected output (see snapshotScript.exec). Run with
-// -update to write the actual output into the files, then review the diff.
+// -update to write the actual output into the files, then review the diff. Each script runs a
+// second time with every target merge-on-read (delta.enableDeletionVectors), for the same output.
 func TestSnapshotScripts(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob(filepath.Join("testdata", "snapshot", "*.txt"))
@@ -31,10 +32,19 @@ func TestSnapshotScripts(t *testing.T) {
 		t.Fatalf("no scripts: %v", err)
 	}
 	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
-			t.Parallel()
-			runSnapshotScript(t, file)
-		})
+		for _, mor := range []bool{false, true} {
+			name := strings.TrimSuffix(filepath.Base(file), ".txt")
+			if mor {
+				if *rewrite {
+					continue
+				}
+				name += "/merge-on-read"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				runSnapshotScript(t, file, mor)
+			})
+		}
 	}
 }
 
@@ -102,13 +112,20 @@ func parseSnapshotScript(t *testing.T, file string) ([]*step, []string) {
 	return steps, pending
 }
 
-func runSnapshotScript(t *testing.T, file string) {
+func runSnapshotScript(t *testing.T, file string, mor bool) {
 	steps, tail := parseSnapshotScript(t, file)
-	sc := &snapshotScript{t: t, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	sc := &snapshotScript{t: t, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), mor: mor}
 	for _, s := range steps {
 		s.actual = sc.exec(s)
 		if !*rewrite && strings.Join(s.actual, "\n") != strings.Join(s.expected, "\n") {
 			t.Errorf("%s:%d: %s\n--- got\n%s\n--- want\n%s", file, s.line, s.cmd, strings.Join(s.actual, "\n"), strings.Join(s.expected, "\n"))
+		}
+	}
+	if mor && strings.Contains(file, "scd1_") {
+		// The SCD type 1 scripts replace rows of files that keep others: deletion vectors.
+		dvs, _ := filepath.Glob(filepath.Join(sc.dir, "storage", "tables", "target", "deletion_vector_*.bin"))
+		if len(dvs) == 0 {
+			t.Errorf("%s: merge-on-read wrote no deletion vector", file)
 		}
 	}
 	if *rewrite {
@@ -144,6 +161,7 @@ type snapshotScript struct {
 	files  bool // the source is a folder of files
 	nfiles int
 	now    time.Time
+	mor    bool // every target merge-on-read
 }
 
 const snapshotScriptSpec = `name: t
@@ -213,6 +231,9 @@ func (sc *snapshotScript) exec(s *step) []string {
 		}
 		for _, l := range s.input {
 			extra += l + "\n"
+		}
+		if sc.mor {
+			extra += "    table_properties:\n      delta.enableDeletionVectors: \"true\"\n"
 		}
 		sc.p = loadPipeline(t, sc.dir, fmt.Sprintf(snapshotScriptSpec, source, keys, args["scd"], extra))
 		return nil
