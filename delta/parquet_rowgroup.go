@@ -29,14 +29,15 @@ type valueBatch struct {
 // (appendValues, folding them into the column statistics), while a second goroutine hands the
 // batch before to parquet-go, which encodes, compresses and buffers the pages. Two batches of
 // values circulate between the stages, so memory stays bounded by two batches whatever the
-// size of the row group. Each column writer is used by the second goroutine only, and each
+// size of the row group; they are allocated for each row group and dropped after it, so a file
+// kept open between row groups (DataWriter) holds none. Each column writer is used by the second goroutine only, and each
 // receives the same values in the same calls as a column-by-column loop would give it, so the
 // file is the same. Not safe for concurrent use.
 type rowGroupWriter struct {
 	lvs   []leaf
 	stats []colStats // of the leaves, across row groups
-	free  [2]*valueBatch
-	slots []slot // appendRepeated's scratch
+	ncols int        // leaf columns, and _change_type
+	slots []slot     // appendRepeated's scratch
 }
 
 func newRowGroupWriter(lvs []leaf, stats []colStats, extraChange bool) *rowGroupWriter {
@@ -44,16 +45,11 @@ func newRowGroupWriter(lvs []leaf, stats []colStats, extraChange bool) *rowGroup
 	if extraChange {
 		n++
 	}
-	w := &rowGroupWriter{lvs: lvs, stats: stats}
-	for i := range w.free {
-		b := &valueBatch{cols: make([][]parquet.Value, n)}
-		for j := range b.cols {
-			b.cols[j] = make([]parquet.Value, 0, writeBatch)
-		}
-		w.free[i] = b
-	}
-	return w
+	return &rowGroupWriter{lvs: lvs, stats: stats, ncols: n}
 }
+
+// valueBatches is the number of batches of values that circulate between the stages of write.
+const valueBatches = 2
 
 // write writes rows (and, when non-nil, their change types as the last column) to cws, the
 // column writers of the current row group; it does not flush the row group. A value that does
@@ -61,9 +57,13 @@ func newRowGroupWriter(lvs []leaf, stats []colStats, extraChange bool) *rowGroup
 // column and, in it, of the lowest row, as writing the columns one after the other would find.
 // An error of a column writer is a *columnError with row -1.
 func (w *rowGroupWriter) write(cws []*parquet.ColumnWriter, rows [][]any, changeTypes []string) error {
-	full := make(chan *valueBatch, len(w.free))
-	free := make(chan *valueBatch, len(w.free))
-	for _, b := range w.free {
+	full := make(chan *valueBatch, valueBatches)
+	free := make(chan *valueBatch, valueBatches)
+	for range valueBatches {
+		b := &valueBatch{cols: make([][]parquet.Value, w.ncols)}
+		for j := range b.cols {
+			b.cols[j] = make([]parquet.Value, 0, min(len(rows), writeBatch))
+		}
 		free <- b
 	}
 	done := make(chan error, 1)

@@ -318,20 +318,33 @@ func (t *Table) writeParquet(rel string, s schema.Schema, rows [][]any, changeTy
 
 // parquetFile is a Parquet file being written under a temporary name: rows go in with add, in
 // as many calls as the caller likes (each call's rows form whole row groups of at most
-// rowGroupRows rows), and close syncs it, renames it into place and returns its size,
-// modification time (ms) and statistics (Delta PROTOCOL.md "Per-file Statistics", over every
-// row added). abort removes it. Not safe for concurrent use.
+// rowGroupRows rows), size tells how large it has grown, and close syncs it, renames it into
+// place and returns its size, modification time (ms) and statistics (Delta PROTOCOL.md
+// "Per-file Statistics", over every row added). abort removes it. Not safe for concurrent use.
 type parquetFile struct {
 	what, tmp, final string
 	s                schema.Schema
 	change           bool // the file has the _change_type column
 	f                *os.File
 	bw               *bufio.Writer
+	cw               *countingWriter // between the Parquet writer and bw
 	w                *parquet.Writer
 	lvs              []leaf
 	cols             []colStats
 	rgw              *rowGroupWriter
 	rows             int64
+}
+
+// countingWriter passes writes on to w and counts their bytes.
+type countingWriter struct {
+	w *bufio.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // createParquet opens the file rel (slash-separated, relative to the table folder) for rows of
@@ -352,15 +365,19 @@ func (t *Table) createParquet(rel string, s schema.Schema, change bool) (*parque
 		return nil, fmt.Errorf("delta: %s: %w", what, err)
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
-	w := parquet.NewWriter(bw, ps,
+	cw := &countingWriter{w: bw}
+	w := parquet.NewWriter(cw, ps,
 		parquet.Compression(dataFileCodec),
 		parquet.DataPageVersion(1),
 		parquet.CreatedBy("tributary", "", ""),
+		// Small, so that the bytes the writer holds back (which size does not count) are few:
+		// bw buffers the file's writes.
+		parquet.WriteBufferSize(parquetWriteBuffer),
 	)
 	lvs := leaves(s)
 	cols := make([]colStats, len(lvs))
 	return &parquetFile{
-		what: what, tmp: tmp, final: final, s: s, change: change, f: f, bw: bw, w: w,
+		what: what, tmp: tmp, final: final, s: s, change: change, f: f, bw: bw, cw: cw, w: w,
 		lvs: lvs, cols: cols, rgw: newRowGroupWriter(lvs, cols, change),
 	}, nil
 }
@@ -402,6 +419,15 @@ func (pf *parquetFile) add(rows [][]any, changeTypes []string) error {
 	pf.rows += int64(len(rows))
 	return nil
 }
+
+// parquetWriteBuffer is the size of the Parquet writer's own output buffer, in bytes.
+const parquetWriteBuffer = 512
+
+// size is the number of bytes of the file so far: the bytes the Parquet writer has handed on
+// (to the file, or to the buffer in front of it). After add it covers every row group added,
+// short of at most the parquetWriteBuffer bytes the Parquet writer holds back; close adds the
+// footer (the page index and the file metadata).
+func (pf *parquetFile) size() int64 { return pf.cw.n }
 
 // close finishes the file: footer, sync, rename into place, sync of the folder. stats is ""
 // for a change data file. On error nothing is left behind.

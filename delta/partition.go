@@ -2,10 +2,7 @@ package delta
 
 import (
 	"fmt"
-	"maps"
 	"strings"
-
-	"github.com/google/uuid"
 
 	"tributary/schema"
 )
@@ -14,86 +11,108 @@ import (
 const HiveDefaultPartition = "__HIVE_DEFAULT_PARTITION__"
 
 // WriteData writes rows of a table whose metadata is m (rows in the column order of m.Schema)
-// and returns the add actions to commit. An unpartitioned table gets one data file (WriteFile).
-// A partitioned table gets one file per distinct tuple of partition values, in Hive-style
-// folders "col=value/.../part-....parquet" as Spark writes them (ExternalCatalogUtils path
-// escaping; HiveDefaultPartition for NULL); the files hold the other columns only, and each
-// add carries its partition values serialized as Delta PROTOCOL.md "Partition Value
-// Serialization" says. Files are written in the order the partition tuples first appear.
+// and returns the add actions to commit: NewDataWriter, one Write of every row, and Close. An
+// unpartitioned table gets one data file, or several when the rows take more than the table's
+// delta.targetFileSize (Metadata.TargetFileSize). A partitioned table gets one file per distinct
+// tuple of partition values (again split at the target size), in Hive-style folders
+// "col=value/.../part-....parquet" as Spark writes them (ExternalCatalogUtils path escaping;
+// HiveDefaultPartition for NULL); the files hold the other columns only, and each add carries
+// its partition values serialized as Delta PROTOCOL.md "Partition Value Serialization" says.
+// The adds come in the order the partition tuples first appear, a partition's files in the
+// order of their rows. No rows, no files. On error nothing is left behind.
 func (t *Table) WriteData(m Metadata, rows [][]any) ([]Add, error) {
-	if len(m.PartitionColumns) == 0 {
-		a, err := t.WriteFile(m.Schema, rows)
-		if err != nil {
-			return nil, err
+	w, err := t.NewDataWriter(m)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Write(rows); err != nil {
+		w.Abort()
+		return nil, err
+	}
+	return w.Close()
+}
+
+// partitioner splits rows of a table by their partition values, for the data files of a
+// partitioned table as Spark lays them out. It is made once per writer: the positions of the
+// partition and data columns are found once.
+type partitioner struct {
+	dir     string // the table folder, for errors
+	m       Metadata
+	pidx    []int         // positions of m.PartitionColumns in m.Schema
+	data    schema.Schema // the columns a data file holds: m.Schema without the partition columns
+	dataIdx []int         // their positions in m.Schema
+	key     []byte        // scratch
+}
+
+// newPartitioner returns the partitioner of a table at dir with metadata m; a partition column
+// that is not a column of m.Schema is an error.
+func newPartitioner(dir string, m Metadata) (*partitioner, error) {
+	p := &partitioner{dir: dir, m: m, pidx: make([]int, len(m.PartitionColumns))}
+	for i, c := range m.PartitionColumns {
+		if p.pidx[i] = m.Schema.Index(c); p.pidx[i] < 0 {
+			return nil, fmt.Errorf("delta: write %s: partition column %q is not a column of %s; fix partitionColumns in the table's metadata", dir, c, m.Schema.DDL())
 		}
-		return []Add{a}, nil
 	}
-	pidx := make([]int, len(m.PartitionColumns))
-	isPart := map[int]bool{}
-	for i, p := range m.PartitionColumns {
-		j := m.Schema.Index(p)
-		if j < 0 {
-			return nil, fmt.Errorf("delta: write %s: partition column %q is not a column of %s", t.Dir, p, m.Schema.DDL())
-		}
-		pidx[i], isPart[j] = j, true
-	}
-	var data schema.Schema
-	var dataIdx []int
-	for j, f := range m.Schema.Fields {
-		if !isPart[j] {
-			data.Fields = append(data.Fields, f)
-			dataIdx = append(dataIdx, j)
-		}
-	}
-	type group struct {
-		values map[string]string
-		dir    string
-		rows   [][]any
-	}
-	groups := map[string]*group{}
-	var order []string
-	var key []byte
+	p.data, p.dataIdx = dataColumns(m)
+	return p, nil
+}
+
+// partGroup is the rows of one partition: key is a canonical encoding of the partition values
+// (schema.AppendKey: equal exactly for equal tuples, NULL included; "" when unpartitioned),
+// values their serialized form by column name (Delta PROTOCOL.md "Partition Value
+// Serialization"; NULL is ""), dir the Hive-style folder of the partition ("" when
+// unpartitioned), and rows the data columns of the rows, in input order.
+type partGroup struct {
+	key    string
+	values map[string]string
+	dir    string
+	rows   [][]any
+}
+
+// split groups rows (each in the column order of the table schema) by partition, in the order
+// the partition tuples first appear. Rows of an unpartitioned table form one group and are not
+// copied; otherwise each row's data columns are copied into a new row. A row whose length is
+// not the schema's is an error naming the row (0-based in rows).
+func (p *partitioner) split(rows [][]any) ([]*partGroup, error) {
+	width := len(p.m.Schema.Fields)
 	for i, r := range rows {
-		if len(r) != len(m.Schema.Fields) {
-			return nil, fmt.Errorf("delta: write %s: row %d has %d values, the schema %d columns (%s)", t.Dir, i, len(r), len(m.Schema.Fields), m.Schema.DDL())
+		if len(r) != width {
+			return nil, fmt.Errorf("delta: write %s: row %d has %d values, the schema %d columns (%s)", p.dir, i, len(r), width, p.m.Schema.DDL())
 		}
-		key = key[:0]
-		for _, j := range pidx {
-			key = schema.AppendKey(key, []any{r[j]})
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	if len(p.pidx) == 0 {
+		return []*partGroup{{values: map[string]string{}, rows: rows}}, nil
+	}
+	byKey := map[string]*partGroup{}
+	var groups []*partGroup
+	for _, r := range rows {
+		p.key = p.key[:0]
+		for _, j := range p.pidx {
+			p.key = schema.AppendKey(p.key, []any{r[j]})
 		}
-		g := groups[string(key)]
+		g := byKey[string(p.key)]
 		if g == nil {
-			g = &group{values: map[string]string{}}
-			var dirs []string
-			for k, j := range pidx {
-				v := FormatPartitionValue(m.Schema.Fields[j].Type, r[j])
-				g.values[m.PartitionColumns[k]] = v
-				dirs = append(dirs, escapePartitionName(m.PartitionColumns[k])+"="+partitionDirValue(r[j] == nil, v))
+			g = &partGroup{key: string(p.key), values: make(map[string]string, len(p.pidx))}
+			dirs := make([]string, len(p.pidx))
+			for k, j := range p.pidx {
+				v := FormatPartitionValue(p.m.Schema.Fields[j].Type, r[j])
+				g.values[p.m.PartitionColumns[k]] = v
+				dirs[k] = escapePartitionName(p.m.PartitionColumns[k]) + "=" + partitionDirValue(r[j] == nil, v)
 			}
 			g.dir = strings.Join(dirs, "/")
-			groups[string(key)] = g
-			order = append(order, string(key))
+			byKey[g.key] = g
+			groups = append(groups, g)
 		}
-		dr := make([]any, len(dataIdx))
-		for k, j := range dataIdx {
+		dr := make([]any, len(p.dataIdx))
+		for k, j := range p.dataIdx {
 			dr[k] = r[j]
 		}
 		g.rows = append(g.rows, dr)
 	}
-	adds := make([]Add, 0, len(order))
-	for _, k := range order {
-		g := groups[k]
-		rel := g.dir + "/" + fmt.Sprintf("part-00000-%s.c000.snappy.parquet", uuid.NewString())
-		size, mtime, stats, err := t.writeParquet(rel, data, g.rows, nil)
-		if err != nil {
-			return nil, err
-		}
-		adds = append(adds, Add{
-			Path: EscapePath(rel), PartitionValues: maps.Clone(g.values), Size: size,
-			ModificationTime: mtime, DataChange: true, Stats: stats,
-		})
-	}
-	return adds, nil
+	return groups, nil
 }
 
 // partitionDirValue is the folder form of a serialized partition value.

@@ -16,7 +16,8 @@ const (
 	// ConfigDeletedFileRetention is how long a removed file stays for time travel and concurrent
 	// readers before VACUUM may delete it: an interval such as "interval 7 days" (the default).
 	ConfigDeletedFileRetention = "delta.deletedFileRetentionDuration"
-	// ConfigTargetFileSize is the size OPTIMIZE bin-packs files to, in bytes (default 128 MiB).
+	// ConfigTargetFileSize is the size in bytes OPTIMIZE bin-packs files to and a DataWriter
+	// (WriteData, ingest batches) finishes its files at (default 128 MiB).
 	ConfigTargetFileSize = "delta.targetFileSize"
 	// ConfigWriteStatsAsJSON says whether checkpoints keep add.stats (default true).
 	ConfigWriteStatsAsJSON = "delta.checkpoint.writeStatsAsJson"

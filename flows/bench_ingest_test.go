@@ -16,6 +16,8 @@ import (
 	"time"
 
 	_ "github.com/duckdb/duckdb-go/v2"
+
+	"tributary/delta"
 )
 
 const benchIngestSpec = `name: bench
@@ -102,8 +104,8 @@ func resetPeakRSS() {
 
 // BenchmarkIngestJSONLines writes one JSON-lines file of
 // TRIBUTARY_BENCH_MB megabytes (default 1024) into a temporary landing folder, ingests it into a
-// bronze table and reports MB/s, rows/s and the peak resident memory of the ingest (VmHWM, reset
-// before it starts), then has DuckDB convert the same file to Parquet
+// bronze table and reports MB/s, rows/s, the peak resident memory of the ingest (VmHWM, reset
+// before it starts) and the number of data files the batch committed with their mean size, then has DuckDB convert the same file to Parquet
 // (COPY (SELECT * FROM read_json(...)) TO ... (FORMAT parquet)) in a child process and reports
 // its figures and the ratios. Run it with
 //
@@ -154,10 +156,21 @@ func BenchmarkIngestJSONLines(b *testing.B) {
 		peak = max(peak, peakRSS())
 	}
 	b.StopTimer()
+	snap, err := delta.New(TableDir(p.Storage, "events")).Snapshot(-1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var fileBytes int64
+	for _, f := range snap.Files {
+		fileBytes += f.Size
+	}
+	files := len(snap.Files)
 	mbps, rps := size/1e6/secs, float64(rows)/secs
 	b.ReportMetric(rps, "rows/s")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
-	b.Logf("tributary: %.0f MB (%d rows) in %.2fs: %.1f MB/s, %.0f rows/s, peak RSS %.0f MiB", size/1e6, rows, secs, mbps, rps, float64(peak)/(1<<20))
+	b.ReportMetric(float64(files), "files")
+	b.Logf("tributary: %.0f MB (%d rows) in %.2fs: %.1f MB/s, %.0f rows/s, peak RSS %.0f MiB, %d data files of %.1f MiB on average",
+		size/1e6, rows, secs, mbps, rps, float64(peak)/(1<<20), files, float64(fileBytes)/float64(max(files, 1))/(1<<20))
 	if os.Getenv("TRIBUTARY_BENCH_DUCKDB") == "0" {
 		return
 	}

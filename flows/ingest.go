@@ -22,12 +22,13 @@ import (
 )
 
 // chunkRows and chunkBytes bound the rows an ingest flow buffers before it checks expectations
-// and writes a data file: at most chunkRows rows, or rows whose values take about chunkBytes
-// (rowBytes), whichever comes first. A batch of many rows becomes several data files, written
-// as the input is read (a chunk's file while the start of the next chunk is read; see
-// fileWriter and chunkAhead) and committed together, so memory stays bounded by a chunk and a
-// quarter whatever the size of the input (BenchmarkIngestJSONLines measures it). Variables for
-// tests.
+// and writes them: at most chunkRows rows, or rows whose values take about chunkBytes
+// (rowBytes), whichever comes first. The chunks of a batch are written as the input is read (a
+// chunk while the start of the next chunk is read; see fileWriter and chunkAhead) as row groups
+// of the batch's open data files, which are finished at the table's target file size
+// (delta.DataWriter) and committed together, so memory stays bounded by a chunk and a quarter
+// whatever the size of the input (BenchmarkIngestJSONLines measures it), and a large batch
+// makes files of the target size rather than one per chunk. Variables for tests.
 var (
 	chunkRows  = 250_000
 	chunkBytes = 64 << 20
@@ -250,20 +251,23 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 	}
 	batch := committed + 1
 	off := &offsets{Batch: batch, Base: base}
-	var adds []delta.Add
 	var chunk [][]any // each row carries two trailing values: file index, line number
 	chunkSize := 0    // rowBytes of the rows in chunk
 	// The line numbers are boxed in a slab: an int64 put in an interface allocates each.
 	lineNos := newBoxSlab(4096, 0)
 	width := len(d.Schema.Fields)
 	warned, reported := 0, int64(0)
-	fw := &fileWriter{table: table, meta: meta}
-	// On an early return, the write in flight must end before the batch does.
-	defer fw.wait()
+	fw, err := newFileWriter(table, meta)
+	if err != nil {
+		return m, err
+	}
+	// On an early return, the write in flight ends and the batch's data files are removed
+	// (nothing once they were handed over for the commit); so are the quarantine table's.
+	defer fw.abort()
+	defer quar.abort()
 	// collect takes the result of the write in flight.
 	collect := func() error {
-		written, n, err := fw.wait()
-		adds = append(adds, written...)
+		n, err := fw.wait()
 		m.NumOutputRows += n
 		return err
 	}
@@ -365,6 +369,13 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 	if err := collect(); err != nil {
 		return m, err
 	}
+	adds, err := fw.close()
+	if err != nil {
+		return m, err
+	}
+	if err := quar.finish(); err != nil {
+		return m, err
+	}
 	if m.BadRecords > reported {
 		env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, d.Name, d.Name, fmt.Sprintf("%d bad values or lines in this batch; %d were reported one by one", m.BadRecords, reported), nil, "")
 	}
@@ -392,24 +403,35 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 	return m, nil
 }
 
-// fileWriter writes the data files of an ingest batch's chunks on a goroutine of its own, so
-// that the next rows are read, parsed and checked while a chunk is written. At most one write
-// is in flight: the caller waits for it before it starts the next, and before the chunk being
-// filled grows past 1/chunkAhead of the bounds (busy). The rows handed to start must not be
-// changed until the write ends (wait). Its methods are called from one goroutine.
+// fileWriter writes the chunks of an ingest batch to the batch's data files (one
+// delta.DataWriter, whose files reach the table's target size across chunks) on a goroutine of
+// its own, so that the next rows are read, parsed and checked while a chunk is written. At most
+// one write is in flight: the caller waits for it before it starts the next, and before the
+// chunk being filled grows past 1/chunkAhead of the bounds (busy). The rows handed to start must
+// not be changed until the write ends (wait); the writer keeps none of them after. close
+// finishes the files and returns their add actions for the batch's commit; abort removes them.
+// Its methods are called from one goroutine.
 type fileWriter struct {
-	table *delta.Table
-	meta  delta.Metadata
-	done  chan struct{} // closed when the write in flight ends; nil when none is in flight
+	dw   *delta.DataWriter
+	done chan struct{} // closed when the write in flight ends; nil when none is in flight
 
 	// The result of the last write, set by its goroutine before done is closed.
-	adds []delta.Add
 	rows int64
 	err  error
 }
 
-// start begins writing rows as data files (delta.Table.WriteData); its result is left for
-// wait. No write may be in flight: wait for it (and take its result) first.
+// newFileWriter returns the fileWriter of a batch of table, whose metadata (the schema the rows
+// are typed by, the partition columns, delta.targetFileSize) is meta.
+func newFileWriter(table *delta.Table, meta delta.Metadata) (*fileWriter, error) {
+	dw, err := table.NewDataWriter(meta)
+	if err != nil {
+		return nil, err
+	}
+	return &fileWriter{dw: dw}, nil
+}
+
+// start begins writing rows to the batch's data files (delta.DataWriter.Write); its result is
+// left for wait. No write may be in flight: wait for it (and take its result) first.
 func (w *fileWriter) start(rows [][]any) {
 	if w.done != nil {
 		panic("flows: fileWriter.start with a write in flight")
@@ -418,7 +440,7 @@ func (w *fileWriter) start(rows [][]any) {
 	w.done = done
 	go func() {
 		defer close(done)
-		w.adds, w.err = w.table.WriteData(w.meta, rows)
+		w.err = w.dw.Write(rows)
 		if w.err == nil {
 			w.rows = int64(len(rows))
 		}
@@ -438,15 +460,33 @@ func (w *fileWriter) busy() bool {
 	}
 }
 
-// wait waits for the write in flight and returns its add actions and number of rows, or its
-// error; with no write in flight, or once its result was taken, it returns nothing.
-func (w *fileWriter) wait() (adds []delta.Add, rows int64, err error) {
+// wait waits for the write in flight and returns its number of rows, or its error; with no
+// write in flight, or once its result was taken, it returns nothing. After an error the batch's
+// files are to be aborted.
+func (w *fileWriter) wait() (rows int64, err error) {
 	if w.done == nil {
-		return nil, 0, nil
+		return 0, nil
 	}
 	<-w.done
 	w.done = nil
-	adds, rows, err = w.adds, w.rows, w.err
-	w.adds, w.rows, w.err = nil, 0, nil
-	return adds, rows, err
+	rows, err = w.rows, w.err
+	w.rows, w.err = 0, nil
+	return rows, err
+}
+
+// close finishes the batch's data files once the last write was waited for, and returns their
+// add actions in the order the files were opened (delta.DataWriter.Close); a batch whose rows
+// were all dropped has none. On error the files are removed.
+func (w *fileWriter) close() ([]delta.Add, error) {
+	if w.done != nil {
+		panic("flows: fileWriter.close with a write in flight")
+	}
+	return w.dw.Close()
+}
+
+// abort waits for the write in flight, if any, and removes the batch's data files, unless
+// close returned them.
+func (w *fileWriter) abort() {
+	w.wait()
+	w.dw.Abort()
 }

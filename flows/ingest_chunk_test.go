@@ -1,11 +1,18 @@
 package flows
 
 import (
+	"fmt"
+	"net/url"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/parquet-go/parquet-go"
+
 	"tributary/delta"
+	"tributary/schema"
 )
 
 func TestRowBytes(t *testing.T) {
@@ -18,9 +25,36 @@ func TestRowBytes(t *testing.T) {
 	}
 }
 
-// TestIngestChunks: a batch larger than one chunk is written as several data files as it is
-// read, all committed in the batch's one commit, rows in input order. It is not parallel: it
-// changes chunkBytes.
+// rowGroups returns the number of rows of each row group of the data file of a.
+func rowGroups(t *testing.T, table *delta.Table, a delta.Add) []int64 {
+	t.Helper()
+	rel, err := url.PathUnescape(a.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(table.Dir, filepath.FromSlash(rel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int64
+	for _, rg := range pf.RowGroups() {
+		out = append(out, rg.NumRows())
+	}
+	return out
+}
+
+// TestIngestChunks: a batch larger than one chunk is written chunk by chunk, as it is read, into
+// one data file (far below the target size), a row group per chunk, committed in the batch's one
+// commit, rows in input order. It is not parallel: it changes chunkBytes.
 func TestIngestChunks(t *testing.T) {
 	saved := chunkBytes
 	chunkBytes = 200 // rows of 3 values take 24+3×16+3×8 = 96: three rows a chunk
@@ -38,12 +72,16 @@ func TestIngestChunks(t *testing.T) {
 	if m.NumOutputRows != 7 {
 		t.Errorf("%d rows, want 7", m.NumOutputRows)
 	}
-	snap, err := delta.New(TableDir(p.Storage, "raw")).Snapshot(-1)
+	table := delta.New(TableDir(p.Storage, "raw"))
+	snap, err := table.Snapshot(-1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if snap.Version != 1 || len(snap.Files) != 3 {
-		t.Errorf("version %d with %d files, want version 1 (one commit after setup) with 3 files", snap.Version, len(snap.Files))
+	if snap.Version != 1 || len(snap.Files) != 1 {
+		t.Fatalf("version %d with %d files, want version 1 (one commit after setup) with 1 file", snap.Version, len(snap.Files))
+	}
+	if g := rowGroups(t, table, snap.Files[0]); !slices.Equal(g, []int64{3, 3, 1}) {
+		t.Errorf("row groups of %v rows, want [3 3 1]: one per chunk", g)
 	}
 	var want []string
 	for i := range 7 {
@@ -51,5 +89,366 @@ func TestIngestChunks(t *testing.T) {
 	}
 	if got := rawRows(t, p); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// noisyName is the name of row i of the sized-file tests: 16 hex digits of a hash of i, which
+// Snappy cannot shrink much, or NULL for every 11th row.
+func noisyName(i int) any {
+	if i%11 == 0 {
+		return nil
+	}
+	h := uint64(i)*0x9E3779B97F4A7C15 ^ 0xD1B54A32D192ED03
+	h ^= h >> 29
+	return fmt.Sprintf("%016x", h)
+}
+
+// noisyLines returns n JSON lines {"id": i, "name": noisyName(i), "region": regions[i%len]}
+// (no region when regions is empty), for ids from 0.
+func noisyLines(n int, regions []string) []byte {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `{"id": %d`, i)
+		if name := noisyName(i); name != nil {
+			fmt.Fprintf(&b, `, "name": %q`, name)
+		}
+		if len(regions) > 0 {
+			fmt.Fprintf(&b, `, "region": %q`, regions[i%len(regions)])
+		}
+		b.WriteString("}\n")
+	}
+	return []byte(b.String())
+}
+
+// checkSizedFile reads the data file of a (columns id BIGINT, name STRING) and checks its rows
+// and statistics: its ids are want (in order), each row's name is noisyName(id); numRecords,
+// min/max of id and name, and the NULL count of name are those of the rows read. It also checks
+// that the file spans several chunks (several row groups), unless last.
+func checkSizedFile(t *testing.T, table *delta.Table, a delta.Add, want []int64, last bool) {
+	t.Helper()
+	s, err := schema.ParseDDL("id BIGINT, name STRING")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := table.ReadFile(a.Path, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("%s: %d rows, want %d", a.Path, len(rows), len(want))
+	}
+	var nulls int64
+	var minName, maxName string
+	for i, r := range rows {
+		if r[0] != want[i] || r[1] != noisyName(int(want[i])) {
+			t.Fatalf("%s: row %d is %v, want [%d %v]", a.Path, i, r, want[i], noisyName(int(want[i])))
+		}
+		if r[1] == nil {
+			nulls++
+			continue
+		}
+		n := r[1].(string)
+		if minName == "" || n < minName {
+			minName = n
+		}
+		maxName = max(maxName, n)
+	}
+	st, err := delta.ParseStats(a.Stats, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.NumRecords != int64(len(rows)) || st.Min["id"] != want[0] || st.Max["id"] != want[len(want)-1] ||
+		st.Min["name"] != minName || st.Max["name"] != maxName || st.NullCount["name"] != nulls {
+		t.Errorf("%s: stats %s, want numRecords %d, id %d..%d, name %s..%s, %d NULL names", a.Path, a.Stats, len(rows), want[0], want[len(want)-1], minName, maxName, nulls)
+	}
+	if g := rowGroups(t, table, a); len(g) < 2 && !last {
+		t.Errorf("%s: row groups of %v rows, want several (chunks of 2000 rows)", a.Path, g)
+	}
+}
+
+// checkSizes checks the sizes of the files of one partition, in order, against a target size in
+// bytes: each but the last at least the target and at most 1/8 above it (the writer aims 1/32
+// above, from the bytes per row written so far), the last at most that; so n files hold between
+// (n-1)·target and n·9/8·target bytes.
+func checkSizes(t *testing.T, what string, files []delta.Add, target int64) {
+	t.Helper()
+	var total int64
+	for i, a := range files {
+		total += a.Size
+		if (i < len(files)-1 && a.Size < target) || a.Size > target+target/8 {
+			t.Errorf("%s: file %d of %d: %d bytes, want %d to %d", what, i, len(files), a.Size, target, target+target/8)
+		}
+	}
+	lo, hi := (total+target*9/8-1)/(target*9/8), (total+target-1)/target
+	if n := int64(len(files)); n < lo || n > hi {
+		t.Errorf("%s: %d files for %d bytes, want %d to %d", what, n, total, lo, hi)
+	}
+}
+
+// TestIngestSizedFiles: a batch of 120,000 rows read in 60 chunks of 2000 into a table whose
+// table_properties set delta.targetFileSize to 1mb gives files of the target size, as many as
+// the bytes imply (three for these 2.4 MiB, not one per chunk: 60), committed in one commit; every row comes
+// back once, in order, and each file's statistics cover all its row groups. It is not parallel:
+// it changes chunkRows.
+func TestIngestSizedFiles(t *testing.T) {
+	saved := chunkRows
+	chunkRows = 2000
+	defer func() { chunkRows = saved }()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, `name: t
+storage: ./storage
+datasets:
+  - name: raw
+    table_properties:
+      delta.targetFileSize: "1mb"
+    source:
+      path: ./landing
+      format: json
+      schema: "id BIGINT, name STRING"
+`)
+	const n = 120_000
+	write(t, filepath.Join(dir, "landing", "a.json"), noisyLines(n, nil))
+	m, _, err := ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := delta.New(TableDir(p.Storage, "raw"))
+	snap, err := table.Snapshot(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.NumOutputRows != n || snap.Version != 1 {
+		t.Fatalf("%d rows at version %d, want %d rows in one commit (version 1)", m.NumOutputRows, snap.Version, n)
+	}
+	checkSizes(t, "raw", snap.Files, 1<<20)
+	if len(snap.Files) < 2 || len(snap.Files) > 10 {
+		t.Errorf("%d files, want a few (the rows take several MiB), not one per chunk (60)", len(snap.Files))
+	}
+	next, sum := int64(0), int64(0)
+	for i, a := range snap.Files {
+		st, err := delta.ParseStats(a.Stats, snap.Metadata.Schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]int64, st.NumRecords)
+		for k := range want {
+			want[k] = next + int64(k)
+		}
+		checkSizedFile(t, table, a, want, i == len(snap.Files)-1)
+		next += st.NumRecords
+		sum += st.NumRecords
+	}
+	if sum != n {
+		t.Errorf("numRecords add up to %d, want %d", sum, n)
+	}
+}
+
+// TestIngestSizedFilesPartitioned: rows of three regions, interleaved line by line, read in
+// chunks of 3000 into a table partitioned by region with a 256 KiB target: each region gets files
+// of the target size in its own folder, its rows once each in input order. It is not parallel:
+// it changes chunkRows.
+func TestIngestSizedFilesPartitioned(t *testing.T) {
+	saved := chunkRows
+	chunkRows = 3000
+	defer func() { chunkRows = saved }()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, `name: t
+storage: ./storage
+datasets:
+  - name: raw
+    partition_by: [region]
+    table_properties:
+      delta.targetFileSize: "256kb"
+    source:
+      path: ./landing
+      format: json
+      schema: "id BIGINT, name STRING, region STRING"
+`)
+	const n = 90_000
+	regions := []string{"eu", "us", "ap"}
+	write(t, filepath.Join(dir, "landing", "a.json"), noisyLines(n, regions))
+	m, _, err := ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := delta.New(TableDir(p.Storage, "raw"))
+	snap, err := table.Snapshot(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.NumOutputRows != n || snap.Version != 1 {
+		t.Fatalf("%d rows at version %d, want %d rows in one commit (version 1)", m.NumOutputRows, snap.Version, n)
+	}
+	byRegion := map[string][]delta.Add{}
+	for _, a := range snap.Files {
+		r := a.PartitionValues["region"]
+		byRegion[r] = append(byRegion[r], a)
+		if rel, _ := url.PathUnescape(a.Path); !strings.HasPrefix(rel, "region="+r+"/") {
+			t.Errorf("%s is not in the folder region=%s", rel, r)
+		}
+	}
+	var sum int64
+	for k, r := range regions {
+		files := byRegion[r]
+		checkSizes(t, r, files, 256<<10)
+		if len(files) < 2 {
+			t.Errorf("region %s: %d files, want several (its 30,000 rows take more than 256 KiB)", r, len(files))
+		}
+		next := int64(k) // the ids of region k: k, k+3, k+6, ...
+		for i, a := range files {
+			st, err := delta.ParseStats(a.Stats, snap.Metadata.Schema)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := make([]int64, st.NumRecords)
+			for j := range want {
+				want[j] = next + 3*int64(j)
+			}
+			checkSizedFile(t, table, a, want, i == len(files)-1)
+			next += 3 * st.NumRecords
+			sum += st.NumRecords
+		}
+		if next != n+int64(k) {
+			t.Errorf("region %s: rows up to id %d, want up to %d", r, next-3, n-3+k)
+		}
+	}
+	if sum != n || len(byRegion) != 3 {
+		t.Errorf("%d rows in %d partitions, want %d in 3", sum, len(byRegion), n)
+	}
+}
+
+// TestIngestDefaultTargetOneFile: 600,000 rows with the default chunk bounds (250,000 rows) and
+// target size (128 MiB) are three chunks; they used to be three data files and are now one file
+// of three row groups (250,000, 250,000 and 100,000 rows), whose statistics cover all of them.
+// It is not parallel: its input is large.
+func TestIngestDefaultTargetOneFile(t *testing.T) {
+	p, landing := newIngest(t, "permissive", "")
+	const n = 600_000
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, `{"id": %d, "amount": %d.25, "at": "2024-01-01T00:00:00Z"}`+"\n", i, i%1000)
+	}
+	write(t, filepath.Join(landing, "a.json"), []byte(b.String()))
+	m, _, err := ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := delta.New(TableDir(p.Storage, "raw"))
+	snap, err := table.Snapshot(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.NumOutputRows != n || len(snap.Files) != 1 {
+		t.Fatalf("%d rows in %d files, want %d in 1", m.NumOutputRows, len(snap.Files), n)
+	}
+	if g := rowGroups(t, table, snap.Files[0]); !slices.Equal(g, []int64{250_000, 250_000, 100_000}) {
+		t.Errorf("row groups of %v rows, want [250000 250000 100000]", g)
+	}
+	st, err := delta.ParseStats(snap.Files[0].Stats, snap.Metadata.Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.NumRecords != n || st.Min["id"] != int64(1) || st.Max["id"] != int64(n) ||
+		st.Min["amount"] != schema.Decimal(25) || st.Max["amount"] != schema.Decimal(99925) {
+		t.Errorf("stats %s, want %d records, id 1..%d, amount 0.25..999.25", snap.Files[0].Stats, n, n)
+	}
+}
+
+// TestIngestQuarantineChunks: a batch of four chunks of two lines, with quarantined rows in two
+// of them, writes one data file to the table (a row group per chunk with kept rows: 1, 2 and 1)
+// and one to the quarantine table (a row group per chunk with quarantined rows: 1 and 2), each
+// committed once. It is not parallel: it changes chunkRows.
+func TestIngestQuarantineChunks(t *testing.T) {
+	saved := chunkRows
+	chunkRows = 2
+	defer func() { chunkRows = saved }()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, `name: t
+storage: ./storage
+datasets:
+  - name: raw
+    source: {path: ./landing, format: json, schema: "id BIGINT, amount DECIMAL(10,2)"}
+    expectations:
+      - {name: has_id, expect: "id != nil", on_violation: quarantine}
+`)
+	write(t, filepath.Join(dir, "landing", "a.json"), []byte(`{"id": 1, "amount": 1}
+{"amount": 2}
+{"id": 3, "amount": 3}
+{"id": 4, "amount": 4}
+{"amount": 5}
+{"amount": 6}
+{"id": 7, "amount": 7}
+`))
+	m, _, err := ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.NumOutputRows != 4 || m.Quality.QuarantinedRecords != 3 {
+		t.Fatalf("%d rows out, %d quarantined; want 4 and 3", m.NumOutputRows, m.Quality.QuarantinedRecords)
+	}
+	for _, c := range []struct {
+		name   string
+		groups []int64
+		rows   string
+	}{
+		{"raw", []int64{1, 2, 1}, "1 1.00,3 3.00,4 4.00,7 7.00"},
+		{"raw_quarantine", []int64{1, 2}, `null 2.00 "[\"has_id\"]",null 5.00 "[\"has_id\"]",null 6.00 "[\"has_id\"]"`},
+	} {
+		table := delta.New(TableDir(p.Storage, c.name))
+		snap, err := table.Snapshot(-1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap.Version != 1 || len(snap.Files) != 1 {
+			t.Errorf("%s: version %d with %d files, want one commit after setup (version 1) with 1 file", c.name, snap.Version, len(snap.Files))
+			continue
+		}
+		if g := rowGroups(t, table, snap.Files[0]); !slices.Equal(g, c.groups) {
+			t.Errorf("%s: row groups of %v rows, want %v", c.name, g, c.groups)
+		}
+		if got := strings.Join(namedRows(t, p.Storage, c.name), ","); got != c.rows {
+			t.Errorf("%s: rows %s, want %s", c.name, got, c.rows)
+		}
+	}
+}
+
+// TestIngestErrorRemovesFiles: a batch that fails in its fourth chunk (a bad value, mode
+// failfast), after three chunks were written to the table's open data file and quarantined rows
+// to the quarantine table's, commits nothing and leaves no data file, finished or not, in
+// either table. It is not parallel: it changes chunkRows.
+func TestIngestErrorRemovesFiles(t *testing.T) {
+	saved := chunkRows
+	chunkRows = 2
+	defer func() { chunkRows = saved }()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, `name: t
+storage: ./storage
+datasets:
+  - name: raw
+    source: {path: ./landing, format: json, mode: failfast, schema: "id BIGINT"}
+    expectations:
+      - {name: positive, expect: "id > 0", on_violation: quarantine}
+`)
+	write(t, filepath.Join(dir, "landing", "a.json"), []byte("{\"id\": 1}\n{\"id\": -2}\n{\"id\": 3}\n{\"id\": 4}\n{\"id\": -5}\n{\"id\": 6}\n{\"id\": \"x\"}\n"))
+	_, _, err := ingest(t, p)
+	if err == nil || !strings.Contains(err.Error(), "a.json:7: column id") {
+		t.Fatalf("error %v, want one naming a.json:7, column id", err)
+	}
+	for _, name := range []string{"raw", "raw_quarantine"} {
+		tdir := TableDir(p.Storage, name)
+		var left []string
+		filepath.WalkDir(tdir, func(path string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && !strings.Contains(path, delta.LogDir) {
+				left = append(left, path)
+			}
+			return nil
+		})
+		if len(left) != 0 {
+			t.Errorf("%s: files left: %v", name, left)
+		}
+		snap, err := delta.New(tdir).Snapshot(-1)
+		if err != nil || snap.Version != 0 {
+			t.Errorf("%s: version %v (%v), want 0: nothing committed", name, snap.Version, err)
+		}
 	}
 }

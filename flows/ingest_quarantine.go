@@ -47,16 +47,18 @@ func setupQuarantine(p *spec.Pipeline, d *spec.Dataset) error {
 	return nil
 }
 
-// quarantine collects the quarantined rows of one ingest batch and commits them to the
-// dataset's quarantine table before the batch's own commit, with the same txn (app id, batch):
+// quarantine collects the quarantined rows of one ingest batch, chunk by chunk, in data files of
+// the quarantine table's target size (one delta.DataWriter for the batch), and commits them to
+// the dataset's quarantine table before the batch's own commit, with the same txn (app id, batch):
 // a batch whose quarantine commit is in and whose own commit is not (a crash between the two) is
 // replayed from its offsets file, the same files, and its quarantine rows are not written again.
 type quarantine struct {
 	table   *delta.Table
 	snap    *delta.Snapshot
-	meta    delta.Metadata // the table's metadata, with the schema the rows are written with
-	evolved bool           // meta's schema is new: the commit carries it
-	adds    []delta.Add
+	meta    delta.Metadata    // the table's metadata, with the schema the rows are written with
+	evolved bool              // meta's schema is new: the commit carries it
+	dw      *delta.DataWriter // the batch's data files, from the first quarantined row on
+	adds    []delta.Add       // dw's files, once finished
 	rows    int64
 }
 
@@ -79,30 +81,56 @@ func (q *quarantine) committed(appID string, batch int64) bool {
 }
 
 // write writes the quarantined rows (their first width values) with the names of the
-// expectations each failed as a JSON array. When d's schema evolved, the quarantine table's does
-// too.
+// expectations each failed as a JSON array to the batch's quarantine data files. When d's schema
+// evolved, the quarantine table's does too (d's schema is the same for every chunk of a batch).
+// After an error, abort.
 func (q *quarantine) write(rows []expectations.Quarantined, width int, d *spec.Dataset) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	if want := quarantineSchema(d); !q.meta.Schema.Equal(want) {
-		q.meta.Schema, q.evolved = want, true
+	if q.dw == nil {
+		if want := quarantineSchema(d); !q.meta.Schema.Equal(want) {
+			q.meta.Schema, q.evolved = want, true
+		}
+		dw, err := q.table.NewDataWriter(q.meta)
+		if err != nil {
+			return err
+		}
+		q.dw = dw
 	}
 	out := make([][]any, len(rows))
 	for i, r := range rows {
 		names, _ := json.Marshal(r.Failed)
 		out[i] = append(append(make([]any, 0, width+1), r.Row[:width]...), string(names))
 	}
-	adds, err := q.table.WriteData(q.meta, out)
-	if err != nil {
+	if err := q.dw.Write(out); err != nil {
 		return err
 	}
-	q.adds = append(q.adds, adds...)
 	q.rows += int64(len(rows))
 	return nil
 }
 
-// commit commits the written rows with the batch's txn, unless the table already holds it.
+// finish finishes the batch's quarantine data files, for commit; q may be nil. On error they are
+// removed.
+func (q *quarantine) finish() error {
+	if q == nil || q.dw == nil {
+		return nil
+	}
+	var err error
+	q.adds, err = q.dw.Close()
+	return err
+}
+
+// abort removes the quarantine data files of the batch, unless finish handed them over for
+// commit; q may be nil.
+func (q *quarantine) abort() {
+	if q != nil && q.dw != nil {
+		q.dw.Abort()
+	}
+}
+
+// commit commits the written rows (their files finished by finish) with the batch's txn, unless
+// the table already holds it.
 func (q *quarantine) commit(appID string, batch int64) error {
 	if q == nil || q.rows == 0 || q.committed(appID, batch) {
 		return nil
