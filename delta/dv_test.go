@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -830,5 +831,64 @@ func TestDVOptimizePurgeRatio(t *testing.T) {
 	snap := mustSnapshot(t, tbl, -1)
 	if len(snap.Files) != 2 || snap.Files[0].DeletionVector != nil || snap.Files[1].DeletionVector != nil || snap.NumRecords() != 188 {
 		t.Fatalf("files after the purges %+v", snap.Files)
+	}
+}
+
+// TestFileRowGroups: a partitioned file of three row groups with a deletion vector spanning them
+// reads, group by group, as the rows FileRows gives: partition values from the log, deleted rows
+// left out at their file positions.
+func TestFileRowGroups(t *testing.T) {
+	t.Parallel()
+	s := mustDDL(t, "id BIGINT, region STRING")
+	tbl := New(t.TempDir())
+	m := Metadata{Schema: s, PartitionColumns: []string{"region"}, Configuration: map[string]string{ConfigEnableDeletionVectors: "true"}}
+	tx := tbl.Begin(nil)
+	tx.SetMetadata(m)
+	if _, err := tx.Commit("CREATE TABLE", nil); err != nil {
+		t.Fatal(err)
+	}
+	dw, err := tbl.NewDataWriter(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for g := range 3 { // three calls: three row groups of one file
+		var rows [][]any
+		for i := range 10 {
+			rows = append(rows, []any{int64(10*g + i), "eu"})
+		}
+		if err := dw.Write(rows); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adds, err := dw.Close()
+	if err != nil || len(adds) != 1 {
+		t.Fatalf("adds %v, %v", adds, err)
+	}
+	tx = tbl.Begin(mustSnapshot(t, tbl, -1))
+	tx.Add(adds[0])
+	if _, err := tx.Commit("WRITE", nil); err != nil {
+		t.Fatal(err)
+	}
+	a := deleteRows(t, tbl, adds[0], 0, 9, 10, 25, 29) // first and last rows of groups
+	want, err := tbl.FileRows(m, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][]any
+	groups := 0
+	if err := tbl.FileRowGroups(m, a, func(rows [][]any) error {
+		groups++
+		got = append(got, rows...)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if groups != 3 || len(got) != 25 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("%d groups, %d rows %v; want 3 groups and FileRows' 25 rows %v", groups, len(got), got, want)
+	}
+	for _, r := range got {
+		if id := r[0].(int64); id == 0 || id == 9 || id == 10 || id == 25 || id == 29 || r[1] != "eu" {
+			t.Fatalf("row %v: deleted, or its partition value is not the log's", r)
+		}
 	}
 }

@@ -60,36 +60,97 @@ func (t *Table) FileRows(m Metadata, a Add) ([][]any, error) {
 	return rows, err
 }
 
+// FileRowGroups reads the rows of one data file of a table whose metadata is m, as FileRows
+// does (table column order, partition columns from a's partition values, the rows a's deletion
+// vector deletes left out), one Parquet row group at a time: fn gets each group's rows in file
+// order and may keep them. Only one row group's rows are in memory at once. An error of fn stops
+// the read and is returned as it is.
+func (t *Table) FileRowGroups(m Metadata, a Add, fn func(rows [][]any) error) error {
+	l, err := newFileLayout(m, a.Path, a.PartitionValues, nil)
+	if err != nil {
+		return err
+	}
+	deleted, err := t.ReadDeletionVector(a.DeletionVector)
+	if err != nil {
+		return fmt.Errorf("%w (data file %s)", err, a.Path)
+	}
+	var at uint64 // the file position of the group's first row
+	var fnErr error
+	err = t.ReadFileGroups(a.Path, l.fileSchema, func(rows [][]any) error {
+		out := l.widen(rows)
+		if len(deleted) > 0 {
+			live := out[:0]
+			for i, r := range out {
+				if len(deleted) > 0 && deleted[0] == at+uint64(i) {
+					deleted = deleted[1:]
+					continue
+				}
+				live = append(live, r)
+			}
+			out = live
+		}
+		at += uint64(len(rows))
+		fnErr = fn(out)
+		return fnErr
+	})
+	if err != nil {
+		return err
+	}
+	if len(deleted) > 0 {
+		return fmt.Errorf("delta: the deletion vector of %s deletes row %d, but the file has %d rows", a.Path, deleted[len(deleted)-1], at)
+	}
+	return nil
+}
+
 // readTableFile reads one data or change data file of a table into rows in table schema order,
 // followed by the values of the extra columns (read from the file by name).
 func (t *Table) readTableFile(m Metadata, path string, partValues map[string]string, extra []schema.Field) ([][]any, error) {
-	if len(m.PartitionColumns) == 0 && len(extra) == 0 {
-		return t.ReadFile(path, m.Schema)
+	l, err := newFileLayout(m, path, partValues, extra)
+	if err != nil {
+		return nil, err
 	}
-	// The file holds the non-partition columns (and the extra ones).
-	var fileSchema schema.Schema
-	var from []int // table column i comes from file column from[i], or -1 for a partition column
+	rows, err := t.ReadFile(path, l.fileSchema)
+	if err != nil {
+		return nil, err
+	}
+	return l.widen(rows), nil
+}
+
+// fileLayout maps the rows of a data or change data file (its columns fileSchema: the table's
+// columns but the partition columns, then the extra ones) to rows in table schema order followed
+// by the extra values, the partition columns filled from the file's partition values.
+type fileLayout struct {
+	fileSchema schema.Schema
+	direct     bool  // the file's rows are already in that order: no partition column, no extra
+	from       []int // table column i comes from file column from[i], or -1 for a partition column
+	pv         []any // the partition values, at their table column
+	firstExtra int   // the first extra column in fileSchema
+	nTable     int   // the table's columns
+	width      int   // table and extra columns
+}
+
+func newFileLayout(m Metadata, path string, partValues map[string]string, extra []schema.Field) (*fileLayout, error) {
+	if len(m.PartitionColumns) == 0 && len(extra) == 0 {
+		return &fileLayout{fileSchema: m.Schema, direct: true}, nil
+	}
+	l := &fileLayout{nTable: len(m.Schema.Fields), width: len(m.Schema.Fields) + len(extra)}
 	isPart := map[string]bool{}
 	for _, p := range m.PartitionColumns {
 		isPart[p] = true
 	}
 	for _, f := range m.Schema.Fields {
 		if isPart[f.Name] {
-			from = append(from, -1)
+			l.from = append(l.from, -1)
 			continue
 		}
-		from = append(from, len(fileSchema.Fields))
-		fileSchema.Fields = append(fileSchema.Fields, f)
+		l.from = append(l.from, len(l.fileSchema.Fields))
+		l.fileSchema.Fields = append(l.fileSchema.Fields, f)
 	}
-	firstExtra := len(fileSchema.Fields)
-	fileSchema.Fields = append(fileSchema.Fields, extra...)
-	rows, err := t.ReadFile(path, fileSchema)
-	if err != nil {
-		return nil, err
-	}
-	pv := make([]any, len(m.Schema.Fields))
+	l.firstExtra = len(l.fileSchema.Fields)
+	l.fileSchema.Fields = append(l.fileSchema.Fields, extra...)
+	l.pv = make([]any, len(m.Schema.Fields))
 	for i, f := range m.Schema.Fields {
-		if from[i] >= 0 {
+		if l.from[i] >= 0 {
 			continue
 		}
 		s, ok := partValues[f.Name]
@@ -100,24 +161,32 @@ func (t *Table) readTableFile(m Metadata, path string, partValues map[string]str
 		if err != nil {
 			return nil, fmt.Errorf("%w (file %s, partition column %q)", err, path, f.Name)
 		}
-		pv[i] = v
+		l.pv[i] = v
 	}
-	w := len(m.Schema.Fields) + len(extra)
+	return l, nil
+}
+
+// widen maps rows read with l.fileSchema to table order (rows themselves when direct).
+func (l *fileLayout) widen(rows [][]any) [][]any {
+	if l.direct {
+		return rows
+	}
+	w := l.width
 	backing := make([]any, len(rows)*w)
 	out := make([][]any, len(rows))
 	for r, fr := range rows {
 		row := backing[r*w : (r+1)*w : (r+1)*w]
-		for i := range m.Schema.Fields {
-			if from[i] < 0 {
-				row[i] = pv[i]
+		for i := 0; i < l.nTable; i++ {
+			if l.from[i] < 0 {
+				row[i] = l.pv[i]
 			} else {
-				row[i] = fr[from[i]]
+				row[i] = fr[l.from[i]]
 			}
 		}
-		copy(row[len(m.Schema.Fields):], fr[firstExtra:])
+		copy(row[l.nTable:], fr[l.firstExtra:])
 		out[r] = row
 	}
-	return out, nil
+	return out
 }
 
 // knownReaderFeatures are the reader table features whose tables this package reads correctly

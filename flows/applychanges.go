@@ -265,29 +265,33 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 			if !a.DataChange {
 				continue
 			}
-			fr, err := source.FileRows(b.srcSnap.Metadata, a) // partition columns from the log
+			// A row group at a time (partition columns from the log), so that a batch reduced
+			// as it is read holds one group's rows, however large the file.
+			err := source.FileRowGroups(b.srcSnap.Metadata, a, func(fr [][]any) error {
+				// One allocation for the rows widened by their origin, and one for the
+				// origins (a pointer in the row: boxing it allocates nothing).
+				w := nsrc + 1
+				backing := make([]any, len(fr)*w)
+				origins := make([]origin, len(fr))
+				for i, r := range fr {
+					row := backing[i*w : (i+1)*w : (i+1)*w]
+					copy(row, r)
+					origins[i] = origin{version: v, row: idx}
+					row[nsrc] = &origins[i]
+					rows = append(rows, row)
+					idx++
+				}
+				b.nSource += len(fr)
+				if fold != nil {
+					if err := consume(rows); err != nil {
+						return err
+					}
+					rows = rows[:0]
+				}
+				return nil
+			})
 			if err != nil {
 				return nil, err
-			}
-			// One allocation for the file's rows widened by their origin, and one for the
-			// origins (a pointer in the row: boxing it allocates nothing).
-			w := nsrc + 1
-			backing := make([]any, len(fr)*w)
-			origins := make([]origin, len(fr))
-			for i, r := range fr {
-				row := backing[i*w : (i+1)*w : (i+1)*w]
-				copy(row, r)
-				origins[i] = origin{version: v, row: idx}
-				row[nsrc] = &origins[i]
-				rows = append(rows, row)
-				idx++
-			}
-			b.nSource += len(fr)
-			if fold != nil {
-				if err := consume(rows); err != nil {
-					return nil, err
-				}
-				rows = rows[:0]
 			}
 		}
 	}
