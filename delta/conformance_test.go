@@ -44,7 +44,6 @@ func TestConformanceSharedTables(t *testing.T) {
 		"column_mapping":            "column mapping",  //
 		"iceberg_compat_v1":         "column mapping",  //
 		"table_with_column_mapping": "column mapping",  //
-		"deletion_vectors":          "deletion vector", //
 		"checkpoints":               "no such file",    // the data files are not in the test data
 	}
 	for _, d := range dirs {
@@ -67,6 +66,11 @@ func TestConformanceSharedTables(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if name == "deletion_vectors" {
+				// deltacheck does not read deletion vectors; TestDAT checks these rows against
+				// the case's expected rows.
+				return
 			}
 			s := snap.Metadata.Schema
 			theirs := parseDeltacheck(t, s, deltacheck(t, "rows", d))
