@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,9 +15,12 @@ import (
 	"tributary/schema"
 )
 
-// TestMain lets the test binary serve as the baseline child: the scenarios re-execute
-// os.Executable() with -baseline, which under `go test` is this binary.
+// TestMain lets the test binary serve as the launcher and the baseline child: the scenarios
+// re-execute os.Executable() with -measure and -baseline, which under `go test` is this binary.
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == measureFlag {
+		os.Exit(measureMain(os.Args[2:]))
+	}
 	if len(os.Args) > 1 && os.Args[1] == baselineFlag {
 		if err := baselineMain(os.Args[2:]); err != nil {
 			os.Stderr.WriteString(err.Error() + "\n")
@@ -181,4 +185,33 @@ func TestCompareWithDeletionVectors(t *testing.T) {
 			t.Errorf("%s: %v, want the 3 live rows against 5", tc.name, err)
 		}
 	}
+}
+
+// TestRunChildPeak: the peak memory runChild reports is the child's own, not the bench's: with
+// 300 MiB held (and touched) by this process, a shell that does nothing reports a few MiB, and
+// one that builds a 100 MB string reports at least that.
+func TestRunChildPeak(t *testing.T) {
+	held := make([]byte, 300<<20)
+	for i := range held {
+		held[i] = byte(i)
+	}
+	ctx := context.Background()
+	small, err := runChild(ctx, "sh", "-c", "exit 0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, err := runChild(ctx, "sh", "-c", `x=$(head -c 100000000 /dev/zero | tr '\0' a); test ${#x} -eq 100000000`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if small.peakMiB <= 0 || small.peakMiB > 50 {
+		t.Errorf("an idle shell's peak is %.1f MiB while the bench holds %d MiB; want a few MiB", small.peakMiB, len(held)>>20)
+	}
+	if big.peakMiB < 95 {
+		t.Errorf("a shell holding a 100 MB string peaked at %.1f MiB; want at least 95", big.peakMiB)
+	}
+	if _, err := runChild(ctx, "sh", "-c", "exit 3"); err == nil || !strings.Contains(err.Error(), "exit status 3") {
+		t.Errorf("a failing child: %v, want its exit status 3", err)
+	}
+	runtime.KeepAlive(held)
 }

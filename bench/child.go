@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -34,22 +35,79 @@ func (m *measure) add(o measure) {
 }
 
 // runChild runs name with args in its own process and measures it; its output is returned on
-// failure only.
+// failure only. The process is started by a launcher (this binary with measureFlag), which
+// measures it: see measureFlag for why.
 func runChild(ctx context.Context, name string, args ...string) (measure, error) {
-	cmd := exec.CommandContext(ctx, name, args...)
+	self, err := os.Executable()
+	if err != nil {
+		return measure{}, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return measure{}, err
+	}
+	defer r.Close()
+	cmd := exec.CommandContext(ctx, self, append([]string{measureFlag, name}, args...)...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.ExtraFiles = []*os.File{w} // the launcher's file descriptor 3
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		return measure{}, err
+	}
+	w.Close()
+	report, _ := io.ReadAll(r)
+	err = cmd.Wait()
+	if err != nil {
+		return measure{}, fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out.String())
+	}
+	var wallNs, maxrssKiB int64
+	if _, err := fmt.Sscanf(string(report), "%d %d", &wallNs, &maxrssKiB); err != nil {
+		return measure{}, fmt.Errorf("%s: the launcher reported %q: %w", name, report, err)
+	}
+	return measure{wall: time.Duration(wallNs), peakMiB: float64(maxrssKiB) / 1024}, nil // KiB on Linux
+}
+
+// measureFlag, as the first argument, makes the bench binary a launcher: `bench -measure NAME
+// ARGS...` runs NAME with ARGS as its child, passes its output through, and writes the child's
+// wall time (ns) and peak resident memory (ru_maxrss, KiB) to file descriptor 3. On Linux a
+// process's ru_maxrss starts from the resident size of the process it was started from (exec
+// keeps the high-water mark of the memory it replaces), so a child started by the bench itself,
+// which holds DuckDB's comparisons, would report at least the bench's size; a child of the
+// small launcher starts from the launcher's.
+const measureFlag = "-measure"
+
+// measureMain is the launcher; it returns the exit code: the child's, or 1.
+func measureMain(args []string) int {
+	if len(args) < 1 {
+		fmt.Fprintln(os.Stderr, "usage: bench -measure NAME [ARGS...]")
+		return 1
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // it dies with the launcher
 	start := time.Now()
 	err := cmd.Run()
 	wall := time.Since(start)
 	if err != nil {
-		return measure{}, fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out.String())
+		fmt.Fprintln(os.Stderr, err)
+		if cmd.ProcessState != nil && cmd.ProcessState.ExitCode() > 0 {
+			return cmd.ProcessState.ExitCode()
+		}
+		return 1
 	}
-	m := measure{wall: wall}
+	var maxrss int64
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		m.peakMiB = float64(ru.Maxrss) / 1024 // KiB on Linux
+		maxrss = ru.Maxrss
 	}
-	return m, nil
+	report := os.NewFile(3, "measure")
+	if report == nil {
+		fmt.Fprintln(os.Stderr, "bench -measure: file descriptor 3 is not open")
+		return 1
+	}
+	fmt.Fprintf(report, "%d %d\n", wall.Nanoseconds(), maxrss)
+	report.Close()
+	return 0
 }
 
 // runBaselineChild runs one baseline script in a child process of the bench binary itself.

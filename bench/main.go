@@ -26,6 +26,9 @@ import (
 const defaultScale = 1
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == measureFlag {
+		os.Exit(measureMain(os.Args[2:]))
+	}
 	if len(os.Args) > 1 && os.Args[1] == baselineFlag {
 		if err := baselineMain(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, err)
