@@ -22,7 +22,7 @@ import (
 	"text/tabwriter"
 )
 
-// defaultScale is the sizes: all scenarios took 7 min 48 s on a 2-core machine (see README.md).
+// defaultScale is the sizes: all scenarios take about 5 minutes on a 2-core machine (see README.md).
 const defaultScale = 1
 
 func main() {
