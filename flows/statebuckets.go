@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/google/uuid"
 )
@@ -276,7 +278,7 @@ func (s *cdcState) readBucketed(name string, readAllBelow int64) error {
 	}
 	size := st.Size()
 	whole := s.want == nil || size < readAllBelow
-	var data, buf []byte
+	var data []byte
 	var r io.ReaderAt = f
 	if whole {
 		data = make([]byte, size)
@@ -303,20 +305,7 @@ func (s *cdcState) readBucketed(name string, readAllBelow int64) error {
 		if start > end || end > uint64(size) {
 			return errSegmentCorrupt
 		}
-		var recs []byte
-		if whole {
-			recs = data[start:end]
-		} else {
-			if n := int(end - start); cap(buf) < n {
-				buf = make([]byte, n, 2*n)
-			} else {
-				buf = buf[:n]
-			}
-			if _, err := f.ReadAt(buf, int64(start)); err != nil {
-				return err
-			}
-			recs = buf // put and setRow copy what they keep
-		}
+		recs := data[start:end]
 		if crc32.Checksum(recs, castagnoli) != crc {
 			return errSegmentCorrupt
 		}
@@ -328,11 +317,13 @@ func (s *cdcState) readBucketed(name string, readAllBelow int64) error {
 			buckets = append(buckets, bucketOf(stateKeyHash([]byte(kb)), g.bits))
 		}
 		slices.Sort(buckets) // in file order
-		for i, b := range buckets {
-			if i > 0 && b == buckets[i-1] {
-				continue
-			}
-			if err := read(b); err != nil {
+		buckets = slices.Compact(buckets)
+		fetched, err := fetchBuckets(f, g, buckets, size)
+		if err != nil {
+			return err
+		}
+		for _, recs := range fetched {
+			if err := s.decodeRecords(recs, ids, fresh); err != nil {
 				return err
 			}
 		}
@@ -350,6 +341,54 @@ func (s *cdcState) readBucketed(name string, readAllBelow int64) error {
 		}
 	}
 	return nil
+}
+
+// fetchBuckets reads the records of buckets (ascending, distinct) of segment g (size bytes, in
+// f) and checks each bucket's CRC-32C; it returns each bucket's records, in order. The positioned
+// reads, one a bucket, are shared among GOMAXPROCS goroutines: for a batch of many keys in a
+// large segment they are most of the load's time.
+func fetchBuckets(f *os.File, g *bucketedSegment, buckets []uint64, size int64) ([][]byte, error) {
+	out := make([][]byte, len(buckets))
+	var total uint64
+	for _, b := range buckets {
+		start, end, _ := g.bucket(b)
+		if start > end || end > uint64(size) {
+			return nil, errSegmentCorrupt
+		}
+		total += end - start
+	}
+	buf := make([]byte, total)
+	for i, b := range buckets {
+		start, end, _ := g.bucket(b)
+		out[i], buf = buf[:end-start:end-start], buf[end-start:]
+	}
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(buckets)/64))
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(buckets); i += workers {
+				start, _, crc := g.bucket(buckets[i])
+				if _, err := f.ReadAt(out[i], int64(start)); err != nil {
+					errs[w] = err
+					return
+				}
+				if crc32.Checksum(out[i], castagnoli) != crc {
+					errs[w] = errSegmentCorrupt
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // decodeRecords adds the records of one bucket (ids maps the segment's file ids to the state's)
