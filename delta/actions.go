@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"tributary/schema"
 )
@@ -55,8 +56,11 @@ const ConfigEnableChangeDataFeed = "delta.enableChangeDataFeed"
 // (Delta PROTOCOL.md, "Append-only Tables").
 const ConfigAppendOnly = "delta.appendOnly"
 
-// ChangeDataFeed reports whether the table property delta.enableChangeDataFeed is "true".
-func (m Metadata) ChangeDataFeed() bool { return m.Configuration[ConfigEnableChangeDataFeed] == "true" }
+// ChangeDataFeed reports whether the table property delta.enableChangeDataFeed is "true" (in any
+// case, as Delta parses it).
+func (m Metadata) ChangeDataFeed() bool {
+	return strings.EqualFold(strings.TrimSpace(m.Configuration[ConfigEnableChangeDataFeed]), "true")
+}
 
 // Add is the `add` action: a data file that becomes part of the table (Delta PROTOCOL.md,
 // "Add File and Remove File"). Path is relative to the table folder and URL-encoded (RFC 2396);

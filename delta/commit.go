@@ -340,7 +340,7 @@ func (tx *Transaction) validate() error {
 			return fmt.Errorf("the table has CHECK constraint %q, which this writer cannot enforce", k)
 		}
 	}
-	if meta.Configuration[ConfigAppendOnly] == "true" {
+	if strings.EqualFold(strings.TrimSpace(meta.Configuration[ConfigAppendOnly]), "true") {
 		for _, r := range tx.removes {
 			if r.DataChange {
 				return fmt.Errorf("the table is append-only (%s=true) and cannot remove %s", ConfigAppendOnly, r.Path)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // ConfigEnableDeletionVectors is the table property that enables deletion vectors: when it is
@@ -18,9 +19,10 @@ const ConfigEnableDeletionVectors = "delta.enableDeletionVectors"
 // feature (Delta PROTOCOL.md, "Valid Feature Names in Table Features").
 const FeatureDeletionVectors = "deletionVectors"
 
-// DeletionVectors reports whether the table property delta.enableDeletionVectors is "true".
+// DeletionVectors reports whether the table property delta.enableDeletionVectors is "true" (in
+// any case, as Delta parses it).
 func (m Metadata) DeletionVectors() bool {
-	return m.Configuration[ConfigEnableDeletionVectors] == "true"
+	return strings.EqualFold(strings.TrimSpace(m.Configuration[ConfigEnableDeletionVectors]), "true")
 }
 
 // legacyWriterFeatures are the writer features each legacy writer version implies, each version

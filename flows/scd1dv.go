@@ -15,7 +15,7 @@ import (
 // writes the new rows to new files, instead of rewriting every data file that holds a changed key
 // (copy-on-write). The work of a batch then follows the batch's size, not the table's.
 func mergeOnRead(snap *delta.Snapshot) bool {
-	return snap.Metadata.Configuration[delta.ConfigEnableDeletionVectors] == "true"
+	return snap.Metadata.DeletionVectors()
 }
 
 // applyMergeOnRead is the merge-on-read end of applySCD1: changes were decided against state,

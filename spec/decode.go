@@ -2,8 +2,11 @@ package spec
 
 import (
 	"path/filepath"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
+	"tributary/internal/suggest"
 	"tributary/schema"
 
 	"go.yaml.in/yaml/v3"
@@ -285,9 +288,48 @@ func (d *decoder) expectations(n *yaml.Node, path string) ([]Expectation, []ref)
 	return out, refs
 }
 
-// tableProperties decodes `table_properties:` and checks the ones this package knows.
+// tableProperties decodes `table_properties:` and checks the ones this package knows: a key
+// under delta. or pipelines. must be a property of Delta Lake (deltaTableProperties, or a
+// delta.feature.<name> flag) or of Delta Live Tables and this runner (pipelinesTableProperties),
+// as Delta refuses an unknown delta. key; a misspelt one is an error with a did-you-mean. Other
+// keys (an owner, a team) are the user's own. A boolean property takes true or false in any
+// case, stored in lower case.
 func (d *decoder) tableProperties(n *yaml.Node, path string) map[string]string {
 	m, keys, _ := d.strMap(n, path)
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		var known []string
+		switch {
+		case strings.HasPrefix(k, "delta.feature."):
+			continue
+		case strings.HasPrefix(k, "delta."):
+			known = deltaTableProperties
+		case strings.HasPrefix(k, "pipelines."):
+			known = pipelinesTableProperties
+		default:
+			continue
+		}
+		if !slices.Contains(known, k) {
+			hint := "a property under delta. or pipelines. is one of Delta Lake's or Delta Live Tables' (see the README's table_properties); name a property of your own without those prefixes"
+			if s := suggest.Closest(k, known); len(s) > 0 {
+				hint = "did you mean " + quoteJoin(s, " or ") + "?"
+			}
+			d.addAt(keys[k], child(path, k), hint, "unknown table property %s", k)
+			continue
+		}
+		if slices.Contains(booleanTableProperties, k) {
+			switch v := strings.ToLower(strings.TrimSpace(m[k])); v {
+			case "true", "false":
+				m[k] = v
+			default:
+				d.addAt(valueOf(resolve(n), keys[k]), child(path, k), `write true or false`, "%s takes true or false, found %q", k, m[k])
+			}
+		}
+	}
 	if v, ok := m[TombstoneGCProperty]; ok {
 		if s, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err != nil || s < 0 {
 			val := valueOf(resolve(n), keys[TombstoneGCProperty])
@@ -295,14 +337,45 @@ func (d *decoder) tableProperties(n *yaml.Node, path string) map[string]string {
 				"%s must be a non-negative whole number of seconds, found %q", TombstoneGCProperty, v)
 		}
 	}
-	// Delta PROTOCOL.md, "Deletion Vectors": "true" upgrades the table to the deletionVectors
-	// table feature (reader version 3, writer version 7).
-	const dvProp = "delta.enableDeletionVectors"
-	if v, ok := m[dvProp]; ok && v != "true" && v != "false" {
-		val := valueOf(resolve(n), keys[dvProp])
-		d.addAt(val, child(path, dvProp), `write "true" or "false"`, "%s must be \"true\" or \"false\", found %q", dvProp, v)
-	}
 	return m
+}
+
+// deltaTableProperties are the delta. table properties of Delta Lake (its documentation's
+// "Delta table properties reference" and Delta PROTOCOL.md): those this runner reads
+// (delta.enableChangeDataFeed, delta.enableDeletionVectors, delta.checkpointInterval,
+// delta.deletedFileRetentionDuration, delta.targetFileSize, delta.checkpoint.writeStatsAsJson)
+// and the others, kept in the table's configuration for the engines that read them.
+var deltaTableProperties = []string{
+	"delta.appendOnly", "delta.autoOptimize.autoCompact", "delta.autoOptimize.optimizeWrite",
+	"delta.checkpoint.writeStatsAsJson", "delta.checkpoint.writeStatsAsStruct", "delta.checkpointInterval",
+	"delta.checkpointPolicy", "delta.checkpointRetentionDuration", "delta.columnMapping.maxColumnId",
+	"delta.columnMapping.mode", "delta.compatibility.symlinkFormatManifest.enabled",
+	"delta.dataSkippingNumIndexedCols", "delta.dataSkippingStatsColumns", "delta.deletedFileRetentionDuration",
+	"delta.enableChangeDataFeed", "delta.enableDeletionVectors", "delta.enableExpiredLogCleanup",
+	"delta.enableIcebergCompatV1", "delta.enableIcebergCompatV2", "delta.enableInCommitTimestamps",
+	"delta.enableRowTracking", "delta.enableTypeWidening", "delta.isolationLevel", "delta.logRetentionDuration",
+	"delta.minReaderVersion", "delta.minWriterVersion", "delta.parquet.compression.codec",
+	"delta.randomPrefixLength", "delta.randomizeFilePrefixes", "delta.setTransactionRetentionDuration",
+	"delta.targetFileSize", "delta.tuneFileSizesForRewrites", "delta.universalFormat.enabledFormats",
+}
+
+// pipelinesTableProperties are the pipelines. table properties of Delta Live Tables and of this
+// runner (pipelines.autoOptimize.minNumFiles).
+var pipelinesTableProperties = []string{
+	"pipelines.autoOptimize.managed", "pipelines.autoOptimize.minNumFiles", "pipelines.autoOptimize.zOrderCols",
+	"pipelines.cdc.tombstoneGCFrequencyInSeconds", TombstoneGCProperty, "pipelines.reset.allowed",
+	"pipelines.trigger.interval",
+}
+
+// booleanTableProperties take true or false (Delta parses them ignoring case).
+var booleanTableProperties = []string{
+	"delta.appendOnly", "delta.autoOptimize.autoCompact", "delta.autoOptimize.optimizeWrite",
+	"delta.checkpoint.writeStatsAsJson", "delta.checkpoint.writeStatsAsStruct",
+	"delta.compatibility.symlinkFormatManifest.enabled", "delta.enableChangeDataFeed", "delta.enableDeletionVectors",
+	"delta.enableExpiredLogCleanup", "delta.enableIcebergCompatV1", "delta.enableIcebergCompatV2",
+	"delta.enableInCommitTimestamps", "delta.enableRowTracking", "delta.enableTypeWidening",
+	"delta.randomizeFilePrefixes", "delta.tuneFileSizesForRewrites", "pipelines.autoOptimize.managed",
+	"pipelines.reset.allowed",
 }
 
 // valueOf returns the value node of key k in mapping m (k itself when not found).

@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 )
@@ -94,13 +95,41 @@ func TestNotSupportedYet(t *testing.T) {
 	}
 }
 
-// TestDeletionVectorProperty: delta.enableDeletionVectors takes only "true" or "false".
-func TestDeletionVectorProperty(t *testing.T) {
+// TestTableProperties: a delta. or pipelines. key must be a known property (a misspelt one gets
+// a did-you-mean at its position), a boolean one takes true or false in any case (stored in
+// lower case), and other keys are the user's own.
+func TestTableProperties(t *testing.T) {
 	t.Parallel()
-	_, err := Parse("p.yaml", []byte(build(map[string]string{"#MORE": "    table_properties:\n      delta.enableDeletionVectors: yes please"})), nil, nil)
-	var es Errors
-	if !errors.As(err, &es) || len(es) != 1 || !strings.Contains(es[0].Msg, `delta.enableDeletionVectors must be "true" or "false", found "yes please"`) || !strings.Contains(es[0].Path, "table_properties.delta.enableDeletionVectors") {
-		t.Fatalf("err = %v", err)
+	props := func(lines ...string) string {
+		return build(map[string]string{"#MORE": "    table_properties:\n      " + strings.Join(lines, "\n      ")})
+	}
+	p, err := Parse("p.yaml", []byte(props(`delta.enableDeletionVectors: "TRUE"`, `pipelines.autoOptimize.managed: False`,
+		`delta.feature.timestampNtz: supported`, `owner: data-eng`, `delta.targetFileSize: 64mb`)), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := p.Datasets[1].TableProperties
+	want := map[string]string{"delta.enableDeletionVectors": "true", "pipelines.autoOptimize.managed": "false",
+		"delta.feature.timestampNtz": "supported", "owner": "data-eng", "delta.targetFileSize": "64mb"}
+	if !maps.Equal(got, want) {
+		t.Fatalf("table properties %v, want %v", got, want)
+	}
+	cases := []struct{ line, path, msg, hint string }{
+		{`delta.enableDeletionVector: "true"`, "delta.enableDeletionVector", "unknown table property delta.enableDeletionVector", "did you mean `delta.enableDeletionVectors`?"},
+		{`pipelines.cdc.tombstoneGCThresholdInSecond: "60"`, "pipelines.cdc.tombstoneGCThresholdInSecond", "unknown table property pipelines.cdc.tombstoneGCThresholdInSecond", "did you mean `pipelines.cdc.tombstoneGCThresholdInSeconds`"},
+		{`delta.whatever: x`, "delta.whatever", "unknown table property delta.whatever", "name a property of your own without those prefixes"},
+		{`delta.enableDeletionVectors: yes please`, "delta.enableDeletionVectors", `delta.enableDeletionVectors takes true or false, found "yes please"`, "write true or false"},
+	}
+	for _, c := range cases {
+		_, err := Parse("p.yaml", []byte(props(c.line)), nil, nil)
+		var es Errors
+		if !errors.As(err, &es) || len(es) != 1 {
+			t.Fatalf("%s: err = %v, want one problem", c.line, err)
+		}
+		e := es[0]
+		if !strings.HasSuffix(e.Path, "table_properties."+c.path) || e.Msg != c.msg || !strings.Contains(e.Hint, c.hint) || e.Pos.Line != 18 {
+			t.Errorf("%s: got %s (path %q, line %d, hint %q); want path ...%s, message %q, hint with %q, line 18", c.line, e.Error(), e.Path, e.Pos.Line, e.Hint, c.path, c.msg, c.hint)
+		}
 	}
 }
 
