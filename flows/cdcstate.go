@@ -364,7 +364,15 @@ func loadState(dir string, table *delta.Table, snap *delta.Snapshot, id string, 
 		total = min(total, int64(len(want)))
 	}
 	st.grow(int(min(total, math.MaxInt32)))
-	for _, sg := range m.Segments {
+	// A partial load of a log at its most segments reads the delta segments (all but the base)
+	// whole, so that the save merges them into one (mergeDeltas) instead of rewriting the whole
+	// state: the work stays proportional to the changes since the last full compaction.
+	st.mergeDeltas = want != nil && len(m.Segments) >= maxSegments
+	for i, sg := range m.Segments {
+		st.want = want
+		if st.mergeDeltas && i > 0 {
+			st.want = nil
+		}
 		if err := st.readSegment(sg); err != nil {
 			return nil, fmt.Errorf("reading CDC state segment %s: %w", sg.Name, err)
 		}
@@ -465,8 +473,9 @@ func (s *cdcState) compact() {
 }
 
 // save writes the keys of slots changed by a batch as a new segment (or, when the log has grown
-// past its base, every key as one segment, files resolved and renames dropped) and a manifest;
-// it returns the manifest id and the new log for remember.
+// past its base, every key as one segment, files resolved and renames dropped; or, for a state
+// loaded to merge its delta segments, the keys of those and of the batch as the one segment
+// after the base) and a manifest; it returns the manifest id and the new log for remember.
 func (s *cdcState) save(changed []int) (string, []segment, map[string]string, error) {
 	full := s.shouldCompact(int64(len(changed)))
 	if full && s.partial {
@@ -477,6 +486,14 @@ func (s *cdcState) save(changed []int) (string, []segment, map[string]string, er
 		changed = make([]int, len(s.slots))
 		for i := range changed {
 			changed[i] = i
+		}
+	} else if s.mergeDeltas {
+		// Every key of the delta segments (and the batch's) goes into the one that replaces them.
+		changed = changed[:0]
+		for i := range s.slots {
+			if !s.slots[i].gone {
+				changed = append(changed, i)
+			}
 		}
 	}
 	return s.write(int64(len(changed)), full, encodeSeq(s.truncate, s.seqSch), func(dir string) (segment, error) {

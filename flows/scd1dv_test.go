@@ -234,3 +234,64 @@ func TestMergeOnReadFromCopyOnWriteState(t *testing.T) {
 		t.Fatal("no data file has a deletion vector after the property was set")
 	}
 }
+
+// TestDeltaSegmentsMerge: a target of 2,000 keys takes 45 small batches, each in a fresh process
+// (a partial load of the state). Once the log reaches maxSegments, a batch merges the delta
+// segments into one instead of rewriting the whole state: the base segment is never rewritten,
+// the log never has more than maxSegments segments, and the table stays equal to a target whose
+// state is always loaded whole, for both merge-on-read and copy-on-write.
+func TestDeltaSegmentsMerge(t *testing.T) {
+	t.Parallel()
+	for _, text := range []string{benchSpec, morSpec} {
+		partial, whole := loadPipeline(t, t.TempDir(), text), loadPipeline(t, t.TempDir(), text)
+		r := rand.New(rand.NewPCG(31, 32))
+		var seq int64
+		initial := make([][]any, 2000)
+		for i := range initial {
+			seq++
+			initial[i] = []any{"I", int64(i), "n", schema.Decimal(i), seq}
+		}
+		base := ""
+		merged := false
+		for batch := range 45 {
+			evs := initial
+			if batch > 0 {
+				evs = changeEvents(r, 20, 2000, &seq)
+			}
+			for _, p := range []*spec.Pipeline{partial, whole} {
+				appendEvents(t, p, evs)
+				applyTarget(t, p, p == partial)
+			}
+			tb := delta.New(TableDir(partial.Storage, "target"))
+			snap, _ := tb.Snapshot(-1)
+			id, _, _, err := lastApply(tb, snap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := &stateLog{dir: StateDir(partial.Storage, "target")}
+			m, err := l.readManifest(tb, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(m.Segments) > maxSegments {
+				t.Fatalf("batch %d: %d segments, want at most %d", batch, len(m.Segments), maxSegments)
+			}
+			if base == "" {
+				base = m.Segments[0].Name
+			} else if m.Segments[0].Name != base {
+				t.Fatalf("batch %d: the base segment was rewritten (%s, was %s)", batch, m.Segments[0].Name, base)
+			}
+			if batch > maxSegments && len(m.Segments) < maxSegments/2 {
+				merged = true
+			}
+			_, a := readTable(t, partial, "target")
+			_, b := readTable(t, whole, "target")
+			if x, y := rowTexts(a, nil), rowTexts(b, nil); strings.Join(x, "\n") != strings.Join(y, "\n") {
+				t.Fatalf("batch %d: the tables differ (%d and %d rows)", batch, len(x), len(y))
+			}
+		}
+		if !merged {
+			t.Error("the delta segments were never merged")
+		}
+	}
+}

@@ -53,6 +53,10 @@ type stateLog struct {
 	// rebuilt is set when the key-to-file index was rebuilt from the table: the next save must
 	// write the whole state.
 	rebuilt bool
+	// mergeDeltas is set when the delta segments (all but the first) were loaded whole to be
+	// merged: the next save that does not write the whole state writes them as one segment after
+	// the first, so the log stays within maxSegments without rewriting the base.
+	mergeDeltas bool
 }
 
 // resolve follows the renames of a data file path to the file that holds its rows now ("" when
@@ -101,7 +105,7 @@ func (l *stateLog) readManifest(table *delta.Table, id string) (manifest, error)
 
 // shouldCompact says whether the next save writes the whole state as one segment.
 func (l *stateLog) shouldCompact(newRows int64) bool {
-	if l.rebuilt || len(l.segments) == 0 || len(l.segments)+1 > maxSegments {
+	if l.rebuilt || len(l.segments) == 0 || (len(l.segments)+1 > maxSegments && !l.mergeDeltas) {
 		return true
 	}
 	var deltaRows int64
@@ -117,8 +121,11 @@ func (l *stateLog) shouldCompact(newRows int64) bool {
 func (l *stateLog) write(rows int64, full bool, truncate []json.RawMessage, seg func(dir string) (segment, error)) (string, []segment, map[string]string, error) {
 	segs := append([]segment(nil), l.segments...)
 	renames := l.renames
-	if full {
+	switch {
+	case full:
 		segs, renames = nil, nil
+	case l.mergeDeltas && len(segs) > 0:
+		segs = segs[:1] // the new segment holds the keys of the others
 	}
 	if rows > 0 || len(segs) == 0 {
 		segDir := filepath.Join(l.dir, "segments")
@@ -131,7 +138,7 @@ func (l *stateLog) write(rows int64, full bool, truncate []json.RawMessage, seg 
 		}
 		segs = append(segs, s)
 	}
-	l.rebuilt = false
+	l.rebuilt, l.mergeDeltas = false, false
 	id := uuid.NewString()
 	b, _ := json.Marshal(manifest{Segments: segs, Renames: renames, Truncate: truncate})
 	if err := writeFileAtomic(filepath.Join(l.dir, "manifests", id+".json"), b); err != nil {
