@@ -100,7 +100,9 @@ func (s *cdcState) imgBytes(i int) []byte {
 // known) and the row image img (appendValues of the row; nil for none).
 func (s *cdcState) setRow(i int, file int32, pos int64, img []byte) {
 	sl := &s.slots[i]
-	if sl.imgLen == 0 && sl.off+uint64(sl.keyLen)+uint64(sl.seqLen) == uint64(len(s.arena)) {
+	if len(img) > 0 && bytes.Equal(s.imgBytes(i), img) {
+		// The same row in another place (a rebuild after OPTIMIZE): nothing to append.
+	} else if sl.imgLen == 0 && sl.off+uint64(sl.keyLen)+uint64(sl.seqLen) == uint64(len(s.arena)) {
 		s.arena = append(s.arena, img...) // the key and sequence were the last bytes appended
 		sl.imgLen = uint32(len(img))
 	} else if len(img) > 0 || sl.imgLen > 0 {
@@ -472,6 +474,23 @@ func (s *cdcState) compact() {
 	}
 }
 
+// needsCompact says whether a full save must compact the state first: to resolve renamed data
+// files (the full save drops the renames), or because most of the arena is bytes no slot uses.
+// Otherwise the save writes the live slots as they are, sparing a process that ends after the
+// batch a copy of every key.
+func (s *cdcState) needsCompact() bool {
+	if len(s.renames) > 0 {
+		return true
+	}
+	var live int
+	for i := range s.slots {
+		if sl := &s.slots[i]; !sl.gone {
+			live += int(sl.keyLen) + int(sl.seqLen) + int(sl.imgLen)
+		}
+	}
+	return 2*live < len(s.arena)
+}
+
 // save writes the keys of slots changed by a batch as a new segment (or, when the log has grown
 // past its base, every key as one segment, files resolved and renames dropped; or, for a state
 // loaded to merge its delta segments, the keys of those and of the batch as the one segment
@@ -482,10 +501,14 @@ func (s *cdcState) save(changed []int) (string, []segment, map[string]string, er
 		return "", nil, nil, fmt.Errorf("the CDC state of %s was loaded in part but must be written whole", s.dir)
 	}
 	if full {
-		s.compact()
-		changed = make([]int, len(s.slots))
-		for i := range changed {
-			changed[i] = i
+		changed = changed[:0]
+		if s.needsCompact() {
+			s.compact()
+		}
+		for i := range s.slots {
+			if !s.slots[i].gone {
+				changed = append(changed, i)
+			}
 		}
 	} else if s.mergeDeltas {
 		// Every key of the delta segments (and the batch's) goes into the one that replaces them.
