@@ -188,6 +188,8 @@ func printSummary(w io.Writer, p *spec.Pipeline, res *Result, order []string) {
 			parts = append(parts, firstLine(fr.Err.Error()))
 		case fr.State == FlowCompleted && (p.Dataset(name).ApplyChanges != nil || p.Dataset(name).ApplyChangesFromSnapshot != nil):
 			parts = append(parts, fmt.Sprintf("%d upserted, %d deleted", m.NumUpsertedRows, m.NumDeletedRows))
+		case fr.State == FlowCompleted && p.Dataset(name).Query != nil && m.Version < 0 && m.NumOutputRows == 0:
+			parts = append(parts, "result unchanged, nothing committed")
 		case fr.State == FlowCompleted && m.Files > 0:
 			parts = append(parts, fmt.Sprintf("%s from %s", plural(m.NumOutputRows, "row"), plural(int64(m.Files), "file")))
 		case fr.State == FlowCompleted:
