@@ -1,7 +1,9 @@
 package delta
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 
 	"tributary/schema"
 )
@@ -84,6 +86,9 @@ func (t *Table) Changes(from, to int64) (schema.Schema, [][]any, error) {
 			fr, err := t.readTableFile(meta, path, pv, extra)
 			if err == nil && pick != nil {
 				fr, err = pick(fr)
+			}
+			if errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("delta: changes of version %d: its file %s is gone (VACUUM deletes the files that only versions older than the retention need, %s); read the changes from a later version: %w", v, path, ConfigDeletedFileRetention, err)
 			}
 			if err != nil {
 				return fmt.Errorf("delta: changes of version %d: %w", v, err)

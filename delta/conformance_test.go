@@ -39,12 +39,12 @@ func TestConformanceSharedTables(t *testing.T) {
 	}
 	// Tables refused on purpose, and the words that say why.
 	refused := map[string]string{
-		"multi_partitioned_2":       "not supported",   // decimal(38,18)
-		"timestamp_ntz":             "not supported",   // timestamp_ntz
-		"column_mapping":            "column mapping",  //
-		"iceberg_compat_v1":         "column mapping",  //
-		"table_with_column_mapping": "column mapping",  //
-		"checkpoints":               "no such file",    // the data files are not in the test data
+		"multi_partitioned_2":       "not supported",  // decimal(38,18)
+		"timestamp_ntz":             "not supported",  // timestamp_ntz
+		"column_mapping":            "column mapping", //
+		"iceberg_compat_v1":         "column mapping", //
+		"table_with_column_mapping": "column mapping", //
+		"checkpoints":               "no such file",   // the data files are not in the test data
 	}
 	for _, d := range dirs {
 		name := filepath.Base(d)

@@ -2,9 +2,11 @@ package delta
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -150,6 +152,12 @@ func TestVacuumShortRetentionByProperty(t *testing.T) {
 	}
 	if _, err := tbl.Rows(mustSnapshot(t, tbl, 2)); err == nil {
 		t.Errorf("version 2 still reads after its files were vacuumed with a 0 retention")
+	}
+	// The change data feed of a vacuumed version says what happened and what to do.
+	_, _, err = tbl.Changes(2, 3)
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "changes of version 2: its file") ||
+		!strings.Contains(err.Error(), "VACUUM") || !strings.Contains(err.Error(), "read the changes from a later version") {
+		t.Errorf("changes of vacuumed versions: %v", err)
 	}
 }
 
