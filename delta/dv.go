@@ -384,32 +384,54 @@ func (t *Table) ReadLiveFile(a Add, s schema.Schema) (rows [][]any, pos []int64,
 	if err != nil {
 		return nil, nil, err
 	}
-	rows, pos, err = t.applyDV(a, all)
-	return rows, pos, err
+	return t.applyDV(a, all, true)
 }
 
 // applyDV drops from all, the rows of a's data file in physical order, the rows a's DV deletes,
-// and returns the kept rows with their positions.
-func (t *Table) applyDV(a Add, all [][]any) ([][]any, []int64, error) {
+// and returns the kept rows, with their positions when withPos is set.
+func (t *Table) applyDV(a Add, all [][]any, withPos bool) ([][]any, []int64, error) {
 	deleted, err := t.ReadDeletionVector(a.DeletionVector)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w (data file %s)", err, a.Path)
 	}
-	if len(deleted) > 0 && deleted[len(deleted)-1] >= uint64(len(all)) {
-		return nil, nil, fmt.Errorf("delta: the deletion vector of %s deletes row %d, but the file has %d rows", a.Path, deleted[len(deleted)-1], len(all))
+	rows, pos, rest := dropDeleted(all, deleted, 0, withPos)
+	if len(rest) > 0 {
+		return nil, nil, fmt.Errorf("delta: the deletion vector of %s deletes row %d, but the file has %d rows", a.Path, rest[len(rest)-1], len(all))
 	}
-	rows := make([][]any, 0, len(all)-len(deleted))
-	pos := make([]int64, 0, len(all)-len(deleted))
+	return rows, pos, nil
+}
+
+// dropDeleted drops from rows, the rows of a file from position at on, those at the positions
+// deleted (ascending) names, and returns the kept rows (rows itself when none is dropped), their
+// positions when withPos is set, and the deleted positions past the last of rows.
+func dropDeleted(rows [][]any, deleted []uint64, at uint64, withPos bool) (live [][]any, pos []int64, rest []uint64) {
+	end := at + uint64(len(rows))
+	n := 0 // deleted positions within rows
+	for n < len(deleted) && deleted[n] < end {
+		n++
+	}
+	live = rows
+	if n > 0 {
+		live = make([][]any, 0, len(rows)-n)
+	}
+	if withPos {
+		pos = make([]int64, 0, len(rows)-n)
+	}
 	d := 0
-	for i, r := range all {
-		if d < len(deleted) && deleted[d] == uint64(i) {
+	for i, r := range rows {
+		p := at + uint64(i)
+		if d < n && deleted[d] == p {
 			d++
 			continue
 		}
-		rows = append(rows, r)
-		pos = append(pos, int64(i))
+		if n > 0 {
+			live = append(live, r)
+		}
+		if withPos {
+			pos = append(pos, int64(p))
+		}
 	}
-	return rows, pos, nil
+	return live, pos, deleted[n:]
 }
 
 // DVDifference returns the row indexes in newer that are not in older (both ascending): the rows

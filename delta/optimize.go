@@ -259,7 +259,7 @@ func (t *Table) writeCompacted(s schema.Schema, bin []Add) (Add, int64, error) {
 	for _, f := range bin {
 		r, err := t.ReadFile(f.Path, s)
 		if err == nil && f.DeletionVector != nil {
-			r, _, err = t.applyDV(f, r)
+			r, _, err = t.applyDV(f, r, false)
 		}
 		if err != nil {
 			pf.abort()

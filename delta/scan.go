@@ -56,7 +56,7 @@ func (t *Table) FileRows(m Metadata, a Add) ([][]any, error) {
 	if err != nil || a.DeletionVector == nil {
 		return rows, err
 	}
-	rows, _, err = t.applyDV(a, rows)
+	rows, _, err = t.applyDV(a, rows, false)
 	return rows, err
 }
 
@@ -77,20 +77,10 @@ func (t *Table) FileRowGroups(m Metadata, a Add, fn func(rows [][]any) error) er
 	var at uint64 // the file position of the group's first row
 	var fnErr error
 	err = t.ReadFileGroups(a.Path, l.fileSchema, func(rows [][]any) error {
-		out := l.widen(rows)
-		if len(deleted) > 0 {
-			live := out[:0]
-			for i, r := range out {
-				if len(deleted) > 0 && deleted[0] == at+uint64(i) {
-					deleted = deleted[1:]
-					continue
-				}
-				live = append(live, r)
-			}
-			out = live
-		}
+		var live [][]any
+		live, _, deleted = dropDeleted(l.widen(rows), deleted, at, false)
 		at += uint64(len(rows))
-		fnErr = fn(out)
+		fnErr = fn(live)
 		return fnErr
 	})
 	if err != nil {

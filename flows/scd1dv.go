@@ -93,7 +93,7 @@ func applyMergeOnRead(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, stat
 			return m, fmt.Errorf("the CDC state of %s names row %d of data file %s, which is already deleted; run %s", d.Name, merged[0], f.Path, RefreshHint(p, d.Name))
 		}
 		removes = append(removes, b.target.RemoveFor(f, nowMs))
-		if st, err := delta.ParseStats(f.Stats, tgtSch); err == nil && st.NumRecords >= 0 && int64(len(merged)) >= st.NumRecords {
+		if n, ok := f.NumRecords(); ok && int64(len(merged)) >= n {
 			filesRemoved++ // every row of the file is deleted: the file goes
 			if f.DeletionVector != nil {
 				dvRemoved++
