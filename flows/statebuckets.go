@@ -299,18 +299,6 @@ func (s *cdcState) readBucketed(name string, readAllBelow int64) error {
 	if _, end, _ := g.bucket(nb - 1); end > uint64(size) {
 		return errSegmentCorrupt
 	}
-	fresh := len(s.slots) == 0 && s.want == nil // a segment holds each key once: no lookups
-	read := func(b uint64) error {
-		start, end, crc := g.bucket(b)
-		if start > end || end > uint64(size) {
-			return errSegmentCorrupt
-		}
-		recs := data[start:end]
-		if crc32.Checksum(recs, castagnoli) != crc {
-			return errSegmentCorrupt
-		}
-		return s.decodeRecords(recs, ids, fresh)
-	}
 	if !whole {
 		buckets := make([]uint64, 0, len(s.want))
 		for kb := range s.want {
@@ -323,7 +311,7 @@ func (s *cdcState) readBucketed(name string, readAllBelow int64) error {
 			return err
 		}
 		for _, recs := range fetched {
-			if err := s.decodeRecords(recs, ids, fresh); err != nil {
+			if err := s.decodeRecords(recs, ids, false); err != nil {
 				return err
 			}
 		}
@@ -335,8 +323,13 @@ func (s *cdcState) readBucketed(name string, readAllBelow int64) error {
 	if need := len(s.arena) + int(size); cap(s.arena) < need && s.want == nil {
 		s.arena = append(make([]byte, 0, need), s.arena...)
 	}
+	fresh := len(s.slots) == 0 && s.want == nil // a segment holds each key once: no lookups
 	for b := range nb {
-		if err := read(b); err != nil {
+		start, end, crc := g.bucket(b)
+		if start > end || end > uint64(size) || crc32.Checksum(data[start:end], castagnoli) != crc {
+			return errSegmentCorrupt
+		}
+		if err := s.decodeRecords(data[start:end], ids, fresh); err != nil {
 			return err
 		}
 	}
