@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"tributary/delta"
+	"tributary/sqlengine"
 )
 
 // column is one compared column and the type both sides are cast to before comparing, so that
@@ -56,32 +56,6 @@ func tableFiles(dir string) ([]string, map[string][]int64, int64, error) {
 	return files, deleted, size, nil
 }
 
-// loadDeleted creates the temporary table deleted_rows(file, pos) on conn with the rows of
-// deleted, for an anti join on read_parquet's (filename, file_row_number).
-func loadDeleted(ctx context.Context, conn *sql.Conn, deleted map[string][]int64) error {
-	if _, err := conn.ExecContext(ctx, "CREATE TEMP TABLE deleted_rows (file VARCHAR, pos BIGINT)"); err != nil {
-		return err
-	}
-	const chunk = 100_000
-	for f, rows := range deleted {
-		for i := 0; i < len(rows); i += chunk {
-			part := rows[i:min(i+chunk, len(rows))]
-			var b strings.Builder
-			for j, r := range part {
-				if j > 0 {
-					b.WriteByte(',')
-				}
-				b.WriteString(strconv.FormatInt(r, 10))
-			}
-			q := fmt.Sprintf("INSERT INTO deleted_rows SELECT '%s', unnest([%s]::BIGINT[])", strings.ReplaceAll(f, "'", "''"), b.String())
-			if _, err := conn.ExecContext(ctx, q); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // compareTables checks that the latest snapshot of the Delta table at tableDir (without the rows
 // its deletion vectors delete) and the Parquet file parquet hold the same multiset of rows over
 // cols: equal row counts and equal sums of row hashes; on a difference it lists up to five rows
@@ -103,11 +77,13 @@ func compareTables(ctx context.Context, tableDir, parquet string, cols []column)
 	defer conn.Close()
 	if len(deleted) > 0 {
 		for _, c := range cols {
-			if strings.EqualFold(c.name, "filename") || strings.EqualFold(c.name, "file_row_number") {
-				return fmt.Errorf("%s has deletion vectors and a column %s, the name of a column read_parquet adds to find deleted rows", tableDir, c.name)
+			for _, r := range sqlengine.ReservedColumns {
+				if strings.EqualFold(c.name, r) {
+					return fmt.Errorf("%s has deletion vectors and a column %s, the name of a column read_parquet adds to find deleted rows", tableDir, c.name)
+				}
 			}
 		}
-		if err := loadDeleted(ctx, conn, deleted); err != nil {
+		if err := sqlengine.LoadDeletedRows(ctx, conn, "deleted_rows", deleted); err != nil {
 			return fmt.Errorf("loading the deleted rows of %s: %w", tableDir, err)
 		}
 	}

@@ -251,31 +251,39 @@ func registerDeleted(ctx context.Context, conn *sql.Conn, r Relation) error {
 			return fmt.Errorf("sqlengine: dataset %s: Deleted names %s, which is not one of its files", r.Name, f)
 		}
 	}
-	table := deletedTable(r.Name)
+	if err := LoadDeletedRows(ctx, conn, deletedTable(r.Name), r.Deleted); err != nil {
+		return fmt.Errorf("sqlengine: the deleted rows of dataset %s: %w", r.Name, err)
+	}
+	return nil
+}
+
+// LoadDeletedRows creates the temporary table named table (file VARCHAR, pos BIGINT) on conn, a
+// connection of the DuckDB driver, with one row per deleted row of deleted (a file path -> its
+// 0-based physical row positions, as Relation.Deleted): the other side of an anti join with
+// read_parquet(..., filename = true, file_row_number = true) on (filename, file_row_number) that
+// leaves out the rows Delta deletion vectors delete. The rows go in through DuckDB's appender.
+func LoadDeletedRows(ctx context.Context, conn *sql.Conn, table string, deleted map[string][]int64) error {
 	if _, err := conn.ExecContext(ctx, fmt.Sprintf("CREATE TEMP TABLE %s (file VARCHAR, pos BIGINT)", Quote(table))); err != nil {
-		return fmt.Errorf("sqlengine: registering the deleted rows of dataset %s: %w", r.Name, err)
+		return err
 	}
 	return conn.Raw(func(dc any) error {
 		ddc, ok := dc.(*duckdb.Conn)
 		if !ok {
-			return fmt.Errorf("sqlengine: unexpected driver connection %T", dc)
+			return fmt.Errorf("unexpected driver connection %T", dc)
 		}
 		app, err := duckdb.NewAppenderFromConn(ddc, "", table)
 		if err != nil {
-			return fmt.Errorf("sqlengine: loading the deleted rows of dataset %s: %w", r.Name, err)
+			return err
 		}
-		for f, ps := range r.Deleted {
+		for f, ps := range deleted {
 			for _, p := range ps {
 				if err := app.AppendRow(f, p); err != nil {
 					app.Close()
-					return fmt.Errorf("sqlengine: loading the deleted rows of dataset %s: %w", r.Name, err)
+					return err
 				}
 			}
 		}
-		if err := app.Close(); err != nil {
-			return fmt.Errorf("sqlengine: loading the deleted rows of dataset %s: %w", r.Name, err)
-		}
-		return nil
+		return app.Close()
 	})
 }
 
