@@ -13,6 +13,7 @@ import (
 
 	"tributary/delta"
 	"tributary/schema"
+	"tributary/spec"
 )
 
 func TestRowBytes(t *testing.T) {
@@ -208,15 +209,7 @@ datasets:
 `)
 	const n = 120_000
 	write(t, filepath.Join(dir, "landing", "a.json"), noisyLines(n, nil))
-	m, _, err := ingest(t, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	table := delta.New(TableDir(p.Storage, "raw"))
-	snap, err := table.Snapshot(-1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, table, snap := ingestRaw(t, p)
 	if m.NumOutputRows != n || snap.Version != 1 {
 		t.Fatalf("%d rows at version %d, want %d rows in one commit (version 1)", m.NumOutputRows, snap.Version, n)
 	}
@@ -267,15 +260,7 @@ datasets:
 	const n = 90_000
 	regions := []string{"eu", "us", "ap"}
 	write(t, filepath.Join(dir, "landing", "a.json"), noisyLines(n, regions))
-	m, _, err := ingest(t, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	table := delta.New(TableDir(p.Storage, "raw"))
-	snap, err := table.Snapshot(-1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, table, snap := ingestRaw(t, p)
 	if m.NumOutputRows != n || snap.Version != 1 {
 		t.Fatalf("%d rows at version %d, want %d rows in one commit (version 1)", m.NumOutputRows, snap.Version, n)
 	}
@@ -329,15 +314,7 @@ func TestIngestDefaultTargetOneFile(t *testing.T) {
 		fmt.Fprintf(&b, `{"id": %d, "amount": %d.25, "at": "2024-01-01T00:00:00Z"}`+"\n", i, i%1000)
 	}
 	write(t, filepath.Join(landing, "a.json"), []byte(b.String()))
-	m, _, err := ingest(t, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	table := delta.New(TableDir(p.Storage, "raw"))
-	snap, err := table.Snapshot(-1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, table, snap := ingestRaw(t, p)
 	if m.NumOutputRows != n || len(snap.Files) != 1 {
 		t.Fatalf("%d rows in %d files, want %d in 1", m.NumOutputRows, len(snap.Files), n)
 	}
@@ -451,4 +428,20 @@ datasets:
 			t.Errorf("%s: version %v (%v), want 0: nothing committed", name, snap.Version, err)
 		}
 	}
+}
+
+// ingestRaw runs one ingest batch of p's dataset raw and returns its metrics, the raw table and
+// its snapshot after the batch.
+func ingestRaw(t *testing.T, p *spec.Pipeline) (Metrics, *delta.Table, *delta.Snapshot) {
+	t.Helper()
+	m, _, err := ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := delta.New(TableDir(p.Storage, "raw"))
+	snap, err := table.Snapshot(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, table, snap
 }
