@@ -98,7 +98,8 @@ func (p *partitioner) split(rows [][]any) ([]*partGroup, error) {
 			g = &partGroup{key: string(p.key), values: make(map[string]string, len(p.pidx))}
 			dirs := make([]string, len(p.pidx))
 			for k, j := range p.pidx {
-				v := FormatPartitionValue(p.m.Schema.Fields[j].Type, r[j])
+				// A copy: the writer keeps it past the call, the caller may reuse the row's memory.
+				v := strings.Clone(FormatPartitionValue(p.m.Schema.Fields[j].Type, r[j]))
 				g.values[p.m.PartitionColumns[k]] = v
 				dirs[k] = escapePartitionName(p.m.PartitionColumns[k]) + "=" + partitionDirValue(r[j] == nil, v)
 			}

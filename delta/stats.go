@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -62,16 +63,18 @@ func (c *colStats) float(v float64) {
 	}
 }
 
+// str folds v into the bounds. The bounds are copies, not v itself: a DataWriter keeps them
+// across Write calls, and the caller may reuse the memory of its rows once a call returns.
 func (c *colStats) str(v string) {
 	if !c.has {
+		v = strings.Clone(v)
 		c.minS, c.maxS, c.has = v, v, true
 		return
 	}
 	if v < c.minS {
-		c.minS = v
-	}
-	if v > c.maxS {
-		c.maxS = v
+		c.minS = strings.Clone(v)
+	} else if v > c.maxS {
+		c.maxS = strings.Clone(v)
 	}
 }
 

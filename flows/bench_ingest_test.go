@@ -232,7 +232,7 @@ func BenchmarkJSONLineParse(b *testing.B) {
 	b.Run("eachJSONLine", func(b *testing.B) {
 		b.SetBytes(int64(len(text)))
 		for b.Loop() {
-			err := eachJSONLine(lr, bytes.NewReader(text), func([]any, bool, []badValue, int64) error { return nil })
+			err := eachJSONLine(lr, bytes.NewReader(text), nil, func([]any, bool, []badValue, int64) error { return nil })
 			if err != nil {
 				b.Fatal(err)
 			}

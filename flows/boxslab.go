@@ -47,6 +47,17 @@ func newBoxSlab(words, strs int) *boxSlab {
 	return &boxSlab{words: make([]uint64, 0, words), strs: make([]string, 0, strs)}
 }
 
+// reset empties the slab for reuse when its arrays hold words and strs values, and reports
+// whether they do. The values boxed before are overwritten by the next ones: only a slab none
+// of whose values is in use any more may be reset (blockPool).
+func (b *boxSlab) reset(words, strs int) bool {
+	if cap(b.words) < words || cap(b.strs) < strs {
+		return false
+	}
+	b.words, b.strs = b.words[:0], b.strs[:0]
+	return true
+}
+
 // word returns a fresh word of the slab's array; once that is full, of a new one (an array is
 // never grown in place: the values boxed in it must stay where they are).
 func (b *boxSlab) word() unsafe.Pointer {

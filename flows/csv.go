@@ -402,7 +402,9 @@ func eachCSVRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc) err
 type rowFunc func(row []any, parsed bool, bad []badValue, lineNo int64) error
 
 // eachRow reads one input file of a file source in its format and calls fn with each row.
-func eachRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc) error {
+// pool, when not nil, recycles the memory of JSON-lines rows once the caller releases them
+// (blockPool); the other formats ignore it.
+func eachRow(src *spec.Source, filePath string, in io.Reader, pool *blockPool, fn rowFunc) error {
 	switch src.Format {
 	case spec.FormatCSV:
 		return eachCSVRow(src, filePath, in, fn)
@@ -414,7 +416,7 @@ func eachRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc) error 
 		if src.Options[spec.JSONMultiline] == "true" {
 			return eachJSONValue(src, filePath, in, fn, nil)
 		}
-		return eachJSONLine(newLineReader(src.Schema, src.RescuedDataColumn, filePath), in, fn)
+		return eachJSONLine(newLineReader(src.Schema, src.RescuedDataColumn, filePath), in, pool, fn)
 	}
 	return fmt.Errorf("format %s cannot be read from files", src.Format)
 }

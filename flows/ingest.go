@@ -265,10 +265,17 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 	// (nothing once they were handed over for the commit); so are the quarantine table's.
 	defer fw.abort()
 	defer quar.abort()
-	// collect takes the result of the write in flight.
+	// The memory of the rows read is reused once they are written: writing is the only use an
+	// ingest makes of them (the data and quarantine writers copy what they keep).
+	pool := &blockPool{}
+	var writing []*lineBlock // the blocks whose rows the write in flight may hold
+	var outRows [][]any      // the array of the rows handed to the writer, reused by each write
+	// collect takes the result of the write in flight and releases the memory of its rows.
 	collect := func() error {
 		n, err := fw.wait()
 		m.NumOutputRows += n
+		pool.release(writing)
+		writing = nil
 		return err
 	}
 	flush := func() error {
@@ -285,19 +292,25 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 				return err
 			}
 		}
-		rows := make([][]any, len(kept))
-		for i, r := range kept {
-			off.Files[r[width].(int)].addLine(r[width+1].(int64))
-			rows[i] = r[:width]
-		}
-		clear(chunk) // release the rows: the backing array is reused for the next chunk
-		chunk, chunkSize = chunk[:0], 0
-		if len(rows) == 0 {
+		if len(kept) == 0 {
+			clear(chunk)
+			chunk, chunkSize = chunk[:0], 0
 			return nil
 		}
 		if err := collect(); err != nil {
 			return err
 		}
+		// The array the write before used is free again: no write is in flight.
+		rows := outRows[:0]
+		for _, r := range kept {
+			off.Files[r[width].(int)].addLine(r[width+1].(int64))
+			rows = append(rows, r[:width])
+		}
+		outRows = rows
+		clear(chunk) // release the rows: the backing array is reused for the next chunk
+		chunk, chunkSize = chunk[:0], 0
+		// Every block emitted so far has its rows in this chunk or in chunks already written.
+		writing = pool.seal()
 		fw.start(rows)
 		return nil
 	}
@@ -310,7 +323,7 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 		if err != nil {
 			return m, err
 		}
-		err = eachRow(src, f.abs, in, func(row []any, parsed bool, bad []badValue, lineNo int64) error {
+		err = eachRow(src, f.abs, in, pool, func(row []any, parsed bool, bad []badValue, lineNo int64) error {
 			if len(bad) > 0 {
 				m.BadRecords += int64(len(bad))
 				where := fmt.Sprintf("%s:%d", f.abs, lineNo)

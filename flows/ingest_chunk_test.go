@@ -445,3 +445,130 @@ func ingestRaw(t *testing.T, p *spec.Pipeline) (Metrics, *delta.Table, *delta.Sn
 	}
 	return m, table, snap
 }
+
+// TestIngestReusesBlockMemory: an ingest reuses the memory of the blocks it read once their rows
+// are written (blockPool), so nothing it keeps across chunks may point into it. 20,000 lines
+// read in blocks of 2 KiB and chunks of 777 rows (neither aligned with the other) into a table
+// partitioned by region, a new region every 3,000 lines, with a drop expectation (every id ending
+// in 3) and a quarantine expectation (every id ending in 7): every kept row comes back with its
+// own values; each region's file has the bounds of its own names, which its first two rows set
+// ("a-…" and "z-…", read long before the file is finished) and its own partition value; the
+// quarantined rows come back in the quarantine table. It is not parallel: it changes chunkRows
+// and jsonBlockSize.
+func TestIngestReusesBlockMemory(t *testing.T) {
+	savedRows, savedBlock := chunkRows, jsonBlockSize
+	chunkRows, jsonBlockSize = 777, 2048
+	defer func() { chunkRows, jsonBlockSize = savedRows, savedBlock }()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, `name: t
+storage: ./storage
+datasets:
+  - name: raw
+    partition_by: [region]
+    expectations:
+      - {name: no_three, expect: "id % 10 != 3", on_violation: drop}
+      - {name: no_seven, expect: "id % 10 != 7", on_violation: quarantine}
+    source:
+      path: ./landing
+      format: json
+      schema: "id BIGINT, name STRING, region STRING, amount DECIMAL(10,2)"
+`)
+	const n = 20_000
+	name := func(i int) string {
+		switch i % 3000 {
+		case 0:
+			return fmt.Sprintf("a-%05d", i)
+		case 1:
+			return fmt.Sprintf("z-%05d", i)
+		}
+		return fmt.Sprintf("m-%05d-%x", i, i*7919%65536)
+	}
+	region := func(i int) string { return fmt.Sprintf("r%d", i/3000) }
+	var text strings.Builder
+	type bounds struct {
+		min, max string
+		rows     int64
+	}
+	want := map[string]*bounds{}
+	var wantRows, wantQuarantined []string
+	for i := range n {
+		nm := name(i)
+		if i%5 == 0 { // an escaped character: the parser builds the string instead of slicing the line
+			fmt.Fprintf(&text, "{\"id\": %d, \"name\": \"%s\\u00e9\", \"region\": %q, \"amount\": %d.%02d}\n", i, nm, region(i), i, i%100)
+			nm += "é"
+		} else {
+			fmt.Fprintf(&text, "{\"id\": %d, \"name\": %q, \"region\": %q, \"amount\": %d.%02d}\n", i, nm, region(i), i, i%100)
+		}
+		row := fmt.Sprintf("%d %q %q %d.%02d", i, nm, region(i), i, i%100)
+		switch i % 10 {
+		case 3:
+			continue
+		case 7:
+			wantQuarantined = append(wantQuarantined, row)
+			continue
+		}
+		wantRows = append(wantRows, row)
+		b := want[region(i)]
+		if b == nil {
+			b = &bounds{min: nm, max: nm}
+			want[region(i)] = b
+		}
+		b.min, b.max, b.rows = min(b.min, nm), max(b.max, nm), b.rows+1
+	}
+	write(t, filepath.Join(dir, "landing", "a.json"), []byte(text.String()))
+	_, _, snap := ingestRaw(t, p)
+	sorted := func(rows []string) []string { slices.Sort(rows); return rows }
+	if got := sorted(namedRows(t, p.Storage, "raw")); !slices.Equal(got, sorted(wantRows)) {
+		t.Errorf("%d rows, want %d; first differences:\n%s", len(got), len(wantRows), firstDiffs(got, wantRows))
+	}
+	if got, wantQuarantined := sorted(namedRows(t, p.Storage, "raw_quarantine")), sorted(wantQuarantined); len(got) != len(wantQuarantined) {
+		t.Errorf("%d quarantined rows, want %d", len(got), len(wantQuarantined))
+	} else {
+		for i, g := range got {
+			if !strings.HasPrefix(g, wantQuarantined[i]) {
+				t.Fatalf("quarantined row %d is %s, want %s and the failed expectation", i, g, wantQuarantined[i])
+			}
+		}
+	}
+	if len(snap.Files) != len(want) {
+		t.Fatalf("%d files, want one per region (%d)", len(snap.Files), len(want))
+	}
+	for _, a := range snap.Files {
+		r := a.PartitionValues["region"]
+		b := want[r]
+		if b == nil {
+			t.Fatalf("file %s has partition value %q, not a region of the input", a.Path, r)
+		}
+		st, err := delta.ParseStats(a.Stats, snap.Metadata.Schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.NumRecords != b.rows || st.Min["name"] != b.min || st.Max["name"] != b.max {
+			t.Errorf("region %s: %d rows, names from %v to %v; want %d rows, %q to %q", r, st.NumRecords, st.Min["name"], st.Max["name"], b.rows, b.min, b.max)
+		}
+	}
+}
+
+// firstDiffs lists up to five lines that are in one of got and want but not the other.
+func firstDiffs(got, want []string) string {
+	in := func(s []string) map[string]bool {
+		m := map[string]bool{}
+		for _, x := range s {
+			m[x] = true
+		}
+		return m
+	}
+	g, w := in(got), in(want)
+	var out []string
+	for _, x := range got {
+		if !w[x] && len(out) < 5 {
+			out = append(out, "only got:  "+x)
+		}
+	}
+	for _, x := range want {
+		if !g[x] && len(out) < 10 {
+			out = append(out, "only want: "+x)
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -20,6 +20,79 @@ type lineBlock struct {
 	first int64  // the line number of text's first line
 	rows  []lineRow
 	done  chan struct{}
+
+	// The block's memory, which a blockPool hands out again once the block is released: buf
+	// holds text, vals the rows' values (each row a window of it), slab their boxed values.
+	buf  []byte
+	vals []any
+	slab *boxSlab
+}
+
+// blockPool recycles the memory of the blocks eachJSONLine reads and parses: their input text,
+// the backing arrays of their rows and the slabs of their boxed values. Without it, every
+// block's memory is garbage once its rows are written, and an ingest of 1 GB allocates about
+// 4 GB, which the garbage collector then marks and sweeps; with it, an ingest reuses the memory
+// of the blocks in flight. A block is emitted once fn has seen all of its rows (eachJSONLine
+// calls emitted); the caller takes the blocks emitted so far with seal when it hands their rows
+// to a writer, and gives them back with release once it holds no row, value or string of them
+// any more: the memory is then overwritten by later blocks. A nil *blockPool recycles nothing
+// (every block is memory of its own, as the rows of callers that keep them need). get is
+// called from the reading goroutine, the other methods from the goroutine that calls fn.
+type blockPool struct {
+	mu      sync.Mutex
+	free    []*lineBlock
+	emitted []*lineBlock // emitted since the last seal; only the fn goroutine touches it
+}
+
+// get returns a block whose buffer holds at least size bytes: a released block when one is
+// big enough, else a new one.
+func (p *blockPool) get(size int) *lineBlock {
+	if p != nil {
+		p.mu.Lock()
+		for i := len(p.free) - 1; i >= 0; i-- {
+			if b := p.free[i]; cap(b.buf) >= size {
+				p.free[i] = p.free[len(p.free)-1]
+				p.free[len(p.free)-1] = nil
+				p.free = p.free[:len(p.free)-1]
+				p.mu.Unlock()
+				b.buf = b.buf[:size]
+				return b
+			}
+		}
+		p.mu.Unlock()
+	}
+	return &lineBlock{buf: make([]byte, size)}
+}
+
+// emit records that fn has seen every row of b.
+func (p *blockPool) emit(b *lineBlock) {
+	if p != nil {
+		p.emitted = append(p.emitted, b)
+	}
+}
+
+// seal returns the blocks emitted since the last seal: every row of them was given to fn
+// before this call.
+func (p *blockPool) seal() []*lineBlock {
+	if p == nil {
+		return nil
+	}
+	bs := p.emitted
+	p.emitted = nil
+	return bs
+}
+
+// release gives blocks back for reuse: no row, value or string of theirs may be used after.
+func (p *blockPool) release(bs []*lineBlock) {
+	if p == nil || len(bs) == 0 {
+		return
+	}
+	p.mu.Lock()
+	for _, b := range bs {
+		b.text, b.done = "", nil
+		p.free = append(p.free, b)
+	}
+	p.mu.Unlock()
 }
 
 // lineRow is the result of one line that is not blank.
@@ -36,14 +109,19 @@ type lineRow struct {
 // of about jsonBlockSize bytes, which GOMAXPROCS workers parse while fn runs; at most three
 // blocks per worker are in flight, so memory stays bounded. Rows have rowSpare capacity after
 // their values, and their values may share the memory of the block they came from (its text
-// and its boxSlab). When fn returns an error, reading stops and the error is returned; a read
-// error is returned after the rows of the lines before it.
-func eachJSONLine(lr *lineReader, in io.Reader, fn rowFunc) error {
+// and its boxSlab). With a pool, that memory is reused once the caller releases the block
+// (blockPool); with none, it is the rows' own. When fn returns an error, reading stops and the
+// error is returned; a read error is returned after the rows of the lines before it.
+func eachJSONLine(lr *lineReader, in io.Reader, pool *blockPool, fn rowFunc) error {
 	workers := runtime.GOMAXPROCS(0)
 	if workers < 2 {
-		return readBlocks(in, jsonBlockSize, func(b *lineBlock) error {
+		return readBlocks(in, jsonBlockSize, pool, func(b *lineBlock) error {
 			parseBlock(lr, b)
-			return emitBlock(b, fn)
+			if err := emitBlock(b, fn); err != nil {
+				return err
+			}
+			pool.emit(b)
+			return nil
 		})
 	}
 	jobs := make(chan *lineBlock, workers)
@@ -67,7 +145,7 @@ func eachJSONLine(lr *lineReader, in io.Reader, fn rowFunc) error {
 		defer close(ordered)
 		defer close(jobs)
 		errStopped := io.ErrClosedPipe
-		err := readBlocks(in, jsonBlockSize, func(b *lineBlock) error {
+		err := readBlocks(in, jsonBlockSize, pool, func(b *lineBlock) error {
 			b.done = make(chan struct{})
 			select {
 			case ordered <- b:
@@ -92,6 +170,7 @@ func eachJSONLine(lr *lineReader, in io.Reader, fn rowFunc) error {
 		if fnErr = emitBlock(b, fn); fnErr != nil {
 			break
 		}
+		pool.emit(b)
 	}
 	close(stop)
 	for range ordered { // let the reader finish its last send
@@ -115,13 +194,15 @@ func emitBlock(b *lineBlock, fn rowFunc) error {
 
 // readBlocks reads in to its end and calls fn with its text in blocks of whole lines of about
 // size bytes (more when a line is longer), numbering the lines from 1. Each block's text is
-// memory of its own that is never written again. A read error is returned after a last block
-// with the text before it; an error of fn stops the reading and is returned.
-func readBlocks(in io.Reader, size int, fn func(*lineBlock) error) error {
+// memory of its own (from pool: see blockPool) that is not written again until the block is
+// released. A read error is returned after a last block with the text before it; an error of fn
+// stops the reading and is returned.
+func readBlocks(in io.Reader, size int, pool *blockPool, fn func(*lineBlock) error) error {
 	var carry []byte // the start of a line that did not end in the previous buffer
 	line := int64(1)
 	for {
-		buf := make([]byte, max(size, 2*len(carry)))
+		b := pool.get(max(size, 2*len(carry)))
+		buf := b.buf
 		n := copy(buf, carry)
 		var err error
 		for empty := 0; n < len(buf) && err == nil; {
@@ -136,7 +217,8 @@ func readBlocks(in io.Reader, size int, fn func(*lineBlock) error) error {
 		}
 		if err != nil {
 			if n > 0 {
-				if ferr := fn(&lineBlock{text: blockText(buf[:n]), first: line}); ferr != nil {
+				b.text, b.first = blockText(buf[:n]), line
+				if ferr := fn(b); ferr != nil {
 					return ferr
 				}
 			}
@@ -151,7 +233,8 @@ func readBlocks(in io.Reader, size int, fn func(*lineBlock) error) error {
 			continue
 		}
 		text := buf[:end]
-		if ferr := fn(&lineBlock{text: blockText(text), first: line}); ferr != nil {
+		b.text, b.first = blockText(text), line
+		if ferr := fn(b); ferr != nil {
 			return ferr
 		}
 		line += int64(bytes.Count(text, []byte{'\n'}))
@@ -159,21 +242,37 @@ func readBlocks(in io.Reader, size int, fn func(*lineBlock) error) error {
 	}
 }
 
-// blockText is b as a string without a copy. b must never be written again: readBlocks
-// allocates a buffer for every block and only reads the rest of it (a line's start) afterwards.
+// blockText is b as a string without a copy. b must not be written again while the string is
+// in use: readBlocks takes a buffer for every block, only reads the rest of it (a line's start)
+// afterwards, and reuses it only once the block is released (blockPool).
 func blockText(b []byte) string {
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // parseBlock parses the lines of b into b.rows. The rows of a block share one backing array,
-// each with rowSpare spare capacity, and their values share one boxSlab.
+// each with rowSpare spare capacity, and their values share one boxSlab; a released block's
+// arrays and slab are reused when they are big enough.
 func parseBlock(lr *lineReader, b *lineBlock) {
 	n := strings.Count(b.text, "\n") + 1
 	width := lr.width()
 	stride := width + rowSpare
-	rows := make([]any, n*stride)
-	values := newBoxSlab(n*lr.wordCols, n*lr.stringCols)
-	b.rows = make([]lineRow, 0, n)
+	rows, reused := b.vals, cap(b.vals) >= n*stride
+	if reused {
+		rows = rows[:n*stride]
+	} else {
+		rows = make([]any, n*stride)
+		b.vals = rows
+	}
+	values := b.slab
+	if values == nil || !values.reset(n*lr.wordCols, n*lr.stringCols) {
+		values = newBoxSlab(n*lr.wordCols, n*lr.stringCols)
+		b.slab = values
+	}
+	if cap(b.rows) >= n {
+		b.rows = b.rows[:0]
+	} else {
+		b.rows = make([]lineRow, 0, n)
+	}
 	lineNo := b.first
 	for t := b.text; t != ""; lineNo++ {
 		line := t
@@ -190,6 +289,9 @@ func parseBlock(lr *lineReader, b *lineBlock) {
 		}
 		k := len(b.rows) * stride
 		row := rows[k : k+width : k+stride]
+		if reused {
+			clear(row) // a parse sets only the columns its line has
+		}
 		parsed, bad := lr.parseInto(line, lineNo, row, values)
 		b.rows = append(b.rows, lineRow{row: row, bad: bad, lineNo: lineNo, parsed: parsed})
 	}

@@ -49,7 +49,7 @@ func testEachJSONLineOrder(t *testing.T) {
 	}
 	text.WriteString("{\"id\": 1553}") // the last line, without a line end
 	var got []string
-	err := eachJSONLine(newLineReader(s, "", "f.json"), strings.NewReader(text.String()), func(row []any, parsed bool, bad []badValue, lineNo int64) error {
+	err := eachJSONLine(newLineReader(s, "", "f.json"), strings.NewReader(text.String()), nil, func(row []any, parsed bool, bad []badValue, lineNo int64) error {
 		got = append(got, fmt.Sprintf("%d:%v:%v:%d", lineNo, row[0], parsed, len(bad)))
 		if ext := append(row, "file", int64(0), 0, lineNo); &ext[0] != &row[0] {
 			return fmt.Errorf("line %d: appending %d values copied the row", lineNo, rowSpare)
@@ -77,7 +77,7 @@ func testEachJSONLineOrder(t *testing.T) {
 
 	stop := errors.New("stop")
 	calls := 0
-	err = eachJSONLine(newLineReader(s, "", "f.json"), strings.NewReader(text.String()), func([]any, bool, []badValue, int64) error {
+	err = eachJSONLine(newLineReader(s, "", "f.json"), strings.NewReader(text.String()), nil, func([]any, bool, []badValue, int64) error {
 		calls++
 		if calls == 503 {
 			return stop
@@ -90,7 +90,7 @@ func testEachJSONLineOrder(t *testing.T) {
 
 	broken := io.MultiReader(strings.NewReader("{\"id\": 1}\n"), errReader{})
 	calls = 0
-	err = eachJSONLine(newLineReader(s, "", "f.json"), broken, func([]any, bool, []badValue, int64) error { calls++; return nil })
+	err = eachJSONLine(newLineReader(s, "", "f.json"), broken, nil, func([]any, bool, []badValue, int64) error { calls++; return nil })
 	if err == nil || err.Error() != "disk on fire" || calls != 1 {
 		t.Errorf("read error: got %v after %d rows, want disk on fire after 1", err, calls)
 	}
@@ -109,7 +109,7 @@ func TestEachJSONLineReaders(t *testing.T) {
 	text := "{\"s\": \"a\"}\n\n{\"s\": \"b\\u00e9\"}\r\n{bad\n{\"s\": \"c\"}"
 	read := func(in io.Reader) (string, error) {
 		var got []string
-		err := eachJSONLine(newLineReader(s, "", "f.json"), in, func(row []any, parsed bool, bad []badValue, lineNo int64) error {
+		err := eachJSONLine(newLineReader(s, "", "f.json"), in, nil, func(row []any, parsed bool, bad []badValue, lineNo int64) error {
 			got = append(got, fmt.Sprintf("%d:%v:%v", lineNo, row[0], parsed))
 			return nil
 		})

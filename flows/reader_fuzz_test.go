@@ -27,7 +27,7 @@ func checkRows(t *testing.T, src *spec.Source, input []byte) {
 		width++
 	}
 	last := int64(1)
-	err := eachRow(src, "/in/file", bytes.NewReader(input), func(row []any, parsed bool, bad []badValue, lineNo int64) error {
+	err := eachRow(src, "/in/file", bytes.NewReader(input), nil, func(row []any, parsed bool, bad []badValue, lineNo int64) error {
 		if len(row) != width {
 			return fmt.Errorf("row of %d values, want %d", len(row), width)
 		}

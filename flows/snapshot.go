@@ -279,7 +279,7 @@ func (f *snapshotFlow) readFile(in inputFile) ([][]any, error) {
 	var rows [][]any
 	warned := 0
 	var failed error // a bad line under mode failfast; it names the file and line itself
-	err = eachRow(src, in.abs, r, func(row []any, parsed bool, bad []badValue, lineNo int64) error {
+	err = eachRow(src, in.abs, r, nil, func(row []any, parsed bool, bad []badValue, lineNo int64) error {
 		if len(bad) > 0 {
 			f.m.BadRecords += int64(len(bad))
 			where := fmt.Sprintf("%s:%d", in.abs, lineNo)
