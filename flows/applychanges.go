@@ -304,7 +304,8 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 		close(folded)
 		folded = nil
 		foldDone.Wait()
-		b.reduced = &fold.res
+		red := fold.finish()
+		b.reduced = &red
 	}
 	if anyNull {
 		var parts []string

@@ -52,7 +52,7 @@ func reduce(events []event) reduceResult {
 	for i := range events {
 		f.add(&events[i])
 	}
-	return f.res
+	return f.finish()
 }
 
 // above returns r without the keys whose winner is at or below the sequence trunc, and without
@@ -81,16 +81,27 @@ func (r reduceResult) above(trunc []any) reduceResult {
 
 // folder is reduce one event at a time, in arrival order, holding only the winners: it copies
 // what it keeps of an event, so that the caller may reuse the event's slices once add returns.
-// A winner's sequence and row are overwritten in place when a later event beats it.
+// A winner's sequence and row are overwritten in place when a later event beats it. finish
+// returns the result.
+//
+// While every key is one BIGINT and every sequence one BIGINT (the common shape of a change
+// feed), a winner is found through ints and its sequence compared in seqs, which touch no memory
+// of the winner itself: with a million keys, every other memory access misses the cache, and
+// an event that loses costs one lookup and one load. The first event of another shape moves the
+// keys to res.index, in the order they came, and the fold goes on there.
 type folder struct {
 	res  reduceResult
 	kb   []byte
 	slab []any   // the unused part of the current block of values
 	evs  []event // the unused part of the current block of winners
+
+	ints    map[int64]int32 // while ints is not nil: key -> position in res.winners
+	intKeys []int64         // the keys in order of first arrival, while ints is not nil
+	seqs    []int64         // each winner's sequence, while ints is not nil
 }
 
 func newFolder(hint int) *folder {
-	return &folder{res: reduceResult{index: make(map[string]int, hint)}}
+	return &folder{ints: make(map[int64]int32, hint)}
 }
 
 // clone copies v into the slab (nil stays nil).
@@ -122,34 +133,27 @@ func (f *folder) keep(w, ev *event) {
 	w.delete, w.arrival = ev.delete, ev.arrival
 }
 
-// add folds the next event into the winners.
-func (f *folder) add(ev *event) {
-	res := &f.res
-	f.kb = appendValues(f.kb[:0], ev.key)
-	at, ok := res.index[string(f.kb)]
-	if !ok {
-		if len(f.evs) == 0 {
-			f.evs = make([]event, 1<<10)
-		}
-		w := &f.evs[0]
-		f.evs = f.evs[1:]
-		*w = event{key: f.clone(ev.key)}
-		f.keep(w, ev)
-		k := string(f.kb)
-		res.index[k] = len(res.order)
-		res.order = append(res.order, k)
-		res.winners = append(res.winners, w)
-		return
+// winner returns a new winner holding what ev holds.
+func (f *folder) winner(ev *event) *event {
+	if len(f.evs) == 0 {
+		f.evs = make([]event, 1<<10)
 	}
-	cur := res.winners[at]
-	c := compareSeq(ev.seq, cur.seq)
+	w := &f.evs[0]
+	f.evs = f.evs[1:]
+	*w = event{key: f.clone(ev.key)}
+	f.keep(w, ev)
+	return w
+}
+
+// beat folds ev into cur, the winner of its key so far; c is the comparison of their sequences.
+func (f *folder) beat(cur, ev *event, c int) {
 	switch {
 	case c > 0:
 		f.keep(cur, ev)
 	case c == 0:
 		if !sameEvent(ev, cur) {
-			res.ties++
-			res.tieSeqs = append(res.tieSeqs, f.clone(cur.seq))
+			f.res.ties++
+			f.res.tieSeqs = append(f.res.tieSeqs, f.clone(cur.seq))
 		}
 		if ev.delete && !cur.delete {
 			f.keep(cur, ev)
@@ -157,6 +161,75 @@ func (f *folder) add(ev *event) {
 			f.keep(cur, ev)
 		}
 	}
+}
+
+// add folds the next event into the winners.
+func (f *folder) add(ev *event) {
+	res := &f.res
+	if f.ints != nil {
+		if k, s, ok := oneInt64(ev.key, ev.seq); ok {
+			at, found := f.ints[k]
+			if !found {
+				f.ints[k] = int32(len(res.winners))
+				f.intKeys = append(f.intKeys, k)
+				f.seqs = append(f.seqs, s)
+				res.winners = append(res.winners, f.winner(ev))
+				return
+			}
+			if c := cmp.Compare(s, f.seqs[at]); c >= 0 {
+				f.seqs[at] = s
+				f.beat(res.winners[at], ev, c)
+			}
+			return
+		}
+		f.indexKeys()
+	}
+	f.kb = appendValues(f.kb[:0], ev.key)
+	at, ok := res.index[string(f.kb)]
+	if !ok {
+		k := string(f.kb)
+		res.index[k] = len(res.order)
+		res.order = append(res.order, k)
+		res.winners = append(res.winners, f.winner(ev))
+		return
+	}
+	cur := res.winners[at]
+	f.beat(cur, ev, compareSeq(ev.seq, cur.seq))
+}
+
+// oneInt64 returns the key and the sequence when each is one BIGINT.
+func oneInt64(key, seq []any) (k, s int64, ok bool) {
+	if len(key) != 1 || len(seq) != 1 {
+		return 0, 0, false
+	}
+	if k, ok = key[0].(int64); ok {
+		s, ok = seq[0].(int64)
+	}
+	return k, s, ok
+}
+
+// indexKeys moves the keys of ints to res.index and res.order, in the order they came, as the
+// general fold keeps them.
+func (f *folder) indexKeys() {
+	f.res.index = make(map[string]int, len(f.intKeys))
+	f.res.order = make([]string, len(f.intKeys))
+	key := []any{nil}
+	for i, k := range f.intKeys {
+		key[0] = k
+		f.kb = appendValues(f.kb[:0], key)
+		s := string(f.kb)
+		f.res.index[s] = i
+		f.res.order[i] = s
+	}
+	f.ints, f.intKeys, f.seqs = nil, nil, nil
+}
+
+// finish returns the winners folded so far.
+func (f *folder) finish() reduceResult {
+	if f.ints != nil {
+		f.indexKeys()
+	}
+	return f.res
 }
 
 // compareSeq is schema.CompareTuple, with a fast path for the common sequence of one BIGINT.

@@ -128,3 +128,47 @@ func TestReduceAbove(t *testing.T) {
 		}
 	}
 }
+
+// TestFolderIntPath: the fold of events whose key and sequence are each one BIGINT (looked up
+// through folder.ints) gives exactly what the general fold by encoded key gives: the same keys
+// in the same order, the same winners, the same ties; so does a fold that leaves that path
+// half-way, when an event with a NULL sequence comes.
+func TestFolderIntPath(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(7, 9))
+	events := make([]event, 3000)
+	for i := range events {
+		events[i] = ev(r.Int64N(60), r.Int64N(40), string(rune('a'+r.IntN(3))), r.IntN(8) == 0, i)
+	}
+	general := func(evs []event) reduceResult {
+		f := &folder{res: reduceResult{index: map[string]int{}}}
+		for i := range evs {
+			f.add(&evs[i])
+		}
+		return f.finish()
+	}
+	check := func(name string, evs []event) {
+		want, got := general(evs), reduce(evs)
+		if !reflect.DeepEqual(got.order, want.order) || !reflect.DeepEqual(got.index, want.index) {
+			t.Fatalf("%s: keys %d in order %v..., want %d in order %v...", name, len(got.order), got.order[:3], len(want.order), want.order[:3])
+		}
+		if got.ties != want.ties || !reflect.DeepEqual(got.tieSeqs, want.tieSeqs) {
+			t.Errorf("%s: %d ties, want %d", name, got.ties, want.ties)
+		}
+		for i := range want.winners {
+			if !reflect.DeepEqual(got.winners[i], want.winners[i]) {
+				t.Errorf("%s: key %d: winner %+v, want %+v", name, i, *got.winners[i], *want.winners[i])
+			}
+		}
+		if want.ties == 0 || len(want.order) != 60 {
+			t.Fatalf("%s: %d ties over %d keys: the events do not exercise ties", name, want.ties, len(want.order))
+		}
+	}
+	check("BIGINT keys and sequences", events)
+	mixed := append([]event(nil), events...)
+	mixed[1500].seq = []any{nil}
+	if _, ok := reduce(mixed[:1500]).index[keyOf(0)]; !ok {
+		t.Fatal("key 0 has no event before the NULL sequence")
+	}
+	check("a NULL sequence half-way", mixed)
+}
