@@ -207,14 +207,15 @@ func typeName(t reflect.Type) string {
 	return "a " + t.String()
 }
 
-// reads returns the indexes in s of the columns the expression names.
+// reads returns the indexes in s of the columns the expression names: every column when it
+// reads the whole environment ($env).
 func reads(p *vm.Program, s schema.Schema) []int {
 	var v identifiers
 	node := p.Node()
 	ast.Walk(&node, &v)
 	var out []int
 	for i, f := range s.Fields {
-		if v.names[f.Name] {
+		if v.names[f.Name] || v.names["$env"] {
 			out = append(out, i)
 		}
 	}
@@ -238,8 +239,12 @@ func (v *identifiers) Visit(n *ast.Node) {
 // error when the result is not true, or when evaluation fails on a row where a column the
 // expression reads is null (as in SQL, an operator on NULL gives NULL: `amount > 25.0` on a null
 // amount is simply not true); with the evaluation error otherwise.
+//
+// Only the columns the expression names are converted (a row of many columns costs what the
+// expression reads); the others are never in the environment.
 func (p *Program) Eval(row []any) (bool, error) {
-	for i, f := range p.cols.Fields {
+	for _, i := range p.reads {
+		f := &p.cols.Fields[i]
 		p.env[f.Name] = ExprValue(f.Type, row[i])
 	}
 	out, err := expr.Run(p.prog, p.env)

@@ -31,6 +31,7 @@ func TestCompileAndEval(t *testing.T) {
 		{"not", `not (op in ["D"])`, []any{"I", int64(1), nil, nil}, true},
 		{"nil result is a violation", `id > 5 ? true : nil`, []any{"I", int64(1), nil, nil}, false},
 		{"function on null", `len(status) > 1`, []any{"I", int64(1), nil, nil}, false},
+		{"the whole environment", `$env["status"] == "paid" and $env["id"] == 1`, []any{"I", int64(1), nil, "paid"}, true},
 	}
 	for _, c := range cases {
 		c := c
@@ -137,6 +138,34 @@ func TestCompileUnknownType(t *testing.T) {
 	for _, code := range []string{`amout > 1`, `id + "x" > 0`, `id + 1`} {
 		if _, err := Compile(code, s); err == nil {
 			t.Errorf("Compile(%q) succeeded, want an error", code)
+		}
+	}
+}
+
+// TestEvalRowAfterRow: one program evaluated on row after row sees each row's own values (Eval
+// sets only the columns the expression names, and sets them for every row).
+func TestEvalRowAfterRow(t *testing.T) {
+	t.Parallel()
+	s, err := schema.ParseDDL("op STRING, id BIGINT, amount DECIMAL(10,2), status STRING")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compile(`op == "D" and id > 2`, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		row  []any
+		want bool
+	}{
+		{[]any{"D", int64(3), nil, nil}, true},
+		{[]any{"U", int64(3), nil, nil}, false},
+		{[]any{"D", int64(1), schema.Decimal(5), "x"}, false},
+		{[]any{"D", nil, nil, nil}, false},
+		{[]any{"D", int64(9), nil, nil}, true},
+	} {
+		if got, err := p.Eval(c.row); got != c.want || err != nil {
+			t.Errorf("on %v: %v, %v; want %v, nil", c.row, got, err, c.want)
 		}
 	}
 }
