@@ -15,13 +15,15 @@ import (
 	"tributary/schema"
 )
 
-// Program is a compiled row expression over the columns of one schema.
+// Program is a compiled row expression over the columns of one schema. Its Eval reuses one
+// environment and one expr machine, so a Program is not safe for concurrent use.
 type Program struct {
 	Source string
 	prog   *vm.Program
 	cols   schema.Schema
 	env    map[string]any
 	reads  []int // the columns (indexes in cols) the expression names
+	vm     vm.VM // reused by every Eval: expr.Run makes a machine, and its stack, per call
 }
 
 // sample returns a value of the Go type an expression sees for a column of type t.
@@ -247,7 +249,7 @@ func (p *Program) Eval(row []any) (bool, error) {
 		f := &p.cols.Fields[i]
 		p.env[f.Name] = ExprValue(f.Type, row[i])
 	}
-	out, err := expr.Run(p.prog, p.env)
+	out, err := p.vm.Run(p.prog, p.env)
 	if err != nil {
 		for _, i := range p.reads {
 			if row[i] == nil {

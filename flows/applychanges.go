@@ -151,18 +151,25 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 	// whole batch first, each source file's events are reduced as they are read (b.reduced), so
 	// that the batch is never in memory at once. A goroutine folds one file's events while the
 	// next file is read.
+	// The events go to the folding goroutine in eventBufs, which it hands back once folded (the
+	// folder copies what it keeps), so that the next groups' events reuse their memory.
 	var fold *folder
-	var folded chan []event
+	var folded chan *eventBuf
+	freeBufs := make(chan *eventBuf, 2)
 	var foldDone sync.WaitGroup
 	if ac.StoredAsSCDType != 2 && !ac.IgnoreNullUpdates && !hasFailRule(set) {
 		fold = newFolder(0)
-		folded = make(chan []event)
+		folded = make(chan *eventBuf)
 		foldDone.Add(1)
-		go func(in <-chan []event) {
+		go func(in <-chan *eventBuf) {
 			defer foldDone.Done()
-			for evs := range in {
-				for i := range evs {
-					fold.add(&evs[i])
+			for buf := range in {
+				for i := range buf.evs {
+					fold.add(&buf.evs[i])
+				}
+				select {
+				case freeBufs <- buf:
+				default:
 				}
 			}
 		}(folded)
@@ -192,10 +199,16 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 		} else {
 			m.Quality.Add(q)
 		}
-		// The events' keys, sequences and rows are windows of three allocations, not three
-		// per event.
-		evs := make([]event, 0, len(kept))
-		keyVals, seqVals, projVals := make([]any, len(kept)*nk), make([]any, len(kept)*ns), make([]any, len(kept)*np)
+		// The events' keys, sequences and rows are windows of three arrays, not three
+		// allocations per event; when they are folded, the arrays of a batch folded before.
+		buf := &eventBuf{}
+		if fold != nil {
+			select {
+			case buf = <-freeBufs:
+			default:
+			}
+		}
+		evs, keyVals, seqVals, projVals := buf.take(len(kept), nk, ns, np)
 		for i, r := range kept {
 			ev := event{key: keyVals[i*nk : (i+1)*nk : (i+1)*nk], seq: seqVals[i*ns : (i+1)*ns : (i+1)*ns], row: projVals[i*np : (i+1)*np : (i+1)*np]}
 			pickInto(ev.key, r, keyIdx)
@@ -223,7 +236,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 			}
 			if isTrunc {
 				if b.truncate == nil || schema.CompareTuple(ev.seq, b.truncate) > 0 {
-					b.truncate = ev.seq
+					b.truncate = append([]any(nil), ev.seq...) // ev.seq is in memory the next group reuses
 				}
 				continue
 			}
@@ -234,7 +247,8 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 			evs = append(evs, ev)
 		}
 		if fold != nil {
-			folded <- evs
+			buf.evs = evs
+			folded <- buf
 		} else if b.events == nil {
 			b.events = evs
 		} else {
@@ -243,8 +257,12 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 		return nil
 	}
 
-	// Read the new change events, in arrival order, each with its origin appended.
+	// Read the new change events, in arrival order, each with its origin appended. When they
+	// are folded, each group's rows are done with once consumed: the next group reuses their
+	// arrays.
 	var rows [][]any
+	var backing []any
+	var origins []origin
 	commits := map[int64]*delta.Commit{}
 	for v := last + 1; v <= latest; v++ {
 		if err := ctx.Err(); err != nil {
@@ -271,8 +289,12 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 				// One allocation for the rows widened by their origin, and one for the
 				// origins (a pointer in the row: boxing it allocates nothing).
 				w := nsrc + 1
-				backing := make([]any, len(fr)*w)
-				origins := make([]origin, len(fr))
+				if fold == nil || cap(backing) < len(fr)*w {
+					backing = make([]any, len(fr)*w)
+				}
+				if fold == nil || cap(origins) < len(fr) {
+					origins = make([]origin, len(fr))
+				}
 				for i, r := range fr {
 					row := backing[i*w : (i+1)*w : (i+1)*w]
 					copy(row, r)
@@ -286,6 +308,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 					if err := consume(rows); err != nil {
 						return err
 					}
+					clear(rows)
 					rows = rows[:0]
 				}
 				return nil
@@ -530,4 +553,29 @@ func finishBatch(d *spec.Dataset, b *changeBatch, m *Metrics, f batchFiles,
 	remember(id, segs, renames)
 	fault.Point("apply.after-commit")
 	return nil
+}
+
+// eventBuf is the memory of one group's change events: the events, and the arrays their keys,
+// sequences and rows are windows of.
+type eventBuf struct {
+	evs                []event
+	keys, seqs, values []any
+}
+
+// take returns the buffer's arrays for n events of nk key, ns sequence and np row values each,
+// the events empty and the values cleared, growing what is too small.
+func (b *eventBuf) take(n, nk, ns, np int) (evs []event, keys, seqs, values []any) {
+	grow := func(a []any, size int) []any {
+		if cap(a) < size {
+			return make([]any, size)
+		}
+		a = a[:size]
+		clear(a)
+		return a
+	}
+	b.keys, b.seqs, b.values = grow(b.keys, n*nk), grow(b.seqs, n*ns), grow(b.values, n*np)
+	if cap(b.evs) < n {
+		b.evs = make([]event, 0, n)
+	}
+	return b.evs[:0], b.keys, b.seqs, b.values
 }
