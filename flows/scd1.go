@@ -239,14 +239,17 @@ func (s *cdcState) fileOf(i int) string {
 // the snapshot (and, for a merge-on-read state, that the state knows the row's position and
 // image); when not (the table was rewritten by an operation that does not keep the state, such
 // as optimize), it rebuilds the key-to-file index by reading the key columns of every file of the
-// snapshot (every column, for a merge-on-read state).
+// snapshot. A merge-on-read state that lacks the image of a live row (its rows were written
+// copy-on-write) reads every column, for the images; one that holds every image reads the key
+// columns only, and keeps the images: only OPTIMIZE rewrites a target's files outside its flow,
+// and it moves rows without changing them (a schema change needs a full refresh).
 func (s *cdcState) ensureFiles(t *delta.Table, snap *delta.Snapshot, tgtSch schema.Schema, keyIdx []int, touched map[string]*keyChange) error {
 	if !s.stale(snap, touched) {
 		return nil
 	}
-	// Copy-on-write needs the key columns only; merge-on-read every column, for the row images.
+	keysOnly := !s.mor || s.hasImages()
 	readSch, idx := tgtSch, keyIdx
-	if !s.mor {
+	if keysOnly {
 		readSch, idx = schema.Schema{}, make([]int, len(keyIdx))
 		for i, j := range keyIdx {
 			readSch.Fields = append(readSch.Fields, tgtSch.Fields[j])
@@ -266,16 +269,29 @@ func (s *cdcState) ensureFiles(t *delta.Table, snap *delta.Snapshot, tgtSch sche
 			if i < 0 || s.slots[i].gone {
 				continue
 			}
-			if s.mor {
+			switch {
+			case !s.mor:
+				s.slots[i].file = id
+			case keysOnly:
+				s.slots[i].file, s.slots[i].pos1 = id, uint64(pos[r]+1)
+			default:
 				img = appendValues(img[:0], row)
 				s.setRow(i, id, pos[r], img)
-			} else {
-				s.slots[i].file = id
 			}
 		}
 	}
 	s.renames, s.rebuilt = nil, true
 	return nil
+}
+
+// hasImages says whether the state holds the row image of every live key.
+func (s *cdcState) hasImages() bool {
+	for i := range s.slots {
+		if sl := &s.slots[i]; !sl.gone && !sl.deleted && sl.imgLen == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // stale says whether the data file the state names for a touched key is not live in snap, or,
