@@ -228,11 +228,18 @@ func reads(p *vm.Program, s schema.Schema) []int {
 type identifiers struct{ names map[string]bool }
 
 func (v *identifiers) Visit(n *ast.Node) {
-	if id, ok := (*n).(*ast.IdentifierNode); ok {
+	switch x := (*n).(type) {
+	case *ast.IdentifierNode:
 		if v.names == nil {
 			v.names = map[string]bool{}
 		}
-		v.names[id.Value] = true
+		v.names[x.Value] = true
+	case *ast.BuiltinNode:
+		// expr's optimizer folds map(filter(xs, p), m) (and first/last of it) into one filter
+		// whose mapper m is in Map, a field ast.Walk does not visit.
+		if x.Map != nil {
+			ast.Walk(&x.Map, v)
+		}
 	}
 }
 
