@@ -66,3 +66,34 @@ func TestEvalSeesEveryColumnItNames(t *testing.T) {
 		})
 	}
 }
+
+// TestEvalAfterFailedRun: a run that fails inside a closure (a NULL element) leaves nothing in
+// the reused machine that changes the next row's result.
+func TestEvalAfterFailedRun(t *testing.T) {
+	t.Parallel()
+	s, err := schema.ParseDDL("status STRING, tags ARRAY<STRING>, n INT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compile(`all(tags, {any(tags, {# + status != ""}) and len(#) > n})`, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []struct {
+		row  []any
+		want bool
+		err  bool
+	}{
+		{[]any{"x", []any{"ab", "cd"}, int32(1)}, true, false},
+		{[]any{"x", []any{"ab", nil}, int32(1)}, false, true},
+		{[]any{nil, []any{"ab"}, int32(1)}, false, false},
+		{[]any{"x", []any{"ab", "cd"}, int32(1)}, true, false},
+		{[]any{"x", []any{"ab", "c"}, int32(1)}, false, false},
+		{[]any{"x", []any{}, int32(1)}, true, false},
+	} {
+		got, err := p.Eval(c.row)
+		if got != c.want || (err != nil) != c.err {
+			t.Errorf("row %d %v: %v, %v; want %v, error %v", i, c.row, got, err, c.want, c.err)
+		}
+	}
+}
