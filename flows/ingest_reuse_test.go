@@ -206,3 +206,37 @@ datasets:
 		t.Errorf("%d WARN events of bad lines, want at least 10 (of %d bad lines)", matched, len(warns))
 	}
 }
+
+// TestIngestExpectationMapOverFilter: an expectation that names a column only in the mapper of
+// map(filter(...)) (which expr's optimizer folds into the filter) sees that column's value: the
+// rows it passes are kept, the others dropped and counted.
+func TestIngestExpectationMapOverFilter(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, `name: t
+storage: ./storage
+datasets:
+  - name: raw
+    expectations:
+      - {name: paid_a, expect: 'any(map(filter(tags, # != ""), # + "-" + status), # == "a-paid")', on_violation: drop}
+    source:
+      path: ./landing
+      format: json
+      schema: "id BIGINT, status STRING, tags ARRAY<STRING>"
+`)
+	write(t, filepath.Join(dir, "landing", "a.json"), []byte(`{"id": 1, "status": "paid", "tags": ["", "a"]}
+{"id": 2, "status": "open", "tags": ["a"]}
+{"id": 3, "status": "paid", "tags": ["b", ""]}
+{"id": 4, "status": "paid", "tags": ["a"]}
+`))
+	m, _, err := ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := rawRows(t, p)
+	slices.Sort(got)
+	want := []string{`1 "paid" ["","a"]`, `4 "paid" ["a"]`}
+	if !slices.Equal(got, want) || m.Quality.DroppedRecords != 2 {
+		t.Errorf("rows %q with %d dropped, want %q with 2 dropped", got, m.Quality.DroppedRecords, want)
+	}
+}
