@@ -9,6 +9,7 @@ import (
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/types"
 	"github.com/expr-lang/expr/vm"
 
@@ -123,7 +124,7 @@ func Compile(code string, s schema.Schema) (*Program, error) {
 	if err := checkBool(p, code); err != nil {
 		return nil, err
 	}
-	return &Program{Source: code, prog: p, cols: s, env: make(map[string]any, len(s.Fields)), reads: reads(p, s)}, nil
+	return &Program{Source: code, prog: p, cols: s, env: make(map[string]any, len(s.Fields)), reads: reads(code, p, s)}, nil
 }
 
 // envTypes gives expr the type of each column: that of sample, or any for a column whose type
@@ -209,12 +210,17 @@ func typeName(t reflect.Type) string {
 	return "a " + t.String()
 }
 
-// reads returns the indexes in s of the columns the expression names: every column when it
-// reads the whole environment ($env).
-func reads(p *vm.Program, s schema.Schema) []int {
+// reads returns the indexes in s of the columns the expression code names: every column when it
+// reads the whole environment ($env). It walks both the compiled tree p and the tree as written
+// (parser.Parse, before expr's optimizer reshapes it: the optimizer may move a part where
+// ast.Walk does not look, such as the mapper of map(filter(...))).
+func reads(code string, p *vm.Program, s schema.Schema) []int {
 	var v identifiers
 	node := p.Node()
 	ast.Walk(&node, &v)
+	if tree, err := parser.Parse(code); err == nil {
+		ast.Walk(&tree.Node, &v)
+	}
 	var out []int
 	for i, f := range s.Fields {
 		if v.names[f.Name] || v.names["$env"] {
