@@ -503,13 +503,40 @@ type batchFiles struct {
 	adds     []delta.Add
 }
 
-// finishBatch writes the change data file, saves the CDC state (save), makes the batch's one
+// insertsOnly says whether the batch's change data is exactly the rows of the files it adds, each
+// an insert: it removes no file, every change row is an insert, and the added files (none with a
+// deletion vector) hold as many rows as there are change rows. A reader of the change data feed
+// then derives the batch's inserts from its add actions (Delta PROTOCOL.md, "Change Data Files":
+// a version without cdc files gives the rows of its added files as inserts), so the commit needs
+// no change data file.
+func (f batchFiles) insertsOnly() bool {
+	if len(f.removes) > 0 {
+		return false
+	}
+	for _, t := range f.cdcTypes {
+		if t != delta.ChangeInsert {
+			return false
+		}
+	}
+	var n int64
+	for _, a := range f.adds {
+		c, ok := a.NumRecords()
+		if !ok || a.DeletionVector != nil || !a.DataChange {
+			return false
+		}
+		n += c
+	}
+	return n == int64(len(f.cdcRows))
+}
+
+// finishBatch writes the change data file (none when the batch only inserts the rows of the
+// files it adds: see batchFiles.insertsOnly), saves the CDC state (save), makes the batch's one
 // commit and, once it is committed, hands the new state log to remember.
 func finishBatch(d *spec.Dataset, b *changeBatch, m *Metrics, f batchFiles,
 	save func() (string, []segment, map[string]string, error),
 	remember func(string, []segment, map[string]string), metrics map[string]string) error {
 	var cdcs []delta.CDC
-	if len(f.cdcRows) > 0 {
+	if len(f.cdcRows) > 0 && !f.insertsOnly() {
 		c, err := b.target.WriteCDCFile(d.Schema, f.cdcRows, f.cdcTypes)
 		if err != nil {
 			return err
