@@ -123,13 +123,17 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	if err != nil {
 		return m, err
 	}
+	// SCD type 2 rows are carved from shared slabs: a batch makes a row per version of every
+	// key it changes, and one allocation per row would make most of its garbage.
+	slab := rowSlab{width: len(tgtSch.Fields)}
 	toRow := func(v version) []any {
 		if !mode.scd2 {
 			return v.row
 		}
-		r := make([]any, 0, len(v.row)+2)
-		r = append(r, v.row...)
-		return append(r, seqValue(v.start), seqValue(v.end))
+		r := slab.row()
+		n := copy(r, v.row)
+		r[n], r[n+1] = seqValue(v.start), seqValue(v.end)
+		return r
 	}
 	oldTrunc, trunc := state.truncate, state.truncate
 	newTrunc := !mode.scd2 && b.truncate != nil && (trunc == nil || schema.CompareTuple(b.truncate, trunc) > 0)
@@ -137,47 +141,46 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		trunc = b.truncate
 	}
 
-	// Group the batch by key, merge into the histories, recompute rows.
-	byKey := map[string][]*event{}
-	var order []string
-	var kb []byte
-	for i := range b.events {
-		ev := &b.events[i]
-		kb = appendValues(kb[:0], ev.key)
-		if _, ok := byKey[string(kb)]; !ok {
-			order = append(order, string(kb))
-		}
-		byKey[string(kb)] = append(byKey[string(kb)], ev)
-	}
+	// Group the batch by key (keys in order of first arrival, each key's events in arrival
+	// order), merge into the histories, recompute rows.
+	g := groupByKey(b.events)
+	order := g.keys
 	if newTrunc {
 		for k := range state.keys {
-			if _, ok := byKey[k]; !ok {
+			if _, ok := g.index[k]; !ok {
+				g.index[k] = len(order)
 				order = append(order, k)
 			}
 		}
 	}
+	// keyVersions is a key the batch changed (hk set): its versions before and after, and the
+	// rows of the versions after.
 	type keyVersions struct {
 		hk       *histKey
 		old, cur []version
-		isNew    bool
+		rows     [][]any
 		diff     bool // the key's rows changed
 	}
-	changedKeys := map[string]*keyVersions{}
+	kvs := make([]keyVersions, len(order))
+	var changedList []string
 	byFile := map[string]bool{}
 	var cdcRows [][]any
 	var cdcTypes []string
-	for _, k := range order {
+	for i, k := range order {
 		hk := state.keys[k]
 		isNew := hk == nil
 		if isNew {
 			hk = &histKey{}
 		}
 		stored := state.eventsOf(hk)
-		old := mode.fold(stored, oldTrunc)
+		var old []version
+		if !isNew {
+			old = mode.fold(stored, oldTrunc)
+		}
 		merged, changed := stored, false
-		if evs := byKey[k]; len(evs) > 0 {
+		if evs := g.events(i); len(evs) > 0 {
 			var ties int64
-			merged, changed, ties = mergeHistory(append([]histEvent(nil), stored...), evs)
+			merged, changed, ties = mergeHistory(stored, evs)
 			m.Ties += ties
 		}
 		if !changed && !newTrunc {
@@ -193,13 +196,20 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			hk.deletedAt = 0
 		}
 		cur := mode.fold(merged, trunc)
-		rows, types, ups, dels := versionDiff(old, cur, toRow)
-		state.keys[k] = hk
-		changedKeys[k] = &keyVersions{hk: hk, old: old, cur: cur, isNew: isNew, diff: len(rows) > 0}
-		if len(rows) == 0 {
+		rows := make([][]any, len(cur))
+		for j, v := range cur {
+			rows[j] = toRow(v)
+		}
+		diff, types, ups, dels := versionDiff(old, cur, toRow, rows)
+		if isNew {
+			state.keys[k] = hk
+		}
+		changedList = append(changedList, k)
+		kvs[i] = keyVersions{hk: hk, old: old, cur: cur, rows: rows, diff: len(diff) > 0}
+		if len(diff) == 0 {
 			continue
 		}
-		cdcRows = append(cdcRows, rows...)
+		cdcRows = append(cdcRows, diff...)
 		cdcTypes = append(cdcTypes, types...)
 		m.NumUpsertedRows += ups
 		m.NumDeletedRows += dels
@@ -210,6 +220,11 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	reportTies(env, d, m.Ties)
 	m.NumOutputRows = m.NumUpsertedRows + m.NumDeletedRows
 	state.truncate = trunc
+	// changedKey says whether the key encoded in kb is one the batch changed.
+	changedKey := func(kb []byte) bool {
+		i, ok := g.index[string(kb)]
+		return ok && kvs[i].hk != nil
+	}
 
 	// Copy-on-write: each file holding keys whose rows changed is rewritten into one new file
 	// with those keys' new rows (the state records the rename); keys without a file yet go to
@@ -231,7 +246,10 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			return m, err
 		}
 		byFile = map[string]bool{}
-		for _, kv := range changedKeys {
+		for _, kv := range kvs {
+			if kv.hk == nil {
+				continue
+			}
 			if f := state.resolve(kv.hk.file); f != "" && kv.diff {
 				byFile[f] = true
 			}
@@ -239,16 +257,23 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		break
 	}
 	// The changed keys' rows, by the file that holds the key ("" for none yet), in key order.
-	newRows := map[string][][]any{}
-	for _, k := range order {
-		if kv := changedKeys[k]; kv != nil {
-			f := state.resolve(kv.hk.file)
-			for _, v := range kv.cur {
-				newRows[f] = append(newRows[f], toRow(v))
-			}
+	counts := map[string]int{}
+	for _, kv := range kvs {
+		if kv.hk != nil {
+			counts[state.resolve(kv.hk.file)] += len(kv.rows)
 		}
 	}
-	// Rewrite the files on several goroutines; changedKeys and newRows are only read there.
+	newRows := make(map[string][][]any, len(counts))
+	for f, n := range counts {
+		newRows[f] = make([][]any, 0, n)
+	}
+	for _, kv := range kvs {
+		if kv.hk != nil {
+			f := state.resolve(kv.hk.file)
+			newRows[f] = append(newRows[f], kv.rows...)
+		}
+	}
+	// Rewrite the files on several goroutines; kvs, g.index and newRows are only read there.
 	var files []delta.Add
 	for _, f := range b.snap.Files {
 		if byFile[f.Path] {
@@ -264,7 +289,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		var kb []byte
 		for _, r := range frows {
 			kb = appendPicked(kb[:0], r, keyIdx)
-			if _, ok := changedKeys[string(kb)]; ok {
+			if changedKey(kb) {
 				continue // replaced below
 			}
 			out = append(out, r)
@@ -279,10 +304,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		removes, adds = append(removes, r.remove), append(adds, r.adds...)
 	}
 	fresh := newRows[""]
-	changedHist := map[string]*histKey{}
-	for k, kv := range changedKeys {
-		changedHist[k] = kv.hk
-	}
+	var kb []byte
 	freshAdds, err := writeRows(b.target, tgtSch, fresh, func(r []any, path string) {
 		kb = appendPicked(kb[:0], r, keyIdx)
 		if hk := state.keys[string(kb)]; hk != nil {
@@ -293,13 +315,13 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		return m, err
 	}
 	adds = append(adds, freshAdds...)
-	for _, kv := range changedKeys {
-		if len(kv.cur) == 0 {
+	for _, kv := range kvs {
+		if kv.hk != nil && len(kv.cur) == 0 {
 			kv.hk.file = ""
 		}
 	}
 	err = finishBatch(d, b, &m, batchFiles{cdcRows: cdcRows, cdcTypes: cdcTypes, removes: removes, adds: adds},
-		func() (string, []segment, map[string]string, error) { return state.save(changedHist) }, state.remember,
+		func() (string, []segment, map[string]string, error) { return state.save(changedList) }, state.remember,
 		map[string]string{
 			"numTargetRowsUpserted": strconv.FormatInt(m.NumUpsertedRows, 10),
 			"numTargetRowsDeleted":  strconv.FormatInt(m.NumDeletedRows, 10),

@@ -168,29 +168,26 @@ func (s *histState) eventsOf(hk *histKey) []histEvent {
 	return hk.events
 }
 
-// save writes the keys changed by a batch (every event of each) as a new segment, or, when the
-// log has grown past its base, every key as one segment, and a manifest; it returns the manifest
-// id and the new log for remember. The segment is in the keyed form (segmentFormatHistory) unless
-// a data column is nested, which the keyed form does not hold: then it is a Parquet file of
-// segmentSchema.
-func (s *histState) save(changed map[string]*histKey) (string, []segment, map[string]string, error) {
-	src := changed
+// save writes the keys changed by a batch (every event of each; changed holds their encoded
+// keys) as a new segment, or, when the log has grown past its base, every key as one segment,
+// and a manifest; it returns the manifest id and the new log for remember. The segment is in the
+// keyed form (segmentFormatHistory) unless a data column is nested, which the keyed form does
+// not hold: then it is a Parquet file of segmentSchema.
+func (s *histState) save(changed []string) (string, []segment, map[string]string, error) {
+	keys := changed
 	var n int64
-	for _, hk := range changed {
-		n += int64(hk.nEvents)
+	for _, k := range changed {
+		n += int64(s.keys[k].nEvents)
 	}
 	full := s.shouldCompact(n)
 	if full {
-		src = s.keys
+		keys = make([]string, 0, len(s.keys))
 		n = 0
-		for _, hk := range src {
+		for k, hk := range s.keys {
 			hk.file = s.resolve(hk.file)
 			n += int64(hk.nEvents)
+			keys = append(keys, k)
 		}
-	}
-	keys := make([]string, 0, len(src))
-	for k := range src {
-		keys = append(keys, k)
 	}
 	trunc := encodeSeq(s.truncate, s.seqSch)
 	if keyedData(s.dataSch) {
@@ -198,7 +195,7 @@ func (s *histState) save(changed map[string]*histKey) (string, []segment, map[st
 	}
 	var rows [][]any
 	for _, k := range keys {
-		hk := src[k]
+		hk := s.keys[k]
 		key, err := decodeValues([]byte(k))
 		if err != nil {
 			panic(fmt.Sprintf("flows: CDC history state key: %v", err))
