@@ -188,6 +188,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		}
 		wasDeleted := hk.lastDelete
 		hk.setEvents(merged)
+		hk.encode() // while its events are in the cache, for the state's save
 		if n := len(merged); n > 0 && merged[n-1].delete {
 			if !wasDeleted || hk.deletedAt == 0 {
 				hk.deletedAt = nowMs
