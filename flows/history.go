@@ -177,11 +177,14 @@ func mergeHistory(hist []histEvent, batch []*event) ([]histEvent, bool, int64) {
 func compareEvents(a, b *event) int { return compareSeq(a.seq, b.seq) }
 
 // versionDiff compares a key's versions before and after a batch, matching rows by __START_AT:
-// it returns the change data feed rows (pre/post images for changed versions, inserts, deletes).
-// curRows are the rows of cur (toRow of each), used as they are for inserts and post-images;
-// toRow makes the rows of old versions.
-func versionDiff(old, cur []version, toRow func(version) []any, curRows [][]any) (rows [][]any, types []string, upserts, deletes int64) {
-	matched := make([]bool, len(old))
+// it appends the change data feed rows (pre/post images for changed versions, inserts, deletes)
+// and their change types to rows and types. curRows are the rows of cur (toRow of each), used as
+// they are for inserts and post-images; toRow makes the rows of old versions.
+func versionDiff(rows [][]any, types []string, old, cur []version, toRow func(version) []any, curRows [][]any) (_ [][]any, _ []string, upserts, deletes int64) {
+	var matched []bool
+	if len(old) > 0 {
+		matched = make([]bool, len(old))
+	}
 	for i, nv := range cur {
 		j := -1
 		for k, ov := range old {

@@ -153,19 +153,18 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			}
 		}
 	}
-	// keyVersions is a key the batch changed (hk set): its versions before and after, and the
-	// rows of the versions after.
-	type keyVersions struct {
-		hk       *histKey
-		old, cur []version
-		rows     [][]any
-		diff     bool // the key's rows changed
+	// changedKey is a key the batch changed (hk set), with the rows of its versions after it.
+	type changedKey struct {
+		hk   *histKey
+		rows [][]any
+		diff bool // the key's rows changed
 	}
-	kvs := make([]keyVersions, len(order))
+	kvs := make([]changedKey, len(order))
 	var changedList []string
 	byFile := map[string]bool{}
 	var cdcRows [][]any
 	var cdcTypes []string
+	var rowLists []([]any) // backing of the keys' row lists, carved like the rows
 	for i, k := range order {
 		hk := state.keys[k]
 		isNew := hk == nil
@@ -188,7 +187,6 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		}
 		wasDeleted := hk.lastDelete
 		hk.setEvents(merged)
-		hk.encode() // while its events are in the cache, for the state's save
 		if n := len(merged); n > 0 && merged[n-1].delete {
 			if !wasDeleted || hk.deletedAt == 0 {
 				hk.deletedAt = nowMs
@@ -197,32 +195,42 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			hk.deletedAt = 0
 		}
 		cur := mode.fold(merged, trunc)
-		rows := make([][]any, len(cur))
+		// Encode the events for the state's save while they are in the cache; the key keeps
+		// them encoded only.
+		state.encode(hk)
+		if len(rowLists) < len(cur) {
+			rowLists = make([][]any, max(len(cur), slabRows))
+		}
+		rows := rowLists[:len(cur):len(cur)]
+		rowLists = rowLists[len(cur):]
 		for j, v := range cur {
 			rows[j] = toRow(v)
 		}
-		diff, types, ups, dels := versionDiff(old, cur, toRow, rows)
+		n := len(cdcRows)
+		var ups, dels int64
+		cdcRows, cdcTypes, ups, dels = versionDiff(cdcRows, cdcTypes, old, cur, toRow, rows)
 		if isNew {
 			state.keys[k] = hk
 		}
 		changedList = append(changedList, k)
-		kvs[i] = keyVersions{hk: hk, old: old, cur: cur, rows: rows, diff: len(diff) > 0}
-		if len(diff) == 0 {
+		kvs[i] = changedKey{hk: hk, rows: rows, diff: len(cdcRows) > n}
+		if len(cdcRows) == n {
 			continue
 		}
-		cdcRows = append(cdcRows, diff...)
-		cdcTypes = append(cdcTypes, types...)
 		m.NumUpsertedRows += ups
 		m.NumDeletedRows += dels
 		if f := state.resolve(hk.file); f != "" {
 			byFile[f] = true
 		}
 	}
+	// The events were grouped by key and are now in the histories: let the batch's event
+	// structs go.
+	g.byKey, b.events = nil, nil
 	reportTies(env, d, m.Ties)
 	m.NumOutputRows = m.NumUpsertedRows + m.NumDeletedRows
 	state.truncate = trunc
-	// changedKey says whether the key encoded in kb is one the batch changed.
-	changedKey := func(kb []byte) bool {
+	// isChanged says whether the key encoded in kb is one the batch changed.
+	isChanged := func(kb []byte) bool {
 		i, ok := g.index[string(kb)]
 		return ok && kvs[i].hk != nil
 	}
@@ -290,7 +298,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		var kb []byte
 		for _, r := range frows {
 			kb = appendPicked(kb[:0], r, keyIdx)
-			if changedKey(kb) {
+			if isChanged(kb) {
 				continue // replaced below
 			}
 			out = append(out, r)
@@ -317,7 +325,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	}
 	adds = append(adds, freshAdds...)
 	for _, kv := range kvs {
-		if kv.hk != nil && len(kv.cur) == 0 {
+		if kv.hk != nil && len(kv.rows) == 0 {
 			kv.hk.file = ""
 		}
 	}

@@ -27,11 +27,9 @@ type histState struct {
 // (histState.eventsOf), so that the keys a batch does not touch cost no decoding on load and no
 // encoding on save.
 type histKey struct {
-	// events are in sequence order; they are valid once decoded: when events is set (or
-	// nEvents is 0), blob is their encoding or nil; when only blob is set, it holds them.
-	events  []histEvent
-	blob    []byte // the events as a keyed segment holds them (encodeHistEvents), or nil
-	nEvents int    // len of the events, decoded or not
+	events  []histEvent // in sequence order; valid once decoded (blob == nil)
+	blob    []byte      // the events as a keyed segment holds them (encodeHistEvents), or nil
+	nEvents int         // len of the events, decoded or not
 	// lastDelete says whether the last event is a delete.
 	lastDelete bool
 	file       string
@@ -160,7 +158,7 @@ func (s *histState) readSegment(sg segment) error {
 // encoded itself or read from a checked segment, so a decoding error means the state is corrupt in
 // memory: it panics.
 func (s *histState) eventsOf(hk *histKey) []histEvent {
-	if hk.events == nil && hk.blob != nil {
+	if hk.blob != nil {
 		events, err := decodeHistEvents(hk.blob, len(s.dataSch.Fields))
 		if err != nil {
 			panic(fmt.Sprintf("flows: CDC history state: %v", err))
@@ -170,11 +168,15 @@ func (s *histState) eventsOf(hk *histKey) []histEvent {
 	return hk.events
 }
 
-// encode encodes the key's events for the next save (blob), keeping them decoded too.
-func (hk *histKey) encode() {
-	if hk.blob == nil && len(hk.events) > 0 {
-		hk.blob = encodeHistEvents(make([]byte, 0, 48*len(hk.events)), hk.events)
+// encode encodes the events of hk for the next save and keeps only the encoding (eventsOf
+// decodes them again when a batch needs them); it does nothing when the keyed form cannot hold
+// the data columns (keyedData).
+func (s *histState) encode(hk *histKey) {
+	if hk.blob != nil || len(hk.events) == 0 || !keyedData(s.dataSch) {
+		return
 	}
+	hk.blob = encodeHistEvents(make([]byte, 0, 40*len(hk.events)), hk.events)
+	hk.events = nil
 }
 
 // save writes the keys changed by a batch (every event of each; changed holds their encoded
