@@ -173,6 +173,9 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 			}
 		}()
 	}
+	// Unless a fail expectation must see the whole batch first, rows are turned into events a
+	// row group at a time, so that the source rows are not all held at once.
+	perGroup := !hasFailRule(set)
 	nsrc := len(srcSch.Fields)
 	nk, ns, np := len(keyIdx), len(seqIdx), len(projIdx)
 	nullCols := append(append([]string(nil), ac.Keys...), ac.SequenceBy...)
@@ -282,7 +285,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 					idx++
 				}
 				b.nSource += len(fr)
-				if fold != nil {
+				if perGroup {
 					if err := consume(rows); err != nil {
 						return err
 					}
@@ -295,7 +298,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 			}
 		}
 	}
-	if fold == nil || !checked {
+	if !perGroup || !checked {
 		if err := consume(rows); err != nil {
 			return nil, err
 		}
