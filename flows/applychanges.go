@@ -197,7 +197,12 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 		}
 		// The events' keys, sequences and rows are windows of three allocations, not three
 		// per event.
-		evs := make([]event, 0, len(kept))
+		var evs []event
+		if fold == nil {
+			evs = b.events
+		} else {
+			evs = make([]event, 0, len(kept))
+		}
 		keyVals, seqVals, projVals := make([]any, len(kept)*nk), make([]any, len(kept)*ns), make([]any, len(kept)*np)
 		for i, r := range kept {
 			ev := event{key: keyVals[i*nk : (i+1)*nk : (i+1)*nk], seq: seqVals[i*ns : (i+1)*ns : (i+1)*ns], row: projVals[i*np : (i+1)*np : (i+1)*np]}
@@ -238,10 +243,8 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 		}
 		if fold != nil {
 			folded <- evs
-		} else if b.events == nil {
-			b.events = evs
 		} else {
-			b.events = append(b.events, evs...)
+			b.events = evs
 		}
 		return nil
 	}
@@ -249,6 +252,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 	// Read the new change events, in arrival order, each with its origin appended.
 	var rows [][]any
 	commits := map[int64]*delta.Commit{}
+	var nRows int64 // the rows the new commits add, by their statistics
 	for v := last + 1; v <= latest; v++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -263,6 +267,18 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 				return nil, fmt.Errorf("source table %s changed or deleted existing rows in version %d (operation %s); APPLY CHANGES reads an append-only source: run %s", ac.Source, v, c.Info.Operation, RefreshHint(p, d.Name))
 			}
 		}
+		for _, a := range c.Adds {
+			if n, ok := a.NumRecords(); ok && a.DataChange {
+				nRows += n
+			}
+		}
+	}
+	if fold == nil {
+		// The events are appended in place, group after group: room for all of them at once.
+		b.events = make([]event, 0, nRows)
+	}
+	for v := last + 1; v <= latest; v++ {
+		c := commits[v]
 		var idx int64
 		for _, a := range c.Adds {
 			if !a.DataChange {
