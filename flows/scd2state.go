@@ -21,6 +21,7 @@ type histState struct {
 	dataSch  schema.Schema
 	keys     map[string]*histKey // by encoded key (appendValues)
 	truncate []any               // the highest truncate sequence applied (SCD type 1), or nil
+	dec      *histDecoder        // decodes the keys' events (eventsOf)
 }
 
 // histKey is one key of a histState. Its events stay encoded (blob) until a batch needs them
@@ -159,7 +160,10 @@ func (s *histState) readSegment(sg segment) error {
 // memory: it panics.
 func (s *histState) eventsOf(hk *histKey) []histEvent {
 	if hk.blob != nil {
-		events, err := decodeHistEvents(hk.blob, len(s.dataSch.Fields))
+		if s.dec == nil {
+			s.dec = newHistDecoder()
+		}
+		events, err := decodeHistEvents(hk.blob, len(s.dataSch.Fields), hk.nEvents, s.dec)
 		if err != nil {
 			panic(fmt.Sprintf("flows: CDC history state: %v", err))
 		}
