@@ -294,7 +294,8 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		if err != nil {
 			return replacement{}, err
 		}
-		out := frows[:0:0]
+		repl := newRows[f.Path]
+		out := make([][]any, 0, len(frows)+len(repl))
 		var kb []byte
 		for _, r := range frows {
 			kb = appendPicked(kb[:0], r, keyIdx)
@@ -303,7 +304,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			}
 			out = append(out, r)
 		}
-		return writeReplacement(b.target, tgtSch, f, append(out, newRows[f.Path]...), nowMs)
+		return writeReplacement(b.target, tgtSch, f, append(out, repl...), nowMs)
 	})
 	if err != nil {
 		return m, err
