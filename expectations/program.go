@@ -22,6 +22,9 @@ type Program struct {
 	cols   schema.Schema
 	env    map[string]any
 	reads  []int // the columns (indexes in cols) the expression names
+	// setCols are the columns Eval puts in env: those the expression names or, when it reads
+	// the whole environment ($env), every column.
+	setCols []int
 }
 
 // sample returns a value of the Go type an expression sees for a column of type t.
@@ -121,7 +124,15 @@ func Compile(code string, s schema.Schema) (*Program, error) {
 	if err := checkBool(p, code); err != nil {
 		return nil, err
 	}
-	return &Program{Source: code, prog: p, cols: s, env: make(map[string]any, len(s.Fields)), reads: reads(p, s)}, nil
+	r, whole := reads(p, s)
+	set := r
+	if whole {
+		set = make([]int, len(s.Fields))
+		for i := range set {
+			set[i] = i
+		}
+	}
+	return &Program{Source: code, prog: p, cols: s, env: make(map[string]any, len(s.Fields)), reads: r, setCols: set}, nil
 }
 
 // envTypes gives expr the type of each column: that of sample, or any for a column whose type
@@ -207,8 +218,9 @@ func typeName(t reflect.Type) string {
 	return "a " + t.String()
 }
 
-// reads returns the indexes in s of the columns the expression names.
-func reads(p *vm.Program, s schema.Schema) []int {
+// reads returns the indexes in s of the columns the expression names, and whether it reads the
+// whole environment ($env, through which it may read any column).
+func reads(p *vm.Program, s schema.Schema) ([]int, bool) {
 	var v identifiers
 	node := p.Node()
 	ast.Walk(&node, &v)
@@ -218,7 +230,7 @@ func reads(p *vm.Program, s schema.Schema) []int {
 			out = append(out, i)
 		}
 	}
-	return out
+	return out, v.names["$env"]
 }
 
 // identifiers collects the names an expression uses.
@@ -239,7 +251,10 @@ func (v *identifiers) Visit(n *ast.Node) {
 // expression reads is null (as in SQL, an operator on NULL gives NULL: `amount > 25.0` on a null
 // amount is simply not true); with the evaluation error otherwise.
 func (p *Program) Eval(row []any) (bool, error) {
-	for i, f := range p.cols.Fields {
+	// Only the columns the expression reads are converted: the others' entries are never
+	// looked at.
+	for _, i := range p.setCols {
+		f := &p.cols.Fields[i]
 		p.env[f.Name] = ExprValue(f.Type, row[i])
 	}
 	out, err := expr.Run(p.prog, p.env)
