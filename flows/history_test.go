@@ -179,3 +179,26 @@ func TestRowSlab(t *testing.T) {
 		}
 	}
 }
+
+// TestCutBetweenKeys: runs hold at most the limit of rows and end only between keys; a key
+// larger than the limit is a run of its own, and keys of no rows ride along.
+func TestCutBetweenKeys(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		sizes []int
+		limit int
+		want  string
+	}{
+		{nil, 10, "[]"},
+		{[]int{3, 3, 3}, 10, "[[0 3]]"},
+		{[]int{3, 3, 3, 3}, 10, "[[0 3] [3 4]]"},
+		{[]int{5, 5, 5}, 10, "[[0 2] [2 3]]"},
+		{[]int{2, 12, 2}, 10, "[[0 1] [1 2] [2 3]]"},
+		{[]int{12}, 10, "[[0 1]]"},
+		{[]int{0, 10, 0, 1}, 10, "[[0 3] [3 4]]"},
+	} {
+		if got := fmt.Sprint(cutBetweenKeys(tc.sizes, tc.limit)); got != tc.want {
+			t.Errorf("cutBetweenKeys(%v, %d) = %s, want %s", tc.sizes, tc.limit, got, tc.want)
+		}
+	}
+}

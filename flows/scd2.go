@@ -265,7 +265,8 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		}
 		break
 	}
-	// The changed keys' rows, by the file that holds the key ("" for none yet), in key order.
+	// The changed keys' rows, by the file that holds the key, in key order; and the changed keys
+	// without a file yet (their positions in kvs, in key order).
 	counts := map[string]int{}
 	for _, kv := range kvs {
 		if kv.hk != nil {
@@ -274,12 +275,19 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	}
 	newRows := make(map[string][][]any, len(counts))
 	for f, n := range counts {
-		newRows[f] = make([][]any, 0, n)
+		if f != "" {
+			newRows[f] = make([][]any, 0, n)
+		}
 	}
-	for _, kv := range kvs {
-		if kv.hk != nil {
-			f := state.resolve(kv.hk.file)
+	var fresh []int
+	for i, kv := range kvs {
+		if kv.hk == nil {
+			continue
+		}
+		if f := state.resolve(kv.hk.file); f != "" {
 			newRows[f] = append(newRows[f], kv.rows...)
+		} else {
+			fresh = append(fresh, i)
 		}
 	}
 	// Rewrite the files on several goroutines; kvs, g.index and newRows are only read there.
@@ -313,18 +321,36 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		state.rename(files[i].Path, r.path)
 		removes, adds = append(removes, r.remove), append(adds, r.adds...)
 	}
-	fresh := newRows[""]
-	var kb []byte
-	freshAdds, err := writeRows(b.target, tgtSch, fresh, func(r []any, path string) {
-		kb = appendPicked(kb[:0], r, keyIdx)
-		if hk := state.keys[string(kb)]; hk != nil {
-			hk.file = path
-		}
-	})
-	if err != nil {
-		return m, err
+	// The keys without a file go to new files of about targetFileRows rows, cut between keys: a
+	// key's versions stay together, in the one file the state names for it.
+	sizes := make([]int, len(fresh))
+	for j, i := range fresh {
+		sizes[j] = len(kvs[i].rows)
 	}
-	adds = append(adds, freshAdds...)
+	for _, part := range cutBetweenKeys(sizes, targetFileRows) {
+		keys := fresh[part[0]:part[1]]
+		var n int
+		for _, i := range keys {
+			n += len(kvs[i].rows)
+		}
+		if n == 0 {
+			continue
+		}
+		rows := make([][]any, 0, n)
+		for _, i := range keys {
+			rows = append(rows, kvs[i].rows...)
+		}
+		add, err := b.target.WriteFile(tgtSch, rows)
+		if err != nil {
+			return m, err
+		}
+		adds = append(adds, add)
+		for _, i := range keys {
+			if len(kvs[i].rows) > 0 {
+				kvs[i].hk.file = add.Path
+			}
+		}
+	}
 	for _, kv := range kvs {
 		if kv.hk != nil && len(kv.rows) == 0 {
 			kv.hk.file = ""
@@ -337,4 +363,23 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			"numTargetRowsDeleted":  strconv.FormatInt(m.NumDeletedRows, 10),
 		})
 	return m, err
+}
+
+// cutBetweenKeys splits keys with sizes rows each (in order) into runs of at most limit rows,
+// cut only between keys: it returns each run's [start, end) in sizes. A key of more than limit
+// rows is a run of its own.
+func cutBetweenKeys(sizes []int, limit int) [][2]int {
+	var out [][2]int
+	start, n := 0, 0
+	for i, sz := range sizes {
+		if n > 0 && n+sz > limit {
+			out = append(out, [2]int{start, i})
+			start, n = i, 0
+		}
+		n += sz
+	}
+	if start < len(sizes) {
+		out = append(out, [2]int{start, len(sizes)})
+	}
+	return out
 }

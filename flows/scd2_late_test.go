@@ -127,3 +127,61 @@ func TestSCD2ManyKeys(t *testing.T) {
 		t.Fatalf("first batch: %d changes, want one insert per upsert, %d", len(cdf), upserts)
 	}
 }
+
+// TestSCD2KeyRowsStayInOneFile: a batch whose versions fill more than one data file
+// (targetFileRows) cuts its files between keys, so that each key's versions are in the one file
+// the state names, and a later change to a key rewrites all of them: the key whose versions come
+// right at the cut still has exactly its versions after it changes again.
+func TestSCD2KeyRowsStayInOneFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("applies a batch of a million events")
+	}
+	t.Parallel()
+	p := loadPipeline(t, t.TempDir(), scd2Spec)
+	env := &Env{Pipeline: p, Events: nopEvents{}, Now: time.Now}
+	// Key 0 has three versions, every other key two: the versions of key targetFileRows/2-1
+	// are rows targetFileRows-1 and targetFileRows of the batch, one each side of a cut made
+	// every targetFileRows rows.
+	const keys = targetFileRows/2 + 1
+	var evs [][]any
+	seq := int64(0)
+	for k := range int64(keys) {
+		seq++
+		evs = append(evs, ch("I", k, "a", seq))
+	}
+	for k := range int64(keys) {
+		seq++
+		evs = append(evs, ch("U", k, "b", seq))
+	}
+	seq++
+	evs = append(evs, ch("U", 0, "c", seq))
+	appendEvents(t, p, evs)
+	if _, err := ApplyChanges(context.Background(), env, p.Dataset("items")); err != nil {
+		t.Fatal(err)
+	}
+	straddling := int64(targetFileRows/2 - 1)
+	seq++
+	appendEvents(t, p, [][]any{ch("U", straddling, "d", seq)})
+	if _, err := ApplyChanges(context.Background(), env, p.Dataset("items")); err != nil {
+		t.Fatal(err)
+	}
+	snap, rows := readTable(t, p, "items")
+	var got []string
+	for _, r := range rows {
+		if r[0] == straddling {
+			got = append(got, fmt.Sprint(r[1:]))
+		}
+	}
+	slices.Sort(got)
+	want := []string{
+		fmt.Sprintf("[a %d %d]", straddling+1, straddling+1+keys),
+		fmt.Sprintf("[b %d %d]", straddling+1+keys, seq),
+		fmt.Sprintf("[d %d <nil>]", seq),
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("key %d: versions %q, want %q", straddling, got, want)
+	}
+	if len(rows) != 2*keys+2 || len(snap.Files) < 2 {
+		t.Errorf("%d rows in %d files, want %d rows in at least 2", len(rows), len(snap.Files), 2*keys+2)
+	}
+}
