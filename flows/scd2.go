@@ -164,7 +164,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	byFile := map[string]bool{}
 	var cdcRows [][]any
 	var cdcTypes []string
-	var rowLists []([]any) // backing of the keys' row lists, carved like the rows
+	var rowLists [][]any // backing of the keys' row lists, carved like the rows
 	for i, k := range order {
 		hk := state.keys[k]
 		isNew := hk == nil
