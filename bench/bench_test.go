@@ -46,7 +46,7 @@ func TestScenarios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"ingest", "cdc-bulk", "cdc-incremental (500 rows)", "cdc-incremental (5k rows)", "scd2", "mv"}
+	want := []string{"ingest", "cdc-bulk", "cdc-incremental (500 rows)", "cdc-incremental (5k rows)", "scd2", "scd2 (10 updates)", "mv"}
 	var got []string
 	for _, r := range results {
 		got = append(got, r.Scenario)

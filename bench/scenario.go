@@ -251,16 +251,18 @@ func cdcIncrementalAt(e *env, rows, batch int) (result, error) {
 	return line(name, size, ours, base), nil
 }
 
-// runSCD2 lands ten files one at a time, an update after each, so the late events (5%, one to
-// three files after their place) arrive in a later batch than newer events of their key; the
-// baseline computes the history from all the events at once.
+// runSCD2 runs two lines over the same ten files of events (5% of them one to three files later
+// than their place, so that they come after newer events of their key):
+//
+//   - "scd2": all ten files landed, one update of every event against the baseline's one query
+//     over all of them (scd2.sql);
+//   - "scd2 (10 updates)": one file landed at a time and an update after each; after each arrival
+//     the baseline recomputes the history from every file landed so far and re-exports it, as a
+//     user without a lake format must to have an up-to-date table. Both sides are summed over the
+//     ten arrivals.
 func runSCD2(e *env) ([]result, error) {
 	events, keys := e.scaled(1_000_000, 1000), e.scaled(100_000, 100)
-	spec, err := writeSpec(e.dir, cdcSpec(2, 0))
-	if err != nil {
-		return nil, err
-	}
-	landing, batches := filepath.Join(e.dir, "landing"), filepath.Join(e.dir, "batches")
+	batches := filepath.Join(e.dir, "batches")
 	size, err := genChanges(batches, events, keys, (events+9)/10, false, 0.05, 4)
 	if err != nil {
 		return nil, err
@@ -269,27 +271,57 @@ func runSCD2(e *env) ([]result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ours measure
-	for _, f := range files {
-		if err := os.Link(f, filepath.Join(landing, filepath.Base(f))); err != nil {
-			return nil, err
-		}
-		m, err := e.runOurs(spec)
+	var out []result
+	for _, l := range []struct {
+		name, dir string
+		perFile   bool
+	}{{"scd2", "one-update", false}, {"scd2 (10 updates)", "ten-updates", true}} {
+		sub := &env{ctx: e.ctx, pipeline: e.pipeline, scale: e.scale, dir: filepath.Join(e.dir, l.dir)}
+		r, err := scd2Line(sub, l.name, files, l.perFile)
 		if err != nil {
 			return nil, err
 		}
-		ours.add(m)
+		r.InputBytes = size
+		out = append(out, r)
 	}
-	out := filepath.Join(e.dir, "baseline")
-	base, err := runBaselineChild(e.ctx, "scd2.sql", map[string]string{"landing": batches, "out": out})
+	return out, nil
+}
+
+// scd2Line lands files into e.dir/landing, all at once or (perFile) one at a time, and after the
+// landing (or each) runs one update on each side: ours into an SCD type 2 target, the baseline's
+// scd2.sql over the files landed so far. It compares the final tables.
+func scd2Line(e *env, name string, files []string, perFile bool) (result, error) {
+	spec, err := writeSpec(e.dir, cdcSpec(2, 0))
 	if err != nil {
-		return nil, err
+		return result{}, err
+	}
+	landing, out := filepath.Join(e.dir, "landing"), filepath.Join(e.dir, "baseline")
+	step := len(files)
+	if perFile {
+		step = 1
+	}
+	var ours, base measure
+	for start := 0; start < len(files); start += step {
+		for _, f := range files[start:min(start+step, len(files))] {
+			if err := os.Link(f, filepath.Join(landing, filepath.Base(f))); err != nil {
+				return result{}, err
+			}
+		}
+		m, err := e.runOurs(spec)
+		if err != nil {
+			return result{}, err
+		}
+		ours.add(m)
+		if m, err = runBaselineChild(e.ctx, "scd2.sql", map[string]string{"landing": landing, "out": out}); err != nil {
+			return result{}, err
+		}
+		base.add(m)
 	}
 	cols := append(changeCols[:len(changeCols):len(changeCols)], column{"__START_AT", "BIGINT"}, column{"__END_AT", "BIGINT"})
-	if err := e.check("scd2", filepath.Join(e.dir, "storage"), "target", filepath.Join(out, "target.parquet"), cols); err != nil {
-		return nil, err
+	if err := e.check(name, filepath.Join(e.dir, "storage"), "target", filepath.Join(out, "target.parquet"), cols); err != nil {
+		return result{}, err
 	}
-	return []result{line("scd2", size, ours, base)}, nil
+	return line(name, 0, ours, base), nil
 }
 
 // runMV ingests the sales rows (not timed), then refreshes the GROUP BY view alone; the baseline

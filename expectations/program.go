@@ -24,7 +24,10 @@ type Program struct {
 	cols   schema.Schema
 	env    map[string]any
 	reads  []int // the columns (indexes in cols) the expression names
-	vm     vm.VM // reused by every Eval: expr.Run makes a machine, and its stack, per call
+	// setCols are the columns Eval puts in env: those the expression names or, when it reads
+	// the whole environment ($env), every column.
+	setCols []int
+	vm      vm.VM // reused by every Eval: expr.Run makes a machine, and its stack, per call
 }
 
 // sample returns a value of the Go type an expression sees for a column of type t.
@@ -124,7 +127,15 @@ func Compile(code string, s schema.Schema) (*Program, error) {
 	if err := checkBool(p, code); err != nil {
 		return nil, err
 	}
-	return &Program{Source: code, prog: p, cols: s, env: make(map[string]any, len(s.Fields)), reads: reads(code, p, s)}, nil
+	r, whole := reads(code, p, s)
+	set := r
+	if whole {
+		set = make([]int, len(s.Fields))
+		for i := range set {
+			set[i] = i
+		}
+	}
+	return &Program{Source: code, prog: p, cols: s, env: make(map[string]any, len(s.Fields)), reads: r, setCols: set}, nil
 }
 
 // envTypes gives expr the type of each column: that of sample, or any for a column whose type
@@ -210,11 +221,11 @@ func typeName(t reflect.Type) string {
 	return "a " + t.String()
 }
 
-// reads returns the indexes in s of the columns the expression code names: every column when it
-// reads the whole environment ($env). It walks both the compiled tree p and the tree as written
-// (parser.Parse, before expr's optimizer reshapes it: the optimizer may move a part where
-// ast.Walk does not look, such as the mapper of map(filter(...))).
-func reads(code string, p *vm.Program, s schema.Schema) []int {
+// reads returns the indexes in s of the columns the expression code names, and whether it reads
+// the whole environment ($env, through which it may read any column). It walks both the compiled
+// tree p and the tree as written (parser.Parse, before expr's optimizer reshapes it: the
+// optimizer may move a part where ast.Walk does not look, such as the mapper of map(filter(...))).
+func reads(code string, p *vm.Program, s schema.Schema) ([]int, bool) {
 	var v identifiers
 	node := p.Node()
 	ast.Walk(&node, &v)
@@ -223,11 +234,11 @@ func reads(code string, p *vm.Program, s schema.Schema) []int {
 	}
 	var out []int
 	for i, f := range s.Fields {
-		if v.names[f.Name] || v.names["$env"] {
+		if v.names[f.Name] {
 			out = append(out, i)
 		}
 	}
-	return out
+	return out, v.names["$env"]
 }
 
 // identifiers collects the names an expression uses.
@@ -258,7 +269,7 @@ func (v *identifiers) Visit(n *ast.Node) {
 // Only the columns the expression names are converted (a row of many columns costs what the
 // expression reads); the others are never in the environment.
 func (p *Program) Eval(row []any) (bool, error) {
-	for _, i := range p.reads {
+	for _, i := range p.setCols {
 		f := &p.cols.Fields[i]
 		p.env[f.Name] = ExprValue(f.Type, row[i])
 	}

@@ -169,3 +169,40 @@ func TestEvalRowAfterRow(t *testing.T) {
 		}
 	}
 }
+
+// TestEvalReadsOnlyNamedColumns: Eval converts only the columns an expression names, and that
+// changes no result: row after row, each answer is that row's, whether the expression names one
+// column, several, or reads them through $env.
+func TestEvalReadsOnlyNamedColumns(t *testing.T) {
+	t.Parallel()
+	s, err := schema.ParseDDL("op STRING, id BIGINT, name STRING, amount DECIMAL(10,2)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := [][]any{
+		{"D", int64(1), "a", schema.Decimal(150)},
+		{"U", int64(2), nil, schema.Decimal(250)},
+		{"D", int64(3), "c", nil},
+		{nil, int64(4), "d", schema.Decimal(50)},
+	}
+	for _, tc := range []struct {
+		code string
+		want []bool
+	}{
+		{`op == "D"`, []bool{true, false, true, false}},
+		{`op == "D" && amount > 1.0`, []bool{true, false, false, false}},
+		{`$env["op"] == "D"`, []bool{true, false, true, false}},
+		{`$env.name == "c" || id == 4`, []bool{false, false, true, true}},
+		{`true`, []bool{true, true, true, true}},
+	} {
+		p, err := Compile(tc.code, s)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.code, err)
+		}
+		for i, r := range rows {
+			if got, _ := p.Eval(r); got != tc.want[i] {
+				t.Errorf("%s on row %d: %v, want %v", tc.code, i, got, tc.want[i])
+			}
+		}
+	}
+}

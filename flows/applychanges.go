@@ -180,6 +180,9 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 			}
 		}()
 	}
+	// Unless a fail expectation must see the whole batch first, rows are turned into events a
+	// row group at a time, so that the source rows are not all held at once.
+	perGroup := !hasFailRule(set)
 	nsrc := len(srcSch.Fields)
 	nk, ns, np := len(keyIdx), len(seqIdx), len(projIdx)
 	nullCols := append(append([]string(nil), ac.Keys...), ac.SequenceBy...)
@@ -200,7 +203,8 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 			m.Quality.Add(q)
 		}
 		// The events' keys, sequences and rows are windows of three arrays, not three
-		// allocations per event; when they are folded, the arrays of a batch folded before.
+		// allocations per event: when they are folded, the arrays of a group folded before;
+		// otherwise the events go straight into b.events.
 		buf := &eventBuf{}
 		if fold != nil {
 			select {
@@ -208,7 +212,11 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 			default:
 			}
 		}
-		evs, keyVals, seqVals, projVals := buf.take(len(kept), nk, ns, np)
+		keyVals, seqVals, projVals := buf.arrays(len(kept), nk, ns, np)
+		evs := b.events
+		if fold != nil {
+			evs = buf.events(len(kept))
+		}
 		for i, r := range kept {
 			ev := event{key: keyVals[i*nk : (i+1)*nk : (i+1)*nk], seq: seqVals[i*ns : (i+1)*ns : (i+1)*ns], row: projVals[i*np : (i+1)*np : (i+1)*np]}
 			pickInto(ev.key, r, keyIdx)
@@ -249,21 +257,20 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 		if fold != nil {
 			buf.evs = evs
 			folded <- buf
-		} else if b.events == nil {
-			b.events = evs
 		} else {
-			b.events = append(b.events, evs...)
+			b.events = evs
 		}
 		return nil
 	}
 
 	// Read the new change events, in arrival order, each with its origin appended. When they
-	// are folded, each group's rows are done with once consumed: the next group reuses their
-	// arrays.
+	// are consumed group by group, each group's rows are done with once consumed (the events
+	// hold copies of their values): the next group reuses their arrays.
 	var rows [][]any
 	var backing []any
 	var origins []origin
 	commits := map[int64]*delta.Commit{}
+	var nRows int64 // the rows the new commits add, by their statistics
 	for v := last + 1; v <= latest; v++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -278,6 +285,18 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 				return nil, fmt.Errorf("source table %s changed or deleted existing rows in version %d (operation %s); APPLY CHANGES reads an append-only source: run %s", ac.Source, v, c.Info.Operation, RefreshHint(p, d.Name))
 			}
 		}
+		for _, a := range c.Adds {
+			if n, ok := a.NumRecords(); ok && a.DataChange {
+				nRows += n
+			}
+		}
+	}
+	if fold == nil {
+		// The events are appended in place, group after group: room for all of them at once.
+		b.events = make([]event, 0, nRows)
+	}
+	for v := last + 1; v <= latest; v++ {
+		c := commits[v]
 		var idx int64
 		for _, a := range c.Adds {
 			if !a.DataChange {
@@ -289,10 +308,10 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 				// One allocation for the rows widened by their origin, and one for the
 				// origins (a pointer in the row: boxing it allocates nothing).
 				w := nsrc + 1
-				if fold == nil || cap(backing) < len(fr)*w {
+				if !perGroup || cap(backing) < len(fr)*w {
 					backing = make([]any, len(fr)*w)
 				}
-				if fold == nil || cap(origins) < len(fr) {
+				if !perGroup || cap(origins) < len(fr) {
 					origins = make([]origin, len(fr))
 				}
 				for i, r := range fr {
@@ -304,7 +323,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 					idx++
 				}
 				b.nSource += len(fr)
-				if fold != nil {
+				if perGroup {
 					if err := consume(rows); err != nil {
 						return err
 					}
@@ -318,7 +337,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 			}
 		}
 	}
-	if fold == nil || !checked {
+	if !perGroup || !checked {
 		if err := consume(rows); err != nil {
 			return nil, err
 		}
@@ -527,13 +546,40 @@ type batchFiles struct {
 	adds     []delta.Add
 }
 
-// finishBatch writes the change data file, saves the CDC state (save), makes the batch's one
+// insertsOnly says whether the batch's change data is exactly the rows of the files it adds, each
+// an insert: it removes no file, every change row is an insert, and the added files (none with a
+// deletion vector) hold as many rows as there are change rows. A reader of the change data feed
+// then derives the batch's inserts from its add actions (Delta PROTOCOL.md, "Change Data Files":
+// a version without cdc files gives the rows of its added files as inserts), so the commit needs
+// no change data file.
+func (f batchFiles) insertsOnly() bool {
+	if len(f.removes) > 0 {
+		return false
+	}
+	for _, t := range f.cdcTypes {
+		if t != delta.ChangeInsert {
+			return false
+		}
+	}
+	var n int64
+	for _, a := range f.adds {
+		c, ok := a.NumRecords()
+		if !ok || a.DeletionVector != nil || !a.DataChange {
+			return false
+		}
+		n += c
+	}
+	return n == int64(len(f.cdcRows))
+}
+
+// finishBatch writes the change data file (none when the batch only inserts the rows of the
+// files it adds: see batchFiles.insertsOnly), saves the CDC state (save), makes the batch's one
 // commit and, once it is committed, hands the new state log to remember.
 func finishBatch(d *spec.Dataset, b *changeBatch, m *Metrics, f batchFiles,
 	save func() (string, []segment, map[string]string, error),
 	remember func(string, []segment, map[string]string), metrics map[string]string) error {
 	var cdcs []delta.CDC
-	if len(f.cdcRows) > 0 {
+	if len(f.cdcRows) > 0 && !f.insertsOnly() {
 		c, err := b.target.WriteCDCFile(d.Schema, f.cdcRows, f.cdcTypes)
 		if err != nil {
 			return err
@@ -562,9 +608,9 @@ type eventBuf struct {
 	keys, seqs, values []any
 }
 
-// take returns the buffer's arrays for n events of nk key, ns sequence and np row values each,
-// the events empty and the values cleared, growing what is too small.
-func (b *eventBuf) take(n, nk, ns, np int) (evs []event, keys, seqs, values []any) {
+// arrays returns the buffer's arrays for n events of nk key, ns sequence and np row values
+// each, cleared, growing what is too small.
+func (b *eventBuf) arrays(n, nk, ns, np int) (keys, seqs, values []any) {
 	grow := func(a []any, size int) []any {
 		if cap(a) < size {
 			return make([]any, size)
@@ -574,8 +620,13 @@ func (b *eventBuf) take(n, nk, ns, np int) (evs []event, keys, seqs, values []an
 		return a
 	}
 	b.keys, b.seqs, b.values = grow(b.keys, n*nk), grow(b.seqs, n*ns), grow(b.values, n*np)
+	return b.keys, b.seqs, b.values
+}
+
+// events returns the buffer's events, empty, with room for n.
+func (b *eventBuf) events(n int) []event {
 	if cap(b.evs) < n {
 		b.evs = make([]event, 0, n)
 	}
-	return b.evs[:0], b.keys, b.seqs, b.values
+	return b.evs[:0]
 }

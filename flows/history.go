@@ -1,8 +1,9 @@
 package flows
 
 import (
-	"sort"
+	"slices"
 
+	"tributary/delta"
 	"tributary/schema"
 	"tributary/spec"
 )
@@ -33,7 +34,10 @@ type version struct {
 // the open version in place; a delete closes the open version at the delete's sequence. With
 // ignoreNulls, a NULL in an upsert keeps the open version's value.
 func foldHistory(events []histEvent, tracked []int, ignoreNulls bool) []version {
-	var out []version
+	if len(events) == 0 {
+		return nil
+	}
+	out := make([]version, 0, len(events))
 	open := -1
 	for _, e := range events {
 		if e.delete {
@@ -70,6 +74,14 @@ func foldHistory(events []histEvent, tracked []int, ignoreNulls bool) []version 
 
 func sameColumns(a, b []any, cols []int) bool {
 	for _, i := range cols {
+		if x, ok := a[i].(string); ok {
+			if y, ok := b[i].(string); ok {
+				if x != y {
+					return false
+				}
+				continue
+			}
+		}
 		if !schema.Equal(a[i], b[i]) {
 			return false
 		}
@@ -96,17 +108,21 @@ func sameSeq(a, b []any) bool {
 	return compareSeq(a, b) == 0
 }
 
-// mergeHistory adds a key's batch events (in arrival order) to its stored history and reports
-// whether the history changed and how many ties were met. Ties follow semantics.md: within the
-// batch a delete beats an upsert and, between upserts, the later arrival wins; against the
-// stored history a delete beats a stored upsert at the same sequence and an upsert at a stored
-// sequence is a no-op. Identical events are not ties.
+// mergeHistory merges a key's batch events (in arrival order) into its stored history (in
+// sequence order) and reports whether the history changed and how many ties were met; the
+// stored history is left as it was (the result is a new slice when it changed). Ties follow
+// semantics.md: within the batch a delete beats an upsert and, between upserts, the later
+// arrival wins; against the stored history a delete beats a stored upsert at the same sequence
+// and an upsert at a stored sequence is a no-op. Identical events are not ties.
 func mergeHistory(hist []histEvent, batch []*event) ([]histEvent, bool, int64) {
 	var ties int64
-	sorted := append([]*event(nil), batch...)
-	sort.SliceStable(sorted, func(i, j int) bool { return compareSeq(sorted[i].seq, sorted[j].seq) < 0 })
+	sorted := batch
+	if !slices.IsSortedFunc(batch, compareEvents) {
+		sorted = append([]*event(nil), batch...)
+		slices.SortStableFunc(sorted, compareEvents)
+	}
 	// Reduce the batch to one event per sequence.
-	var reduced []*event
+	reduced := make([]*event, 0, len(sorted))
 	for _, ev := range sorted {
 		n := len(reduced)
 		if n > 0 && compareSeq(reduced[n-1].seq, ev.seq) == 0 {
@@ -121,38 +137,55 @@ func mergeHistory(hist []histEvent, batch []*event) ([]histEvent, bool, int64) {
 		}
 		reduced = append(reduced, ev)
 	}
+	// Merge the two sequences in order.
+	out := make([]histEvent, 0, len(hist)+len(reduced))
 	changed := false
+	i := 0
 	for _, ev := range reduced {
-		i := sort.Search(len(hist), func(i int) bool { return compareSeq(hist[i].seq, ev.seq) >= 0 })
+		for i < len(hist) && compareSeq(hist[i].seq, ev.seq) < 0 {
+			out = append(out, hist[i])
+			i++
+		}
 		if i < len(hist) && compareSeq(hist[i].seq, ev.seq) == 0 {
 			old := hist[i]
-			differs := old.delete != ev.delete || (!ev.delete && !sameRow(old.row, ev.row))
-			if differs {
+			i++
+			if old.delete != ev.delete || (!ev.delete && !sameRow(old.row, ev.row)) {
 				ties++
 			}
 			if ev.delete && !old.delete {
-				hist[i] = histEvent{seq: ev.seq, delete: true}
+				out = append(out, histEvent{seq: ev.seq, delete: true})
 				changed = true
+				continue
 			}
+			out = append(out, old)
 			continue
 		}
 		he := histEvent{seq: ev.seq, delete: ev.delete}
 		if !ev.delete {
 			he.row = ev.row
 		}
-		hist = append(hist, histEvent{})
-		copy(hist[i+1:], hist[i:])
-		hist[i] = he
+		out = append(out, he)
 		changed = true
 	}
-	return hist, changed, ties
+	if !changed {
+		return hist, false, ties
+	}
+	return append(out, hist[i:]...), true, ties
 }
 
+// compareEvents orders events by sequence.
+func compareEvents(a, b *event) int { return compareSeq(a.seq, b.seq) }
+
 // versionDiff compares a key's versions before and after a batch, matching rows by __START_AT:
-// it returns the change data feed rows (pre/post images for changed versions, inserts, deletes).
-func versionDiff(old, cur []version, toRow func(version) []any) (rows [][]any, types []string, upserts, deletes int64) {
-	matched := make([]bool, len(old))
-	for _, nv := range cur {
+// it appends the change data feed rows (pre/post images for changed versions, inserts, deletes)
+// and their change types to rows and types. curRows are the rows of cur (toRow of each), used as
+// they are for inserts and post-images; toRow makes the rows of old versions.
+func versionDiff(rows [][]any, types []string, old, cur []version, toRow func(version) []any, curRows [][]any) (_ [][]any, _ []string, upserts, deletes int64) {
+	var matched []bool
+	if len(old) > 0 {
+		matched = make([]bool, len(old))
+	}
+	for i, nv := range cur {
 		j := -1
 		for k, ov := range old {
 			if !matched[k] && sameSeq(ov.start, nv.start) {
@@ -161,8 +194,8 @@ func versionDiff(old, cur []version, toRow func(version) []any) (rows [][]any, t
 			}
 		}
 		if j < 0 {
-			rows = append(rows, toRow(nv))
-			types = append(types, "insert")
+			rows = append(rows, curRows[i])
+			types = append(types, delta.ChangeInsert)
 			upserts++
 			continue
 		}
@@ -171,14 +204,14 @@ func versionDiff(old, cur []version, toRow func(version) []any) (rows [][]any, t
 		if sameSeq(ov.end, nv.end) && sameRow(ov.row, nv.row) {
 			continue
 		}
-		rows = append(rows, toRow(ov), toRow(nv))
-		types = append(types, "update_preimage", "update_postimage")
+		rows = append(rows, toRow(ov), curRows[i])
+		types = append(types, delta.ChangeUpdatePreimage, delta.ChangeUpdatePostimage)
 		upserts++
 	}
 	for k, ov := range old {
 		if !matched[k] {
 			rows = append(rows, toRow(ov))
-			types = append(types, "delete")
+			types = append(types, delta.ChangeDelete)
 			deletes++
 		}
 	}

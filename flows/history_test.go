@@ -82,3 +82,123 @@ func TestMergeHistoryLateEvents(t *testing.T) {
 		t.Errorf("got %s, want %s", got, want)
 	}
 }
+
+// TestMergeHistoryKeepsStored: merging returns a new history and leaves the stored one as it was
+// (the versions before the batch are folded from it), whatever the batch does to it: a late
+// event between stored ones, an event after them, and a delete that beats a stored upsert at
+// its sequence. The batch arrives out of order; within it, at one sequence, a delete beats an
+// upsert and the later of two upserts wins.
+func TestMergeHistoryKeepsStored(t *testing.T) {
+	t.Parallel()
+	stored := []histEvent{he(1, "a"), he(5, "c"), he(9, "e")}
+	before := render(foldHistory(stored, []int{0}, false))
+	evs := []event{
+		{seq: []any{int64(7)}, row: []any{"d"}, arrival: 0},
+		{seq: []any{int64(3)}, row: []any{"b"}, arrival: 1},
+		{seq: []any{int64(9)}, delete: true, arrival: 2},
+		{seq: []any{int64(11)}, row: []any{"f"}, arrival: 3},
+		{seq: []any{int64(11)}, row: []any{"g"}, arrival: 4}, // the later arrival wins
+		{seq: []any{int64(13)}, row: []any{"h"}, arrival: 5},
+		{seq: []any{int64(13)}, delete: true, arrival: 6}, // a delete beats the upsert
+	}
+	batch := make([]*event, len(evs))
+	for i := range evs {
+		batch[i] = &evs[i]
+	}
+	merged, changed, ties := mergeHistory(stored, batch)
+	if !changed || ties != 3 {
+		t.Errorf("changed=%v ties=%d, want true and 3 (9 delete against stored e, 11 f/g, 13 h/delete)", changed, ties)
+	}
+	if got, want := render(foldHistory(merged, []int{0}, false)), "[a][1,3) [b][3,5) [c][5,7) [d][7,9) [g][11,13)"; got != want {
+		t.Errorf("merged: got %s, want %s", got, want)
+	}
+	if got := render(foldHistory(stored, []int{0}, false)); got != before || len(stored) != 3 || stored[2].delete {
+		t.Errorf("the stored history changed: %s, was %s", got, before)
+	}
+	// Nothing new: the stored history comes back unchanged.
+	again := event{seq: []any{int64(5)}, row: []any{"c"}}
+	if got, changed, ties := mergeHistory(stored, []*event{&again}); changed || ties != 0 || len(got) != 3 {
+		t.Errorf("re-delivered event: changed=%v ties=%d len=%d", changed, ties, len(got))
+	}
+}
+
+// TestGroupByKey: keys come in order of their first event, each key's events in arrival order.
+func TestGroupByKey(t *testing.T) {
+	t.Parallel()
+	ids := []int64{3, 1, 3, 2, 1, 3}
+	evs := make([]event, len(ids))
+	for i, id := range ids {
+		evs[i] = event{key: []any{id}, seq: []any{int64(i)}, arrival: i}
+	}
+	g := groupByKey(evs)
+	var got []string
+	for i, k := range g.keys {
+		key, err := decodeValues([]byte(k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var arr []string
+		for _, e := range g.events(i) {
+			if e.key[0] != key[0] {
+				t.Errorf("key %v holds an event of key %v", key[0], e.key[0])
+			}
+			arr = append(arr, fmt.Sprint(e.arrival))
+		}
+		if g.index[k] != i {
+			t.Errorf("index of key %v = %d, want %d", key[0], g.index[k], i)
+		}
+		got = append(got, fmt.Sprintf("%v:%s", key[0], strings.Join(arr, ",")))
+	}
+	if want := "3:0,2,5 1:1,4 2:3"; strings.Join(got, " ") != want {
+		t.Errorf("groups %q, want %q", strings.Join(got, " "), want)
+	}
+	g.index["extra"] = len(g.keys)
+	if n := len(g.events(len(g.keys))); n != 0 {
+		t.Errorf("a key added after grouping has %d events, want none", n)
+	}
+}
+
+// TestRowSlab: rows from a slab are distinct, of the slab's width, and stay apart across
+// backing arrays.
+func TestRowSlab(t *testing.T) {
+	t.Parallel()
+	s := rowSlab{width: 3}
+	var rows [][]any
+	for i := range slabRows + 2 {
+		r := s.row()
+		if len(r) != 3 || cap(r) != 3 {
+			t.Fatalf("row %d: len %d cap %d, want 3 and 3", i, len(r), cap(r))
+		}
+		r[0], r[2] = i, i
+		rows = append(rows, append(r[:0:0], r...))
+		rows = append(rows, r)
+	}
+	for i := 0; i < len(rows); i += 2 {
+		if rows[i+1][0] != rows[i][0] || rows[i+1][2] != rows[i][2] || rows[i+1][1] != nil {
+			t.Fatalf("row %d was overwritten: %v, want %v", i/2, rows[i+1], rows[i])
+		}
+	}
+}
+
+// TestCutBetweenKeys: runs hold at most the limit of rows and end only between keys; a key
+// larger than the limit is a run of its own, and keys of no rows ride along.
+func TestCutBetweenKeys(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		sizes []int
+		limit int
+		want  string
+	}{
+		{nil, 10, "[]"},
+		{[]int{3, 3, 3}, 10, "[[0 3]]"},
+		{[]int{3, 3, 3, 3}, 10, "[[0 3] [3 4]]"},
+		{[]int{5, 5, 5}, 10, "[[0 2] [2 3]]"},
+		{[]int{2, 12, 2}, 10, "[[0 1] [1 2] [2 3]]"},
+		{[]int{12}, 10, "[[0 1]]"},
+		{[]int{0, 10, 0, 1}, 10, "[[0 3] [3 4]]"},
+	} {
+		if got := fmt.Sprint(cutBetweenKeys(tc.sizes, tc.limit)); got != tc.want {
+			t.Errorf("cutBetweenKeys(%v, %d) = %s, want %s", tc.sizes, tc.limit, got, tc.want)
+		}
+	}
+}

@@ -66,8 +66,10 @@ func encodeHistEvents(buf []byte, events []histEvent) []byte {
 var errHistEvents = errors.New("malformed history events")
 
 // decodeHistEvents reads what encodeHistEvents wrote; each upsert's row must have width values.
-func decodeHistEvents(b []byte, width int) ([]histEvent, error) {
-	var out []histEvent
+// n is the number of events expected (a capacity hint); dec, when not nil, holds the values
+// (see histDecoder).
+func decodeHistEvents(b []byte, width, n int, dec *histDecoder) ([]histEvent, error) {
+	out := make([]histEvent, 0, n)
 	next := func() ([]byte, bool) {
 		n, k := binary.Uvarint(b)
 		if k <= 0 || n > uint64(len(b)-k) {
@@ -82,7 +84,7 @@ func decodeHistEvents(b []byte, width int) ([]histEvent, error) {
 		if !ok || len(b) == 0 {
 			return nil, errHistEvents
 		}
-		seq, err := decodeValues(sb)
+		seq, err := dec.values(sb)
 		if err != nil {
 			return nil, err
 		}
@@ -93,7 +95,7 @@ func decodeHistEvents(b []byte, width int) ([]histEvent, error) {
 			if !ok {
 				return nil, errHistEvents
 			}
-			if e.row, err = decodeValues(rb); err != nil {
+			if e.row, err = dec.values(rb); err != nil {
 				return nil, err
 			}
 			if len(e.row) != width {
@@ -103,6 +105,78 @@ func decodeHistEvents(b []byte, width int) ([]histEvent, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// histDecoder decodes the values of history events into shared arrays: the values of many
+// events are windows of one array of interfaces, and the scalar ones are boxed in a boxSlab,
+// instead of a few allocations per event. An array lives as long as any of its values.
+type histDecoder struct {
+	vals []any
+	box  *boxSlab
+}
+
+// decodeChunk is how many values one array of a histDecoder holds.
+const decodeChunk = 4096
+
+func newHistDecoder() *histDecoder {
+	return &histDecoder{box: newBoxSlab(decodeChunk, decodeChunk/4)}
+}
+
+// values reads the values appendValues wrote into b, as decodeValues does; a nil decoder is
+// decodeValues.
+func (d *histDecoder) values(b []byte) ([]any, error) {
+	if d == nil {
+		return decodeValues(b)
+	}
+	start := len(d.vals)
+	for len(b) > 0 {
+		v, n, err := d.value(b)
+		if err != nil {
+			return nil, err
+		}
+		if len(d.vals) == cap(d.vals) {
+			// A new array, never one grown in place: the windows handed out stay where they
+			// are. The values of this call so far move along.
+			fresh := make([]any, 0, max(decodeChunk, 2*(len(d.vals)-start)))
+			d.vals, start = append(fresh, d.vals[start:]...), 0
+		}
+		d.vals = append(d.vals, v)
+		b = b[n:]
+	}
+	return d.vals[start:len(d.vals):len(d.vals)], nil
+}
+
+// value is decodeValue with the scalar values boxed in the decoder's slab.
+func (d *histDecoder) value(b []byte) (any, int, error) {
+	if len(b) < 2 {
+		return decodeValue(b)
+	}
+	switch b[0] {
+	case tagLong, tagInt, tagDecimal, tagDate, tagTimestamp, tagString:
+	default:
+		return decodeValue(b)
+	}
+	u, n := binary.Uvarint(b[1:])
+	if n <= 0 {
+		return nil, 0, errStateValue
+	}
+	switch b[0] {
+	case tagLong:
+		return d.box.int64(unzigzag(u)), 1 + n, nil
+	case tagInt:
+		return d.box.int32(int32(unzigzag(u))), 1 + n, nil
+	case tagDecimal:
+		return d.box.decimal(schema.Decimal(unzigzag(u))), 1 + n, nil
+	case tagDate:
+		return d.box.date(schema.Date(unzigzag(u))), 1 + n, nil
+	case tagTimestamp:
+		return d.box.timestamp(schema.Timestamp(unzigzag(u))), 1 + n, nil
+	}
+	// tagString
+	if u > uint64(len(b)-1-n) {
+		return nil, 0, errStateValue
+	}
+	return d.box.string(string(b[1+n : 1+n+int(u)])), 1 + n + int(u), nil
 }
 
 // writeSegment writes the given keys (with nEvents events in all) as a new keyed history segment

@@ -123,13 +123,17 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	if err != nil {
 		return m, err
 	}
+	// SCD type 2 rows are carved from shared slabs: a batch makes a row per version of every
+	// key it changes, and one allocation per row would make most of its garbage.
+	slab := rowSlab{width: len(tgtSch.Fields)}
 	toRow := func(v version) []any {
 		if !mode.scd2 {
 			return v.row
 		}
-		r := make([]any, 0, len(v.row)+2)
-		r = append(r, v.row...)
-		return append(r, seqValue(v.start), seqValue(v.end))
+		r := slab.row()
+		n := copy(r, v.row)
+		r[n], r[n+1] = seqValue(v.start), seqValue(v.end)
+		return r
 	}
 	oldTrunc, trunc := state.truncate, state.truncate
 	newTrunc := !mode.scd2 && b.truncate != nil && (trunc == nil || schema.CompareTuple(b.truncate, trunc) > 0)
@@ -137,47 +141,45 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		trunc = b.truncate
 	}
 
-	// Group the batch by key, merge into the histories, recompute rows.
-	byKey := map[string][]*event{}
-	var order []string
-	var kb []byte
-	for i := range b.events {
-		ev := &b.events[i]
-		kb = appendValues(kb[:0], ev.key)
-		if _, ok := byKey[string(kb)]; !ok {
-			order = append(order, string(kb))
-		}
-		byKey[string(kb)] = append(byKey[string(kb)], ev)
-	}
+	// Group the batch by key (keys in order of first arrival, each key's events in arrival
+	// order), merge into the histories, recompute rows.
+	g := groupByKey(b.events)
+	order := g.keys
 	if newTrunc {
 		for k := range state.keys {
-			if _, ok := byKey[k]; !ok {
+			if _, ok := g.index[k]; !ok {
+				g.index[k] = len(order)
 				order = append(order, k)
 			}
 		}
 	}
-	type keyVersions struct {
-		hk       *histKey
-		old, cur []version
-		isNew    bool
-		diff     bool // the key's rows changed
+	// changedKey is a key the batch changed (hk set), with the rows of its versions after it.
+	type changedKey struct {
+		hk   *histKey
+		rows [][]any
+		diff bool // the key's rows changed
 	}
-	changedKeys := map[string]*keyVersions{}
+	kvs := make([]changedKey, len(order))
+	var changedList []string
 	byFile := map[string]bool{}
 	var cdcRows [][]any
 	var cdcTypes []string
-	for _, k := range order {
+	var rowLists [][]any // backing of the keys' row lists, carved like the rows
+	for i, k := range order {
 		hk := state.keys[k]
 		isNew := hk == nil
 		if isNew {
 			hk = &histKey{}
 		}
 		stored := state.eventsOf(hk)
-		old := mode.fold(stored, oldTrunc)
+		var old []version
+		if !isNew {
+			old = mode.fold(stored, oldTrunc)
+		}
 		merged, changed := stored, false
-		if evs := byKey[k]; len(evs) > 0 {
+		if evs := g.events(i); len(evs) > 0 {
 			var ties int64
-			merged, changed, ties = mergeHistory(append([]histEvent(nil), stored...), evs)
+			merged, changed, ties = mergeHistory(stored, evs)
 			m.Ties += ties
 		}
 		if !changed && !newTrunc {
@@ -193,23 +195,45 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			hk.deletedAt = 0
 		}
 		cur := mode.fold(merged, trunc)
-		rows, types, ups, dels := versionDiff(old, cur, toRow)
-		state.keys[k] = hk
-		changedKeys[k] = &keyVersions{hk: hk, old: old, cur: cur, isNew: isNew, diff: len(rows) > 0}
-		if len(rows) == 0 {
+		// Encode the events for the state's save while they are in the cache; the key keeps
+		// them encoded only.
+		state.encode(hk)
+		if len(rowLists) < len(cur) {
+			rowLists = make([][]any, max(len(cur), slabRows))
+		}
+		rows := rowLists[:len(cur):len(cur)]
+		rowLists = rowLists[len(cur):]
+		for j, v := range cur {
+			rows[j] = toRow(v)
+		}
+		n := len(cdcRows)
+		var ups, dels int64
+		cdcRows, cdcTypes, ups, dels = versionDiff(cdcRows, cdcTypes, old, cur, toRow, rows)
+		if isNew {
+			state.keys[k] = hk
+		}
+		changedList = append(changedList, k)
+		kvs[i] = changedKey{hk: hk, rows: rows, diff: len(cdcRows) > n}
+		if len(cdcRows) == n {
 			continue
 		}
-		cdcRows = append(cdcRows, rows...)
-		cdcTypes = append(cdcTypes, types...)
 		m.NumUpsertedRows += ups
 		m.NumDeletedRows += dels
 		if f := state.resolve(hk.file); f != "" {
 			byFile[f] = true
 		}
 	}
+	// The events were grouped by key and are now in the histories: let the batch's event
+	// structs go.
+	g.byKey, b.events = nil, nil
 	reportTies(env, d, m.Ties)
 	m.NumOutputRows = m.NumUpsertedRows + m.NumDeletedRows
 	state.truncate = trunc
+	// isChanged says whether the key encoded in kb is one the batch changed.
+	isChanged := func(kb []byte) bool {
+		i, ok := g.index[string(kb)]
+		return ok && kvs[i].hk != nil
+	}
 
 	// Copy-on-write: each file holding keys whose rows changed is rewritten into one new file
 	// with those keys' new rows (the state records the rename); keys without a file yet go to
@@ -231,24 +255,42 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			return m, err
 		}
 		byFile = map[string]bool{}
-		for _, kv := range changedKeys {
+		for _, kv := range kvs {
+			if kv.hk == nil {
+				continue
+			}
 			if f := state.resolve(kv.hk.file); f != "" && kv.diff {
 				byFile[f] = true
 			}
 		}
 		break
 	}
-	// The changed keys' rows, by the file that holds the key ("" for none yet), in key order.
-	newRows := map[string][][]any{}
-	for _, k := range order {
-		if kv := changedKeys[k]; kv != nil {
-			f := state.resolve(kv.hk.file)
-			for _, v := range kv.cur {
-				newRows[f] = append(newRows[f], toRow(v))
-			}
+	// The changed keys' rows, by the file that holds the key, in key order; and the changed keys
+	// without a file yet (their positions in kvs, in key order).
+	counts := map[string]int{}
+	for _, kv := range kvs {
+		if kv.hk != nil {
+			counts[state.resolve(kv.hk.file)] += len(kv.rows)
 		}
 	}
-	// Rewrite the files on several goroutines; changedKeys and newRows are only read there.
+	newRows := make(map[string][][]any, len(counts))
+	for f, n := range counts {
+		if f != "" {
+			newRows[f] = make([][]any, 0, n)
+		}
+	}
+	var fresh []int
+	for i, kv := range kvs {
+		if kv.hk == nil {
+			continue
+		}
+		if f := state.resolve(kv.hk.file); f != "" {
+			newRows[f] = append(newRows[f], kv.rows...)
+		} else {
+			fresh = append(fresh, i)
+		}
+	}
+	// Rewrite the files on several goroutines; kvs, g.index and newRows are only read there.
 	var files []delta.Add
 	for _, f := range b.snap.Files {
 		if byFile[f.Path] {
@@ -260,16 +302,17 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		if err != nil {
 			return replacement{}, err
 		}
-		out := frows[:0:0]
+		repl := newRows[f.Path]
+		out := make([][]any, 0, len(frows)+len(repl))
 		var kb []byte
 		for _, r := range frows {
 			kb = appendPicked(kb[:0], r, keyIdx)
-			if _, ok := changedKeys[string(kb)]; ok {
+			if isChanged(kb) {
 				continue // replaced below
 			}
 			out = append(out, r)
 		}
-		return writeReplacement(b.target, tgtSch, f, append(out, newRows[f.Path]...), nowMs)
+		return writeReplacement(b.target, tgtSch, f, append(out, repl...), nowMs)
 	})
 	if err != nil {
 		return m, err
@@ -278,31 +321,65 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		state.rename(files[i].Path, r.path)
 		removes, adds = append(removes, r.remove), append(adds, r.adds...)
 	}
-	fresh := newRows[""]
-	changedHist := map[string]*histKey{}
-	for k, kv := range changedKeys {
-		changedHist[k] = kv.hk
+	// The keys without a file go to new files of about targetFileRows rows, cut between keys: a
+	// key's versions stay together, in the one file the state names for it.
+	sizes := make([]int, len(fresh))
+	for j, i := range fresh {
+		sizes[j] = len(kvs[i].rows)
 	}
-	freshAdds, err := writeRows(b.target, tgtSch, fresh, func(r []any, path string) {
-		kb = appendPicked(kb[:0], r, keyIdx)
-		if hk := state.keys[string(kb)]; hk != nil {
-			hk.file = path
+	for _, part := range cutBetweenKeys(sizes, targetFileRows) {
+		keys := fresh[part[0]:part[1]]
+		var n int
+		for _, i := range keys {
+			n += len(kvs[i].rows)
 		}
-	})
-	if err != nil {
-		return m, err
+		if n == 0 {
+			continue
+		}
+		rows := make([][]any, 0, n)
+		for _, i := range keys {
+			rows = append(rows, kvs[i].rows...)
+		}
+		add, err := b.target.WriteFile(tgtSch, rows)
+		if err != nil {
+			return m, err
+		}
+		adds = append(adds, add)
+		for _, i := range keys {
+			if len(kvs[i].rows) > 0 {
+				kvs[i].hk.file = add.Path
+			}
+		}
 	}
-	adds = append(adds, freshAdds...)
-	for _, kv := range changedKeys {
-		if len(kv.cur) == 0 {
+	for _, kv := range kvs {
+		if kv.hk != nil && len(kv.rows) == 0 {
 			kv.hk.file = ""
 		}
 	}
 	err = finishBatch(d, b, &m, batchFiles{cdcRows: cdcRows, cdcTypes: cdcTypes, removes: removes, adds: adds},
-		func() (string, []segment, map[string]string, error) { return state.save(changedHist) }, state.remember,
+		func() (string, []segment, map[string]string, error) { return state.save(changedList) }, state.remember,
 		map[string]string{
 			"numTargetRowsUpserted": strconv.FormatInt(m.NumUpsertedRows, 10),
 			"numTargetRowsDeleted":  strconv.FormatInt(m.NumDeletedRows, 10),
 		})
 	return m, err
+}
+
+// cutBetweenKeys splits keys with sizes rows each (in order) into runs of at most limit rows,
+// cut only between keys: it returns each run's [start, end) in sizes. A key of more than limit
+// rows is a run of its own.
+func cutBetweenKeys(sizes []int, limit int) [][2]int {
+	var out [][2]int
+	start, n := 0, 0
+	for i, sz := range sizes {
+		if n > 0 && n+sz > limit {
+			out = append(out, [2]int{start, i})
+			start, n = i, 0
+		}
+		n += sz
+	}
+	if start < len(sizes) {
+		out = append(out, [2]int{start, len(sizes)})
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package flows
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -99,5 +100,40 @@ func TestSCD2TrackHistoryGuard(t *testing.T) {
 	_, err := ApplyChanges(context.Background(), &Env{Pipeline: p2, Events: nopEvents{}, Now: time.Now}, p2.Dataset("items"))
 	if err == nil || !strings.Contains(err.Error(), "the tracked columns") || !strings.Contains(err.Error(), "--full-refresh items") {
 		t.Fatalf("error = %v, want the tracked columns change refused with a full refresh hint", err)
+	}
+}
+
+// TestSCD2BatchOfSeveralCommits: one batch read from three source commits (each its own row
+// group) is applied as one: events are in arrival order across the commits (between two upserts
+// of a key at one sequence the later arrival wins, semantics.md "Decision on ties"), a late event
+// of the last commit lands where its sequence belongs, and a drop expectation drops its rows in
+// every commit, its counts summed over them.
+func TestSCD2BatchOfSeveralCommits(t *testing.T) {
+	t.Parallel()
+	text := strings.Replace(scd2Spec, "      stored_as_scd_type: 2\n", `      stored_as_scd_type: 2
+    expectations:
+      - {name: named, expect: "name != \"bad\"", on_violation: drop}
+`, 1)
+	p := loadPipeline(t, t.TempDir(), text)
+	env := &Env{Pipeline: p, Events: nopEvents{}, Now: time.Now}
+	appendEvents(t, p, [][]any{ch("I", 1, "a", 10), ch("I", 2, "x", 10), ch("U", 1, "bad", 20)})
+	appendEvents(t, p, [][]any{ch("U", 1, "c", 30), ch("U", 2, "y", 10), ch("U", 2, "bad", 15)})
+	appendEvents(t, p, [][]any{ch("U", 1, "b", 20), ch("U", 2, "z", 10), ch("U", 1, "bad", 40)})
+	m, err := ApplyChanges(context.Background(), env, p.Dataset("items"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Quality.DroppedRecords != 3 || m.Ties != 2 {
+		t.Errorf("dropped %d, ties %d; want the 3 bad rows dropped and 2 ties (key 2 at 10, three upserts)", m.Quality.DroppedRecords, m.Ties)
+	}
+	_, rows := readTable(t, p, "items")
+	var got []string
+	for _, r := range rows {
+		got = append(got, fmt.Sprintf("%v %v %v %v", r[0], r[1], r[2], r[3]))
+	}
+	sort.Strings(got)
+	want := []string{"1 a 10 20", "1 b 20 30", "1 c 30 <nil>", "2 z 10 <nil>"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("rows %q, want %q", got, want)
 	}
 }

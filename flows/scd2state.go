@@ -21,6 +21,7 @@ type histState struct {
 	dataSch  schema.Schema
 	keys     map[string]*histKey // by encoded key (appendValues)
 	truncate []any               // the highest truncate sequence applied (SCD type 1), or nil
+	dec      *histDecoder        // decodes the keys' events (eventsOf)
 }
 
 // histKey is one key of a histState. Its events stay encoded (blob) until a batch needs them
@@ -159,7 +160,10 @@ func (s *histState) readSegment(sg segment) error {
 // memory: it panics.
 func (s *histState) eventsOf(hk *histKey) []histEvent {
 	if hk.blob != nil {
-		events, err := decodeHistEvents(hk.blob, len(s.dataSch.Fields))
+		if s.dec == nil {
+			s.dec = newHistDecoder()
+		}
+		events, err := decodeHistEvents(hk.blob, len(s.dataSch.Fields), hk.nEvents, s.dec)
 		if err != nil {
 			panic(fmt.Sprintf("flows: CDC history state: %v", err))
 		}
@@ -168,29 +172,37 @@ func (s *histState) eventsOf(hk *histKey) []histEvent {
 	return hk.events
 }
 
-// save writes the keys changed by a batch (every event of each) as a new segment, or, when the
-// log has grown past its base, every key as one segment, and a manifest; it returns the manifest
-// id and the new log for remember. The segment is in the keyed form (segmentFormatHistory) unless
-// a data column is nested, which the keyed form does not hold: then it is a Parquet file of
-// segmentSchema.
-func (s *histState) save(changed map[string]*histKey) (string, []segment, map[string]string, error) {
-	src := changed
+// encode encodes the events of hk for the next save and keeps only the encoding (eventsOf
+// decodes them again when a batch needs them); it does nothing when the keyed form cannot hold
+// the data columns (keyedData).
+func (s *histState) encode(hk *histKey) {
+	if hk.blob != nil || len(hk.events) == 0 || !keyedData(s.dataSch) {
+		return
+	}
+	hk.blob = encodeHistEvents(make([]byte, 0, 40*len(hk.events)), hk.events)
+	hk.events = nil
+}
+
+// save writes the keys changed by a batch (every event of each; changed holds their encoded
+// keys) as a new segment, or, when the log has grown past its base, every key as one segment,
+// and a manifest; it returns the manifest id and the new log for remember. The segment is in the
+// keyed form (segmentFormatHistory) unless a data column is nested, which the keyed form does
+// not hold: then it is a Parquet file of segmentSchema.
+func (s *histState) save(changed []string) (string, []segment, map[string]string, error) {
+	keys := changed
 	var n int64
-	for _, hk := range changed {
-		n += int64(hk.nEvents)
+	for _, k := range changed {
+		n += int64(s.keys[k].nEvents)
 	}
 	full := s.shouldCompact(n)
 	if full {
-		src = s.keys
+		keys = make([]string, 0, len(s.keys))
 		n = 0
-		for _, hk := range src {
+		for k, hk := range s.keys {
 			hk.file = s.resolve(hk.file)
 			n += int64(hk.nEvents)
+			keys = append(keys, k)
 		}
-	}
-	keys := make([]string, 0, len(src))
-	for k := range src {
-		keys = append(keys, k)
 	}
 	trunc := encodeSeq(s.truncate, s.seqSch)
 	if keyedData(s.dataSch) {
@@ -198,7 +210,7 @@ func (s *histState) save(changed map[string]*histKey) (string, []segment, map[st
 	}
 	var rows [][]any
 	for _, k := range keys {
-		hk := src[k]
+		hk := s.keys[k]
 		key, err := decodeValues([]byte(k))
 		if err != nil {
 			panic(fmt.Sprintf("flows: CDC history state key: %v", err))

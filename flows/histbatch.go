@@ -1,0 +1,75 @@
+package flows
+
+// keyGroups is a batch's events grouped by key: keys in order of their first event, each key's
+// events in arrival order, all of them in one slice.
+type keyGroups struct {
+	keys   []string       // the encoded keys (appendValues), in order of first arrival
+	index  map[string]int // position in keys by encoded key
+	start  []int          // the events of keys[i] are byKey[start[i]:start[i+1]]
+	byKey  []*event
+	nBatch int // the keys of the batch; keys added to index later have no events
+}
+
+// groupByKey groups events by their key: one map entry and one string per key, and two slices
+// for all the events (a counting sort by key, which keeps each key's arrival order).
+func groupByKey(events []event) *keyGroups {
+	g := &keyGroups{index: map[string]int{}}
+	ids := make([]int32, len(events))
+	var kb []byte
+	for i := range events {
+		kb = appendValues(kb[:0], events[i].key)
+		id, ok := g.index[string(kb)]
+		if !ok {
+			id = len(g.keys)
+			k := string(kb)
+			g.index[k] = id
+			g.keys = append(g.keys, k)
+		}
+		ids[i] = int32(id)
+	}
+	g.nBatch = len(g.keys)
+	g.start = make([]int, len(g.keys)+1)
+	for _, id := range ids {
+		g.start[id+1]++
+	}
+	for i := 1; i < len(g.start); i++ {
+		g.start[i] += g.start[i-1]
+	}
+	next := append([]int(nil), g.start[:len(g.keys)]...)
+	g.byKey = make([]*event, len(events))
+	for i, id := range ids {
+		g.byKey[next[id]] = &events[i]
+		next[id]++
+	}
+	return g
+}
+
+// events returns the events of the i-th key, in arrival order (none for a key added to the
+// index after grouping).
+func (g *keyGroups) events(i int) []*event {
+	if i >= g.nBatch {
+		return nil
+	}
+	return g.byKey[g.start[i]:g.start[i+1]]
+}
+
+// rowSlab hands out rows of width values carved from shared backing arrays, so that building
+// many rows costs a few allocations. A row stays valid (and keeps its backing array alive) as
+// long as it is referenced.
+type rowSlab struct {
+	width int
+	buf   []any
+}
+
+// slabRows is how many rows one backing array holds.
+const slabRows = 4096
+
+// row returns a new row of width nil values.
+func (s *rowSlab) row() []any {
+	if len(s.buf) < s.width {
+		s.buf = make([]any, s.width*slabRows)
+	}
+	r := s.buf[:s.width:s.width]
+	s.buf = s.buf[s.width:]
+	return r
+}
