@@ -222,7 +222,9 @@ func (tx *Transaction) Commit(operation string, params map[string]any) (int64, e
 
 // commit builds the actions of the transaction.
 func (tx *Transaction) commit(operation string, params map[string]any) *Commit {
-	blind := len(tx.removes) == 0 && len(tx.cdcs) == 0
+	// As Delta Spark records it: an append that read nothing of the table. A MERGE reads the
+	// table (its keys), even when it only inserts rows.
+	blind := len(tx.removes) == 0 && len(tx.cdcs) == 0 && operation != "MERGE"
 	info := CommitInfo{
 		Timestamp: nowMillis(), Operation: operation, OperationParameters: params,
 		IsBlindAppend: &blind, OperationMetrics: tx.metrics, EngineInfo: EngineInfo, Extra: tx.extra,

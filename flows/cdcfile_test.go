@@ -73,6 +73,9 @@ func TestInsertOnlyBatchWritesNoCDCFile(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if c.Info.IsBlindAppend == nil || *c.Info.IsBlindAppend {
+					t.Errorf("batch %d: isBlindAppend %v, want false: a MERGE reads the table (Delta Spark records false)", i+1, c.Info.IsBlindAppend)
+				}
 				if got := len(c.CDCs) > 0; got != tc.cdc[i] {
 					t.Errorf("batch %d: cdc file written = %v, want %v (adds %d, removes %d)", i+1, got, tc.cdc[i], len(c.Adds), len(c.Removes))
 				}
