@@ -37,9 +37,11 @@ var (
 // While a chunk's data file is written, reading goes on until the next chunk holds
 // 1/chunkAhead of the bounds, then waits for the write to end. The write overlaps the parsing
 // of the next rows, yet memory holds little more than one chunk. On the bench's 1 GB ingest
-// (2 cores), reading a quarter of a chunk ahead took 3.2 s and peaked at about 290 MiB; half a
-// chunk, 3.2 s and 370 MiB; a whole chunk, 2.9 s and past 500 MiB; none, 4.5 s and 250 MiB.
-const chunkAhead = 4
+// (2 cores), with the blocks' memory reused (blockPool): a quarter of a chunk ahead took
+// 2.6-3.0 s and peaked at 300-330 MiB; half a chunk, 2.5-2.6 s and 340-370 MiB; a whole chunk,
+// 2.35-2.45 s and 410-450 MiB, too close to the 500 MiB bound. (Before the reuse: a quarter,
+// 3.2 s and 290 MiB; half, 3.2 s and 370 MiB; whole, 2.9 s and past 500 MiB; none, 4.5 s.)
+const chunkAhead = 2
 
 // rowBytes estimates the memory a row's values take: a slice header, an interface per value,
 // and the bytes of strings (nested STRUCT values counted recursively).
