@@ -85,23 +85,34 @@ func (r reduceResult) above(trunc []any) reduceResult {
 // returns the result.
 //
 // While every key is one BIGINT and every sequence one BIGINT (the common shape of a change
-// feed), a winner is found through ints and its sequence compared in seqs, which touch no memory
-// of the winner itself: with a million keys, every other memory access misses the cache, and
-// an event that loses costs one lookup and one load. The first event of another shape moves the
-// keys to res.index, in the order they came, and the fold goes on there.
+// feed) and every row has the same width, the winners are not events but positions: ints maps a
+// key to its position, metas holds each winner's sequence, arrival and kind, and vals its
+// sequence and row values, one after the other. An event touches the map, its winner's meta and,
+// when it wins, its winner's values, and nothing else: with a million keys, nearly every one of
+// those accesses misses the cache, so fewer places is faster. finish (or the first event of
+// another shape, which moves the fold to res.index) turns the positions into events.
 type folder struct {
 	res  reduceResult
 	kb   []byte
 	slab []any   // the unused part of the current block of values
 	evs  []event // the unused part of the current block of winners
 
-	ints    map[int64]int32 // while ints is not nil: key -> position in res.winners
-	intKeys []int64         // the keys in order of first arrival, while ints is not nil
-	seqs    []int64         // each winner's sequence, while ints is not nil
+	ints    map[int64]int32 // while ints is not nil: key -> position
+	intKeys []any           // each winner's key value (a BIGINT), by position
+	metas   []intMeta       // each winner's sequence, arrival and kind, by position
+	vals    []any           // each winner's sequence value then row values, by position
+	rowLen  int             // the width of the rows folded so far; -1 before the first
+}
+
+// intMeta is what the BIGINT fold compares of a winner.
+type intMeta struct {
+	seq     int64
+	arrival int
+	delete  bool
 }
 
 func newFolder(hint int) *folder {
-	return &folder{ints: make(map[int64]int32, hint)}
+	return &folder{ints: make(map[int64]int32, hint), rowLen: -1}
 }
 
 // clone copies v into the slab (nil stays nil).
@@ -167,19 +178,8 @@ func (f *folder) beat(cur, ev *event, c int) {
 func (f *folder) add(ev *event) {
 	res := &f.res
 	if f.ints != nil {
-		if k, s, ok := oneInt64(ev.key, ev.seq); ok {
-			at, found := f.ints[k]
-			if !found {
-				f.ints[k] = int32(len(res.winners))
-				f.intKeys = append(f.intKeys, k)
-				f.seqs = append(f.seqs, s)
-				res.winners = append(res.winners, f.winner(ev))
-				return
-			}
-			if c := cmp.Compare(s, f.seqs[at]); c >= 0 {
-				f.seqs[at] = s
-				f.beat(res.winners[at], ev, c)
-			}
+		if k, s, ok := oneInt64(ev.key, ev.seq); ok && ev.row != nil && (f.rowLen < 0 || len(ev.row) == f.rowLen) {
+			f.addInt(ev, k, s)
 			return
 		}
 		f.indexKeys()
@@ -197,6 +197,47 @@ func (f *folder) add(ev *event) {
 	f.beat(cur, ev, compareSeq(ev.seq, cur.seq))
 }
 
+// addInt folds an event whose key k and sequence s are BIGINTs, by the rules of beat.
+func (f *folder) addInt(ev *event, k, s int64) {
+	f.rowLen = len(ev.row)
+	at, found := f.ints[k]
+	if !found {
+		f.ints[k] = int32(len(f.metas))
+		f.intKeys = append(f.intKeys, ev.key[0])
+		f.metas = append(f.metas, intMeta{seq: s, arrival: ev.arrival, delete: ev.delete})
+		f.vals = append(append(f.vals, ev.seq[0]), ev.row...)
+		return
+	}
+	m := &f.metas[at]
+	if s < m.seq {
+		return
+	}
+	w := 1 + f.rowLen
+	vals := f.vals[int(at)*w : int(at+1)*w]
+	if s == m.seq {
+		if m.delete != ev.delete || (!ev.delete && !sameValues(vals[1:], ev.row)) {
+			f.res.ties++
+			f.res.tieSeqs = append(f.res.tieSeqs, f.clone(vals[:1]))
+		}
+		if !(ev.delete && !m.delete) && !(!ev.delete && !m.delete && ev.arrival > m.arrival) {
+			return
+		}
+	}
+	*m = intMeta{seq: s, arrival: ev.arrival, delete: ev.delete}
+	vals[0] = ev.seq[0]
+	copy(vals[1:], ev.row)
+}
+
+// sameValues says whether a and b hold equal values (schema.Equal), position by position.
+func sameValues(a, b []any) bool {
+	for i := range a {
+		if !schema.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // oneInt64 returns the key and the sequence when each is one BIGINT.
 func oneInt64(key, seq []any) (k, s int64, ok bool) {
 	if len(key) != 1 || len(seq) != 1 {
@@ -208,20 +249,25 @@ func oneInt64(key, seq []any) (k, s int64, ok bool) {
 	return k, s, ok
 }
 
-// indexKeys moves the keys of ints to res.index and res.order, in the order they came, as the
-// general fold keeps them.
+// indexKeys turns the winners of the BIGINT fold into events, in res.winners, and their keys
+// into res.index and res.order, in the order they came, as the general fold keeps them.
 func (f *folder) indexKeys() {
-	f.res.index = make(map[string]int, len(f.intKeys))
-	f.res.order = make([]string, len(f.intKeys))
-	key := []any{nil}
-	for i, k := range f.intKeys {
-		key[0] = k
-		f.kb = appendValues(f.kb[:0], key)
-		s := string(f.kb)
-		f.res.index[s] = i
-		f.res.order[i] = s
+	n := len(f.metas)
+	f.res.index = make(map[string]int, n)
+	f.res.order = make([]string, n)
+	f.res.winners = make([]*event, n)
+	evs := make([]event, n)
+	w := 1 + f.rowLen
+	for at := range n {
+		m, o := &f.metas[at], at*w
+		evs[at] = event{key: f.intKeys[at : at+1 : at+1], seq: f.vals[o : o+1 : o+1], row: f.vals[o+1 : o+w : o+w], delete: m.delete, arrival: m.arrival}
+		f.res.winners[at] = &evs[at]
+		f.kb = appendValues(f.kb[:0], evs[at].key)
+		k := string(f.kb)
+		f.res.index[k] = at
+		f.res.order[at] = k
 	}
-	f.ints, f.intKeys, f.seqs = nil, nil, nil
+	f.ints, f.intKeys, f.metas, f.vals = nil, nil, nil, nil
 }
 
 // finish returns the winners folded so far.
