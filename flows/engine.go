@@ -85,11 +85,11 @@ func (r reduceResult) above(trunc []any) reduceResult {
 // returns the result.
 //
 // While every key is one BIGINT and every sequence one BIGINT (the common shape of a change
-// feed) and every row has the same width, the winners are not events but positions: ints maps a
-// key to its position, metas holds each winner's sequence, arrival and kind, and vals its
-// sequence and row values, one after the other. An event touches the map, its winner's meta and,
-// when it wins, its winner's values, and nothing else: with a million keys, nearly every one of
-// those accesses misses the cache, so fewer places is faster. finish (or the first event of
+// feed) and every row has the same width, the winners are not events but positions: ints holds
+// each key's position, sequence, arrival and kind in one entry, and vals each winner's sequence
+// and row values, one after the other. An event touches its key's entry and, when it wins, its
+// winner's values, and nothing else: with a million keys, nearly every one of those accesses
+// misses the cache, so fewer places is faster. finish (or the first event of
 // another shape, which moves the fold to res.index) turns the positions into events.
 type folder struct {
 	res  reduceResult
@@ -97,22 +97,62 @@ type folder struct {
 	slab []any   // the unused part of the current block of values
 	evs  []event // the unused part of the current block of winners
 
-	ints    map[int64]int32 // while ints is not nil: key -> position
-	intKeys []any           // each winner's key value (a BIGINT), by position
-	metas   []intMeta       // each winner's sequence, arrival and kind, by position
-	vals    []any           // each winner's sequence value then row values, by position
-	rowLen  int             // the width of the rows folded so far; -1 before the first
+	ints    *intTable // while not nil: each key's position, sequence, arrival and kind
+	intKeys []any     // each winner's key value (a BIGINT), by position
+	vals    []any     // each winner's sequence value then row values, by position
+	rowLen  int       // the width of the rows folded so far; -1 before the first
 }
 
-// intMeta is what the BIGINT fold compares of a winner.
-type intMeta struct {
-	seq     int64
-	arrival int
-	delete  bool
+// intTable is the BIGINT fold's table of winners: open addressing with linear probing at a load
+// of at most one half, each entry holding what the fold compares of its winner, so that finding
+// a key and comparing its sequence touch one place.
+type intTable struct {
+	entries []intEntry // a power of two of them
+	n       int        // entries in use
+	shift   uint       // 64 - log2(len(entries))
+}
+
+// intEntry is one winner of an intTable: pos is its position plus one (0 for an empty entry).
+type intEntry struct {
+	key, seq int64
+	arrival  int
+	pos      int32
+	delete   bool
+}
+
+func newIntTable(hint int) *intTable {
+	t := &intTable{}
+	t.resize(max(1024, 2*hint))
+	return t
+}
+
+// resize makes room for size entries (rounded up to a power of two), keeping those in use.
+func (t *intTable) resize(size int) {
+	bits := uint(10)
+	for 1<<bits < size {
+		bits++
+	}
+	old := t.entries
+	t.entries, t.shift = make([]intEntry, 1<<bits), 64-bits
+	for i := range old {
+		if old[i].pos != 0 {
+			*t.find(old[i].key) = old[i]
+		}
+	}
+}
+
+// find returns the entry of key k, or the empty entry where it goes.
+func (t *intTable) find(k int64) *intEntry {
+	mask := uint64(len(t.entries) - 1)
+	for i := (uint64(k) * 0x9E3779B97F4A7C15) >> t.shift; ; i = (i + 1) & mask {
+		if e := &t.entries[i]; e.pos == 0 || e.key == k {
+			return e
+		}
+	}
 }
 
 func newFolder(hint int) *folder {
-	return &folder{ints: make(map[int64]int32, hint), rowLen: -1}
+	return &folder{ints: newIntTable(hint), rowLen: -1}
 }
 
 // clone copies v into the slab (nil stays nil).
@@ -200,30 +240,32 @@ func (f *folder) add(ev *event) {
 // addInt folds an event whose key k and sequence s are BIGINTs, by the rules of beat.
 func (f *folder) addInt(ev *event, k, s int64) {
 	f.rowLen = len(ev.row)
-	at, found := f.ints[k]
-	if !found {
-		f.ints[k] = int32(len(f.metas))
+	e := f.ints.find(k)
+	if e.pos == 0 {
+		*e = intEntry{key: k, seq: s, arrival: ev.arrival, pos: int32(len(f.intKeys) + 1), delete: ev.delete}
 		f.intKeys = append(f.intKeys, ev.key[0])
-		f.metas = append(f.metas, intMeta{seq: s, arrival: ev.arrival, delete: ev.delete})
 		f.vals = append(append(f.vals, ev.seq[0]), ev.row...)
+		if f.ints.n++; 2*f.ints.n > len(f.ints.entries) {
+			f.ints.resize(2 * len(f.ints.entries))
+		}
 		return
 	}
-	m := &f.metas[at]
-	if s < m.seq {
+	if s < e.seq {
 		return
 	}
 	w := 1 + f.rowLen
-	vals := f.vals[int(at)*w : int(at+1)*w]
-	if s == m.seq {
-		if m.delete != ev.delete || (!ev.delete && !sameValues(vals[1:], ev.row)) {
+	at := int(e.pos - 1)
+	vals := f.vals[at*w : (at+1)*w]
+	if s == e.seq {
+		if e.delete != ev.delete || (!ev.delete && !sameValues(vals[1:], ev.row)) {
 			f.res.ties++
 			f.res.tieSeqs = append(f.res.tieSeqs, f.clone(vals[:1]))
 		}
-		if !(ev.delete && !m.delete) && !(!ev.delete && !m.delete && ev.arrival > m.arrival) {
+		if !(ev.delete && !e.delete) && !(!ev.delete && !e.delete && ev.arrival > e.arrival) {
 			return
 		}
 	}
-	*m = intMeta{seq: s, arrival: ev.arrival, delete: ev.delete}
+	e.seq, e.arrival, e.delete = s, ev.arrival, ev.delete
 	vals[0] = ev.seq[0]
 	copy(vals[1:], ev.row)
 }
@@ -252,22 +294,29 @@ func oneInt64(key, seq []any) (k, s int64, ok bool) {
 // indexKeys turns the winners of the BIGINT fold into events, in res.winners, and their keys
 // into res.index and res.order, in the order they came, as the general fold keeps them.
 func (f *folder) indexKeys() {
-	n := len(f.metas)
+	n := len(f.intKeys)
 	f.res.index = make(map[string]int, n)
 	f.res.order = make([]string, n)
 	f.res.winners = make([]*event, n)
 	evs := make([]event, n)
 	w := 1 + f.rowLen
-	for at := range n {
-		m, o := &f.metas[at], at*w
-		evs[at] = event{key: f.intKeys[at : at+1 : at+1], seq: f.vals[o : o+1 : o+1], row: f.vals[o+1 : o+w : o+w], delete: m.delete, arrival: m.arrival}
+	for i := range f.ints.entries {
+		e := &f.ints.entries[i]
+		if e.pos == 0 {
+			continue
+		}
+		at := int(e.pos - 1)
+		o := at * w
+		evs[at] = event{key: f.intKeys[at : at+1 : at+1], seq: f.vals[o : o+1 : o+1], row: f.vals[o+1 : o+w : o+w], delete: e.delete, arrival: e.arrival}
+	}
+	for at := range evs {
 		f.res.winners[at] = &evs[at]
 		f.kb = appendValues(f.kb[:0], evs[at].key)
 		k := string(f.kb)
 		f.res.index[k] = at
 		f.res.order[at] = k
 	}
-	f.ints, f.intKeys, f.metas, f.vals = nil, nil, nil, nil
+	f.ints, f.intKeys, f.vals = nil, nil, nil
 }
 
 // finish returns the winners folded so far.

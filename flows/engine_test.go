@@ -171,4 +171,24 @@ func TestFolderIntPath(t *testing.T) {
 		t.Fatal("key 0 has no event before the NULL sequence")
 	}
 	check("a NULL sequence half-way", mixed)
+
+	// Thousands of keys, each with a few events, folded from an empty table as a batch read
+	// group by group is (the table of winners grows several times).
+	many := make([]event, 40_000)
+	for i := range many {
+		many[i] = ev(r.Int64N(9000)-4500, r.Int64N(6), string(rune('a'+r.IntN(2))), r.IntN(9) == 0, i)
+	}
+	grown := newFolder(0)
+	for i := range many {
+		grown.add(&many[i])
+	}
+	want, got := general(many), grown.finish()
+	if len(want.order) < 8000 || !reflect.DeepEqual(got.order, want.order) || got.ties != want.ties || !reflect.DeepEqual(got.tieSeqs, want.tieSeqs) {
+		t.Fatalf("many keys: %d keys and %d ties, want %d keys and %d ties in the same order", len(got.order), got.ties, len(want.order), want.ties)
+	}
+	for i := range want.winners {
+		if !reflect.DeepEqual(got.winners[i], want.winners[i]) {
+			t.Fatalf("many keys: key %d: winner %+v, want %+v", i, *got.winners[i], *want.winners[i])
+		}
+	}
 }
