@@ -192,9 +192,7 @@ func checkSizes(t *testing.T, what string, files []delta.Add, target int64) {
 // back once, in order, and each file's statistics cover all its row groups. It is not parallel:
 // it changes chunkRows.
 func TestIngestSizedFiles(t *testing.T) {
-	saved := chunkRows
-	chunkRows = 2000
-	defer func() { chunkRows = saved }()
+	setChunking(t, 2000, jsonBlockSize)
 	dir := t.TempDir()
 	p := loadPipeline(t, dir, `name: t
 storage: ./storage
@@ -241,9 +239,7 @@ datasets:
 // of the target size in its own folder, its rows once each in input order. It is not parallel:
 // it changes chunkRows.
 func TestIngestSizedFilesPartitioned(t *testing.T) {
-	saved := chunkRows
-	chunkRows = 3000
-	defer func() { chunkRows = saved }()
+	setChunking(t, 3000, jsonBlockSize)
 	dir := t.TempDir()
 	p := loadPipeline(t, dir, `name: t
 storage: ./storage
@@ -336,9 +332,7 @@ func TestIngestDefaultTargetOneFile(t *testing.T) {
 // and one to the quarantine table (a row group per chunk with quarantined rows: 1 and 2), each
 // committed once. It is not parallel: it changes chunkRows.
 func TestIngestQuarantineChunks(t *testing.T) {
-	saved := chunkRows
-	chunkRows = 2
-	defer func() { chunkRows = saved }()
+	setChunking(t, 2, jsonBlockSize)
 	dir := t.TempDir()
 	p := loadPipeline(t, dir, `name: t
 storage: ./storage
@@ -394,9 +388,7 @@ datasets:
 // to the quarantine table's, commits nothing and leaves no data file, finished or not, in
 // either table. It is not parallel: it changes chunkRows.
 func TestIngestErrorRemovesFiles(t *testing.T) {
-	saved := chunkRows
-	chunkRows = 2
-	defer func() { chunkRows = saved }()
+	setChunking(t, 2, jsonBlockSize)
 	dir := t.TempDir()
 	p := loadPipeline(t, dir, `name: t
 storage: ./storage
@@ -456,9 +448,7 @@ func ingestRaw(t *testing.T, p *spec.Pipeline) (Metrics, *delta.Table, *delta.Sn
 // quarantined rows come back in the quarantine table. It is not parallel: it changes chunkRows
 // and jsonBlockSize.
 func TestIngestReusesBlockMemory(t *testing.T) {
-	savedRows, savedBlock := chunkRows, jsonBlockSize
-	chunkRows, jsonBlockSize = 777, 2048
-	defer func() { chunkRows, jsonBlockSize = savedRows, savedBlock }()
+	setChunking(t, 777, 2048)
 	dir := t.TempDir()
 	p := loadPipeline(t, dir, `name: t
 storage: ./storage
@@ -547,6 +537,14 @@ datasets:
 			t.Errorf("region %s: %d rows, names from %v to %v; want %d rows, %q to %q", r, st.NumRecords, st.Min["name"], st.Max["name"], b.rows, b.min, b.max)
 		}
 	}
+}
+
+// setChunking sets chunkRows and jsonBlockSize for the test, and back when it ends. A test that
+// calls it must not be parallel.
+func setChunking(t *testing.T, rows, blockSize int) {
+	savedRows, savedBlock := chunkRows, jsonBlockSize
+	chunkRows, jsonBlockSize = rows, blockSize
+	t.Cleanup(func() { chunkRows, jsonBlockSize = savedRows, savedBlock })
 }
 
 // firstDiffs lists up to five lines that are in one of got and want but not the other.

@@ -21,9 +21,7 @@ import (
 // its own values, every file's name bounds are those of its own rows, and every WARN event
 // names its own line. It is not parallel: it changes chunkRows and jsonBlockSize.
 func TestIngestReuseAcrossFilesAndBatches(t *testing.T) {
-	savedRows, savedBlock := chunkRows, jsonBlockSize
-	chunkRows, jsonBlockSize = 97, 700
-	defer func() { chunkRows, jsonBlockSize = savedRows, savedBlock }()
+	setChunking(t, 97, 700)
 	dir := t.TempDir()
 	p := loadPipeline(t, dir, `name: t
 storage: ./storage
