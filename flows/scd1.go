@@ -2,7 +2,9 @@ package flows
 
 import (
 	"fmt"
+	"runtime"
 	"strconv"
+	"sync"
 
 	"tributary/delta"
 	"tributary/schema"
@@ -263,25 +265,51 @@ func (s *cdcState) ensureFiles(t *delta.Table, snap *delta.Snapshot, tgtSch sche
 			return err
 		}
 		id := s.fileID(f.Path)
+		if keysOnly {
+			s.placeKeys(rows, pos, idx, id)
+			continue
+		}
 		for r, row := range rows {
 			kb = appendPicked(kb[:0], row, idx)
 			i := s.find(kb)
 			if i < 0 || s.slots[i].gone {
 				continue
 			}
-			switch {
-			case !s.mor:
-				s.slots[i].file = id
-			case keysOnly:
-				s.slots[i].file, s.slots[i].pos1 = id, uint64(pos[r]+1)
-			default:
-				img = appendValues(img[:0], row)
-				s.setRow(i, id, pos[r], img)
-			}
+			img = appendValues(img[:0], row)
+			s.setRow(i, id, pos[r], img)
 		}
 	}
 	s.renames, s.rebuilt = nil, true
 	return nil
+}
+
+// placeKeys records that the keys of rows (the key columns at idx) live in data file id, at the
+// positions pos (merge-on-read states). Each key's lookup misses the cache (the state of a
+// large table spans gigabytes), so the rows are split between GOMAXPROCS goroutines, whose
+// misses overlap; each writes only the slots of its own rows' keys, and a key is in one row.
+func (s *cdcState) placeKeys(rows [][]any, pos []int64, idx []int, id int32) {
+	parts := min(runtime.GOMAXPROCS(0), max(1, len(rows)))
+	var wg sync.WaitGroup
+	for p := range parts {
+		lo, hi := p*len(rows)/parts, (p+1)*len(rows)/parts
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var kb []byte
+			for r := lo; r < hi; r++ {
+				kb = appendPicked(kb[:0], rows[r], idx)
+				i := s.find(kb)
+				if i < 0 || s.slots[i].gone {
+					continue
+				}
+				s.slots[i].file = id
+				if s.mor {
+					s.slots[i].pos1 = uint64(pos[r] + 1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // hasImages says whether the state holds the row image of every live key.
