@@ -193,13 +193,23 @@ func emitBlock(b *lineBlock, fn rowFunc) error {
 }
 
 // readBlocks reads in to its end and calls fn with its text in blocks of whole lines of about
-// size bytes (more when a line is longer), numbering the lines from 1. Each block's text is
+// size bytes (more when a line is longer), numbering the lines from 1; a UTF-8 byte-order mark
+// at the start of the input is left out (as the CSV and multiline JSON readers skip it). Each block's text is
 // memory of its own (from pool: see blockPool) that is not written again until the block is
 // released. A read error is returned after a last block with the text before it; an error of fn
 // stops the reading and is returned.
 func readBlocks(in io.Reader, size int, pool *blockPool, fn func(*lineBlock) error) error {
 	var carry []byte // the start of a line that did not end in the previous buffer
 	line := int64(1)
+	first := true
+	// text is the block's text, without the UTF-8 byte-order mark the input may start with.
+	text := func(b []byte) string {
+		t := blockText(b)
+		if first {
+			t, first = strings.TrimPrefix(t, "\uFEFF"), false
+		}
+		return t
+	}
 	for {
 		b := pool.get(max(size, 2*len(carry)))
 		buf := b.buf
@@ -217,7 +227,7 @@ func readBlocks(in io.Reader, size int, pool *blockPool, fn func(*lineBlock) err
 		}
 		if err != nil {
 			if n > 0 {
-				b.text, b.first = blockText(buf[:n]), line
+				b.text, b.first = text(buf[:n]), line
 				if ferr := fn(b); ferr != nil {
 					return ferr
 				}
@@ -232,12 +242,11 @@ func readBlocks(in io.Reader, size int, pool *blockPool, fn func(*lineBlock) err
 			carry = buf
 			continue
 		}
-		text := buf[:end]
-		b.text, b.first = blockText(text), line
+		b.text, b.first = text(buf[:end]), line
 		if ferr := fn(b); ferr != nil {
 			return ferr
 		}
-		line += int64(bytes.Count(text, []byte{'\n'}))
+		line += int64(bytes.Count(buf[:end], []byte{'\n'}))
 		carry = buf[end:]
 	}
 }

@@ -126,6 +126,13 @@ func TestEachJSONLineReaders(t *testing.T) {
 			t.Errorf("%s: %q, %v; want %q", name, got, err, want)
 		}
 	}
+	// A UTF-8 byte-order mark at the start is not part of the first line; one elsewhere is.
+	if got, err := read(strings.NewReader("\uFEFF" + text)); err != nil || got != want {
+		t.Errorf("after a byte-order mark: %q, %v; want %q", got, err, want)
+	}
+	if got, _ := read(strings.NewReader("{\"s\": \"a\"}\n\uFEFF{\"s\": \"b\"}")); got != "1:a:true 2:<nil>:false" {
+		t.Errorf("a byte-order mark on line 2: %q, want the line malformed", got)
+	}
 	if _, err := read(emptyReader{}); err != io.ErrNoProgress {
 		t.Errorf("a reader that returns nothing: %v, want %v", err, io.ErrNoProgress)
 	}
