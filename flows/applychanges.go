@@ -190,9 +190,10 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 	nullAt := make([]origin, len(nullCols))
 	anyNull := false
 	checked := false
-	// consume checks rows (source rows, each with its origin appended, in arrival order) with
-	// the expectations and turns the kept ones into events: appended to b.events, or folded.
-	consume := func(rows [][]any) error {
+	// consumeAt checks rows (source rows, in arrival order) with the expectations and turns the
+	// kept ones into events: appended to b.events, or folded. originOf gives the origin of the
+	// i-th kept row r.
+	consumeAt := func(rows [][]any, originOf func(r []any, i int) origin) error {
 		kept, q, err := set.Check(rows)
 		if err != nil {
 			return err
@@ -236,7 +237,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 				}
 				if v == nil && (!isTrunc || j >= len(ac.Keys)) {
 					if nullCounts[j] == 0 {
-						nullAt[j] = *r[nsrc].(*origin)
+						nullAt[j] = originOf(r, i)
 					}
 					nullCounts[j]++
 					anyNull = true
@@ -262,6 +263,13 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 		}
 		return nil
 	}
+	// consume is consumeAt for rows that carry their origin after their values.
+	consume := func(rows [][]any) error {
+		return consumeAt(rows, func(r []any, _ int) origin { return *r[nsrc].(*origin) })
+	}
+	// Without expectations every row is kept, in place: a group's rows need no origin of their
+	// own, the i-th is row first+i of version v's data.
+	direct := perGroup && len(set.Rules) == 0
 
 	// Read the new change events, in arrival order, each with its origin appended. When they
 	// are consumed group by group, each group's rows are done with once consumed (the events
@@ -305,6 +313,12 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 			// A row group at a time (partition columns from the log), so that a batch reduced
 			// as it is read holds one group's rows, however large the file.
 			err := source.FileRowGroups(b.srcSnap.Metadata, a, func(fr [][]any) error {
+				if direct {
+					first := idx
+					idx += int64(len(fr))
+					b.nSource += len(fr)
+					return consumeAt(fr, func(_ []any, i int) origin { return origin{version: v, row: first + int64(i)} })
+				}
 				// One allocation for the rows widened by their origin, and one for the
 				// origins (a pointer in the row: boxing it allocates nothing).
 				w := nsrc + 1
