@@ -36,8 +36,11 @@ func (m *measure) add(o measure) {
 
 // runChild runs name with args in its own process and measures it; its output is returned on
 // failure only. The process is started by a launcher (this binary with measureFlag), which
-// measures it: see measureFlag for why.
+// measures it: see measureFlag for why. Before it starts, the files written so far (the
+// generated input, the other side's output) are flushed to disk (sync(2)), so that neither side
+// pays for the other's, or the generator's, write-back.
 func runChild(ctx context.Context, name string, args ...string) (measure, error) {
+	syscall.Sync()
 	self, err := os.Executable()
 	if err != nil {
 		return measure{}, err

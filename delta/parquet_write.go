@@ -369,6 +369,10 @@ func (t *Table) createParquet(rel string, s schema.Schema, change bool) (*parque
 	w := parquet.NewWriter(cw, ps,
 		parquet.Compression(dataFileCodec),
 		parquet.DataPageVersion(1),
+		// No statistics in each data page's header: readers take a page's bounds from the
+		// column index, which the writer keeps (and the column chunk's from its metadata), so
+		// the header's copy cost a second pass over every page's values for nothing.
+		parquet.DataPageStatistics(false),
 		parquet.CreatedBy("tributary", "", ""),
 		// Small, so that the bytes the writer holds back (which size does not count) are few:
 		// bw buffers the file's writes.
