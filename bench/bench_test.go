@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"tributary/delta"
 	"tributary/schema"
@@ -214,4 +215,56 @@ func TestRunChildPeak(t *testing.T) {
 		t.Errorf("a failing child: %v, want its exit status 3", err)
 	}
 	runtime.KeepAlive(held)
+}
+
+// TestMedianAndPair: a side's figure is its run of median wall time (the lower middle of an even
+// count) with the highest peak of its runs; pair runs the sides in turn, e.repeat times each,
+// each from an empty output.
+func TestMedianAndPair(t *testing.T) {
+	t.Parallel()
+	ms := func(walls ...int) []measure {
+		var out []measure
+		for i, w := range walls {
+			out = append(out, measure{wall: time.Duration(w) * time.Second, peakMiB: float64(10 * (i + 1))})
+		}
+		return out
+	}
+	if m := median(ms(3, 1, 2)); m.wall != 2*time.Second || m.peakMiB != 30 {
+		t.Errorf("median of 3, 1, 2 s: %v, %v MiB; want 2s, 30 MiB", m.wall, m.peakMiB)
+	}
+	if m := median(ms(4, 1, 3, 2)); m.wall != 2*time.Second || m.peakMiB != 40 {
+		t.Errorf("median of 4, 1, 3, 2 s: %v, %v MiB; want 2s, 40 MiB", m.wall, m.peakMiB)
+	}
+
+	dir := t.TempDir()
+	e := &env{repeat: 3, dir: dir}
+	oursDir, baseDir := filepath.Join(dir, "storage"), filepath.Join(dir, "out")
+	var calls []string
+	side := func(name, d string, walls []int) func() (measure, error) {
+		n := 0
+		return func() (measure, error) {
+			if _, err := os.Stat(filepath.Join(d, "left-over")); err == nil {
+				t.Errorf("%s run %d: the output of the run before is still there", name, n+1)
+			}
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return measure{}, err
+			}
+			if err := os.WriteFile(filepath.Join(d, "left-over"), nil, 0o644); err != nil {
+				return measure{}, err
+			}
+			calls = append(calls, name)
+			n++
+			return measure{wall: time.Duration(walls[n-1]) * time.Second, peakMiB: float64(n)}, nil
+		}
+	}
+	ours, base, err := e.pair(oursDir, baseDir, side("ours", oursDir, []int{5, 9, 4}), side("base", baseDir, []int{2, 1, 7}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(calls, " "); got != "ours base ours base ours base" {
+		t.Errorf("runs in the order %s, want the sides in turn, three times", got)
+	}
+	if ours.wall != 5*time.Second || base.wall != 2*time.Second || ours.peakMiB != 3 || base.peakMiB != 3 {
+		t.Errorf("ours %v (%v MiB), base %v (%v MiB); want the medians 5s and 2s, peaks 3 MiB", ours.wall, ours.peakMiB, base.wall, base.peakMiB)
+	}
 }

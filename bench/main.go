@@ -46,6 +46,7 @@ func main() {
 type options struct {
 	scenario, format, pipeline, dir string
 	scale                           float64
+	repeat                          int
 	keep                            bool
 }
 
@@ -54,6 +55,7 @@ func run(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&o.scenario, "scenario", "", "run only this scenario (comma-separated list): "+scenarioNames())
 	fs.Float64Var(&o.scale, "scale", defaultScale, "multiplies the issue's sizes (1: 1 GB ingest, 10M events, 10M-row tables)")
+	fs.IntVar(&o.repeat, "repeat", 3, "runs of each side of ingest, cdc-bulk, scd2 (one update) and mv, interleaved; the median run is reported")
 	fs.StringVar(&o.format, "format", "table", "table or jsonl")
 	fs.StringVar(&o.pipeline, "pipeline", "", "the pipeline binary to measure (default: go build ./cmd/pipeline into the work folder)")
 	fs.StringVar(&o.dir, "dir", "", "work folder (default: a temporary one, removed at the end)")
@@ -66,6 +68,9 @@ func run(args []string, stdout io.Writer) error {
 	}
 	if o.scale <= 0 {
 		return fmt.Errorf("-scale %v: want a positive number", o.scale)
+	}
+	if o.repeat < 1 {
+		return fmt.Errorf("-repeat %d: want 1 or more", o.repeat)
 	}
 	results, err := runAll(context.Background(), o, func(r result) {
 		if o.format == "jsonl" {
@@ -116,7 +121,7 @@ func runAll(ctx context.Context, o options, each func(result)) ([]result, error)
 	}
 	var results []result
 	for _, s := range selected {
-		e := &env{ctx: ctx, pipeline: bin, scale: o.scale, dir: filepath.Join(dir, s.name)}
+		e := &env{ctx: ctx, pipeline: bin, scale: o.scale, repeat: max(1, o.repeat), dir: filepath.Join(dir, s.name)}
 		if err := os.MkdirAll(e.dir, 0o755); err != nil {
 			return nil, err
 		}
