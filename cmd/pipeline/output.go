@@ -7,7 +7,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/mattn/go-runewidth"
 
 	"tributary/schema"
 )
@@ -61,13 +62,13 @@ func writeRows(w io.Writer, format string, s schema.Schema, rows [][]any) error 
 		cells[0] = s.Names()
 		widths := make([]int, len(s.Fields))
 		for i, n := range cells[0] {
-			widths[i] = utf8.RuneCountInString(n)
+			widths[i] = runewidth.StringWidth(n)
 		}
 		for j, r := range rows {
 			line := make([]string, len(s.Fields))
 			for i, f := range s.Fields {
-				line[i] = strings.ReplaceAll(schema.Text(f.Type, r[i]), "\n", `\n`)
-				widths[i] = max(widths[i], utf8.RuneCountInString(line[i]))
+				line[i] = tableEscaper.Replace(schema.Text(f.Type, r[i]))
+				widths[i] = max(widths[i], runewidth.StringWidth(line[i]))
 			}
 			cells[j+1] = line
 		}
@@ -78,7 +79,7 @@ func writeRows(w io.Writer, format string, s schema.Schema, rows [][]any) error 
 				}
 				bw.WriteString(c)
 				if i < len(line)-1 {
-					bw.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c)))
+					bw.WriteString(strings.Repeat(" ", widths[i]-runewidth.StringWidth(c)))
 				}
 			}
 			bw.WriteByte('\n')
@@ -98,3 +99,8 @@ func writeRows(w io.Writer, format string, s schema.Schema, rows [][]any) error 
 	}
 	return nil
 }
+
+// tableEscaper writes a value on one line of a table: a line break as \n (\r, \t likewise) and a
+// backslash as \\, so that a value holding a backslash and an n is told from one holding a line
+// break.
+var tableEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, "\r", `\r`, "\t", `\t`)
