@@ -346,7 +346,7 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 				}
 				if warned < maxWarnEvents {
 					for _, b := range bad {
-						msg := fmt.Sprintf("%s: %s; the row is kept with NULL there", where, b.Reason)
+						msg := fmt.Sprintf("%s: %s; the line becomes a row of NULLs (mode: permissive; the dataset's expectations still apply to it)", where, b.Reason)
 						if b.Column != "" {
 							msg = fmt.Sprintf("%s: column %s: %s; the value is NULL", where, b.Column, b.Reason)
 						}
