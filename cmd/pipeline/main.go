@@ -39,7 +39,7 @@ func newRoot() *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError(err) })
 	root.AddCommand(newRunCmd(), newValidateCmd(), newGraphCmd(), newShowCmd(), newChangesCmd(), newEventsCmd())
 	root.AddCommand(newHistoryCmd(), newOptimizeCmd(), newVacuumCmd())
-	root.AddCommand(newScheduleCmd(), newDevCmd())
+	root.AddCommand(newScheduleCmd(), newDevCmd(), newInitCmd())
 	return root
 }
 
