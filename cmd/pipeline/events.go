@@ -1,13 +1,20 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"tributary/delta"
 	"tributary/eventlog"
 	"tributary/schema"
 )
@@ -15,9 +22,10 @@ import (
 func newEventsCmd() *cobra.Command {
 	var confs []string
 	var format, updateID, typ string
+	var follow bool
 	cmd := &cobra.Command{
 		Use:   "events SPEC",
-		Short: "Print the event log (all updates, or --update ID|latest; --type to filter)",
+		Short: "Print the event log (all updates, or --update ID|latest; --type to filter; --follow for new events as they come)",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := load(args[0], confs)
@@ -45,27 +53,110 @@ func newEventsCmd() *cobra.Command {
 			if typ != "" && !knownTypes[typ] {
 				return usageError(fmt.Errorf("--type %s: not an event type; use one of create_update, update_progress, dataset_definition, flow_definition, flow_progress, planning_information, user_action, maintenance_progress", typ))
 			}
+			keep := func(e eventlog.Event) bool {
+				return (updateID == "" || e.Origin.UpdateID == updateID) && (typ == "" || e.EventType == typ)
+			}
 			var rows [][]any
 			for _, e := range evs {
-				if updateID != "" && e.Origin.UpdateID != updateID {
-					continue
+				if keep(e) {
+					rows = append(rows, e.Row())
 				}
-				if typ != "" && e.EventType != typ {
-					continue
+			}
+			if !follow {
+				if format == "table" {
+					return writeEventTable(cmd, evs, rows)
 				}
-				rows = append(rows, e.Row())
+				return writeRows(cmd.OutOrStdout(), format, eventlog.Schema, rows)
 			}
-			if format == "table" {
-				return writeEventTable(cmd, evs, rows)
-			}
-			return writeRows(cmd.OutOrStdout(), format, eventlog.Schema, rows)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return followEvents(ctx, cmd.OutOrStdout(), filepath.Join(p.Storage, "system", "events"), format, evs, keep, time.Second)
 		},
 	}
 	cmd.Flags().StringArrayVar(&confs, "conf", nil, "set a configuration value (key=value); repeatable")
 	cmd.Flags().StringVar(&format, "format", "table", "table or jsonl")
 	cmd.Flags().StringVar(&updateID, "update", "", "only this update's events (an update id, or latest)")
 	cmd.Flags().StringVar(&typ, "type", "", "only events of this type (e.g. flow_progress)")
+	cmd.Flags().BoolVar(&follow, "follow", false, "after the events so far, print new ones as updates log them, until interrupted (Ctrl-C)")
 	return cmd
+}
+
+// followEvents prints the events of the log at dir that keep accepts: first those of evs (the
+// log as read), then, until ctx ends, each new one as it is committed, checking the log's
+// version every poll. jsonl prints one event a line; table one line an event (time, level,
+// type, flow, message), as `tail -f` would. It returns nil when ctx ends (an interrupt).
+func followEvents(ctx context.Context, w io.Writer, dir, format string, evs []eventlog.Event, keep func(eventlog.Event) bool, poll time.Duration) error {
+	if format != "jsonl" && format != "table" {
+		return usageError(fmt.Errorf("--format %q: use table or jsonl", format))
+	}
+	last := int64(-1)
+	emit := func(evs []eventlog.Event) error {
+		for _, e := range evs {
+			if e.Sequence <= last {
+				continue
+			}
+			last = e.Sequence
+			if !keep(e) {
+				continue
+			}
+			if format == "jsonl" {
+				if err := writeRows(w, "jsonl", eventlog.Schema, [][]any{e.Row()}); err != nil {
+					return err
+				}
+				continue
+			}
+			flow := e.Origin.FlowName
+			if flow == "" {
+				flow = "-"
+			}
+			if _, err := fmt.Fprintf(w, "%s  %-5s  %-20s  %-20s  %s\n", e.Timestamp.UTC().Format("2006-01-02T15:04:05.000Z"), e.Level, e.EventType, flow, eventMessage(e)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := emit(evs); err != nil {
+		return failure(err)
+	}
+	version := int64(-1)
+	if snap, err := delta.New(dir).Snapshot(-1); err == nil {
+		version = snap.Version
+	}
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		snap, err := delta.New(dir).Snapshot(-1)
+		if err != nil || snap.Version == version {
+			continue // no log yet, or nothing new
+		}
+		version = snap.Version
+		evs, err := eventlog.Read(dir)
+		if err != nil {
+			return failure(err)
+		}
+		if err := emit(evs); err != nil {
+			return failure(err)
+		}
+	}
+}
+
+// eventMessage is an event's message, with a flow's metrics after it as in the events table.
+func eventMessage(e eventlog.Event) string {
+	msg := e.Message
+	if e.EventType == eventlog.FlowProgress {
+		if fp, ok := e.Details["flow_progress"].(map[string]any); ok {
+			if m, ok := fp["metrics"]; ok {
+				b, _ := json.Marshal(m)
+				msg += " " + string(b)
+			}
+		}
+	}
+	return msg
 }
 
 var knownTypes = map[string]bool{
@@ -106,15 +197,7 @@ func writeEventTable(cmd *cobra.Command, _ []eventlog.Event, rows [][]any) error
 	out := make([][]any, len(rows))
 	for i, r := range rows {
 		e := eventlog.FromRow(r)
-		msg := e.Message
-		if e.EventType == eventlog.FlowProgress {
-			if fp, ok := e.Details["flow_progress"].(map[string]any); ok {
-				if m, ok := fp["metrics"]; ok {
-					b, _ := json.Marshal(m)
-					msg += " " + string(b)
-				}
-			}
-		}
+		msg := eventMessage(e)
 		var flow any
 		if e.Origin.FlowName != "" {
 			flow = e.Origin.FlowName
