@@ -109,7 +109,7 @@ func followEvents(ctx context.Context, w io.Writer, dir, format string, evs []ev
 			if flow == "" {
 				flow = "-"
 			}
-			if _, err := fmt.Fprintf(w, "%s  %-5s  %-20s  %-20s  %s\n", e.Timestamp.UTC().Format("2006-01-02T15:04:05.000Z"), e.Level, e.EventType, flow, eventMessage(e)); err != nil {
+			if _, err := fmt.Fprintf(w, "%s  %-7s  %-20s  %-20s  %s\n", e.Timestamp.UTC().Format("2006-01-02T15:04:05.000Z"), e.Level, e.EventType, flow, eventMessage(e)); err != nil {
 				return err
 			}
 		}
