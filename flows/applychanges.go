@@ -149,9 +149,8 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 	}
 	// An SCD type 1 target needs only each key's winner: unless a fail expectation must see the
 	// whole batch first, each source file's events are reduced as they are read (b.reduced), so
-	// that the batch is never in memory at once. A goroutine folds one file's events while the
-	// next file is read.
-	// The events go to the folding goroutine in eventBufs, which it hands back once folded (the
+	// that the batch is never in memory at once. A goroutine folds one group's events while the
+	// next group is read; the events go to it in eventBufs, which it hands back once folded (the
 	// folder copies what it keeps), so that the next groups' events reuse their memory.
 	var fold *folder
 	var folded chan *eventBuf

@@ -141,6 +141,14 @@ func (t *intTable) resize(size int) {
 	}
 }
 
+// insert puts e, a new key's entry, in the table, growing it past a load of one half.
+func (t *intTable) insert(e intEntry) {
+	*t.find(e.key) = e
+	if t.n++; 2*t.n > len(t.entries) {
+		t.resize(2 * len(t.entries))
+	}
+}
+
 // find returns the entry of key k, or the empty entry where it goes.
 func (t *intTable) find(k int64) *intEntry {
 	mask := uint64(len(t.entries) - 1)
@@ -242,12 +250,9 @@ func (f *folder) addInt(ev *event, k, s int64) {
 	f.rowLen = len(ev.row)
 	e := f.ints.find(k)
 	if e.pos == 0 {
-		*e = intEntry{key: k, seq: s, arrival: ev.arrival, pos: int32(len(f.intKeys) + 1), delete: ev.delete}
+		f.ints.insert(intEntry{key: k, seq: s, arrival: ev.arrival, pos: int32(len(f.intKeys) + 1), delete: ev.delete})
 		f.intKeys = append(f.intKeys, ev.key[0])
 		f.vals = append(append(f.vals, ev.seq[0]), ev.row...)
-		if f.ints.n++; 2*f.ints.n > len(f.ints.entries) {
-			f.ints.resize(2 * len(f.ints.entries))
-		}
 		return
 	}
 	if s < e.seq {
