@@ -15,7 +15,6 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"tributary/delta"
-	"tributary/eventlog"
 	"tributary/internal/fault"
 	"tributary/schema"
 	"tributary/spec"
@@ -211,20 +210,8 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 	if err != nil {
 		return m, err
 	}
-	var todo []inputFile
-	for _, f := range files {
-		old, read := seen[f.rel]
-		if !read {
-			todo = append(todo, f)
-			continue
-		}
-		if (old.Size != f.size || old.ModTime != f.modTime) && warnChanged {
-			env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, d.Name, d.Name,
-				fmt.Sprintf("%s changed after it was read (size %d → %d bytes); it is not read again. Land files complete: write them elsewhere and move them in, or give new data a new file name", f.abs, old.Size, f.size),
-				map[string]any{"file": f.abs}, "")
-			m.ChangedFiles++
-		}
-	}
+	todo, changed := pendingFiles(env, d.Name, d.Name, seen, files, warnChanged)
+	m.ChangedFiles += changed
 	quar, err := openQuarantine(storage, d)
 	if err != nil {
 		return m, err
@@ -258,7 +245,7 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 	// The line numbers are boxed in a slab: an int64 put in an interface allocates each.
 	lineNos := newBoxSlab(4096, 0)
 	width := len(d.Schema.Fields)
-	warned, reported := 0, int64(0)
+	bad := &badRecords{env: env, flow: d.Name, dataset: d.Name, src: src}
 	fw, err := newFileWriter(table, meta)
 	if err != nil {
 		return m, err
@@ -325,39 +312,9 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 		if err != nil {
 			return m, err
 		}
-		err = eachRow(src, f.abs, in, pool, func(row []any, parsed bool, bad []badValue, lineNo int64) error {
-			if len(bad) > 0 {
-				m.BadRecords += int64(len(bad))
-				where := fmt.Sprintf("%s:%d", f.abs, lineNo)
-				if src.Mode == "failfast" {
-					b := bad[0]
-					if b.Column == "" {
-						return fmt.Errorf("%s: %s (mode: failfast; fix the line or use mode: permissive)", where, b.Reason)
-					}
-					return fmt.Errorf("%s: column %s: %s (mode: failfast; fix the value or use mode: permissive)", where, b.Column, b.Reason)
-				}
-				if !parsed && src.Mode == "dropmalformed" {
-					if warned < maxWarnEvents {
-						env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, d.Name, d.Name, fmt.Sprintf("%s: dropped a malformed line (mode: dropmalformed): %s", where, bad[0].Reason), nil, "")
-						warned++
-						reported += int64(len(bad))
-					}
-					return nil
-				}
-				if warned < maxWarnEvents {
-					for _, b := range bad {
-						msg := fmt.Sprintf("%s: %s; the line becomes a row of NULLs (mode: permissive; the dataset's expectations still apply to it)", where, b.Reason)
-						if b.Column != "" {
-							msg = fmt.Sprintf("%s: column %s: %s; the value is NULL", where, b.Column, b.Reason)
-						}
-						if src.RescuedDataColumn != "" {
-							msg += " and the original is in " + src.RescuedDataColumn
-						}
-						env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, d.Name, d.Name, msg, map[string]any{"file": f.abs, "line": lineNo, "column": b.Column}, "")
-					}
-					warned++
-					reported += int64(len(bad))
-				}
+		err = eachRow(src, f.abs, in, pool, func(row []any, parsed bool, bads []badValue, lineNo int64) error {
+			if keep, err := bad.take(f.abs, lineNo, parsed, bads); !keep || err != nil {
+				return err
 			}
 			if src.IncludeMetadata {
 				row = append(row, f.abs, schema.Timestamp(f.modTime*1000))
@@ -373,6 +330,7 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 			return nil
 		})
 		in.Close()
+		m.BadRecords = bad.count
 		if err != nil {
 			return m, fmt.Errorf("reading %s: %w", f.abs, err)
 		}
@@ -391,9 +349,8 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 	if err := quar.finish(); err != nil {
 		return m, err
 	}
-	if m.BadRecords > reported {
-		env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, d.Name, d.Name, fmt.Sprintf("%d bad values or lines in this batch; %d were reported one by one", m.BadRecords, reported), nil, "")
-	}
+	m.BadRecords = bad.count
+	bad.finish()
 	if err := writeOffsets(ckpt, off); err != nil {
 		return m, fmt.Errorf("writing the offsets of batch %d: %w", batch, err)
 	}

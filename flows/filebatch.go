@@ -1,0 +1,89 @@
+package flows
+
+import (
+	"fmt"
+
+	"tributary/eventlog"
+	"tributary/spec"
+)
+
+// pendingFiles returns the files of files that no committed batch read (seen: the committed
+// batches' files by path), in the order given. A file read before whose size or modification time
+// has changed since is not read again; with warn, each is reported as a WARN event of flow
+// (about dataset, the one whose source lists it). changed counts those files.
+func pendingFiles(env *Env, flow, dataset string, seen map[string]offsetFile, files []inputFile, warn bool) (todo []inputFile, changed int) {
+	for _, f := range files {
+		old, read := seen[f.rel]
+		if !read {
+			todo = append(todo, f)
+			continue
+		}
+		if (old.Size != f.size || old.ModTime != f.modTime) && warn {
+			env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, flow, dataset,
+				fmt.Sprintf("%s changed after it was read (size %d → %d bytes); it is not read again. Land files complete: write them elsewhere and move them in, or give new data a new file name", f.abs, old.Size, f.size),
+				map[string]any{"file": f.abs}, "")
+			changed++
+		}
+	}
+	return todo, changed
+}
+
+// badRecords applies a file source's `mode` to the values and lines that do not fit its schema
+// (semantics.md "Ingestion", malformed input): failfast fails the batch, dropmalformed drops a
+// line that did not parse, permissive keeps the row with NULLs. The first maxWarnEvents lines
+// with bad values are WARN events of flow (about dataset); count counts every bad value or line.
+type badRecords struct {
+	env           *Env
+	flow, dataset string
+	src           *spec.Source
+	count         int64
+	warned        int
+	reported      int64
+}
+
+// take applies the mode to the bad values of one line (none: the row is kept). keep is false for
+// a line dropmalformed drops; the error is failfast's, naming file, line and column.
+func (r *badRecords) take(file string, lineNo int64, parsed bool, bad []badValue) (keep bool, err error) {
+	if len(bad) == 0 {
+		return true, nil
+	}
+	r.count += int64(len(bad))
+	where := fmt.Sprintf("%s:%d", file, lineNo)
+	if r.src.Mode == spec.ModeFailFast {
+		b := bad[0]
+		if b.Column == "" {
+			return false, fmt.Errorf("%s: %s (mode: failfast; fix the line or use mode: permissive)", where, b.Reason)
+		}
+		return false, fmt.Errorf("%s: column %s: %s (mode: failfast; fix the value or use mode: permissive)", where, b.Column, b.Reason)
+	}
+	if !parsed && r.src.Mode == spec.ModeDropMalformed {
+		if r.warned < maxWarnEvents {
+			r.env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, r.flow, r.dataset, fmt.Sprintf("%s: dropped a malformed line (mode: dropmalformed): %s", where, bad[0].Reason), nil, "")
+			r.warned++
+			r.reported += int64(len(bad))
+		}
+		return false, nil
+	}
+	if r.warned < maxWarnEvents {
+		for _, b := range bad {
+			msg := fmt.Sprintf("%s: %s; the line becomes a row of NULLs (mode: permissive; the dataset's expectations still apply to it)", where, b.Reason)
+			if b.Column != "" {
+				msg = fmt.Sprintf("%s: column %s: %s; the value is NULL", where, b.Column, b.Reason)
+			}
+			if r.src.RescuedDataColumn != "" {
+				msg += " and the original is in " + r.src.RescuedDataColumn
+			}
+			r.env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, r.flow, r.dataset, msg, map[string]any{"file": file, "line": lineNo, "column": b.Column}, "")
+		}
+		r.warned++
+		r.reported += int64(len(bad))
+	}
+	return true, nil
+}
+
+// finish reports, once the batch is read, how many bad values or lines were not reported one by one.
+func (r *badRecords) finish() {
+	if r.count > r.reported {
+		r.env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, r.flow, r.dataset, fmt.Sprintf("%d bad values or lines in this batch; %d were reported one by one", r.count, r.reported), nil, "")
+	}
+}
