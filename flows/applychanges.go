@@ -32,11 +32,16 @@ type origin struct {
 // changeBatch is what an APPLY CHANGES flow reads for one batch: the change events the target has
 // not applied yet, checked by the dataset's expectations, in arrival order.
 type changeBatch struct {
-	target   *delta.Table
-	snap     *delta.Snapshot // the target before the batch
-	appID    string
-	srcSnap  *delta.Snapshot // the source at the end of the batch
-	stateID  string          // the CDC state manifest of the target's last APPLY CHANGES commit
+	target  *delta.Table
+	snap    *delta.Snapshot // the target before the batch
+	appID   string
+	srcSnap *delta.Snapshot // the source table at the end of the batch; nil for a view over files
+	// progress is the batch's txn version: the source table's version it has read up to, or,
+	// for a view over files, the number of the batch (its offsets: view).
+	progress int64
+	sourceID string     // the source's identity in commitInfo (sourceKey): the table's id, or viewSourceID
+	view     *viewBatch // the files of a batch read from a view over files; nil for a table
+	stateID  string     // the CDC state manifest of the target's last APPLY CHANGES commit
 	events   []event
 	dataSch  schema.Schema // the target's data columns (without __START_AT / __END_AT)
 	keyIdx   []int         // keys in dataSch
@@ -59,11 +64,31 @@ type changeBatch struct {
 // tombstones. Only the data files that hold touched keys are rewritten. Data, change data (cdc)
 // files, the CDC state manifest and the progress (txn appId = the flow, version = last source
 // version) are one commit.
+//
+// A view over files as the source (spec.Dataset.FileView) is read by this flow itself: the files
+// no committed batch of the target read, with the view's mode and expectations, recorded in the
+// target's checkpoint folder (offsets) and committed as txn version = batch number; with
+// max_files_per_trigger, batches follow until every available file is read.
 func ApplyChanges(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
+	total := Metrics{Version: -1}
+	for first := true; ; first = false {
+		m, err := applyBatch(ctx, env, d, first)
+		total.addBatch(m, first)
+		if err != nil || !m.more {
+			return total, err
+		}
+	}
+}
+
+// applyBatch reads and applies one batch of ApplyChanges; first: the update's first batch.
+func applyBatch(ctx context.Context, env *Env, d *spec.Dataset, first bool) (Metrics, error) {
 	m := Metrics{Version: -1}
-	b, err := readChangeBatch(ctx, env, d, &m)
+	b, err := readChangeBatch(ctx, env, d, &m, first)
 	if err != nil || b == nil {
 		return m, err
+	}
+	if b.view != nil {
+		m.more = b.view.more
 	}
 	switch {
 	case d.ApplyChanges.StoredAsSCDType == 2:
@@ -74,8 +99,9 @@ func ApplyChanges(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 	return applySCD1(env, d, b, m)
 }
 
-// readChangeBatch reads and checks the batch; it returns nil (and m.Idle) when there is nothing new.
-func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics) (*changeBatch, error) {
+// readChangeBatch reads and checks the batch; it returns nil (and m.Idle) when there is nothing
+// new. first: the update's first batch (files changed since read are reported then).
+func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics, first bool) (*changeBatch, error) {
 	ac := d.ApplyChanges
 	p := env.Pipeline
 	srcDS := p.Dataset(ac.Source)
@@ -94,10 +120,16 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 		last = -1
 	}
 	source := delta.New(TableDir(p.Storage, ac.Source))
-	if b.srcSnap, err = source.Snapshot(-1); err != nil {
-		return nil, err
+	var latest int64
+	if srcDS.FileView() {
+		b.sourceID = viewSourceID(srcDS)
+	} else {
+		if b.srcSnap, err = source.Snapshot(-1); err != nil {
+			return nil, err
+		}
+		latest = b.srcSnap.Version
+		b.sourceID, b.progress = b.srcSnap.Metadata.ID, latest
 	}
-	latest := b.srcSnap.Version
 	var sourceID string
 	var was *applySettings
 	if b.stateID, sourceID, was, err = lastApply(b.target, b.snap); err != nil {
@@ -119,10 +151,23 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 			}
 		}
 	}
-	if sourceID != "" && sourceID != b.srcSnap.Metadata.ID {
+	if sourceID != "" && sourceID != b.sourceID {
+		if isViewSourceID(sourceID) || isViewSourceID(b.sourceID) {
+			return nil, fmt.Errorf("the source %s of %s is now %s, and %s was built from %s; run %s to rebuild %s from it", ac.Source, d.Name, sourceKind(b.sourceID), d.Name, sourceKind(sourceID), RefreshHint(p, d.Name), d.Name)
+		}
 		return nil, fmt.Errorf("the source table %s was re-created (a full refresh) since %s last read it; run %s to rebuild %s from it", ac.Source, d.Name, RefreshHint(p, d.Name), d.Name)
 	}
-	if latest <= last {
+	var todo []inputFile
+	if srcDS.FileView() {
+		if b.view, todo, err = planViewBatch(env, d, srcDS, max(last, 0), first, m); err != nil {
+			return nil, err
+		}
+		if b.view == nil {
+			m.Idle = true
+			return nil, nil
+		}
+		b.progress = b.view.off.Batch
+	} else if latest <= last {
 		m.Idle = true
 		return nil, nil
 	}
@@ -133,6 +178,15 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 	if err != nil {
 		return nil, err
 	}
+	// A view's expectations are checked first, on the rows it reads (they are the view's: its
+	// name is their dataset in the data quality metrics).
+	var viewSet *expectations.Set
+	if b.view != nil && len(srcDS.Expectations) > 0 {
+		if viewSet, err = expectationSet(srcDS, srcSch); err != nil {
+			return nil, err
+		}
+	}
+	failRule := hasFailRule(set) || (viewSet != nil && hasFailRule(viewSet))
 	keyIdx := indexes(srcSch, ac.Keys)
 	seqIdx := indexes(srcSch, ac.SequenceBy)
 	projIdx := indexes(srcSch, b.dataSch.Names())
@@ -156,7 +210,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 	var folded chan *eventBuf
 	freeBufs := make(chan *eventBuf, 2)
 	var foldDone sync.WaitGroup
-	if ac.StoredAsSCDType != 2 && !ac.IgnoreNullUpdates && !hasFailRule(set) {
+	if ac.StoredAsSCDType != 2 && !ac.IgnoreNullUpdates && !failRule {
 		fold = newFolder(0)
 		folded = make(chan *eventBuf)
 		foldDone.Add(1)
@@ -181,7 +235,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 	}
 	// Unless a fail expectation must see the whole batch first, rows are turned into events a
 	// row group at a time, so that the source rows are not all held at once.
-	perGroup := !hasFailRule(set)
+	perGroup := !failRule
 	nsrc := len(srcSch.Fields)
 	nk, ns, np := len(keyIdx), len(seqIdx), len(projIdx)
 	nullCols := append(append([]string(nil), ac.Keys...), ac.SequenceBy...)
@@ -189,13 +243,27 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 	nullAt := make([]origin, len(nullCols))
 	anyNull := false
 	checked := false
+	// The rows a view reads share the memory of their input (blockPool), which is reused once
+	// they are consumed: the events take copies of their values (own).
+	own := b.view != nil
 	// consumeAt checks rows (source rows, in arrival order) with the expectations and turns the
 	// kept ones into events: appended to b.events, or folded. originOf gives the origin of the
 	// i-th kept row r.
 	consumeAt := func(rows [][]any, originOf func(r []any, i int) origin) error {
+		var viewQ expectations.Quality
+		if viewSet != nil {
+			var err error
+			if rows, viewQ, err = viewSet.Check(rows); err != nil {
+				return err
+			}
+		}
 		kept, q, err := set.Check(rows)
 		if err != nil {
 			return err
+		}
+		if viewSet != nil {
+			q.DroppedRecords += viewQ.DroppedRecords
+			q.Expectations = append(viewQ.Expectations, q.Expectations...)
 		}
 		if !checked {
 			m.Quality, checked = q, true
@@ -221,6 +289,10 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 			ev := event{key: keyVals[i*nk : (i+1)*nk : (i+1)*nk], seq: seqVals[i*ns : (i+1)*ns : (i+1)*ns], row: projVals[i*np : (i+1)*np : (i+1)*np]}
 			pickInto(ev.key, r, keyIdx)
 			pickInto(ev.seq, r, seqIdx)
+			if own {
+				ownValues(ev.key)
+				ownValues(ev.seq)
+			}
 			ev.arrival = b.nEvents
 			b.nEvents++
 			isTrunc := false
@@ -249,6 +321,9 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 				continue
 			}
 			pickInto(ev.row, r, projIdx)
+			if own {
+				ownValues(ev.row)
+			}
 			if delProg != nil {
 				ev.delete, _ = delProg.Eval(r)
 			}
@@ -278,6 +353,9 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 	var origins []origin
 	commits := map[int64]*delta.Commit{}
 	var nRows int64 // the rows the new commits add, by their statistics
+	if b.view != nil {
+		latest = last // no table versions to read: the view's files are read below
+	}
 	for v := last + 1; v <= latest; v++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -350,6 +428,11 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 			}
 		}
 	}
+	if b.view != nil {
+		if rows, err = readViewFiles(ctx, env, d, srcDS, b, m, todo, perGroup, consume); err != nil {
+			return nil, err
+		}
+	}
 	if !perGroup || !checked {
 		if err := consume(rows); err != nil {
 			return nil, err
@@ -376,7 +459,17 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 			if j >= len(ac.Keys) {
 				kind = "sequence_by column"
 			}
-			parts = append(parts, fmt.Sprintf("%d change event(s) have a NULL in the %s %s (first at %s)", n, kind, nullCols[j], locate(p, ac.Source, commits[nullAt[j].version], nullAt[j])))
+			at := ""
+			if b.view != nil {
+				at = b.view.locate(nullAt[j])
+			} else {
+				at = locate(p, ac.Source, commits[nullAt[j].version], nullAt[j])
+			}
+			parts = append(parts, fmt.Sprintf("%d change event(s) have a NULL in the %s %s (first at %s)", n, kind, nullCols[j], at))
+		}
+		if b.view != nil {
+			return nil, fmt.Errorf("%s; nothing of this batch was applied, and its files count as unread. Drop such events with an expectation on %s or %s (e.g. `%s != nil` with on_violation: drop), or fix the input files, then run again",
+				strings.Join(parts, "; "), ac.Source, d.Name, first)
 		}
 		return nil, fmt.Errorf("%s; nothing of this batch was applied. Drop such events with an expectation on %s (e.g. `%s != nil` with on_violation: drop), then run again; the events are already in %s, so fixing the input files needs %s",
 			strings.Join(parts, "; "), d.Name, first, ac.Source, RefreshHint(p, ac.Source, d.Name))
@@ -463,11 +556,18 @@ func commitApply(d *spec.Dataset, b *changeBatch, removes []delta.Remove, adds [
 	tx.Remove(removes...)
 	tx.Add(adds...)
 	tx.AddCDC(cdcs...)
-	tx.SetAppTxn(b.appID, b.srcSnap.Version)
+	if b.view != nil {
+		// The batch's files, recorded before the commit that makes them count (offsets).
+		if err := writeOffsets(b.view.ckpt, b.view.off); err != nil {
+			return -1, fmt.Errorf("writing the offsets of batch %d: %w", b.view.off.Batch, err)
+		}
+		fault.Point("apply.after-offsets")
+	}
+	tx.SetAppTxn(b.appID, b.progress)
 	metrics["numSourceRows"] = strconv.Itoa(b.nSource)
 	metrics["numTargetFilesAdded"] = strconv.Itoa(len(adds))
 	metrics["numTargetFilesRemoved"] = strconv.Itoa(len(removes))
-	tx.SetCommitInfo(map[string]any{stateKey: stateID, sourceKey: b.srcSnap.Metadata.ID, settingsKey: settingsOf(d)}, metrics)
+	tx.SetCommitInfo(map[string]any{stateKey: stateID, sourceKey: b.sourceID, settingsKey: settingsOf(d)}, metrics)
 	return tx.Commit("MERGE", map[string]any{"predicate": fmt.Sprintf("APPLY CHANGES keys %v sequence_by %v stored_as_scd_type %d", ac.Keys, ac.SequenceBy, ac.StoredAsSCDType)})
 }
 

@@ -175,6 +175,9 @@ func (m *Metrics) addBatch(b Metrics, first bool) {
 		return
 	}
 	m.NumOutputRows += b.NumOutputRows
+	m.NumUpsertedRows += b.NumUpsertedRows
+	m.NumDeletedRows += b.NumDeletedRows
+	m.Ties += b.Ties
 	m.BadRecords += b.BadRecords
 	m.ChangedFiles += b.ChangedFiles
 	m.Files += b.Files

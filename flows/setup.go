@@ -41,6 +41,9 @@ func Reset(p *spec.Pipeline, d *spec.Dataset) error {
 // a dataset with quarantine expectations gets its quarantine table. A query dataset's table is
 // created by its first commit, when the query's columns are known (setupQuery).
 func Setup(p *spec.Pipeline, d *spec.Dataset) error {
+	if d.FileView() {
+		return nil // not stored: the flows that read it read its files
+	}
 	if d.Query != nil {
 		return setupQuery(p, d)
 	}
@@ -115,6 +118,8 @@ func setProperties(t *delta.Table, snap *delta.Snapshot, d *spec.Dataset) error 
 // Run runs the flow that fills dataset d.
 func Run(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
 	switch {
+	case d.FileView():
+		return Metrics{Version: -1}, nil // read by the APPLY CHANGES flows that name it (ApplyChanges)
 	case d.Query != nil:
 		return Query(ctx, env, d)
 	case d.ApplyChanges != nil:

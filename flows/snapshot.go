@@ -394,6 +394,7 @@ func (f *snapshotFlow) apply(ps pendingSnapshot, prev *keyed) (*keyed, error) {
 	}
 	b := &changeBatch{
 		target: f.target, snap: snap, appID: f.appID, srcSnap: ps.progress, stateID: stateID,
+		progress: ps.progress.Version, sourceID: ps.progress.Metadata.ID,
 		events: events, dataSch: f.data, keyIdx: f.keyIdx, keySch: f.keySch, seqSch: f.seqSch, nSource: nSource,
 	}
 	if ps.file != nil {

@@ -196,6 +196,10 @@ func (d *decoder) dataset(n *yaml.Node, path string) *datasetInfo {
 			strings.Join(names, " and "))
 	}
 	ds.Type = d.datasetType(typeEntry, in.kind)
+	if ds.FileView() && in.kind == kindSource {
+		d.fileView(in, typeEntry)
+		return in
+	}
 	d.checkQuarantine(in)
 	return in
 }
@@ -209,8 +213,9 @@ func hasKey(entries []entry, name string) bool {
 	return false
 }
 
-// datasetType decodes `type`, defaulting by how the dataset gets its data. Only streaming
-// tables are supported for source and apply_changes datasets.
+// datasetType decodes `type`, defaulting by how the dataset gets its data. A dataset fed by
+// apply_changes or apply_changes_from_snapshot is a streaming table; one fed by `source:` is a
+// streaming table or a view over files (fileView).
 func (d *decoder) datasetType(e *entry, kind string) DatasetType {
 	def := StreamingTable
 	if kind == kindQuery {
@@ -224,7 +229,7 @@ func (d *decoder) datasetType(e *entry, kind string) DatasetType {
 		return def
 	}
 	t := DatasetType(s)
-	if t != StreamingTable && (kind == kindSource || kind == kindApplyChanges || kind == kindSnapshot) {
+	if t != StreamingTable && (kind == kindApplyChanges || kind == kindSnapshot || (kind == kindSource && t != View)) {
 		d.addAt(resolve(e.val), e.path, "remove `type:`; a dataset fed by "+kind+" is a streaming_table",
 			"type %s is not supported yet for a dataset fed by %s", t, kind)
 	}

@@ -161,7 +161,7 @@ func flowType(d *spec.Dataset) string {
 	if d.Query != nil && d.Type == spec.MaterializedView {
 		return "COMPLETE"
 	}
-	if d.Query != nil && d.Type == spec.View {
+	if d.Type == spec.View {
 		return "VIEW"
 	}
 	return "APPEND"
@@ -186,6 +186,8 @@ func printSummary(w io.Writer, p *spec.Pipeline, res *Result, order []string) {
 		switch {
 		case fr.State == FlowFailed:
 			parts = append(parts, firstLine(fr.Err.Error()))
+		case fr.State == FlowCompleted && p.Dataset(name).FileView():
+			parts = append(parts, "a view over files, read by "+strings.Join(readersOf(p, name), ", "))
 		case fr.State == FlowCompleted && (p.Dataset(name).ApplyChanges != nil || p.Dataset(name).ApplyChangesFromSnapshot != nil):
 			parts = append(parts, fmt.Sprintf("%d upserted, %d deleted", m.NumUpsertedRows, m.NumDeletedRows))
 		case fr.State == FlowCompleted && p.Dataset(name).Query != nil && m.Version < 0 && m.NumOutputRows == 0:
@@ -227,4 +229,18 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// readersOf names the APPLY CHANGES datasets of p that read the view over files view.
+func readersOf(p *spec.Pipeline, view string) []string {
+	var out []string
+	for _, d := range p.Datasets {
+		if d.ApplyChanges != nil && d.ApplyChanges.Source == view {
+			out = append(out, d.Name)
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, "no dataset")
+	}
+	return out
 }

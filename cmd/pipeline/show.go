@@ -96,6 +96,15 @@ func datasetTable(p *spec.Pipeline, name string) (*delta.Table, error) {
 	if p.Dataset(name) == nil && p.QuarantineOf(name) == nil {
 		return nil, usageError(errors.New(unknownDataset(p, name)))
 	}
+	if d := p.Dataset(name); d.FileView() {
+		var readers []string
+		for _, r := range p.Datasets {
+			if r.ApplyChanges != nil && r.ApplyChanges.Source == name {
+				readers = append(readers, r.Name)
+			}
+		}
+		return nil, usageError(fmt.Errorf("dataset %s is a view over files: it is not stored, so it has no rows, versions or changes to show; show the dataset that reads it (%s), or make it a streaming_table (remove `type: view`) to keep its rows", name, strings.Join(readers, ", ")))
+	}
 	t := delta.New(flows.TableDir(p.Storage, name))
 	if _, err := t.LatestVersion(); err != nil {
 		return nil, failure(err)

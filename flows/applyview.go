@@ -1,0 +1,203 @@
+package flows
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"tributary/delta"
+	"tributary/schema"
+	"tributary/spec"
+)
+
+// viewBatchRows is how many rows of a view's files an APPLY CHANGES batch checks and turns into
+// change events at a time, when it need not hold the whole batch (see readViewFiles). A variable
+// for tests.
+var viewBatchRows = 1 << 16
+
+// viewBatch is one batch of an APPLY CHANGES flow that reads a view over files: the files it
+// reads (off, written to ckpt/offsets/<batch>.json before the commit that counts them), and
+// whether files are left for the next batch (max_files_per_trigger).
+type viewBatch struct {
+	ckpt  string
+	off   *offsets
+	files []inputFile // the files read, in the order of off.Files
+	more  bool
+}
+
+// viewSourceIDPrefix starts the source identity (commitInfo sourceKey) of a target fed by a view
+// over files: the prefix, then the view's name. A table's identity is its metadata id.
+const viewSourceIDPrefix = "view:"
+
+func viewSourceID(view *spec.Dataset) string { return viewSourceIDPrefix + view.Name }
+
+func isViewSourceID(id string) bool { return strings.HasPrefix(id, viewSourceIDPrefix) }
+
+// sourceKind names what a source identity identifies, for errors.
+func sourceKind(id string) string {
+	if isViewSourceID(id) {
+		return "the view over files " + strings.TrimPrefix(id, viewSourceIDPrefix)
+	}
+	return "a table"
+}
+
+// planViewBatch lists the files of view that the target d has not read in a committed batch (its
+// batches 1..committed, recorded in d's checkpoint folder), at most max_files_per_trigger of them
+// in name order, and returns the next batch; nil when no file is new. Files read before and
+// changed since are reported (warn) and counted in m.ChangedFiles, as Ingest does.
+func planViewBatch(env *Env, d, view *spec.Dataset, committed int64, warn bool, m *Metrics) (*viewBatch, []inputFile, error) {
+	ckpt := CheckpointDir(env.Pipeline.Storage, d.Name)
+	seen, err := committedFiles(ckpt, committed)
+	if err != nil {
+		return nil, nil, err
+	}
+	base, files, err := listInputs(view.Source.Path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("view %s: %w", view.Name, err)
+	}
+	todo, changed := pendingFiles(env, d.Name, view.Name, seen, files, warn)
+	m.ChangedFiles += changed
+	if len(todo) == 0 {
+		return nil, nil, nil
+	}
+	vb := &viewBatch{ckpt: ckpt, off: &offsets{Batch: committed + 1, Base: base}}
+	if n := view.Source.MaxFilesPerTrigger; n > 0 && len(todo) > n {
+		todo, vb.more = todo[:n], true
+	}
+	if _, err := evolveSchema(view, todo, &delta.Metadata{Schema: view.Schema}); err != nil {
+		return nil, nil, err // failOnNewColumns: a file has a column the schema lacks
+	}
+	for _, f := range todo {
+		vb.off.Files = append(vb.off.Files, offsetFile{Path: f.rel, Size: f.size, ModTime: f.modTime})
+	}
+	vb.files = todo
+	return vb, todo, nil
+}
+
+// locate names the file and line of a row read by the batch: o.version is the file's index in
+// the batch, o.row its line number.
+func (vb *viewBatch) locate(o origin) string {
+	if o.version < 0 || int(o.version) >= len(vb.files) {
+		return fmt.Sprintf("batch %d", vb.off.Batch)
+	}
+	return vb.files[o.version].abs + ":" + strconv.FormatInt(o.row, 10)
+}
+
+// readViewFiles reads the batch's files of view, in order, with the view's `mode` for values that
+// do not fit its schema, and hands the rows to consume, each with its origin (file index, line
+// number) after its values: viewBatchRows at a time when perGroup, whose memory is then reused
+// for the next rows (consume keeps copies of what it keeps). It returns the rows not yet
+// consumed: none when perGroup, else the whole batch.
+func readViewFiles(ctx context.Context, env *Env, d, view *spec.Dataset, b *changeBatch, m *Metrics, todo []inputFile, perGroup bool, consume func([][]any) error) ([][]any, error) {
+	src := view.Source
+	bad := &badRecords{env: env, flow: d.Name, dataset: view.Name, src: src}
+	defer func() { m.BadRecords = bad.count }()
+	var pool *blockPool
+	if perGroup {
+		pool = &blockPool{}
+	}
+	var rows [][]any
+	var origins []origin
+	flush := func() error {
+		if err := consume(rows); err != nil {
+			return err
+		}
+		clear(rows)
+		rows, origins = rows[:0], origins[:0]
+		// Every block emitted so far has its rows consumed: its memory is free again.
+		pool.release(pool.seal())
+		return nil
+	}
+	for fi, f := range todo {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		in, err := openInput(f.abs)
+		if err != nil {
+			return nil, err
+		}
+		err = eachRow(src, f.abs, in, pool, func(row []any, parsed bool, bads []badValue, lineNo int64) error {
+			if keep, err := bad.take(f.abs, lineNo, parsed, bads); !keep || err != nil {
+				return err
+			}
+			if src.IncludeMetadata {
+				row = append(row, f.abs, schema.Timestamp(f.modTime*1000))
+			}
+			if !perGroup || origins == nil {
+				origins = make([]origin, 0, viewBatchRows) // the rows point into it: never grown
+			}
+			origins = append(origins, origin{version: int64(fi), row: lineNo})
+			rows = append(rows, append(row, &origins[len(origins)-1]))
+			b.nSource++
+			if len(origins) == viewBatchRows {
+				if perGroup {
+					return flush()
+				}
+				origins = nil
+			}
+			return nil
+		})
+		in.Close()
+		if err != nil {
+			return nil, fmt.Errorf("view %s: reading %s: %w", view.Name, f.abs, err)
+		}
+		m.Files++
+	}
+	bad.finish()
+	if perGroup && len(rows) > 0 {
+		if err := flush(); err != nil {
+			return nil, err
+		}
+	}
+	return rows, nil
+}
+
+// ownValues replaces each value of vals by a copy in memory of its own (ownValue).
+func ownValues(vals []any) {
+	for i, v := range vals {
+		vals[i] = ownValue(v)
+	}
+}
+
+// ownValue returns v with no memory shared with the input it was parsed from: the readers'
+// strings may be windows of their input text, and their numbers boxed in a slab (boxSlab), both
+// reused for later input once released (blockPool). Each case boxes its value anew.
+func ownValue(v any) any {
+	switch x := v.(type) {
+	case nil, bool:
+		return v
+	case string:
+		return strings.Clone(x)
+	case int64:
+		return x
+	case int32:
+		return x
+	case float64:
+		return x
+	case float32:
+		return x
+	case schema.Decimal:
+		return x
+	case schema.Date:
+		return x
+	case schema.Timestamp:
+		return x
+	case []byte:
+		return bytes.Clone(x)
+	case []any:
+		c := make([]any, len(x))
+		for i, e := range x {
+			c[i] = ownValue(e)
+		}
+		return c
+	case schema.Map:
+		c := make(schema.Map, len(x))
+		for i, e := range x {
+			c[i] = schema.MapEntry{Key: ownValue(e.Key), Value: ownValue(e.Value)}
+		}
+		return c
+	}
+	return v
+}
