@@ -47,7 +47,7 @@ func TestScenarios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"ingest", "cdc-bulk", "cdc-incremental (500 rows)", "cdc-incremental (5k rows)", "scd2", "scd2 (10 updates)", "mv"}
+	want := []string{"ingest", "cdc-bulk", "cdc-bulk (view)", "cdc-incremental (500 rows)", "cdc-incremental (5k rows)", "scd2", "scd2 (view)", "scd2 (10 updates)", "scd2 (10 updates, view)", "mv"}
 	var got []string
 	for _, r := range results {
 		got = append(got, r.Scenario)
@@ -71,7 +71,7 @@ func TestCompareFindsDifferences(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "tributary/cmd/pipeline").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	spec, err := writeSpec(dir, cdcSpec(1, 0))
+	spec, err := writeSpec(dir, cdcSpec(1, 0, false))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,10 +61,14 @@ func writeSpec(dir, datasets string) (string, error) {
 	return path, os.WriteFile(path, []byte(text), 0o644)
 }
 
-// cdcSpec is a bronze table of change events and its APPLY CHANGES target.
-func cdcSpec(scdType int, filesPerTrigger int) string {
-	s := `  - name: changes
-    source:
+// cdcSpec is a bronze table of change events (or, with view, a view over the change files, which
+// the APPLY CHANGES flow reads itself) and its APPLY CHANGES target.
+func cdcSpec(scdType int, filesPerTrigger int, view bool) string {
+	s := "  - name: changes\n"
+	if view {
+		s += "    type: view\n"
+	}
+	s += `    source:
       path: ./landing
       format: json
       schema: ` + changesSchema + "\n"
@@ -166,30 +170,41 @@ func runIngest(e *env) ([]result, error) {
 	return []result{line("ingest", size, ours, base)}, nil
 }
 
+// runCDCBulk runs two lines over the same files: "cdc-bulk", the change events landed in a bronze
+// streaming table and applied from it, and "cdc-bulk (view)", the events read by the APPLY
+// CHANGES flow through a view over the files, as the baseline reads them (no bronze copy). The
+// baseline is measured again beside each.
 func runCDCBulk(e *env) ([]result, error) {
 	events, keys := e.scaled(10_000_000, 1000), e.scaled(1_000_000, 100)
-	spec, err := writeSpec(e.dir, cdcSpec(1, 0))
-	if err != nil {
-		return nil, err
-	}
 	landing := filepath.Join(e.dir, "landing")
 	size, err := genChanges(landing, events, keys, max(1000, events/8), true, 0, 2)
 	if err != nil {
 		return nil, err
 	}
-	out := filepath.Join(e.dir, "baseline")
-	ours, base, err := e.pair(filepath.Join(e.dir, "storage"), out,
-		func() (measure, error) { return e.runOurs(spec) },
-		func() (measure, error) {
-			return runBaselineChild(e.ctx, "cdc_bulk.sql", map[string]string{"landing": landing, "out": out})
-		})
-	if err != nil {
-		return nil, err
+	var lines []result
+	for _, l := range []struct {
+		name string
+		view bool
+	}{{"cdc-bulk", false}, {"cdc-bulk (view)", true}} {
+		spec, err := writeSpec(e.dir, cdcSpec(1, 0, l.view))
+		if err != nil {
+			return nil, err
+		}
+		out := filepath.Join(e.dir, "baseline")
+		ours, base, err := e.pair(filepath.Join(e.dir, "storage"), out,
+			func() (measure, error) { return e.runOurs(spec) },
+			func() (measure, error) {
+				return runBaselineChild(e.ctx, "cdc_bulk.sql", map[string]string{"landing": landing, "out": out})
+			})
+		if err != nil {
+			return nil, err
+		}
+		if err := e.check(l.name, filepath.Join(e.dir, "storage"), "target", filepath.Join(out, "target.parquet"), changeCols); err != nil {
+			return nil, err
+		}
+		lines = append(lines, line(l.name, size, ours, base))
 	}
-	if err := e.check("cdc-bulk", filepath.Join(e.dir, "storage"), "target", filepath.Join(out, "target.parquet"), changeCols); err != nil {
-		return nil, err
-	}
-	return []result{line("cdc-bulk", size, ours, base)}, nil
+	return lines, nil
 }
 
 // runCDCIncremental runs at two table sizes: the scaled 10,000,000 rows and a tenth of it.
@@ -214,7 +229,7 @@ func cdcIncrementalAt(e *env, rows, batch int) (result, error) {
 	name := fmt.Sprintf("cdc-incremental (%s rows)", humanCount(rows))
 	// The target is merge-on-read (deletion vectors), as a table that takes small batches of
 	// changes spread over many files should be: a batch writes its own rows, not the table.
-	spec, err := writeSpec(e.dir, cdcSpec(1, 0)+"    table_properties:\n      delta.enableDeletionVectors: \"true\"\n")
+	spec, err := writeSpec(e.dir, cdcSpec(1, 0, false)+"    table_properties:\n      delta.enableDeletionVectors: \"true\"\n")
 	if err != nil {
 		return result{}, err
 	}
@@ -314,11 +329,16 @@ func runSCD2(e *env) ([]result, error) {
 	}
 	var out []result
 	for _, l := range []struct {
-		name, dir string
-		perFile   bool
-	}{{"scd2", "one-update", false}, {"scd2 (10 updates)", "ten-updates", true}} {
-		sub := &env{ctx: e.ctx, pipeline: e.pipeline, scale: e.scale, dir: filepath.Join(e.dir, l.dir)}
-		r, err := scd2Line(sub, l.name, files, l.perFile)
+		name, dir     string
+		perFile, view bool
+	}{
+		{"scd2", "one-update", false, false},
+		{"scd2 (view)", "one-update-view", false, true},
+		{"scd2 (10 updates)", "ten-updates", true, false},
+		{"scd2 (10 updates, view)", "ten-updates-view", true, true},
+	} {
+		sub := &env{ctx: e.ctx, pipeline: e.pipeline, scale: e.scale, repeat: e.repeat, dir: filepath.Join(e.dir, l.dir)}
+		r, err := scd2Line(sub, l.name, files, l.perFile, l.view)
 		if err != nil {
 			return nil, err
 		}
@@ -329,11 +349,12 @@ func runSCD2(e *env) ([]result, error) {
 }
 
 // scd2Line lands files into e.dir/landing, all at once or (perFile) one at a time, and after the
-// landing (or each) runs one update on each side: ours into an SCD type 2 target, the baseline's
+// landing (or each) runs one update on each side: ours into an SCD type 2 target (from a bronze
+// table, or with view through a view over the files), the baseline's
 // scd2.sql over the files landed so far (all at once: e.repeat times each, the median kept, as
 // pair does). It compares the final tables.
-func scd2Line(e *env, name string, files []string, perFile bool) (result, error) {
-	spec, err := writeSpec(e.dir, cdcSpec(2, 0))
+func scd2Line(e *env, name string, files []string, perFile, view bool) (result, error) {
+	spec, err := writeSpec(e.dir, cdcSpec(2, 0, view))
 	if err != nil {
 		return result{}, err
 	}
