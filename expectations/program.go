@@ -28,6 +28,7 @@ type Program struct {
 	// the whole environment ($env), every column.
 	setCols []int
 	vm      vm.VM // reused by every Eval: expr.Run makes a machine, and its stack, per call
+	match   *strMatch
 }
 
 // sample returns a value of the Go type an expression sees for a column of type t.
@@ -135,7 +136,7 @@ func Compile(code string, s schema.Schema) (*Program, error) {
 			set[i] = i
 		}
 	}
-	return &Program{Source: code, prog: p, cols: s, env: make(map[string]any, len(s.Fields)), reads: r, setCols: set}, nil
+	return &Program{Source: code, prog: p, cols: s, env: make(map[string]any, len(s.Fields)), reads: r, setCols: set, match: matchOf(code, s)}, nil
 }
 
 // envTypes gives expr the type of each column: that of sample, or any for a column whose type
@@ -267,8 +268,14 @@ func (v *identifiers) Visit(n *ast.Node) {
 // amount is simply not true); with the evaluation error otherwise.
 //
 // Only the columns the expression names are converted (a row of many columns costs what the
-// expression reads); the others are never in the environment.
+// expression reads); the others are never in the environment. A comparison of a STRING column
+// with string literals (strMatch) is answered without the machine.
 func (p *Program) Eval(row []any) (bool, error) {
+	if p.match != nil {
+		if b, ok := p.match.eval(row); ok {
+			return b, nil
+		}
+	}
 	for _, i := range p.setCols {
 		f := &p.cols.Fields[i]
 		p.env[f.Name] = ExprValue(f.Type, row[i])

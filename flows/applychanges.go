@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -246,6 +247,14 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	// The rows a view reads share the memory of their input (blockPool), which is reused once
 	// they are consumed: the events take copies of their values (own).
 	own := b.view != nil
+	// ownCols are the source columns events take values of, each once (a key column is in the
+	// row too): those are copied, in place, before the events take them.
+	var ownCols []int
+	for _, j := range slices.Concat(keyIdx, seqIdx, projIdx) {
+		if j >= 0 && !slices.Contains(ownCols, j) {
+			ownCols = append(ownCols, j)
+		}
+	}
 	// consumeAt checks rows (source rows, in arrival order) with the expectations and turns the
 	// kept ones into events: appended to b.events, or folded. originOf gives the origin of the
 	// i-th kept row r.
@@ -287,12 +296,13 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 		}
 		for i, r := range kept {
 			ev := event{key: keyVals[i*nk : (i+1)*nk : (i+1)*nk], seq: seqVals[i*ns : (i+1)*ns : (i+1)*ns], row: projVals[i*np : (i+1)*np : (i+1)*np]}
+			if own {
+				for _, j := range ownCols {
+					r[j] = ownValue(r[j])
+				}
+			}
 			pickInto(ev.key, r, keyIdx)
 			pickInto(ev.seq, r, seqIdx)
-			if own {
-				ownValues(ev.key)
-				ownValues(ev.seq)
-			}
 			ev.arrival = b.nEvents
 			b.nEvents++
 			isTrunc := false
@@ -321,9 +331,6 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 				continue
 			}
 			pickInto(ev.row, r, projIdx)
-			if own {
-				ownValues(ev.row)
-			}
 			if delProg != nil {
 				ev.delete, _ = delProg.Eval(r)
 			}
