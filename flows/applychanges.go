@@ -206,20 +206,39 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	// whole batch first, each source file's events are reduced as they are read (b.reduced), so
 	// that the batch is never in memory at once. A goroutine folds one group's events while the
 	// next group is read; the events go to it in eventBufs, which it hands back once folded (the
-	// folder copies what it keeps), so that the next groups' events reuse their memory.
-	var fold *folder
+	// folder copies what it keeps), so that the next groups' events reuse their memory. A batch
+	// of BIGINT keys and sequences and primitive columns folds into typed columns (typedFold),
+	// which copies what it keeps too: a view's rows are then folded straight from the memory of
+	// their input, which is reused once the group is folded (eventBuf.done).
+	var fold interface {
+		add(*event)
+		finish() reduceResult
+	}
+	typed := false
 	var folded chan *eventBuf
 	freeBufs := make(chan *eventBuf, 2)
 	var foldDone sync.WaitGroup
 	if ac.StoredAsSCDType != 2 && !ac.IgnoreNullUpdates && !failRule {
-		fold = newFolder(0)
+		if tf := typedFoldFor(b.keySch, b.seqSch, b.dataSch, b.view != nil); tf != nil {
+			fold, typed = tf, true
+		} else {
+			fold = newFolder(0)
+		}
 		folded = make(chan *eventBuf)
 		foldDone.Add(1)
 		go func(in <-chan *eventBuf) {
 			defer foldDone.Done()
 			for buf := range in {
-				for i := range buf.evs {
-					fold.add(&buf.evs[i])
+				if tf, ok := fold.(*typedFold); ok {
+					tf.addAll(buf.evs)
+				} else {
+					for i := range buf.evs {
+						fold.add(&buf.evs[i])
+					}
+				}
+				if buf.done != nil {
+					buf.done()
+					buf.done = nil
 				}
 				select {
 				case freeBufs <- buf:
@@ -245,8 +264,9 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	anyNull := false
 	checked := false
 	// The rows a view reads share the memory of their input (blockPool), which is reused once
-	// they are consumed: the events take copies of their values (own).
-	own := b.view != nil
+	// they are consumed: the events take copies of their values (own), unless they are folded
+	// into typed columns, which copy what they keep.
+	own := b.view != nil && !typed
 	// ownCols are the source columns events take values of, each once (a key column is in the
 	// row too): those are copied, in place, before the events take them.
 	var ownCols []int
@@ -257,8 +277,9 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	}
 	// consumeAt checks rows (source rows, in arrival order) with the expectations and turns the
 	// kept ones into events: appended to b.events, or folded. originOf gives the origin of the
-	// i-th kept row r.
-	consumeAt := func(rows [][]any, originOf func(r []any, i int) origin) error {
+	// i-th kept row r. done, when not nil, is called once the memory of rows may be reused: once
+	// their events are folded, or made.
+	consumeAt := func(rows [][]any, originOf func(r []any, i int) origin, done func()) error {
 		var viewQ expectations.Quality
 		if viewSet != nil {
 			var err error
@@ -337,16 +358,19 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			evs = append(evs, ev)
 		}
 		if fold != nil {
-			buf.evs = evs
+			buf.evs, buf.done = evs, done
 			folded <- buf
 		} else {
 			b.events = evs
+			if done != nil {
+				done()
+			}
 		}
 		return nil
 	}
 	// consume is consumeAt for rows that carry their origin after their values.
-	consume := func(rows [][]any) error {
-		return consumeAt(rows, func(r []any, _ int) origin { return *r[nsrc].(*origin) })
+	consume := func(rows [][]any, done func()) error {
+		return consumeAt(rows, func(r []any, _ int) origin { return *r[nsrc].(*origin) }, done)
 	}
 	// Without expectations every row is kept, in place: a group's rows need no origin of their
 	// own, the i-th is row first+i of version v's data.
@@ -401,7 +425,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 					first := idx
 					idx += int64(len(fr))
 					b.nSource += len(fr)
-					return consumeAt(fr, func(_ []any, i int) origin { return origin{version: v, row: first + int64(i)} })
+					return consumeAt(fr, func(_ []any, i int) origin { return origin{version: v, row: first + int64(i)} }, nil)
 				}
 				// One allocation for the rows widened by their origin, and one for the
 				// origins (a pointer in the row: boxing it allocates nothing).
@@ -422,7 +446,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 				}
 				b.nSource += len(fr)
 				if perGroup {
-					if err := consume(rows); err != nil {
+					if err := consume(rows, nil); err != nil {
 						return err
 					}
 					clear(rows)
@@ -441,7 +465,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 		}
 	}
 	if !perGroup || !checked {
-		if err := consume(rows); err != nil {
+		if err := consume(rows, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -726,6 +750,7 @@ func finishBatch(d *spec.Dataset, b *changeBatch, m *Metrics, f batchFiles,
 type eventBuf struct {
 	evs                []event
 	keys, seqs, values []any
+	done               func() // called once the events are folded: see consumeAt
 }
 
 // arrays returns the buffer's arrays for n events of nk key, ns sequence and np row values

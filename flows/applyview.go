@@ -87,10 +87,10 @@ func (vb *viewBatch) locate(o origin) string {
 
 // readViewFiles reads the batch's files of view, in order, with the view's `mode` for values that
 // do not fit its schema, and hands the rows to consume, each with its origin (file index, line
-// number) after its values: viewBatchRows at a time when perGroup, whose memory is then reused
-// for the next rows (consume keeps copies of what it keeps). It returns the rows not yet
-// consumed: none when perGroup, else the whole batch.
-func readViewFiles(ctx context.Context, env *Env, d, view *spec.Dataset, b *changeBatch, m *Metrics, todo []inputFile, perGroup bool, consume func([][]any) error) ([][]any, error) {
+// number) after its values: viewBatchRows at a time when perGroup, whose memory is reused for
+// later rows once consume calls done (consume keeps copies of what it keeps). It returns the rows
+// not yet consumed: none when perGroup, else the whole batch.
+func readViewFiles(ctx context.Context, env *Env, d, view *spec.Dataset, b *changeBatch, m *Metrics, todo []inputFile, perGroup bool, consume func(rows [][]any, done func()) error) ([][]any, error) {
 	src := view.Source
 	bad := &badRecords{env: env, flow: d.Name, dataset: view.Name, src: src}
 	defer func() { m.BadRecords = bad.count }()
@@ -101,13 +101,14 @@ func readViewFiles(ctx context.Context, env *Env, d, view *spec.Dataset, b *chan
 	var rows [][]any
 	var origins []origin
 	flush := func() error {
-		if err := consume(rows); err != nil {
+		// Every block emitted so far has its rows among these or consumed before: their memory
+		// is free again once consume is done with these (it may hand them to a fold).
+		blocks := pool.seal()
+		if err := consume(rows, func() { pool.release(blocks) }); err != nil {
 			return err
 		}
 		clear(rows)
 		rows, origins = rows[:0], origins[:0]
-		// Every block emitted so far has its rows consumed: its memory is free again.
-		pool.release(pool.seal())
 		return nil
 	}
 	for fi, f := range todo {

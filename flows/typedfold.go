@@ -1,0 +1,254 @@
+package flows
+
+import (
+	"math"
+	"slices"
+	"strings"
+
+	"tributary/schema"
+)
+
+// typedFold is the fold of an SCD type 1 batch (see folder) when the key is one BIGINT, the
+// sequence one BIGINT and every target column a primitive (not STRUCT, ARRAY or MAP): the common
+// shape of a change feed. It decides exactly as folder does, but keeps the winners' values
+// unboxed, a winner's together: its fixed-width values as int64 words (float64 bits, 0/1) in
+// words, one record of stride words per winner with a last word of NULL bits, and its strings in
+// strs, strCols per winner (cloned, with cloneStrings, when the events' strings share memory
+// that is reused once they are folded: a view's input blocks). A winner's key, sequence, arrival
+// and kind stay in its intTable entry. An event then touches its entry and, when it wins, one
+// record and its strings, and allocates nothing but those strings; the winners hold no pointers
+// but the strings, so that the garbage collector has little to mark. finish boxes each key's
+// winner once, into the events of a reduceResult, as folder.finish returns them.
+type typedFold struct {
+	ints         *intTable // each key's position (plus one), sequence, arrival and kind
+	kinds        []schema.Kind
+	strAt        []int // for each column, its index among the string columns, or -1
+	stride       int   // words per winner: one per column, then the NULL bits
+	strCols      int
+	words        []int64
+	strs         []string
+	cloneStrings bool
+	n            int // positions in use
+	ties         int64
+	tieSeqs      [][]any
+	sink         int64 // the loads addAll makes ahead of the fold, kept so that they are made
+}
+
+// maxTypedColumns is the most columns a typedFold takes: its NULL bits are one word.
+const maxTypedColumns = 64
+
+// typedFoldFor returns a typedFold for a batch with these key, sequence and target schemas, or nil
+// when they are not of its shape.
+func typedFoldFor(keySch, seqSch, dataSch schema.Schema, cloneStrings bool) *typedFold {
+	if len(keySch.Fields) != 1 || keySch.Fields[0].Type.Kind != schema.Long ||
+		len(seqSch.Fields) != 1 || seqSch.Fields[0].Type.Kind != schema.Long || len(dataSch.Fields) > maxTypedColumns {
+		return nil
+	}
+	tf := &typedFold{ints: newIntTable(0), cloneStrings: cloneStrings, stride: len(dataSch.Fields) + 1}
+	for _, f := range dataSch.Fields {
+		switch f.Type.Kind {
+		case schema.Long, schema.Integer, schema.Double, schema.Boolean, schema.DecimalKind, schema.DateKind, schema.TimestampKind:
+			tf.strAt = append(tf.strAt, -1)
+		case schema.String:
+			tf.strAt = append(tf.strAt, tf.strCols)
+			tf.strCols++
+		default:
+			return nil
+		}
+		tf.kinds = append(tf.kinds, f.Type.Kind)
+	}
+	return tf
+}
+
+// word returns the int64 word a fixed-width value of kind is kept as.
+func word(kind schema.Kind, v any) int64 {
+	switch kind {
+	case schema.Long:
+		return v.(int64)
+	case schema.Integer:
+		return int64(v.(int32))
+	case schema.DecimalKind:
+		return int64(v.(schema.Decimal))
+	case schema.DateKind:
+		return int64(v.(schema.Date))
+	case schema.TimestampKind:
+		return int64(v.(schema.Timestamp))
+	case schema.Double:
+		return int64(math.Float64bits(v.(float64)))
+	case schema.Boolean:
+		if v.(bool) {
+			return 1
+		}
+	}
+	return 0
+}
+
+// value boxes word w of a fixed-width kind.
+func value(kind schema.Kind, w int64) any {
+	switch kind {
+	case schema.Long:
+		return w
+	case schema.Integer:
+		return int32(w)
+	case schema.DecimalKind:
+		return schema.Decimal(w)
+	case schema.DateKind:
+		return schema.Date(w)
+	case schema.TimestampKind:
+		return schema.Timestamp(w)
+	case schema.Double:
+		return math.Float64frombits(uint64(w))
+	case schema.Boolean:
+		return w != 0
+	}
+	return nil
+}
+
+// get returns column c of the winner at position at, boxed (nil for NULL).
+func (tf *typedFold) get(at, c int) any {
+	rec := tf.words[at*tf.stride : (at+1)*tf.stride]
+	if rec[len(rec)-1]&(1<<c) != 0 {
+		return nil
+	}
+	if j := tf.strAt[c]; j >= 0 {
+		return tf.strs[at*tf.strCols+j]
+	}
+	return value(tf.kinds[c], rec[c])
+}
+
+// sameRow says whether the winner at position at holds the values of row (schema.Equal each).
+func (tf *typedFold) sameRow(at int, row []any) bool {
+	for c := range tf.kinds {
+		if !schema.Equal(tf.get(at, c), row[c]) {
+			return false
+		}
+	}
+	return true
+}
+
+// setRow stores row as the winner at position at (at == tf.n: a new position).
+func (tf *typedFold) setRow(at int, row []any) {
+	if at == tf.n {
+		tf.words = slices.Grow(tf.words, tf.stride)[:len(tf.words)+tf.stride]
+		tf.strs = slices.Grow(tf.strs, tf.strCols)[:len(tf.strs)+tf.strCols]
+	}
+	rec := tf.words[at*tf.stride : (at+1)*tf.stride]
+	strs := tf.strs[at*tf.strCols : (at+1)*tf.strCols]
+	var nulls int64
+	for c, v := range row {
+		j := tf.strAt[c]
+		switch {
+		case v == nil:
+			nulls |= 1 << c
+			if j >= 0 {
+				strs[j] = ""
+			}
+		case j >= 0:
+			s := v.(string)
+			if tf.cloneStrings {
+				s = strings.Clone(s)
+			}
+			strs[j] = s
+		default:
+			rec[c] = word(tf.kinds[c], v)
+		}
+	}
+	rec[len(rec)-1] = nulls
+}
+
+// add folds the next event, by the rules of folder.beat: the higher sequence wins; on equal
+// sequences a delete beats an upsert and, between upserts, the later arrival wins, and a tie
+// between events that differ is counted. The event's slices may be reused once add returns. An
+// event with a NULL key or sequence is left out: the batch fails (readChangeBatch).
+func (tf *typedFold) add(ev *event) {
+	k, ok1 := ev.key[0].(int64)
+	s, ok2 := ev.seq[0].(int64)
+	if !ok1 || !ok2 {
+		return
+	}
+	e := tf.ints.find(k)
+	if e.pos == 0 {
+		tf.ints.insert(intEntry{key: k, seq: s, arrival: ev.arrival, pos: int32(tf.n + 1), delete: ev.delete})
+		tf.setRow(tf.n, ev.row)
+		tf.n++
+		return
+	}
+	if s < e.seq {
+		return
+	}
+	at := int(e.pos - 1)
+	if s == e.seq {
+		if e.delete != ev.delete || (!ev.delete && !tf.sameRow(at, ev.row)) {
+			tf.ties++
+			tf.tieSeqs = append(tf.tieSeqs, []any{s})
+		}
+		if !(ev.delete && !e.delete) && !(!ev.delete && !e.delete && ev.arrival > e.arrival) {
+			return
+		}
+	}
+	e.seq, e.arrival, e.delete = s, ev.arrival, ev.delete
+	tf.setRow(at, ev.row)
+}
+
+// addAll folds evs, in order, as add does one at a time. With a million keys nearly every entry
+// and winner an event touches misses the cache; addAll first looks up the entries of a group of
+// events, then their winners' records, each a load independent of the others, so that the misses
+// of a group overlap, and then folds the group with the lines in cache.
+func (tf *typedFold) addAll(evs []event) {
+	const group = 32
+	for start := 0; start < len(evs); start += group {
+		g := evs[start:min(start+group, len(evs))]
+		entries, shift := tf.ints.entries, tf.ints.shift
+		var sink int64
+		for i := range g {
+			if k, ok := g[i].key[0].(int64); ok {
+				sink += entries[(uint64(k)*0x9E3779B97F4A7C15)>>shift].key
+			}
+		}
+		for i := range g {
+			if k, ok := g[i].key[0].(int64); ok {
+				if e := tf.ints.find(k); e.pos != 0 {
+					sink += tf.words[int(e.pos-1)*tf.stride]
+				}
+			}
+		}
+		tf.sink += sink
+		for i := range g {
+			tf.add(&g[i])
+		}
+	}
+}
+
+// finish returns the winners as folder.finish does: keys in order of first arrival, each winner an
+// event with its key, sequence and row boxed once.
+func (tf *typedFold) finish() reduceResult {
+	n := tf.n
+	res := reduceResult{index: make(map[string]int, n), order: make([]string, n), winners: make([]*event, n), ties: tf.ties, tieSeqs: tf.tieSeqs}
+	evs := make([]event, n)
+	w := len(tf.kinds)
+	kv := make([]any, 2*n)
+	rows := make([]any, n*w)
+	var kb []byte
+	for i := range tf.ints.entries {
+		e := &tf.ints.entries[i]
+		if e.pos == 0 {
+			continue
+		}
+		at := int(e.pos - 1)
+		kv[2*at], kv[2*at+1] = e.key, e.seq
+		row := rows[at*w : (at+1)*w : (at+1)*w]
+		for c := range row {
+			row[c] = tf.get(at, c)
+		}
+		evs[at] = event{key: kv[2*at : 2*at+1 : 2*at+1], seq: kv[2*at+1 : 2*at+2 : 2*at+2], row: row, delete: e.delete, arrival: e.arrival}
+	}
+	for at := range evs {
+		res.winners[at] = &evs[at]
+		kb = appendValues(kb[:0], evs[at].key)
+		k := string(kb)
+		res.index[k] = at
+		res.order[at] = k
+	}
+	tf.ints, tf.words, tf.strs = nil, nil, nil
+	return res
+}
