@@ -126,17 +126,16 @@ func readViewFiles(ctx context.Context, env *Env, d, view *spec.Dataset, b *chan
 			if src.IncludeMetadata {
 				row = append(row, f.abs, schema.Timestamp(f.modTime*1000))
 			}
-			if !perGroup || origins == nil {
-				origins = make([]origin, 0, viewBatchRows) // the rows point into it: never grown
+			if len(origins) == cap(origins) {
+				// The rows point into it: never grown. A full one stays with its rows when
+				// the batch is held whole; a group's is reused once the group is consumed.
+				origins = make([]origin, 0, viewBatchRows)
 			}
 			origins = append(origins, origin{version: int64(fi), row: lineNo})
 			rows = append(rows, append(row, &origins[len(origins)-1]))
 			b.nSource++
-			if len(origins) == viewBatchRows {
-				if perGroup {
-					return flush()
-				}
-				origins = nil
+			if perGroup && len(origins) == viewBatchRows {
+				return flush()
 			}
 			return nil
 		})

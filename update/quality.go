@@ -17,7 +17,12 @@ func printQuality(w io.Writer, res *Result, order []string) {
 			continue
 		}
 		for _, e := range fr.Metrics.Quality.Expectations {
-			rows = append(rows, []any{e.Dataset, e.Name, e.Action(), e.PassedRecords, e.FailedRecords})
+			dataset := e.Dataset
+			if dataset != name {
+				// A view over files' expectation, checked by this reader on the rows it read.
+				dataset += " (read by " + name + ")"
+			}
+			rows = append(rows, []any{dataset, e.Name, e.Action(), e.PassedRecords, e.FailedRecords})
 		}
 	}
 	if len(rows) == 0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tributary/flows"
 	"tributary/spec"
 	"tributary/update"
 )
@@ -41,6 +42,15 @@ func newRunCmd() *cobra.Command {
 				for _, name := range names {
 					if p.Dataset(name) == nil {
 						return usageError(fmt.Errorf("--full-refresh/--refresh: %s", unknownDataset(p, name)))
+					}
+					if p.Dataset(name).FileView() {
+						// Nothing of it is stored: which files were read is its readers'.
+						readers := viewReaders(p, name)
+						if len(readers) == 0 {
+							return usageError(fmt.Errorf("--full-refresh/--refresh: %s is a view over files that no dataset reads: it is not stored and has no flow of its own, so there is nothing to refresh (read it from an apply_changes dataset)", name))
+						}
+						return usageError(fmt.Errorf("--full-refresh/--refresh: %s is a view over files: it is not stored and has no flow of its own; its readers (%s) read its files, each keeping which ones it has read: name them instead (%s reads every file again)",
+							name, strings.Join(readers, ", "), flows.RefreshHint(p, readers...)))
 					}
 				}
 			}

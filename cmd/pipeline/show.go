@@ -97,13 +97,7 @@ func datasetTable(p *spec.Pipeline, name string) (*delta.Table, error) {
 		return nil, usageError(errors.New(unknownDataset(p, name)))
 	}
 	if d := p.Dataset(name); d.FileView() {
-		var readers []string
-		for _, r := range p.Datasets {
-			if r.ApplyChanges != nil && r.ApplyChanges.Source == name {
-				readers = append(readers, r.Name)
-			}
-		}
-		return nil, usageError(fmt.Errorf("dataset %s is a view over files: it is not stored, so it has no rows, versions or changes to show; show the dataset that reads it (%s), or make it a streaming_table (remove `type: view`) to keep its rows", name, strings.Join(readers, ", ")))
+		return nil, usageError(fmt.Errorf("dataset %s is a view over files: it is not stored, so it has no rows, versions or changes to show; show the dataset that reads it (%s), or make it a streaming_table (remove `type: view`) to keep its rows", name, strings.Join(viewReaders(p, name), ", ")))
 	}
 	t := delta.New(flows.TableDir(p.Storage, name))
 	if _, err := t.LatestVersion(); err != nil {
@@ -124,4 +118,15 @@ func changesTable(p *spec.Pipeline, name string) (*delta.Table, error) {
 		return delta.New(d.Source.Path), nil
 	}
 	return datasetTable(p, name)
+}
+
+// viewReaders returns the datasets whose APPLY CHANGES flow reads the view over files view.
+func viewReaders(p *spec.Pipeline, view string) []string {
+	var out []string
+	for _, r := range p.Datasets {
+		if r.ApplyChanges != nil && r.ApplyChanges.Source == view {
+			out = append(out, r.Name)
+		}
+	}
+	return out
 }
