@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // caseFile is a shared acceptance case's case.json (see testdata/cases/*/README.md).
@@ -53,54 +55,127 @@ func TestAcceptanceCases(t *testing.T) {
 			batches = map[int][]string{1: nil}
 		}
 		for _, run := range cf.Runs {
-			dir, run := dir, run
-			t.Run(filepath.Base(dir)+"/"+run.Name, func(t *testing.T) {
-				t.Parallel()
-				tmp := t.TempDir()
-				spec := filepath.Join(tmp, "pipeline.yaml")
-				copyFile(t, filepath.Join(dir, run.Spec), spec)
-				land := filepath.Join(tmp, cf.LandTo)
-				if err := os.MkdirAll(land, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				nums := make([]int, 0, len(batches))
-				for n := range batches {
-					nums = append(nums, n)
-				}
-				sort.Ints(nums)
-				for _, n := range nums {
-					if cf.InputFormat == "raw" {
-						copyFile(t, filepath.Join(dir, cf.Input), filepath.Join(land, filepath.Base(cf.Input)))
-					} else {
-						name := filepath.Join(land, "batch-"+pad4(n)+".json")
-						if err := os.WriteFile(name, []byte(strings.Join(batches[n], "\n")+"\n"), 0o644); err != nil {
-							t.Fatal(err)
+			var checked []string
+			for _, c := range run.Checks {
+				checked = append(checked, c.Dataset)
+			}
+			text := readString(t, filepath.Join(dir, run.Spec))
+			variants := []struct{ name, spec string }{{"", text}}
+			if v, ok := asViews(t, text, checked); ok {
+				variants = append(variants, struct{ name, spec string }{"/view", v})
+			}
+			for _, variant := range variants {
+				dir, run, variant := dir, run, variant
+				t.Run(filepath.Base(dir)+"/"+run.Name+variant.name, func(t *testing.T) {
+					t.Parallel()
+					tmp := t.TempDir()
+					spec := filepath.Join(tmp, "pipeline.yaml")
+					if err := os.WriteFile(spec, []byte(variant.spec), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					land := filepath.Join(tmp, cf.LandTo)
+					if err := os.MkdirAll(land, 0o755); err != nil {
+						t.Fatal(err)
+					}
+					nums := make([]int, 0, len(batches))
+					for n := range batches {
+						nums = append(nums, n)
+					}
+					sort.Ints(nums)
+					for _, n := range nums {
+						if cf.InputFormat == "raw" {
+							copyFile(t, filepath.Join(dir, cf.Input), filepath.Join(land, filepath.Base(cf.Input)))
+						} else {
+							name := filepath.Join(land, "batch-"+pad4(n)+".json")
+							if err := os.WriteFile(name, []byte(strings.Join(batches[n], "\n")+"\n"), 0o644); err != nil {
+								t.Fatal(err)
+							}
+						}
+						r := pipeline(t, nil, "run", spec)
+						want := 0
+						if run.FailAtBatch != nil && *run.FailAtBatch == n {
+							want = 1
+						}
+						if r.code != want {
+							t.Fatalf("batch %d: exit %d, want %d\n%s%s", n, r.code, want, r.stdout, r.stderr)
 						}
 					}
-					r := pipeline(t, nil, "run", spec)
-					want := 0
-					if run.FailAtBatch != nil && *run.FailAtBatch == n {
-						want = 1
-					}
-					if r.code != want {
-						t.Fatalf("batch %d: exit %d, want %d\n%s%s", n, r.code, want, r.stdout, r.stderr)
-					}
-				}
-				for _, chk := range run.Checks {
-					wantRows := readJSONL(t, readString(t, filepath.Join(dir, chk.Expected)))
-					got := readJSONL(t, mustRun(t, "show", spec, chk.Dataset, "--format", "jsonl"))
-					assertRows(t, "show "+chk.Dataset, got, wantRows)
-					if dc := os.Getenv("DELTACHECK"); dc != "" {
-						out, err := exec.Command(dc, "rows", filepath.Join(tmp, "_storage", "tables", chk.Dataset)).Output()
-						if err != nil {
-							t.Fatalf("deltacheck rows: %v", err)
+					for _, chk := range run.Checks {
+						wantRows := readJSONL(t, readString(t, filepath.Join(dir, chk.Expected)))
+						got := readJSONL(t, mustRun(t, "show", spec, chk.Dataset, "--format", "jsonl"))
+						assertRows(t, "show "+chk.Dataset, got, wantRows)
+						if dc := os.Getenv("DELTACHECK"); dc != "" {
+							out, err := exec.Command(dc, "rows", filepath.Join(tmp, "_storage", "tables", chk.Dataset)).Output()
+							if err != nil {
+								t.Fatalf("deltacheck rows: %v", err)
+							}
+							assertRows(t, "independent read of "+chk.Dataset, readJSONL(t, string(out)), wantRows)
 						}
-						assertRows(t, "independent read of "+chk.Dataset, readJSONL(t, string(out)), wantRows)
 					}
-				}
-			})
+				})
+			}
 		}
 	}
+}
+
+// asViews returns the spec text with every bronze dataset that only APPLY CHANGES reads (a file
+// `source:`, not among checked, with no table-only setting) made a view over files (README "Views
+// over files"), and whether there was one: the case's expected tables must come out the same.
+func asViews(t *testing.T, text string, checked []string) (string, bool) {
+	t.Helper()
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(text), &doc); err != nil {
+		t.Fatal(err)
+	}
+	get := func(m *yaml.Node, key string) *yaml.Node {
+		for i := 0; m != nil && m.Kind == yaml.MappingNode && i+1 < len(m.Content); i += 2 {
+			if m.Content[i].Value == key {
+				return m.Content[i+1]
+			}
+		}
+		return nil
+	}
+	datasets := get(doc.Content[0], "datasets")
+	readers := map[string]int{}   // dataset -> how many apply_changes read it
+	otherUse := map[string]bool{} // read otherwise (a query, a table source, a snapshot)
+	for _, d := range datasets.Content {
+		if ac := get(d, "apply_changes"); ac != nil {
+			readers[get(ac, "source").Value]++
+		}
+		if q := get(d, "query"); q != nil {
+			for _, other := range datasets.Content {
+				if n := get(other, "name").Value; strings.Contains(q.Value, n) {
+					otherUse[n] = true
+				}
+			}
+		}
+		if s := get(d, "apply_changes_from_snapshot"); s != nil && get(s, "source") != nil && get(s, "source").Kind == yaml.ScalarNode {
+			otherUse[get(s, "source").Value] = true
+		}
+	}
+	changed := false
+	for _, d := range datasets.Content {
+		name, src := get(d, "name").Value, get(d, "source")
+		if src == nil || readers[name] == 0 || otherUse[name] || strings.Contains(strings.Join(checked, ","), name) ||
+			get(src, "schema") == nil || get(src, "table") != nil || get(d, "partition_by") != nil || get(d, "table_properties") != nil ||
+			strings.Contains(text, "quarantine") {
+			continue
+		}
+		if f := get(src, "format"); f == nil || (f.Value != "json" && f.Value != "csv" && f.Value != "parquet" && f.Value != "debezium") {
+			continue
+		}
+		if ty := get(d, "type"); ty != nil {
+			ty.Value = "view"
+		} else {
+			d.Content = append(d.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "type"}, &yaml.Node{Kind: yaml.ScalarNode, Value: "view"})
+		}
+		changed = true
+	}
+	out, err := yaml.Marshal(&doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), changed
 }
 
 // readBatches groups the lines of an input.ndjson by "_batch" (default 1), dropping that key
