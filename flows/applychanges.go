@@ -2,6 +2,7 @@ package flows
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -603,22 +604,43 @@ func commitApply(d *spec.Dataset, b *changeBatch, removes []delta.Remove, adds [
 }
 
 // writeRows writes out in data files of at most targetFileRows rows and calls placed for every
-// row with the path of the file that holds it.
+// row with the path of the file that holds it. A batch of at least 2 × parallelFileRows rows is
+// cut into at least rewriteWorkers() files, written at the same time (each file's encoding and
+// compression is one goroutine's work); placed is called from the calling goroutine, in row order.
 func writeRows(t *delta.Table, s schema.Schema, out [][]any, placed func(row []any, path string)) ([]delta.Add, error) {
-	var adds []delta.Add
-	for start := 0; start < len(out); start += targetFileRows {
-		end := min(start+targetFileRows, len(out))
-		add, err := t.WriteFile(s, out[start:end])
-		if err != nil {
-			return nil, err
-		}
-		adds = append(adds, add)
+	n := (len(out) + targetFileRows - 1) / targetFileRows
+	if len(out) >= 2*parallelFileRows {
+		n = max(n, min(rewriteWorkers(), len(out)/parallelFileRows))
+	}
+	bounds := func(i int) (int, int) { return i * len(out) / n, (i + 1) * len(out) / n }
+	adds := make([]delta.Add, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, rewriteWorkers())
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			start, end := bounds(i)
+			adds[i], errs[i] = t.WriteFile(s, out[start:end])
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for i, add := range adds {
+		start, end := bounds(i)
 		for _, r := range out[start:end] {
 			placed(r, add.Path)
 		}
 	}
 	return adds, nil
 }
+
+// parallelFileRows is the fewest rows of a data file that writeRows writes beside another.
+const parallelFileRows = 250_000
 
 // replacement is a data file rewritten by copy-on-write: the remove of the old file, the add of
 // the new one (none when no row survived) and the new file's path ("" then).
