@@ -93,3 +93,22 @@ func TestViewTableCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestViewFullRefreshAllEvents: --full-refresh-all resets every table; a view over files has none,
+// so the event log records a full refresh of its readers only, not a removed table of the view.
+func TestViewFullRefreshAllEvents(t *testing.T) {
+	specPath, landing := viewReviewDir(t)
+	copyString(t, filepath.Join(landing, "a.json"), `{"op": "I", "id": 1, "name": "a", "seq": 1}`+"\n")
+	mustRun(t, "run", specPath)
+	mustRun(t, "run", specPath, "--full-refresh-all")
+	out := mustRun(t, "events", specPath, "--update", "latest", "--type", "user_action", "--format", "jsonl")
+	var refreshed []string
+	for _, e := range readJSONL(t, out) {
+		if o, ok := e["origin"].(map[string]any); ok && strings.Contains(e["message"].(string), "fully refreshed") {
+			refreshed = append(refreshed, o["dataset_name"].(string))
+		}
+	}
+	if strings.Join(refreshed, ",") != "target,target2" {
+		t.Errorf("--full-refresh-all logged full refreshes of %v, want target and target2", refreshed)
+	}
+}
