@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"tributary/schema"
 	"tributary/spec"
 )
 
@@ -75,10 +76,29 @@ func TestViewOverFilesFormats(t *testing.T) {
 		{"b.csv": "op,id,name,seq\nD,2,,4\nU,3,c,5\nX,4,,6\n", "c.csv": "op,id,name,seq\n"},
 		{"d.csv": "op,id,name,seq\nT,,,7\nI,6,f,8\n"},
 	}
+	dbzRounds := []round{
+		{"a.json": `{"op":"r","after":{"id":1,"name":"a"},"source":{"lsn":1,"ts_ms":1}}` + "\n" +
+			`{"schema":{},"payload":{"op":"c","after":{"id":2,"name":"b","x":1},"source":{"lsn":2,"ts_ms":2}}}` + "\n" +
+			`{"key":{"id":2},"value":null}` + "\n" + `{"op":"q"}` + "\n"},
+		{"b.json": `{"op":"u","before":{"id":1},"after":{"id":1,"name":"a2"},"source":{"lsn":3,"ts_ms":3}}` + "\n" +
+			`{"op":"d","before":{"id":2},"after":null,"source":{"lsn":4,"ts_ms":4}}` + "\n"},
+	}
+	pqSchema := schema.Schema{Fields: []schema.Field{
+		{Name: "op", Type: schema.Type{Kind: schema.String}, Nullable: true},
+		{Name: "id", Type: schema.Type{Kind: schema.Long}, Nullable: true},
+		{Name: "name", Type: schema.Type{Kind: schema.String}, Nullable: true},
+		{Name: "seq", Type: schema.Type{Kind: schema.Long}, Nullable: true},
+	}}
+	pqRounds := []round{
+		{"a.parquet": string(parquetBytes(t, pqSchema, [][]any{{"I", int64(1), "a", int64(1)}, {"I", int64(2), "b", int64(2)}, {"U", int64(1), nil, int64(3)}}))},
+		{"b.parquet": string(parquetBytes(t, pqSchema, [][]any{{"D", int64(2), nil, int64(4)}, {"X", int64(3), "c", int64(5)}, {"T", nil, nil, int64(6)}, {"I", int64(7), "g", int64(7)}}))},
+	}
 	for _, c := range []struct {
 		name, source string
 		rounds       []round
 	}{
+		{"debezium", "      format: debezium\n      schema: \"id BIGINT, name STRING, _op STRING, _source_ts_ms BIGINT\"\n      rescued_data_column: _rescued\n", dbzRounds},
+		{"parquet", "      format: parquet\n      schema: \"op STRING, id BIGINT, name STRING, seq BIGINT\"\n      include_metadata: true\n", pqRounds},
 		{"json metadata rescued dropmalformed", "      format: json\n      schema: \"op STRING, id BIGINT, name STRING, seq BIGINT\"\n      include_metadata: true\n      rescued_data_column: _rescued\n      mode: dropmalformed\n", jsonRounds},
 		{"json permissive two files a batch", "      format: json\n      schema: \"op STRING, id BIGINT, name STRING, seq BIGINT\"\n      max_files_per_trigger: 2\n", jsonRounds},
 		{"csv header", "      format: csv\n      schema: \"op STRING, id BIGINT, name STRING, seq BIGINT\"\n      options: {header: true}\n      include_metadata: true\n", csvRounds},
@@ -104,6 +124,11 @@ datasets:
     expectations:
       - {name: has_seq, expect: seq != nil and op != "T", on_violation: drop}
 `
+				if c.name == "debezium" {
+					r := strings.NewReplacer(`'op in ["I", "U", "D", "T"]'`, `_op != nil`, "op == \"D\"", "_op == \"d\"", "apply_as_truncates: op == \"T\", ", "",
+						"except_column_list: [op]", "except_column_list: [_op]", "sequence_by: seq", "sequence_by: _source_ts_ms", "seq != nil and op != \"T\"", "_source_ts_ms != nil", "seq != nil", "_source_ts_ms != nil")
+					text = r.Replace(text)
+				}
 				return dir, loadPipeline(t, dir, text)
 			}
 			bronzeDir, bronze := mk("streaming_table")
@@ -156,6 +181,11 @@ datasets:
 				}
 				if mv[1].BadRecords != mb[0].BadRecords || mv[2].BadRecords != mb[0].BadRecords {
 					t.Errorf("round %d: the readers counted %d and %d bad records, the streaming table %d", i, mv[1].BadRecords, mv[2].BadRecords, mb[0].BadRecords)
+				}
+			}
+			for _, target := range []string{"scd1", "scd2"} {
+				if _, rows := readTable(t, view, target); len(rows) == 0 {
+					t.Errorf("%s is empty: the test checks nothing", target)
 				}
 			}
 		})

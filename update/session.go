@@ -151,6 +151,9 @@ func begin(p *spec.Pipeline, opts Options) (*session, error) {
 		if d == nil {
 			return fail(fmt.Errorf("--full-refresh: pipeline %s has no dataset %q", p.Name, name))
 		}
+		if d.FileView() {
+			continue // nothing stored: its readers' full refresh reads its files again
+		}
 		if strings.EqualFold(d.TableProperties[ResetAllowedProperty], "false") {
 			events.Emit(eventlog.Warn, eventlog.UserAction, name, name, "Dataset "+name+" is not fully refreshed: its table property "+ResetAllowedProperty+` is "false", so it is updated normally.`,
 				map[string]any{"user_action": map[string]any{"action": "FULL_REFRESH_DENIED", "dataset": name}}, "")

@@ -97,7 +97,11 @@ func datasetTable(p *spec.Pipeline, name string) (*delta.Table, error) {
 		return nil, usageError(errors.New(unknownDataset(p, name)))
 	}
 	if d := p.Dataset(name); d.FileView() {
-		return nil, usageError(fmt.Errorf("dataset %s is a view over files: it is not stored, so it has no rows, versions or changes to show; show the dataset that reads it (%s), or make it a streaming_table (remove `type: view`) to keep its rows", name, strings.Join(viewReaders(p, name), ", ")))
+		readers := "no dataset reads it yet"
+		if r := viewReaders(p, name); len(r) > 0 {
+			readers = "the datasets that read it have one: " + strings.Join(r, ", ")
+		}
+		return nil, usageError(fmt.Errorf("dataset %s is a view over files: it is not stored, so it has no table (rows, versions, changes or files); %s. To keep its rows in a table of its own, make it a streaming_table (remove `type: view`)", name, readers))
 	}
 	t := delta.New(flows.TableDir(p.Storage, name))
 	if _, err := t.LatestVersion(); err != nil {

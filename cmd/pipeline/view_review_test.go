@@ -74,3 +74,41 @@ func TestViewFullRefreshTarget(t *testing.T) {
 		t.Errorf("after its full refresh target holds %d rows, want 2:\n%s", n, rows)
 	}
 }
+
+// TestViewTableCommands: every command that works on a dataset's table (show, history, changes,
+// optimize, vacuum) refuses a view over files with exit 2, saying it is not stored and naming
+// its readers, in words that fit the command (not "show" for a vacuum).
+func TestViewTableCommands(t *testing.T) {
+	specPath, landing := viewReviewDir(t)
+	copyString(t, filepath.Join(landing, "a.json"), `{"op": "I", "id": 1, "name": "a", "seq": 1}`+"\n")
+	mustRun(t, "run", specPath)
+	for _, args := range [][]string{{"show"}, {"history"}, {"changes", "--from-version", "0"}, {"optimize"}, {"vacuum"}} {
+		full := append([]string{args[0], specPath, "changes"}, args[1:]...)
+		r := pipeline(t, nil, full...)
+		if r.code != 2 || !strings.Contains(r.stderr, "changes is a view over files") || !strings.Contains(r.stderr, "target, target2") {
+			t.Errorf("%s of the view: exit %d, stderr %q", args[0], r.code, r.stderr)
+		}
+		if args[0] != "show" && strings.Contains(r.stderr, "to show") {
+			t.Errorf("%s of the view speaks of showing: %q", args[0], r.stderr)
+		}
+	}
+}
+
+// TestViewFullRefreshAllEvents: --full-refresh-all resets every table; a view over files has none,
+// so the event log records a full refresh of its readers only, not a removed table of the view.
+func TestViewFullRefreshAllEvents(t *testing.T) {
+	specPath, landing := viewReviewDir(t)
+	copyString(t, filepath.Join(landing, "a.json"), `{"op": "I", "id": 1, "name": "a", "seq": 1}`+"\n")
+	mustRun(t, "run", specPath)
+	mustRun(t, "run", specPath, "--full-refresh-all")
+	out := mustRun(t, "events", specPath, "--update", "latest", "--type", "user_action", "--format", "jsonl")
+	var refreshed []string
+	for _, e := range readJSONL(t, out) {
+		if o, ok := e["origin"].(map[string]any); ok && strings.Contains(e["message"].(string), "fully refreshed") {
+			refreshed = append(refreshed, o["dataset_name"].(string))
+		}
+	}
+	if strings.Join(refreshed, ",") != "target,target2" {
+		t.Errorf("--full-refresh-all logged full refreshes of %v, want target and target2", refreshed)
+	}
+}
