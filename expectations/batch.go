@@ -57,7 +57,10 @@ func (r Result) Action() string {
 func (q *Quality) Add(o Quality) {
 	q.DroppedRecords += o.DroppedRecords
 	q.QuarantinedRecords += o.QuarantinedRecords
-	if q.Expectations == nil {
+	if len(o.Expectations) == 0 {
+		return // a batch that failed before its rows were checked
+	}
+	if len(q.Expectations) == 0 {
 		q.Expectations = append([]Result(nil), o.Expectations...)
 		return
 	}
