@@ -163,9 +163,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics)
 		go func(in <-chan *eventBuf) {
 			defer foldDone.Done()
 			for buf := range in {
-				for i := range buf.evs {
-					fold.add(&buf.evs[i])
-				}
+				fold.addAll(buf.evs)
 				select {
 				case freeBufs <- buf:
 				default:
