@@ -86,11 +86,12 @@ func (r reduceResult) above(trunc []any) reduceResult {
 //
 // While every key is one BIGINT and every sequence one BIGINT (the common shape of a change
 // feed) and every row has the same width, the winners are not events but positions: ints holds
-// each key's position, sequence, arrival and kind in one entry, and vals each winner's sequence
-// and row values, one after the other. An event touches its key's entry and, when it wins, its
-// winner's values, and nothing else: with a million keys, nearly every one of those accesses
-// misses the cache, so fewer places is faster. finish (or the first event of
-// another shape, which moves the fold to res.index) turns the positions into events.
+// each key's position, sequence, arrival and kind in one entry, and vals each winner's key,
+// sequence and row values, one after the other (in blocks of valsBlock winners). An event
+// touches its key's entry and, when it wins, its winner's values, and nothing else: with a
+// million keys, nearly every one of those accesses misses the cache, so fewer places is faster
+// (and addAll overlaps the misses of many events). finish (or the first event of another shape,
+// which moves the fold to res.index) turns the positions into events.
 type folder struct {
 	res  reduceResult
 	kb   []byte
@@ -98,10 +99,36 @@ type folder struct {
 	evs  []event // the unused part of the current block of winners
 
 	ints    *intTable // while not nil: each key's position, sequence, arrival and kind
-	intKeys []any     // each winner's key value (a BIGINT), by position
-	vals    []any     // each winner's sequence value then row values, by position
+	nInts   int       // winners of the BIGINT fold
+	vals    [][]any   // each winner's key, sequence and row values, by position, in blocks (winnerVals)
 	rowLen  int       // the width of the rows folded so far; -1 before the first
 	touched int       // what intGroup's reads ahead found, kept so that they are not left out
+}
+
+// valsBlock is how many winners of the BIGINT fold a block of folder.vals holds: the values grow
+// a block at a time, never copied to a larger array (which for a million keys would copy
+// hundreds of megabytes of pointers, each copy scanned by the collector).
+const valsBlock = 1 << 14
+
+// winnerVals returns the values of the winner at position at: its key, its sequence and its
+// row, 2+rowLen of them.
+func (f *folder) winnerVals(at int) []any {
+	w := 2 + f.rowLen
+	o := at % valsBlock * w
+	return f.vals[at/valsBlock][o : o+w : o+w]
+}
+
+// newWinner adds ev, the first event of its key k and sequence s, to the BIGINT fold.
+func (f *folder) newWinner(ev *event, k, s int64) {
+	at := f.nInts
+	f.ints.insert(intEntry{key: k, seq: s, arrival: ev.arrival, pos: int32(at + 1), delete: ev.delete})
+	f.nInts++
+	if at%valsBlock == 0 {
+		f.vals = append(f.vals, make([]any, valsBlock*(2+f.rowLen)))
+	}
+	vals := f.winnerVals(at)
+	vals[0], vals[1] = ev.key[0], ev.seq[0]
+	copy(vals[2:], ev.row)
 }
 
 // intTable is the BIGINT fold's table of winners: open addressing with linear probing at a load
@@ -298,11 +325,10 @@ func (f *folder) intGroup(g []event) bool {
 	var copies [foldGroup]struct{ at, ev int32 }
 	n := 0
 	flush := func() {
-		w := 1 + f.rowLen
 		for _, c := range copies[:n] {
-			ev, vals := &g[c.ev], f.vals[int(c.at)*w:(int(c.at)+1)*w]
-			vals[0] = ev.seq[0]
-			copy(vals[1:], ev.row)
+			ev, vals := &g[c.ev], f.winnerVals(int(c.at))
+			vals[1] = ev.seq[0]
+			copy(vals[2:], ev.row)
 		}
 		n = 0
 	}
@@ -312,22 +338,19 @@ func (f *folder) intGroup(g []event) bool {
 		f.rowLen = len(ev.row)
 		e := t.find(k)
 		if e.pos == 0 {
-			t.insert(intEntry{key: k, seq: s, arrival: ev.arrival, pos: int32(len(f.intKeys) + 1), delete: ev.delete})
-			f.intKeys = append(f.intKeys, ev.key[0])
-			f.vals = append(append(f.vals, ev.seq[0]), ev.row...)
+			f.newWinner(ev, k, s)
 			continue
 		}
 		if s < e.seq {
 			continue
 		}
-		w := 1 + f.rowLen
 		at := int(e.pos - 1)
 		if s == e.seq {
 			flush()
-			vals := f.vals[at*w : (at+1)*w]
-			if e.delete != ev.delete || (!ev.delete && !sameValues(vals[1:], ev.row)) {
+			vals := f.winnerVals(at)
+			if e.delete != ev.delete || (!ev.delete && !sameValues(vals[2:], ev.row)) {
 				f.res.ties++
-				f.res.tieSeqs = append(f.res.tieSeqs, f.clone(vals[:1]))
+				f.res.tieSeqs = append(f.res.tieSeqs, f.clone(vals[1:2]))
 			}
 			if !(ev.delete && !e.delete) && !(!ev.delete && !e.delete && ev.arrival > e.arrival) {
 				continue
@@ -338,9 +361,8 @@ func (f *folder) intGroup(g []event) bool {
 		n++
 	}
 	// Read the first and last value of each winner to be replaced, so that the misses overlap.
-	w := 1 + f.rowLen
 	for _, c := range copies[:n] {
-		if f.vals[int(c.at)*w] != nil && f.vals[(int(c.at)+1)*w-1] != nil {
+		if vals := f.winnerVals(int(c.at)); vals[1] != nil && vals[len(vals)-1] != nil {
 			touched++
 		}
 	}
@@ -354,29 +376,25 @@ func (f *folder) addInt(ev *event, k, s int64) {
 	f.rowLen = len(ev.row)
 	e := f.ints.find(k)
 	if e.pos == 0 {
-		f.ints.insert(intEntry{key: k, seq: s, arrival: ev.arrival, pos: int32(len(f.intKeys) + 1), delete: ev.delete})
-		f.intKeys = append(f.intKeys, ev.key[0])
-		f.vals = append(append(f.vals, ev.seq[0]), ev.row...)
+		f.newWinner(ev, k, s)
 		return
 	}
 	if s < e.seq {
 		return
 	}
-	w := 1 + f.rowLen
-	at := int(e.pos - 1)
-	vals := f.vals[at*w : (at+1)*w]
+	vals := f.winnerVals(int(e.pos - 1))
 	if s == e.seq {
-		if e.delete != ev.delete || (!ev.delete && !sameValues(vals[1:], ev.row)) {
+		if e.delete != ev.delete || (!ev.delete && !sameValues(vals[2:], ev.row)) {
 			f.res.ties++
-			f.res.tieSeqs = append(f.res.tieSeqs, f.clone(vals[:1]))
+			f.res.tieSeqs = append(f.res.tieSeqs, f.clone(vals[1:2]))
 		}
 		if !(ev.delete && !e.delete) && !(!ev.delete && !e.delete && ev.arrival > e.arrival) {
 			return
 		}
 	}
 	e.seq, e.arrival, e.delete = s, ev.arrival, ev.delete
-	vals[0] = ev.seq[0]
-	copy(vals[1:], ev.row)
+	vals[1] = ev.seq[0]
+	copy(vals[2:], ev.row)
 }
 
 // sameValues says whether a and b hold equal values (schema.Equal), position by position.
@@ -403,20 +421,19 @@ func oneInt64(key, seq []any) (k, s int64, ok bool) {
 // indexKeys turns the winners of the BIGINT fold into events, in res.winners, and their keys
 // into res.index and res.order, in the order they came, as the general fold keeps them.
 func (f *folder) indexKeys() {
-	n := len(f.intKeys)
+	n := f.nInts
 	f.res.index = make(map[string]int, n)
 	f.res.order = make([]string, n)
 	f.res.winners = make([]*event, n)
 	evs := make([]event, n)
-	w := 1 + f.rowLen
 	for i := range f.ints.entries {
 		e := &f.ints.entries[i]
 		if e.pos == 0 {
 			continue
 		}
 		at := int(e.pos - 1)
-		o := at * w
-		evs[at] = event{key: f.intKeys[at : at+1 : at+1], seq: f.vals[o : o+1 : o+1], row: f.vals[o+1 : o+w : o+w], delete: e.delete, arrival: e.arrival}
+		vals := f.winnerVals(at)
+		evs[at] = event{key: vals[0:1:1], seq: vals[1:2:2], row: vals[2:], delete: e.delete, arrival: e.arrival}
 	}
 	for at := range evs {
 		f.res.winners[at] = &evs[at]
@@ -425,7 +442,7 @@ func (f *folder) indexKeys() {
 		f.res.index[k] = at
 		f.res.order[at] = k
 	}
-	f.ints, f.intKeys, f.vals = nil, nil, nil
+	f.ints, f.nInts, f.vals = nil, 0, nil
 }
 
 // finish returns the winners folded so far.

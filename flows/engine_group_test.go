@@ -7,11 +7,12 @@ import (
 )
 
 // TestFolderAddAll: folding events in groups (folder.addAll, as the folding goroutine of
-// readChangeBatch does) gives exactly what folding them one at a time (folder.add) gives: the
-// same keys in the same order, winners and ties, also when a key comes back within one group
-// (ties included), when an event of another shape (a NULL sequence, a STRING key) comes half-way
-// through a group, and when the caller overwrites each group's events once addAll returns (the
-// folder must have copied what it keeps).
+// readChangeBatch does) gives exactly what the general fold by encoded key gives, one event at
+// a time: the same keys in the same order, winners and ties, also when a key comes back within
+// one group (ties included), when an event of another shape (a NULL sequence, a STRING key)
+// comes half-way through a group, when the winners fill several blocks of values, and when the
+// caller overwrites each group's events once addAll returns (the folder must have copied what
+// it keeps).
 func TestFolderAddAll(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -24,6 +25,7 @@ func TestFolderAddAll(t *testing.T) {
 		{"few keys: repeats and ties within a group", 5, 4, 2000, nil},
 		{"many keys: the table grows", 5000, 30, 30_000, nil},
 		{"rising sequences", 3000, 0, 20_000, nil},
+		{"more keys than a block of values holds", 3 * valsBlock, 0, 8 * valsBlock, nil},
 		{"a NULL sequence half-way through a group", 40, 10, 3000, func(evs []event) { evs[1530].seq = []any{nil} }},
 		{"a STRING key half-way through a group", 40, 10, 3000, func(evs []event) { evs[777].key = []any{"k"} }},
 	}
@@ -42,7 +44,8 @@ func TestFolderAddAll(t *testing.T) {
 			if c.mutate != nil {
 				c.mutate(events)
 			}
-			one := newFolder(0)
+			// The reference: the general fold by encoded key, one event at a time.
+			one := &folder{res: reduceResult{index: map[string]int{}}}
 			for i := range events {
 				one.add(&events[i])
 			}
