@@ -37,9 +37,12 @@ type keyChange struct {
 
 // reduceResult is the batch reduced to one winning event per key.
 type reduceResult struct {
-	index   map[string]int // encoded key (appendValues) -> its position in order and winners
-	order   []string       // keys in order of first arrival, so output is deterministic
-	winners []*event       // the winner of each key of order
+	// index maps an encoded key (appendValues) to its position in order and winners; nil in the
+	// result of a fold that stayed on the BIGINT path until keyIndex builds it (an SCD type 1
+	// batch into an empty target never needs it).
+	index   map[string]int
+	order   []string // keys in order of first arrival, so output is deterministic
+	winners []*event // the winner of each key of order
 	ties    int64
 	tieSeqs [][]any // the sequence of each tie counted in ties
 }
@@ -49,10 +52,21 @@ type reduceResult struct {
 // tie between events that differ is counted.
 func reduce(events []event) reduceResult {
 	f := newFolder(len(events))
-	for i := range events {
-		f.add(&events[i])
+	f.addAll(events)
+	r := f.finish()
+	r.keyIndex()
+	return r
+}
+
+// keyIndex returns r.index, which it builds from r.order first when it is nil.
+func (r *reduceResult) keyIndex() map[string]int {
+	if r.index == nil {
+		r.index = make(map[string]int, len(r.order))
+		for i, k := range r.order {
+			r.index[k] = i
+		}
 	}
-	return f.finish()
+	return r.index
 }
 
 // above returns r without the keys whose winner is at or below the sequence trunc, and without
@@ -258,7 +272,7 @@ func (f *folder) add(ev *event) {
 			f.addInt(ev, k, s)
 			return
 		}
-		f.indexKeys()
+		f.indexKeys(true)
 	}
 	f.kb = appendValues(f.kb[:0], ev.key)
 	at, ok := res.index[string(f.kb)]
@@ -419,10 +433,10 @@ func oneInt64(key, seq []any) (k, s int64, ok bool) {
 }
 
 // indexKeys turns the winners of the BIGINT fold into events, in res.winners, and their keys
-// into res.index and res.order, in the order they came, as the general fold keeps them.
-func (f *folder) indexKeys() {
+// into res.order, in the order they came, as the general fold keeps them; res.index only when
+// withIndex (the general fold goes on from there). The encoded keys are windows of one string.
+func (f *folder) indexKeys(withIndex bool) {
 	n := f.nInts
-	f.res.index = make(map[string]int, n)
 	f.res.order = make([]string, n)
 	f.res.winners = make([]*event, n)
 	evs := make([]event, n)
@@ -435,20 +449,28 @@ func (f *folder) indexKeys() {
 		vals := f.winnerVals(at)
 		evs[at] = event{key: vals[0:1:1], seq: vals[1:2:2], row: vals[2:], delete: e.delete, arrival: e.arrival}
 	}
+	var all []byte
+	ends := make([]int, n)
 	for at := range evs {
 		f.res.winners[at] = &evs[at]
-		f.kb = appendValues(f.kb[:0], evs[at].key)
-		k := string(f.kb)
-		f.res.index[k] = at
-		f.res.order[at] = k
+		all = appendValues(all, evs[at].key)
+		ends[at] = len(all)
+	}
+	keys, start := string(all), 0
+	for at, end := range ends {
+		f.res.order[at], start = keys[start:end], end
+	}
+	if withIndex {
+		f.res.keyIndex()
 	}
 	f.ints, f.nInts, f.vals = nil, 0, nil
 }
 
-// finish returns the winners folded so far.
+// finish returns the winners folded so far; the result of a fold that stayed on the BIGINT path
+// has no index yet (reduceResult.keyIndex).
 func (f *folder) finish() reduceResult {
 	if f.ints != nil {
-		f.indexKeys()
+		f.indexKeys(false)
 	}
 	return f.res
 }

@@ -22,14 +22,16 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 	mor := mergeOnRead(b.snap)
 	// The state of the batch's keys suffices, unless the batch truncates every key, or the state
 	// must be written whole, or the table was rewritten under it (then the loop loads it whole).
+	// A target without a state yet (the first batch) needs no keys.
 	var want map[string]int
-	if b.truncate == nil {
+	if b.truncate == nil && b.stateID != "" {
 		want = batchKeys(b)
 	}
 	var (
 		state      *cdcState
 		err        error
 		red        reduceResult
+		reduced    bool // red holds the batch's winners above the truncate sequence
 		changes    []keyChange
 		storedTies int64
 		touched    map[string]*keyChange
@@ -48,7 +50,7 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 			trunc = b.truncate
 		}
 		switch {
-		case red.index != nil: // the second pass: the same batch, the same truncate
+		case reduced: // the second pass: the same batch, the same truncate
 		case b.reduced != nil:
 			red = b.reduced.above(trunc)
 		default:
@@ -64,6 +66,7 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 			}
 			red = reduce(events)
 		}
+		reduced = true
 		changes, storedTies = decide(red, state.entry)
 		if newTrunc {
 			for i := range state.slots {
@@ -71,7 +74,7 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 					continue // an old tombstone: the truncate sequence now covers it
 				}
 				k := string(state.keyBytes(i))
-				if _, won := red.index[k]; won {
+				if _, won := red.keyIndex()[k]; won {
 					continue
 				}
 				e := state.entryAt(i)
@@ -346,7 +349,7 @@ func (s *cdcState) stale(snap *delta.Snapshot, touched map[string]*keyChange) bo
 // batchKeys returns the encoded keys (appendValues) of the batch's events.
 func batchKeys(b *changeBatch) map[string]int {
 	if b.reduced != nil {
-		return b.reduced.index
+		return b.reduced.keyIndex()
 	}
 	out := make(map[string]int, len(b.events))
 	var kb []byte
