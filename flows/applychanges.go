@@ -212,7 +212,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	// which copies what it keeps too: a view's rows are then folded straight from the memory of
 	// their input, which is reused once the group is folded (eventBuf.done).
 	var fold interface {
-		add(*event)
+		addAll([]event)
 		finish() reduceResult
 	}
 	typed := false
@@ -230,13 +230,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 		go func(in <-chan *eventBuf) {
 			defer foldDone.Done()
 			for buf := range in {
-				if tf, ok := fold.(*typedFold); ok {
-					tf.addAll(buf.evs)
-				} else {
-					for i := range buf.evs {
-						fold.add(&buf.evs[i])
-					}
-				}
+				fold.addAll(buf.evs)
 				if buf.done != nil {
 					buf.done()
 					buf.done = nil

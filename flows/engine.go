@@ -37,9 +37,12 @@ type keyChange struct {
 
 // reduceResult is the batch reduced to one winning event per key.
 type reduceResult struct {
-	index   map[string]int // encoded key (appendValues) -> its position in order and winners
-	order   []string       // keys in order of first arrival, so output is deterministic
-	winners []*event       // the winner of each key of order
+	// index maps an encoded key (appendValues) to its position in order and winners; nil in the
+	// result of a fold that stayed on the BIGINT path until keyIndex builds it (an SCD type 1
+	// batch into an empty target never needs it).
+	index   map[string]int
+	order   []string // keys in order of first arrival, so output is deterministic
+	winners []*event // the winner of each key of order
 	ties    int64
 	tieSeqs [][]any // the sequence of each tie counted in ties
 }
@@ -49,10 +52,21 @@ type reduceResult struct {
 // tie between events that differ is counted.
 func reduce(events []event) reduceResult {
 	f := newFolder(len(events))
-	for i := range events {
-		f.add(&events[i])
+	f.addAll(events)
+	r := f.finish()
+	r.keyIndex()
+	return r
+}
+
+// keyIndex returns r.index, which it builds from r.order first when it is nil.
+func (r *reduceResult) keyIndex() map[string]int {
+	if r.index == nil {
+		r.index = make(map[string]int, len(r.order))
+		for i, k := range r.order {
+			r.index[k] = i
+		}
 	}
-	return f.finish()
+	return r.index
 }
 
 // above returns r without the keys whose winner is at or below the sequence trunc, and without
@@ -86,11 +100,12 @@ func (r reduceResult) above(trunc []any) reduceResult {
 //
 // While every key is one BIGINT and every sequence one BIGINT (the common shape of a change
 // feed) and every row has the same width, the winners are not events but positions: ints holds
-// each key's position, sequence, arrival and kind in one entry, and vals each winner's sequence
-// and row values, one after the other. An event touches its key's entry and, when it wins, its
-// winner's values, and nothing else: with a million keys, nearly every one of those accesses
-// misses the cache, so fewer places is faster. finish (or the first event of
-// another shape, which moves the fold to res.index) turns the positions into events.
+// each key's position, sequence, arrival and kind in one entry, and vals each winner's key,
+// sequence and row values, one after the other (in blocks of valsBlock winners). An event
+// touches its key's entry and, when it wins, its winner's values, and nothing else: with a
+// million keys, nearly every one of those accesses misses the cache, so fewer places is faster
+// (and addAll overlaps the misses of many events). finish (or the first event of another shape,
+// which moves the fold to res.index) turns the positions into events.
 type folder struct {
 	res  reduceResult
 	kb   []byte
@@ -98,9 +113,36 @@ type folder struct {
 	evs  []event // the unused part of the current block of winners
 
 	ints    *intTable // while not nil: each key's position, sequence, arrival and kind
-	intKeys []any     // each winner's key value (a BIGINT), by position
-	vals    []any     // each winner's sequence value then row values, by position
+	nInts   int       // winners of the BIGINT fold
+	vals    [][]any   // each winner's key, sequence and row values, by position, in blocks (winnerVals)
 	rowLen  int       // the width of the rows folded so far; -1 before the first
+	touched int       // what intGroup's reads ahead found, kept so that they are not left out
+}
+
+// valsBlock is how many winners of the BIGINT fold a block of folder.vals holds: the values grow
+// a block at a time, never copied to a larger array (which for a million keys would copy
+// hundreds of megabytes of pointers, each copy scanned by the collector).
+const valsBlock = 1 << 14
+
+// winnerVals returns the values of the winner at position at: its key, its sequence and its
+// row, 2+rowLen of them.
+func (f *folder) winnerVals(at int) []any {
+	w := 2 + f.rowLen
+	o := at % valsBlock * w
+	return f.vals[at/valsBlock][o : o+w : o+w]
+}
+
+// newWinner adds ev, the first event of its key k and sequence s, to the BIGINT fold.
+func (f *folder) newWinner(ev *event, k, s int64) {
+	at := f.nInts
+	f.ints.insert(intEntry{key: k, seq: s, arrival: ev.arrival, pos: int32(at + 1), delete: ev.delete})
+	f.nInts++
+	if at%valsBlock == 0 {
+		f.vals = append(f.vals, make([]any, valsBlock*(2+f.rowLen)))
+	}
+	vals := f.winnerVals(at)
+	vals[0], vals[1] = ev.key[0], ev.seq[0]
+	copy(vals[2:], ev.row)
 }
 
 // intTable is the BIGINT fold's table of winners: open addressing with linear probing at a load
@@ -230,7 +272,7 @@ func (f *folder) add(ev *event) {
 			f.addInt(ev, k, s)
 			return
 		}
-		f.indexKeys()
+		f.indexKeys(true)
 	}
 	f.kb = appendValues(f.kb[:0], ev.key)
 	at, ok := res.index[string(f.kb)]
@@ -245,34 +287,128 @@ func (f *folder) add(ev *event) {
 	f.beat(cur, ev, compareSeq(ev.seq, cur.seq))
 }
 
+// foldGroup is how many events addAll looks up at once: enough that the cache misses of their
+// lookups overlap, few enough that the entries they touch stay in the cache until folded.
+const foldGroup = 64
+
+// addAll folds evs, in order, into the winners, as add does one at a time. On the BIGINT path it
+// takes them foldGroup at a time in three passes: the first reads each event's home entry of
+// the table, the second folds the events into their entries (now in the cache) and reads the
+// values of each winner that an event replaces, the third copies those events' values. Each
+// event's two accesses to memory then wait together with the group's others instead of one
+// after the other, which is most of the time of a fold of a million keys.
+func (f *folder) addAll(evs []event) {
+	for len(evs) > 0 {
+		g := evs[:min(len(evs), foldGroup)]
+		evs = evs[len(g):]
+		if !f.intGroup(g) {
+			for i := range g {
+				f.add(&g[i])
+			}
+		}
+	}
+}
+
+// intGroup folds g, at most foldGroup events, by addAll's three passes, when the fold is on the
+// BIGINT path and every event of g is of its shape; otherwise it does nothing and returns false.
+func (f *folder) intGroup(g []event) bool {
+	if f.ints == nil {
+		return false
+	}
+	var keys, seqs [foldGroup]int64
+	rowLen := f.rowLen
+	for i := range g {
+		ev := &g[i]
+		k, s, ok := oneInt64(ev.key, ev.seq)
+		if !ok || ev.row == nil || (rowLen >= 0 && len(ev.row) != rowLen) {
+			return false
+		}
+		rowLen = len(ev.row)
+		keys[i], seqs[i] = k, s
+	}
+	t := f.ints
+	// Pass 1: read each home entry, so that the misses overlap; touched keeps the reads.
+	touched := 0
+	for i := range g {
+		if t.entries[(uint64(keys[i])*0x9E3779B97F4A7C15)>>t.shift].pos != 0 {
+			touched++
+		}
+	}
+	// Pass 2: fold each event into its entry. A winner that is replaced has its values copied in
+	// pass 3 (copy lists them); a tie compares with the values, so it first does the copies so far.
+	var copies [foldGroup]struct{ at, ev int32 }
+	n := 0
+	flush := func() {
+		for _, c := range copies[:n] {
+			ev, vals := &g[c.ev], f.winnerVals(int(c.at))
+			vals[1] = ev.seq[0]
+			copy(vals[2:], ev.row)
+		}
+		n = 0
+	}
+	for i := range g {
+		ev := &g[i]
+		k, s := keys[i], seqs[i]
+		f.rowLen = len(ev.row)
+		e := t.find(k)
+		if e.pos == 0 {
+			f.newWinner(ev, k, s)
+			continue
+		}
+		if s < e.seq {
+			continue
+		}
+		at := int(e.pos - 1)
+		if s == e.seq {
+			flush()
+			vals := f.winnerVals(at)
+			if e.delete != ev.delete || (!ev.delete && !sameValues(vals[2:], ev.row)) {
+				f.res.ties++
+				f.res.tieSeqs = append(f.res.tieSeqs, f.clone(vals[1:2]))
+			}
+			if !(ev.delete && !e.delete) && !(!ev.delete && !e.delete && ev.arrival > e.arrival) {
+				continue
+			}
+		}
+		e.seq, e.arrival, e.delete = s, ev.arrival, ev.delete
+		copies[n] = struct{ at, ev int32 }{int32(at), int32(i)}
+		n++
+	}
+	// Read the first and last value of each winner to be replaced, so that the misses overlap.
+	for _, c := range copies[:n] {
+		if vals := f.winnerVals(int(c.at)); vals[1] != nil && vals[len(vals)-1] != nil {
+			touched++
+		}
+	}
+	flush()
+	f.touched += touched
+	return true
+}
+
 // addInt folds an event whose key k and sequence s are BIGINTs, by the rules of beat.
 func (f *folder) addInt(ev *event, k, s int64) {
 	f.rowLen = len(ev.row)
 	e := f.ints.find(k)
 	if e.pos == 0 {
-		f.ints.insert(intEntry{key: k, seq: s, arrival: ev.arrival, pos: int32(len(f.intKeys) + 1), delete: ev.delete})
-		f.intKeys = append(f.intKeys, ev.key[0])
-		f.vals = append(append(f.vals, ev.seq[0]), ev.row...)
+		f.newWinner(ev, k, s)
 		return
 	}
 	if s < e.seq {
 		return
 	}
-	w := 1 + f.rowLen
-	at := int(e.pos - 1)
-	vals := f.vals[at*w : (at+1)*w]
+	vals := f.winnerVals(int(e.pos - 1))
 	if s == e.seq {
-		if e.delete != ev.delete || (!ev.delete && !sameValues(vals[1:], ev.row)) {
+		if e.delete != ev.delete || (!ev.delete && !sameValues(vals[2:], ev.row)) {
 			f.res.ties++
-			f.res.tieSeqs = append(f.res.tieSeqs, f.clone(vals[:1]))
+			f.res.tieSeqs = append(f.res.tieSeqs, f.clone(vals[1:2]))
 		}
 		if !(ev.delete && !e.delete) && !(!ev.delete && !e.delete && ev.arrival > e.arrival) {
 			return
 		}
 	}
 	e.seq, e.arrival, e.delete = s, ev.arrival, ev.delete
-	vals[0] = ev.seq[0]
-	copy(vals[1:], ev.row)
+	vals[1] = ev.seq[0]
+	copy(vals[2:], ev.row)
 }
 
 // sameValues says whether a and b hold equal values (schema.Equal), position by position.
@@ -297,37 +433,44 @@ func oneInt64(key, seq []any) (k, s int64, ok bool) {
 }
 
 // indexKeys turns the winners of the BIGINT fold into events, in res.winners, and their keys
-// into res.index and res.order, in the order they came, as the general fold keeps them.
-func (f *folder) indexKeys() {
-	n := len(f.intKeys)
-	f.res.index = make(map[string]int, n)
+// into res.order, in the order they came, as the general fold keeps them; res.index only when
+// withIndex (the general fold goes on from there). The encoded keys are windows of one string.
+func (f *folder) indexKeys(withIndex bool) {
+	n := f.nInts
 	f.res.order = make([]string, n)
 	f.res.winners = make([]*event, n)
 	evs := make([]event, n)
-	w := 1 + f.rowLen
 	for i := range f.ints.entries {
 		e := &f.ints.entries[i]
 		if e.pos == 0 {
 			continue
 		}
 		at := int(e.pos - 1)
-		o := at * w
-		evs[at] = event{key: f.intKeys[at : at+1 : at+1], seq: f.vals[o : o+1 : o+1], row: f.vals[o+1 : o+w : o+w], delete: e.delete, arrival: e.arrival}
+		vals := f.winnerVals(at)
+		evs[at] = event{key: vals[0:1:1], seq: vals[1:2:2], row: vals[2:], delete: e.delete, arrival: e.arrival}
 	}
+	var all []byte
+	ends := make([]int, n)
 	for at := range evs {
 		f.res.winners[at] = &evs[at]
-		f.kb = appendValues(f.kb[:0], evs[at].key)
-		k := string(f.kb)
-		f.res.index[k] = at
-		f.res.order[at] = k
+		all = appendValues(all, evs[at].key)
+		ends[at] = len(all)
 	}
-	f.ints, f.intKeys, f.vals = nil, nil, nil
+	keys, start := string(all), 0
+	for at, end := range ends {
+		f.res.order[at], start = keys[start:end], end
+	}
+	if withIndex {
+		f.res.keyIndex()
+	}
+	f.ints, f.nInts, f.vals = nil, 0, nil
 }
 
-// finish returns the winners folded so far.
+// finish returns the winners folded so far; the result of a fold that stayed on the BIGINT path
+// has no index yet (reduceResult.keyIndex).
 func (f *folder) finish() reduceResult {
 	if f.ints != nil {
-		f.indexKeys()
+		f.indexKeys(false)
 	}
 	return f.res
 }

@@ -3,6 +3,7 @@ package flows
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -22,14 +23,16 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 	mor := mergeOnRead(b.snap)
 	// The state of the batch's keys suffices, unless the batch truncates every key, or the state
 	// must be written whole, or the table was rewritten under it (then the loop loads it whole).
+	// A target without a state yet (the first batch) needs no keys.
 	var want map[string]int
-	if b.truncate == nil {
+	if b.truncate == nil && b.stateID != "" {
 		want = batchKeys(b)
 	}
 	var (
 		state      *cdcState
 		err        error
 		red        reduceResult
+		reduced    bool // red holds the batch's winners above the truncate sequence
 		changes    []keyChange
 		storedTies int64
 		touched    map[string]*keyChange
@@ -48,7 +51,7 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 			trunc = b.truncate
 		}
 		switch {
-		case red.index != nil: // the second pass: the same batch, the same truncate
+		case reduced: // the second pass: the same batch, the same truncate
 		case b.reduced != nil:
 			red = b.reduced.above(trunc)
 		default:
@@ -64,6 +67,7 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 			}
 			red = reduce(events)
 		}
+		reduced = true
 		changes, storedTies = decide(red, state.entry)
 		if newTrunc {
 			for i := range state.slots {
@@ -71,7 +75,7 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 					continue // an old tombstone: the truncate sequence now covers it
 				}
 				k := string(state.keyBytes(i))
-				if _, won := red.index[k]; won {
+				if _, won := red.keyIndex()[k]; won {
 					continue
 				}
 				e := state.entryAt(i)
@@ -177,6 +181,7 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 		return m, fmt.Errorf("the CDC state of %s names data files that do not hold %d of the keys being changed; run %s", d.Name, len(touched)-found, RefreshHint(p, d.Name))
 	}
 	insertRows := make([][]any, 0, len(inserts))
+	cdcRows, cdcTypes = slices.Grow(cdcRows, len(inserts)), slices.Grow(cdcTypes, len(inserts))
 	for _, ch := range inserts {
 		insertRows = append(insertRows, ch.win.row)
 		cdcRows = append(cdcRows, ch.win.row)
@@ -185,12 +190,22 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 	}
 	m.NumOutputRows = m.NumUpsertedRows + m.NumDeletedRows
 
-	// Record each change in the state, then write the inserts and record where each lives.
+	// Record each change in the state, then write the inserts and record where each lives:
+	// writeRows places the rows of insertRows in order, and the i-th is the key of insSlots[i].
 	changed := state.recordChanges(changes, nowMs)
-	var kb []byte
-	insAdds, err := writeRows(b.target, tgtSch, insertRows, func(r []any, path string) {
-		kb = appendPicked(kb[:0], r, b.keyIdx)
-		state.slots[state.find(kb)].file = state.fileID(path)
+	insSlots := make([]int, 0, len(inserts))
+	for i := range changes {
+		if changes[i].what == insertRow {
+			insSlots = append(insSlots, changed[i])
+		}
+	}
+	placed, lastPath, lastID := 0, "", int32(0)
+	insAdds, err := writeRows(b.target, tgtSch, insertRows, func(_ []any, path string) {
+		if path != lastPath {
+			lastPath, lastID = path, state.fileID(path)
+		}
+		state.slots[insSlots[placed]].file = lastID
+		placed++
 	})
 	if err != nil {
 		return m, err
@@ -208,9 +223,24 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 
 // recordChanges records each change of a batch in the state (a key's new sequence; a delete or
 // truncate makes it a tombstone of commit time nowMs, without a row) and returns the slots it
-// changed. Where the new rows live is recorded as they are written.
+// changed, the i-th that of changes[i]. Where the new rows live is recorded as they are written.
 func (s *cdcState) recordChanges(changes []keyChange, nowMs int64) []int {
 	changed := make([]int, 0, len(changes))
+	// Room for the keys the state does not hold yet, at once rather than by doubling: a batch
+	// of a million new keys would otherwise rehash the table and copy the slots and the arena
+	// some twenty times. The arena gets about the key's size again for each sequence.
+	fresh, keyBytes := 0, 0
+	for i := range changes {
+		if changes[i].entry == nil {
+			fresh++
+			keyBytes += len(changes[i].kb)
+		}
+	}
+	if fresh > 0 {
+		s.grow(len(s.slots) + fresh)
+		s.slots = slices.Grow(s.slots, fresh)
+		s.arena = slices.Grow(s.arena, 2*keyBytes)
+	}
 	var sb []byte
 	for i := range changes {
 		ch := &changes[i]
@@ -346,7 +376,7 @@ func (s *cdcState) stale(snap *delta.Snapshot, touched map[string]*keyChange) bo
 // batchKeys returns the encoded keys (appendValues) of the batch's events.
 func batchKeys(b *changeBatch) map[string]int {
 	if b.reduced != nil {
-		return b.reduced.index
+		return b.reduced.keyIndex()
 	}
 	out := make(map[string]int, len(b.events))
 	var kb []byte

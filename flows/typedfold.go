@@ -219,16 +219,16 @@ func (tf *typedFold) addAll(evs []event) {
 	}
 }
 
-// finish returns the winners as folder.finish does: keys in order of first arrival, each winner an
-// event with its key, sequence and row boxed once.
+// finish returns the winners as folder.finish does: keys in order of first arrival (their
+// encodings windows of one string, and no index until reduceResult.keyIndex builds one), each
+// winner an event with its key, sequence and row boxed once.
 func (tf *typedFold) finish() reduceResult {
 	n := tf.n
-	res := reduceResult{index: make(map[string]int, n), order: make([]string, n), winners: make([]*event, n), ties: tf.ties, tieSeqs: tf.tieSeqs}
+	res := reduceResult{order: make([]string, n), winners: make([]*event, n), ties: tf.ties, tieSeqs: tf.tieSeqs}
 	evs := make([]event, n)
 	w := len(tf.kinds)
 	kv := make([]any, 2*n)
 	rows := make([]any, n*w)
-	var kb []byte
 	for i := range tf.ints.entries {
 		e := &tf.ints.entries[i]
 		if e.pos == 0 {
@@ -242,12 +242,16 @@ func (tf *typedFold) finish() reduceResult {
 		}
 		evs[at] = event{key: kv[2*at : 2*at+1 : 2*at+1], seq: kv[2*at+1 : 2*at+2 : 2*at+2], row: row, delete: e.delete, arrival: e.arrival}
 	}
+	var all []byte
+	ends := make([]int, n)
 	for at := range evs {
 		res.winners[at] = &evs[at]
-		kb = appendValues(kb[:0], evs[at].key)
-		k := string(kb)
-		res.index[k] = at
-		res.order[at] = k
+		all = appendValues(all, evs[at].key)
+		ends[at] = len(all)
+	}
+	keys, start := string(all), 0
+	for at, end := range ends {
+		res.order[at], start = keys[start:end], end
 	}
 	tf.ints, tf.words, tf.strs = nil, nil, nil
 	return res

@@ -90,7 +90,7 @@ func TestTypedFoldMatchesFolder(t *testing.T) {
 		}
 		flush()
 		want, got := f.finish(), tf.finish()
-		if !reflect.DeepEqual(got.order, want.order) || !reflect.DeepEqual(got.index, want.index) {
+		if !reflect.DeepEqual(got.order, want.order) || !reflect.DeepEqual(got.keyIndex(), want.keyIndex()) {
 			t.Fatalf("seed %d: key order differs", seed)
 		}
 		for i := range want.winners {
