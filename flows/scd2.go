@@ -94,9 +94,37 @@ func (h historyMode) fold(events []histEvent, trunc []any) []version {
 	return []version{{row: row}}
 }
 
+// versions returns a key's versions before and after a batch changed its history from stored to
+// merged (the two hold the same events before position first; SCD type 1 ignores first and
+// folds both whole, with the truncates oldTrunc and trunc). cur are all the versions after;
+// the first common of them are versions before as well, unchanged; old are the versions before
+// that follow those. Both are built in the memory of oldBuf and curBuf when it is large enough.
+func (h historyMode) versions(stored, merged []histEvent, first int, oldTrunc, trunc []any, oldBuf, curBuf []version) (old, cur []version, common int) {
+	if !h.scd2 {
+		return h.fold(stored, oldTrunc), h.fold(merged, trunc), 0
+	}
+	// The events before first fold the same way in both histories: fold them once. Of their
+	// versions, the closed ones stay as they are; the open one (the last, when the last of
+	// those events is an upsert) may still be closed or rewritten by what follows.
+	if first < 0 {
+		first = len(merged) // unchanged
+	}
+	cur = foldOnto(curBuf[:0], false, merged[:first], h.tracked, h.ignoreNulls)
+	open := first > 0 && !merged[first-1].delete
+	common = len(cur)
+	old = oldBuf[:0]
+	if open {
+		common--
+		old = append(old, cur[common])
+	}
+	old = foldOnto(old, open, stored[first:], h.tracked, h.ignoreNulls)
+	cur = foldOnto(cur, open, merged[first:], h.tracked, h.ignoreNulls)
+	return old, cur, common
+}
+
 // applySCD2 applies a batch to an SCD type 2 target.
 func applySCD2(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, error) {
-	return applyHistory(env, d, b, m, historyMode{scd2: true, tracked: trackedColumns(d, b.dataSch), ignoreNulls: d.ApplyChanges.IgnoreNullUpdates})
+	return applyHistory(env, d, b, m, historyMode{scd2: true, tracked: cheapFirst(trackedColumns(d, b.dataSch), b.dataSch), ignoreNulls: d.ApplyChanges.IgnoreNullUpdates})
 }
 
 // applySCD1History applies a batch to an SCD type 1 target with ignore_null_updates: a NULL in an
@@ -165,6 +193,9 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	var cdcRows [][]any
 	var cdcTypes []string
 	var rowLists [][]any // backing of the keys' row lists, carved like the rows
+	// The versions of one key before and after the batch; their memory serves every key in turn
+	// (the rows are copies).
+	var oldBuf, curBuf []version
 	for i, k := range order {
 		hk := state.keys[k]
 		isNew := hk == nil
@@ -172,17 +203,13 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			hk = &histKey{}
 		}
 		stored := state.eventsOf(hk)
-		var old []version
-		if !isNew {
-			old = mode.fold(stored, oldTrunc)
-		}
-		merged, changed := stored, false
+		merged, first := stored, -1
 		if evs := g.events(i); len(evs) > 0 {
 			var ties int64
-			merged, changed, ties = mergeHistory(stored, evs)
+			merged, first, ties = mergeHistoryAt(stored, evs)
 			m.Ties += ties
 		}
-		if !changed && !newTrunc {
+		if first < 0 && !newTrunc {
 			continue
 		}
 		wasDeleted := hk.lastDelete
@@ -194,7 +221,13 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		} else {
 			hk.deletedAt = 0
 		}
-		cur := mode.fold(merged, trunc)
+		old, cur, common := mode.versions(stored, merged, first, oldTrunc, trunc, oldBuf, curBuf)
+		if cap(old) > cap(oldBuf) {
+			oldBuf = old[:0]
+		}
+		if cap(cur) > cap(curBuf) {
+			curBuf = cur[:0]
+		}
 		// Encode the events for the state's save while they are in the cache; the key keeps
 		// them encoded only.
 		state.encode(hk)
@@ -208,7 +241,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		}
 		n := len(cdcRows)
 		var ups, dels int64
-		cdcRows, cdcTypes, ups, dels = versionDiff(cdcRows, cdcTypes, old, cur, toRow, rows)
+		cdcRows, cdcTypes, ups, dels = versionDiff(cdcRows, cdcTypes, old, cur[common:], toRow, rows[common:])
 		if isNew {
 			state.keys[k] = hk
 		}
