@@ -1,6 +1,7 @@
 package flows
 
 import (
+	"bytes"
 	"strconv"
 
 	"tributary/delta"
@@ -190,8 +191,10 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	kvs := make([]changedKey, len(order))
 	var changedList []string
 	byFile := map[string]bool{}
-	var cdcRows [][]any
-	var cdcTypes []string
+	// About a change row per event (an insert or a closed version and its successor): room for
+	// as many as the batch has events spares most of the growing.
+	cdcRows := make([][]any, 0, len(b.events))
+	cdcTypes := make([]string, 0, len(b.events))
 	var rowLists [][]any // backing of the keys' row lists, carved like the rows
 	// The versions of one key before and after the batch; their memory serves every key in turn
 	// (the rows are copies).
@@ -336,15 +339,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			return replacement{}, err
 		}
 		repl := newRows[f.Path]
-		out := make([][]any, 0, len(frows)+len(repl))
-		var kb []byte
-		for _, r := range frows {
-			kb = appendPicked(kb[:0], r, keyIdx)
-			if isChanged(kb) {
-				continue // replaced below
-			}
-			out = append(out, r)
-		}
+		out := keepUnchanged(make([][]any, 0, len(frows)+len(repl)), frows, keyIdx, isChanged)
 		return writeReplacement(b.target, tgtSch, f, append(out, repl...), nowMs)
 	})
 	if err != nil {
@@ -413,6 +408,26 @@ func cutBetweenKeys(sizes []int, limit int) [][2]int {
 	}
 	if start < len(sizes) {
 		out = append(out, [2]int{start, len(sizes)})
+	}
+	return out
+}
+
+// keepUnchanged appends to out the rows whose key (the columns keyIdx, encoded by appendPicked)
+// isChanged does not report. A key's rows are next to each other in the files this flow writes,
+// so isChanged is asked once per run of rows of one key (of a key whose rows lie apart, once per
+// run).
+func keepUnchanged(out, rows [][]any, keyIdx []int, isChanged func(kb []byte) bool) [][]any {
+	var kb, prev []byte
+	changed := false
+	for i, r := range rows {
+		kb = appendPicked(kb[:0], r, keyIdx)
+		if i == 0 || !bytes.Equal(kb, prev) {
+			changed = isChanged(kb)
+			prev, kb = kb, prev
+		}
+		if !changed {
+			out = append(out, r)
+		}
 	}
 	return out
 }
