@@ -154,14 +154,17 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	}
 	// SCD type 2 rows are carved from shared slabs: a batch makes a row per version of every
 	// key it changes, and one allocation per row would make most of its garbage.
-	slab := rowSlab{width: len(tgtSch.Fields)}
+	slab := rowSlab{width: len(tgtSch.Fields), vals: newValueSlab()}
 	toRow := func(v version) []any {
 		if !mode.scd2 {
 			return v.row
 		}
 		r := slab.row()
-		n := copy(r, v.row)
-		r[n], r[n+1] = seqValue(v.start), seqValue(v.end)
+		for i, x := range v.row {
+			r[i] = slab.vals.rebox(x)
+		}
+		n := len(v.row)
+		r[n], r[n+1] = slab.vals.rebox(seqValue(v.start)), slab.vals.rebox(seqValue(v.end))
 		return r
 	}
 	oldTrunc, trunc := state.truncate, state.truncate
