@@ -185,11 +185,21 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			}
 		}
 	}
-	// changedKey is a key the batch changed (hk set), with the rows of its versions after it.
+	// changedKey is a key the batch changed (hk set), with the rows of its versions after it
+	// that its data file does not hold already. The file holds the rows of the versions before
+	// the batch; those that stay as they were, the first of them up to __START_AT keepTo (none
+	// when keepTo is nil), are kept from the file when it is rewritten, and rows holds the
+	// rows of the versions that follow.
 	type changedKey struct {
-		hk   *histKey
-		rows [][]any
-		diff bool // the key's rows changed
+		hk     *histKey
+		rows   [][]any
+		keepTo any
+		nrows  int  // the rows of all its versions after the batch
+		diff   bool // the key's rows changed
+	}
+	live := make(map[string]bool, len(b.snap.Files))
+	for _, f := range b.snap.Files {
+		live[f.Path] = true
 	}
 	kvs := make([]changedKey, len(order))
 	var changedList []string
@@ -237,22 +247,30 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		// Encode the events for the state's save while they are in the cache; the key keeps
 		// them encoded only.
 		state.encode(hk)
-		if len(rowLists) < len(cur) {
-			rowLists = make([][]any, max(len(cur), slabRows))
+		// The rows of the versions that stay as they were are in the key's file, when it has
+		// one: a rewrite keeps them from there.
+		from := 0
+		var keepTo any
+		if common > 0 && live[state.resolve(hk.file)] {
+			from, keepTo = common, seqValue(cur[common-1].start)
 		}
-		rows := rowLists[:len(cur):len(cur)]
-		rowLists = rowLists[len(cur):]
-		for j, v := range cur {
+		nr := len(cur) - from
+		if len(rowLists) < nr {
+			rowLists = make([][]any, max(nr, slabRows))
+		}
+		rows := rowLists[:nr:nr]
+		rowLists = rowLists[nr:]
+		for j, v := range cur[from:] {
 			rows[j] = toRow(v)
 		}
 		n := len(cdcRows)
 		var ups, dels int64
-		cdcRows, cdcTypes, ups, dels = versionDiff(cdcRows, cdcTypes, old, cur[common:], toRow, rows[common:])
+		cdcRows, cdcTypes, ups, dels = versionDiff(cdcRows, cdcTypes, old, cur[common:], toRow, rows[common-from:])
 		if isNew {
 			state.keys[k] = hk
 		}
 		changedList = append(changedList, k)
-		kvs[i] = changedKey{hk: hk, rows: rows, diff: len(cdcRows) > n}
+		kvs[i] = changedKey{hk: hk, rows: rows, keepTo: keepTo, nrows: len(cur), diff: len(cdcRows) > n}
 		if len(cdcRows) == n {
 			continue
 		}
@@ -268,10 +286,14 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	reportTies(env, d, m.Ties)
 	m.NumOutputRows = m.NumUpsertedRows + m.NumDeletedRows
 	state.truncate = trunc
-	// isChanged says whether the key encoded in kb is one the batch changed.
-	isChanged := func(kb []byte) bool {
+	// isChanged says whether the key encoded in kb is one the batch changed, and up to which
+	// __START_AT its rows in its file stay (changedKey.keepTo).
+	isChanged := func(kb []byte) (bool, any) {
 		i, ok := g.index[string(kb)]
-		return ok && kvs[i].hk != nil
+		if !ok || kvs[i].hk == nil {
+			return false, nil
+		}
+		return true, kvs[i].keepTo
 	}
 
 	// Copy-on-write: each file holding keys whose rows changed is rewritten into one new file
@@ -280,10 +302,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	var removes []delta.Remove
 	var adds []delta.Add
 	keyIdx := indexes(tgtSch, ac.Keys)
-	live := make(map[string]bool, len(b.snap.Files))
-	for _, f := range b.snap.Files {
-		live[f.Path] = true
-	}
+	startIdx := len(b.dataSch.Fields) // __START_AT
 	for f := range byFile {
 		if live[f] {
 			continue
@@ -325,9 +344,19 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		}
 		if f := state.resolve(kv.hk.file); f != "" {
 			newRows[f] = append(newRows[f], kv.rows...)
-		} else {
-			fresh = append(fresh, i)
+			continue
 		}
+		if kv.keepTo != nil {
+			// The key's file held its rows, but the index rebuilt from the table names no
+			// file for it: its new file gets the rows of all its versions.
+			vs := mode.fold(state.eventsOf(kv.hk), trunc)
+			kvs[i].rows, kvs[i].keepTo = make([][]any, len(vs)), nil
+			for j, v := range vs {
+				kvs[i].rows[j] = toRow(v)
+			}
+			state.encode(kv.hk)
+		}
+		fresh = append(fresh, i)
 	}
 	// Rewrite the files on several goroutines; kvs, g.index and newRows are only read there.
 	var files []delta.Add
@@ -342,7 +371,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			return replacement{}, err
 		}
 		repl := newRows[f.Path]
-		out := keepUnchanged(make([][]any, 0, len(frows)+len(repl)), frows, keyIdx, isChanged)
+		out := keepUnchanged(make([][]any, 0, len(frows)+len(repl)), frows, keyIdx, startIdx, isChanged)
 		return writeReplacement(b.target, tgtSch, f, append(out, repl...), nowMs)
 	})
 	if err != nil {
@@ -383,7 +412,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		}
 	}
 	for _, kv := range kvs {
-		if kv.hk != nil && len(kv.rows) == 0 {
+		if kv.hk != nil && kv.nrows == 0 {
 			kv.hk.file = ""
 		}
 	}
@@ -415,20 +444,22 @@ func cutBetweenKeys(sizes []int, limit int) [][2]int {
 	return out
 }
 
-// keepUnchanged appends to out the rows whose key (the columns keyIdx, encoded by appendPicked)
-// isChanged does not report. A key's rows are next to each other in the files this flow writes,
-// so isChanged is asked once per run of rows of one key (of a key whose rows lie apart, once per
-// run).
-func keepUnchanged(out, rows [][]any, keyIdx []int, isChanged func(kb []byte) bool) [][]any {
+// keepUnchanged appends to out the rows that stay when a file is rewritten: the rows of keys
+// (the columns keyIdx, encoded by appendPicked) that isChanged does not report, and of those it
+// reports with a keepTo, the rows whose __START_AT (column startIdx) is at or before keepTo. A
+// key's rows are next to each other in the files this flow writes, so isChanged is asked once per
+// run of rows of one key (of a key whose rows lie apart, once per run).
+func keepUnchanged(out, rows [][]any, keyIdx []int, startIdx int, isChanged func(kb []byte) (bool, any)) [][]any {
 	var kb, prev []byte
 	changed := false
+	var keepTo any
 	for i, r := range rows {
 		kb = appendPicked(kb[:0], r, keyIdx)
 		if i == 0 || !bytes.Equal(kb, prev) {
-			changed = isChanged(kb)
+			changed, keepTo = isChanged(kb)
 			prev, kb = kb, prev
 		}
-		if !changed {
+		if !changed || (keepTo != nil && schema.Compare(r[startIdx], keepTo) <= 0) {
 			out = append(out, r)
 		}
 	}

@@ -9,40 +9,47 @@ import (
 	"tributary/schema"
 )
 
-// TestKeepUnchanged: the rows of changed keys go, whether a key's rows are next to each other or
-// apart, whatever key comes first; isChanged is asked once per run of rows of one key.
+// TestKeepUnchanged: the rows of changed keys go, but for those up to the key's keepTo, whether
+// a key's rows are next to each other or apart, whatever key comes first; isChanged is asked once
+// per run of rows of one key.
 func TestKeepUnchanged(t *testing.T) {
 	t.Parallel()
+	type change struct{ keepTo any }
 	cases := []struct {
 		name    string
-		keys    []int64
-		changed map[int64]bool
+		rows    [][2]int64 // key, __START_AT
+		changed map[int64]change
 		want    string
 		asked   int
 	}{
-		{"runs", []int64{1, 1, 2, 2, 2, 3}, map[int64]bool{2: true}, "[1 1 3]", 3},
-		{"first key changed", []int64{1, 1, 2}, map[int64]bool{1: true}, "[2]", 2},
-		{"a key apart", []int64{1, 2, 1, 1, 3, 2}, map[int64]bool{1: true, 3: true}, "[2 2]", 5},
-		{"nothing changed", []int64{4, 5}, nil, "[4 5]", 2},
-		{"empty", nil, map[int64]bool{1: true}, "[]", 0},
+		{"runs", [][2]int64{{1, 1}, {1, 2}, {2, 1}, {2, 2}, {2, 3}, {3, 1}}, map[int64]change{2: {}}, "[1/1 1/2 3/1]", 3},
+		{"first key changed", [][2]int64{{1, 1}, {1, 2}, {2, 1}}, map[int64]change{1: {}}, "[2/1]", 2},
+		{"a key apart", [][2]int64{{1, 1}, {2, 1}, {1, 2}, {1, 3}, {3, 1}, {2, 2}}, map[int64]change{1: {}, 3: {}}, "[2/1 2/2]", 5},
+		{"nothing changed", [][2]int64{{4, 1}, {5, 1}}, nil, "[4/1 5/1]", 2},
+		{"empty", nil, map[int64]change{1: {}}, "[]", 0},
+		{"kept up to a start", [][2]int64{{1, 10}, {1, 20}, {1, 30}, {2, 5}, {2, 40}}, map[int64]change{1: {int64(20)}, 2: {int64(4)}},
+			"[1/10 1/20]", 2},
+		{"kept up to a start, apart", [][2]int64{{1, 30}, {2, 5}, {1, 10}, {1, 20}}, map[int64]change{1: {int64(20)}},
+			"[2/5 1/10 1/20]", 3},
 	}
 	for _, c := range cases {
-		rows := make([][]any, len(c.keys))
-		for i, k := range c.keys {
-			rows[i] = []any{"x", k}
+		rows := make([][]any, len(c.rows))
+		for i, r := range c.rows {
+			rows[i] = []any{"x", r[0], r[1]}
 		}
 		asked := 0
-		out := keepUnchanged(nil, rows, []int{1}, func(kb []byte) bool {
+		out := keepUnchanged(nil, rows, []int{1}, 2, func(kb []byte) (bool, any) {
 			asked++
 			v, err := decodeValues(kb)
 			if err != nil || len(v) != 1 {
 				t.Fatalf("%s: key %x: %v", c.name, kb, err)
 			}
-			return c.changed[v[0].(int64)]
+			ch, ok := c.changed[v[0].(int64)]
+			return ok, ch.keepTo
 		})
-		got := make([]int64, len(out))
+		got := make([]string, len(out))
 		for i, r := range out {
-			got[i] = r[1].(int64)
+			got[i] = fmt.Sprintf("%d/%d", r[1], r[2])
 		}
 		if s := fmt.Sprint(got); s != c.want || asked != c.asked {
 			t.Errorf("%s: kept %s asking %d times, want %s asking %d times", c.name, s, asked, c.want, c.asked)
