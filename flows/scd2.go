@@ -286,14 +286,14 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	reportTies(env, d, m.Ties)
 	m.NumOutputRows = m.NumUpsertedRows + m.NumDeletedRows
 	state.truncate = trunc
-	// isChanged says whether the key encoded in kb is one the batch changed, and up to which
-	// __START_AT its rows in its file stay (changedKey.keepTo).
-	isChanged := func(kb []byte) (bool, any) {
+	// changeOf says what the batch did to the key encoded in kb (see rewriteRows): its position
+	// in kvs, or -1 when the batch did not change it.
+	changeOf := func(kb []byte) (int, any, [][]any) {
 		i, ok := g.index[string(kb)]
 		if !ok || kvs[i].hk == nil {
-			return false, nil
+			return -1, nil, nil
 		}
-		return true, kvs[i].keepTo
+		return i, kvs[i].keepTo, kvs[i].rows
 	}
 
 	// Copy-on-write: each file holding keys whose rows changed is rewritten into one new file
@@ -323,27 +323,25 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		}
 		break
 	}
-	// The changed keys' rows, by the file that holds the key, in key order; and the changed keys
-	// without a file yet (their positions in kvs, in key order).
-	counts := map[string]int{}
-	for _, kv := range kvs {
-		if kv.hk != nil {
-			counts[state.resolve(kv.hk.file)] += len(kv.rows)
-		}
+	// The changed keys by the file that holds the key (their positions in kvs, in key order) with
+	// the number of their new rows; and the changed keys without a file yet.
+	type fileKeys struct {
+		keys []int
+		rows int
 	}
-	newRows := make(map[string][][]any, len(counts))
-	for f, n := range counts {
-		if f != "" {
-			newRows[f] = make([][]any, 0, n)
-		}
-	}
+	byPath := map[string]*fileKeys{}
 	var fresh []int
 	for i, kv := range kvs {
 		if kv.hk == nil {
 			continue
 		}
 		if f := state.resolve(kv.hk.file); f != "" {
-			newRows[f] = append(newRows[f], kv.rows...)
+			fk := byPath[f]
+			if fk == nil {
+				fk = &fileKeys{}
+				byPath[f] = fk
+			}
+			fk.keys, fk.rows = append(fk.keys, i), fk.rows+len(kv.rows)
 			continue
 		}
 		if kv.keepTo != nil {
@@ -358,7 +356,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		}
 		fresh = append(fresh, i)
 	}
-	// Rewrite the files on several goroutines; kvs, g.index and newRows are only read there.
+	// Rewrite the files on several goroutines; kvs, g.index and byPath are only read there.
 	var files []delta.Add
 	for _, f := range b.snap.Files {
 		if byFile[f.Path] {
@@ -370,9 +368,21 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		if err != nil {
 			return replacement{}, err
 		}
-		repl := newRows[f.Path]
-		out := keepUnchanged(make([][]any, 0, len(frows)+len(repl)), frows, keyIdx, startIdx, isChanged)
-		return writeReplacement(b.target, tgtSch, f, append(out, repl...), nowMs)
+		fk := byPath[f.Path]
+		if fk == nil {
+			fk = &fileKeys{}
+		}
+		place := make(map[int]bool, len(fk.keys))
+		for _, i := range fk.keys {
+			place[i] = true
+		}
+		out := rewriteRows(make([][]any, 0, len(frows)+fk.rows), frows, keyIdx, startIdx, changeOf, place)
+		for _, i := range fk.keys {
+			if place[i] { // the file held no row of the key
+				out = append(out, kvs[i].rows...)
+			}
+		}
+		return writeReplacement(b.target, tgtSch, f, out, nowMs)
 	})
 	if err != nil {
 		return m, err
@@ -444,24 +454,33 @@ func cutBetweenKeys(sizes []int, limit int) [][2]int {
 	return out
 }
 
-// keepUnchanged appends to out the rows that stay when a file is rewritten: the rows of keys
-// (the columns keyIdx, encoded by appendPicked) that isChanged does not report, and of those it
-// reports with a keepTo, the rows whose __START_AT (column startIdx) is at or before keepTo. A
-// key's rows are next to each other in the files this flow writes, so isChanged is asked once per
-// run of rows of one key (of a key whose rows lie apart, once per run).
-func keepUnchanged(out, rows [][]any, keyIdx []int, startIdx int, isChanged func(kb []byte) (bool, any)) [][]any {
+// rewriteRows appends to out the rows of a rewritten file: the rows of keys (the columns keyIdx,
+// encoded by appendPicked) that changeOf reports unchanged (a position of -1); of a changed key,
+// the rows whose __START_AT (column startIdx) is at or before keepTo (none when keepTo is nil),
+// followed, when its position is in place, by its newRows, so that a key's rows stay next to
+// each other; it deletes from place the positions it placed. A key's rows are next to each other
+// in the files this flow writes, so changeOf is asked once per run of rows of one key (of a key
+// whose rows lie apart, once per run; its new rows follow its first run).
+func rewriteRows(out, rows [][]any, keyIdx []int, startIdx int, changeOf func(kb []byte) (pos int, keepTo any, newRows [][]any), place map[int]bool) [][]any {
 	var kb, prev []byte
-	changed := false
+	pos, pending := -1, [][]any(nil)
 	var keepTo any
 	for i, r := range rows {
 		kb = appendPicked(kb[:0], r, keyIdx)
 		if i == 0 || !bytes.Equal(kb, prev) {
-			changed, keepTo = isChanged(kb)
+			out = append(out, pending...) // after the run of the key before
+			var fresh [][]any
+			pos, keepTo, fresh = changeOf(kb)
+			pending = nil
+			if pos >= 0 && place[pos] {
+				delete(place, pos)
+				pending = fresh
+			}
 			prev, kb = kb, prev
 		}
-		if !changed || (keepTo != nil && schema.Compare(r[startIdx], keepTo) <= 0) {
+		if pos < 0 || (keepTo != nil && schema.Compare(r[startIdx], keepTo) <= 0) {
 			out = append(out, r)
 		}
 	}
-	return out
+	return append(out, pending...)
 }
