@@ -172,3 +172,35 @@ func TestVersionsSharedPrefix(t *testing.T) {
 		oldBuf, curBuf = old[:0], cur[:0] // as applyHistory reuses them
 	}
 }
+
+// TestEncodeAppended: a history that grew at its end, encoded as the stored encoding followed by
+// the new events, is encoded as the whole history is; the stored encoding, a view of larger
+// memory as a segment's bytes are, is left as it was, and so is what follows it.
+func TestEncodeAppended(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(11, 12))
+	sch, err := schema.ParseDDL("name STRING, amount DECIMAL(10,2), seq BIGINT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &histState{dataSch: sch}
+	for range 500 {
+		hist := randomHistory(r, 1+r.IntN(10), r.IntN(2) == 0)
+		n := r.IntN(len(hist) + 1)
+		seg := append(encodeHistEvents(nil, hist[:n]), "next key"...)
+		blob := seg[:len(seg)-len("next key")] // with room after it, as a view of a segment has
+		if n == 0 {
+			blob = nil
+		}
+		before := string(seg)
+		hk := &histKey{}
+		hk.setEvents(hist)
+		s.encodeAppended(hk, blob, n)
+		if got, want := string(hk.blob), string(encodeHistEvents(nil, hist)); got != want || hk.events != nil {
+			t.Fatalf("%d of %d events stored: got %x, want %x (events kept: %v)", n, len(hist), got, want, hk.events != nil)
+		}
+		if string(seg) != before {
+			t.Fatalf("the stored encoding or what follows it changed")
+		}
+	}
+}

@@ -218,6 +218,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		if isNew {
 			hk = &histKey{}
 		}
+		blob := hk.blob // the stored events encoded, before eventsOf decodes them
 		stored := state.eventsOf(hk)
 		merged, first := stored, -1
 		if evs := g.events(i); len(evs) > 0 {
@@ -245,8 +246,13 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			curBuf = cur[:0]
 		}
 		// Encode the events for the state's save while they are in the cache; the key keeps
-		// them encoded only.
-		state.encode(hk)
+		// them encoded only. When the batch only added events after the stored ones, the
+		// encoding of those is kept and only the new ones are encoded.
+		if first == len(stored) {
+			state.encodeAppended(hk, blob, len(stored))
+		} else {
+			state.encode(hk)
+		}
 		// The rows of the versions that stay as they were are in the key's file, when it has
 		// one: a rewrite keeps them from there.
 		from := 0
