@@ -1,5 +1,11 @@
 package flows
 
+import (
+	"unsafe"
+
+	"tributary/schema"
+)
+
 // keyGroups is a batch's events grouped by key: keys in order of their first event, each key's
 // events in arrival order, all of them in one slice.
 type keyGroups struct {
@@ -59,6 +65,7 @@ func (g *keyGroups) events(i int) []*event {
 type rowSlab struct {
 	width int
 	buf   []any
+	vals  *valueSlab // where the values put in the rows are copied (applyHistory's toRow)
 }
 
 // slabRows is how many rows one backing array holds.
@@ -72,4 +79,46 @@ func (s *rowSlab) row() []any {
 	r := s.buf[:s.width:s.width]
 	s.buf = s.buf[s.width:]
 	return r
+}
+
+// valueSlab copies values into shared arrays in the order they come: numbers (and string headers)
+// into a boxSlab, the bytes of strings up to 256 bytes into byte arrays. The rows of an SCD type
+// 2 batch are made key by key from events that arrived in another order, their values all over
+// the memory of the batch; re-boxed as the rows are made, while the values are in the cache, they
+// lie in the order the data file writer reads them. Values of other types (bool, nested) are
+// returned as they are.
+type valueSlab struct {
+	box   *boxSlab
+	bytes []byte
+}
+
+func newValueSlab() *valueSlab { return &valueSlab{box: newBoxSlab(slabRows*4, slabRows)} }
+
+// rebox returns v, equal and of the same type, with its value copied into the slab.
+func (s *valueSlab) rebox(v any) any {
+	switch x := v.(type) {
+	case int64:
+		return s.box.int64(x)
+	case int32:
+		return s.box.int32(x)
+	case float64:
+		return s.box.float64(x)
+	case schema.Decimal:
+		return s.box.decimal(x)
+	case schema.Date:
+		return s.box.date(x)
+	case schema.Timestamp:
+		return s.box.timestamp(x)
+	case string:
+		if len(x) == 0 || len(x) > 256 {
+			return s.box.string(x) // nothing to copy, or a long one: only its header
+		}
+		if cap(s.bytes)-len(s.bytes) < len(x) {
+			s.bytes = make([]byte, 0, 64<<10)
+		}
+		n := len(s.bytes)
+		s.bytes = append(s.bytes, x...)
+		return s.box.string(unsafe.String(unsafe.SliceData(s.bytes[n:]), len(x)))
+	}
+	return v
 }

@@ -37,45 +37,89 @@ func foldHistory(events []histEvent, tracked []int, ignoreNulls bool) []version 
 	if len(events) == 0 {
 		return nil
 	}
-	out := make([]version, 0, len(events))
-	open := -1
+	return foldOnto(make([]version, 0, len(events)), false, events, tracked, ignoreNulls)
+}
+
+// foldOnto continues foldHistory: out are the versions of the events before events (open says
+// whether the last of them is still open, that is whether the last of those events was an
+// upsert); it appends the versions the events open, and may close or rewrite the open one. A
+// fold of a history split in two anywhere, the second part folded onto the versions of the
+// first, equals the fold of the whole history.
+func foldOnto(out []version, open bool, events []histEvent, tracked []int, ignoreNulls bool) []version {
+	cur := -1
+	if open && len(out) > 0 {
+		cur = len(out) - 1
+	}
 	for _, e := range events {
 		if e.delete {
-			if open >= 0 {
-				out[open].end = e.seq
-				open = -1
+			if cur >= 0 {
+				out[cur].end = e.seq
+				cur = -1
 			}
 			continue
 		}
 		row := e.row
-		if ignoreNulls && open >= 0 {
+		if ignoreNulls && cur >= 0 {
 			row = append([]any(nil), e.row...)
 			for i, v := range row {
 				if v == nil {
-					row[i] = out[open].row[i]
+					row[i] = out[cur].row[i]
 				}
 			}
 		}
-		if open < 0 {
+		if cur < 0 {
 			out = append(out, version{start: e.seq, row: row})
-			open = len(out) - 1
+			cur = len(out) - 1
 			continue
 		}
-		if sameColumns(out[open].row, row, tracked) {
-			out[open].row = row
+		if sameColumns(out[cur].row, row, tracked) {
+			out[cur].row = row
 			continue
 		}
-		out[open].end = e.seq
+		out[cur].end = e.seq
 		out = append(out, version{start: e.seq, row: row})
-		open = len(out) - 1
+		cur = len(out) - 1
 	}
 	return out
 }
 
+// cheapFirst returns the tracked columns (positions in data) reordered so that sameColumns
+// compares the columns of fixed width before the strings and nested values: the set is the same,
+// so is the result, but a version that changes a number is told apart without reading a string.
+func cheapFirst(tracked []int, data schema.Schema) []int {
+	out := make([]int, 0, len(tracked))
+	for pass := range 2 {
+		for _, i := range tracked {
+			k := data.Fields[i].Type
+			cheap := !k.Nested() && k.Kind != schema.String
+			if cheap == (pass == 0) {
+				out = append(out, i)
+			}
+		}
+	}
+	return out
+}
+
+// sameColumns says whether rows a and b hold equal values (schema.Equal) in the columns cols.
 func sameColumns(a, b []any, cols []int) bool {
 	for _, i := range cols {
-		if x, ok := a[i].(string); ok {
+		switch x := a[i].(type) {
+		case int64:
+			if y, ok := b[i].(int64); ok {
+				if x != y {
+					return false
+				}
+				continue
+			}
+		case string:
 			if y, ok := b[i].(string); ok {
+				if x != y {
+					return false
+				}
+				continue
+			}
+		case schema.Decimal:
+			if y, ok := b[i].(schema.Decimal); ok {
 				if x != y {
 					return false
 				}
@@ -115,7 +159,14 @@ func sameSeq(a, b []any) bool {
 // arrival wins; against the stored history a delete beats a stored upsert at the same sequence
 // and an upsert at a stored sequence is a no-op. Identical events are not ties.
 func mergeHistory(hist []histEvent, batch []*event) ([]histEvent, bool, int64) {
-	var ties int64
+	out, first, ties := mergeHistoryAt(hist, batch)
+	return out, first >= 0, ties
+}
+
+// mergeHistoryAt is mergeHistory that reports, instead of whether the history changed, where:
+// first is the position of the first event of the result that differs from the stored history
+// (the two hold the same events before it), or -1 when the history did not change.
+func mergeHistoryAt(hist []histEvent, batch []*event) (_ []histEvent, first int, ties int64) {
 	sorted := batch
 	if !slices.IsSortedFunc(batch, compareEvents) {
 		sorted = append([]*event(nil), batch...)
@@ -139,7 +190,7 @@ func mergeHistory(hist []histEvent, batch []*event) ([]histEvent, bool, int64) {
 	}
 	// Merge the two sequences in order.
 	out := make([]histEvent, 0, len(hist)+len(reduced))
-	changed := false
+	first = -1
 	i := 0
 	for _, ev := range reduced {
 		for i < len(hist) && compareSeq(hist[i].seq, ev.seq) < 0 {
@@ -153,8 +204,10 @@ func mergeHistory(hist []histEvent, batch []*event) ([]histEvent, bool, int64) {
 				ties++
 			}
 			if ev.delete && !old.delete {
+				if first < 0 {
+					first = len(out)
+				}
 				out = append(out, histEvent{seq: ev.seq, delete: true})
-				changed = true
 				continue
 			}
 			out = append(out, old)
@@ -164,13 +217,15 @@ func mergeHistory(hist []histEvent, batch []*event) ([]histEvent, bool, int64) {
 		if !ev.delete {
 			he.row = ev.row
 		}
+		if first < 0 {
+			first = len(out)
+		}
 		out = append(out, he)
-		changed = true
 	}
-	if !changed {
-		return hist, false, ties
+	if first < 0 {
+		return hist, -1, ties
 	}
-	return append(out, hist[i:]...), true, ties
+	return append(out, hist[i:]...), first, ties
 }
 
 // compareEvents orders events by sequence.

@@ -1,6 +1,7 @@
 package flows
 
 import (
+	"bytes"
 	"strconv"
 
 	"tributary/delta"
@@ -94,9 +95,37 @@ func (h historyMode) fold(events []histEvent, trunc []any) []version {
 	return []version{{row: row}}
 }
 
+// versions returns a key's versions before and after a batch changed its history from stored to
+// merged (the two hold the same events before position first; SCD type 1 ignores first and
+// folds both whole, with the truncates oldTrunc and trunc). cur are all the versions after;
+// the first common of them are versions before as well, unchanged; old are the versions before
+// that follow those. Both are built in the memory of oldBuf and curBuf when it is large enough.
+func (h historyMode) versions(stored, merged []histEvent, first int, oldTrunc, trunc []any, oldBuf, curBuf []version) (old, cur []version, common int) {
+	if !h.scd2 {
+		return h.fold(stored, oldTrunc), h.fold(merged, trunc), 0
+	}
+	// The events before first fold the same way in both histories: fold them once. Of their
+	// versions, the closed ones stay as they are; the open one (the last, when the last of
+	// those events is an upsert) may still be closed or rewritten by what follows.
+	if first < 0 {
+		first = len(merged) // unchanged
+	}
+	cur = foldOnto(curBuf[:0], false, merged[:first], h.tracked, h.ignoreNulls)
+	open := first > 0 && !merged[first-1].delete
+	common = len(cur)
+	old = oldBuf[:0]
+	if open {
+		common--
+		old = append(old, cur[common])
+	}
+	old = foldOnto(old, open, stored[first:], h.tracked, h.ignoreNulls)
+	cur = foldOnto(cur, open, merged[first:], h.tracked, h.ignoreNulls)
+	return old, cur, common
+}
+
 // applySCD2 applies a batch to an SCD type 2 target.
 func applySCD2(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, error) {
-	return applyHistory(env, d, b, m, historyMode{scd2: true, tracked: trackedColumns(d, b.dataSch), ignoreNulls: d.ApplyChanges.IgnoreNullUpdates})
+	return applyHistory(env, d, b, m, historyMode{scd2: true, tracked: cheapFirst(trackedColumns(d, b.dataSch), b.dataSch), ignoreNulls: d.ApplyChanges.IgnoreNullUpdates})
 }
 
 // applySCD1History applies a batch to an SCD type 1 target with ignore_null_updates: a NULL in an
@@ -125,14 +154,17 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	}
 	// SCD type 2 rows are carved from shared slabs: a batch makes a row per version of every
 	// key it changes, and one allocation per row would make most of its garbage.
-	slab := rowSlab{width: len(tgtSch.Fields)}
+	slab := rowSlab{width: len(tgtSch.Fields), vals: newValueSlab()}
 	toRow := func(v version) []any {
 		if !mode.scd2 {
 			return v.row
 		}
 		r := slab.row()
-		n := copy(r, v.row)
-		r[n], r[n+1] = seqValue(v.start), seqValue(v.end)
+		for i, x := range v.row {
+			r[i] = slab.vals.rebox(x)
+		}
+		n := len(v.row)
+		r[n], r[n+1] = slab.vals.rebox(seqValue(v.start)), slab.vals.rebox(seqValue(v.end))
 		return r
 	}
 	oldTrunc, trunc := state.truncate, state.truncate
@@ -153,36 +185,48 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			}
 		}
 	}
-	// changedKey is a key the batch changed (hk set), with the rows of its versions after it.
+	// changedKey is a key the batch changed (hk set), with the rows of its versions after it
+	// that its data file does not hold already. The file holds the rows of the versions before
+	// the batch; those that stay as they were, the first of them up to __START_AT keepTo (none
+	// when keepTo is nil), are kept from the file when it is rewritten, and rows holds the
+	// rows of the versions that follow.
 	type changedKey struct {
-		hk   *histKey
-		rows [][]any
-		diff bool // the key's rows changed
+		hk     *histKey
+		rows   [][]any
+		keepTo any
+		nrows  int  // the rows of all its versions after the batch
+		diff   bool // the key's rows changed
+	}
+	live := make(map[string]bool, len(b.snap.Files))
+	for _, f := range b.snap.Files {
+		live[f.Path] = true
 	}
 	kvs := make([]changedKey, len(order))
 	var changedList []string
 	byFile := map[string]bool{}
-	var cdcRows [][]any
-	var cdcTypes []string
+	// About a change row per event (an insert or a closed version and its successor): room for
+	// as many as the batch has events spares most of the growing.
+	cdcRows := make([][]any, 0, len(b.events))
+	cdcTypes := make([]string, 0, len(b.events))
 	var rowLists [][]any // backing of the keys' row lists, carved like the rows
+	// The versions of one key before and after the batch; their memory serves every key in turn
+	// (the rows are copies).
+	var oldBuf, curBuf []version
 	for i, k := range order {
 		hk := state.keys[k]
 		isNew := hk == nil
 		if isNew {
 			hk = &histKey{}
 		}
+		blob := hk.blob // the stored events encoded, before eventsOf decodes them
 		stored := state.eventsOf(hk)
-		var old []version
-		if !isNew {
-			old = mode.fold(stored, oldTrunc)
-		}
-		merged, changed := stored, false
+		merged, first := stored, -1
 		if evs := g.events(i); len(evs) > 0 {
 			var ties int64
-			merged, changed, ties = mergeHistory(stored, evs)
+			merged, first, ties = mergeHistoryAt(stored, evs)
 			m.Ties += ties
 		}
-		if !changed && !newTrunc {
+		if first < 0 && !newTrunc {
 			continue
 		}
 		wasDeleted := hk.lastDelete
@@ -194,26 +238,45 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		} else {
 			hk.deletedAt = 0
 		}
-		cur := mode.fold(merged, trunc)
-		// Encode the events for the state's save while they are in the cache; the key keeps
-		// them encoded only.
-		state.encode(hk)
-		if len(rowLists) < len(cur) {
-			rowLists = make([][]any, max(len(cur), slabRows))
+		old, cur, common := mode.versions(stored, merged, first, oldTrunc, trunc, oldBuf, curBuf)
+		if cap(old) > cap(oldBuf) {
+			oldBuf = old[:0]
 		}
-		rows := rowLists[:len(cur):len(cur)]
-		rowLists = rowLists[len(cur):]
-		for j, v := range cur {
+		if cap(cur) > cap(curBuf) {
+			curBuf = cur[:0]
+		}
+		// Encode the events for the state's save while they are in the cache; the key keeps
+		// them encoded only. When the batch only added events after the stored ones, the
+		// encoding of those is kept and only the new ones are encoded.
+		if first == len(stored) {
+			state.encodeAppended(hk, blob, len(stored))
+		} else {
+			state.encode(hk)
+		}
+		// The rows of the versions that stay as they were are in the key's file, when it has
+		// one: a rewrite keeps them from there.
+		from := 0
+		var keepTo any
+		if common > 0 && live[state.resolve(hk.file)] {
+			from, keepTo = common, seqValue(cur[common-1].start)
+		}
+		nr := len(cur) - from
+		if len(rowLists) < nr {
+			rowLists = make([][]any, max(nr, slabRows))
+		}
+		rows := rowLists[:nr:nr]
+		rowLists = rowLists[nr:]
+		for j, v := range cur[from:] {
 			rows[j] = toRow(v)
 		}
 		n := len(cdcRows)
 		var ups, dels int64
-		cdcRows, cdcTypes, ups, dels = versionDiff(cdcRows, cdcTypes, old, cur, toRow, rows)
+		cdcRows, cdcTypes, ups, dels = versionDiff(cdcRows, cdcTypes, old, cur[common:], toRow, rows[common-from:])
 		if isNew {
 			state.keys[k] = hk
 		}
 		changedList = append(changedList, k)
-		kvs[i] = changedKey{hk: hk, rows: rows, diff: len(cdcRows) > n}
+		kvs[i] = changedKey{hk: hk, rows: rows, keepTo: keepTo, nrows: len(cur), diff: len(cdcRows) > n}
 		if len(cdcRows) == n {
 			continue
 		}
@@ -229,10 +292,14 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	reportTies(env, d, m.Ties)
 	m.NumOutputRows = m.NumUpsertedRows + m.NumDeletedRows
 	state.truncate = trunc
-	// isChanged says whether the key encoded in kb is one the batch changed.
-	isChanged := func(kb []byte) bool {
+	// changeOf says what the batch did to the key encoded in kb (see rewriteRows): its position
+	// in kvs, or -1 when the batch did not change it.
+	changeOf := func(kb []byte) (int, any, [][]any) {
 		i, ok := g.index[string(kb)]
-		return ok && kvs[i].hk != nil
+		if !ok || kvs[i].hk == nil {
+			return -1, nil, nil
+		}
+		return i, kvs[i].keepTo, kvs[i].rows
 	}
 
 	// Copy-on-write: each file holding keys whose rows changed is rewritten into one new file
@@ -241,10 +308,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	var removes []delta.Remove
 	var adds []delta.Add
 	keyIdx := indexes(tgtSch, ac.Keys)
-	live := make(map[string]bool, len(b.snap.Files))
-	for _, f := range b.snap.Files {
-		live[f.Path] = true
-	}
+	startIdx := len(b.dataSch.Fields) // __START_AT
 	for f := range byFile {
 		if live[f] {
 			continue
@@ -265,32 +329,40 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		}
 		break
 	}
-	// The changed keys' rows, by the file that holds the key, in key order; and the changed keys
-	// without a file yet (their positions in kvs, in key order).
-	counts := map[string]int{}
-	for _, kv := range kvs {
-		if kv.hk != nil {
-			counts[state.resolve(kv.hk.file)] += len(kv.rows)
-		}
+	// The changed keys by the file that holds the key (their positions in kvs, in key order) with
+	// the number of their new rows; and the changed keys without a file yet.
+	type fileKeys struct {
+		keys []int
+		rows int
 	}
-	newRows := make(map[string][][]any, len(counts))
-	for f, n := range counts {
-		if f != "" {
-			newRows[f] = make([][]any, 0, n)
-		}
-	}
+	byPath := map[string]*fileKeys{}
 	var fresh []int
 	for i, kv := range kvs {
 		if kv.hk == nil {
 			continue
 		}
 		if f := state.resolve(kv.hk.file); f != "" {
-			newRows[f] = append(newRows[f], kv.rows...)
-		} else {
-			fresh = append(fresh, i)
+			fk := byPath[f]
+			if fk == nil {
+				fk = &fileKeys{}
+				byPath[f] = fk
+			}
+			fk.keys, fk.rows = append(fk.keys, i), fk.rows+len(kv.rows)
+			continue
 		}
+		if kv.keepTo != nil {
+			// The key's file held its rows, but the index rebuilt from the table names no
+			// file for it: its new file gets the rows of all its versions.
+			vs := mode.fold(state.eventsOf(kv.hk), trunc)
+			kvs[i].rows, kvs[i].keepTo = make([][]any, len(vs)), nil
+			for j, v := range vs {
+				kvs[i].rows[j] = toRow(v)
+			}
+			state.encode(kv.hk)
+		}
+		fresh = append(fresh, i)
 	}
-	// Rewrite the files on several goroutines; kvs, g.index and newRows are only read there.
+	// Rewrite the files on several goroutines; kvs, g.index and byPath are only read there.
 	var files []delta.Add
 	for _, f := range b.snap.Files {
 		if byFile[f.Path] {
@@ -302,17 +374,21 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		if err != nil {
 			return replacement{}, err
 		}
-		repl := newRows[f.Path]
-		out := make([][]any, 0, len(frows)+len(repl))
-		var kb []byte
-		for _, r := range frows {
-			kb = appendPicked(kb[:0], r, keyIdx)
-			if isChanged(kb) {
-				continue // replaced below
-			}
-			out = append(out, r)
+		fk := byPath[f.Path]
+		if fk == nil {
+			fk = &fileKeys{}
 		}
-		return writeReplacement(b.target, tgtSch, f, append(out, repl...), nowMs)
+		place := make(map[int]bool, len(fk.keys))
+		for _, i := range fk.keys {
+			place[i] = true
+		}
+		out := rewriteRows(make([][]any, 0, len(frows)+fk.rows), frows, keyIdx, startIdx, changeOf, place)
+		for _, i := range fk.keys {
+			if place[i] { // the file held no row of the key
+				out = append(out, kvs[i].rows...)
+			}
+		}
+		return writeReplacement(b.target, tgtSch, f, out, nowMs)
 	})
 	if err != nil {
 		return m, err
@@ -352,7 +428,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		}
 	}
 	for _, kv := range kvs {
-		if kv.hk != nil && len(kv.rows) == 0 {
+		if kv.hk != nil && kv.nrows == 0 {
 			kv.hk.file = ""
 		}
 	}
@@ -382,4 +458,35 @@ func cutBetweenKeys(sizes []int, limit int) [][2]int {
 		out = append(out, [2]int{start, len(sizes)})
 	}
 	return out
+}
+
+// rewriteRows appends to out the rows of a rewritten file: the rows of keys (the columns keyIdx,
+// encoded by appendPicked) that changeOf reports unchanged (a position of -1); of a changed key,
+// the rows whose __START_AT (column startIdx) is at or before keepTo (none when keepTo is nil),
+// followed, when its position is in place, by its newRows, so that a key's rows stay next to
+// each other; it deletes from place the positions it placed. A key's rows are next to each other
+// in the files this flow writes, so changeOf is asked once per run of rows of one key (of a key
+// whose rows lie apart, once per run; its new rows follow its first run).
+func rewriteRows(out, rows [][]any, keyIdx []int, startIdx int, changeOf func(kb []byte) (pos int, keepTo any, newRows [][]any), place map[int]bool) [][]any {
+	var kb, prev []byte
+	pos, pending := -1, [][]any(nil)
+	var keepTo any
+	for i, r := range rows {
+		kb = appendPicked(kb[:0], r, keyIdx)
+		if i == 0 || !bytes.Equal(kb, prev) {
+			out = append(out, pending...) // after the run of the key before
+			var fresh [][]any
+			pos, keepTo, fresh = changeOf(kb)
+			pending = nil
+			if pos >= 0 && place[pos] {
+				delete(place, pos)
+				pending = fresh
+			}
+			prev, kb = kb, prev
+		}
+		if pos < 0 || (keepTo != nil && schema.Compare(r[startIdx], keepTo) <= 0) {
+			out = append(out, r)
+		}
+	}
+	return append(out, pending...)
 }

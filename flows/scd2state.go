@@ -183,6 +183,21 @@ func (s *histState) encode(hk *histKey) {
 	hk.events = nil
 }
 
+// encodeAppended is encode for a key whose stored events, encoded as blob (the key's blob before
+// eventsOf decoded it; nil when it had none), are the first n of its events: only the events after
+// them are encoded, after a copy of blob (which may be a view of a segment file's bytes and is
+// never written to).
+func (s *histState) encodeAppended(hk *histKey, blob []byte, n int) {
+	if blob == nil || n == 0 || n > len(hk.events) || hk.blob != nil || !keyedData(s.dataSch) {
+		s.encode(hk)
+		return
+	}
+	buf := make([]byte, len(blob), len(blob)+40*(len(hk.events)-n))
+	copy(buf, blob)
+	hk.blob = encodeHistEvents(buf, hk.events[n:])
+	hk.events = nil
+}
+
 // save writes the keys changed by a batch (every event of each; changed holds their encoded
 // keys) as a new segment, or, when the log has grown past its base, every key as one segment,
 // and a manifest; it returns the manifest id and the new log for remember. The segment is in the
