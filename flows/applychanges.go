@@ -220,7 +220,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	freeBufs := make(chan *eventBuf, 2)
 	var foldDone sync.WaitGroup
 	if ac.StoredAsSCDType != 2 && !ac.IgnoreNullUpdates && !failRule {
-		if tf := typedFoldFor(b.keySch, b.seqSch, b.dataSch, b.view != nil); tf != nil {
+		if tf := typedFoldFor(b.keySch, b.seqSch, b.dataSch); tf != nil {
 			fold, typed = tf, true
 		} else {
 			fold = newFolder(0)

@@ -3,7 +3,7 @@ package flows
 import (
 	"math"
 	"slices"
-	"strings"
+	"unsafe"
 
 	"tributary/schema"
 )
@@ -11,40 +11,46 @@ import (
 // typedFold is the fold of an SCD type 1 batch (see folder) when the key is one BIGINT, the
 // sequence one BIGINT and every target column a primitive (not STRUCT, ARRAY or MAP): the common
 // shape of a change feed. It decides exactly as folder does, but keeps the winners' values
-// unboxed, a winner's together: its fixed-width values as int64 words (float64 bits, 0/1) in
-// words, one record of stride words per winner with a last word of NULL bits, and its strings in
-// strs, strCols per winner (cloned, with cloneStrings, when the events' strings share memory
-// that is reused once they are folded: a view's input blocks). A winner's key, sequence, arrival
-// and kind stay in its intTable entry. An event then touches its entry and, when it wins, one
-// record and its strings, and allocates nothing but those strings; the winners hold no pointers
-// but the strings, so that the garbage collector has little to mark. finish boxes each key's
-// winner once, into the events of a reduceResult, as folder.finish returns them.
+// unboxed, a winner's together in one record of stride words: a fixed-width value as an int64
+// word (float64 bits, 0/1), a string as its offset in arena (the word) and its length (a word
+// after the columns' words), then a word of NULL bits. Strings are copied into arena, so that
+// the events' strings may share memory that is reused once they are folded (a view's input
+// blocks); arena is compacted once the strings of beaten winners outweigh the live ones. A
+// winner's key, sequence, arrival and kind stay in its intTable entry. An event then touches its
+// entry and, when it wins, one record and the end of arena, and allocates nothing; the winners
+// hold no pointers, so that the garbage collector has nothing to mark. finish boxes each key's
+// winner once, into the events of a reduceResult, as folder.finish returns them (their strings
+// windows of the final arena, which is never written again).
 type typedFold struct {
-	ints         *intTable // each key's position (plus one), sequence, arrival and kind
-	kinds        []schema.Kind
-	strAt        []int // for each column, its index among the string columns, or -1
-	stride       int   // words per winner: one per column, then the NULL bits
-	strCols      int
-	words        []int64
-	strs         []string
-	cloneStrings bool
-	n            int // positions in use
-	ties         int64
-	tieSeqs      [][]any
-	sink         int64 // the loads addAll makes ahead of the fold, kept so that they are made
+	ints    *intTable // each key's position (plus one), sequence, arrival and kind
+	kinds   []schema.Kind
+	strAt   []int // for each column, its index among the string columns, or -1
+	stride  int   // words per winner: one per column, one per string column, the NULL bits
+	strCols int
+	words   []int64
+	arena   []byte
+	live    int64 // the bytes of arena that winners' strings use
+	n       int   // positions in use
+	ties    int64
+	tieSeqs [][]any
+	sink    int64 // the loads addAll makes ahead of the fold, kept so that they are made
 }
+
+// arenaSlack is how many bytes of beaten winners' strings a typedFold's arena may hold beyond
+// as many as the live ones before it is compacted (a variable for tests).
+var arenaSlack = 1 << 20
 
 // maxTypedColumns is the most columns a typedFold takes: its NULL bits are one word.
 const maxTypedColumns = 64
 
 // typedFoldFor returns a typedFold for a batch with these key, sequence and target schemas, or nil
 // when they are not of its shape.
-func typedFoldFor(keySch, seqSch, dataSch schema.Schema, cloneStrings bool) *typedFold {
+func typedFoldFor(keySch, seqSch, dataSch schema.Schema) *typedFold {
 	if len(keySch.Fields) != 1 || keySch.Fields[0].Type.Kind != schema.Long ||
 		len(seqSch.Fields) != 1 || seqSch.Fields[0].Type.Kind != schema.Long || len(dataSch.Fields) > maxTypedColumns {
 		return nil
 	}
-	tf := &typedFold{ints: newIntTable(0), cloneStrings: cloneStrings, stride: len(dataSch.Fields) + 1}
+	tf := &typedFold{ints: newIntTable(0)}
 	for _, f := range dataSch.Fields {
 		switch f.Type.Kind {
 		case schema.Long, schema.Integer, schema.Double, schema.Boolean, schema.DecimalKind, schema.DateKind, schema.TimestampKind:
@@ -57,6 +63,7 @@ func typedFoldFor(keySch, seqSch, dataSch schema.Schema, cloneStrings bool) *typ
 		}
 		tf.kinds = append(tf.kinds, f.Type.Kind)
 	}
+	tf.stride = len(tf.kinds) + tf.strCols + 1
 	return tf
 }
 
@@ -111,7 +118,11 @@ func (tf *typedFold) get(at, c int) any {
 		return nil
 	}
 	if j := tf.strAt[c]; j >= 0 {
-		return tf.strs[at*tf.strCols+j]
+		n := int(rec[len(tf.kinds)+j])
+		if n == 0 {
+			return ""
+		}
+		return unsafe.String(&tf.arena[rec[c]], n)
 	}
 	return value(tf.kinds[c], rec[c])
 }
@@ -130,10 +141,14 @@ func (tf *typedFold) sameRow(at int, row []any) bool {
 func (tf *typedFold) setRow(at int, row []any) {
 	if at == tf.n {
 		tf.words = slices.Grow(tf.words, tf.stride)[:len(tf.words)+tf.stride]
-		tf.strs = slices.Grow(tf.strs, tf.strCols)[:len(tf.strs)+tf.strCols]
+	} else if len(tf.arena) > 2*int(tf.live)+arenaSlack {
+		tf.compact()
 	}
 	rec := tf.words[at*tf.stride : (at+1)*tf.stride]
-	strs := tf.strs[at*tf.strCols : (at+1)*tf.strCols]
+	lens := rec[len(tf.kinds) : len(tf.kinds)+tf.strCols]
+	for _, n := range lens {
+		tf.live -= n // the strings of the winner beaten (none for a new position)
+	}
 	var nulls int64
 	for c, v := range row {
 		j := tf.strAt[c]
@@ -141,19 +156,38 @@ func (tf *typedFold) setRow(at int, row []any) {
 		case v == nil:
 			nulls |= 1 << c
 			if j >= 0 {
-				strs[j] = ""
+				lens[j] = 0
 			}
 		case j >= 0:
-			s := v.(string)
-			if tf.cloneStrings {
-				s = strings.Clone(s)
-			}
-			strs[j] = s
+			str := v.(string)
+			rec[c], lens[j] = int64(len(tf.arena)), int64(len(str))
+			tf.arena = append(tf.arena, str...)
+			tf.live += int64(len(str))
 		default:
 			rec[c] = word(tf.kinds[c], v)
 		}
 	}
 	rec[len(rec)-1] = nulls
+}
+
+// compact copies the winners' strings into a new arena, leaving out those of beaten winners.
+func (tf *typedFold) compact() {
+	arena := make([]byte, 0, tf.live+tf.live/2)
+	nk := len(tf.kinds)
+	for at := range tf.n {
+		rec := tf.words[at*tf.stride : (at+1)*tf.stride]
+		for c, j := range tf.strAt {
+			if j < 0 {
+				continue
+			}
+			if n := rec[nk+j]; n > 0 {
+				off := rec[c]
+				rec[c] = int64(len(arena))
+				arena = append(arena, tf.arena[off:off+n]...)
+			}
+		}
+	}
+	tf.arena = arena
 }
 
 // add folds the next event, by the rules of folder.beat: the higher sequence wins; on equal
@@ -223,6 +257,9 @@ func (tf *typedFold) addAll(evs []event) {
 // encodings windows of one string, and no index until reduceResult.keyIndex builds one), each
 // winner an event with its key, sequence and row boxed once.
 func (tf *typedFold) finish() reduceResult {
+	if len(tf.arena) > int(tf.live)+int(tf.live)/4 {
+		tf.compact()
+	}
 	n := tf.n
 	res := reduceResult{order: make([]string, n), winners: make([]*event, n), ties: tf.ties, tieSeqs: tf.tieSeqs}
 	evs := make([]event, n)
@@ -253,6 +290,6 @@ func (tf *typedFold) finish() reduceResult {
 	for at, end := range ends {
 		res.order[at], start = keys[start:end], end
 	}
-	tf.ints, tf.words, tf.strs = nil, nil, nil
+	tf.ints, tf.words, tf.arena = nil, nil, nil
 	return res
 }

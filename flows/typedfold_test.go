@@ -2,9 +2,10 @@ package flows
 
 import (
 	"fmt"
-	"os"
 	"math/rand/v2"
+	"os"
 	"reflect"
+	"strings"
 	"testing"
 
 	"tributary/schema"
@@ -16,8 +17,13 @@ import (
 // folder does: many equal sequences, deletes and identical replays make every tie rule fire.
 // Strings come from a buffer overwritten after each event, as a view's input blocks are reused,
 // so a kept string that was not cloned would change.
+//
+// The arena is compacted often (arenaSlack 8), and strings are longer, so that a winner's string
+// moves many times before finish.
 func TestTypedFoldMatchesFolder(t *testing.T) {
-	t.Parallel()
+	saved := arenaSlack
+	arenaSlack = 8
+	t.Cleanup(func() { arenaSlack = saved })
 	kinds := []schema.Kind{schema.Long, schema.Integer, schema.String, schema.Double, schema.Boolean, schema.DecimalKind, schema.DateKind, schema.TimestampKind}
 	var data schema.Schema
 	for i, k := range kinds {
@@ -26,7 +32,7 @@ func TestTypedFoldMatchesFolder(t *testing.T) {
 	long := schema.Schema{Fields: []schema.Field{{Name: "k", Type: schema.Type{Kind: schema.Long}}}}
 	for _, seed := range []uint64{1, 2, 3} {
 		r := rand.New(rand.NewPCG(seed, 9))
-		value := func(kind schema.Kind, buf []byte) any {
+		gen := func(kind schema.Kind, buf []byte) any {
 			if r.IntN(8) == 0 {
 				return nil
 			}
@@ -37,8 +43,8 @@ func TestTypedFoldMatchesFolder(t *testing.T) {
 			case schema.Integer:
 				return int32(x)
 			case schema.String:
-				copy(buf, fmt.Sprintf("s%d", x))
-				return blockText(buf[:2])
+				n := copy(buf, fmt.Sprintf("s%d-%s", x, strings.Repeat("y", int(r.Int64N(6)))))
+				return blockText(buf[:n])
 			case schema.Double:
 				if x == 2 {
 					return 0.5
@@ -53,7 +59,7 @@ func TestTypedFoldMatchesFolder(t *testing.T) {
 			}
 			return schema.Timestamp(x)
 		}
-		tf := typedFoldFor(long, long, data, true)
+		tf := typedFoldFor(long, long, data)
 		if tf == nil {
 			t.Fatal("typedFoldFor refused primitive columns")
 		}
@@ -69,16 +75,16 @@ func TestTypedFoldMatchesFolder(t *testing.T) {
 				tf.addAll(group)
 			}
 			for _, b := range bufs {
-				copy(b, "XX")
+				copy(b, "XXXXXXXXXXXXXXXX")
 			}
 			group, bufs = group[:0], bufs[:0]
 		}
 		for i := range 20000 {
-			buf := make([]byte, 2)
+			buf := make([]byte, 16)
 			k, s := r.Int64N(300), r.Int64N(40)
 			ev := event{key: []any{k}, seq: []any{s}, delete: r.IntN(5) == 0, arrival: i, row: make([]any, len(kinds))}
 			for c, kind := range kinds {
-				ev.row[c] = value(kind, buf)
+				ev.row[c] = gen(kind, buf)
 			}
 			owned := event{key: ev.key, seq: ev.seq, delete: ev.delete, arrival: ev.arrival, row: append([]any(nil), ev.row...)}
 			ownValues(owned.row)
@@ -121,7 +127,7 @@ func BenchmarkTypedFold(b *testing.B) {
 	}
 	b.ResetTimer()
 	for range b.N {
-		tf := typedFoldFor(long, long, data, false)
+		tf := typedFoldFor(long, long, data)
 		if os.Getenv("ONEBYONE") != "" {
 			for i := range evs {
 				tf.add(&evs[i])
