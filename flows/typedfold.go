@@ -3,6 +3,7 @@ package flows
 import (
 	"math"
 	"slices"
+	"sync"
 	"unsafe"
 
 	"tributary/schema"
@@ -266,30 +267,51 @@ func (tf *typedFold) finish() reduceResult {
 	w := len(tf.kinds)
 	kv := make([]any, 2*n)
 	rows := make([]any, n*w)
-	for i := range tf.ints.entries {
-		e := &tf.ints.entries[i]
-		if e.pos == 0 {
-			continue
+	// The winners are boxed, and their keys encoded, on rewriteWorkers() goroutines, each over
+	// its own part of the table (a winner's slots are its own), then of the positions.
+	inParts(len(tf.ints.entries), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			e := &tf.ints.entries[i]
+			if e.pos == 0 {
+				continue
+			}
+			at := int(e.pos - 1)
+			kv[2*at], kv[2*at+1] = e.key, e.seq
+			row := rows[at*w : (at+1)*w : (at+1)*w]
+			for c := range row {
+				row[c] = tf.get(at, c)
+			}
+			evs[at] = event{key: kv[2*at : 2*at+1 : 2*at+1], seq: kv[2*at+1 : 2*at+2 : 2*at+2], row: row, delete: e.delete, arrival: e.arrival}
 		}
-		at := int(e.pos - 1)
-		kv[2*at], kv[2*at+1] = e.key, e.seq
-		row := rows[at*w : (at+1)*w : (at+1)*w]
-		for c := range row {
-			row[c] = tf.get(at, c)
+	})
+	inParts(n, func(lo, hi int) {
+		var all []byte
+		ends := make([]int, hi-lo)
+		for at := lo; at < hi; at++ {
+			res.winners[at] = &evs[at]
+			all = appendValues(all, evs[at].key)
+			ends[at-lo] = len(all)
 		}
-		evs[at] = event{key: kv[2*at : 2*at+1 : 2*at+1], seq: kv[2*at+1 : 2*at+2 : 2*at+2], row: row, delete: e.delete, arrival: e.arrival}
-	}
-	var all []byte
-	ends := make([]int, n)
-	for at := range evs {
-		res.winners[at] = &evs[at]
-		all = appendValues(all, evs[at].key)
-		ends[at] = len(all)
-	}
-	keys, start := string(all), 0
-	for at, end := range ends {
-		res.order[at], start = keys[start:end], end
-	}
+		keys, start := string(all), 0
+		for i, end := range ends {
+			res.order[lo+i], start = keys[start:end], end
+		}
+	})
 	tf.ints, tf.words, tf.arena = nil, nil, nil
 	return res
+}
+
+// inParts calls fn on rewriteWorkers() consecutive parts [lo, hi) of [0, n) at the same time and
+// returns once every call has.
+func inParts(n int, fn func(lo, hi int)) {
+	parts := max(1, min(rewriteWorkers(), n/4096))
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(p*n/parts, (p+1)*n/parts)
+		}()
+	}
+	wg.Wait()
 }
