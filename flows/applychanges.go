@@ -262,6 +262,13 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	// they are consumed: the events take copies of their values (own), unless they are folded
 	// into typed columns, which copy what they keep.
 	own := b.view != nil && !typed
+	// Events held until the batch is applied (no fold) take their copies from slabs of the
+	// batch's own, a few allocations for the whole batch; a fold keeps only some of the values
+	// it sees, so theirs are allocated one by one (a slab would live as long as any of them).
+	var owned *ownSlab
+	if own && fold == nil {
+		owned = newOwnSlab()
+	}
 	// ownCols are the source columns events take values of, each once (a key column is in the
 	// row too): those are copied, in place, before the events take them.
 	var ownCols []int
@@ -314,7 +321,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			ev := event{key: keyVals[i*nk : (i+1)*nk : (i+1)*nk], seq: seqVals[i*ns : (i+1)*ns : (i+1)*ns], row: projVals[i*np : (i+1)*np : (i+1)*np]}
 			if own {
 				for _, j := range ownCols {
-					r[j] = ownValue(r[j])
+					r[j] = owned.value(r[j])
 				}
 			}
 			pickInto(ev.key, r, keyIdx)

@@ -2,6 +2,7 @@ package flows
 
 import (
 	"context"
+	"reflect"
 	"fmt"
 	"math/rand"
 	"os"
@@ -303,6 +304,11 @@ func TestOwnValue(t *testing.T) {
 	got := make([]any, len(vals))
 	copy(got, vals)
 	ownValues(got)
+	slabbed := make([]any, len(vals)) // the same through an ownSlab
+	o := newOwnSlab()
+	for i, v := range vals {
+		slabbed[i] = o.value(v)
+	}
 	copy(text, "XXXXXX")
 	slab.reset(4, 1)
 	for range 4 {
@@ -311,5 +317,8 @@ func TestOwnValue(t *testing.T) {
 	want := []any{"bcd", int64(1 << 40), schema.Decimal(1 << 41), []any{"bcd", int64(1 << 42)}, schema.Map{{Key: "bcd", Value: int64(1 << 43)}}, nil, true}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("owned values %v after their input was overwritten, want %v", got, want)
+	}
+	if fmt.Sprint(slabbed) != fmt.Sprint(want) || !reflect.DeepEqual(slabbed, want) {
+		t.Errorf("values owned by an ownSlab %v after their input was overwritten, want %v", slabbed, want)
 	}
 }
