@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unsafe"
 
 	"tributary/delta"
 	"tributary/schema"
@@ -155,18 +154,13 @@ func readViewFiles(ctx context.Context, env *Env, d, view *spec.Dataset, b *chan
 	return rows, nil
 }
 
-// ownSlab copies values into memory of its own, as ownValue does, but boxed in a boxSlab and
-// with their strings' bytes in large chunks: a few allocations for many values, which live as
-// long as any of them. A nil *ownSlab is ownValue.
-type ownSlab struct {
-	box   *boxSlab
-	bytes []byte // the room left in the current chunk of string bytes
-}
+// ownSlab copies values into memory of its own, as ownValue does, but into the shared arrays of
+// a valueSlab (a few allocations for many values, which live as long as any of them); strings
+// longer than a valueSlab copies, and nested values, are copied by ownValue. A nil *ownSlab is
+// ownValue.
+type ownSlab struct{ slab *valueSlab }
 
-// ownChunk is the size of an ownSlab's arrays: values per box array, bytes per string chunk.
-const ownChunk = 1 << 16
-
-func newOwnSlab() *ownSlab { return &ownSlab{box: newBoxSlab(ownChunk, ownChunk/4)} }
+func newOwnSlab() *ownSlab { return &ownSlab{slab: newValueSlab()} }
 
 // value returns a copy of v, as ownValue does.
 func (o *ownSlab) value(v any) any {
@@ -177,30 +171,14 @@ func (o *ownSlab) value(v any) any {
 	case nil, bool:
 		return v
 	case string:
-		if len(x) > len(o.bytes) {
-			if len(x) > ownChunk/4 {
-				return strings.Clone(x)
-			}
-			o.bytes = make([]byte, ownChunk) // a chunk is never grown: its strings stay put
+		if len(x) > maxSlabString {
+			return strings.Clone(x)
 		}
-		n := copy(o.bytes, x)
-		s := unsafe.String(unsafe.SliceData(o.bytes), n)
-		o.bytes = o.bytes[n:]
-		return o.box.string(s)
-	case int64:
-		return o.box.int64(x)
-	case int32:
-		return o.box.int32(x)
-	case float64:
-		return o.box.float64(x)
-	case schema.Decimal:
-		return o.box.decimal(x)
-	case schema.Date:
-		return o.box.date(x)
-	case schema.Timestamp:
-		return o.box.timestamp(x)
+	case int64, int32, float64, schema.Decimal, schema.Date, schema.Timestamp:
+	default:
+		return ownValue(v)
 	}
-	return ownValue(v)
+	return o.slab.rebox(v)
 }
 
 // ownValues replaces each value of vals by a copy in memory of its own (ownValue).

@@ -2,11 +2,11 @@ package flows
 
 import (
 	"context"
-	"reflect"
 	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"

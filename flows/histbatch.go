@@ -81,6 +81,9 @@ func (s *rowSlab) row() []any {
 	return r
 }
 
+// maxSlabString is the longest string whose bytes a valueSlab copies.
+const maxSlabString = 256
+
 // valueSlab copies values into shared arrays in the order they come: numbers (and string headers)
 // into a boxSlab, the bytes of strings up to 256 bytes into byte arrays. The rows of an SCD type
 // 2 batch are made key by key from events that arrived in another order, their values all over
@@ -110,7 +113,7 @@ func (s *valueSlab) rebox(v any) any {
 	case schema.Timestamp:
 		return s.box.timestamp(x)
 	case string:
-		if len(x) == 0 || len(x) > 256 {
+		if len(x) == 0 || len(x) > maxSlabString {
 			return s.box.string(x) // nothing to copy, or a long one: only its header
 		}
 		if cap(s.bytes)-len(s.bytes) < len(x) {
