@@ -72,14 +72,7 @@ type changeBatch struct {
 // target's checkpoint folder (offsets) and committed as txn version = batch number; with
 // max_files_per_trigger, batches follow until every available file is read.
 func ApplyChanges(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
-	total := Metrics{Version: -1}
-	for first := true; ; first = false {
-		m, err := applyBatch(ctx, env, d, first)
-		total.addBatch(m, first)
-		if err != nil || !m.more {
-			return total, err
-		}
-	}
+	return runBatches(func(first bool) (Metrics, error) { return applyBatch(ctx, env, d, first) })
 }
 
 // applyBatch reads and applies one batch of ApplyChanges; first: the update's first batch.

@@ -87,3 +87,17 @@ func (r *badRecords) finish() {
 		r.env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, r.flow, r.dataset, fmt.Sprintf("%d bad values or lines in this batch; %d were reported one by one", r.count, r.reported), nil, "")
 	}
 }
+
+// runBatches runs batch, the first time with first, again while the batch before left files for
+// the next one (Metrics.more: max_files_per_trigger), and returns the batches' metrics summed
+// (Metrics.addBatch); an error ends the run with the metrics so far.
+func runBatches(batch func(first bool) (Metrics, error)) (Metrics, error) {
+	total := Metrics{Version: -1}
+	for first := true; ; first = false {
+		m, err := batch(first)
+		total.addBatch(m, first)
+		if err != nil || !m.more {
+			return total, err
+		}
+	}
+}

@@ -175,14 +175,7 @@ func hidden(name string) bool { return strings.HasPrefix(name, ".") || strings.H
 // takes at most that many files, in name order, and batches follow until every file available
 // is read (Auto Loader's Trigger.AvailableNow). The table must exist (Setup).
 func Ingest(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
-	total := Metrics{Version: -1}
-	for first := true; ; first = false {
-		m, err := ingestBatch(ctx, env, d, first)
-		total.addBatch(m, first)
-		if err != nil || !m.more {
-			return total, err
-		}
-	}
+	return runBatches(func(first bool) (Metrics, error) { return ingestBatch(ctx, env, d, first) })
 }
 
 // ingestBatch runs one batch of Ingest; warnChanged: report input files changed after they were
