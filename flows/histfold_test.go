@@ -204,3 +204,30 @@ func TestEncodeAppended(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupByKeyKinds: keys of one BIGINT (looked up by value) and other keys (by encoding) are
+// grouped alike: keys in order of first arrival, each with its events in arrival order, and the
+// index holds every key's encoding.
+func TestGroupByKeyKinds(t *testing.T) {
+	t.Parallel()
+	keys := [][]any{{int64(5)}, {"5"}, {int64(5), "a"}, {int64(-1)}, {"5"}, {int64(5)}, {int32(5)}, {int64(-1)}, {int64(5), "a"}}
+	evs := make([]event, len(keys))
+	for i, k := range keys {
+		evs[i] = event{key: k, arrival: i}
+	}
+	g := groupByKey(evs)
+	var got []string
+	for i, k := range g.keys {
+		if g.index[k] != i {
+			t.Errorf("index of key %d is %d", i, g.index[k])
+		}
+		var arr []int
+		for _, ev := range g.events(i) {
+			arr = append(arr, ev.arrival)
+		}
+		got = append(got, fmt.Sprintf("%v:%v", keys[arr[0]], arr))
+	}
+	if s, want := strings.Join(got, " "), "[5]:[0 5] [5]:[1 4] [5 a]:[2 8] [-1]:[3 7] [5]:[6]"; s != want {
+		t.Errorf("got %s, want %s", s, want)
+	}
+}
