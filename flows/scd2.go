@@ -212,6 +212,9 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	// The versions of one key before and after the batch; their memory serves every key in turn
 	// (the rows are copies).
 	var oldBuf, curBuf []version
+	// The merged history of one key, once encoded (the key keeps the encoding only), leaves its
+	// memory to the next key.
+	var mergeBuf []histEvent
 	for i, k := range order {
 		hk := state.keys[k]
 		isNew := hk == nil
@@ -223,7 +226,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		merged, first := stored, -1
 		if evs := g.events(i); len(evs) > 0 {
 			var ties int64
-			merged, first, ties = mergeHistoryAt(stored, evs)
+			merged, first, ties = mergeHistoryInto(mergeBuf, stored, evs)
 			m.Ties += ties
 		}
 		if first < 0 && !newTrunc {
@@ -252,6 +255,9 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			state.encodeAppended(hk, blob, len(stored))
 		} else {
 			state.encode(hk)
+		}
+		if hk.events == nil && first >= 0 && cap(merged) >= cap(mergeBuf) {
+			mergeBuf = merged[:0]
 		}
 		// The rows of the versions that stay as they were are in the key's file, when it has
 		// one: a rewrite keeps them from there.
