@@ -22,14 +22,29 @@ func groupByKey(events []event) *keyGroups {
 	g := &keyGroups{index: map[string]int{}}
 	ids := make([]int32, len(events))
 	var kb []byte
+	// A key of one BIGINT is looked up by its value; its encoding is made once per key.
+	var byLong map[int64]int32
 	for i := range events {
-		kb = appendValues(kb[:0], events[i].key)
+		key := events[i].key
+		if len(key) == 1 {
+			if x, ok := key[0].(int64); ok {
+				if byLong == nil {
+					byLong = map[int64]int32{}
+				}
+				id, ok := byLong[x]
+				if !ok {
+					kb = appendValues(kb[:0], key)
+					id = int32(g.add(string(kb)))
+					byLong[x] = id
+				}
+				ids[i] = id
+				continue
+			}
+		}
+		kb = appendValues(kb[:0], key)
 		id, ok := g.index[string(kb)]
 		if !ok {
-			id = len(g.keys)
-			k := string(kb)
-			g.index[k] = id
-			g.keys = append(g.keys, k)
+			id = g.add(string(kb))
 		}
 		ids[i] = int32(id)
 	}
@@ -48,6 +63,14 @@ func groupByKey(events []event) *keyGroups {
 		next[id]++
 	}
 	return g
+}
+
+// add adds the encoded key k, which the groups do not hold yet, and returns its position.
+func (g *keyGroups) add(k string) int {
+	id := len(g.keys)
+	g.index[k] = id
+	g.keys = append(g.keys, k)
+	return id
 }
 
 // events returns the events of the i-th key, in arrival order (none for a key added to the

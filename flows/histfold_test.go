@@ -204,3 +204,79 @@ func TestEncodeAppended(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupByKeyKinds: keys of one BIGINT (looked up by value) and other keys (by encoding) are
+// grouped alike: keys in order of first arrival, each with its events in arrival order, and the
+// index holds every key's encoding.
+func TestGroupByKeyKinds(t *testing.T) {
+	t.Parallel()
+	keys := [][]any{{int64(5)}, {"5"}, {int64(5), "a"}, {int64(-1)}, {"5"}, {int64(5)}, {int32(5)}, {int64(-1)}, {int64(5), "a"}}
+	evs := make([]event, len(keys))
+	for i, k := range keys {
+		evs[i] = event{key: k, arrival: i}
+	}
+	g := groupByKey(evs)
+	var got []string
+	for i, k := range g.keys {
+		if g.index[k] != i {
+			t.Errorf("index of key %d is %d", i, g.index[k])
+		}
+		var arr []int
+		for _, ev := range g.events(i) {
+			arr = append(arr, ev.arrival)
+		}
+		got = append(got, fmt.Sprintf("%v:%v", keys[arr[0]], arr))
+	}
+	if s, want := strings.Join(got, " "), "[5]:[0 5] [5]:[1 4] [5 a]:[2 8] [-1]:[3 7] [5]:[6]"; s != want {
+		t.Errorf("got %s, want %s", s, want)
+	}
+}
+
+// TestTailOf: the tail read from a key's encoded events has the last sequence of its history and,
+// when the last version is open, the start and row of the fold's last version; the bounds of
+// the events are those of each event's own encoding, and damaged bytes are refused.
+func TestTailOf(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(15, 16))
+	sch, err := schema.ParseDDL("name STRING, amount DECIMAL(10,2), seq BIGINT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &histState{dataSch: sch}
+	var offs []int
+	for range 2000 {
+		hist := randomHistory(r, 1+r.IntN(12), false)
+		tracked := [][]int{{0, 1, 2}, {0}, {1}, {}}[r.IntN(4)]
+		blob := encodeHistEvents(nil, hist)
+		bounds, ok := histEventBounds(nil, blob)
+		want, end := []int{}, 0
+		for _, e := range hist {
+			want = append(want, end)
+			end += len(encodeHistEvents(nil, []histEvent{e}))
+		}
+		if want = append(want, end); !ok || !slices.Equal(bounds, want) {
+			t.Fatalf("bounds %v (ok %v), want %v", bounds, ok, want)
+		}
+		hk := &histKey{blob: blob, nEvents: len(hist)}
+		var tail histTail
+		if tail, offs, ok = s.tailOf(hk, tracked, offs); !ok {
+			t.Fatalf("tailOf refused %v", hist)
+		}
+		vs := foldHistory(hist, tracked, false)
+		last := vs[max(len(vs)-1, 0):]
+		if compareSeq(tail.lastSeq, hist[len(hist)-1].seq) != 0 || tail.open != (len(last) > 0 && last[0].end == nil) {
+			t.Fatalf("%v: tail %+v, versions %s", hist, tail, renderAll(vs))
+		}
+		if tail.open {
+			if got, want := renderAll([]version{{start: tail.openStart, row: tail.openRow}}), renderAll(last); got != want {
+				t.Fatalf("%v (tracked %v): open version %s, want %s", hist, tracked, got, want)
+			}
+		}
+		if _, _, ok := s.tailOf(&histKey{blob: blob[:len(blob)-1], nEvents: len(hist)}, tracked, offs); ok {
+			t.Fatalf("a cut blob was read")
+		}
+		if _, _, ok := s.tailOf(&histKey{blob: blob, nEvents: len(hist) + 1}, tracked, offs); ok {
+			t.Fatalf("a blob of fewer events than the key's was read")
+		}
+	}
+}

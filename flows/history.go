@@ -167,6 +167,12 @@ func mergeHistory(hist []histEvent, batch []*event) ([]histEvent, bool, int64) {
 // first is the position of the first event of the result that differs from the stored history
 // (the two hold the same events before it), or -1 when the history did not change.
 func mergeHistoryAt(hist []histEvent, batch []*event) (_ []histEvent, first int, ties int64) {
+	return mergeHistoryInto(nil, hist, batch)
+}
+
+// mergeHistoryInto is mergeHistoryAt that builds a changed history in the memory of buf when it
+// is large enough (buf must not share memory with hist).
+func mergeHistoryInto(buf, hist []histEvent, batch []*event) (_ []histEvent, first int, ties int64) {
 	sorted := batch
 	if !slices.IsSortedFunc(batch, compareEvents) {
 		sorted = append([]*event(nil), batch...)
@@ -189,7 +195,10 @@ func mergeHistoryAt(hist []histEvent, batch []*event) (_ []histEvent, first int,
 		reduced = append(reduced, ev)
 	}
 	// Merge the two sequences in order.
-	out := make([]histEvent, 0, len(hist)+len(reduced))
+	out := buf[:0]
+	if n := len(hist) + len(reduced); cap(out) < n {
+		out = make([]histEvent, 0, n)
+	}
 	first = -1
 	i := 0
 	for _, ev := range reduced {

@@ -251,3 +251,30 @@ func (s *histState) decodeSegment(b []byte) error {
 	}
 	return nil
 }
+
+// histEventBounds appends to offs the offset in b of each event encodeHistEvents wrote and the
+// end of the last one, reading only the lengths, not the values; ok is false for bytes it did
+// not write.
+func histEventBounds(offs []int, b []byte) (_ []int, ok bool) {
+	at := 0
+	skip := func() bool {
+		n, k := binary.Uvarint(b[at:])
+		if k <= 0 || n > uint64(len(b)-at-k) {
+			return false
+		}
+		at += k + int(n)
+		return true
+	}
+	for at < len(b) {
+		offs = append(offs, at)
+		if !skip() || at >= len(b) {
+			return offs, false
+		}
+		del := b[at]
+		at++
+		if del > 1 || (del == 0 && !skip()) {
+			return offs, false
+		}
+	}
+	return append(offs, at), true
+}

@@ -1,7 +1,6 @@
 package flows
 
 import (
-	"bytes"
 	"strconv"
 
 	"tributary/delta"
@@ -187,15 +186,14 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	}
 	// changedKey is a key the batch changed (hk set), with the rows of its versions after it
 	// that its data file does not hold already. The file holds the rows of the versions before
-	// the batch; those that stay as they were, the first of them up to __START_AT keepTo (none
-	// when keepTo is nil), are kept from the file when it is rewritten, and rows holds the
-	// rows of the versions that follow.
+	// the batch; those that stay as they were are kept from the file when it is rewritten (see
+	// rowKeep), and rows holds the rows of the versions that follow.
 	type changedKey struct {
-		hk     *histKey
-		rows   [][]any
-		keepTo any
-		nrows  int  // the rows of all its versions after the batch
-		diff   bool // the key's rows changed
+		hk      *histKey
+		rows    [][]any
+		keep    rowKeep
+		hasRows bool // the key has rows after the batch
+		diff    bool // the key's rows changed
 	}
 	live := make(map[string]bool, len(b.snap.Files))
 	for _, f := range b.snap.Files {
@@ -212,18 +210,75 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	// The versions of one key before and after the batch; their memory serves every key in turn
 	// (the rows are copies).
 	var oldBuf, curBuf []version
+	// The merged history of one key, once encoded (the key keeps the encoding only), leaves its
+	// memory to the next key.
+	var mergeBuf []histEvent
+	var offs []int // scratch of tailOf
 	for i, k := range order {
 		hk := state.keys[k]
 		isNew := hk == nil
 		if isNew {
 			hk = &histKey{}
 		}
+		// A key whose stored events all come before the batch's, as most do, needs of them
+		// only their end (tailOf) when its state is encoded and the fold keeps no NULLs.
+		if evs := g.events(i); hk.blob != nil && mode.scd2 && !mode.ignoreNulls && len(evs) > 0 {
+			var tail histTail
+			var ok bool
+			if tail, offs, ok = state.tailOf(hk, mode.tracked, offs); ok && allAfter(evs, tail.lastSeq) {
+				added, _, ties := mergeHistoryInto(mergeBuf, nil, evs)
+				m.Ties += ties
+				wasDeleted := hk.lastDelete
+				hk.blob = encodeHistEvents(append(make([]byte, 0, len(hk.blob)+40*len(added)), hk.blob...), added)
+				hk.nEvents += len(added)
+				hk.lastDelete = added[len(added)-1].delete
+				if hk.lastDelete {
+					if !wasDeleted || hk.deletedAt == 0 {
+						hk.deletedAt = nowMs
+					}
+				} else {
+					hk.deletedAt = 0
+				}
+				// The versions from the open one on, before and after; the rows of the versions
+				// before it stay in the key's file.
+				old, cur := oldBuf[:0], curBuf[:0]
+				keep := rowKeep{all: true}
+				if tail.open {
+					v := version{start: tail.openStart, row: tail.openRow}
+					old, cur = append(old, v), append(cur, v)
+					keep = rowKeep{before: seqValue(tail.openStart)}
+				}
+				cur = foldOnto(cur, tail.open, added, mode.tracked, false)
+				oldBuf, curBuf, mergeBuf = old[:0], cur[:0], added[:0]
+				if len(rowLists) < len(cur) {
+					rowLists = make([][]any, max(len(cur), slabRows))
+				}
+				rows := rowLists[:len(cur):len(cur)]
+				rowLists = rowLists[len(cur):]
+				for j, v := range cur {
+					rows[j] = toRow(v)
+				}
+				n := len(cdcRows)
+				var ups, dels int64
+				cdcRows, cdcTypes, ups, dels = versionDiff(cdcRows, cdcTypes, old, cur, toRow, rows)
+				changedList = append(changedList, k)
+				kvs[i] = changedKey{hk: hk, rows: rows, keep: keep, hasRows: len(cur) > 0 || hk.file != "", diff: len(cdcRows) > n}
+				if len(cdcRows) > n {
+					m.NumUpsertedRows += ups
+					m.NumDeletedRows += dels
+					if f := state.resolve(hk.file); f != "" {
+						byFile[f] = true
+					}
+				}
+				continue
+			}
+		}
 		blob := hk.blob // the stored events encoded, before eventsOf decodes them
 		stored := state.eventsOf(hk)
 		merged, first := stored, -1
 		if evs := g.events(i); len(evs) > 0 {
 			var ties int64
-			merged, first, ties = mergeHistoryAt(stored, evs)
+			merged, first, ties = mergeHistoryInto(mergeBuf, stored, evs)
 			m.Ties += ties
 		}
 		if first < 0 && !newTrunc {
@@ -253,12 +308,23 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		} else {
 			state.encode(hk)
 		}
+		if hk.events == nil && first >= 0 && cap(merged) >= cap(mergeBuf) {
+			mergeBuf = merged[:0]
+		}
 		// The rows of the versions that stay as they were are in the key's file, when it has
 		// one: a rewrite keeps them from there.
 		from := 0
-		var keepTo any
+		var keep rowKeep
 		if common > 0 && live[state.resolve(hk.file)] {
-			from, keepTo = common, seqValue(cur[common-1].start)
+			// The versions that changed start after the common ones: at the first of the
+			// versions before or after that follow them, if any.
+			from, keep = common, rowKeep{all: true}
+			if len(old) > 0 {
+				keep = rowKeep{before: seqValue(old[0].start)}
+			}
+			if common < len(cur) && (keep.all || compareSeq(cur[common].start, old[0].start) < 0) {
+				keep = rowKeep{before: seqValue(cur[common].start)}
+			}
 		}
 		nr := len(cur) - from
 		if len(rowLists) < nr {
@@ -276,7 +342,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			state.keys[k] = hk
 		}
 		changedList = append(changedList, k)
-		kvs[i] = changedKey{hk: hk, rows: rows, keepTo: keepTo, nrows: len(cur), diff: len(cdcRows) > n}
+		kvs[i] = changedKey{hk: hk, rows: rows, keep: keep, hasRows: len(cur) > 0, diff: len(cdcRows) > n}
 		if len(cdcRows) == n {
 			continue
 		}
@@ -294,12 +360,12 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	state.truncate = trunc
 	// changeOf says what the batch did to the key encoded in kb (see rewriteRows): its position
 	// in kvs, or -1 when the batch did not change it.
-	changeOf := func(kb []byte) (int, any, [][]any) {
+	changeOf := func(kb []byte) (int, rowKeep, [][]any) {
 		i, ok := g.index[string(kb)]
 		if !ok || kvs[i].hk == nil {
-			return -1, nil, nil
+			return -1, rowKeep{}, nil
 		}
-		return i, kvs[i].keepTo, kvs[i].rows
+		return i, kvs[i].keep, kvs[i].rows
 	}
 
 	// Copy-on-write: each file holding keys whose rows changed is rewritten into one new file
@@ -350,11 +416,11 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			fk.keys, fk.rows = append(fk.keys, i), fk.rows+len(kv.rows)
 			continue
 		}
-		if kv.keepTo != nil {
+		if kv.keep.some() {
 			// The key's file held its rows, but the index rebuilt from the table names no
 			// file for it: its new file gets the rows of all its versions.
 			vs := mode.fold(state.eventsOf(kv.hk), trunc)
-			kvs[i].rows, kvs[i].keepTo = make([][]any, len(vs)), nil
+			kvs[i].rows, kvs[i].keep = make([][]any, len(vs)), rowKeep{}
 			for j, v := range vs {
 				kvs[i].rows[j] = toRow(v)
 			}
@@ -428,7 +494,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		}
 	}
 	for _, kv := range kvs {
-		if kv.hk != nil && kv.nrows == 0 {
+		if kv.hk != nil && !kv.hasRows {
 			kv.hk.file = ""
 		}
 	}
@@ -439,54 +505,4 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			"numTargetRowsDeleted":  strconv.FormatInt(m.NumDeletedRows, 10),
 		})
 	return m, err
-}
-
-// cutBetweenKeys splits keys with sizes rows each (in order) into runs of at most limit rows,
-// cut only between keys: it returns each run's [start, end) in sizes. A key of more than limit
-// rows is a run of its own.
-func cutBetweenKeys(sizes []int, limit int) [][2]int {
-	var out [][2]int
-	start, n := 0, 0
-	for i, sz := range sizes {
-		if n > 0 && n+sz > limit {
-			out = append(out, [2]int{start, i})
-			start, n = i, 0
-		}
-		n += sz
-	}
-	if start < len(sizes) {
-		out = append(out, [2]int{start, len(sizes)})
-	}
-	return out
-}
-
-// rewriteRows appends to out the rows of a rewritten file: the rows of keys (the columns keyIdx,
-// encoded by appendPicked) that changeOf reports unchanged (a position of -1); of a changed key,
-// the rows whose __START_AT (column startIdx) is at or before keepTo (none when keepTo is nil),
-// followed, when its position is in place, by its newRows, so that a key's rows stay next to
-// each other; it deletes from place the positions it placed. A key's rows are next to each other
-// in the files this flow writes, so changeOf is asked once per run of rows of one key (of a key
-// whose rows lie apart, once per run; its new rows follow its first run).
-func rewriteRows(out, rows [][]any, keyIdx []int, startIdx int, changeOf func(kb []byte) (pos int, keepTo any, newRows [][]any), place map[int]bool) [][]any {
-	var kb, prev []byte
-	pos, pending := -1, [][]any(nil)
-	var keepTo any
-	for i, r := range rows {
-		kb = appendPicked(kb[:0], r, keyIdx)
-		if i == 0 || !bytes.Equal(kb, prev) {
-			out = append(out, pending...) // after the run of the key before
-			var fresh [][]any
-			pos, keepTo, fresh = changeOf(kb)
-			pending = nil
-			if pos >= 0 && place[pos] {
-				delete(place, pos)
-				pending = fresh
-			}
-			prev, kb = kb, prev
-		}
-		if pos < 0 || (keepTo != nil && schema.Compare(r[startIdx], keepTo) <= 0) {
-			out = append(out, r)
-		}
-	}
-	return append(out, pending...)
 }

@@ -9,16 +9,16 @@ import (
 	"tributary/schema"
 )
 
-// TestRewriteRows: the rows of changed keys go, but for those up to the key's keepTo, whether a
+// TestRewriteRows: the rows of changed keys go, but for those their keep keeps, whether a
 // key's rows are next to each other or apart, whatever key comes first; a changed key's new rows
 // follow its first run when its position is to be placed here, and only then; changeOf is asked
 // once per run of rows of one key.
 func TestRewriteRows(t *testing.T) {
 	t.Parallel()
 	type change struct {
-		keepTo any
-		fresh  []int64 // the __START_AT of its new rows
-		here   bool    // its new rows go to this file
+		keep  rowKeep
+		fresh []int64 // the __START_AT of its new rows
+		here  bool    // its new rows go to this file
 	}
 	cases := []struct {
 		name    string
@@ -35,9 +35,11 @@ func TestRewriteRows(t *testing.T) {
 		{"nothing changed", [][2]int64{{4, 1}, {5, 1}}, nil, "[4/1 5/1]", "[]", 2},
 		{"empty", nil, map[int64]change{1: {fresh: []int64{1}, here: true}}, "[]", "[1]", 0},
 		{"kept up to a start", [][2]int64{{1, 10}, {1, 20}, {1, 30}, {2, 5}, {2, 40}},
-			map[int64]change{1: {keepTo: int64(20), fresh: []int64{25, 35}, here: true}, 2: {keepTo: int64(4), fresh: []int64{6}, here: true}},
+			map[int64]change{1: {keep: rowKeep{before: int64(21)}, fresh: []int64{25, 35}, here: true}, 2: {keep: rowKeep{before: int64(5)}, fresh: []int64{6}, here: true}},
 			"[1/10 1/20 1/25 1/35 2/6]", "[]", 2},
-		{"kept up to a start, apart", [][2]int64{{1, 30}, {2, 5}, {1, 10}, {1, 20}}, map[int64]change{1: {keepTo: int64(20), fresh: []int64{21}, here: true}},
+		{"all kept", [][2]int64{{1, 10}, {1, 20}, {2, 5}}, map[int64]change{1: {keep: rowKeep{all: true}, fresh: []int64{30}, here: true}},
+			"[1/10 1/20 1/30 2/5]", "[]", 2},
+		{"kept up to a start, apart", [][2]int64{{1, 30}, {2, 5}, {1, 10}, {1, 20}}, map[int64]change{1: {keep: rowKeep{before: int64(21)}, fresh: []int64{21}, here: true}},
 			"[1/21 2/5 1/10 1/20]", "[]", 3},
 		{"new rows that go elsewhere", [][2]int64{{1, 1}, {2, 1}}, map[int64]change{1: {fresh: []int64{3}}, 3: {fresh: []int64{4}, here: true}},
 			"[2/1]", "[3]", 2},
@@ -54,7 +56,7 @@ func TestRewriteRows(t *testing.T) {
 			}
 		}
 		asked := 0
-		out := rewriteRows(nil, rows, []int{1}, 2, func(kb []byte) (int, any, [][]any) {
+		out := rewriteRows(nil, rows, []int{1}, 2, func(kb []byte) (int, rowKeep, [][]any) {
 			asked++
 			v, err := decodeValues(kb)
 			if err != nil || len(v) != 1 {
@@ -63,13 +65,13 @@ func TestRewriteRows(t *testing.T) {
 			k := v[0].(int64)
 			ch, ok := c.changed[k]
 			if !ok {
-				return -1, nil, nil
+				return -1, rowKeep{}, nil
 			}
 			var fresh [][]any
 			for _, st := range ch.fresh {
 				fresh = append(fresh, []any{"y", k, st})
 			}
-			return int(k), ch.keepTo, fresh
+			return int(k), ch.keep, fresh
 		}, place)
 		got := make([]string, len(out))
 		for i, r := range out {

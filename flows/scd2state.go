@@ -198,6 +198,60 @@ func (s *histState) encodeAppended(hk *histKey, blob []byte, n int) {
 	hk.events = nil
 }
 
+// histTail is what folding a key's history further needs of its stored events, when a batch
+// only adds events after them: the last event's sequence and, when the last version is open
+// (the last event is an upsert), its start and row.
+type histTail struct {
+	lastSeq   []any
+	open      bool
+	openStart []any
+	openRow   []any
+}
+
+// tailOf reads the tail of the key's encoded events (hk.blob, which must be set) for an SCD type
+// 2 fold without ignore_null_updates: it decodes only the events from the last one back to where
+// the open version began (the upsert after a delete, or after an upsert whose tracked columns
+// differ: within a version they are all the same), not the whole history. offs is scratch space,
+// returned for reuse; ok is false when the blob does not hold n events.
+func (s *histState) tailOf(hk *histKey, tracked []int, offs []int) (_ histTail, _ []int, ok bool) {
+	offs, ok = histEventBounds(offs[:0], hk.blob)
+	n := len(offs) - 1
+	if !ok || n != hk.nEvents || n == 0 {
+		return histTail{}, offs, false
+	}
+	if s.dec == nil {
+		s.dec = newHistDecoder()
+	}
+	width := len(s.dataSch.Fields)
+	at := func(j int) (histEvent, bool) {
+		evs, err := decodeHistEvents(hk.blob[offs[j]:offs[j+1]], width, 1, s.dec)
+		if err != nil || len(evs) != 1 {
+			return histEvent{}, false
+		}
+		return evs[0], true
+	}
+	last, ok := at(n - 1)
+	if !ok {
+		return histTail{}, offs, false
+	}
+	t := histTail{lastSeq: last.seq}
+	if last.delete {
+		return t, offs, true
+	}
+	t.open, t.openStart, t.openRow = true, last.seq, last.row
+	for j, later := n-2, last; j >= 0; j-- {
+		e, ok := at(j)
+		if !ok {
+			return histTail{}, offs, false
+		}
+		if e.delete || !sameColumns(e.row, later.row, tracked) {
+			break
+		}
+		t.openStart, later = e.seq, e
+	}
+	return t, offs, true
+}
+
 // save writes the keys changed by a batch (every event of each; changed holds their encoded
 // keys) as a new segment, or, when the log has grown past its base, every key as one segment,
 // and a manifest; it returns the manifest id and the new log for remember. The segment is in the
