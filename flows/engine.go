@@ -289,7 +289,7 @@ func (f *folder) add(ev *event) {
 
 // foldGroup is how many events addAll looks up at once: enough that the cache misses of their
 // lookups overlap, few enough that the entries they touch stay in the cache until folded.
-const foldGroup = 64
+const foldGroup = 128
 
 // addAll folds evs, in order, into the winners, as add does one at a time. On the BIGINT path it
 // takes them foldGroup at a time in three passes: the first reads each event's home entry of

@@ -180,14 +180,22 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 	if found != len(touched) {
 		return m, fmt.Errorf("the CDC state of %s names data files that do not hold %d of the keys being changed; run %s", d.Name, len(touched)-found, RefreshHint(p, d.Name))
 	}
-	insertRows := make([][]any, 0, len(inserts))
-	cdcRows, cdcTypes = slices.Grow(cdcRows, len(inserts)), slices.Grow(cdcTypes, len(inserts))
-	for _, ch := range inserts {
-		insertRows = append(insertRows, ch.win.row)
-		cdcRows = append(cdcRows, ch.win.row)
-		cdcTypes = append(cdcTypes, delta.ChangeInsert)
-		m.NumUpsertedRows++
+	// The inserts' change rows are the inserted rows: a batch that only inserts (the first
+	// batch of a table) shares insertRows instead of copying it.
+	insertRows := make([][]any, len(inserts))
+	for i, ch := range inserts {
+		insertRows[i] = ch.win.row
 	}
+	if len(cdcRows) == 0 {
+		cdcRows = insertRows[:len(insertRows):len(insertRows)]
+	} else {
+		cdcRows = append(cdcRows, insertRows...)
+	}
+	cdcTypes = slices.Grow(cdcTypes, len(inserts))
+	for range inserts {
+		cdcTypes = append(cdcTypes, delta.ChangeInsert)
+	}
+	m.NumUpsertedRows += int64(len(inserts))
 	m.NumOutputRows = m.NumUpsertedRows + m.NumDeletedRows
 
 	// Record each change in the state, then write the inserts and record where each lives:
