@@ -293,10 +293,11 @@ const foldGroup = 128
 
 // addAll folds evs, in order, into the winners, as add does one at a time. On the BIGINT path it
 // takes them foldGroup at a time in three passes: the first reads each event's home entry of
-// the table, the second folds the events into their entries (now in the cache) and reads the
-// values of each winner that an event replaces, the third copies those events' values. Each
-// event's two accesses to memory then wait together with the group's others instead of one
-// after the other, which is most of the time of a fold of a million keys.
+// the table, the second folds the events into their entries (now in the cache) and lists each
+// winner that an event replaces, the third reads those winners' values and copies the events'
+// values over them. Each event's two accesses to memory then wait together with the group's
+// others instead of one after the other, which is most of the time of a fold of a million keys
+// (BenchmarkFoldBulk). The caller may reuse the events' slices once addAll returns.
 func (f *folder) addAll(evs []event) {
 	for len(evs) > 0 {
 		g := evs[:min(len(evs), foldGroup)]
@@ -335,7 +336,8 @@ func (f *folder) intGroup(g []event) bool {
 		}
 	}
 	// Pass 2: fold each event into its entry. A winner that is replaced has its values copied in
-	// pass 3 (copy lists them); a tie compares with the values, so it first does the copies so far.
+	// pass 3 (copies lists them); a tie compares with the values, so it first does the copies so
+	// far (flush).
 	var copies [foldGroup]struct{ at, ev int32 }
 	n := 0
 	flush := func() {
@@ -374,7 +376,8 @@ func (f *folder) intGroup(g []event) bool {
 		copies[n] = struct{ at, ev int32 }{int32(at), int32(i)}
 		n++
 	}
-	// Read the first and last value of each winner to be replaced, so that the misses overlap.
+	// Pass 3: read the first and last value of each winner to be replaced (for a row of up to
+	// four columns, every cache line of what is copied), so that the misses overlap; then copy.
 	for _, c := range copies[:n] {
 		if vals := f.winnerVals(int(c.at)); vals[1] != nil && vals[len(vals)-1] != nil {
 			touched++
