@@ -91,29 +91,30 @@ func word(kind schema.Kind, v any) int64 {
 	return 0
 }
 
-// value boxes word w of a fixed-width kind.
-func value(kind schema.Kind, w int64) any {
+// value boxes word w of a fixed-width kind, in slab (nil: the ordinary way).
+func value(kind schema.Kind, w int64, slab *boxSlab) any {
 	switch kind {
 	case schema.Long:
-		return w
+		return slab.int64(w)
 	case schema.Integer:
-		return int32(w)
+		return slab.int32(int32(w))
 	case schema.DecimalKind:
-		return schema.Decimal(w)
+		return slab.decimal(schema.Decimal(w))
 	case schema.DateKind:
-		return schema.Date(w)
+		return slab.date(schema.Date(w))
 	case schema.TimestampKind:
-		return schema.Timestamp(w)
+		return slab.timestamp(schema.Timestamp(w))
 	case schema.Double:
-		return math.Float64frombits(uint64(w))
+		return slab.float64(math.Float64frombits(uint64(w)))
 	case schema.Boolean:
 		return w != 0
 	}
 	return nil
 }
 
-// get returns column c of the winner at position at, boxed (nil for NULL).
-func (tf *typedFold) get(at, c int) any {
+// get returns column c of the winner at position at, boxed in slab (nil: the ordinary way; nil
+// for NULL). A string is a window of the arena.
+func (tf *typedFold) get(at, c int, slab *boxSlab) any {
 	rec := tf.words[at*tf.stride : (at+1)*tf.stride]
 	if rec[len(rec)-1]&(1<<c) != 0 {
 		return nil
@@ -123,15 +124,15 @@ func (tf *typedFold) get(at, c int) any {
 		if n == 0 {
 			return ""
 		}
-		return unsafe.String(&tf.arena[rec[c]], n)
+		return slab.string(unsafe.String(&tf.arena[rec[c]], n))
 	}
-	return value(tf.kinds[c], rec[c])
+	return value(tf.kinds[c], rec[c], slab)
 }
 
 // sameRow says whether the winner at position at holds the values of row (schema.Equal each).
 func (tf *typedFold) sameRow(at int, row []any) bool {
 	for c := range tf.kinds {
-		if !schema.Equal(tf.get(at, c), row[c]) {
+		if !schema.Equal(tf.get(at, c, nil), row[c]) {
 			return false
 		}
 	}
@@ -269,17 +270,19 @@ func (tf *typedFold) finish() reduceResult {
 	rows := make([]any, n*w)
 	// The winners are boxed, and their keys encoded, on rewriteWorkers() goroutines, each over
 	// its own part of the table (a winner's slots are its own), then of the positions.
+	// Each part boxes into a boxSlab of its own: a few allocations, not one a value.
 	inParts(len(tf.ints.entries), func(lo, hi int) {
+		slab := newBoxSlab(1<<16, 1<<14)
 		for i := lo; i < hi; i++ {
 			e := &tf.ints.entries[i]
 			if e.pos == 0 {
 				continue
 			}
 			at := int(e.pos - 1)
-			kv[2*at], kv[2*at+1] = e.key, e.seq
+			kv[2*at], kv[2*at+1] = slab.int64(e.key), slab.int64(e.seq)
 			row := rows[at*w : (at+1)*w : (at+1)*w]
 			for c := range row {
-				row[c] = tf.get(at, c)
+				row[c] = tf.get(at, c, slab)
 			}
 			evs[at] = event{key: kv[2*at : 2*at+1 : 2*at+1], seq: kv[2*at+1 : 2*at+2 : 2*at+2], row: row, delete: e.delete, arrival: e.arrival}
 		}
