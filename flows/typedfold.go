@@ -174,7 +174,8 @@ func (tf *typedFold) setRow(at int, row []any) {
 
 // compact copies the winners' strings into a new arena, leaving out those of beaten winners.
 func (tf *typedFold) compact() {
-	arena := make([]byte, 0, tf.live+tf.live/2)
+	// Room for the strings to come until the next compaction, so that appends do not move it.
+	arena := make([]byte, 0, 2*tf.live+int64(arenaSlack)+4096)
 	nk := len(tf.kinds)
 	for at := range tf.n {
 		rec := tf.words[at*tf.stride : (at+1)*tf.stride]
