@@ -198,25 +198,33 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 	m.NumUpsertedRows += int64(len(inserts))
 	m.NumOutputRows = m.NumUpsertedRows + m.NumDeletedRows
 
-	// Record each change in the state, then write the inserts and record where each lives:
-	// writeRows places the rows of insertRows in order, and the i-th is the key of insSlots[i].
+	// Write the inserts while each change is recorded in the state, then record where each
+	// insert lives: writeRows places the rows of insertRows in order (rowPath), and the i-th is
+	// the key of insSlots[i].
+	var insAdds []delta.Add
+	rowPath := make([]string, 0, len(insertRows))
+	written := make(chan error, 1)
+	go func() {
+		var err error
+		insAdds, err = writeRows(b.target, tgtSch, insertRows, func(_ []any, path string) { rowPath = append(rowPath, path) })
+		written <- err
+	}()
 	changed := state.recordChanges(changes, nowMs)
+	if err := <-written; err != nil {
+		return m, err
+	}
 	insSlots := make([]int, 0, len(inserts))
 	for i := range changes {
 		if changes[i].what == insertRow {
 			insSlots = append(insSlots, changed[i])
 		}
 	}
-	placed, lastPath, lastID := 0, "", int32(0)
-	insAdds, err := writeRows(b.target, tgtSch, insertRows, func(_ []any, path string) {
+	lastPath, lastID := "", int32(0)
+	for i, path := range rowPath {
 		if path != lastPath {
 			lastPath, lastID = path, state.fileID(path)
 		}
-		state.slots[insSlots[placed]].file = lastID
-		placed++
-	})
-	if err != nil {
-		return m, err
+		state.slots[insSlots[i]].file = lastID
 	}
 	adds = append(adds, insAdds...)
 	err = finishBatch(d, b, &m, batchFiles{cdcRows: cdcRows, cdcTypes: cdcTypes, removes: removes, adds: adds},
