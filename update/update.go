@@ -190,6 +190,9 @@ func printSummary(w io.Writer, p *spec.Pipeline, res *Result, order []string) {
 			parts = append(parts, "a view over files, read by "+strings.Join(readersOf(p, name), ", "))
 		case fr.State == FlowCompleted && (p.Dataset(name).ApplyChanges != nil || p.Dataset(name).ApplyChangesFromSnapshot != nil):
 			parts = append(parts, fmt.Sprintf("%d upserted, %d deleted", m.NumUpsertedRows, m.NumDeletedRows))
+			if m.Files > 0 { // read from a view over files
+				parts = append(parts, "from "+plural(int64(m.Files), "file"))
+			}
 		case fr.State == FlowCompleted && p.Dataset(name).Query != nil && m.Version < 0 && m.NumOutputRows == 0:
 			parts = append(parts, "result unchanged, nothing committed")
 		case fr.State == FlowCompleted && m.Files > 0:
