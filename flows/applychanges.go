@@ -213,7 +213,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	freeBufs := make(chan *eventBuf, 2)
 	var foldDone sync.WaitGroup
 	if ac.StoredAsSCDType != 2 && !ac.IgnoreNullUpdates && !failRule {
-		if tf := typedFoldFor(b.keySch, b.seqSch, b.dataSch); tf != nil {
+		if tf := typedFoldFor(b.keySch, b.seqSch, b.dataSch, b.keyIdx[0], b.dataSch.Index(ac.SequenceBy[0])); tf != nil {
 			fold, typed = tf, true
 		} else {
 			fold = newFolder(0)

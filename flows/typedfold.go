@@ -23,10 +23,14 @@ import (
 // winner once, into the events of a reduceResult, as folder.finish returns them (their strings
 // windows of the final arena, which is never written again).
 type typedFold struct {
-	ints    *intTable // each key's position (plus one), sequence, arrival and kind
-	kinds   []schema.Kind
+	ints  *intTable // each key's position (plus one), sequence, arrival and kind
+	kinds []schema.Kind
+	// wordAt is, for each column, the index of its word in a record; aliasKey or aliasSeq for
+	// the column that holds the key or the sequence, which the winner's entry holds already.
+	wordAt  []int
 	strAt   []int // for each column, its index among the string columns, or -1
-	stride  int   // words per winner: one per column, one per string column, the NULL bits
+	stride  int   // words per winner: one per stored column, one per string column, the NULL bits
+	stored  int   // columns with a word of their own
 	strCols int
 	words   []int64
 	arena   []byte
@@ -44,9 +48,16 @@ var arenaSlack = 1 << 20
 // maxTypedColumns is the most columns a typedFold takes: its NULL bits are one word.
 const maxTypedColumns = 64
 
+// The wordAt of the columns a record does not store.
+const (
+	aliasKey = -1
+	aliasSeq = -2
+)
+
 // typedFoldFor returns a typedFold for a batch with these key, sequence and target schemas, or nil
-// when they are not of its shape.
-func typedFoldFor(keySch, seqSch, dataSch schema.Schema) *typedFold {
+// when they are not of its shape. keyCol and seqCol are the target columns that hold the key and
+// the sequence (-1: none): their values are the entry's, not stored again.
+func typedFoldFor(keySch, seqSch, dataSch schema.Schema, keyCol, seqCol int) *typedFold {
 	if len(keySch.Fields) != 1 || keySch.Fields[0].Type.Kind != schema.Long ||
 		len(seqSch.Fields) != 1 || seqSch.Fields[0].Type.Kind != schema.Long || len(dataSch.Fields) > maxTypedColumns {
 		return nil
@@ -64,7 +75,18 @@ func typedFoldFor(keySch, seqSch, dataSch schema.Schema) *typedFold {
 		}
 		tf.kinds = append(tf.kinds, f.Type.Kind)
 	}
-	tf.stride = len(tf.kinds) + tf.strCols + 1
+	for c := range tf.kinds {
+		switch c {
+		case keyCol:
+			tf.wordAt = append(tf.wordAt, aliasKey)
+		case seqCol:
+			tf.wordAt = append(tf.wordAt, aliasSeq)
+		default:
+			tf.wordAt = append(tf.wordAt, tf.stored)
+			tf.stored++
+		}
+	}
+	tf.stride = tf.stored + tf.strCols + 1
 	return tf
 }
 
@@ -112,27 +134,34 @@ func value(kind schema.Kind, w int64, slab *boxSlab) any {
 	return nil
 }
 
-// get returns column c of the winner at position at, boxed in slab (nil: the ordinary way; nil
-// for NULL). A string is a window of the arena.
-func (tf *typedFold) get(at, c int, slab *boxSlab) any {
+// get returns column c of the winner at position at, whose entry is e, boxed in slab (nil: the
+// ordinary way; nil for NULL). A string is a window of the arena.
+func (tf *typedFold) get(at, c int, e *intEntry, slab *boxSlab) any {
+	switch tf.wordAt[c] {
+	case aliasKey:
+		return slab.int64(e.key)
+	case aliasSeq:
+		return slab.int64(e.seq)
+	}
 	rec := tf.words[at*tf.stride : (at+1)*tf.stride]
 	if rec[len(rec)-1]&(1<<c) != 0 {
 		return nil
 	}
+	w := rec[tf.wordAt[c]]
 	if j := tf.strAt[c]; j >= 0 {
-		n := int(rec[len(tf.kinds)+j])
+		n := int(rec[tf.stored+j])
 		if n == 0 {
 			return ""
 		}
-		return slab.string(unsafe.String(&tf.arena[rec[c]], n))
+		return slab.string(unsafe.String(&tf.arena[w], n))
 	}
-	return value(tf.kinds[c], rec[c], slab)
+	return value(tf.kinds[c], w, slab)
 }
 
 // sameRow says whether the winner at position at holds the values of row (schema.Equal each).
-func (tf *typedFold) sameRow(at int, row []any) bool {
+func (tf *typedFold) sameRow(at int, e *intEntry, row []any) bool {
 	for c := range tf.kinds {
-		if !schema.Equal(tf.get(at, c, nil), row[c]) {
+		if !schema.Equal(tf.get(at, c, e, nil), row[c]) {
 			return false
 		}
 	}
@@ -147,14 +176,16 @@ func (tf *typedFold) setRow(at int, row []any) {
 		tf.compact()
 	}
 	rec := tf.words[at*tf.stride : (at+1)*tf.stride]
-	lens := rec[len(tf.kinds) : len(tf.kinds)+tf.strCols]
+	lens := rec[tf.stored : tf.stored+tf.strCols]
 	for _, n := range lens {
 		tf.live -= n // the strings of the winner beaten (none for a new position)
 	}
 	var nulls int64
 	for c, v := range row {
-		j := tf.strAt[c]
+		j, wi := tf.strAt[c], tf.wordAt[c]
 		switch {
+		case wi < 0:
+			// the key or the sequence: the entry's
 		case v == nil:
 			nulls |= 1 << c
 			if j >= 0 {
@@ -162,11 +193,11 @@ func (tf *typedFold) setRow(at int, row []any) {
 			}
 		case j >= 0:
 			str := v.(string)
-			rec[c], lens[j] = int64(len(tf.arena)), int64(len(str))
+			rec[wi], lens[j] = int64(len(tf.arena)), int64(len(str))
 			tf.arena = append(tf.arena, str...)
 			tf.live += int64(len(str))
 		default:
-			rec[c] = word(tf.kinds[c], v)
+			rec[wi] = word(tf.kinds[c], v)
 		}
 	}
 	rec[len(rec)-1] = nulls
@@ -176,7 +207,7 @@ func (tf *typedFold) setRow(at int, row []any) {
 func (tf *typedFold) compact() {
 	// Room for the strings to come until the next compaction, so that appends do not move it.
 	arena := make([]byte, 0, 2*tf.live+int64(arenaSlack)+4096)
-	nk := len(tf.kinds)
+	nk := tf.stored
 	for at := range tf.n {
 		rec := tf.words[at*tf.stride : (at+1)*tf.stride]
 		for c, j := range tf.strAt {
@@ -184,8 +215,8 @@ func (tf *typedFold) compact() {
 				continue
 			}
 			if n := rec[nk+j]; n > 0 {
-				off := rec[c]
-				rec[c] = int64(len(arena))
+				off := rec[tf.wordAt[c]]
+				rec[tf.wordAt[c]] = int64(len(arena))
 				arena = append(arena, tf.arena[off:off+n]...)
 			}
 		}
@@ -215,7 +246,7 @@ func (tf *typedFold) add(ev *event) {
 	}
 	at := int(e.pos - 1)
 	if s == e.seq {
-		if e.delete != ev.delete || (!ev.delete && !tf.sameRow(at, ev.row)) {
+		if e.delete != ev.delete || (!ev.delete && !tf.sameRow(at, e, ev.row)) {
 			tf.ties++
 			tf.tieSeqs = append(tf.tieSeqs, []any{s})
 		}
@@ -283,7 +314,7 @@ func (tf *typedFold) finish() reduceResult {
 			kv[2*at], kv[2*at+1] = slab.int64(e.key), slab.int64(e.seq)
 			row := rows[at*w : (at+1)*w : (at+1)*w]
 			for c := range row {
-				row[c] = tf.get(at, c, slab)
+				row[c] = tf.get(at, c, e, slab)
 			}
 			evs[at] = event{key: kv[2*at : 2*at+1 : 2*at+1], seq: kv[2*at+1 : 2*at+2 : 2*at+2], row: row, delete: e.delete, arrival: e.arrival}
 		}

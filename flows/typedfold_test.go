@@ -24,7 +24,7 @@ func TestTypedFoldMatchesFolder(t *testing.T) {
 	saved := arenaSlack
 	arenaSlack = 8
 	t.Cleanup(func() { arenaSlack = saved })
-	kinds := []schema.Kind{schema.Long, schema.Integer, schema.String, schema.Double, schema.Boolean, schema.DecimalKind, schema.DateKind, schema.TimestampKind}
+	kinds := []schema.Kind{schema.Long, schema.Long, schema.Integer, schema.String, schema.Double, schema.Boolean, schema.Long, schema.DecimalKind, schema.DateKind, schema.TimestampKind}
 	var data schema.Schema
 	for i, k := range kinds {
 		data.Fields = append(data.Fields, schema.Field{Name: fmt.Sprintf("c%d", i), Type: schema.Type{Kind: k, Precision: 10, Scale: 2}, Nullable: true})
@@ -64,7 +64,9 @@ func TestTypedFoldMatchesFolder(t *testing.T) {
 			}
 			return schema.Timestamp(x)
 		}
-		tf := typedFoldFor(long, long, data)
+		// Columns 1 and 6 hold the key and the sequence, as a target's do: the fold takes them
+		// from its entries.
+		tf := typedFoldFor(long, long, data, 1, 6)
 		if tf == nil {
 			t.Fatal("typedFoldFor refused primitive columns")
 		}
@@ -91,6 +93,7 @@ func TestTypedFoldMatchesFolder(t *testing.T) {
 			for c, kind := range kinds {
 				ev.row[c] = gen(kind, buf)
 			}
+			ev.row[1], ev.row[6] = k, s
 			owned := event{key: ev.key, seq: ev.seq, delete: ev.delete, arrival: ev.arrival, row: append([]any(nil), ev.row...)}
 			ownValues(owned.row)
 			f.add(&owned)
@@ -132,7 +135,7 @@ func BenchmarkTypedFold(b *testing.B) {
 	}
 	b.ResetTimer()
 	for range b.N {
-		tf := typedFoldFor(long, long, data)
+		tf := typedFoldFor(long, long, data, 0, 3)
 		if os.Getenv("ONEBYONE") != "" {
 			for i := range evs {
 				tf.add(&evs[i])
