@@ -17,9 +17,24 @@ import (
 // ErrSchemaChanged is returned (wrapped) by Setup when a table's schema differs from the spec's.
 var ErrSchemaChanged = errors.New("the schema changed")
 
-// RefreshHint returns the command that fully refreshes the named datasets of p.
+// RefreshHint returns the command that fully refreshes the named datasets of p, with the
+// `--conf` values p was loaded with (spec.Pipeline.Overrides), so that it refreshes the same
+// storage from the same input.
 func RefreshHint(p *spec.Pipeline, names ...string) string {
-	return fmt.Sprintf("`pipeline run %s --full-refresh %s`", p.File, strings.Join(names, ","))
+	cmd := fmt.Sprintf("pipeline run %s --full-refresh %s", shellWord(p.File), strings.Join(names, ","))
+	for _, k := range slices.Sorted(maps.Keys(p.Overrides)) {
+		cmd += " --conf " + shellWord(k+"="+p.Overrides[k])
+	}
+	return "`" + cmd + "`"
+}
+
+// shellWord returns s as one word of a POSIX shell command: as it is when it holds only
+// characters no shell treats specially, else in single quotes.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=,@%+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // Reset removes everything a full refresh rebuilds for dataset d: its table, its ingest

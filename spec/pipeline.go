@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"maps"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -26,7 +27,10 @@ type Pipeline struct {
 	// Configuration is the effective `configuration:` map: the spec's values with their ${NAME}
 	// from the environment substituted, overridden and extended by the conf argument of Load.
 	Configuration map[string]string
-	Continuous    bool // `continuous: true`: `pipeline run` keeps running, picking up new input
+	// Overrides is the conf argument of Load (`--conf key=value` on the command line), kept so
+	// that a command suggested to the user repeats it; nil when there was none.
+	Overrides  map[string]string
+	Continuous bool // `continuous: true`: `pipeline run` keeps running, picking up new input
 	Development   bool // `development: true`: no retries, fail fast
 	// TriggerInterval is how often continuous mode polls for new input (`trigger_interval`;
 	// 0 when unset: DefaultTriggerInterval).
@@ -271,6 +275,9 @@ func Parse(file string, data []byte, conf map[string]string, env func(string) (s
 	}
 	if len(d.errs) > 0 {
 		return nil, sortErrors(d.errs)
+	}
+	if len(conf) > 0 {
+		p.Overrides = maps.Clone(conf)
 	}
 	return p, nil
 }
