@@ -2,6 +2,7 @@ package delta
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -890,5 +891,63 @@ func TestFileRowGroups(t *testing.T) {
 		if id := r[0].(int64); id == 0 || id == 9 || id == 10 || id == 25 || id == 29 || r[1] != "eu" {
 			t.Fatalf("row %v: deleted, or its partition value is not the log's", r)
 		}
+	}
+}
+
+// TestFileRowGroupsReused: read with FileRowGroupsReused, the groups of a file come in the
+// memory of the group before (one backing array), each group's rows equal to FileRows' rows, the
+// NULLs of a column the file lacks (added to the table after it was written) included, and the
+// values stay valid after the next group is read.
+func TestFileRowGroupsReused(t *testing.T) {
+	t.Parallel()
+	tbl := New(t.TempDir())
+	old := Metadata{Schema: mustDDL(t, "id BIGINT, name STRING")}
+	tx := tbl.Begin(nil)
+	tx.SetMetadata(old)
+	if _, err := tx.Commit("CREATE TABLE", nil); err != nil {
+		t.Fatal(err)
+	}
+	dw, err := tbl.NewDataWriter(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for g, n := range []int{10, 10, 7} { // three row groups of one file, the last smaller
+		var rows [][]any
+		for i := range n {
+			var name any = fmt.Sprintf("n%d", 10*g+i)
+			if (10*g+i)%3 == 0 { // NULLs at other positions in each group
+				name = nil
+			}
+			rows = append(rows, []any{int64(10*g + i), name})
+		}
+		if err := dw.Write(rows); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adds, err := dw.Close()
+	if err != nil || len(adds) != 1 {
+		t.Fatalf("adds %v, %v", adds, err)
+	}
+	m := Metadata{Schema: mustDDL(t, "id BIGINT, name STRING, extra STRING")}
+	want, err := tbl.FileRows(m, adds[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][]any
+	var firsts []*any
+	if err := tbl.FileRowGroupsReused(m, adds[0], func(rows [][]any) error {
+		firsts = append(firsts, &rows[0][0])
+		for _, r := range rows {
+			got = append(got, append([]any(nil), r...)) // the values, not the reused slices
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(firsts) != 3 || firsts[1] != firsts[0] || firsts[2] != firsts[0] {
+		t.Errorf("the groups' rows are not in one backing array: %v", firsts)
+	}
+	if !reflect.DeepEqual(got, want) || len(got) != 27 || got[26][2] != nil {
+		t.Fatalf("reused groups gave %v, FileRows %v", got, want)
 	}
 }

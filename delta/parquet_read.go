@@ -48,12 +48,18 @@ func (t *Table) ReadFile(path string, s schema.Schema) ([][]any, error) {
 // and may keep them. Only one row group's rows are in memory at once, so a file larger than
 // memory can be read. An error of fn stops the read and is returned as it is.
 func (t *Table) ReadFileGroups(path string, s schema.Schema, fn func(rows [][]any) error) error {
+	return t.readFileGroups(path, s, false, fn)
+}
+
+// readFileGroups is ReadFileGroups; with reuse, each group's rows are in the memory of the
+// group's before (fn may not keep them).
+func (t *Table) readFileGroups(path string, s schema.Schema, reuse bool, fn func(rows [][]any) error) error {
 	name, err := localPath(t.Dir, path)
 	if err != nil {
 		return fmt.Errorf("delta: read %s: %w", path, err)
 	}
 	var fnErr error
-	err = readParquetGroups(name, s, func(rows [][]any) error {
+	err = readParquetGroups(name, s, reuse, func(rows [][]any) error {
 		fnErr = fn(rows)
 		return fnErr
 	})
@@ -68,7 +74,7 @@ func (t *Table) ReadFileGroups(path string, s schema.Schema, fn func(rows [][]an
 
 func readParquet(name string, s schema.Schema) ([][]any, error) {
 	var all [][]any
-	err := readParquetGroups(name, s, func(rows [][]any) error {
+	err := readParquetGroups(name, s, false, func(rows [][]any) error {
 		if all == nil {
 			all = rows
 		} else {
@@ -86,7 +92,7 @@ func readParquet(name string, s schema.Schema) ([][]any, error) {
 }
 
 // readParquetGroups reads the file one row group at a time and hands each group's rows to fn.
-func readParquetGroups(name string, s schema.Schema, fn func(rows [][]any) error) error {
+func readParquetGroups(name string, s schema.Schema, reuse bool, fn func(rows [][]any) error) error {
 	f, err := os.Open(name)
 	if err != nil {
 		return err
@@ -144,14 +150,20 @@ func readParquetGroups(name string, s schema.Schema, fn func(rows [][]any) error
 		plans[j].conv = conv
 	}
 	buf := make([]parquet.Value, 1024)
+	var backing []any // with reuse, the memory of every group's rows
+	var rows [][]any
 	for _, rg := range pf.RowGroups() {
 		n := rg.NumRows()
 		if n == 0 {
 			continue
 		}
 		chunks := rg.ColumnChunks()
-		backing := make([]any, int(n)*w)
-		rows := make([][]any, n)
+		if !reuse || cap(backing) < int(n)*w {
+			backing, rows = make([]any, int(n)*w), make([][]any, n)
+		} else {
+			backing, rows = backing[:int(n)*w], rows[:n]
+			clear(backing) // a NULL is not written: nothing of the group before may stay
+		}
 		for i := range rows {
 			rows[i] = backing[i*w : (i+1)*w : (i+1)*w]
 		}

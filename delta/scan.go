@@ -66,6 +66,17 @@ func (t *Table) FileRows(m Metadata, a Add) ([][]any, error) {
 // order and may keep them. Only one row group's rows are in memory at once. An error of fn stops
 // the read and is returned as it is.
 func (t *Table) FileRowGroups(m Metadata, a Add, fn func(rows [][]any) error) error {
+	return t.fileRowGroups(m, a, false, fn)
+}
+
+// FileRowGroupsReused is FileRowGroups for a caller done with each group's rows when fn
+// returns: fn may not keep the rows (the slices), which the next group's reuse; the values in
+// them are its own. A file of many row groups then takes the memory of one.
+func (t *Table) FileRowGroupsReused(m Metadata, a Add, fn func(rows [][]any) error) error {
+	return t.fileRowGroups(m, a, true, fn)
+}
+
+func (t *Table) fileRowGroups(m Metadata, a Add, reuse bool, fn func(rows [][]any) error) error {
 	l, err := newFileLayout(m, a.Path, a.PartitionValues, nil)
 	if err != nil {
 		return err
@@ -76,7 +87,7 @@ func (t *Table) FileRowGroups(m Metadata, a Add, fn func(rows [][]any) error) er
 	}
 	var at uint64 // the file position of the group's first row
 	var fnErr error
-	err = t.ReadFileGroups(a.Path, l.fileSchema, func(rows [][]any) error {
+	err = t.readFileGroups(a.Path, l.fileSchema, reuse, func(rows [][]any) error {
 		var live [][]any
 		live, _, deleted = dropDeleted(l.widen(rows), deleted, at, false)
 		at += uint64(len(rows))

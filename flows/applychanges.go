@@ -415,7 +415,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			}
 			// A row group at a time (partition columns from the log), so that a batch reduced
 			// as it is read holds one group's rows, however large the file.
-			err := source.FileRowGroups(b.srcSnap.Metadata, a, func(fr [][]any) error {
+			err := source.FileRowGroupsReused(b.srcSnap.Metadata, a, func(fr [][]any) error {
 				if direct {
 					first := idx
 					idx += int64(len(fr))
