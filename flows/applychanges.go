@@ -204,14 +204,12 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	// of BIGINT keys and sequences and primitive columns folds into typed columns (typedFold),
 	// which copies what it keeps too: a view's rows are then folded straight from the memory of
 	// their input, which is reused once the group is folded (eventBuf.done).
-	var fold interface {
-		addAll([]event)
-		finish() reduceResult
-	}
+	var fold batchFold
 	typed := false
 	var folded chan *eventBuf
 	freeBufs := make(chan *eventBuf, 2)
 	var foldDone sync.WaitGroup
+	var foldErr error // set by the folding goroutine before foldDone is done
 	if ac.StoredAsSCDType != 2 && !ac.IgnoreNullUpdates && !failRule {
 		if tf := typedFoldFor(b.keySch, b.seqSch, b.dataSch, b.keyIdx[0], b.dataSch.Index(ac.SequenceBy[0])); tf != nil {
 			fold, typed = tf, true
@@ -222,17 +220,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 		foldDone.Add(1)
 		go func(in <-chan *eventBuf) {
 			defer foldDone.Done()
-			for buf := range in {
-				fold.addAll(buf.evs)
-				if buf.done != nil {
-					buf.done()
-					buf.done = nil
-				}
-				select {
-				case freeBufs <- buf:
-				default:
-				}
-			}
+			foldErr = foldGroups(d.Name, fold, in, freeBufs)
 		}(folded)
 		defer func() {
 			if folded != nil { // an error return: stop the folding goroutine
@@ -468,6 +456,9 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 		close(folded)
 		folded = nil
 		foldDone.Wait()
+		if foldErr != nil {
+			return nil, foldErr
+		}
 		red := fold.finish()
 		b.reduced = &red
 	}
@@ -790,4 +781,37 @@ func (b *eventBuf) events(n int) []event {
 		b.evs = make([]event, 0, n)
 	}
 	return b.evs[:0]
+}
+
+// batchFold is what readChangeBatch folds a batch's events with: a folder or a typedFold.
+type batchFold interface {
+	addAll([]event)
+	finish() reduceResult
+}
+
+// foldGroups folds the groups of events that come on in, in order, until in is closed: each
+// group's done is called once it is folded (its input memory may then be reused), and the
+// buffer goes back on free when there is room. A panic of the fold becomes the error returned
+// (it would otherwise end the process: the update recovers only on its own goroutine), and the
+// groups sent after it are taken and dropped, so that the sender never waits forever.
+func foldGroups(dataset string, fold batchFold, in <-chan *eventBuf, free chan<- *eventBuf) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("folding the change events of %s: %v", dataset, r)
+			for range in {
+			}
+		}
+	}()
+	for buf := range in {
+		fold.addAll(buf.evs)
+		if buf.done != nil {
+			buf.done()
+			buf.done = nil
+		}
+		select {
+		case free <- buf:
+		default:
+		}
+	}
+	return nil
 }

@@ -148,3 +148,24 @@ func BenchmarkTypedFold(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// TestFoldGroupsPanic: a fold that panics on a group (here a typedFold given a string in its
+// BIGINT column) makes foldGroups return an error naming the dataset, and the groups sent after
+// it are still taken, so that the reading side is never left waiting.
+func TestFoldGroupsPanic(t *testing.T) {
+	long := schema.Schema{Fields: []schema.Field{{Name: "k", Type: schema.Type{Kind: schema.Long}}}}
+	data := schema.Schema{Fields: []schema.Field{{Name: "id", Type: schema.Type{Kind: schema.Long}}, {Name: "n", Type: schema.Type{Kind: schema.Long}}}}
+	tf := typedFoldFor(long, long, data, 0, -1)
+	in := make(chan *eventBuf)
+	errc := make(chan error, 1)
+	go func() { errc <- foldGroups("target", tf, in, make(chan *eventBuf, 2)) }()
+	in <- &eventBuf{evs: []event{{key: []any{int64(1)}, seq: []any{int64(1)}, row: []any{int64(1), int64(5)}}}}
+	in <- &eventBuf{evs: []event{{key: []any{int64(2)}, seq: []any{int64(1)}, row: []any{int64(2), "five"}}}}
+	for range 3 {
+		in <- &eventBuf{evs: []event{{key: []any{int64(3)}, seq: []any{int64(1)}, row: []any{int64(3), int64(5)}}}}
+	}
+	close(in)
+	if err := <-errc; err == nil || !strings.Contains(err.Error(), "folding the change events of target") {
+		t.Fatalf("foldGroups returned %v", err)
+	}
+}
