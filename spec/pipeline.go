@@ -1,10 +1,10 @@
 package spec
 
 import (
-	"maps"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -29,9 +29,9 @@ type Pipeline struct {
 	Configuration map[string]string
 	// Overrides is the conf argument of Load (`--conf key=value` on the command line), kept so
 	// that a command suggested to the user repeats it; nil when there was none.
-	Overrides  map[string]string
-	Continuous bool // `continuous: true`: `pipeline run` keeps running, picking up new input
-	Development   bool // `development: true`: no retries, fail fast
+	Overrides   map[string]string
+	Continuous  bool // `continuous: true`: `pipeline run` keeps running, picking up new input
+	Development bool // `development: true`: no retries, fail fast
 	// TriggerInterval is how often continuous mode polls for new input (`trigger_interval`;
 	// 0 when unset: DefaultTriggerInterval).
 	TriggerInterval time.Duration
