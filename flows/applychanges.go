@@ -2,7 +2,6 @@ package flows
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -598,21 +597,11 @@ func writeRows(t *delta.Table, s schema.Schema, out [][]any, placed func(row []a
 		n = max(n, min(rewriteWorkers(), len(out)/parallelFileRows))
 	}
 	bounds := func(i int) (int, int) { return i * len(out) / n, (i + 1) * len(out) / n }
-	adds := make([]delta.Add, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, rewriteWorkers())
-	for i := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			start, end := bounds(i)
-			adds[i], errs[i] = t.WriteFile(s, out[start:end])
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	adds, err := eachIndex(n, func(i int) (delta.Add, error) {
+		start, end := bounds(i)
+		return t.WriteFile(s, out[start:end])
+	})
+	if err != nil {
 		return nil, err
 	}
 	for i, add := range adds {
@@ -657,12 +646,18 @@ func rewriteWorkers() int { return min(runtime.GOMAXPROCS(0), 2) }
 // eachFile calls fn for every file of files on up to rewriteWorkers goroutines and returns the
 // results in the order of files; the first error (in file order) stops the files not yet started.
 func eachFile[T any](files []delta.Add, fn func(f delta.Add) (T, error)) ([]T, error) {
-	out := make([]T, len(files))
-	errs := make([]error, len(files))
+	return eachIndex(len(files), func(i int) (T, error) { return fn(files[i]) })
+}
+
+// eachIndex calls fn for 0..n-1 on up to rewriteWorkers goroutines and returns the results in
+// index order; the first error (in index order) stops the calls not yet started.
+func eachIndex[T any](n int, fn func(i int) (T, error)) ([]T, error) {
+	out := make([]T, n)
+	errs := make([]error, n)
 	next := make(chan int)
 	var failed atomic.Bool
 	var wg sync.WaitGroup
-	for range min(rewriteWorkers(), len(files)) {
+	for range min(rewriteWorkers(), n) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -670,13 +665,13 @@ func eachFile[T any](files []delta.Add, fn func(f delta.Add) (T, error)) ([]T, e
 				if failed.Load() {
 					continue
 				}
-				if out[i], errs[i] = fn(files[i]); errs[i] != nil {
+				if out[i], errs[i] = fn(i); errs[i] != nil {
 					failed.Store(true)
 				}
 			}
 		}()
 	}
-	for i := range files {
+	for i := range n {
 		next <- i
 	}
 	close(next)
