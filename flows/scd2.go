@@ -214,6 +214,46 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	// memory to the next key.
 	var mergeBuf []histEvent
 	var offs []int // scratch of tailOf
+	// deleted moves hk's tombstone time: set to now when its history comes to end in a delete
+	// it did not end in before (or without a time), cleared when it ends in an upsert.
+	deleted := func(hk *histKey, wasDeleted, isDeleted bool) {
+		switch {
+		case !isDeleted:
+			hk.deletedAt = 0
+		case !wasDeleted || hk.deletedAt == 0:
+			hk.deletedAt = nowMs
+		}
+	}
+	// rowsOf makes the rows of versions vs, in a list carved from rowLists.
+	rowsOf := func(vs []version) [][]any {
+		if len(rowLists) < len(vs) {
+			rowLists = make([][]any, max(len(vs), slabRows))
+		}
+		rows := rowLists[:len(vs):len(vs)]
+		rowLists = rowLists[len(vs):]
+		for j, v := range vs {
+			rows[j] = toRow(v)
+		}
+		return rows
+	}
+	// changed records key k (position i, state hk) as changed by the batch, with the rows of its
+	// versions after it (rows; keep: those its file keeps) and the change rows from old to cur
+	// (rowsCur: the rows of cur).
+	changed := func(i int, k string, hk *histKey, rows [][]any, keep rowKeep, hasRows bool, old, cur []version, rowsCur [][]any) {
+		n := len(cdcRows)
+		var ups, dels int64
+		cdcRows, cdcTypes, ups, dels = versionDiff(cdcRows, cdcTypes, old, cur, toRow, rowsCur)
+		changedList = append(changedList, k)
+		kvs[i] = changedKey{hk: hk, rows: rows, keep: keep, hasRows: hasRows, diff: len(cdcRows) > n}
+		if len(cdcRows) == n {
+			return
+		}
+		m.NumUpsertedRows += ups
+		m.NumDeletedRows += dels
+		if f := state.resolve(hk.file); f != "" {
+			byFile[f] = true
+		}
+	}
 	for i, k := range order {
 		hk := state.keys[k]
 		isNew := hk == nil
@@ -232,13 +272,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 				hk.blob = encodeHistEvents(append(make([]byte, 0, len(hk.blob)+40*len(added)), hk.blob...), added)
 				hk.nEvents += len(added)
 				hk.lastDelete = added[len(added)-1].delete
-				if hk.lastDelete {
-					if !wasDeleted || hk.deletedAt == 0 {
-						hk.deletedAt = nowMs
-					}
-				} else {
-					hk.deletedAt = 0
-				}
+				deleted(hk, wasDeleted, hk.lastDelete)
 				// The versions from the open one on, before and after; the rows of the versions
 				// before it stay in the key's file.
 				old, cur := oldBuf[:0], curBuf[:0]
@@ -250,26 +284,8 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 				}
 				cur = foldOnto(cur, tail.open, added, mode.tracked, false)
 				oldBuf, curBuf, mergeBuf = old[:0], cur[:0], added[:0]
-				if len(rowLists) < len(cur) {
-					rowLists = make([][]any, max(len(cur), slabRows))
-				}
-				rows := rowLists[:len(cur):len(cur)]
-				rowLists = rowLists[len(cur):]
-				for j, v := range cur {
-					rows[j] = toRow(v)
-				}
-				n := len(cdcRows)
-				var ups, dels int64
-				cdcRows, cdcTypes, ups, dels = versionDiff(cdcRows, cdcTypes, old, cur, toRow, rows)
-				changedList = append(changedList, k)
-				kvs[i] = changedKey{hk: hk, rows: rows, keep: keep, hasRows: len(cur) > 0 || hk.file != "", diff: len(cdcRows) > n}
-				if len(cdcRows) > n {
-					m.NumUpsertedRows += ups
-					m.NumDeletedRows += dels
-					if f := state.resolve(hk.file); f != "" {
-						byFile[f] = true
-					}
-				}
+				rows := rowsOf(cur)
+				changed(i, k, hk, rows, keep, len(cur) > 0 || hk.file != "", old, cur, rows)
 				continue
 			}
 		}
@@ -286,13 +302,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		}
 		wasDeleted := hk.lastDelete
 		hk.setEvents(merged)
-		if n := len(merged); n > 0 && merged[n-1].delete {
-			if !wasDeleted || hk.deletedAt == 0 {
-				hk.deletedAt = nowMs
-			}
-		} else {
-			hk.deletedAt = 0
-		}
+		deleted(hk, wasDeleted, len(merged) > 0 && merged[len(merged)-1].delete)
 		old, cur, common := mode.versions(stored, merged, first, oldTrunc, trunc, oldBuf, curBuf)
 		if cap(old) > cap(oldBuf) {
 			oldBuf = old[:0]
@@ -326,31 +336,11 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 				keep = rowKeep{before: seqValue(cur[common].start)}
 			}
 		}
-		nr := len(cur) - from
-		if len(rowLists) < nr {
-			rowLists = make([][]any, max(nr, slabRows))
-		}
-		rows := rowLists[:nr:nr]
-		rowLists = rowLists[nr:]
-		for j, v := range cur[from:] {
-			rows[j] = toRow(v)
-		}
-		n := len(cdcRows)
-		var ups, dels int64
-		cdcRows, cdcTypes, ups, dels = versionDiff(cdcRows, cdcTypes, old, cur[common:], toRow, rows[common-from:])
+		rows := rowsOf(cur[from:])
 		if isNew {
 			state.keys[k] = hk
 		}
-		changedList = append(changedList, k)
-		kvs[i] = changedKey{hk: hk, rows: rows, keep: keep, hasRows: len(cur) > 0, diff: len(cdcRows) > n}
-		if len(cdcRows) == n {
-			continue
-		}
-		m.NumUpsertedRows += ups
-		m.NumDeletedRows += dels
-		if f := state.resolve(hk.file); f != "" {
-			byFile[f] = true
-		}
+		changed(i, k, hk, rows, keep, len(cur) > 0, old, cur[common:], rows[common-from:])
 	}
 	// The events were grouped by key and are now in the histories: let the batch's event
 	// structs go.
