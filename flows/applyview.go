@@ -181,13 +181,6 @@ func (o *ownSlab) value(v any) any {
 	return o.slab.rebox(v)
 }
 
-// ownValues replaces each value of vals by a copy in memory of its own (ownValue).
-func ownValues(vals []any) {
-	for i, v := range vals {
-		vals[i] = ownValue(v)
-	}
-}
-
 // ownValue returns v with no memory shared with the input it was parsed from: the readers'
 // strings may be windows of their input text, and their numbers boxed in a slab (boxSlab), both
 // reused for later input once released (blockPool). Each case boxes its value anew.

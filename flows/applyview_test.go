@@ -322,3 +322,10 @@ func TestOwnValue(t *testing.T) {
 		t.Errorf("values owned by an ownSlab %v after their input was overwritten, want %v", slabbed, want)
 	}
 }
+
+// ownValues replaces each value of vals by a copy in memory of its own (ownValue).
+func ownValues(vals []any) {
+	for i, v := range vals {
+		vals[i] = ownValue(v)
+	}
+}
