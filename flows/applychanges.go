@@ -261,6 +261,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	// kept ones into events: appended to b.events, or folded. originOf gives the origin of the
 	// i-th kept row r. done, when not nil, is called once the memory of rows may be reused: once
 	// their events are folded, or made.
+	var viewEvents [][]event // a view's events, group by group, when they are not folded
 	consumeAt := func(rows [][]any, originOf func(r []any, i int) origin, done func()) error {
 		var viewQ expectations.Quality
 		if viewSet != nil {
@@ -294,8 +295,14 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 		}
 		keyVals, seqVals, projVals := buf.arrays(len(kept), nk, ns, np)
 		evs := b.events
-		if fold != nil {
+		switch {
+		case fold != nil:
 			evs = buf.events(len(kept))
+		case b.view != nil:
+			// A view's row count is known only once read: each group's events go into an
+			// array of their own, joined once at the end, rather than into one array grown
+			// by append (which would copy and allocate the events about five times over).
+			evs = make([]event, 0, len(kept))
 		}
 		for i, r := range kept {
 			ev := event{key: keyVals[i*nk : (i+1)*nk : (i+1)*nk], seq: seqVals[i*ns : (i+1)*ns : (i+1)*ns], row: projVals[i*np : (i+1)*np : (i+1)*np]}
@@ -343,7 +350,11 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			buf.evs, buf.done = evs, done
 			folded <- buf
 		} else {
-			b.events = evs
+			if b.view != nil {
+				viewEvents = append(viewEvents, evs)
+			} else {
+				b.events = evs
+			}
 			if done != nil {
 				done()
 			}
@@ -450,6 +461,10 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 		if err := consume(rows, nil); err != nil {
 			return nil, err
 		}
+	}
+	if viewEvents != nil {
+		b.events = slices.Concat(viewEvents...)
+		viewEvents = nil
 	}
 	if fold != nil {
 		close(folded)

@@ -30,6 +30,14 @@ func usageError(err error) error { return &exitError{code: 2, err: err} }
 func failure(err error) error { return &exitError{code: 1, err: err} }
 
 func newRoot() *cobra.Command {
+	root, _ := newRootProfiled()
+	return root
+}
+
+// newRootProfiled builds the command tree and the profiles its --cpuprofile and --memprofile
+// flags fill; the caller stops them after Execute.
+func newRootProfiled() (*cobra.Command, *profiles) {
+	prof := &profiles{}
 	root := &cobra.Command{
 		Use:           "pipeline",
 		Short:         "Run declarative data pipelines (streaming tables, APPLY CHANGES, expectations) on Delta Lake tables",
@@ -40,12 +48,17 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newRunCmd(), newValidateCmd(), newGraphCmd(), newShowCmd(), newChangesCmd(), newEventsCmd())
 	root.AddCommand(newHistoryCmd(), newOptimizeCmd(), newVacuumCmd())
 	root.AddCommand(newScheduleCmd(), newDevCmd(), newInitCmd())
-	return root
+	prof.addFlags(root)
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return prof.start() }
+	return root, prof
 }
 
 func main() {
-	root := newRoot()
+	root, prof := newRootProfiled()
 	err := root.Execute()
+	if perr := prof.stop(); err == nil && perr != nil {
+		err = failure(perr)
+	}
 	if err == nil {
 		return
 	}
