@@ -13,10 +13,13 @@ import (
 // sequence one BIGINT and every target column a primitive (not STRUCT, ARRAY or MAP): the common
 // shape of a change feed. It decides exactly as folder does, but keeps the winners' values
 // unboxed, a winner's together in one record of stride words: a fixed-width value as an int64
-// word (float64 bits, 0/1), a string as its offset in arena (the word) and its length (a word
-// after the columns' words), then a word of NULL bits. Strings are copied into arena, so that
-// the events' strings may share memory that is reused once they are folded (a view's input
-// blocks); arena is compacted once the strings of beaten winners outweigh the live ones. A
+// word (float64 bits, 0/1), a string as its offset in arena (the word) and its slot (a word
+// after the columns' words: the length in the low 32 bits, the bytes reserved in the high 32),
+// then a word of NULL bits. Strings are copied into arena, so that the events' strings may share
+// memory that is reused once they are folded (a view's input blocks). A winner's string that
+// fits the slot of the one it beats is written over it (a change feed's successive values of a
+// column are mostly of one length); a longer one takes a new slot at the end of arena, which is
+// compacted once abandoned slots outweigh the live ones. A
 // winner's key, sequence, arrival and kind stay in its intTable entry. An event then touches its
 // entry and, when it wins, one record and the end of arena, and allocates nothing; the winners
 // hold no pointers, so that the garbage collector has nothing to mark. finish boxes each key's
@@ -34,7 +37,7 @@ type typedFold struct {
 	strCols int
 	words   []int64
 	arena   []byte
-	live    int64 // the bytes of arena that winners' strings use
+	live    int64 // the bytes of arena that winners' slots reserve
 	n       int   // positions in use
 	ties    int64
 	tieSeqs [][]any
@@ -149,7 +152,7 @@ func (tf *typedFold) get(at, c int, e *intEntry, slab *boxSlab) any {
 	}
 	w := rec[tf.wordAt[c]]
 	if j := tf.strAt[c]; j >= 0 {
-		n := int(rec[tf.stored+j])
+		n := int(uint32(rec[tf.stored+j]))
 		if n == 0 {
 			return ""
 		}
@@ -176,10 +179,7 @@ func (tf *typedFold) setRow(at int, row []any) {
 		tf.compact()
 	}
 	rec := tf.words[at*tf.stride : (at+1)*tf.stride]
-	lens := rec[tf.stored : tf.stored+tf.strCols]
-	for _, n := range lens {
-		tf.live -= n // the strings of the winner beaten (none for a new position)
-	}
+	slots := rec[tf.stored : tf.stored+tf.strCols] // all zero for a new position
 	var nulls int64
 	for c, v := range row {
 		j, wi := tf.strAt[c], tf.wordAt[c]
@@ -189,13 +189,21 @@ func (tf *typedFold) setRow(at int, row []any) {
 		case v == nil:
 			nulls |= 1 << c
 			if j >= 0 {
-				lens[j] = 0
+				slots[j] &^= math.MaxUint32 // the slot is kept for a string to come
 			}
 		case j >= 0:
 			str := v.(string)
-			rec[wi], lens[j] = int64(len(tf.arena)), int64(len(str))
-			tf.arena = append(tf.arena, str...)
-			tf.live += int64(len(str))
+			room := int(slots[j] >> 32)
+			if len(str) > room {
+				tf.live -= int64(room) // abandoned
+				room = slotSize(len(str))
+				rec[wi] = int64(tf.reserve(room))
+				tf.live += int64(room)
+			}
+			if len(str) > 0 { // an empty string's offset may be stale: it reserves nothing
+				copy(tf.arena[rec[wi]:], str)
+			}
+			slots[j] = int64(room)<<32 | int64(len(str))
 		default:
 			rec[wi] = word(tf.kinds[c], v)
 		}
@@ -203,10 +211,29 @@ func (tf *typedFold) setRow(at int, row []any) {
 	rec[len(rec)-1] = nulls
 }
 
-// compact copies the winners' strings into a new arena, leaving out those of beaten winners.
+// slotSize is the bytes reserved in an arena for a string of n bytes: n rounded up to a multiple
+// of 8, so that a longer value by a few bytes still fits.
+func slotSize(n int) int { return (n + 7) &^ 7 }
+
+// reserve appends n bytes to the arena and returns their offset. The arena at least doubles
+// when it grows, so that the bytes copied by growing stay under its final size.
+func (tf *typedFold) reserve(n int) int {
+	off := len(tf.arena)
+	if off+n > cap(tf.arena) {
+		grown := make([]byte, off, max(2*cap(tf.arena), off+n, 4096))
+		copy(grown, tf.arena)
+		tf.arena = grown
+	}
+	tf.arena = tf.arena[:off+n]
+	return off
+}
+
+// compact copies the winners' strings into a new arena, each into a slot of its size, leaving
+// out the abandoned slots and the empty slots of NULLs.
 func (tf *typedFold) compact() {
-	// Room for the strings to come until the next compaction, so that appends do not move it.
-	arena := make([]byte, 0, 2*tf.live+int64(arenaSlack)+4096)
+	// Room for the strings to come until the next compaction, so that growing does not move it.
+	arena := make([]byte, 0, max(0, 2*tf.live+int64(arenaSlack))+4096)
+	var live int64
 	nk := tf.stored
 	for at := range tf.n {
 		rec := tf.words[at*tf.stride : (at+1)*tf.stride]
@@ -214,14 +241,19 @@ func (tf *typedFold) compact() {
 			if j < 0 {
 				continue
 			}
-			if n := rec[nk+j]; n > 0 {
-				off := rec[tf.wordAt[c]]
-				rec[tf.wordAt[c]] = int64(len(arena))
-				arena = append(arena, tf.arena[off:off+n]...)
+			n := int(uint32(rec[nk+j]))
+			if n == 0 {
+				rec[nk+j] = 0
+				continue
 			}
+			off, room := rec[tf.wordAt[c]], slotSize(n)
+			rec[tf.wordAt[c]], rec[nk+j] = int64(len(arena)), int64(room)<<32|int64(n)
+			arena = append(arena, tf.arena[off:off+int64(n)]...)
+			arena = append(arena, make([]byte, room-n)...)
+			live += int64(room)
 		}
 	}
-	tf.arena = arena
+	tf.arena, tf.live = arena, live
 }
 
 // add folds the next event, by the rules of folder.beat: the higher sequence wins; on equal

@@ -48,7 +48,12 @@ func TestTypedFoldMatchesFolder(t *testing.T) {
 			case schema.Integer:
 				return int32(x)
 			case schema.String:
-				n := copy(buf, fmt.Sprintf("s%d-%s", x, strings.Repeat("y", int(r.Int64N(6)))))
+				// Lengths 0 to 16: a winner's string fits the slot of the one it beats, or
+				// needs a new one; an empty string reserves none.
+				if r.IntN(10) == 0 {
+					return blockText(buf[:0])
+				}
+				n := copy(buf, fmt.Sprintf("s%d-%s", x, strings.Repeat("y", int(r.Int64N(14)))))
 				return blockText(buf[:n])
 			case schema.Double:
 				if x == 2 {
@@ -167,5 +172,57 @@ func TestFoldGroupsPanic(t *testing.T) {
 	close(in)
 	if err := <-errc; err == nil || !strings.Contains(err.Error(), "folding the change events of target") {
 		t.Fatalf("foldGroups returned %v", err)
+	}
+}
+
+// TestTypedFoldStringSlots follows one arena through the cases of a string slot, compacting
+// before every write to a known key (arenaSlack far below zero): a longer string takes a new
+// slot, a shorter one is written over its slot, a NULL keeps its slot until a compaction drops
+// it, and an empty string after that reserves nothing at the dropped slot's old offset, which
+// lies beyond the compacted arena.
+func TestTypedFoldStringSlots(t *testing.T) {
+	saved := arenaSlack
+	arenaSlack = -1 << 20
+	t.Cleanup(func() { arenaSlack = saved })
+	long := schema.Schema{Fields: []schema.Field{{Name: "k", Type: schema.Type{Kind: schema.Long}}}}
+	data := schema.Schema{Fields: []schema.Field{
+		{Name: "k", Type: schema.Type{Kind: schema.Long}},
+		{Name: "s", Type: schema.Type{Kind: schema.String}, Nullable: true},
+		{Name: "q", Type: schema.Type{Kind: schema.Long}},
+	}}
+	tf := typedFoldFor(long, long, data, 0, 2)
+	steps := []struct {
+		key, seq int64
+		s        any
+	}{
+		{1, 1, strings.Repeat("a", 16)}, // slot of 16 at 0
+		{2, 1, strings.Repeat("b", 8)},  // slot of 8 at 16
+		{1, 2, strings.Repeat("a", 24)}, // longer: a new slot at the end (24)
+		{2, 2, nil},                     // NULL: its slot (at 24 once compacted) is kept
+		{1, 3, "a"},                     // fits: written over; the compaction dropped key 2's slot
+		{2, 3, ""},                      // empty, at key 2's old offset beyond the arena: no write
+		{2, 4, "bb"},                    // a new slot
+		{1, 5, "c"},                     // over key 1's slot
+	}
+	want := map[int64]any{}
+	for i, st := range steps {
+		buf := []byte(fmt.Sprint(st.s))
+		var v any
+		if st.s != nil {
+			v = blockText(buf)
+		}
+		tf.add(&event{key: []any{st.key}, seq: []any{st.seq}, arrival: i, row: []any{st.key, v, st.seq}})
+		copy(buf, "XXXXXXXXXXXXXXXXXXXXXXXXX") // the input memory is reused once folded
+		want[st.key] = st.s
+	}
+	res := tf.finish()
+	if len(res.winners) != 2 {
+		t.Fatalf("%d winners, want 2", len(res.winners))
+	}
+	for _, w := range res.winners {
+		k := w.key[0].(int64)
+		if !reflect.DeepEqual(w.row[1], want[k]) {
+			t.Errorf("key %d: s = %#v, want %#v", k, w.row[1], want[k])
+		}
 	}
 }
