@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,9 +44,36 @@ func TestScenarios(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "tributary/cmd/pipeline").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	results, err := runAll(context.Background(), options{scale: 0.0005, pipeline: bin, dir: filepath.Join(dir, "work")}, func(result) {})
+	profiles := filepath.Join(dir, "profiles")
+	results, err := runAll(context.Background(), options{scale: 0.0005, pipeline: bin, dir: filepath.Join(dir, "work"), profile: profiles}, func(result) {})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// -profile: one CPU profile a run of ours, numbered in order, named after its scenario's
+	// folder, each a gzipped pprof file.
+	entries, err := os.ReadDir(profiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for i, ent := range entries {
+		num, folder, ok := strings.Cut(strings.TrimSuffix(ent.Name(), ".cpu.pprof"), "-")
+		if !ok || num != fmt.Sprintf("%03d", i+1) || !strings.HasSuffix(ent.Name(), ".cpu.pprof") {
+			t.Errorf("profile %d is named %s, want %03d-FOLDER.cpu.pprof", i+1, ent.Name(), i+1)
+		}
+		seen[folder] = true
+		raw, err := os.ReadFile(filepath.Join(profiles, ent.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(raw) < 2 || raw[0] != 0x1f || raw[1] != 0x8b {
+			t.Errorf("%s is not a gzipped pprof profile", ent.Name())
+		}
+	}
+	for _, folder := range []string{"ingest", "cdc-bulk", "one-update-view", "ten-updates", "mv"} {
+		if !seen[folder] {
+			t.Errorf("no profile of a run in %s among %d", folder, len(entries))
+		}
 	}
 	want := []string{"ingest", "cdc-bulk", "cdc-bulk (view)", "cdc-incremental (500 rows)", "cdc-incremental (5k rows)", "scd2", "scd2 (view)", "scd2 (10 updates)", "scd2 (10 updates, view)", "mv"}
 	var got []string

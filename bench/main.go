@@ -45,6 +45,7 @@ func main() {
 // options are the command's flags.
 type options struct {
 	scenario, format, pipeline, dir string
+	profile                         string
 	scale                           float64
 	repeat                          int
 	keep                            bool
@@ -60,6 +61,7 @@ func run(args []string, stdout io.Writer) error {
 	fs.StringVar(&o.pipeline, "pipeline", "", "the pipeline binary to measure (default: go build ./cmd/pipeline into the work folder)")
 	fs.StringVar(&o.dir, "dir", "", "work folder (default: a temporary one, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work folder")
+	fs.StringVar(&o.profile, "profile", "", "write a CPU profile of each of our runs into `FOLDER` (NNN-SCENARIO.cpu.pprof, for go tool pprof); profiling adds a little to our times")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -119,9 +121,19 @@ func runAll(ctx context.Context, o options, each func(result)) ([]result, error)
 			return nil, fmt.Errorf("building the pipeline binary: %w\n%s", err, out)
 		}
 	}
+	profiles, runs := "", 0
+	if o.profile != "" {
+		var err error
+		if profiles, err = filepath.Abs(o.profile); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(profiles, 0o755); err != nil {
+			return nil, fmt.Errorf("-profile: %w", err)
+		}
+	}
 	var results []result
 	for _, s := range selected {
-		e := &env{ctx: ctx, pipeline: bin, scale: o.scale, repeat: max(1, o.repeat), dir: filepath.Join(dir, s.name)}
+		e := &env{ctx: ctx, pipeline: bin, scale: o.scale, repeat: max(1, o.repeat), dir: filepath.Join(dir, s.name), profiles: profiles, runs: &runs}
 		if err := os.MkdirAll(e.dir, 0o755); err != nil {
 			return nil, err
 		}

@@ -28,6 +28,16 @@ type env struct {
 	scale    float64
 	repeat   int // runs of each side, for the scenarios that start from their input alone
 	dir      string
+	// profiles, when set, is the folder each of our runs writes a CPU profile into (-profile).
+	profiles string
+	runs     *int // our runs so far, numbering the profiles
+}
+
+// sub returns an environment like e's for a part of its scenario, in folder dir.
+func (e *env) sub(dir string) *env {
+	s := *e
+	s.dir = dir
+	return &s
 }
 
 // scaled returns n times the scale, at least lo.
@@ -88,7 +98,16 @@ func cdcSpec(scdType int, filesPerTrigger int, view bool) string {
 
 // runOurs runs `pipeline run SPEC args...` in its own process and measures it.
 func (e *env) runOurs(spec string, args ...string) (measure, error) {
-	return runChild(e.ctx, e.pipeline, append([]string{"run", spec}, args...)...)
+	args = append([]string{"run", spec}, args...)
+	if e.profiles != "" {
+		if e.runs == nil {
+			e.runs = new(int)
+		}
+		*e.runs++
+		name := fmt.Sprintf("%03d-%s.cpu.pprof", *e.runs, strings.ReplaceAll(filepath.Base(e.dir), " ", "-"))
+		args = append(args, "--cpuprofile", filepath.Join(e.profiles, name))
+	}
+	return runChild(e.ctx, e.pipeline, args...)
 }
 
 // pair measures a scenario that starts from its input alone: e.repeat runs of each side,
@@ -213,7 +232,8 @@ func runCDCIncremental(e *env) ([]result, error) {
 	batch := max(100, int(10_000*min(1, e.scale*10)))
 	var out []result
 	for _, rows := range []int{big / 10, big} {
-		sub := &env{ctx: e.ctx, pipeline: e.pipeline, scale: e.scale, dir: filepath.Join(e.dir, fmt.Sprintf("rows-%d", rows))}
+		sub := e.sub(filepath.Join(e.dir, fmt.Sprintf("rows-%d", rows)))
+		sub.repeat = 0
 		r, err := cdcIncrementalAt(sub, rows, batch)
 		if err != nil {
 			return nil, err
@@ -337,7 +357,7 @@ func runSCD2(e *env) ([]result, error) {
 		{"scd2 (10 updates)", "ten-updates", true, false},
 		{"scd2 (10 updates, view)", "ten-updates-view", true, true},
 	} {
-		sub := &env{ctx: e.ctx, pipeline: e.pipeline, scale: e.scale, repeat: e.repeat, dir: filepath.Join(e.dir, l.dir)}
+		sub := e.sub(filepath.Join(e.dir, l.dir))
 		r, err := scd2Line(sub, l.name, files, l.perFile, l.view)
 		if err != nil {
 			return nil, err

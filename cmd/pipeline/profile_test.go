@@ -1,0 +1,58 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestProfileFlags runs the example with --cpuprofile and --memprofile: both files are gzipped
+// pprof protocol buffers (the format go tool pprof reads) whose string tables name what they
+// measure and, for the heap profile, the flow code that allocated. A profile path that cannot be
+// created is a usage error naming the flag, and nothing runs.
+func TestProfileFlags(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	landing, storage := filepath.Join(tmp, "landing"), filepath.Join(tmp, "storage")
+	if err := os.MkdirAll(landing, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, filepath.Join(filepath.Dir(exampleSpec), "landing", exampleFiles[0]), filepath.Join(landing, exampleFiles[0]))
+	cpu, mem := filepath.Join(tmp, "cpu.pprof"), filepath.Join(tmp, "mem.pprof")
+	mustRun(t, append([]string{"run", exampleSpec, "--cpuprofile", cpu, "--memprofile", mem}, exampleArgs(landing, storage)...)...)
+	for path, want := range map[string][]string{
+		cpu: {"samples", "cpu", "nanoseconds"},
+		mem: {"alloc_space", "inuse_space", "bytes", "tributary/flows."},
+	} {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatalf("%s is not gzipped, as pprof writes its profiles: %v", filepath.Base(path), err)
+		}
+		proto, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range want {
+			if !bytes.Contains(proto, []byte(w)) {
+				t.Errorf("%s does not name %q", filepath.Base(path), w)
+			}
+		}
+	}
+
+	missing := filepath.Join(tmp, "no-such-dir", "cpu.pprof")
+	r := pipeline(t, nil, append([]string{"run", exampleSpec, "--cpuprofile", missing}, exampleArgs(landing, filepath.Join(tmp, "other"))...)...)
+	if r.code != 2 || !strings.Contains(r.stderr, "--cpuprofile") || !strings.Contains(r.stderr, "no-such-dir") {
+		t.Errorf("an uncreatable --cpuprofile: exit %d, stderr %q; want exit 2 naming the flag and the path", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "other")); !os.IsNotExist(err) {
+		t.Errorf("the run went ahead with an uncreatable --cpuprofile (storage %v)", err)
+	}
+}
