@@ -71,13 +71,16 @@ type changeBatch struct {
 // target's checkpoint folder (offsets) and committed as txn version = batch number; with
 // max_files_per_trigger, batches follow until every available file is read.
 func ApplyChanges(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
-	return runBatches(func(first bool) (Metrics, error) { return applyBatch(ctx, env, d, first) })
+	return runBatches(func(first bool, unread *unreadFiles) (Metrics, error) {
+		return applyBatch(ctx, env, d, first, unread)
+	})
 }
 
-// applyBatch reads and applies one batch of ApplyChanges; first: the update's first batch.
-func applyBatch(ctx context.Context, env *Env, d *spec.Dataset, first bool) (Metrics, error) {
+// applyBatch reads and applies one batch of ApplyChanges; first: the update's first batch;
+// unread: the files of a view over files that the update's listing found unread.
+func applyBatch(ctx context.Context, env *Env, d *spec.Dataset, first bool, unread *unreadFiles) (Metrics, error) {
 	m := Metrics{Version: -1}
-	b, err := readChangeBatch(ctx, env, d, &m, first)
+	b, err := readChangeBatch(ctx, env, d, &m, first, unread)
 	if err != nil || b == nil {
 		return m, err
 	}
@@ -94,8 +97,9 @@ func applyBatch(ctx context.Context, env *Env, d *spec.Dataset, first bool) (Met
 }
 
 // readChangeBatch reads and checks the batch; it returns nil (and m.Idle) when there is nothing
-// new. first: the update's first batch (files changed since read are reported then).
-func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics, first bool) (*changeBatch, error) {
+// new. first: the update's first batch (files changed since read are reported then); unread:
+// for a view over files, the update's unread files (planViewBatch).
+func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics, first bool, unread *unreadFiles) (*changeBatch, error) {
 	ac := d.ApplyChanges
 	p := env.Pipeline
 	srcDS := p.Dataset(ac.Source)
@@ -153,7 +157,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	}
 	var todo []inputFile
 	if srcDS.FileView() {
-		if b.view, todo, err = planViewBatch(env, d, srcDS, max(last, 0), first, m); err != nil {
+		if b.view, todo, err = planViewBatch(env, d, srcDS, max(last, 0), first, unread, m); err != nil {
 			return nil, err
 		}
 		if b.view == nil {

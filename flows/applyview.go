@@ -43,29 +43,26 @@ func sourceKind(id string) string {
 	return "a table"
 }
 
-// planViewBatch lists the files of view that the target d has not read in a committed batch (its
-// batches 1..committed, recorded in d's checkpoint folder), at most max_files_per_trigger of them
-// in name order, and returns the next batch; nil when no file is new. Files read before and
+// planViewBatch takes the next files of view that the target d has not read in a committed
+// batch (its batches 1..committed, recorded in d's checkpoint folder), at most
+// max_files_per_trigger of them in name order, from the update's listing (unread; made now when
+// there is none yet), and returns the next batch; nil when no file is new. Files read before and
 // changed since are reported (warn) and counted in m.ChangedFiles, as Ingest does.
-func planViewBatch(env *Env, d, view *spec.Dataset, committed int64, warn bool, m *Metrics) (*viewBatch, []inputFile, error) {
+func planViewBatch(env *Env, d, view *spec.Dataset, committed int64, warn bool, unread *unreadFiles, m *Metrics) (*viewBatch, []inputFile, error) {
 	ckpt := CheckpointDir(env.Pipeline.Storage, d.Name)
-	seen, err := committedFiles(ckpt, committed)
-	if err != nil {
-		return nil, nil, err
+	if !unread.listed {
+		changed, err := unread.list(env, ckpt, committed, view.Source.Path, d.Name, view.Name, warn)
+		if err != nil {
+			return nil, nil, fmt.Errorf("view %s: %w", view.Name, err)
+		}
+		m.ChangedFiles += changed
 	}
-	base, files, err := listInputs(view.Source.Path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("view %s: %w", view.Name, err)
-	}
-	todo, changed := pendingFiles(env, d.Name, view.Name, seen, files, warn)
-	m.ChangedFiles += changed
+	vb := &viewBatch{ckpt: ckpt, off: &offsets{Batch: committed + 1, Base: unread.base}}
+	todo, more := unread.take(view.Source.MaxFilesPerTrigger)
 	if len(todo) == 0 {
 		return nil, nil, nil
 	}
-	vb := &viewBatch{ckpt: ckpt, off: &offsets{Batch: committed + 1, Base: base}}
-	if n := view.Source.MaxFilesPerTrigger; n > 0 && len(todo) > n {
-		todo, vb.more = todo[:n], true
-	}
+	vb.more = more
 	if _, err := evolveSchema(view, todo, &delta.Metadata{Schema: view.Schema}); err != nil {
 		return nil, nil, err // failOnNewColumns: a file has a column the schema lacks
 	}

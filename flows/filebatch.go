@@ -1,7 +1,10 @@
 package flows
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 
 	"tributary/eventlog"
 	"tributary/spec"
@@ -88,13 +91,61 @@ func (r *badRecords) finish() {
 	}
 }
 
+// unreadFiles carries, from batch to batch of one run of a flow that reads files (an ingest, or
+// APPLY CHANGES from a view over files), the files its listing found that no committed batch had
+// read, so that a run of many batches (max_files_per_trigger) lists the source folder and reads
+// its checkpoint's offsets once, not once a batch: each batch takes the next files of the
+// listing, and the run ends when none is left. So a triggered update reads the files there were
+// when it started, in batches; files that land meanwhile are the next update's (Spark's
+// FileStreamSource keeps the unread files of a listing for the next batches in the same way).
+type unreadFiles struct {
+	listed bool
+	base   string      // the folder the files' relative paths start from
+	files  []inputFile // not yet taken, in name order
+}
+
+// list lists the source at path and keeps its files that the batches 1..committed recorded in
+// the checkpoint folder ckpt did not read (pendingFiles, which reports changed files when warn).
+// changed counts the files read before and changed since.
+func (u *unreadFiles) list(env *Env, ckpt string, committed int64, path, flow, dataset string, warn bool) (changed int, err error) {
+	seen, err := committedFiles(ckpt, committed)
+	if err != nil {
+		return 0, err
+	}
+	base, files, err := listInputs(path)
+	if err != nil {
+		return 0, err
+	}
+	u.files, changed = pendingFiles(env, flow, dataset, seen, files, warn)
+	u.listed, u.base = true, base
+	return changed, nil
+}
+
+// take returns the next files, at most n (n <= 0: all of them), and whether files are left for
+// a batch after. A file removed since the listing is left out, as a new listing would; the
+// others keep the size and modification time the listing saw (a file changed since is reported
+// by the next update's listing, as one changed after it was read).
+func (u *unreadFiles) take(n int) (files []inputFile, more bool) {
+	for len(u.files) > 0 && (n <= 0 || len(files) < n) {
+		f := u.files[0]
+		u.files = u.files[1:]
+		if _, err := os.Lstat(f.abs); errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		files = append(files, f)
+	}
+	return files, len(u.files) > 0
+}
+
 // runBatches runs batch, the first time with first, again while the batch before left files for
 // the next one (Metrics.more: max_files_per_trigger), and returns the batches' metrics summed
-// (Metrics.addBatch); an error ends the run with the metrics so far.
-func runBatches(batch func(first bool) (Metrics, error)) (Metrics, error) {
+// (Metrics.addBatch); an error ends the run with the metrics so far. The batches share one
+// unreadFiles.
+func runBatches(batch func(first bool, unread *unreadFiles) (Metrics, error)) (Metrics, error) {
 	total := Metrics{Version: -1}
+	unread := &unreadFiles{}
 	for first := true; ; first = false {
-		m, err := batch(first)
+		m, err := batch(first, unread)
 		total.addBatch(m, first)
 		if err != nil || !m.more {
 			return total, err

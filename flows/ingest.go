@@ -175,12 +175,15 @@ func hidden(name string) bool { return strings.HasPrefix(name, ".") || strings.H
 // takes at most that many files, in name order, and batches follow until every file available
 // is read (Auto Loader's Trigger.AvailableNow). The table must exist (Setup).
 func Ingest(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
-	return runBatches(func(first bool) (Metrics, error) { return ingestBatch(ctx, env, d, first) })
+	return runBatches(func(first bool, unread *unreadFiles) (Metrics, error) {
+		return ingestBatch(ctx, env, d, first, unread)
+	})
 }
 
 // ingestBatch runs one batch of Ingest; warnChanged: report input files changed after they were
-// read (once an update).
-func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged bool) (Metrics, error) {
+// read (once an update); unread: the files the update's listing found unread, which the batch
+// takes from (and lists first, when there was no listing yet).
+func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged bool, unread *unreadFiles) (Metrics, error) {
 	m := Metrics{Version: -1}
 	storage := env.Pipeline.Storage
 	table := delta.New(TableDir(storage, d.Name))
@@ -194,33 +197,39 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 		committed = 0
 	}
 	ckpt := CheckpointDir(storage, d.Name)
-	seen, err := committedFiles(ckpt, committed)
-	if err != nil {
-		return m, err
-	}
 	src := d.Source
-	base, files, err := listInputs(src.Path)
-	if err != nil {
-		return m, err
-	}
-	todo, changed := pendingFiles(env, d.Name, d.Name, seen, files, warnChanged)
-	m.ChangedFiles += changed
 	quar, err := openQuarantine(storage, d)
 	if err != nil {
 		return m, err
 	}
+	var todo []inputFile
+	var base string
 	if quar.committed(appID, committed+1) {
+		// The quarantine rows of this batch were committed, its rows not: it reads again the
+		// files its offsets list. The batch after lists the source again.
+		var files []inputFile
+		if base, files, err = listInputs(src.Path); err != nil {
+			return m, err
+		}
 		if todo, err = replayFiles(ckpt, committed+1, files); err != nil {
 			return m, err
 		}
-		m.more = true // files landed since are the next batch's
+		*unread = unreadFiles{}
+		m.more = true
+	} else {
+		if !unread.listed {
+			changed, err := unread.list(env, ckpt, committed, src.Path, d.Name, d.Name, warnChanged)
+			if err != nil {
+				return m, err
+			}
+			m.ChangedFiles += changed
+		}
+		base = unread.base
+		todo, m.more = unread.take(src.MaxFilesPerTrigger)
 	}
 	if len(todo) == 0 {
 		m.Idle = true
 		return m, nil
-	}
-	if n := src.MaxFilesPerTrigger; n > 0 && len(todo) > n {
-		todo, m.more = todo[:n], true
 	}
 	meta := snap.Metadata
 	evolved, err := evolveSchema(d, todo, &meta)

@@ -1,6 +1,7 @@
 package flows
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -81,5 +82,75 @@ func TestIngestIncludeMetadata(t *testing.T) {
 	}
 	if got := p.Dataset("raw").Schema.DDL(); got != "id INT, _rescued STRING, _file_path STRING, _file_modification_time TIMESTAMP" {
 		t.Errorf("schema %s", got)
+	}
+}
+
+// TestIngestListsOncePerUpdate: the batches of one update take their files from the update's
+// first listing (unreadFiles), as Spark keeps a listing's unread files for the next batches: a
+// file landed after it is the next update's, a listed file removed before its batch is left out
+// without failing the batch, and the offsets of every batch name exactly the files it read. The
+// view over files path shares unreadFiles (planViewBatch).
+func TestIngestListsOncePerUpdate(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, `name: t
+storage: ./storage
+datasets:
+  - name: raw
+    source: {path: ./landing, format: json, schema: "id BIGINT", max_files_per_trigger: 2}
+`)
+	landing := filepath.Join(dir, "landing")
+	for i := 1; i <= 5; i++ {
+		write(t, filepath.Join(landing, fmt.Sprintf("f%d.json", i)), []byte(fmt.Sprintf(`{"id": %d}`+"\n", i)))
+	}
+	env := &Env{Pipeline: p, Events: &recorder{}}
+	d := p.Dataset("raw")
+	unread := &unreadFiles{}
+	batch := func(first bool) Metrics {
+		t.Helper()
+		m, err := ingestBatch(context.Background(), env, d, first, unread)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if m := batch(true); m.Files != 2 || !m.more {
+		t.Fatalf("batch 1: %d files, more %v; want 2 and more", m.Files, m.more)
+	}
+	// Landed after the listing, and one listed file removed before its batch.
+	write(t, filepath.Join(landing, "f0.json"), []byte(`{"id": 0}`+"\n"))
+	write(t, filepath.Join(landing, "f6.json"), []byte(`{"id": 6}`+"\n"))
+	if err := os.Remove(filepath.Join(landing, "f4.json")); err != nil {
+		t.Fatal(err)
+	}
+	if m := batch(false); m.Files != 2 || m.more {
+		t.Fatalf("batch 2: %d files, more %v; want 2 (f3, f5) and no more", m.Files, m.more)
+	}
+	if got := strings.Join(rawRows(t, p), ","); got != "1,2,3,5" {
+		t.Fatalf("after the first update: rows %s, want 1,2,3,5", got)
+	}
+	// The next update lists again: the files landed meanwhile, in name order.
+	m, _, err := ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Files != 2 || m.NumOutputRows != 2 {
+		t.Fatalf("second update: %+v, want f0 and f6", m)
+	}
+	if got := strings.Join(rawRows(t, p), ","); got != "1,2,3,5,0,6" {
+		t.Fatalf("after the second update: rows %s, want 1,2,3,5,0,6", got)
+	}
+	for batch, want := range map[int64]string{1: "f1.json f2.json", 2: "f3.json f5.json", 3: "f0.json f6.json"} {
+		o, err := readOffsets(CheckpointDir(p.Storage, "raw"), batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, f := range o.Files {
+			names = append(names, f.Path)
+		}
+		if strings.Join(names, " ") != want {
+			t.Errorf("batch %d read %v, want %s", batch, names, want)
+		}
 	}
 }
