@@ -89,34 +89,23 @@ func readOffsets(dir string, batch int64) (*offsets, error) {
 }
 
 // committedFiles returns the input files read by batches 1..upTo, the committed ones, by path
-// (size and modification time as they were when read). A committed batch whose offsets file is
-// missing is an error: the checkpoint was damaged.
+// (size and modification time as they were when read). It starts from the newest compacted list
+// of dir (committed/<n>.json, n <= upTo) and reads the offsets of the batches after it; when
+// those are committedCompactAfter or more, it writes the list for upTo, so that a checkpoint of
+// many batches costs one file and a few offsets to read (as Spark's CompactibleFileStreamLog
+// compacts a file source's log). A committed batch whose offsets file is missing is an error:
+// the checkpoint was damaged.
 func committedFiles(dir string, upTo int64) (map[string]offsetFile, error) {
 	seen := map[string]offsetFile{}
-	entries, err := os.ReadDir(filepath.Join(dir, "offsets"))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	from, err := readCommittedList(dir, upTo, seen)
+	if err != nil {
 		return nil, err
 	}
-	have := map[int64]bool{}
-	for _, e := range entries {
-		n, err := strconv.ParseInt(strings.TrimSuffix(e.Name(), ".json"), 10, 64)
-		if err != nil || !strings.HasSuffix(e.Name(), ".json") || n > upTo {
-			continue
-		}
-		have[n] = true
-	}
-	batches := make([]int64, 0, len(have))
-	for b := range have {
-		batches = append(batches, b)
-	}
-	sort.Slice(batches, func(i, j int) bool { return batches[i] < batches[j] })
-	for b := int64(1); b <= upTo; b++ {
-		if !have[b] {
+	for b := from + 1; b <= upTo; b++ {
+		o, err := readOffsets(dir, b)
+		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("the checkpoint %s has no offsets for committed batch %d; run with --full-refresh of this dataset to re-ingest its input", dir, b)
 		}
-	}
-	for _, b := range batches {
-		o, err := readOffsets(dir, b)
 		if err != nil {
 			return nil, err
 		}
@@ -125,7 +114,87 @@ func committedFiles(dir string, upTo int64) (map[string]offsetFile, error) {
 			seen[f.Path] = f
 		}
 	}
+	if upTo-from >= committedCompactAfter {
+		// Best effort: without the list, the next run reads the offsets again.
+		writeCommittedList(dir, upTo, seen)
+	}
 	return seen, nil
+}
+
+// committedCompactAfter is how many batches' offsets committedFiles reads past the newest
+// compacted list before it writes a new one.
+const committedCompactAfter = 100
+
+// committedList is <checkpoint>/committed/<upTo>.json: every file the batches 1..upTo read,
+// as their offsets record it (without the line numbers), in path order.
+type committedList struct {
+	UpTo  int64           `json:"up_to_batch"`
+	Files []committedFile `json:"files"`
+}
+
+// committedFile is a file of a committedList: an offsetFile without its lines.
+type committedFile struct {
+	Path    string `json:"path"`
+	Size    int64  `json:"size"`
+	ModTime int64  `json:"mtime_ms"`
+}
+
+func committedListDir(dir string) string { return filepath.Join(dir, "committed") }
+
+// readCommittedList adds the files of the newest compacted list of dir whose batch is at most
+// upTo into seen, and returns that batch (0: none).
+func readCommittedList(dir string, upTo int64, seen map[string]offsetFile) (int64, error) {
+	entries, err := os.ReadDir(committedListDir(dir))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, err
+	}
+	best := int64(0)
+	for _, e := range entries {
+		n, err := strconv.ParseInt(strings.TrimSuffix(e.Name(), ".json"), 10, 64)
+		if err == nil && strings.HasSuffix(e.Name(), ".json") && n <= upTo && n > best {
+			best = n
+		}
+	}
+	if best == 0 {
+		return 0, nil
+	}
+	path := filepath.Join(committedListDir(dir), strconv.FormatInt(best, 10)+".json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	var l committedList
+	if err := json.Unmarshal(b, &l); err != nil || l.UpTo != best {
+		return 0, fmt.Errorf("the checkpoint's list of committed files %s is damaged (%v); remove it, and the offsets of every batch are read instead", path, err)
+	}
+	for _, f := range l.Files {
+		seen[f.Path] = offsetFile{Path: f.Path, Size: f.Size, ModTime: f.ModTime}
+	}
+	return best, nil
+}
+
+// writeCommittedList writes the compacted list of seen for batch upTo and removes the older
+// lists. It ignores errors: the list only saves reading offsets.
+func writeCommittedList(dir string, upTo int64, seen map[string]offsetFile) {
+	l := committedList{UpTo: upTo, Files: make([]committedFile, 0, len(seen))}
+	for _, f := range seen {
+		l.Files = append(l.Files, committedFile{Path: f.Path, Size: f.Size, ModTime: f.ModTime})
+	}
+	sort.Slice(l.Files, func(i, j int) bool { return l.Files[i].Path < l.Files[j].Path })
+	b, err := json.Marshal(l)
+	if err != nil {
+		return
+	}
+	name := strconv.FormatInt(upTo, 10) + ".json"
+	if writeFileAtomic(filepath.Join(committedListDir(dir), name), b) != nil {
+		return
+	}
+	entries, _ := os.ReadDir(committedListDir(dir))
+	for _, e := range entries {
+		if n, err := strconv.ParseInt(strings.TrimSuffix(e.Name(), ".json"), 10, 64); err == nil && n < upTo {
+			os.Remove(filepath.Join(committedListDir(dir), e.Name()))
+		}
+	}
 }
 
 // locate returns "file:line" of the rowIndex-th row (0-based) of a batch, or "" if unknown.
