@@ -38,7 +38,9 @@ func TestCommittedFilesCompactedList(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", label, err)
 		}
-		if !maps.EqualFunc(got, want, func(a, b offsetFile) bool { return a.Path == b.Path && a.Size == b.Size && a.ModTime == b.ModTime && a.Lines == nil }) {
+		if !maps.EqualFunc(got, want, func(a, b offsetFile) bool {
+			return a.Path == b.Path && a.Size == b.Size && a.ModTime == b.ModTime && a.Lines == nil
+		}) {
 			t.Fatalf("%s: %d files, want %d (first differences: %v)", label, len(got), len(want), firstDiff(got, want))
 		}
 	}
