@@ -13,6 +13,9 @@ import (
 type Node struct {
 	Name string
 	Deps []string // names of the nodes this node reads from; repeats are ignored
+	// Kind, when set, is shown beside the name by the renderers (Text, DOT, Mermaid): "view"
+	// for a dataset that is not stored (Delta Live Tables' views).
+	Kind string
 }
 
 // Graph is an acyclic dependency graph over named nodes, built by New. It is read-only after
@@ -21,6 +24,7 @@ type Graph struct {
 	g     graph.Graph[string, string] // edges dep -> node
 	index map[string]int              // input position of each node, the tie-breaker everywhere
 	deps  map[string][]string         // direct deps in declared order, without repeats
+	kinds map[string]string           // Node.Kind of the nodes that have one
 	down  map[string][]string         // direct downstream nodes in Order
 	order []string                    // topological order
 }
@@ -67,6 +71,7 @@ func New(nodes []Node) (*Graph, error) {
 		g:     graph.New(graph.StringHash, graph.Directed()),
 		index: make(map[string]int, len(nodes)),
 		deps:  make(map[string][]string, len(nodes)),
+		kinds: map[string]string{},
 		down:  make(map[string][]string, len(nodes)),
 	}
 	var errs []error
@@ -86,6 +91,9 @@ func New(nodes []Node) (*Graph, error) {
 			continue // a duplicate, reported above
 		}
 		seenNode[n.Name] = true
+		if n.Kind != "" {
+			gr.kinds[n.Name] = n.Kind
+		}
 		seen := map[string]bool{}
 		for _, d := range n.Deps {
 			if seen[d] {

@@ -72,3 +72,39 @@ func TestMermaidIDs(t *testing.T) {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestRenderKind: a node with a Kind (a view, which is not stored) shows it beside its name in
+// every format: "(view)" in text, a dashed box labelled with it in DOT, a rounded node in
+// Mermaid; the edges and the other nodes are drawn as without it.
+func TestRenderKind(t *testing.T) {
+	t.Parallel()
+	g, err := New([]Node{
+		{Name: "changes", Kind: "view"},
+		{Name: "orders", Deps: []string{"changes"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := g.Text(), "changes (view)\norders <- changes\n"; got != want {
+		t.Errorf("text:\n%s\nwant:\n%s", got, want)
+	}
+	wantDOT := `digraph pipeline {
+  rankdir=LR;
+  node [shape=box];
+  "changes" [label="changes (view)", style=dashed];
+  "orders";
+  "changes" -> "orders";
+}
+`
+	if got := g.DOT(); got != wantDOT {
+		t.Errorf("dot:\n%s\nwant:\n%s", got, wantDOT)
+	}
+	wantMermaid := `flowchart LR
+    changes("changes (view)")
+    orders["orders"]
+    changes --> orders
+`
+	if got := g.Mermaid(); got != wantMermaid {
+		t.Errorf("mermaid:\n%s\nwant:\n%s", got, wantMermaid)
+	}
+}

@@ -307,6 +307,9 @@ func (p *Pipeline) nodes() []dag.Node {
 	out := make([]dag.Node, len(p.Datasets))
 	for i, ds := range p.Datasets {
 		out[i] = dag.Node{Name: ds.Name, Deps: ds.deps()}
+		if ds.Type == View {
+			out[i].Kind = "view" // not stored: computed by the flows that read it
+		}
 	}
 	return out
 }
