@@ -333,16 +333,20 @@ func (tf *typedFold) finish() reduceResult {
 	kv := make([]any, 2*n)
 	rows := make([]any, n*w)
 	// The winners are boxed, and their keys encoded, on rewriteWorkers() goroutines, each over
-	// its own part of the table (a winner's slots are its own), then of the positions.
+	// its own part of the positions (a winner's slots are its own). Going by position, not by
+	// table entry, each part writes its events, rows and slabs in order and reads the records
+	// and the arena in order: only the entry is a jump (entryOf maps a position to it).
 	// Each part boxes into a boxSlab of its own: a few allocations, not one a value.
-	inParts(len(tf.ints.entries), func(lo, hi int) {
+	entryOf := make([]int32, n)
+	for i := range tf.ints.entries {
+		if p := tf.ints.entries[i].pos; p != 0 {
+			entryOf[p-1] = int32(i)
+		}
+	}
+	inParts(n, func(lo, hi int) {
 		slab := newBoxSlab(1<<16, 1<<14)
-		for i := lo; i < hi; i++ {
-			e := &tf.ints.entries[i]
-			if e.pos == 0 {
-				continue
-			}
-			at := int(e.pos - 1)
+		for at := lo; at < hi; at++ {
+			e := &tf.ints.entries[entryOf[at]]
 			kv[2*at], kv[2*at+1] = slab.int64(e.key), slab.int64(e.seq)
 			row := rows[at*w : (at+1)*w : (at+1)*w]
 			for c := range row {
