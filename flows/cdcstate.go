@@ -55,6 +55,7 @@ type cdcState struct {
 	// position and image.
 	mor  bool
 	want map[string]int // while a partial state loads: the keys to keep
+	sink uint64         // the bucket loads recordChanges makes ahead, kept so that they are made
 }
 
 // cdcSlot is one key of a cdcState.
@@ -145,10 +146,14 @@ func (s *cdcState) probe(kb []byte, h uint64) (slot int, bucket uint64) {
 // in the table; it returns the slot. A gone slot comes back with only its key and sequence set.
 // With fresh, the caller knows that the key is not in the table.
 func (s *cdcState) put(kb, seq []byte, fresh bool) int {
+	return s.putHashed(kb, maphash.Bytes(s.seed, kb), seq, fresh)
+}
+
+// putHashed is put for a key whose hash (maphash.Bytes with the state's seed) is h.
+func (s *cdcState) putHashed(kb []byte, h uint64, seq []byte, fresh bool) int {
 	if (len(s.slots)+1)*2 > len(s.table) {
 		s.grow(len(s.slots) + 1)
 	}
-	h := maphash.Bytes(s.seed, kb)
 	i, b := -1, uint64(0)
 	if fresh {
 		mask := uint64(len(s.table) - 1)

@@ -1,6 +1,7 @@
 package flows
 
 import (
+	"hash/maphash"
 	"fmt"
 	"runtime"
 	"slices"
@@ -257,23 +258,39 @@ func (s *cdcState) recordChanges(changes []keyChange, nowMs int64) []int {
 		s.slots = slices.Grow(s.slots, fresh)
 		s.arena = slices.Grow(s.arena, 2*keyBytes)
 	}
+	// The changes go in groups: a group's keys are hashed and their buckets loaded first, so
+	// that the cache misses of a million random buckets overlap instead of coming one by one.
+	const group = 32
+	var hashes [group]uint64
 	var sb []byte
-	for i := range changes {
-		ch := &changes[i]
-		var j int
-		if ch.what == truncateRow {
-			j = ch.entry.slot
-		} else {
-			sb = appendValues(sb[:0], ch.win.seq)
-			j = s.put([]byte(ch.kb), sb, false)
+	for start := 0; start < len(changes); start += group {
+		g := changes[start:min(start+group, len(changes))]
+		mask := uint64(len(s.table) - 1)
+		var sink uint64
+		for k := range g {
+			if g[k].what != truncateRow {
+				hashes[k] = maphash.String(s.seed, g[k].kb)
+				sink += s.table[hashes[k]&mask]
+			}
 		}
-		if sl := &s.slots[j]; ch.what == truncateRow || ch.what == deleteRow || ch.what == tombstoneOnly {
-			sl.deleted, sl.deletedAt = true, nowMs
-			s.setRow(j, 0, -1, nil)
-		} else {
-			sl.deleted = false
+		s.sink += sink
+		for k := range g {
+			ch := &g[k]
+			var j int
+			if ch.what == truncateRow {
+				j = ch.entry.slot
+			} else {
+				sb = appendValues(sb[:0], ch.win.seq)
+				j = s.putHashed([]byte(ch.kb), hashes[k], sb, false)
+			}
+			if sl := &s.slots[j]; ch.what == truncateRow || ch.what == deleteRow || ch.what == tombstoneOnly {
+				sl.deleted, sl.deletedAt = true, nowMs
+				s.setRow(j, 0, -1, nil)
+			} else {
+				sl.deleted = false
+			}
+			changed = append(changed, j)
 		}
-		changed = append(changed, j)
 	}
 	return changed
 }
