@@ -1,8 +1,8 @@
 package flows
 
 import (
-	"hash/maphash"
 	"fmt"
+	"hash/maphash"
 	"runtime"
 	"slices"
 	"strconv"
