@@ -144,12 +144,21 @@ func TestKeyedSegmentDamaged(t *testing.T) {
 }
 
 // TestBucketedSegment: a bucketed segment reads back whole and by buckets (only the wanted keys,
-// with their row positions and images), and a flipped byte or a cut is refused.
+// with their row positions and images), and a flipped byte or a cut is refused. 70,000 keys are
+// enough for writeSegment to encode the second half of the buckets on another goroutine.
 func TestBucketedSegment(t *testing.T) {
 	t.Parallel()
+	for _, n := range []int{5000, 70_000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			t.Parallel()
+			testBucketedSegment(t, n)
+		})
+	}
+}
+
+func testBucketedSegment(t *testing.T, n int) {
 	keySch := schema.Schema{Fields: []schema.Field{{Name: "id", Type: schema.Type{Kind: schema.Long}}}}
 	st := newCDCState(t.TempDir(), keySch, keySch, 0)
-	const n = 5000
 	img := func(i int) []byte {
 		if i%5 == 0 {
 			return nil // no image recorded
@@ -169,7 +178,7 @@ func TestBucketedSegment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sg.Format != segmentFormatBucketed || sg.Rows != n {
+	if sg.Format != segmentFormatBucketed || sg.Rows != int64(n) {
 		t.Fatalf("segment %+v", sg)
 	}
 	name := filepath.Join(st.dir, sg.Name)
@@ -196,7 +205,7 @@ func TestBucketedSegment(t *testing.T) {
 	for i := range n {
 		check(whole, i)
 	}
-	wantKeys := []int{0, 1, 17, 2500, 4999}
+	wantKeys := []int{0, 1, 17, n / 2, n - 1}
 	for _, below := range []int64{0, 1 << 30} { // by buckets, and whole
 		part := newCDCState(st.dir, keySch, keySch, 0)
 		part.want = map[string]int{}

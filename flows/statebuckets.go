@@ -145,8 +145,22 @@ func (s *cdcState) writeSegment(dir string, slots []int) (seg segment, err error
 	w.Write(hdr)
 	off := uint64(len(hdr))
 	directory := make([]byte, 0, nb*12+8)
+	// A large segment's second half of the buckets is encoded on another goroutine, into
+	// memory, while the first half is encoded and written: the records' bytes are gathered from
+	// the whole state, in hash order, and that is most of the time a save takes.
+	split := nb
+	var second encodedBuckets
+	var wg sync.WaitGroup
+	if nb >= 2 && len(slots) >= 1<<16 {
+		split = nb / 2
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			second = s.encodeBuckets(order, start, split, nb, local)
+		}()
+	}
 	var buf []byte
-	for b := 0; b < nb; b++ {
+	for b := 0; b < split; b++ {
 		first, crc := off, uint32(0)
 		for _, i := range order[start[b]:start[b+1]] {
 			buf = s.appendRecord(buf[:0], i, local)
@@ -157,6 +171,13 @@ func (s *cdcState) writeSegment(dir string, slots []int) (seg segment, err error
 		directory = binary.LittleEndian.AppendUint64(directory, first)
 		directory = binary.LittleEndian.AppendUint32(directory, crc)
 	}
+	wg.Wait()
+	for j := range nb - split {
+		directory = binary.LittleEndian.AppendUint64(directory, off+second.firsts[j])
+		directory = binary.LittleEndian.AppendUint32(directory, second.crcs[j])
+	}
+	w.Write(second.records)
+	off += uint64(len(second.records))
 	directory = binary.LittleEndian.AppendUint64(directory, off)
 	w.Write(directory)
 	footer := binary.LittleEndian.AppendUint64(nil, uint64(len(hdr)))
@@ -177,6 +198,29 @@ func (s *cdcState) writeSegment(dir string, slots []int) (seg segment, err error
 		return segment{}, err
 	}
 	return segment{Name: name, Rows: int64(len(slots)), Format: segmentFormatBucketed}, nil
+}
+
+// encodedBuckets is the records of buckets [b0, b1) of a segment, encoded in memory: records,
+// and for each bucket the offset of its first record in records and the CRC-32C of its records.
+type encodedBuckets struct {
+	records []byte
+	firsts  []uint64
+	crcs    []uint32
+}
+
+// encodeBuckets encodes the records of buckets [b0, b1), which are order[start[b]:start[b+1]]
+// for bucket b, as writeSegment writes them.
+func (s *cdcState) encodeBuckets(order, start []int, b0, b1 int, local map[int32]uint64) encodedBuckets {
+	e := encodedBuckets{firsts: make([]uint64, 0, b1-b0), crcs: make([]uint32, 0, b1-b0)}
+	for b := b0; b < b1; b++ {
+		first := len(e.records)
+		for _, i := range order[start[b]:start[b+1]] {
+			e.records = s.appendRecord(e.records, i, local)
+		}
+		e.firsts = append(e.firsts, uint64(first))
+		e.crcs = append(e.crcs, crc32.Update(0, castagnoli, e.records[first:]))
+	}
+	return e
 }
 
 // appendRecord appends slot i's record (the layout of segmentFormatBucketed) to buf; local maps
