@@ -167,10 +167,22 @@ func readParquetGroups(name string, s schema.Schema, reuse bool, fn func(rows []
 		for i := range rows {
 			rows[i] = backing[i*w : (i+1)*w : (i+1)*w]
 		}
+		// The flat columns are read together, a tile of rows at a time, so that a tile's rows
+		// stay in the cache while each column fills its values in (a column at a time over the
+		// group would pass over all of its rows once per column).
+		var flat []*columnCursor
+		for j, fd := range s.Fields {
+			if col := plans[j].col; col != nil && !hasRepeated(fd.Type) && fd.Type.Kind != schema.StructKind {
+				flat = append(flat, &columnCursor{name: fd.Name, pages: chunks[col.Index()].Pages(), maxDef: col.MaxDefinitionLevel(), j: j, conv: plans[j].conv})
+			}
+		}
+		if err := readTiles(flat, rows); err != nil {
+			return err
+		}
 		for j, fd := range s.Fields {
 			col := plans[j].col
-			if col == nil {
-				continue
+			if col == nil || (!hasRepeated(fd.Type) && fd.Type.Kind != schema.StructKind) {
+				continue // missing (NULL), or read with the flat columns
 			}
 			if hasRepeated(fd.Type) {
 				if err := readNested(col, chunks, fd, j, rows, buf); err != nil {
@@ -184,9 +196,7 @@ func readParquetGroups(name string, s schema.Schema, reuse bool, fn func(rows []
 				}
 				continue
 			}
-			if err := readColumn(chunks[col.Index()].Pages(), col.MaxDefinitionLevel(), j, rows, plans[j].conv, buf); err != nil {
-				return fmt.Errorf("column %q: %w", fd.Name, err)
-			}
+			return fmt.Errorf("column %q: not a flat column, a STRUCT, an ARRAY or a MAP", fd.Name)
 		}
 		if err := fn(rows); err != nil {
 			return err
@@ -195,27 +205,95 @@ func readParquetGroups(name string, s schema.Schema, reuse bool, fn func(rows []
 	return nil
 }
 
-// readColumn reads every page of one column chunk (of maximum definition level maxDef) into
-// column j of rows, the rows of its row group.
-func readColumn(pages parquet.Pages, maxDef int, j int, rows [][]any, conv convertFunc, buf []parquet.Value) error {
-	r := 0
-	var strs []byte
-	err := eachValues(pages, buf, func(vals []parquet.Value) error {
-		k := len(vals)
-		if r+k > len(rows) {
-			return fmt.Errorf("the file has more values than its %d rows", len(rows))
-		}
-		if err := conv.batch(vals, maxDef, rows[r:r+k], j, r, &strs); err != nil {
-			return err
-		}
-		r += k
-		return nil
-	})
-	if err != nil {
-		return err
+// tileRows is how many rows readTiles fills at a time: with a few columns, the tile's rows and
+// their values stay in the cache (a variable for tests).
+var tileRows = 1024
+
+// columnCursor reads one flat column chunk's values in order, page after page, for readTiles:
+// column j of the rows, of maximum definition level maxDef, converted by conv.
+type columnCursor struct {
+	name   string
+	pages  parquet.Pages
+	page   parquet.Page // the page being read, or nil
+	values parquet.ValueReader
+	maxDef int
+	j      int
+	conv   convertFunc
+	buf    []parquet.Value
+	strs   []byte
+}
+
+// next returns the column's next k values (fewer only at the end of the chunk), in c.buf.
+func (c *columnCursor) next(k int) ([]parquet.Value, error) {
+	if cap(c.buf) < k {
+		c.buf = make([]parquet.Value, k)
 	}
-	if r != len(rows) {
-		return fmt.Errorf("the column has %d values, the file %d rows", r, len(rows))
+	buf, n := c.buf[:k], 0
+	for n < k {
+		if c.page == nil {
+			page, err := c.pages.ReadPage()
+			if errors.Is(err, io.EOF) {
+				return buf[:n], nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			c.page, c.values = page, page.Values()
+		}
+		m, err := c.values.ReadValues(buf[n:])
+		n += m
+		if errors.Is(err, io.EOF) {
+			parquet.Release(c.page)
+			c.page, c.values = nil, nil
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
+}
+
+// close releases the page being read and closes the pages.
+func (c *columnCursor) close() {
+	if c.page != nil {
+		parquet.Release(c.page)
+		c.page, c.values = nil, nil
+	}
+	c.pages.Close()
+}
+
+// readTiles reads the flat columns cols into rows, the rows of their row group, tileRows rows
+// at a time: each column's values of a tile, then the next tile. A column with fewer or more
+// values than rows is an error naming it.
+func readTiles(cols []*columnCursor, rows [][]any) error {
+	defer func() {
+		for _, c := range cols {
+			c.close()
+		}
+	}()
+	for r := 0; r < len(rows) && len(cols) > 0; r += tileRows {
+		k := min(tileRows, len(rows)-r)
+		for _, c := range cols {
+			vals, err := c.next(k)
+			if err != nil {
+				return fmt.Errorf("column %q: %w", c.name, err)
+			}
+			if len(vals) < k {
+				return fmt.Errorf("column %q: the column has %d values, the file %d rows", c.name, r+len(vals), len(rows))
+			}
+			if err := c.conv.batch(vals, c.maxDef, rows[r:r+k], c.j, r, &c.strs); err != nil {
+				return fmt.Errorf("column %q: %w", c.name, err)
+			}
+		}
+	}
+	for _, c := range cols {
+		if extra, err := c.next(1); err != nil || len(extra) > 0 {
+			if err == nil {
+				err = fmt.Errorf("the file has more values than its %d rows", len(rows))
+			}
+			return fmt.Errorf("column %q: %w", c.name, err)
+		}
 	}
 	return nil
 }

@@ -452,6 +452,26 @@ func TestReadFileLarge(t *testing.T) {
 	assertRows(t, got, rows)
 }
 
+// TestReadFileTiles reads a file of several row groups and many pages with tiles of 7 rows, so
+// that tiles end inside pages and pages end inside tiles, differently for each column. It is not
+// parallel: it changes rowGroupRows and tileRows.
+func TestReadFileTiles(t *testing.T) {
+	savedGroup, savedTile := rowGroupRows, tileRows
+	rowGroupRows, tileRows = 7000, 7
+	defer func() { rowGroupRows, tileRows = savedGroup, savedTile }()
+	s, rows := benchRows(20_000)
+	tbl := New(t.TempDir())
+	a, err := tbl.WriteFile(s, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := tbl.ReadFile(a.Path, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertRows(t, got, rows)
+}
+
 // TestReadFileGroups reads a file of three row groups (7000, 7000 and 6000 rows) one group at a
 // time, with a STRUCT column, and stops at fn's error. It is not parallel: it changes
 // rowGroupRows.
