@@ -69,24 +69,22 @@ type convertFunc struct {
 // with one allocation for the whole batch rather than one per value. base is the file row of
 // rows[0], for errors.
 func (c convertFunc) batch(vals []parquet.Value, maxDef int, rows [][]any, j, base int, strs *[]byte) error {
-	nn := 0
-	for _, v := range vals {
-		if v.DefinitionLevel() == maxDef {
-			nn++
-		}
-	}
-	if nn == 0 {
-		return nil
-	}
+	// The slabs have room for every value, NULLs included: counting the values first would
+	// cost a pass over them.
 	switch {
 	case c.str:
 		b := (*strs)[:0]
+		nn := 0
 		for _, v := range vals {
 			if v.DefinitionLevel() == maxDef {
 				b = append(b, v.ByteArray()...)
+				nn++
 			}
 		}
 		*strs = b
+		if nn == 0 {
+			return nil
+		}
 		all := string(b)
 		slab := make([]string, nn)
 		off, n := 0, 0
@@ -100,7 +98,7 @@ func (c convertFunc) batch(vals []parquet.Value, maxDef int, rows [][]any, j, ba
 			}
 		}
 	case c.fn64 != nil:
-		slab := make([]uint64, nn)
+		slab := make([]uint64, len(vals))
 		n := 0
 		for i, v := range vals {
 			if v.DefinitionLevel() == maxDef {
@@ -114,7 +112,7 @@ func (c convertFunc) batch(vals []parquet.Value, maxDef int, rows [][]any, j, ba
 			}
 		}
 	case c.fn32 != nil:
-		slab := make([]uint32, nn)
+		slab := make([]uint32, len(vals))
 		n := 0
 		for i, v := range vals {
 			if v.DefinitionLevel() == maxDef {
