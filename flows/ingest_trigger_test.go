@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tributary/delta"
+	"tributary/spec"
 )
 
 // TestIngestMaxFilesPerTrigger: with max_files_per_trigger 2, five files are read in name order
@@ -44,19 +45,7 @@ datasets:
 	if snap.Version != 3 || snap.AppTxns[AppID(p, "raw")] != 3 {
 		t.Fatalf("version %d txn %d, want 3 and 3 (create + three batches)", snap.Version, snap.AppTxns[AppID(p, "raw")])
 	}
-	for batch, want := range map[int64]string{1: "f1.json f2.json", 2: "f3.json f4.json", 3: "f5.json"} {
-		o, err := readOffsets(CheckpointDir(p.Storage, "raw"), batch)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, f := range o.Files {
-			names = append(names, f.Path)
-		}
-		if strings.Join(names, " ") != want {
-			t.Errorf("batch %d read %v, want %s", batch, names, want)
-		}
-	}
+	assertBatchFiles(t, p, map[int64]string{1: "f1.json f2.json", 2: "f3.json f4.json", 3: "f5.json"})
 	if m, _, err := ingest(t, p); err != nil || !m.Idle {
 		t.Fatalf("second update: idle %v err %v", m.Idle, err)
 	}
@@ -140,7 +129,14 @@ datasets:
 	if got := strings.Join(rawRows(t, p), ","); got != "1,2,3,5,0,6" {
 		t.Fatalf("after the second update: rows %s, want 1,2,3,5,0,6", got)
 	}
-	for batch, want := range map[int64]string{1: "f1.json f2.json", 2: "f3.json f5.json", 3: "f0.json f6.json"} {
+	assertBatchFiles(t, p, map[int64]string{1: "f1.json f2.json", 2: "f3.json f5.json", 3: "f0.json f6.json"})
+}
+
+// assertBatchFiles checks the files the offsets of each batch of dataset raw name (want: batch
+// to the paths, space-separated, in order).
+func assertBatchFiles(t *testing.T, p *spec.Pipeline, want map[int64]string) {
+	t.Helper()
+	for batch, w := range want {
 		o, err := readOffsets(CheckpointDir(p.Storage, "raw"), batch)
 		if err != nil {
 			t.Fatal(err)
@@ -149,8 +145,8 @@ datasets:
 		for _, f := range o.Files {
 			names = append(names, f.Path)
 		}
-		if strings.Join(names, " ") != want {
-			t.Errorf("batch %d read %v, want %s", batch, names, want)
+		if strings.Join(names, " ") != w {
+			t.Errorf("batch %d read %v, want %s", batch, names, w)
 		}
 	}
 }
