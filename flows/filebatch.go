@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 
 	"tributary/eventlog"
 	"tributary/spec"
@@ -122,14 +121,16 @@ func (u *unreadFiles) list(env *Env, ckpt string, committed int64, path, flow, d
 }
 
 // take returns the next files, at most n (n <= 0: all of them), and whether files are left for
-// a batch after. A file removed since the listing is left out, as a new listing would; the
-// others keep the size and modification time the listing saw (a file changed since is reported
-// by the next update's listing, as one changed after it was read).
+// a batch after. Each file is looked at again, as a listing made now would see it: one removed
+// since the listing is left out, and the others have their size and modification time of now,
+// which the batch's offsets record (a file completed after the update's listing is read whole;
+// recorded as the listing saw it, it would look changed after it was read). A file that cannot
+// be looked at keeps what the listing saw: reading it reports the error.
 func (u *unreadFiles) take(n int) (files []inputFile, more bool) {
 	for len(u.files) > 0 && (n <= 0 || len(files) < n) {
-		f := u.files[0]
+		f, err := u.files[0].restat()
 		u.files = u.files[1:]
-		if _, err := os.Lstat(f.abs); errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		files = append(files, f)

@@ -68,6 +68,24 @@ type inputFile struct {
 	abs, rel string
 	size     int64
 	modTime  int64
+	// lstat: the size and time are the path's own (a folder walk), not those of what a
+	// symbolic link points to (a glob or a single file); a new look at the file (restat) must
+	// see it the same way, so that a file is compared with itself.
+	lstat bool
+}
+
+// restat looks at the file again, the way its listing did; err is fs.ErrNotExist (wrapped)
+// when it is gone.
+func (f inputFile) restat() (inputFile, error) {
+	st, err := os.Stat(f.abs)
+	if f.lstat {
+		st, err = os.Lstat(f.abs)
+	}
+	if err != nil {
+		return f, err
+	}
+	f.size, f.modTime = st.Size(), st.ModTime().UnixMilli()
+	return f, nil
 }
 
 // listInputs returns the files under a source path (a folder, walked recursively, or a glob), in
@@ -122,7 +140,7 @@ func listInputs(path string) (base string, files []inputFile, err error) {
 					return err
 				}
 				rel, _ := filepath.Rel(path, p)
-				files = append(files, inputFile{abs: p, rel: filepath.ToSlash(rel), size: info.Size(), modTime: info.ModTime().UnixMilli()})
+				files = append(files, inputFile{abs: p, rel: filepath.ToSlash(rel), size: info.Size(), modTime: info.ModTime().UnixMilli(), lstat: true})
 				return nil
 			})
 			if err != nil {
