@@ -226,3 +226,90 @@ func TestTypedFoldStringSlots(t *testing.T) {
 		}
 	}
 }
+
+// TestTypedFoldManyStrings checks typedFold against folder with four string columns whose values
+// are NULL, empty, or 1 to 200 bytes long (lengths around multiples of 8, where a slot fits or
+// not), deletes, and the input memory overwritten after each group, at arena slacks from far
+// below zero (a compaction before every write to a known key) to 1 MiB.
+func TestTypedFoldManyStrings(t *testing.T) {
+	saved := arenaSlack
+	t.Cleanup(func() { arenaSlack = saved })
+	kinds := []schema.Kind{schema.String, schema.Long, schema.String, schema.Long, schema.String, schema.Double, schema.String}
+	var data schema.Schema
+	for i, k := range kinds {
+		data.Fields = append(data.Fields, schema.Field{Name: fmt.Sprintf("c%d", i), Type: schema.Type{Kind: k}, Nullable: true})
+	}
+	long := schema.Schema{Fields: []schema.Field{{Name: "k", Type: schema.Type{Kind: schema.Long}}}}
+	for _, slack := range []int{-1 << 20, 0, 8, 1000, 1 << 20} {
+		arenaSlack = slack
+		for seed := uint64(1); seed <= 6; seed++ {
+			r := rand.New(rand.NewPCG(seed, 77))
+			tf := typedFoldFor(long, long, data, 1, 3)
+			f := newFolder(0)
+			keys := int64(50 + 200*int(seed%3))
+			var group []event
+			var bufs [][]byte
+			flush := func() {
+				if len(group) == 1 {
+					tf.add(&group[0])
+				} else if len(group) > 1 {
+					tf.addAll(group)
+				}
+				for _, b := range bufs {
+					copy(b, strings.Repeat("X", len(b)))
+				}
+				group, bufs = group[:0], bufs[:0]
+			}
+			for i := range 20000 {
+				k, s := r.Int64N(keys), r.Int64N(1000)
+				ev := event{key: []any{k}, seq: []any{s}, delete: r.IntN(7) == 0, arrival: i, row: make([]any, len(kinds))}
+				buf := make([]byte, 0, 1024)
+				for c, kind := range kinds {
+					switch {
+					case c == 1:
+						ev.row[c] = k
+					case c == 3:
+						ev.row[c] = s
+					case kind == schema.Long:
+						ev.row[c] = r.Int64N(5)
+					case kind == schema.Double:
+						ev.row[c] = float64(r.IntN(3))
+					default:
+						switch r.IntN(6) {
+						case 0:
+							ev.row[c] = nil
+						case 1:
+							ev.row[c] = blockText(buf[len(buf):len(buf)])
+						default:
+							n := []int{1, 7, 8, 9, 15, 16, 17, 31, 64, 65, 200}[r.IntN(11)]
+							st := len(buf)
+							buf = append(buf, fmt.Sprintf("%d:%d:%d:", k, s, c)...)
+							for len(buf)-st < n {
+								buf = append(buf, byte('a'+r.IntN(26)))
+							}
+							ev.row[c] = blockText(buf[st:len(buf)])
+						}
+					}
+				}
+				owned := event{key: ev.key, seq: ev.seq, delete: ev.delete, arrival: ev.arrival, row: append([]any(nil), ev.row...)}
+				ownValues(owned.row)
+				f.add(&owned)
+				group, bufs = append(group, ev), append(bufs, buf[:cap(buf)])
+				if r.IntN(20) == 0 {
+					flush()
+				}
+			}
+			flush()
+			want, got := f.finish(), tf.finish()
+			if !reflect.DeepEqual(got.order, want.order) {
+				t.Fatalf("slack %d seed %d: key order differs", slack, seed)
+			}
+			for i := range want.winners {
+				w, g := want.winners[i], got.winners[i]
+				if !reflect.DeepEqual(*g, *w) {
+					t.Fatalf("slack %d seed %d: key %v: winner %+v, folder's %+v", slack, seed, w.key, *g, *w)
+				}
+			}
+		}
+	}
+}
