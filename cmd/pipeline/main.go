@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -54,10 +55,15 @@ func newRootProfiled() (*cobra.Command, *profiles) {
 }
 
 func main() {
+	if wantsMemProfile(os.Args[1:]) {
+		runtime.MemProfileRate = memProfileRate
+	}
 	root, prof := newRootProfiled()
 	err := root.Execute()
-	if perr := prof.stop(); err == nil && perr != nil {
-		err = failure(perr)
+	if perr := prof.stop(); perr != nil {
+		// The command's own outcome decides the exit status: a profile that could not be
+		// written is said, and changes nothing of what the command did.
+		fmt.Fprintln(os.Stderr, "pipeline: writing a profile:", perr)
 	}
 	if err == nil {
 		return

@@ -3,17 +3,37 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
 
 // profiles holds the --cpuprofile and --memprofile paths of one invocation and, once started,
-// the open CPU profile. Both files are in pprof's format (go tool pprof FILE).
+// their open files. Both profiles are in pprof's format (go tool pprof FILE).
 type profiles struct {
 	cpuPath, memPath string
-	cpu              *os.File
+	cpu, mem         *os.File
+}
+
+// memProfileRate is runtime.MemProfileRate under --memprofile (bytes allocated per sample):
+// finer than the default 512 KiB, so that the rows of small batches show up.
+const memProfileRate = 64 * 1024
+
+// wantsMemProfile reports whether the command line asks for --memprofile: main sets the
+// sampling rate before anything allocates, as runtime.MemProfileRate asks.
+func wantsMemProfile(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == "--memprofile" || strings.HasPrefix(a, "--memprofile=") {
+			return true
+		}
+	}
+	return false
 }
 
 // addFlags declares --cpuprofile and --memprofile on every command of root.
@@ -23,11 +43,21 @@ func (p *profiles) addFlags(root *cobra.Command) {
 	f.StringVar(&p.memPath, "memprofile", "", "write a heap profile (allocations since start, and what is live at the end) to `FILE` when the command ends")
 }
 
-// start begins CPU profiling when --cpuprofile was given. A file that cannot be created is a
-// usage error naming it.
+// start creates the profile files and begins CPU profiling, before the command runs: a file
+// that cannot be created, or one path given to both flags, is a usage error naming the flag,
+// and nothing runs.
 func (p *profiles) start() error {
+	if p.cpuPath != "" && p.memPath != "" {
+		if a, b := filepath.Clean(p.cpuPath), filepath.Clean(p.memPath); a == b {
+			return usageError(fmt.Errorf("--cpuprofile and --memprofile are both %s: give each its own file", a))
+		}
+	}
 	if p.memPath != "" {
-		runtime.MemProfileRate = 64 * 1024 // finer than the default 512 KiB: small rows show up
+		f, err := os.Create(p.memPath)
+		if err != nil {
+			return usageError(fmt.Errorf("--memprofile: %w", err))
+		}
+		p.mem = f
 	}
 	if p.cpuPath == "" {
 		return nil
@@ -44,28 +74,31 @@ func (p *profiles) start() error {
 	return nil
 }
 
-// stop ends the CPU profile and writes the heap profile; it runs whether the command succeeded
-// or not, so a failed update can be profiled too.
+// stop ends the CPU profile and writes the heap profile (after a garbage collection, so that
+// what it shows as live is live at the end); it runs whether the command succeeded or not, so
+// that a failed update can be profiled too. It does nothing for profiles start did not create.
 func (p *profiles) stop() error {
-	var first error
+	var errs []string
 	if p.cpu != nil {
 		pprof.StopCPUProfile()
 		if err := p.cpu.Close(); err != nil {
-			first = fmt.Errorf("--cpuprofile: %w", err)
+			errs = append(errs, fmt.Sprintf("--cpuprofile: %v", err))
 		}
 		p.cpu = nil
 	}
-	if p.memPath != "" {
-		f, err := os.Create(p.memPath)
-		if err == nil {
-			err = pprof.Lookup("allocs").WriteTo(f, 0)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
+	if p.mem != nil {
+		runtime.GC()
+		err := pprof.Lookup("allocs").WriteTo(p.mem, 0)
+		if cerr := p.mem.Close(); err == nil {
+			err = cerr
 		}
-		if err != nil && first == nil {
-			first = fmt.Errorf("--memprofile: %w", err)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("--memprofile: %v", err))
 		}
+		p.mem = nil
 	}
-	return first
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
 }

@@ -13,7 +13,7 @@ import (
 // TestProfileFlags runs the example with --cpuprofile and --memprofile: both files are gzipped
 // pprof protocol buffers (the format go tool pprof reads) whose string tables name what they
 // measure and, for the heap profile, the flow code that allocated. A profile path that cannot be
-// created is a usage error naming the flag, and nothing runs.
+// created, or one path for both, is a usage error naming the flag, and nothing runs.
 func TestProfileFlags(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
@@ -47,12 +47,22 @@ func TestProfileFlags(t *testing.T) {
 		}
 	}
 
-	missing := filepath.Join(tmp, "no-such-dir", "cpu.pprof")
-	r := pipeline(t, nil, append([]string{"run", exampleSpec, "--cpuprofile", missing}, exampleArgs(landing, filepath.Join(tmp, "other"))...)...)
-	if r.code != 2 || !strings.Contains(r.stderr, "--cpuprofile") || !strings.Contains(r.stderr, "no-such-dir") {
-		t.Errorf("an uncreatable --cpuprofile: exit %d, stderr %q; want exit 2 naming the flag and the path", r.code, r.stderr)
-	}
-	if _, err := os.Stat(filepath.Join(tmp, "other")); !os.IsNotExist(err) {
-		t.Errorf("the run went ahead with an uncreatable --cpuprofile (storage %v)", err)
+	missing := filepath.Join(tmp, "no-such-dir", "p.pprof")
+	for _, c := range []struct {
+		flags []string
+		want  []string
+	}{
+		{[]string{"--cpuprofile", missing}, []string{"--cpuprofile", "no-such-dir"}},
+		{[]string{"--memprofile", missing}, []string{"--memprofile", "no-such-dir"}},
+		{[]string{"--cpuprofile", cpu, "--memprofile", cpu}, []string{"--cpuprofile and --memprofile are both", "cpu.pprof"}},
+	} {
+		other := filepath.Join(tmp, "other")
+		r := pipeline(t, nil, append(append([]string{"run", exampleSpec}, c.flags...), exampleArgs(landing, other)...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want[0]) || !strings.Contains(r.stderr, c.want[1]) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 naming %q", c.flags, r.code, r.stderr, c.want)
+		}
+		if _, err := os.Stat(other); !os.IsNotExist(err) {
+			t.Errorf("%v: the run went ahead (storage %v)", c.flags, err)
+		}
 	}
 }
