@@ -15,31 +15,17 @@ import (
 // batch is read whole, and its offsets record it as the batch read it, so that the next update
 // does not report it as changed after it was read (unreadFiles.take looks at each file again).
 func TestIngestFileCompletedAfterListing(t *testing.T) {
-	dir := t.TempDir()
-	p := loadPipeline(t, dir, `name: t
-storage: ./storage
-datasets:
-  - name: raw
-    source: {path: ./landing, format: json, schema: "id BIGINT", max_files_per_trigger: 2}
-`)
-	landing := filepath.Join(dir, "landing")
-	for i := 1; i <= 4; i++ {
-		write(t, filepath.Join(landing, fmt.Sprintf("f%d.json", i)), []byte(fmt.Sprintf(`{"id": %d}`+"\n", i)))
-	}
-	env := &Env{Pipeline: p, Events: &recorder{}}
-	d := p.Dataset("raw")
-	unread := &unreadFiles{}
-	if _, err := ingestBatch(context.Background(), env, d, true, unread); err != nil {
-		t.Fatal(err)
-	}
+	t.Parallel()
+	p, landing, batch := twoFilesABatch(t, 4)
+	batch(true)
 	// f4 is completed (a second line) after the listing, before its batch reads it.
 	f4 := filepath.Join(landing, "f4.json")
 	write(t, f4, []byte(`{"id": 4}`+"\n"+`{"id": 44}`+"\n"))
 	later := time.Now().Add(2 * time.Second)
-	os.Chtimes(f4, later, later)
-	if _, err := ingestBatch(context.Background(), env, d, false, unread); err != nil {
+	if err := os.Chtimes(f4, later, later); err != nil {
 		t.Fatal(err)
 	}
+	batch(false)
 	if got := strings.Join(rawRows(t, p), ","); got != "1,2,3,4,44" {
 		t.Fatalf("rows %s, want 1,2,3,4,44 (f4 read whole)", got)
 	}

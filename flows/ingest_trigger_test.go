@@ -81,28 +81,7 @@ func TestIngestIncludeMetadata(t *testing.T) {
 // view over files path shares unreadFiles (planViewBatch).
 func TestIngestListsOncePerUpdate(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	p := loadPipeline(t, dir, `name: t
-storage: ./storage
-datasets:
-  - name: raw
-    source: {path: ./landing, format: json, schema: "id BIGINT", max_files_per_trigger: 2}
-`)
-	landing := filepath.Join(dir, "landing")
-	for i := 1; i <= 5; i++ {
-		write(t, filepath.Join(landing, fmt.Sprintf("f%d.json", i)), []byte(fmt.Sprintf(`{"id": %d}`+"\n", i)))
-	}
-	env := &Env{Pipeline: p, Events: &recorder{}}
-	d := p.Dataset("raw")
-	unread := &unreadFiles{}
-	batch := func(first bool) Metrics {
-		t.Helper()
-		m, err := ingestBatch(context.Background(), env, d, first, unread)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
+	p, landing, batch := twoFilesABatch(t, 5)
 	if m := batch(true); m.Files != 2 || !m.more {
 		t.Fatalf("batch 1: %d files, more %v; want 2 and more", m.Files, m.more)
 	}
@@ -148,5 +127,33 @@ func assertBatchFiles(t *testing.T, p *spec.Pipeline, want map[int64]string) {
 		if strings.Join(names, " ") != w {
 			t.Errorf("batch %d read %v, want %s", batch, names, w)
 		}
+	}
+}
+
+// twoFilesABatch makes a pipeline whose dataset raw ingests ./landing with max_files_per_trigger
+// 2, lands files f1.json..fN.json of one row each ({"id": i}), and returns a function that runs
+// the update's next batch (first: the update's first), all batches sharing one unreadFiles.
+func twoFilesABatch(t *testing.T, n int) (p *spec.Pipeline, landing string, batch func(first bool) Metrics) {
+	t.Helper()
+	dir := t.TempDir()
+	p = loadPipeline(t, dir, `name: t
+storage: ./storage
+datasets:
+  - name: raw
+    source: {path: ./landing, format: json, schema: "id BIGINT", max_files_per_trigger: 2}
+`)
+	landing = filepath.Join(dir, "landing")
+	for i := 1; i <= n; i++ {
+		write(t, filepath.Join(landing, fmt.Sprintf("f%d.json", i)), []byte(fmt.Sprintf(`{"id": %d}`+"\n", i)))
+	}
+	env := &Env{Pipeline: p, Events: &recorder{}}
+	unread := &unreadFiles{}
+	return p, landing, func(first bool) Metrics {
+		t.Helper()
+		m, err := ingestBatch(context.Background(), env, p.Dataset("raw"), first, unread)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
 	}
 }
