@@ -173,20 +173,32 @@ func runIngest(e *env) ([]result, error) {
 	if err != nil {
 		return nil, err
 	}
+	cols := []column{{"id", "BIGINT"}, {"shop", "BIGINT"}, {"name", "VARCHAR"}, {"amount", "DECIMAL(18,2)"}, {"note", "VARCHAR"}}
+	r, err := e.pairLine("ingest", spec, "ingest.sql", landing, "sales", cols, size)
+	if err != nil {
+		return nil, err
+	}
+	return []result{r}, nil
+}
+
+// pairLine measures the line name from its input alone (pair): our update of spec, into
+// e.dir/storage, against the baseline script reading landing and writing e.dir/baseline. Our
+// table and the baseline's <table>.parquet must hold the same rows (columns cols); size is the
+// input's bytes.
+func (e *env) pairLine(name, spec, script, landing, table string, cols []column, size int64) (result, error) {
 	out := filepath.Join(e.dir, "baseline")
 	ours, base, err := e.pair(filepath.Join(e.dir, "storage"), out,
 		func() (measure, error) { return e.runOurs(spec) },
 		func() (measure, error) {
-			return runBaselineChild(e.ctx, "ingest.sql", map[string]string{"landing": landing, "out": out})
+			return runBaselineChild(e.ctx, script, map[string]string{"landing": landing, "out": out})
 		})
 	if err != nil {
-		return nil, err
+		return result{}, err
 	}
-	cols := []column{{"id", "BIGINT"}, {"shop", "BIGINT"}, {"name", "VARCHAR"}, {"amount", "DECIMAL(18,2)"}, {"note", "VARCHAR"}}
-	if err := e.check("ingest", filepath.Join(e.dir, "storage"), "sales", filepath.Join(out, "sales.parquet"), cols); err != nil {
-		return nil, err
+	if err := e.check(name, filepath.Join(e.dir, "storage"), table, filepath.Join(out, table+".parquet"), cols); err != nil {
+		return result{}, err
 	}
-	return []result{line("ingest", size, ours, base)}, nil
+	return line(name, size, ours, base), nil
 }
 
 // runCDCBulk runs two lines over the same files: "cdc-bulk", the change events landed in a bronze
@@ -209,19 +221,11 @@ func runCDCBulk(e *env) ([]result, error) {
 		if err != nil {
 			return nil, err
 		}
-		out := filepath.Join(e.dir, "baseline")
-		ours, base, err := e.pair(filepath.Join(e.dir, "storage"), out,
-			func() (measure, error) { return e.runOurs(spec) },
-			func() (measure, error) {
-				return runBaselineChild(e.ctx, "cdc_bulk.sql", map[string]string{"landing": landing, "out": out})
-			})
+		r, err := e.pairLine(l.name, spec, "cdc_bulk.sql", landing, "target", changeCols, size)
 		if err != nil {
 			return nil, err
 		}
-		if err := e.check(l.name, filepath.Join(e.dir, "storage"), "target", filepath.Join(out, "target.parquet"), changeCols); err != nil {
-			return nil, err
-		}
-		lines = append(lines, line(l.name, size, ours, base))
+		lines = append(lines, r)
 	}
 	return lines, nil
 }
