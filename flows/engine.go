@@ -256,9 +256,7 @@ func (f *folder) beat(cur, ev *event, c int) {
 			f.res.ties++
 			f.res.tieSeqs = append(f.res.tieSeqs, f.clone(cur.seq))
 		}
-		if ev.delete && !cur.delete {
-			f.keep(cur, ev)
-		} else if !ev.delete && !cur.delete && ev.arrival > cur.arrival {
+		if winsTie(ev.delete, ev.arrival, cur.delete, cur.arrival) {
 			f.keep(cur, ev)
 		}
 	}
@@ -368,7 +366,7 @@ func (f *folder) intGroup(g []event) bool {
 				f.res.ties++
 				f.res.tieSeqs = append(f.res.tieSeqs, f.clone(vals[1:2]))
 			}
-			if !(ev.delete && !e.delete) && !(!ev.delete && !e.delete && ev.arrival > e.arrival) {
+			if !winsTie(ev.delete, ev.arrival, e.delete, e.arrival) {
 				continue
 			}
 		}
@@ -388,6 +386,13 @@ func (f *folder) intGroup(g []event) bool {
 	return true
 }
 
+// winsTie reports whether an event (a delete or not, its arrival) beats the winner of its key so
+// far (curDelete, curArrival) at an equal sequence: a delete beats an upsert, and between upserts
+// the later arrival wins (semantics.md "Decision" on ties).
+func winsTie(delete bool, arrival int, curDelete bool, curArrival int) bool {
+	return (delete && !curDelete) || (!delete && !curDelete && arrival > curArrival)
+}
+
 // addInt folds an event whose key k and sequence s are BIGINTs, by the rules of beat.
 func (f *folder) addInt(ev *event, k, s int64) {
 	f.rowLen = len(ev.row)
@@ -405,7 +410,7 @@ func (f *folder) addInt(ev *event, k, s int64) {
 			f.res.ties++
 			f.res.tieSeqs = append(f.res.tieSeqs, f.clone(vals[1:2]))
 		}
-		if !(ev.delete && !e.delete) && !(!ev.delete && !e.delete && ev.arrival > e.arrival) {
+		if !winsTie(ev.delete, ev.arrival, e.delete, e.arrival) {
 			return
 		}
 	}

@@ -187,7 +187,7 @@ func mergeHistoryInto(buf, hist []histEvent, batch []*event) (_ []histEvent, fir
 			if !sameEvent(ev, cur) {
 				ties++
 			}
-			if (ev.delete && !cur.delete) || (!ev.delete && !cur.delete && ev.arrival > cur.arrival) {
+			if winsTie(ev.delete, ev.arrival, cur.delete, cur.arrival) {
 				reduced[n-1] = ev
 			}
 			continue

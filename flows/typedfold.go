@@ -282,7 +282,7 @@ func (tf *typedFold) add(ev *event) {
 			tf.ties++
 			tf.tieSeqs = append(tf.tieSeqs, []any{s})
 		}
-		if !(ev.delete && !e.delete) && !(!ev.delete && !e.delete && ev.arrival > e.arrival) {
+		if !winsTie(ev.delete, ev.arrival, e.delete, e.arrival) {
 			return
 		}
 	}
