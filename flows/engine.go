@@ -347,32 +347,10 @@ func (f *folder) intGroup(g []event) bool {
 		n = 0
 	}
 	for i := range g {
-		ev := &g[i]
-		k, s := keys[i], seqs[i]
-		f.rowLen = len(ev.row)
-		e := t.find(k)
-		if e.pos == 0 {
-			f.newWinner(ev, k, s)
-			continue
+		if at := f.foldEntry(&g[i], keys[i], seqs[i], flush); at >= 0 {
+			copies[n] = struct{ at, ev int32 }{int32(at), int32(i)}
+			n++
 		}
-		if s < e.seq {
-			continue
-		}
-		at := int(e.pos - 1)
-		if s == e.seq {
-			flush()
-			vals := f.winnerVals(at)
-			if e.delete != ev.delete || (!ev.delete && !sameValues(vals[2:], ev.row)) {
-				f.res.ties++
-				f.res.tieSeqs = append(f.res.tieSeqs, f.clone(vals[1:2]))
-			}
-			if !winsTie(ev.delete, ev.arrival, e.delete, e.arrival) {
-				continue
-			}
-		}
-		e.seq, e.arrival, e.delete = s, ev.arrival, ev.delete
-		copies[n] = struct{ at, ev int32 }{int32(at), int32(i)}
-		n++
 	}
 	// Pass 3: read the first and last value of each winner to be replaced (for a row of up to
 	// four columns, every cache line of what is copied), so that the misses overlap; then copy.
@@ -395,28 +373,44 @@ func winsTie(delete bool, arrival int, curDelete bool, curArrival int) bool {
 
 // addInt folds an event whose key k and sequence s are BIGINTs, by the rules of beat.
 func (f *folder) addInt(ev *event, k, s int64) {
+	if at := f.foldEntry(ev, k, s, nil); at >= 0 {
+		vals := f.winnerVals(at)
+		vals[1] = ev.seq[0]
+		copy(vals[2:], ev.row)
+	}
+}
+
+// foldEntry folds ev, of BIGINT key k and sequence s, into its key's entry by the rules of beat
+// (a new key gets its entry and values at once), all but the copy of a beaten winner's values:
+// it returns the position of the winner whose sequence and row ev replaces, or -1. beforeTie,
+// when not nil, runs before an equal sequence compares ev with the winner's values (intGroup
+// copies the values it has yet to copy).
+func (f *folder) foldEntry(ev *event, k, s int64, beforeTie func()) int {
 	f.rowLen = len(ev.row)
 	e := f.ints.find(k)
 	if e.pos == 0 {
 		f.newWinner(ev, k, s)
-		return
+		return -1
 	}
 	if s < e.seq {
-		return
+		return -1
 	}
-	vals := f.winnerVals(int(e.pos - 1))
+	at := int(e.pos - 1)
 	if s == e.seq {
+		if beforeTie != nil {
+			beforeTie()
+		}
+		vals := f.winnerVals(at)
 		if e.delete != ev.delete || (!ev.delete && !sameValues(vals[2:], ev.row)) {
 			f.res.ties++
 			f.res.tieSeqs = append(f.res.tieSeqs, f.clone(vals[1:2]))
 		}
 		if !winsTie(ev.delete, ev.arrival, e.delete, e.arrival) {
-			return
+			return -1
 		}
 	}
 	e.seq, e.arrival, e.delete = s, ev.arrival, ev.delete
-	vals[1] = ev.seq[0]
-	copy(vals[2:], ev.row)
+	return at
 }
 
 // sameValues says whether a and b hold equal values (schema.Equal), position by position.
