@@ -108,39 +108,23 @@ func readViewFiles(ctx context.Context, env *Env, d, view *spec.Dataset, b *chan
 		rows, origins = rows[:0], origins[:0]
 		return nil
 	}
-	for fi, f := range todo {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	files, err := readFiles(ctx, src, todo, pool, bad, func(row []any, fi int, lineNo int64) error {
+		if len(origins) == cap(origins) {
+			// The rows point into it: never grown. A full one stays with its rows when the
+			// batch is held whole; a group's is reused once the group is consumed.
+			origins = make([]origin, 0, viewBatchRows)
 		}
-		in, err := openInput(f.abs)
-		if err != nil {
-			return nil, err
+		origins = append(origins, origin{version: int64(fi), row: lineNo})
+		rows = append(rows, append(row, &origins[len(origins)-1]))
+		b.nSource++
+		if perGroup && len(origins) == viewBatchRows {
+			return flush()
 		}
-		err = eachRow(src, f.abs, in, pool, func(row []any, parsed bool, bads []badValue, lineNo int64) error {
-			if keep, err := bad.take(f.abs, lineNo, parsed, bads); !keep || err != nil {
-				return err
-			}
-			if src.IncludeMetadata {
-				row = append(row, f.abs, schema.Timestamp(f.modTime*1000))
-			}
-			if len(origins) == cap(origins) {
-				// The rows point into it: never grown. A full one stays with its rows when
-				// the batch is held whole; a group's is reused once the group is consumed.
-				origins = make([]origin, 0, viewBatchRows)
-			}
-			origins = append(origins, origin{version: int64(fi), row: lineNo})
-			rows = append(rows, append(row, &origins[len(origins)-1]))
-			b.nSource++
-			if perGroup && len(origins) == viewBatchRows {
-				return flush()
-			}
-			return nil
-		})
-		in.Close()
-		if err != nil {
-			return nil, fmt.Errorf("view %s: reading %s: %w", view.Name, f.abs, err)
-		}
-		m.Files++
+		return nil
+	})
+	m.Files += files
+	if err != nil {
+		return nil, fmt.Errorf("view %s: %w", view.Name, err)
 	}
 	bad.finish()
 	if perGroup && len(rows) > 0 {

@@ -1,11 +1,13 @@
 package flows
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 
 	"tributary/eventlog"
+	"tributary/schema"
 	"tributary/spec"
 )
 
@@ -88,6 +90,39 @@ func (r *badRecords) finish() {
 	if r.count > r.reported {
 		r.env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, r.flow, r.dataset, fmt.Sprintf("%d bad values or lines in this batch; %d were reported one by one", r.count, r.reported), nil, "")
 	}
+}
+
+// readFiles reads the files todo in order, one after another, each by its source's format
+// (eachRow, with pool), applies the source's mode to what does not fit its schema (bad), and
+// calls fn with every row kept (with the file's path and modification time after its values
+// under include_metadata), the file's index in todo and the row's line number. It returns how
+// many files it read whole; an error reading a file names it, and the first error of fn or of
+// ctx ends the reading.
+func readFiles(ctx context.Context, src *spec.Source, todo []inputFile, pool *blockPool, bad *badRecords, fn func(row []any, fi int, lineNo int64) error) (files int, err error) {
+	for fi, f := range todo {
+		if err := ctx.Err(); err != nil {
+			return files, err
+		}
+		in, err := openInput(f.abs)
+		if err != nil {
+			return files, err
+		}
+		err = eachRow(src, f.abs, in, pool, func(row []any, parsed bool, bads []badValue, lineNo int64) error {
+			if keep, err := bad.take(f.abs, lineNo, parsed, bads); !keep || err != nil {
+				return err
+			}
+			if src.IncludeMetadata {
+				row = append(row, f.abs, schema.Timestamp(f.modTime*1000))
+			}
+			return fn(row, fi, lineNo)
+		})
+		in.Close()
+		if err != nil {
+			return files, fmt.Errorf("reading %s: %w", f.abs, err)
+		}
+		files++
+	}
+	return files, nil
 }
 
 // unreadFiles carries, from batch to batch of one run of a flow that reads files (an ingest, or

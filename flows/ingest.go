@@ -16,7 +16,6 @@ import (
 
 	"tributary/delta"
 	"tributary/internal/fault"
-	"tributary/schema"
 	"tributary/spec"
 )
 
@@ -323,38 +322,23 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 		fw.start(rows)
 		return nil
 	}
-	for fi, f := range todo {
-		if err := ctx.Err(); err != nil {
-			return m, err
-		}
+	for _, f := range todo {
 		off.Files = append(off.Files, offsetFile{Path: f.rel, Size: f.size, ModTime: f.modTime})
-		in, err := openInput(f.abs)
-		if err != nil {
-			return m, err
+	}
+	m.Files, err = readFiles(ctx, src, todo, pool, bad, func(row []any, fi int, lineNo int64) error {
+		chunk = append(chunk, append(row, fi, lineNos.int64(lineNo)))
+		chunkSize += rowBytes(row)
+		if len(chunk) >= chunkRows || chunkSize >= chunkBytes {
+			return flush()
 		}
-		err = eachRow(src, f.abs, in, pool, func(row []any, parsed bool, bads []badValue, lineNo int64) error {
-			if keep, err := bad.take(f.abs, lineNo, parsed, bads); !keep || err != nil {
-				return err
-			}
-			if src.IncludeMetadata {
-				row = append(row, f.abs, schema.Timestamp(f.modTime*1000))
-			}
-			chunk = append(chunk, append(row, fi, lineNos.int64(lineNo)))
-			chunkSize += rowBytes(row)
-			if len(chunk) >= chunkRows || chunkSize >= chunkBytes {
-				return flush()
-			}
-			if fw.busy() && (chunkAhead*len(chunk) >= chunkRows || chunkAhead*chunkSize >= chunkBytes) {
-				return collect()
-			}
-			return nil
-		})
-		in.Close()
-		m.BadRecords = bad.count
-		if err != nil {
-			return m, fmt.Errorf("reading %s: %w", f.abs, err)
+		if fw.busy() && (chunkAhead*len(chunk) >= chunkRows || chunkAhead*chunkSize >= chunkBytes) {
+			return collect()
 		}
-		m.Files++
+		return nil
+	})
+	m.BadRecords = bad.count
+	if err != nil {
+		return m, err
 	}
 	if err := flush(); err != nil {
 		return m, err
