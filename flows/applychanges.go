@@ -44,6 +44,9 @@ type changeBatch struct {
 	view     *viewBatch // the files of a batch read from a view over files; nil for a table
 	stateID  string     // the CDC state manifest of the target's last APPLY CHANGES commit
 	events   []event
+	// parts, when not nil, holds the events instead of events: in arrival order, part after
+	// part (a view's groups, whose count is known only once read; see eventParts).
+	parts    [][]event
 	dataSch  schema.Schema // the target's data columns (without __START_AT / __END_AT)
 	keyIdx   []int         // keys in dataSch
 	keySch   schema.Schema
@@ -55,6 +58,32 @@ type changeBatch struct {
 	// left out below a truncate sequence: reduceResult.above does that), when it was reduced
 	// while read; events is then nil.
 	reduced *reduceResult
+}
+
+// eventParts returns the batch's events (not reduced), in arrival order, in one or more parts.
+func (b *changeBatch) eventParts() [][]event {
+	if b.parts != nil {
+		return b.parts
+	}
+	return [][]event{b.events}
+}
+
+// allEvents returns the batch's events (not reduced), in arrival order, in one slice: a copy
+// when they are held in parts.
+func (b *changeBatch) allEvents() []event {
+	if b.parts != nil {
+		return slices.Concat(b.parts...)
+	}
+	return b.events
+}
+
+// eventCount returns the number of the batch's events (not reduced).
+func (b *changeBatch) eventCount() int {
+	n := len(b.events)
+	for _, p := range b.parts {
+		n += len(p)
+	}
+	return n
 }
 
 // ApplyChanges runs the APPLY CHANGES flow of dataset d (semantics.md "APPLY CHANGES"): it reads
@@ -304,8 +333,9 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			evs = buf.events(len(kept))
 		case b.view != nil:
 			// A view's row count is known only once read: each group's events go into an
-			// array of their own, joined once at the end, rather than into one array grown
-			// by append (which would copy and allocate the events about five times over).
+			// array of their own (b.parts), rather than into one array grown by append
+			// (which would copy and allocate the events about five times over), nor joined
+			// into one (a copy of every event, under write barriers while a collection runs).
 			evs = make([]event, 0, len(kept))
 		}
 		for i, r := range kept {
@@ -467,7 +497,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 		}
 	}
 	if viewEvents != nil {
-		b.events = slices.Concat(viewEvents...)
+		b.parts = viewEvents
 		viewEvents = nil
 	}
 	if fold != nil {

@@ -16,37 +16,44 @@ type keyGroups struct {
 	nBatch int // the keys of the batch; keys added to index later have no events
 }
 
-// groupByKey groups events by their key: one map entry and one string per key, and two slices
-// for all the events (a counting sort by key, which keeps each key's arrival order).
-func groupByKey(events []event) *keyGroups {
+// groupByKey groups events, given in arrival order in one or more parts, by their key: one map
+// entry and one string per key, and two slices for all the events (a counting sort by key,
+// which keeps each key's arrival order).
+func groupByKey(parts ...[]event) *keyGroups {
 	g := &keyGroups{index: map[string]int{}}
-	ids := make([]int32, len(events))
+	n := 0
+	for _, events := range parts {
+		n += len(events)
+	}
+	ids := make([]int32, 0, n)
 	var kb []byte
 	// A key of one BIGINT is looked up by its value; its encoding is made once per key.
 	var byLong map[int64]int32
-	for i := range events {
-		key := events[i].key
-		if len(key) == 1 {
-			if x, ok := key[0].(int64); ok {
-				if byLong == nil {
-					byLong = map[int64]int32{}
+	for _, events := range parts {
+		for i := range events {
+			key := events[i].key
+			if len(key) == 1 {
+				if x, ok := key[0].(int64); ok {
+					if byLong == nil {
+						byLong = map[int64]int32{}
+					}
+					id, ok := byLong[x]
+					if !ok {
+						kb = appendValues(kb[:0], key)
+						id = int32(g.add(string(kb)))
+						byLong[x] = id
+					}
+					ids = append(ids, id)
+					continue
 				}
-				id, ok := byLong[x]
-				if !ok {
-					kb = appendValues(kb[:0], key)
-					id = int32(g.add(string(kb)))
-					byLong[x] = id
-				}
-				ids[i] = id
-				continue
 			}
+			kb = appendValues(kb[:0], key)
+			id, ok := g.index[string(kb)]
+			if !ok {
+				id = g.add(string(kb))
+			}
+			ids = append(ids, int32(id))
 		}
-		kb = appendValues(kb[:0], key)
-		id, ok := g.index[string(kb)]
-		if !ok {
-			id = g.add(string(kb))
-		}
-		ids[i] = int32(id)
 	}
 	g.nBatch = len(g.keys)
 	g.start = make([]int, len(g.keys)+1)
@@ -57,10 +64,15 @@ func groupByKey(events []event) *keyGroups {
 		g.start[i] += g.start[i-1]
 	}
 	next := append([]int(nil), g.start[:len(g.keys)]...)
-	g.byKey = make([]*event, len(events))
-	for i, id := range ids {
-		g.byKey[next[id]] = &events[i]
-		next[id]++
+	g.byKey = make([]*event, n)
+	i := 0
+	for _, events := range parts {
+		for j := range events {
+			id := ids[i]
+			g.byKey[next[id]] = &events[j]
+			next[id]++
+			i++
+		}
 	}
 	return g
 }

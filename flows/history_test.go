@@ -130,7 +130,15 @@ func TestGroupByKey(t *testing.T) {
 	for i, id := range ids {
 		evs[i] = event{key: []any{id}, seq: []any{int64(i)}, arrival: i}
 	}
-	g := groupByKey(evs)
+	// The same events in one part, and in parts of 2, 0, 3 and 1 events (a view's groups).
+	for _, parts := range [][][]event{{evs}, {evs[:2], evs[2:2], evs[2:5], evs[5:]}} {
+		checkGroups(t, groupByKey(parts...))
+	}
+}
+
+// checkGroups checks the groups of TestGroupByKey's events.
+func checkGroups(t *testing.T, g *keyGroups) {
+	t.Helper()
 	var got []string
 	for i, k := range g.keys {
 		key, err := decodeValues([]byte(k))

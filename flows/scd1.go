@@ -56,7 +56,7 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 		case b.reduced != nil:
 			red = b.reduced.above(trunc)
 		default:
-			events := b.events
+			events := b.allEvents()
 			if trunc != nil {
 				live := events[:0:0]
 				for _, ev := range events {
@@ -411,11 +411,15 @@ func batchKeys(b *changeBatch) map[string]int {
 	if b.reduced != nil {
 		return b.reduced.keyIndex()
 	}
-	out := make(map[string]int, len(b.events))
+	out := make(map[string]int, b.eventCount())
 	var kb []byte
-	for i := range b.events {
-		kb = appendValues(kb[:0], b.events[i].key)
-		out[string(kb)] = i
+	i := 0
+	for _, part := range b.eventParts() {
+		for j := range part {
+			kb = appendValues(kb[:0], part[j].key)
+			out[string(kb)] = i
+			i++
+		}
 	}
 	return out
 }

@@ -174,7 +174,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 
 	// Group the batch by key (keys in order of first arrival, each key's events in arrival
 	// order), merge into the histories, recompute rows.
-	g := groupByKey(b.events)
+	g := groupByKey(b.eventParts()...)
 	order := g.keys
 	if newTrunc {
 		for k := range state.keys {
@@ -204,8 +204,9 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	byFile := map[string]bool{}
 	// About a change row per event (an insert or a closed version and its successor): room for
 	// as many as the batch has events spares most of the growing.
-	cdcRows := make([][]any, 0, len(b.events))
-	cdcTypes := make([]string, 0, len(b.events))
+	nEvents := b.eventCount()
+	cdcRows := make([][]any, 0, nEvents)
+	cdcTypes := make([]string, 0, nEvents)
 	var rowLists [][]any // backing of the keys' row lists, carved like the rows
 	// The versions of one key before and after the batch; their memory serves every key in turn
 	// (the rows are copies).
@@ -344,7 +345,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	}
 	// The events were grouped by key and are now in the histories: let the batch's event
 	// structs go.
-	g.byKey, b.events = nil, nil
+	g.byKey, b.events, b.parts = nil, nil, nil
 	reportTies(env, d, m.Ties)
 	m.NumOutputRows = m.NumUpsertedRows + m.NumDeletedRows
 	state.truncate = trunc
