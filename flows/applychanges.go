@@ -109,6 +109,7 @@ func ApplyChanges(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 // unread: the files of a view over files that the update's listing found unread.
 func applyBatch(ctx context.Context, env *Env, d *spec.Dataset, first bool, unread *unreadFiles) (Metrics, error) {
 	m := Metrics{Version: -1}
+	defer relaxGC()()
 	b, err := readChangeBatch(ctx, env, d, &m, first, unread)
 	if err != nil || b == nil {
 		return m, err
