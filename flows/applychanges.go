@@ -109,10 +109,21 @@ func ApplyChanges(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 // unread: the files of a view over files that the update's listing found unread.
 func applyBatch(ctx context.Context, env *Env, d *spec.Dataset, first bool, unread *unreadFiles) (Metrics, error) {
 	m := Metrics{Version: -1}
-	defer relaxGC()()
+	// A view over files reads its rows into memory it reuses, so that reading makes little
+	// garbage; a table's rows are read into new memory, group by group, and reading it with the
+	// raised target would hold several groups' garbage at once (cdc-bulk from bronze: 600 MB
+	// more peak, no faster).
+	viewSource := false
+	if src := env.Pipeline.Dataset(d.ApplyChanges.Source); src != nil && src.FileView() {
+		viewSource = true
+		defer relaxGC()()
+	}
 	b, err := readChangeBatch(ctx, env, d, &m, first, unread)
 	if err != nil || b == nil {
 		return m, err
+	}
+	if !viewSource {
+		defer relaxGC()()
 	}
 	if b.view != nil {
 		m.more = b.view.more
