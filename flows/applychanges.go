@@ -60,6 +60,29 @@ type changeBatch struct {
 	reduced *reduceResult
 }
 
+// adjacent returns where the positions idx start when they are side by side, in order (none
+// missing, -1), else -1.
+func adjacent(idx []int) int {
+	if len(idx) == 0 || idx[0] < 0 {
+		return -1
+	}
+	for i, j := range idx {
+		if j != idx[0]+i {
+			return -1
+		}
+	}
+	return idx[0]
+}
+
+// copies is 0 when the values of columns starting at at (adjacent) may be a window of their row,
+// else 1.
+func copies(at int) int {
+	if at < 0 {
+		return 1
+	}
+	return 0
+}
+
 // eventParts returns the batch's events (not reduced), in arrival order, in one or more parts.
 func (b *changeBatch) eventParts() [][]event {
 	if b.parts != nil {
@@ -302,6 +325,12 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			ownCols = append(ownCols, j)
 		}
 	}
+	// Folded events may be windows of their source row instead of copies of its values, when
+	// the row holds their columns side by side (a change feed's target columns mostly follow
+	// its operation column) and the row's memory is reused only once its events are folded (done
+	// is called then): the fold copies what it keeps. keyAt, seqAt and rowAt are where the
+	// windows start, or -1 for columns that are not side by side.
+	keyAt, seqAt, rowAt := adjacent(keyIdx), adjacent(seqIdx), adjacent(projIdx)
 	// consumeAt checks rows (source rows, in arrival order) with the expectations and turns the
 	// kept ones into events: appended to b.events, or folded. originOf gives the origin of the
 	// i-th kept row r. done, when not nil, is called once the memory of rows may be reused: once
@@ -338,7 +367,12 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			default:
 			}
 		}
-		keyVals, seqVals, projVals := buf.arrays(len(kept), nk, ns, np)
+		// copyKey, copySeq and copyRow are 1 when the events take copies, 0 for windows.
+		copyKey, copySeq, copyRow := 1, 1, 1
+		if fold != nil && done != nil {
+			copyKey, copySeq, copyRow = copies(keyAt), copies(seqAt), copies(rowAt)
+		}
+		keyVals, seqVals, projVals := buf.arrays(len(kept), nk*copyKey, ns*copySeq, np*copyRow)
 		evs := b.events
 		switch {
 		case fold != nil:
@@ -351,14 +385,22 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			evs = make([]event, 0, len(kept))
 		}
 		for i, r := range kept {
-			ev := event{key: keyVals[i*nk : (i+1)*nk : (i+1)*nk], seq: seqVals[i*ns : (i+1)*ns : (i+1)*ns], row: projVals[i*np : (i+1)*np : (i+1)*np]}
+			var ev event
 			if own {
 				for _, j := range ownCols {
 					r[j] = owned.value(r[j])
 				}
 			}
-			pickInto(ev.key, r, keyIdx)
-			pickInto(ev.seq, r, seqIdx)
+			if copyKey == 0 {
+				ev.key = r[keyAt : keyAt+nk : keyAt+nk]
+			} else {
+				ev.key = pickInto(keyVals[i*nk:(i+1)*nk:(i+1)*nk], r, keyIdx)
+			}
+			if copySeq == 0 {
+				ev.seq = r[seqAt : seqAt+ns : seqAt+ns]
+			} else {
+				ev.seq = pickInto(seqVals[i*ns:(i+1)*ns:(i+1)*ns], r, seqIdx)
+			}
 			ev.arrival = b.nEvents
 			b.nEvents++
 			isTrunc := false
@@ -386,7 +428,11 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 				}
 				continue
 			}
-			pickInto(ev.row, r, projIdx)
+			if copyRow == 0 {
+				ev.row = r[rowAt : rowAt+np : rowAt+np]
+			} else {
+				ev.row = pickInto(projVals[i*np:(i+1)*np:(i+1)*np], r, projIdx)
+			}
 			if delProg != nil {
 				ev.delete, _ = delProg.Eval(r)
 			}

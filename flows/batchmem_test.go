@@ -34,3 +34,20 @@ func TestRelaxGC(t *testing.T) {
 		}
 	}
 }
+
+// TestAdjacent: columns side by side in order start a window of their row; a gap, a missing
+// column (-1), the wrong order or no columns do not.
+func TestAdjacent(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		idx  []int
+		want int
+	}{{[]int{1, 2, 3, 4}, 1}, {[]int{0}, 0}, {[]int{1, 3}, -1}, {[]int{2, 1}, -1}, {[]int{-1, 0}, -1}, {[]int{1, -1}, -1}, {nil, -1}} {
+		if got := adjacent(c.idx); got != c.want {
+			t.Errorf("adjacent(%v) = %d, want %d", c.idx, got, c.want)
+		}
+		if got, want := copies(c.want), map[bool]int{true: 1, false: 0}[c.want < 0]; got != want {
+			t.Errorf("copies(%d) = %d, want %d", c.want, got, want)
+		}
+	}
+}
