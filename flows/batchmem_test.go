@@ -1,6 +1,7 @@
 package flows
 
 import (
+	"runtime"
 	"runtime/debug"
 	"testing"
 )
@@ -48,6 +49,63 @@ func TestAdjacent(t *testing.T) {
 		}
 		if got, want := copies(c.want), map[bool]int{true: 1, false: 0}[c.want < 0]; got != want {
 			t.Errorf("copies(%d) = %d, want %d", c.want, got, want)
+		}
+	}
+}
+
+// TestKeyRanges: the ranges cover the keys in order, each of minKeysPerWorker keys or more, with
+// about as many events each; a batch of fewer than twice as many keys is one range.
+func TestKeyRanges(t *testing.T) {
+	t.Parallel()
+	least := int(minKeysPerWorker.Load())
+	cores := min(runtime.GOMAXPROCS(0), 4)
+	for _, c := range []struct {
+		name   string
+		counts func(i int) int // events of the i-th key
+		keys   int
+		extra  int // keys after the batch's, without events
+		// balanced: no range needs more keys than its share of events (a range may take more
+		// to have minKeysPerWorker keys)
+		balanced bool
+	}{
+		{"even", func(int) int { return 3 }, 40_000, 0, true},
+		{"skewed", func(i int) int { return 1 + i%7*(i%5) }, 40_000, 0, true},
+		{"heavy first keys", func(i int) int { return map[bool]int{true: 50, false: 1}[i < 200] }, 20_000, 0, false},
+		{"keys without events", func(int) int { return 2 }, 9_000, 5_000, false},
+		{"too few", func(int) int { return 10 }, 2*least - 1, 0, false},
+	} {
+		evs := make([]event, 0)
+		for i := range c.keys {
+			for range c.counts(i) {
+				evs = append(evs, event{key: []any{int64(i)}})
+			}
+		}
+		g := groupByKey(evs)
+		n := c.keys + c.extra
+		ranges := keyRanges(g, n)
+		want := min(cores, n/least)
+		if n < 2*least {
+			want = 1
+		}
+		if len(ranges) != max(want, 1) {
+			t.Errorf("%s: %d ranges, want %d", c.name, len(ranges), max(want, 1))
+		}
+		at, total := 0, len(evs)+n
+		for _, r := range ranges {
+			if r[0] != at || r[1] <= r[0] {
+				t.Fatalf("%s: ranges %v do not follow each other from 0", c.name, ranges)
+			}
+			if len(ranges) > 1 && r[1]-r[0] < least {
+				t.Errorf("%s: range %v has fewer than %d keys", c.name, r, least)
+			}
+			weight := g.start[min(r[1], g.nBatch)] - g.start[min(r[0], g.nBatch)] + r[1] - r[0]
+			if share := total / len(ranges); c.balanced && len(ranges) > 1 && (weight < share*9/10 || weight > share*11/10) {
+				t.Errorf("%s: range %v weighs %d, want about %d", c.name, r, weight, share)
+			}
+			at = r[1]
+		}
+		if at != n {
+			t.Errorf("%s: ranges %v end at %d, want %d", c.name, ranges, at, n)
 		}
 	}
 }

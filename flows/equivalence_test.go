@@ -268,14 +268,7 @@ datasets:
 // sequence order in one batch, computed by the reference models above. Run more iterations with
 // -equivalence.iterations=N.
 func TestRandomizedEquivalence(t *testing.T) {
-	for _, variant := range []struct {
-		name      string
-		scd       int
-		composite bool
-		nulls     bool // ignore_null_updates, with partial updates in the log
-		oneByOne  bool // one event a batch
-		mor       bool // merge-on-read: the target has delta.enableDeletionVectors
-	}{
+	for _, variant := range []eqVariant{
 		{"scd1", 1, false, false, false, false}, {"scd1-composite-key", 1, true, false, false, false}, {"scd1-ignore-null-updates", 1, true, true, false, false},
 		{"scd2", 2, false, false, false, false}, {"scd2-composite-key", 2, true, false, false, false}, {"scd2-ignore-null-updates", 2, false, true, false, false},
 		{"scd1-one-event-a-batch", 1, true, false, true, false}, {"scd2-one-event-a-batch", 2, true, false, true, false},
@@ -292,86 +285,124 @@ func TestRandomizedEquivalence(t *testing.T) {
 				}
 			}()
 			for it := 0; it < *equivalenceIterations; it++ {
-				seed := uint64(it)*7919 + uint64(variant.scd)*31
-				if variant.composite {
-					seed++
-				}
-				if variant.nulls {
-					seed += 2
-				}
-				if variant.oneByOne {
-					seed += 3
-				}
-				if variant.mor {
-					seed += 5
-				}
-				r := rand.New(rand.NewPCG(seed, 42))
-				log := genLog(r, genOptions{composite: variant.composite, nulls: variant.nulls, truncates: variant.scd == 1})
-				batches := deliver(r, log, variant.oneByOne)
-				keys := "[id]"
-				if variant.composite {
-					keys = "[id, region]"
-				}
-				extra := ""
-				if variant.scd == 2 {
-					extra = "      track_history_column_list: [name]\n"
-				} else {
-					extra = "      apply_as_truncates: op == \"T\"\n"
-				}
-				if variant.nulls {
-					extra += "      ignore_null_updates: true\n"
-				}
-				if variant.mor {
-					extra += "    table_properties:\n      delta.enableDeletionVectors: \"true\"\n"
-				}
-				p := loadPipeline(t, t.TempDir(), fmt.Sprintf(equivalenceSpec, keys, variant.scd, extra))
-				env := &Env{Pipeline: p, Events: nopEvents{}, Now: func() time.Time { return time.Unix(1_700_000_000, 0) }}
-				for _, b := range batches {
-					rows := make([][]any, len(b))
-					for i, e := range b {
-						rows[i] = e.row()
-					}
-					appendEvents(t, p, rows)
-					if r.IntN(2) == 0 {
-						// As a new process would: read the CDC state from its segments.
-						stateCache.Delete(StateDir(p.Storage, "target"))
-						loadedStates.Delete(StateDir(p.Storage, "target"))
-						histCache.Delete(StateDir(p.Storage, "target"))
-					}
-					if _, err := ApplyChanges(context.Background(), env, p.Dataset("target")); err != nil {
-						t.Fatalf("seed %d: %v", seed, err)
-					}
-				}
-				if len(batches) > maxSegments+1 {
+				if runEquivalence(t, variant, it) {
 					compacted++
-					tb := delta.New(TableDir(p.Storage, "target"))
-					snap, _ := tb.Snapshot(-1)
-					id, _, _, err := lastApply(tb, snap)
-					if err != nil {
-						t.Fatal(err)
-					}
-					l := &stateLog{dir: StateDir(p.Storage, "target")}
-					m, err := l.readManifest(tb, id)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if len(m.Segments) > maxSegments {
-						t.Fatalf("seed %d: %d batches left %d state segments, want at most %d", seed, len(batches), len(m.Segments), maxSegments)
-					}
-				}
-				got := targetRows(t, p, variant.composite)
-				var want []string
-				if variant.scd == 1 {
-					want = refSCD1(log, variant.composite, variant.nulls)
-				} else {
-					want = refSCD2(log, variant.composite, variant.nulls)
-				}
-				if strings.Join(got, "\n") != strings.Join(want, "\n") {
-					t.Fatalf("seed %d: %d batches of %d events\n got:\n  %s\nwant:\n  %s", seed, len(batches), len(log), strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 				}
 			}
 		})
 	}
+}
+
+// TestHistoryKeyWorkersEquivalence is TestRandomizedEquivalence for the targets kept as per-key
+// histories (SCD type 2, SCD type 1 with ignore_null_updates) with their keys folded in ranges
+// of two keys or more on several goroutines (keyRanges), as batches of 8,192 keys or more are:
+// the target must be the same. Not parallel: it lowers minKeysPerWorker for the whole process.
+func TestHistoryKeyWorkersEquivalence(t *testing.T) {
+	defer minKeysPerWorker.Store(minKeysPerWorker.Swap(2))
+	for _, variant := range []eqVariant{
+		{"scd2", 2, false, false, false, false}, {"scd2-composite-key", 2, true, false, false, false},
+		{"scd2-ignore-null-updates", 2, false, true, false, false}, {"scd1-ignore-null-updates", 1, true, true, false, false},
+	} {
+		t.Run(variant.name, func(t *testing.T) {
+			for it := 0; it < *equivalenceIterations; it++ {
+				runEquivalence(t, variant, it)
+			}
+		})
+	}
+}
+
+// eqVariant is a kind of target TestRandomizedEquivalence builds.
+type eqVariant struct {
+	name      string
+	scd       int
+	composite bool
+	nulls     bool // ignore_null_updates, with partial updates in the log
+	oneByOne  bool // one event a batch
+	mor       bool // merge-on-read: the target has delta.enableDeletionVectors
+}
+
+// runEquivalence builds the variant's target from its it-th random log, delivered in random
+// batches, and compares it with the reference model; it reports whether the state was compacted.
+func runEquivalence(t *testing.T, variant eqVariant, it int) (compacted bool) {
+	t.Helper()
+	seed := uint64(it)*7919 + uint64(variant.scd)*31
+	if variant.composite {
+		seed++
+	}
+	if variant.nulls {
+		seed += 2
+	}
+	if variant.oneByOne {
+		seed += 3
+	}
+	if variant.mor {
+		seed += 5
+	}
+	r := rand.New(rand.NewPCG(seed, 42))
+	log := genLog(r, genOptions{composite: variant.composite, nulls: variant.nulls, truncates: variant.scd == 1})
+	batches := deliver(r, log, variant.oneByOne)
+	keys := "[id]"
+	if variant.composite {
+		keys = "[id, region]"
+	}
+	extra := ""
+	if variant.scd == 2 {
+		extra = "      track_history_column_list: [name]\n"
+	} else {
+		extra = "      apply_as_truncates: op == \"T\"\n"
+	}
+	if variant.nulls {
+		extra += "      ignore_null_updates: true\n"
+	}
+	if variant.mor {
+		extra += "    table_properties:\n      delta.enableDeletionVectors: \"true\"\n"
+	}
+	p := loadPipeline(t, t.TempDir(), fmt.Sprintf(equivalenceSpec, keys, variant.scd, extra))
+	env := &Env{Pipeline: p, Events: nopEvents{}, Now: func() time.Time { return time.Unix(1_700_000_000, 0) }}
+	for _, b := range batches {
+		rows := make([][]any, len(b))
+		for i, e := range b {
+			rows[i] = e.row()
+		}
+		appendEvents(t, p, rows)
+		if r.IntN(2) == 0 {
+			// As a new process would: read the CDC state from its segments.
+			stateCache.Delete(StateDir(p.Storage, "target"))
+			loadedStates.Delete(StateDir(p.Storage, "target"))
+			histCache.Delete(StateDir(p.Storage, "target"))
+		}
+		if _, err := ApplyChanges(context.Background(), env, p.Dataset("target")); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+	}
+	if len(batches) > maxSegments+1 {
+		compacted = true
+		tb := delta.New(TableDir(p.Storage, "target"))
+		snap, _ := tb.Snapshot(-1)
+		id, _, _, err := lastApply(tb, snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := &stateLog{dir: StateDir(p.Storage, "target")}
+		m, err := l.readManifest(tb, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Segments) > maxSegments {
+			t.Fatalf("seed %d: %d batches left %d state segments, want at most %d", seed, len(batches), len(m.Segments), maxSegments)
+		}
+	}
+	got := targetRows(t, p, variant.composite)
+	var want []string
+	if variant.scd == 1 {
+		want = refSCD1(log, variant.composite, variant.nulls)
+	} else {
+		want = refSCD2(log, variant.composite, variant.nulls)
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("seed %d: %d batches of %d events\n got:\n  %s\nwant:\n  %s", seed, len(batches), len(log), strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+	return compacted
 }
 
 func targetRows(t *testing.T, p *spec.Pipeline, composite bool) []string {

@@ -1,7 +1,10 @@
 package flows
 
 import (
+	"runtime"
 	"strconv"
+	"sync"
+	"sync/atomic"
 
 	"tributary/delta"
 	"tributary/schema"
@@ -154,18 +157,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	// SCD type 2 rows are carved from shared slabs: a batch makes a row per version of every
 	// key it changes, and one allocation per row would make most of its garbage.
 	slab := rowSlab{width: len(tgtSch.Fields), vals: newValueSlab()}
-	toRow := func(v version) []any {
-		if !mode.scd2 {
-			return v.row
-		}
-		r := slab.row()
-		for i, x := range v.row {
-			r[i] = slab.vals.rebox(x)
-		}
-		n := len(v.row)
-		r[n], r[n+1] = slab.vals.rebox(seqValue(v.start)), slab.vals.rebox(seqValue(v.end))
-		return r
-	}
+	toRow := func(v version) []any { return versionRow(&slab, mode, v) }
 	oldTrunc, trunc := state.truncate, state.truncate
 	newTrunc := !mode.scd2 && b.truncate != nil && (trunc == nil || schema.CompareTuple(b.truncate, trunc) > 0)
 	if newTrunc {
@@ -184,164 +176,67 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			}
 		}
 	}
-	// changedKey is a key the batch changed (hk set), with the rows of its versions after it
-	// that its data file does not hold already. The file holds the rows of the versions before
-	// the batch; those that stay as they were are kept from the file when it is rewritten (see
-	// rowKeep), and rows holds the rows of the versions that follow.
-	type changedKey struct {
-		hk      *histKey
-		rows    [][]any
-		keep    rowKeep
-		hasRows bool // the key has rows after the batch
-		diff    bool // the key's rows changed
-	}
 	live := make(map[string]bool, len(b.snap.Files))
 	for _, f := range b.snap.Files {
 		live[f.Path] = true
 	}
 	kvs := make([]changedKey, len(order))
+	// The keys are folded in contiguous ranges, on a goroutine each when the batch has many
+	// (keyRanges), each range by a keyWorker of its own: the workers share only what they read
+	// (the state's keys, g, live) and kvs, each its own positions. Their change rows, changed
+	// keys and new keys are joined in range order, so that the result is the serial one.
+	ranges := keyRanges(g, len(order))
+	workers := make([]*keyWorker, len(ranges))
+	var wg sync.WaitGroup
+	for w, r := range ranges {
+		kw := &keyWorker{mode: mode, g: g, order: order, live: live, kvs: kvs, nowMs: nowMs, oldTrunc: oldTrunc, trunc: trunc, newTrunc: newTrunc}
+		kw.state = *state
+		kw.state.dec = nil // each worker decodes into memory of its own
+		kw.slab = rowSlab{width: len(tgtSch.Fields), vals: newValueSlab()}
+		// About a change row per event (an insert or a closed version and its successor): room
+		// for as many as the range has events spares most of the growing.
+		// The first range's arrays have room for all the ranges' rows, which are joined there.
+		n := g.start[min(r[1], g.nBatch)] - g.start[min(r[0], g.nBatch)]
+		if w == 0 {
+			n = g.start[g.nBatch]
+		}
+		kw.cdcRows, kw.cdcTypes = make([][]any, 0, n), make([]string, 0, n)
+		workers[w] = kw
+		if len(ranges) == 1 {
+			kw.run(r[0], r[1])
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			kw.run(r[0], r[1])
+		}()
+	}
+	wg.Wait()
 	var changedList []string
 	byFile := map[string]bool{}
-	// About a change row per event (an insert or a closed version and its successor): room for
-	// as many as the batch has events spares most of the growing.
-	nEvents := b.eventCount()
-	cdcRows := make([][]any, 0, nEvents)
-	cdcTypes := make([]string, 0, nEvents)
-	var rowLists [][]any // backing of the keys' row lists, carved like the rows
-	// The versions of one key before and after the batch; their memory serves every key in turn
-	// (the rows are copies).
-	var oldBuf, curBuf []version
-	// The merged history of one key, once encoded (the key keeps the encoding only), leaves its
-	// memory to the next key.
-	var mergeBuf []histEvent
-	var offs []int // scratch of tailOf
-	// deleted moves hk's tombstone time: set to now when its history comes to end in a delete
-	// it did not end in before (or without a time), cleared when it ends in an upsert.
-	deleted := func(hk *histKey, wasDeleted, isDeleted bool) {
-		switch {
-		case !isDeleted:
-			hk.deletedAt = 0
-		case !wasDeleted || hk.deletedAt == 0:
-			hk.deletedAt = nowMs
+	var cdcRows [][]any
+	var cdcTypes []string
+	for _, kw := range workers {
+		if kw.panicked != nil {
+			panic(kw.panicked)
 		}
-	}
-	// rowsOf makes the rows of versions vs, in a list carved from rowLists.
-	rowsOf := func(vs []version) [][]any {
-		if len(rowLists) < len(vs) {
-			rowLists = make([][]any, max(len(vs), slabRows))
+		if cdcRows == nil {
+			cdcRows, cdcTypes, changedList = kw.cdcRows, kw.cdcTypes, kw.changedList
+		} else {
+			cdcRows, cdcTypes = append(cdcRows, kw.cdcRows...), append(cdcTypes, kw.cdcTypes...)
+			changedList = append(changedList, kw.changedList...)
 		}
-		rows := rowLists[:len(vs):len(vs)]
-		rowLists = rowLists[len(vs):]
-		for j, v := range vs {
-			rows[j] = toRow(v)
-		}
-		return rows
-	}
-	// changed records key k (position i, state hk) as changed by the batch, with the rows of its
-	// versions after it (rows; keep: those its file keeps) and the change rows from old to cur
-	// (rowsCur: the rows of cur).
-	changed := func(i int, k string, hk *histKey, rows [][]any, keep rowKeep, hasRows bool, old, cur []version, rowsCur [][]any) {
-		n := len(cdcRows)
-		var ups, dels int64
-		cdcRows, cdcTypes, ups, dels = versionDiff(cdcRows, cdcTypes, old, cur, toRow, rowsCur)
-		changedList = append(changedList, k)
-		kvs[i] = changedKey{hk: hk, rows: rows, keep: keep, hasRows: hasRows, diff: len(cdcRows) > n}
-		if len(cdcRows) == n {
-			return
-		}
-		m.NumUpsertedRows += ups
-		m.NumDeletedRows += dels
-		if f := state.resolve(hk.file); f != "" {
+		for f := range kw.byFile {
 			byFile[f] = true
 		}
-	}
-	for i, k := range order {
-		hk := state.keys[k]
-		isNew := hk == nil
-		if isNew {
-			hk = &histKey{}
+		for _, nk := range kw.added {
+			state.keys[nk.k] = nk.hk
 		}
-		// A key whose stored events all come before the batch's, as most do, needs of them
-		// only their end (tailOf) when its state is encoded and the fold keeps no NULLs.
-		if evs := g.events(i); hk.blob != nil && mode.scd2 && !mode.ignoreNulls && len(evs) > 0 {
-			var tail histTail
-			var ok bool
-			if tail, offs, ok = state.tailOf(hk, mode.tracked, offs); ok && allAfter(evs, tail.lastSeq) {
-				added, _, ties := mergeHistoryInto(mergeBuf, nil, evs)
-				m.Ties += ties
-				wasDeleted := hk.lastDelete
-				hk.blob = encodeHistEvents(append(make([]byte, 0, len(hk.blob)+40*len(added)), hk.blob...), added)
-				hk.nEvents += len(added)
-				hk.lastDelete = added[len(added)-1].delete
-				deleted(hk, wasDeleted, hk.lastDelete)
-				// The versions from the open one on, before and after; the rows of the versions
-				// before it stay in the key's file.
-				old, cur := oldBuf[:0], curBuf[:0]
-				keep := rowKeep{all: true}
-				if tail.open {
-					v := version{start: tail.openStart, row: tail.openRow}
-					old, cur = append(old, v), append(cur, v)
-					keep = rowKeep{before: seqValue(tail.openStart)}
-				}
-				cur = foldOnto(cur, tail.open, added, mode.tracked, false)
-				oldBuf, curBuf, mergeBuf = old[:0], cur[:0], added[:0]
-				rows := rowsOf(cur)
-				changed(i, k, hk, rows, keep, len(cur) > 0 || hk.file != "", old, cur, rows)
-				continue
-			}
-		}
-		blob := hk.blob // the stored events encoded, before eventsOf decodes them
-		stored := state.eventsOf(hk)
-		merged, first := stored, -1
-		if evs := g.events(i); len(evs) > 0 {
-			var ties int64
-			merged, first, ties = mergeHistoryInto(mergeBuf, stored, evs)
-			m.Ties += ties
-		}
-		if first < 0 && !newTrunc {
-			continue
-		}
-		wasDeleted := hk.lastDelete
-		hk.setEvents(merged)
-		deleted(hk, wasDeleted, len(merged) > 0 && merged[len(merged)-1].delete)
-		old, cur, common := mode.versions(stored, merged, first, oldTrunc, trunc, oldBuf, curBuf)
-		if cap(old) > cap(oldBuf) {
-			oldBuf = old[:0]
-		}
-		if cap(cur) > cap(curBuf) {
-			curBuf = cur[:0]
-		}
-		// Encode the events for the state's save while they are in the cache; the key keeps
-		// them encoded only. When the batch only added events after the stored ones, the
-		// encoding of those is kept and only the new ones are encoded.
-		if first == len(stored) {
-			state.encodeAppended(hk, blob, len(stored))
-		} else {
-			state.encode(hk)
-		}
-		if hk.events == nil && first >= 0 && cap(merged) >= cap(mergeBuf) {
-			mergeBuf = merged[:0]
-		}
-		// The rows of the versions that stay as they were are in the key's file, when it has
-		// one: a rewrite keeps them from there.
-		from := 0
-		var keep rowKeep
-		if common > 0 && live[state.resolve(hk.file)] {
-			// The versions that changed start after the common ones: at the first of the
-			// versions before or after that follow them, if any.
-			from, keep = common, rowKeep{all: true}
-			if len(old) > 0 {
-				keep = rowKeep{before: seqValue(old[0].start)}
-			}
-			if common < len(cur) && (keep.all || compareSeq(cur[common].start, old[0].start) < 0) {
-				keep = rowKeep{before: seqValue(cur[common].start)}
-			}
-		}
-		rows := rowsOf(cur[from:])
-		if isNew {
-			state.keys[k] = hk
-		}
-		changed(i, k, hk, rows, keep, len(cur) > 0, old, cur[common:], rows[common-from:])
+		m.Ties += kw.ties
+		m.NumUpsertedRows += kw.ups
+		m.NumDeletedRows += kw.dels
+		g.sink += kw.sink
 	}
 	// The events were grouped by key and are now in the histories: let the batch's event
 	// structs go.
@@ -496,4 +391,267 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			"numTargetRowsDeleted":  strconv.FormatInt(m.NumDeletedRows, 10),
 		})
 	return m, err
+}
+
+// changedKey is a key a batch changed (hk set), with the rows of its versions after it that its
+// data file does not hold already. The file holds the rows of the versions before the batch;
+// those that stay as they were are kept from the file when it is rewritten (see rowKeep), and
+// rows holds the rows of the versions that follow.
+type changedKey struct {
+	hk      *histKey
+	rows    [][]any
+	keep    rowKeep
+	hasRows bool // the key has rows after the batch
+	diff    bool // the key's rows changed
+}
+
+// minKeysPerWorker is the fewest keys a batch folds on each goroutine of applyHistory: below
+// twice that, its keys are folded on one (4,096; tests lower it).
+var minKeysPerWorker = func() *atomic.Int64 {
+	var n atomic.Int64
+	n.Store(4096)
+	return &n
+}()
+
+// keyRanges splits the positions [0, n) of a batch's keys (g; positions from g.nBatch on have
+// no events) into contiguous ranges of about as many events each (a key weighs its events plus
+// one), one per available core (at most four), each of at least minKeysPerWorker keys; it
+// returns them as [from, to) pairs.
+func keyRanges(g *keyGroups, n int) [][2]int {
+	least := int(minKeysPerWorker.Load())
+	workers := min(runtime.GOMAXPROCS(0), 4, n/least)
+	if workers <= 1 {
+		return [][2]int{{0, n}}
+	}
+	// A key's weight is its events plus one (the keys past nBatch have none).
+	total := g.start[g.nBatch] + n
+	weight := func(i int) int { return g.start[min(i, g.nBatch)] + i } // of the keys before i
+	var out [][2]int
+	from := 0
+	for w := 1; w < workers; w++ {
+		want := total * w / workers
+		lo, hi := from, n
+		for lo < hi {
+			mid := (lo + hi) / 2
+			if weight(mid) < want {
+				lo = mid + 1
+			} else {
+				hi = mid
+			}
+		}
+		// Each range keeps at least least keys, and leaves as many to each range after it.
+		lo = min(max(lo, from+least), n-(workers-w)*least)
+		out = append(out, [2]int{from, lo})
+		from = lo
+	}
+	return append(out, [2]int{from, n})
+}
+
+// keyWorker folds a range of a batch's keys into their histories (applyHistory): for each key
+// it merges the batch's events into the stored history, recomputes its versions and rows, and
+// records the change. It writes kvs at its own positions and the keys' histKeys, and reads
+// the rest; what it makes is its own until applyHistory joins the workers.
+type keyWorker struct {
+	mode            historyMode
+	g               *keyGroups
+	order           []string
+	live            map[string]bool // the target's data files
+	kvs             []changedKey
+	nowMs           int64
+	oldTrunc, trunc []any
+	newTrunc        bool
+	state           histState // a copy sharing keys, with a decoder of its own
+	slab            rowSlab
+
+	cdcRows     [][]any
+	cdcTypes    []string
+	changedList []string
+	byFile      map[string]bool
+	added       []struct {
+		k  string
+		hk *histKey
+	} // the keys new to the state, in order
+	ties, ups, dels int64
+	sink            int64
+	panicked        any // what a fold on a goroutine of its own panicked with
+
+	rowLists       [][]any // backing of the keys' row lists, carved like the rows
+	oldBuf, curBuf []version
+	mergeBuf       []histEvent
+	offs           []int // scratch of tailOf
+}
+
+// toRow makes the target row of version v: carved from the worker's slabs for SCD type 2 (a
+// batch makes a row per version of every key it changes, and one allocation per row would make
+// most of its garbage), v.row itself for SCD type 1.
+func (w *keyWorker) toRow(v version) []any {
+	return versionRow(&w.slab, w.mode, v)
+}
+
+// versionRow is keyWorker.toRow with the slabs given.
+func versionRow(slab *rowSlab, mode historyMode, v version) []any {
+	if !mode.scd2 {
+		return v.row
+	}
+	r := slab.row()
+	for i, x := range v.row {
+		r[i] = slab.vals.rebox(x)
+	}
+	n := len(v.row)
+	r[n], r[n+1] = slab.vals.rebox(seqValue(v.start)), slab.vals.rebox(seqValue(v.end))
+	return r
+}
+
+// rowsOf makes the rows of versions vs, in a list carved from rowLists.
+func (w *keyWorker) rowsOf(vs []version) [][]any {
+	if len(w.rowLists) < len(vs) {
+		w.rowLists = make([][]any, max(len(vs), slabRows))
+	}
+	rows := w.rowLists[:len(vs):len(vs)]
+	w.rowLists = w.rowLists[len(vs):]
+	for j, v := range vs {
+		rows[j] = w.toRow(v)
+	}
+	return rows
+}
+
+// deleted moves hk's tombstone time: set to now when its history comes to end in a delete it
+// did not end in before (or without a time), cleared when it ends in an upsert.
+func (w *keyWorker) deleted(hk *histKey, wasDeleted, isDeleted bool) {
+	switch {
+	case !isDeleted:
+		hk.deletedAt = 0
+	case !wasDeleted || hk.deletedAt == 0:
+		hk.deletedAt = w.nowMs
+	}
+}
+
+// changed records key k (position i, state hk) as changed by the batch, with the rows of its
+// versions after it (rows; keep: those its file keeps) and the change rows from old to cur
+// (rowsCur: the rows of cur).
+func (w *keyWorker) changed(i int, k string, hk *histKey, rows [][]any, keep rowKeep, hasRows bool, old, cur []version, rowsCur [][]any) {
+	n := len(w.cdcRows)
+	var ups, dels int64
+	w.cdcRows, w.cdcTypes, ups, dels = versionDiff(w.cdcRows, w.cdcTypes, old, cur, w.toRow, rowsCur)
+	w.changedList = append(w.changedList, k)
+	w.kvs[i] = changedKey{hk: hk, rows: rows, keep: keep, hasRows: hasRows, diff: len(w.cdcRows) > n}
+	if len(w.cdcRows) == n {
+		return
+	}
+	w.ups += ups
+	w.dels += dels
+	if f := w.state.resolve(hk.file); f != "" {
+		if w.byFile == nil {
+			w.byFile = map[string]bool{}
+		}
+		w.byFile[f] = true
+	}
+}
+
+// run folds the keys at positions [from, to). A panic is kept in w.panicked, for applyHistory to
+// raise again on its own goroutine.
+func (w *keyWorker) run(from, to int) {
+	defer func() {
+		if r := recover(); r != nil {
+			w.panicked = r
+		}
+	}()
+	g, mode := w.g, w.mode
+	for i := from; i < to; i++ {
+		if (i-from)%touchAhead == 0 {
+			for j := i; j < min(i+touchAhead, to, g.nBatch); j++ {
+				w.sink += touchEvents(g.events(j))
+			}
+		}
+		k := w.order[i]
+		hk := w.state.keys[k]
+		isNew := hk == nil
+		if isNew {
+			hk = &histKey{}
+		}
+		// A key whose stored events all come before the batch's, as most do, needs of them
+		// only their end (tailOf) when its state is encoded and the fold keeps no NULLs.
+		if evs := g.events(i); hk.blob != nil && mode.scd2 && !mode.ignoreNulls && len(evs) > 0 {
+			var tail histTail
+			var ok bool
+			if tail, w.offs, ok = w.state.tailOf(hk, mode.tracked, w.offs); ok && allAfter(evs, tail.lastSeq) {
+				added, _, ties := mergeHistoryInto(w.mergeBuf, nil, evs)
+				w.ties += ties
+				wasDeleted := hk.lastDelete
+				hk.blob = encodeHistEvents(append(make([]byte, 0, len(hk.blob)+40*len(added)), hk.blob...), added)
+				hk.nEvents += len(added)
+				hk.lastDelete = added[len(added)-1].delete
+				w.deleted(hk, wasDeleted, hk.lastDelete)
+				// The versions from the open one on, before and after; the rows of the versions
+				// before it stay in the key's file.
+				old, cur := w.oldBuf[:0], w.curBuf[:0]
+				keep := rowKeep{all: true}
+				if tail.open {
+					v := version{start: tail.openStart, row: tail.openRow}
+					old, cur = append(old, v), append(cur, v)
+					keep = rowKeep{before: seqValue(tail.openStart)}
+				}
+				cur = foldOnto(cur, tail.open, added, mode.tracked, false)
+				w.oldBuf, w.curBuf, w.mergeBuf = old[:0], cur[:0], added[:0]
+				rows := w.rowsOf(cur)
+				w.changed(i, k, hk, rows, keep, len(cur) > 0 || hk.file != "", old, cur, rows)
+				continue
+			}
+		}
+		blob := hk.blob // the stored events encoded, before eventsOf decodes them
+		stored := w.state.eventsOf(hk)
+		merged, first := stored, -1
+		if evs := g.events(i); len(evs) > 0 {
+			var ties int64
+			merged, first, ties = mergeHistoryInto(w.mergeBuf, stored, evs)
+			w.ties += ties
+		}
+		if first < 0 && !w.newTrunc {
+			continue
+		}
+		wasDeleted := hk.lastDelete
+		hk.setEvents(merged)
+		w.deleted(hk, wasDeleted, len(merged) > 0 && merged[len(merged)-1].delete)
+		old, cur, common := mode.versions(stored, merged, first, w.oldTrunc, w.trunc, w.oldBuf, w.curBuf)
+		if cap(old) > cap(w.oldBuf) {
+			w.oldBuf = old[:0]
+		}
+		if cap(cur) > cap(w.curBuf) {
+			w.curBuf = cur[:0]
+		}
+		// Encode the events for the state's save while they are in the cache; the key keeps
+		// them encoded only. When the batch only added events after the stored ones, the
+		// encoding of those is kept and only the new ones are encoded.
+		if first == len(stored) {
+			w.state.encodeAppended(hk, blob, len(stored))
+		} else {
+			w.state.encode(hk)
+		}
+		if hk.events == nil && first >= 0 && cap(merged) >= cap(w.mergeBuf) {
+			w.mergeBuf = merged[:0]
+		}
+		// The rows of the versions that stay as they were are in the key's file, when it has
+		// one: a rewrite keeps them from there.
+		from := 0
+		var keep rowKeep
+		if common > 0 && w.live[w.state.resolve(hk.file)] {
+			// The versions that changed start after the common ones: at the first of the
+			// versions before or after that follow them, if any.
+			from, keep = common, rowKeep{all: true}
+			if len(old) > 0 {
+				keep = rowKeep{before: seqValue(old[0].start)}
+			}
+			if common < len(cur) && (keep.all || compareSeq(cur[common].start, old[0].start) < 0) {
+				keep = rowKeep{before: seqValue(cur[common].start)}
+			}
+		}
+		rows := w.rowsOf(cur[from:])
+		if isNew {
+			w.added = append(w.added, struct {
+				k  string
+				hk *histKey
+			}{k, hk})
+		}
+		w.changed(i, k, hk, rows, keep, len(cur) > 0, old, cur[common:], rows[common-from:])
+	}
 }
