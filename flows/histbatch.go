@@ -13,7 +13,7 @@ type keyGroups struct {
 	index  map[string]int // position in keys by encoded key
 	start  []int          // the events of keys[i] are byKey[start[i]:start[i+1]]
 	byKey  []*event
-	nBatch int // the keys of the batch; keys added to index later have no events
+	nBatch int   // the keys of the batch; keys added to index later have no events
 	sink   int64 // the loads of touchEvents, kept so that they are made
 }
 
