@@ -540,7 +540,7 @@ func (w *keyWorker) changed(i int, k string, hk *histKey, rows [][]any, keep row
 	}
 	w.ups += ups
 	w.dels += dels
-	if f := w.state.resolve(hk.file); f != "" {
+	if f := w.state.lookup(hk.file); f != "" {
 		if w.byFile == nil {
 			w.byFile = map[string]bool{}
 		}
@@ -634,7 +634,7 @@ func (w *keyWorker) run(from, to int) {
 		// one: a rewrite keeps them from there.
 		from := 0
 		var keep rowKeep
-		if common > 0 && w.live[w.state.resolve(hk.file)] {
+		if common > 0 && w.live[w.state.lookup(hk.file)] {
 			// The versions that changed start after the common ones: at the first of the
 			// versions before or after that follow them, if any.
 			from, keep = common, rowKeep{all: true}

@@ -60,8 +60,18 @@ type stateLog struct {
 }
 
 // resolve follows the renames of a data file path to the file that holds its rows now ("" when
-// the rows are gone).
+// the rows are gone), and remembers the answer for p (path compression): it writes the renames.
 func (l *stateLog) resolve(p string) string {
+	q := l.lookup(p)
+	if q != p {
+		l.renames[p] = q // an equivalent mapping
+	}
+	return q
+}
+
+// lookup is resolve without the path compression: it only reads the renames, so that several
+// goroutines may call it at once (keyWorker).
+func (l *stateLog) lookup(p string) string {
 	if p == "" || len(l.renames) == 0 {
 		return p
 	}
@@ -75,9 +85,6 @@ func (l *stateLog) resolve(p string) string {
 		if q == "" {
 			break
 		}
-	}
-	if q != p {
-		l.renames[p] = q // path compression; an equivalent mapping
 	}
 	return q
 }
