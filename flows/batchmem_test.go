@@ -18,6 +18,15 @@ func gcPercent() int {
 // the process's, and the parallel tests apply batches.
 func TestRelaxGC(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer func(kept bool) { gcKept = kept }(gcKept)
+	// GOGC=off or above the raise in the environment: the target is left alone.
+	gcKept = true
+	done := relaxGC()
+	if got := gcPercent(); got != 100 {
+		t.Errorf("GOGC kept: %d during a batch, want 100", got)
+	}
+	done()
+	gcKept = false
 	for _, c := range []struct{ before, during int }{{100, applyGCPercent}, {50, applyGCPercent}, {-1, -1}, {1000, 1000}} {
 		debug.SetGCPercent(c.before)
 		done1 := relaxGC()

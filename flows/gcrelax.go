@@ -1,7 +1,10 @@
 package flows
 
 import (
+	"os"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -20,10 +23,23 @@ var relaxed struct {
 	prev int // the percentage before the first of them
 }
 
-// relaxGC raises the garbage collector's target to applyGCPercent, unless it is off or already
-// higher (GOGC), and returns the function that undoes it. Batches applied at once share the
-// raise: the percentage comes back once the last of them is done.
+// gcKept says whether the GOGC environment variable turns the collector off or sets a target
+// above applyGCPercent: relaxGC then leaves the target alone, without even setting it for a
+// moment (in which a collection could start).
+var gcKept = func() bool {
+	v := os.Getenv("GOGC")
+	n, err := strconv.Atoi(v)
+	return strings.EqualFold(v, "off") || (err == nil && n > applyGCPercent)
+}()
+
+// relaxGC raises the garbage collector's target, which is the process's, to applyGCPercent,
+// unless it is off or already higher (GOGC, or debug.SetGCPercent), and returns the function
+// that undoes it. Batches applied at once share the raise: the percentage comes back once the
+// last of them is done.
 func relaxGC() (restore func()) {
+	if gcKept {
+		return func() {}
+	}
 	relaxed.Lock()
 	defer relaxed.Unlock()
 	if relaxed.n == 0 {
