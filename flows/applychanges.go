@@ -545,7 +545,14 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 		}
 	}
 	if b.view != nil {
-		if rows, err = readViewFiles(ctx, env, d, srcDS, b, m, todo, perGroup, consume); err != nil {
+		groupRows := 0
+		switch {
+		case perGroup && fold != nil:
+			groupRows = min(viewBatchRows, viewFoldRows)
+		case perGroup:
+			groupRows = viewBatchRows
+		}
+		if rows, err = readViewFiles(ctx, env, d, srcDS, b, m, todo, groupRows, consume); err != nil {
 			return nil, err
 		}
 	}

@@ -2,6 +2,7 @@ package flows
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -16,6 +17,13 @@ import (
 // change events at a time, when it need not hold the whole batch (see readViewFiles). A variable
 // for tests.
 var viewBatchRows = 1 << 16
+
+// viewFoldRows is viewBatchRows for a batch whose events are folded as they are read (SCD type
+// 1): the fold reads a group's rows soon after they were parsed, while they are still in the
+// cache, and hands their memory back sooner (cdc-bulk through a view: 4.7 -> 4.0 s of CPU against
+// groups of 65,536 rows). Held events gain nothing from small groups (scd2 through a view: 0.2 s
+// more CPU).
+const viewFoldRows = 1 << 13
 
 // viewBatch is one batch of an APPLY CHANGES flow that reads a view over files: the files it
 // reads (off, written to ckpt/offsets/<batch>.json before the commit that counts them), and
@@ -84,10 +92,11 @@ func (vb *viewBatch) locate(o origin) string {
 
 // readViewFiles reads the batch's files of view, in order, with the view's `mode` for values that
 // do not fit its schema, and hands the rows to consume, each with its origin (file index, line
-// number) after its values: viewBatchRows at a time when perGroup, whose memory is reused for
-// later rows once consume calls done (consume keeps copies of what it keeps). It returns the rows
-// not yet consumed: none when perGroup, else the whole batch.
-func readViewFiles(ctx context.Context, env *Env, d, view *spec.Dataset, b *changeBatch, m *Metrics, todo []inputFile, perGroup bool, consume func(rows [][]any, done func()) error) ([][]any, error) {
+// number) after its values: groupRows at a time, whose memory is reused for later rows once
+// consume calls done (consume keeps copies of what it keeps), or, when groupRows is 0, all at
+// once. It returns the rows not yet consumed: none in groups, else the whole batch.
+func readViewFiles(ctx context.Context, env *Env, d, view *spec.Dataset, b *changeBatch, m *Metrics, todo []inputFile, groupRows int, consume func(rows [][]any, done func()) error) ([][]any, error) {
+	perGroup := groupRows > 0
 	src := view.Source
 	bad := &badRecords{env: env, flow: d.Name, dataset: view.Name, src: src}
 	defer func() { m.BadRecords = bad.count }()
@@ -112,12 +121,12 @@ func readViewFiles(ctx context.Context, env *Env, d, view *spec.Dataset, b *chan
 		if len(origins) == cap(origins) {
 			// The rows point into it: never grown. A full one stays with its rows when the
 			// batch is held whole; a group's is reused once the group is consumed.
-			origins = make([]origin, 0, viewBatchRows)
+			origins = make([]origin, 0, cmp.Or(groupRows, viewBatchRows))
 		}
 		origins = append(origins, origin{version: int64(fi), row: lineNo})
 		rows = append(rows, append(row, &origins[len(origins)-1]))
 		b.nSource++
-		if perGroup && len(origins) == viewBatchRows {
+		if perGroup && len(origins) == groupRows {
 			return flush()
 		}
 		return nil
