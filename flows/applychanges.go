@@ -821,6 +821,36 @@ type batchFiles struct {
 	cdcTypes []string
 	removes  []delta.Remove
 	adds     []delta.Add
+	// inserted are more change rows, each an insert, after cdcRows: kept apart so that a batch
+	// that only inserts them need not make its change rows (see insertsOnly).
+	inserted [][][]any
+}
+
+// nInserted returns the number of rows of f.inserted.
+func (f batchFiles) nInserted() int {
+	n := 0
+	for _, rows := range f.inserted {
+		n += len(rows)
+	}
+	return n
+}
+
+// changes returns the batch's change rows and their change types: cdcRows, then the rows of
+// inserted.
+func (f batchFiles) changes() ([][]any, []string) {
+	if len(f.inserted) == 0 {
+		return f.cdcRows, f.cdcTypes
+	}
+	n := f.nInserted()
+	rows := slices.Grow(f.cdcRows[:len(f.cdcRows):len(f.cdcRows)], n)
+	types := slices.Grow(f.cdcTypes[:len(f.cdcTypes):len(f.cdcTypes)], n)
+	for _, r := range f.inserted {
+		rows = append(rows, r...)
+		for range r {
+			types = append(types, delta.ChangeInsert)
+		}
+	}
+	return rows, types
 }
 
 // insertsOnly says whether the batch's change data is exactly the rows of the files it adds, each
@@ -846,7 +876,7 @@ func (f batchFiles) insertsOnly() bool {
 		}
 		n += c
 	}
-	return n == int64(len(f.cdcRows))
+	return n == int64(len(f.cdcRows)+f.nInserted())
 }
 
 // finishBatch writes the change data file (none when the batch only inserts the rows of the
@@ -856,8 +886,9 @@ func finishBatch(d *spec.Dataset, b *changeBatch, m *Metrics, f batchFiles,
 	save func() (string, []segment, map[string]string, error),
 	remember func(string, []segment, map[string]string), metrics map[string]string) error {
 	var cdcs []delta.CDC
-	if len(f.cdcRows) > 0 && !f.insertsOnly() {
-		c, err := b.target.WriteCDCFile(d.Schema, f.cdcRows, f.cdcTypes)
+	if len(f.cdcRows)+f.nInserted() > 0 && !f.insertsOnly() {
+		rows, types := f.changes()
+		c, err := b.target.WriteCDCFile(d.Schema, rows, types)
 		if err != nil {
 			return err
 		}

@@ -217,6 +217,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	byFile := map[string]bool{}
 	var cdcRows [][]any
 	var cdcTypes []string
+	var inserted [][][]any
 	for _, kw := range workers {
 		if kw.panicked != nil {
 			panic(kw.panicked)
@@ -227,6 +228,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			cdcRows, cdcTypes = append(cdcRows, kw.cdcRows...), append(cdcTypes, kw.cdcTypes...)
 			changedList = append(changedList, kw.changedList...)
 		}
+		inserted = append(inserted, kw.inserted...)
 		for f := range kw.byFile {
 			byFile[f] = true
 		}
@@ -384,7 +386,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			kv.hk.file = ""
 		}
 	}
-	err = finishBatch(d, b, &m, batchFiles{cdcRows: cdcRows, cdcTypes: cdcTypes, removes: removes, adds: adds},
+	err = finishBatch(d, b, &m, batchFiles{cdcRows: cdcRows, cdcTypes: cdcTypes, inserted: inserted, removes: removes, adds: adds},
 		func() (string, []segment, map[string]string, error) { return state.save(changedList) }, state.remember,
 		map[string]string{
 			"numTargetRowsUpserted": strconv.FormatInt(m.NumUpsertedRows, 10),
@@ -465,6 +467,7 @@ type keyWorker struct {
 
 	cdcRows     [][]any
 	cdcTypes    []string
+	inserted    [][][]any // the change rows of keys without versions before the batch: inserts
 	changedList []string
 	byFile      map[string]bool
 	added       []struct {
@@ -530,13 +533,24 @@ func (w *keyWorker) deleted(hk *histKey, wasDeleted, isDeleted bool) {
 // versions after it (rows; keep: those its file keeps) and the change rows from old to cur
 // (rowsCur: the rows of cur).
 func (w *keyWorker) changed(i int, k string, hk *histKey, rows [][]any, keep rowKeep, hasRows bool, old, cur []version, rowsCur [][]any) {
-	n := len(w.cdcRows)
-	var ups, dels int64
-	w.cdcRows, w.cdcTypes, ups, dels = versionDiff(w.cdcRows, w.cdcTypes, old, cur, w.toRow, rowsCur)
 	w.changedList = append(w.changedList, k)
-	w.kvs[i] = changedKey{hk: hk, rows: rows, keep: keep, hasRows: hasRows, diff: len(w.cdcRows) > n}
-	if len(w.cdcRows) == n {
-		return
+	var ups, dels int64
+	if len(old) == 0 {
+		// Every version is new: its change rows are its rows, as inserts (versionDiff), kept as
+		// they are, after the other change rows (batchFiles.inserted).
+		w.kvs[i] = changedKey{hk: hk, rows: rows, keep: keep, hasRows: hasRows, diff: len(cur) > 0}
+		if len(cur) == 0 {
+			return
+		}
+		w.inserted = append(w.inserted, rowsCur)
+		ups = int64(len(cur))
+	} else {
+		n := len(w.cdcRows)
+		w.cdcRows, w.cdcTypes, ups, dels = versionDiff(w.cdcRows, w.cdcTypes, old, cur, w.toRow, rowsCur)
+		w.kvs[i] = changedKey{hk: hk, rows: rows, keep: keep, hasRows: hasRows, diff: len(w.cdcRows) > n}
+		if len(w.cdcRows) == n {
+			return
+		}
 	}
 	w.ups += ups
 	w.dels += dels

@@ -33,7 +33,8 @@ datasets:
 // TestSCD2ChangeDataFeed: the target's change data feed shows each version row inserted, updated
 // (pre- and post-image) or deleted (semantics.md "APPLY CHANGES": SCD type 2 and the change data
 // feed). A late event that splits a version updates the old version (its __END_AT) and inserts
-// the new one; a delete updates the current version's __END_AT.
+// the new one; a delete updates the current version's __END_AT; a new key's versions are
+// inserted.
 func TestSCD2ChangeDataFeed(t *testing.T) {
 	t.Parallel()
 	p := loadPipeline(t, t.TempDir(), scd2Spec)
@@ -42,6 +43,7 @@ func TestSCD2ChangeDataFeed(t *testing.T) {
 		{ch("I", 1, "a", 10), ch("U", 1, "c", 30)},
 		{ch("U", 1, "b", 20)},
 		{ch("D", 1, "", 40)},
+		{ch("I", 2, "x", 50), ch("U", 1, "d", 60)},
 	} {
 		appendEvents(t, p, batch)
 		if _, err := ApplyChanges(context.Background(), env, p.Dataset("items")); err != nil {
@@ -76,6 +78,10 @@ func TestSCD2ChangeDataFeed(t *testing.T) {
 		// version 3: the delete at 40 closes c
 		`1 "c" 30 40 "update_postimage" 3`,
 		`1 "c" 30 null "update_preimage" 3`,
+		// version 4: a new key and a re-insert after the delete; key 1's file is rewritten, so
+		// the version has a change data file, which holds both inserts
+		`1 "d" 60 null "insert" 4`,
+		`2 "x" 50 null "insert" 4`,
 	}
 	sort.Strings(want)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
