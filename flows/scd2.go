@@ -352,30 +352,45 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		removes, adds = append(removes, r.remove), append(adds, r.adds...)
 	}
 	// The keys without a file go to new files of about targetFileRows rows, cut between keys: a
-	// key's versions stay together, in the one file the state names for it.
+	// key's versions stay together, in the one file the state names for it. As writeRows does,
+	// rows enough for two files of parallelFileRows or more are cut into as many files as there
+	// are rewrite workers, written at once.
 	sizes := make([]int, len(fresh))
+	total := 0
 	for j, i := range fresh {
 		sizes[j] = len(kvs[i].rows)
+		total += sizes[j]
 	}
-	for _, part := range cutBetweenKeys(sizes, targetFileRows) {
-		keys := fresh[part[0]:part[1]]
+	limit := targetFileRows
+	if total >= 2*parallelFileRows {
+		n := max((total+targetFileRows-1)/targetFileRows, min(rewriteWorkers(), total/parallelFileRows))
+		limit = (total + n - 1) / n
+	}
+	parts := cutBetweenKeys(sizes, limit)
+	written, err := eachIndex(len(parts), func(j int) (delta.Add, error) {
+		keys := fresh[parts[j][0]:parts[j][1]]
 		var n int
 		for _, i := range keys {
 			n += len(kvs[i].rows)
 		}
 		if n == 0 {
-			continue
+			return delta.Add{}, nil
 		}
 		rows := make([][]any, 0, n)
 		for _, i := range keys {
 			rows = append(rows, kvs[i].rows...)
 		}
-		add, err := b.target.WriteFile(tgtSch, rows)
-		if err != nil {
-			return m, err
+		return b.target.WriteFile(tgtSch, rows)
+	})
+	if err != nil {
+		return m, err
+	}
+	for j, add := range written {
+		if add.Path == "" {
+			continue
 		}
 		adds = append(adds, add)
-		for _, i := range keys {
+		for _, i := range fresh[parts[j][0]:parts[j][1]] {
 			if len(kvs[i].rows) > 0 {
 				kvs[i].hk.file = add.Path
 			}
