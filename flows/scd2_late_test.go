@@ -128,10 +128,11 @@ func TestSCD2ManyKeys(t *testing.T) {
 	}
 }
 
-// TestSCD2KeyRowsStayInOneFile: a batch whose versions fill more than one data file
-// (targetFileRows) cuts its files between keys, so that each key's versions are in the one file
-// the state names, and a later change to a key rewrites all of them: the key whose versions come
-// right at the cut still has exactly its versions after it changes again.
+// TestSCD2KeyRowsStayInOneFile: a batch whose versions fill more than one data file (over
+// targetFileRows, or two files of parallelFileRows written at once) cuts its files between keys,
+// so that each key's versions are in the one file the state names, and a later change to a key
+// rewrites all of them: the keys on each side of a cut still have exactly their versions after
+// they change again.
 func TestSCD2KeyRowsStayInOneFile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("applies a batch of a million events")
@@ -139,9 +140,8 @@ func TestSCD2KeyRowsStayInOneFile(t *testing.T) {
 	t.Parallel()
 	p := loadPipeline(t, t.TempDir(), scd2Spec)
 	env := &Env{Pipeline: p, Events: nopEvents{}, Now: time.Now}
-	// Key 0 has three versions, every other key two: the versions of key targetFileRows/2-1
-	// are rows targetFileRows-1 and targetFileRows of the batch, one each side of a cut made
-	// every targetFileRows rows.
+	// Key 0 has three versions, every other key two, so that cuts made every so many rows
+	// regardless of keys would split keys.
 	const keys = targetFileRows/2 + 1
 	var evs [][]any
 	seq := int64(0)
@@ -159,29 +159,66 @@ func TestSCD2KeyRowsStayInOneFile(t *testing.T) {
 	if _, err := ApplyChanges(context.Background(), env, p.Dataset("items")); err != nil {
 		t.Fatal(err)
 	}
-	straddling := int64(targetFileRows/2 - 1)
-	seq++
-	appendEvents(t, p, [][]any{ch("U", straddling, "d", seq)})
+	// Each key's rows are in one file; the keys on each side of the cuts change next.
+	tb := delta.New(TableDir(p.Storage, "items"))
+	snap, err := tb.Snapshot(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Files) < 2 {
+		t.Fatalf("%d data files, want at least 2", len(snap.Files))
+	}
+	fileOf := map[int64]string{}
+	var edges []int64
+	for _, f := range snap.Files {
+		rows, err := tb.ReadFile(f.Path, snap.Metadata.Schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo, hi := int64(keys), int64(-1)
+		for _, r := range rows {
+			k := r[0].(int64)
+			if other, ok := fileOf[k]; ok && other != f.Path {
+				t.Fatalf("key %d has rows in %s and %s", k, other, f.Path)
+			}
+			fileOf[k] = f.Path
+			lo, hi = min(lo, k), max(hi, k)
+		}
+		edges = append(edges, lo, hi)
+	}
+	var change [][]any
+	for _, k := range edges {
+		if k != 0 && k != keys-1 { // the ends of the key range are no cut
+			seq++
+			change = append(change, ch("U", k, "d", seq))
+		}
+	}
+	if len(change) == 0 {
+		t.Fatalf("no key at a cut between %d files", len(snap.Files))
+	}
+	appendEvents(t, p, change)
 	if _, err := ApplyChanges(context.Background(), env, p.Dataset("items")); err != nil {
 		t.Fatal(err)
 	}
-	snap, rows := readTable(t, p, "items")
-	var got []string
+	_, rows := readTable(t, p, "items")
+	got := map[int64][]string{}
 	for _, r := range rows {
-		if r[0] == straddling {
-			got = append(got, fmt.Sprint(r[1:]))
+		got[r[0].(int64)] = append(got[r[0].(int64)], fmt.Sprint(r[1:]))
+	}
+	for _, c := range change {
+		k, dSeq := c[1].(int64), c[3].(int64)
+		vs := got[k]
+		slices.Sort(vs)
+		want := []string{
+			fmt.Sprintf("[a %d %d]", k+1, k+1+keys),
+			fmt.Sprintf("[b %d %d]", k+1+keys, dSeq),
+			fmt.Sprintf("[d %d <nil>]", dSeq),
+		}
+		if strings.Join(vs, "|") != strings.Join(want, "|") {
+			t.Errorf("key %d: versions %q, want %q", k, vs, want)
 		}
 	}
-	slices.Sort(got)
-	want := []string{
-		fmt.Sprintf("[a %d %d]", straddling+1, straddling+1+keys),
-		fmt.Sprintf("[b %d %d]", straddling+1+keys, seq),
-		fmt.Sprintf("[d %d <nil>]", seq),
-	}
-	if strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("key %d: versions %q, want %q", straddling, got, want)
-	}
-	if len(rows) != 2*keys+2 || len(snap.Files) < 2 {
-		t.Errorf("%d rows in %d files, want %d rows in at least 2", len(rows), len(snap.Files), 2*keys+2)
+	if want := 2*keys + 1 + len(change); len(rows) != want {
+		t.Errorf("%d rows, want %d", len(rows), want)
 	}
 }
