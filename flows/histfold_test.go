@@ -35,18 +35,6 @@ func randomHistory(r *rand.Rand, n int, nulls bool) []histEvent {
 	return out
 }
 
-func renderAll(vs []version) string {
-	var b []string
-	for _, v := range vs {
-		end := "null"
-		if v.end != nil {
-			end = fmt.Sprint(v.end[0])
-		}
-		b = append(b, fmt.Sprintf("%v[%v,%s)", v.row, v.start[0], end))
-	}
-	return strings.Join(b, " ")
-}
-
 // TestFoldOntoSplit: folding a history cut anywhere, the second part onto the versions of the
 // first, gives the versions of the whole history, for any tracked columns, with and without
 // ignore_null_updates.
@@ -58,11 +46,11 @@ func TestFoldOntoSplit(t *testing.T) {
 		nulls := r.IntN(2) == 0
 		hist := randomHistory(r, 1+r.IntN(12), nulls)
 		tracked := trackeds[r.IntN(len(trackeds))]
-		want := renderAll(foldHistory(hist, tracked, nulls))
+		want := render(foldHistory(hist, tracked, nulls))
 		for cut := 0; cut <= len(hist); cut++ {
 			head := foldOnto(nil, false, hist[:cut], tracked, nulls)
 			open := cut > 0 && !hist[cut-1].delete
-			if got := renderAll(foldOnto(head, open, hist[cut:], tracked, nulls)); got != want {
+			if got := render(foldOnto(head, open, hist[cut:], tracked, nulls)); got != want {
 				t.Fatalf("cut at %d of %v (tracked %v, nulls %v):\ngot  %s\nwant %s", cut, hist, tracked, nulls, got, want)
 			}
 		}
@@ -160,13 +148,13 @@ func TestVersionsSharedPrefix(t *testing.T) {
 		wholeCur := foldHistory(merged, mode.tracked, nulls)
 		want := diff(wholeOld, wholeCur)
 		old, cur, common := mode.versions(stored, merged, first, nil, nil, oldBuf, curBuf)
-		if got, w := renderAll(cur), renderAll(wholeCur); got != w {
+		if got, w := render(cur), render(wholeCur); got != w {
 			t.Fatalf("versions after: got %s, want %s", got, w)
 		}
 		if got := diff(old, cur[common:]); got != want {
 			t.Fatalf("stored %v, merged %v (first %d, common %d):\ngot  %s\nwant %s", stored, merged, first, common, got, want)
 		}
-		if got, w := renderAll(cur[:common]), renderAll(wholeOld[:common]); got != w {
+		if got, w := render(cur[:common]), render(wholeOld[:common]); got != w {
 			t.Fatalf("common versions %s are not the first versions before, %s", got, w)
 		}
 		oldBuf, curBuf = old[:0], cur[:0] // as applyHistory reuses them
@@ -265,10 +253,10 @@ func TestTailOf(t *testing.T) {
 		vs := foldHistory(hist, tracked, false)
 		last := vs[max(len(vs)-1, 0):]
 		if compareSeq(tail.lastSeq, hist[len(hist)-1].seq) != 0 || tail.open != (len(last) > 0 && last[0].end == nil) {
-			t.Fatalf("%v: tail %+v, versions %s", hist, tail, renderAll(vs))
+			t.Fatalf("%v: tail %+v, versions %s", hist, tail, render(vs))
 		}
 		if tail.open {
-			if got, want := renderAll([]version{{start: tail.openStart, row: tail.openRow}}), renderAll(last); got != want {
+			if got, want := render([]version{{start: tail.openStart, row: tail.openRow}}), render(last); got != want {
 				t.Fatalf("%v (tracked %v): open version %s, want %s", hist, tracked, got, want)
 			}
 		}
