@@ -464,6 +464,12 @@ func keyRanges(g *keyGroups, n int) [][2]int {
 	return append(out, [2]int{from, n})
 }
 
+// newKey is a key a keyWorker adds to the state: its encoded key and its history.
+type newKey struct {
+	k  string
+	hk *histKey
+}
+
 // keyWorker folds a range of a batch's keys into their histories (applyHistory): for each key
 // it merges the batch's events into the stored history, recomputes its versions and rows, and
 // records the change. It writes kvs at its own positions and the keys' histKeys, and reads
@@ -480,15 +486,12 @@ type keyWorker struct {
 	state           histState // a copy sharing keys, with a decoder of its own
 	slab            rowSlab
 
-	cdcRows     [][]any
-	cdcTypes    []string
-	inserted    [][][]any // the change rows of keys without versions before the batch: inserts
-	changedList []string
-	byFile      map[string]bool
-	added       []struct {
-		k  string
-		hk *histKey
-	} // the keys new to the state, in order
+	cdcRows         [][]any
+	cdcTypes        []string
+	inserted        [][][]any // the change rows of keys without versions before the batch: inserts
+	changedList     []string
+	byFile          map[string]bool
+	added           []newKey // the keys new to the state, in order
 	ties, ups, dels int64
 	sink            int64
 	panicked        any // what a fold on a goroutine of its own panicked with
@@ -676,10 +679,7 @@ func (w *keyWorker) run(from, to int) {
 		}
 		rows := w.rowsOf(cur[from:])
 		if isNew {
-			w.added = append(w.added, struct {
-				k  string
-				hk *histKey
-			}{k, hk})
+			w.added = append(w.added, newKey{k, hk})
 		}
 		w.changed(i, k, hk, rows, keep, len(cur) > 0, old, cur[common:], rows[common-from:])
 	}
