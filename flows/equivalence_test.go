@@ -274,6 +274,9 @@ func TestRandomizedEquivalence(t *testing.T) {
 		{"scd1-one-event-a-batch", 1, true, false, true, false}, {"scd2-one-event-a-batch", 2, true, false, true, false},
 		{"scd1-merge-on-read", 1, false, false, false, true}, {"scd1-merge-on-read-composite-key", 1, true, false, false, true},
 		{"scd1-merge-on-read-one-event-a-batch", 1, true, false, true, true},
+		{"scd2-merge-on-read", 2, false, false, false, true}, {"scd2-merge-on-read-composite-key", 2, true, false, false, true},
+		{"scd2-merge-on-read-ignore-null-updates", 2, false, true, false, true}, {"scd1-ignore-null-updates-merge-on-read", 1, true, true, false, true},
+		{"scd2-merge-on-read-one-event-a-batch", 2, true, false, true, true},
 	} {
 		variant := variant
 		t.Run(variant.name, func(t *testing.T) {
@@ -302,6 +305,7 @@ func TestHistoryKeyWorkersEquivalence(t *testing.T) {
 	for _, variant := range []eqVariant{
 		{"scd2", 2, false, false, false, false}, {"scd2-composite-key", 2, true, false, false, false},
 		{"scd2-ignore-null-updates", 2, false, true, false, false}, {"scd1-ignore-null-updates", 1, true, true, false, false},
+		{"scd2-merge-on-read", 2, false, false, false, true}, {"scd1-ignore-null-updates-merge-on-read", 1, true, true, false, true},
 	} {
 		t.Run(variant.name, func(t *testing.T) {
 			for it := 0; it < *equivalenceIterations; it++ {

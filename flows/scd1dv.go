@@ -75,48 +75,18 @@ func applyMergeOnRead(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, stat
 	m.NumOutputRows = m.NumUpsertedRows + m.NumDeletedRows
 
 	// The deletion vectors: each file's old positions and the batch's, in snapshot order.
-	var removes []delta.Remove
-	var adds, kept []delta.Add
-	var sets [][]uint64
-	dvAdded, dvUpdated, dvRemoved, filesRemoved := 0, 0, 0, 0
+	var files []delta.Add
+	var positions [][]uint64
 	for fi, f := range b.snap.Files {
-		pos := deleted[fi]
-		if len(pos) == 0 {
-			continue
-		}
-		old, err := b.target.ReadDeletionVector(f.DeletionVector)
-		if err != nil {
-			return m, err
-		}
-		merged, err := unionPositions(old, pos)
-		if err != nil {
-			return m, fmt.Errorf("the CDC state of %s names row %d of data file %s, which is already deleted; run %s", d.Name, merged[0], f.Path, RefreshHint(p, d.Name))
-		}
-		removes = append(removes, b.target.RemoveFor(f, nowMs))
-		if n, ok := f.NumRecords(); ok && int64(len(merged)) >= n {
-			filesRemoved++ // every row of the file is deleted: the file goes
-			if f.DeletionVector != nil {
-				dvRemoved++
-			}
-			continue
-		}
-		if f.DeletionVector != nil {
-			dvUpdated++
-		} else {
-			dvAdded++
-		}
-		sets, kept = append(sets, merged), append(kept, f)
-	}
-	if len(sets) > 0 {
-		dvs, err := b.target.WriteDeletionVectors(sets)
-		if err != nil {
-			return m, err
-		}
-		for k, f := range kept {
-			f.DeletionVector, f.DataChange = dvs[k], true // the commit marks the stats' bounds loose
-			adds = append(adds, f)
+		if pos := deleted[fi]; len(pos) > 0 {
+			files, positions = append(files, f), append(positions, pos)
 		}
 	}
+	dv, err := markDeleted(env, d, b.target, files, positions, nowMs)
+	if err != nil {
+		return m, err
+	}
+	removes, adds := dv.removes, dv.adds
 
 	// Record each change in the state, then write the new rows and record where each lives.
 	changed := state.recordChanges(changes, nowMs)
@@ -142,12 +112,67 @@ func applyMergeOnRead(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, stat
 			"numTargetRowsUpdated":            strconv.FormatInt(m.NumUpsertedRows-int64(inserts), 10),
 			"numTargetRowsDeleted":            strconv.FormatInt(m.NumDeletedRows, 10),
 			"numTargetFilesAdded":             strconv.Itoa(len(newAdds)),
-			"numTargetFilesRemoved":           strconv.Itoa(filesRemoved),
-			"numTargetDeletionVectorsAdded":   strconv.Itoa(dvAdded),
-			"numTargetDeletionVectorsUpdated": strconv.Itoa(dvUpdated),
-			"numTargetDeletionVectorsRemoved": strconv.Itoa(dvRemoved),
+			"numTargetFilesRemoved":           strconv.Itoa(dv.filesRemoved),
+			"numTargetDeletionVectorsAdded":   strconv.Itoa(dv.added),
+			"numTargetDeletionVectorsUpdated": strconv.Itoa(dv.updated),
+			"numTargetDeletionVectorsRemoved": strconv.Itoa(dv.removed),
 		})
 	return m, err
+}
+
+// dvChange is what marking rows deleted adds to a batch's commit (markDeleted).
+type dvChange struct {
+	removes []delta.Remove
+	adds    []delta.Add // the files added back with their new deletion vectors
+	// Deletion vectors added to files that had none, replaced, and dropped with their file;
+	// files removed because every row of theirs is deleted.
+	added, updated, removed, filesRemoved int
+}
+
+// markDeleted marks the rows at the 0-based physical positions pos[i] (any order) of data file
+// files[i] deleted (Delta PROTOCOL.md, "Deletion Vectors"): each file is removed with its old
+// deletion vector and added back with a new one holding the old positions and the new ones, or
+// only removed when every row of it is then deleted. A position already deleted, or named twice,
+// is an error naming target d's CDC state and how to rebuild it.
+func markDeleted(env *Env, d *spec.Dataset, t *delta.Table, files []delta.Add, pos [][]uint64, nowMs int64) (dvChange, error) {
+	var c dvChange
+	var kept []delta.Add
+	var sets [][]uint64
+	for i, f := range files {
+		old, err := t.ReadDeletionVector(f.DeletionVector)
+		if err != nil {
+			return c, err
+		}
+		merged, err := unionPositions(old, pos[i])
+		if err != nil {
+			return c, fmt.Errorf("the CDC state of %s names row %d of data file %s, which is already deleted; run %s", d.Name, merged[0], f.Path, RefreshHint(env.Pipeline, d.Name))
+		}
+		c.removes = append(c.removes, t.RemoveFor(f, nowMs))
+		if n, ok := f.NumRecords(); ok && int64(len(merged)) >= n {
+			c.filesRemoved++ // every row of the file is deleted: the file goes
+			if f.DeletionVector != nil {
+				c.removed++
+			}
+			continue
+		}
+		if f.DeletionVector != nil {
+			c.updated++
+		} else {
+			c.added++
+		}
+		sets, kept = append(sets, merged), append(kept, f)
+	}
+	if len(sets) > 0 {
+		dvs, err := t.WriteDeletionVectors(sets)
+		if err != nil {
+			return c, err
+		}
+		for k, f := range kept {
+			f.DeletionVector, f.DataChange = dvs[k], true // the commit marks the stats' bounds loose
+			c.adds = append(c.adds, f)
+		}
+	}
+	return c, nil
 }
 
 // unionPositions returns the ascending union of old (ascending) and add (any order). When a

@@ -150,6 +150,10 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	if !mode.scd2 {
 		gc = tombstoneGC(d)
 	}
+	// Merge-on-read (the target has delta.enableDeletionVectors): a changed key's rows are
+	// marked deleted where they are and all its rows written anew (historyDeletes), so that
+	// the batch rewrites no data file.
+	mor := mergeOnRead(b.snap)
 	state, err := loadHistState(StateDir(p.Storage, d.Name), b.target, b.snap, b.stateID, b.keySch, b.seqSch, b.dataSch, nowMs, gc)
 	if err != nil {
 		return m, err
@@ -189,7 +193,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	workers := make([]*keyWorker, len(ranges))
 	var wg sync.WaitGroup
 	for w, r := range ranges {
-		kw := &keyWorker{mode: mode, g: g, order: order, live: live, kvs: kvs, nowMs: nowMs, oldTrunc: oldTrunc, trunc: trunc, newTrunc: newTrunc}
+		kw := &keyWorker{mode: mode, mor: mor, g: g, order: order, live: live, kvs: kvs, nowMs: nowMs, oldTrunc: oldTrunc, trunc: trunc, newTrunc: newTrunc}
 		kw.state = *state
 		kw.state.dec = nil // each worker decodes into memory of its own
 		kw.slab = rowSlab{width: len(tgtSch.Fields), vals: newValueSlab()}
@@ -246,21 +250,9 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	reportTies(env, d, m.Ties)
 	m.NumOutputRows = m.NumUpsertedRows + m.NumDeletedRows
 	state.truncate = trunc
-	// changeOf says what the batch did to the key encoded in kb (see rewriteRows): its position
-	// in kvs, or -1 when the batch did not change it.
-	changeOf := func(kb []byte) (int, rowKeep, [][]any) {
-		i, ok := g.index[string(kb)]
-		if !ok || kvs[i].hk == nil {
-			return -1, rowKeep{}, nil
-		}
-		return i, kvs[i].keep, kvs[i].rows
-	}
-
-	// Copy-on-write: each file holding keys whose rows changed is rewritten into one new file
-	// with those keys' new rows (the state records the rename); keys without a file yet go to
-	// new files.
-	var removes []delta.Remove
-	var adds []delta.Add
+	// Keys without a file yet go to new files; the changed keys of the files that hold them
+	// are rewritten with them (copy-on-write, rewriteHistoryFiles) or marked deleted there and
+	// written to new files too (merge-on-read, historyDeletes).
 	keyIdx := indexes(tgtSch, ac.Keys)
 	startIdx := len(b.dataSch.Fields) // __START_AT
 	for f := range byFile {
@@ -283,6 +275,64 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		}
 		break
 	}
+	var removes []delta.Remove
+	var adds []delta.Add
+	var fresh []int // the keys whose rows go to new files (their positions in kvs, in key order)
+	var dv dvChange
+	if mor {
+		if dv, fresh, err = historyDeletes(env, d, b, state, kvs, g, keyIdx, nowMs); err != nil {
+			return m, err
+		}
+		removes, adds = dv.removes, dv.adds
+	} else if removes, adds, fresh, err = rewriteHistoryFiles(b, tgtSch, state, mode, kvs, g, byFile, keyIdx, startIdx, trunc, toRow, nowMs); err != nil {
+		return m, err
+	}
+	written, err := writeKeyRows(b.target, tgtSch, kvs, fresh)
+	if err != nil {
+		return m, err
+	}
+	adds = append(adds, written...)
+	for _, kv := range kvs {
+		if kv.hk != nil && !kv.hasRows {
+			kv.hk.file = ""
+		}
+	}
+	err = finishBatch(d, b, &m, batchFiles{cdcRows: cdcRows, cdcTypes: cdcTypes, inserted: inserted, removes: removes, adds: adds},
+		func() (string, []segment, map[string]string, error) { return state.save(changedList) }, state.remember,
+		historyMetrics(m, mor, dv))
+	return m, err
+}
+
+// historyMetrics is the operationMetrics of an applyHistory commit: the rows upserted and
+// deleted and, for a merge-on-read target, what became of the deletion vectors (dv).
+func historyMetrics(m Metrics, mor bool, dv dvChange) map[string]string {
+	out := map[string]string{
+		"numTargetRowsUpserted": strconv.FormatInt(m.NumUpsertedRows, 10),
+		"numTargetRowsDeleted":  strconv.FormatInt(m.NumDeletedRows, 10),
+	}
+	if mor {
+		out["numTargetDeletionVectorsAdded"] = strconv.Itoa(dv.added)
+		out["numTargetDeletionVectorsUpdated"] = strconv.Itoa(dv.updated)
+		out["numTargetDeletionVectorsRemoved"] = strconv.Itoa(dv.removed)
+	}
+	return out
+}
+
+// rewriteHistoryFiles is the copy-on-write end of applyHistory: each data file holding keys whose
+// rows changed (byFile) is rewritten into one new file with those keys' new rows, the rows that
+// stay kept from the file (rowKeep), and the state records the rename. It returns the removes
+// and adds of the rewrites and the changed keys without a file (positions in kvs, in key
+// order), whose rows go to new files.
+func rewriteHistoryFiles(b *changeBatch, tgtSch schema.Schema, state *histState, mode historyMode, kvs []changedKey, g *keyGroups, byFile map[string]bool, keyIdx []int, startIdx int, trunc []any, toRow func(version) []any, nowMs int64) (removes []delta.Remove, adds []delta.Add, fresh []int, err error) {
+	// changeOf says what the batch did to the key encoded in kb (see rewriteRows): its position
+	// in kvs, or -1 when the batch did not change it.
+	changeOf := func(kb []byte) (int, rowKeep, [][]any) {
+		i, ok := g.index[string(kb)]
+		if !ok || kvs[i].hk == nil {
+			return -1, rowKeep{}, nil
+		}
+		return i, kvs[i].keep, kvs[i].rows
+	}
 	// The changed keys by the file that holds the key (their positions in kvs, in key order) with
 	// the number of their new rows; and the changed keys without a file yet.
 	type fileKeys struct {
@@ -290,7 +340,6 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		rows int
 	}
 	byPath := map[string]*fileKeys{}
-	var fresh []int
 	for i, kv := range kvs {
 		if kv.hk == nil {
 			continue
@@ -345,16 +394,22 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		return writeReplacement(b.target, tgtSch, f, out, nowMs)
 	})
 	if err != nil {
-		return m, err
+		return nil, nil, nil, err
 	}
 	for i, r := range done {
 		state.rename(files[i].Path, r.path)
 		removes, adds = append(removes, r.remove), append(adds, r.adds...)
 	}
-	// The keys without a file go to new files of about targetFileRows rows, cut between keys: a
-	// key's versions stay together, in the one file the state names for it. As writeRows does,
-	// rows enough for two files of parallelFileRows or more are cut into as many files as there
-	// are rewrite workers, written at once.
+	return removes, adds, fresh, nil
+}
+
+// writeKeyRows writes the rows of the keys at positions keys of kvs (in order) to new data
+// files of about targetFileRows rows, cut between keys, so that a key's versions stay together
+// in the one file the state names for it, and records that file in each key's state. As
+// writeRows does, rows enough for two files of parallelFileRows or more are cut into as many
+// files as there are rewrite workers, written at once. It returns the files' add actions.
+func writeKeyRows(t *delta.Table, tgtSch schema.Schema, kvs []changedKey, fresh []int) ([]delta.Add, error) {
+	var adds []delta.Add
 	sizes := make([]int, len(fresh))
 	total := 0
 	for j, i := range fresh {
@@ -380,10 +435,10 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		for _, i := range keys {
 			rows = append(rows, kvs[i].rows...)
 		}
-		return b.target.WriteFile(tgtSch, rows)
+		return t.WriteFile(tgtSch, rows)
 	})
 	if err != nil {
-		return m, err
+		return nil, err
 	}
 	for j, add := range written {
 		if add.Path == "" {
@@ -396,18 +451,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			}
 		}
 	}
-	for _, kv := range kvs {
-		if kv.hk != nil && !kv.hasRows {
-			kv.hk.file = ""
-		}
-	}
-	err = finishBatch(d, b, &m, batchFiles{cdcRows: cdcRows, cdcTypes: cdcTypes, inserted: inserted, removes: removes, adds: adds},
-		func() (string, []segment, map[string]string, error) { return state.save(changedList) }, state.remember,
-		map[string]string{
-			"numTargetRowsUpserted": strconv.FormatInt(m.NumUpsertedRows, 10),
-			"numTargetRowsDeleted":  strconv.FormatInt(m.NumDeletedRows, 10),
-		})
-	return m, err
+	return adds, nil
 }
 
 // changedKey is a key a batch changed (hk set), with the rows of its versions after it that its
@@ -476,6 +520,7 @@ type newKey struct {
 // the rest; what it makes is its own until applyHistory joins the workers.
 type keyWorker struct {
 	mode            historyMode
+	mor             bool // merge-on-read: a changed key's rows are all written anew
 	g               *keyGroups
 	order           []string
 	live            map[string]bool // the target's data files
@@ -603,7 +648,8 @@ func (w *keyWorker) run(from, to int) {
 		}
 		// A key whose stored events all come before the batch's, as most do, needs of them
 		// only their end (tailOf) when its state is encoded and the fold keeps no NULLs.
-		if evs := g.events(i); hk.blob != nil && mode.scd2 && !mode.ignoreNulls && len(evs) > 0 {
+		// (Merge-on-read writes all of a changed key's rows, so it needs all its versions.)
+		if evs := g.events(i); hk.blob != nil && mode.scd2 && !mode.ignoreNulls && !w.mor && len(evs) > 0 {
 			var tail histTail
 			var ok bool
 			if tail, w.offs, ok = w.state.tailOf(hk, mode.tracked, w.offs); ok && allAfter(evs, tail.lastSeq) {
@@ -663,10 +709,10 @@ func (w *keyWorker) run(from, to int) {
 			w.mergeBuf = merged[:0]
 		}
 		// The rows of the versions that stay as they were are in the key's file, when it has
-		// one: a rewrite keeps them from there.
+		// one: a rewrite keeps them from there (copy-on-write only).
 		from := 0
 		var keep rowKeep
-		if common > 0 && w.live[w.state.lookup(hk.file)] {
+		if common > 0 && !w.mor && w.live[w.state.lookup(hk.file)] {
 			// The versions that changed start after the common ones: at the first of the
 			// versions before or after that follow them, if any.
 			from, keep = common, rowKeep{all: true}

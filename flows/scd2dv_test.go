@@ -1,0 +1,189 @@
+package flows
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"tributary/delta"
+	"tributary/spec"
+)
+
+// applyHistoryTarget applies the pipeline's pending events to its target, as a new process would
+// (the state read from its segments) when fresh is set.
+func applyHistoryTarget(t *testing.T, p *spec.Pipeline, fresh bool) Metrics {
+	t.Helper()
+	if fresh {
+		histCache.Delete(StateDir(p.Storage, "target"))
+	}
+	m, err := ApplyChanges(context.Background(), &Env{Pipeline: p, Events: nopEvents{}}, p.Dataset("target"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestHistoryMergeOnReadMatchesCopyOnWrite: for the targets kept as per-key histories (SCD type
+// 2, and SCD type 1 with ignore_null_updates), the same batches (updates, deletes, late and
+// duplicate events, NULLs) into a copy-on-write target, a merge-on-read one
+// (delta.enableDeletionVectors) and one that gets the property after two batches give, after
+// every batch, the same rows, change data feed and metrics. The merge-on-read commits rewrite
+// no data file: each file they remove comes back with a deletion vector holding its old
+// positions and more (or is gone when every row of it is deleted), and their new files hold
+// exactly the rows of the keys in the commit's change data feed, every version of each. An
+// OPTIMIZE of the merge-on-read target midway is followed by batches that still agree.
+func TestHistoryMergeOnReadMatchesCopyOnWrite(t *testing.T) {
+	t.Parallel()
+	for _, v := range []struct {
+		name, extra string
+		scd2        bool
+	}{
+		{"scd2", "      stored_as_scd_type: 2\n", true},
+		{"scd1-ignore-null-updates", "      ignore_null_updates: true\n", false},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
+			text := benchSpec + v.extra
+			dvProp := "    table_properties:\n      delta.enableDeletionVectors: \"true\"\n"
+			laterDir := t.TempDir()
+			cow, mor, later := loadPipeline(t, t.TempDir(), text), loadPipeline(t, t.TempDir(), text+dvProp), loadPipeline(t, laterDir, text)
+			morTable := delta.New(TableDir(mor.Storage, "target"))
+			r := rand.New(rand.NewPCG(31, 32))
+			var seq int64
+			dvsSeen := 0
+			for batch := range 8 {
+				evs := changeEvents(r, 2000, 1500, &seq)
+				for i := range evs {
+					if !v.scd2 && r.IntN(5) == 0 {
+						evs[i][2] = nil // a partial update: the stored name stays
+					}
+				}
+				if batch%3 == 2 {
+					for i := range evs[:200] { // late events, below what their keys already hold
+						evs[i][4] = evs[i][4].(int64) - 2500
+					}
+					evs = append(evs, evs[500:600]...) // duplicates
+				}
+				if batch == 2 {
+					later = loadPipeline(t, laterDir, text+dvProp) // the property set on the existing table
+				}
+				if batch == 5 {
+					if _, err := morTable.Optimize(delta.OptimizeOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				pipes := []*spec.Pipeline{cow, mor, later}
+				var ms [3]Metrics
+				for k, p := range pipes {
+					appendEvents(t, p, evs)
+					ms[k] = applyHistoryTarget(t, p, batch%2 == 1)
+				}
+				var snaps [3]*delta.Snapshot
+				var rows, changes [3][]string
+				var morChanges [][]any
+				for k, p := range pipes {
+					var rs [][]any
+					snaps[k], rs = readTable(t, p, "target")
+					rows[k] = rowTexts(rs, nil)
+					cs, crs, err := delta.New(TableDir(p.Storage, "target")).Changes(snaps[k].Version, snaps[k].Version)
+					if err != nil {
+						t.Fatal(err)
+					}
+					changes[k] = rowTexts(crs, map[int]bool{cs.Index("_commit_version"): true, cs.Index("_commit_timestamp"): true})
+					if k == 1 {
+						morChanges = crs
+					}
+				}
+				for k := 1; k < 3; k++ {
+					if ms[0].NumUpsertedRows != ms[k].NumUpsertedRows || ms[0].NumDeletedRows != ms[k].NumDeletedRows {
+						t.Fatalf("batch %d: metrics copy-on-write %+v, target %d %+v", batch, ms[0], k, ms[k])
+					}
+					if strings.Join(rows[0], "\n") != strings.Join(rows[k], "\n") {
+						t.Fatalf("batch %d: %d rows copy-on-write, %d in target %d; they differ", batch, len(rows[0]), len(rows[k]), k)
+					}
+					if strings.Join(changes[0], "\n") != strings.Join(changes[k], "\n") {
+						t.Fatalf("batch %d: change data feed: %d rows copy-on-write, %d in target %d; they differ", batch, len(changes[0]), len(changes[k]), k)
+					}
+					if want := int64(len(rows[k])); snaps[k].NumRecords() != want {
+						t.Errorf("batch %d: target %d: NumRecords() %d, want %d live rows", batch, k, snaps[k].NumRecords(), want)
+					}
+				}
+				if batch == 0 {
+					continue
+				}
+				// The merge-on-read commit.
+				c, err := morTable.ReadCommit(snaps[1].Version)
+				if err != nil {
+					t.Fatal(err)
+				}
+				removed := map[string]delta.Remove{}
+				for _, rm := range c.Removes {
+					removed[rm.Path] = rm
+				}
+				var newRows int64
+				for _, a := range c.Adds {
+					rm, ok := removed[a.Path]
+					if !ok {
+						st, err := delta.ParseStats(a.Stats, mor.Dataset("target").Schema)
+						if err != nil || a.DeletionVector != nil {
+							t.Fatalf("batch %d: new file %s: stats %v, deletion vector %+v", batch, a.Path, err, a.DeletionVector)
+						}
+						newRows += st.NumRecords
+						continue
+					}
+					delete(removed, a.Path)
+					if a.DeletionVector == nil {
+						t.Fatalf("batch %d: file %s removed and added back without a deletion vector", batch, a.Path)
+					}
+					dvsSeen++
+					before, err := morTable.ReadDeletionVector(rm.DeletionVector)
+					if err != nil {
+						t.Fatal(err)
+					}
+					after, err := morTable.ReadDeletionVector(a.DeletionVector)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(after) <= len(before) || int64(len(after)) != a.DeletionVector.Cardinality || len(intersect(before, after)) != len(before) {
+						t.Fatalf("batch %d: file %s: deletion vector of %d rows (cardinality %d) after %d, not a superset", batch, a.Path, len(after), a.DeletionVector.Cardinality, len(before))
+					}
+				}
+				// The new files hold every row of each key the batch changed, and no other.
+				changedKeys := map[string]bool{}
+				for _, cr := range morChanges {
+					changedKeys[fmt.Sprint(cr[0])] = true
+				}
+				_, rs := readTable(t, mor, "target")
+				var want int64
+				for _, row := range rs {
+					if changedKeys[fmt.Sprint(row[0])] {
+						want++
+					}
+				}
+				if newRows != want {
+					t.Fatalf("batch %d: new files hold %d rows, want the %d rows of the %d keys the batch changed", batch, newRows, want, len(changedKeys))
+				}
+			}
+			if dvsSeen == 0 {
+				t.Fatal("no merge-on-read commit added a file back with a deletion vector")
+			}
+		})
+	}
+}
+
+// intersect returns the positions of a that are in b (both ascending).
+func intersect(a, b []uint64) []uint64 {
+	var out []uint64
+	j := 0
+	for _, x := range a {
+		for j < len(b) && b[j] < x {
+			j++
+		}
+		if j < len(b) && b[j] == x {
+			out = append(out, x)
+		}
+	}
+	return out
+}
