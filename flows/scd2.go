@@ -150,9 +150,9 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	if !mode.scd2 {
 		gc = tombstoneGC(d)
 	}
-	// Merge-on-read (the target has delta.enableDeletionVectors): a changed key's rows are
-	// marked deleted where they are and all its rows written anew (historyDeletes), so that
-	// the batch rewrites no data file.
+	// Merge-on-read (the target has delta.enableDeletionVectors): the rows of a changed key that
+	// keep does not keep are marked deleted where they are, and its new rows written to new
+	// files (historyDeletes), so that the batch rewrites no data file.
 	mor := mergeOnRead(b.snap)
 	state, err := loadHistState(StateDir(p.Storage, d.Name), b.target, b.snap, b.stateID, b.keySch, b.seqSch, b.dataSch, nowMs, gc)
 	if err != nil {
@@ -193,7 +193,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	workers := make([]*keyWorker, len(ranges))
 	var wg sync.WaitGroup
 	for w, r := range ranges {
-		kw := &keyWorker{mode: mode, mor: mor, g: g, order: order, live: live, kvs: kvs, nowMs: nowMs, oldTrunc: oldTrunc, trunc: trunc, newTrunc: newTrunc}
+		kw := &keyWorker{mode: mode, g: g, order: order, live: live, kvs: kvs, nowMs: nowMs, oldTrunc: oldTrunc, trunc: trunc, newTrunc: newTrunc}
 		kw.state = *state
 		kw.state.dec = nil // each worker decodes into memory of its own
 		kw.slab = rowSlab{width: len(tgtSch.Fields), vals: newValueSlab()}
@@ -280,7 +280,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	var fresh []int // the keys whose rows go to new files (their positions in kvs, in key order)
 	var dv dvChange
 	if mor {
-		if dv, fresh, err = historyDeletes(env, d, b, state, kvs, g, keyIdx, nowMs); err != nil {
+		if dv, fresh, err = historyDeletes(env, d, b, state, kvs, g, keyIdx, startIdx, mode.scd2, nowMs); err != nil {
 			return m, err
 		}
 		removes, adds = dv.removes, dv.adds
@@ -462,6 +462,7 @@ type changedKey struct {
 	hk      *histKey
 	rows    [][]any
 	keep    rowKeep
+	gone    int  // how many rows of the versions before the batch keep does not keep
 	hasRows bool // the key has rows after the batch
 	diff    bool // the key's rows changed
 }
@@ -520,7 +521,6 @@ type newKey struct {
 // the rest; what it makes is its own until applyHistory joins the workers.
 type keyWorker struct {
 	mode            historyMode
-	mor             bool // merge-on-read: a changed key's rows are all written anew
 	g               *keyGroups
 	order           []string
 	live            map[string]bool // the target's data files
@@ -593,15 +593,15 @@ func (w *keyWorker) deleted(hk *histKey, wasDeleted, isDeleted bool) {
 }
 
 // changed records key k (position i, state hk) as changed by the batch, with the rows of its
-// versions after it (rows; keep: those its file keeps) and the change rows from old to cur
-// (rowsCur: the rows of cur).
-func (w *keyWorker) changed(i int, k string, hk *histKey, rows [][]any, keep rowKeep, hasRows bool, old, cur []version, rowsCur [][]any) {
+// versions after it (rows; keep: those its file keeps, gone: how many of its stored rows keep
+// does not keep) and the change rows from old to cur (rowsCur: the rows of cur).
+func (w *keyWorker) changed(i int, k string, hk *histKey, rows [][]any, keep rowKeep, gone int, hasRows bool, old, cur []version, rowsCur [][]any) {
 	w.changedList = append(w.changedList, k)
 	var ups, dels int64
 	if len(old) == 0 {
 		// Every version is new: its change rows are its rows, as inserts (versionDiff), kept as
 		// they are, after the other change rows (batchFiles.inserted).
-		w.kvs[i] = changedKey{hk: hk, rows: rows, keep: keep, hasRows: hasRows, diff: len(cur) > 0}
+		w.kvs[i] = changedKey{hk: hk, rows: rows, keep: keep, gone: gone, hasRows: hasRows, diff: len(cur) > 0}
 		if len(cur) == 0 {
 			return
 		}
@@ -610,7 +610,7 @@ func (w *keyWorker) changed(i int, k string, hk *histKey, rows [][]any, keep row
 	} else {
 		n := len(w.cdcRows)
 		w.cdcRows, w.cdcTypes, ups, dels = versionDiff(w.cdcRows, w.cdcTypes, old, cur, w.toRow, rowsCur)
-		w.kvs[i] = changedKey{hk: hk, rows: rows, keep: keep, hasRows: hasRows, diff: len(w.cdcRows) > n}
+		w.kvs[i] = changedKey{hk: hk, rows: rows, keep: keep, gone: gone, hasRows: hasRows, diff: len(w.cdcRows) > n}
 		if len(w.cdcRows) == n {
 			return
 		}
@@ -648,8 +648,7 @@ func (w *keyWorker) run(from, to int) {
 		}
 		// A key whose stored events all come before the batch's, as most do, needs of them
 		// only their end (tailOf) when its state is encoded and the fold keeps no NULLs.
-		// (Merge-on-read writes all of a changed key's rows, so it needs all its versions.)
-		if evs := g.events(i); hk.blob != nil && mode.scd2 && !mode.ignoreNulls && !w.mor && len(evs) > 0 {
+		if evs := g.events(i); hk.blob != nil && mode.scd2 && !mode.ignoreNulls && len(evs) > 0 {
 			var tail histTail
 			var ok bool
 			if tail, w.offs, ok = w.state.tailOf(hk, mode.tracked, w.offs); ok && allAfter(evs, tail.lastSeq) {
@@ -672,7 +671,7 @@ func (w *keyWorker) run(from, to int) {
 				cur = foldOnto(cur, tail.open, added, mode.tracked, false)
 				w.oldBuf, w.curBuf, w.mergeBuf = old[:0], cur[:0], added[:0]
 				rows := w.rowsOf(cur)
-				w.changed(i, k, hk, rows, keep, len(cur) > 0 || hk.file != "", old, cur, rows)
+				w.changed(i, k, hk, rows, keep, len(old), len(cur) > 0 || hk.file != "", old, cur, rows)
 				continue
 			}
 		}
@@ -709,10 +708,10 @@ func (w *keyWorker) run(from, to int) {
 			w.mergeBuf = merged[:0]
 		}
 		// The rows of the versions that stay as they were are in the key's file, when it has
-		// one: a rewrite keeps them from there (copy-on-write only).
+		// one: a rewrite keeps them from there.
 		from := 0
 		var keep rowKeep
-		if common > 0 && !w.mor && w.live[w.state.lookup(hk.file)] {
+		if common > 0 && w.live[w.state.lookup(hk.file)] {
 			// The versions that changed start after the common ones: at the first of the
 			// versions before or after that follow them, if any.
 			from, keep = common, rowKeep{all: true}
@@ -727,6 +726,6 @@ func (w *keyWorker) run(from, to int) {
 		if isNew {
 			w.added = append(w.added, newKey{k, hk})
 		}
-		w.changed(i, k, hk, rows, keep, len(cur) > 0, old, cur[common:], rows[common-from:])
+		w.changed(i, k, hk, rows, keep, common-from+len(old), len(cur) > 0, old, cur[common:], rows[common-from:])
 	}
 }

@@ -2,6 +2,7 @@ package flows
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"tributary/delta"
 	"tributary/schema"
@@ -9,77 +10,113 @@ import (
 )
 
 // historyDeletes is the merge-on-read end of applyHistory (the target has
-// delta.enableDeletionVectors, mergeOnRead). Each key the batch changed whose rows are in a data
-// file has them all marked deleted there (Delta PROTOCOL.md, "Deletion Vectors"), and all its
-// rows (kvs[i].rows: every version, see keyWorker.mor) go to new files, with the rows of the keys
-// that have no file yet. A key's rows lie in the one file its state names, so their positions
-// come from reading that file's key columns: no data file is rewritten, and the batch's work
-// follows the keys it changes and their versions, plus a read of the key columns of the files
-// they lie in, not the size of the table.
+// delta.enableDeletionVectors, mergeOnRead): of each key the batch changed, the rows its keep
+// does not keep (kvs[i].gone of them: the versions from the first one the batch changed on) are
+// marked deleted where they lie (Delta PROTOCOL.md, "Deletion Vectors"), and its new rows
+// (kvs[i].rows) go to new files, with the rows of the keys that have no file yet. No data file
+// is rewritten, and the versions before the first changed one stay where they are, so a batch
+// writes about as many rows as it changes versions, whatever the size of the table.
+//
+// A key's rows may then lie in several files: its state names the one written last, which holds
+// its last version (the open one, which a batch of later events closes). The rows' positions
+// come from reading the key columns and __START_AT of the files the state names for the changed
+// keys; when those do not hold all of the rows to delete (a late event changed versions that an
+// earlier batch wrote, or OPTIMIZE moved rows), the other files of the snapshot are read too.
 //
 // It returns the deletion vectors' removes and adds and the keys whose rows go to new files
-// (positions in kvs, in key order). A key its state places in a file that is not in the snapshot
-// or holds no row of it is an error naming the dataset and how to rebuild its state.
-func historyDeletes(env *Env, d *spec.Dataset, b *changeBatch, state *histState, kvs []changedKey, g *keyGroups, keyIdx []int, nowMs int64) (dvChange, []int, error) {
+// (positions in kvs, in key order). When the table does not hold exactly the rows to delete of
+// each key, the state and the table disagree: an error names the dataset and how to rebuild.
+func historyDeletes(env *Env, d *spec.Dataset, b *changeBatch, state *histState, kvs []changedKey, g *keyGroups, keyIdx []int, startIdx int, scd2 bool, nowMs int64) (dvChange, []int, error) {
 	tgtSch := d.Schema
-	byPath := map[string]map[int]bool{} // the changed keys (positions in kvs) by their file
 	var fresh []int
+	first := map[string]bool{} // the files the state names for keys with rows to delete
+	need := 0                  // rows to delete, over all keys
 	for i, kv := range kvs {
-		if kv.hk == nil {
-			continue
-		}
-		if f := state.resolve(kv.hk.file); f != "" {
-			if !kv.diff {
-				continue // its rows stay as they are
-			}
-			keys := byPath[f]
-			if keys == nil {
-				keys = map[int]bool{}
-				byPath[f] = keys
-			}
-			keys[i] = true
+		if kv.hk == nil || (!kv.diff && kv.hk.file != "") {
+			continue // unchanged: its rows stay as they are
 		}
 		fresh = append(fresh, i)
-	}
-	var files []delta.Add
-	for _, f := range b.snap.Files {
-		if byPath[f.Path] != nil {
-			files = append(files, f)
-		}
-	}
-	if len(files) < len(byPath) {
-		return dvChange{}, nil, fmt.Errorf("the CDC state of %s places keys being changed in data files the table does not hold; run %s", d.Name, RefreshHint(env.Pipeline, d.Name))
-	}
-	keySch := schema.Schema{}
-	idx := make([]int, len(keyIdx))
-	for j, k := range keyIdx {
-		keySch.Fields = append(keySch.Fields, tgtSch.Fields[k])
-		idx[j] = j
-	}
-	positions, err := eachFile(files, func(f delta.Add) ([]uint64, error) {
-		rows, at, err := b.target.ReadLiveFile(f, keySch) // without the rows already deleted
-		if err != nil {
-			return nil, err
-		}
-		want := byPath[f.Path]
-		found := make(map[int]bool, len(want))
-		var pos []uint64
-		var kb []byte
-		for r, row := range rows {
-			kb = appendPicked(kb[:0], row, idx)
-			if i, ok := g.index[string(kb)]; ok && want[i] {
-				pos = append(pos, uint64(at[r]))
-				found[i] = true
+		if kv.diff && kv.gone > 0 {
+			need += kv.gone
+			if f := state.resolve(kv.hk.file); f != "" {
+				first[f] = true
 			}
 		}
-		if len(found) < len(want) {
-			return nil, fmt.Errorf("the CDC state of %s places %d of the keys being changed in data file %s, which holds no row of them; run %s", d.Name, len(want)-len(found), f.Path, RefreshHint(env.Pipeline, d.Name))
+	}
+	if need == 0 {
+		return dvChange{}, fresh, nil
+	}
+	// Read the key columns (and __START_AT) only; key columns first, as appendPicked expects.
+	readSch := schema.Schema{}
+	idx := make([]int, len(keyIdx))
+	for j, k := range keyIdx {
+		readSch.Fields = append(readSch.Fields, tgtSch.Fields[k])
+		idx[j] = j
+	}
+	at := -1 // __START_AT in the rows read
+	if scd2 {
+		at = len(readSch.Fields)
+		readSch.Fields = append(readSch.Fields, tgtSch.Fields[startIdx])
+	}
+	found := make([]atomic.Int32, len(kvs)) // rows to delete found, per key
+	var total atomic.Int64
+	scan := func(files []delta.Add) ([][]uint64, error) {
+		return eachFile(files, func(f delta.Add) ([]uint64, error) {
+			rows, rowPos, err := b.target.ReadLiveFile(f, readSch) // without the rows already deleted
+			if err != nil {
+				return nil, err
+			}
+			var pos []uint64
+			var kb []byte
+			for r, row := range rows {
+				kb = appendPicked(kb[:0], row, idx)
+				i, ok := g.index[string(kb)]
+				if !ok || kvs[i].hk == nil || !kvs[i].diff || kvs[i].gone == 0 || kvs[i].keep.keeps(row, at) {
+					continue
+				}
+				pos = append(pos, uint64(rowPos[r]))
+				found[i].Add(1)
+			}
+			total.Add(int64(len(pos)))
+			return pos, nil
+		})
+	}
+	var files, rest []delta.Add
+	for _, f := range b.snap.Files {
+		if first[f.Path] {
+			files = append(files, f)
+		} else {
+			rest = append(rest, f)
 		}
-		return pos, nil
-	})
+	}
+	positions, err := scan(files)
 	if err != nil {
 		return dvChange{}, nil, err
 	}
-	dv, err := markDeleted(env, d, b.target, files, positions, nowMs)
+	if total.Load() < int64(need) && len(rest) > 0 {
+		more, err := scan(rest)
+		if err != nil {
+			return dvChange{}, nil, err
+		}
+		files, positions = append(files, rest...), append(positions, more...)
+	}
+	bad := 0
+	for i := range kvs {
+		if int(found[i].Load()) != kvs[i].gone && kvs[i].hk != nil && kvs[i].diff {
+			bad++
+		}
+	}
+	if bad > 0 {
+		return dvChange{}, nil, fmt.Errorf("the CDC state of %s does not match its table: %d of the keys being changed do not have the rows their state names; run %s", d.Name, bad, RefreshHint(env.Pipeline, d.Name))
+	}
+	// Only the files with rows to delete change.
+	var touched []delta.Add
+	var sets [][]uint64
+	for k, f := range files {
+		if len(positions[k]) > 0 {
+			touched, sets = append(touched, f), append(sets, positions[k])
+		}
+	}
+	dv, err := markDeleted(env, d, b.target, touched, sets, nowMs)
 	return dv, fresh, err
 }

@@ -2,7 +2,6 @@ package flows
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -53,6 +52,8 @@ func TestHistoryMergeOnReadMatchesCopyOnWrite(t *testing.T) {
 			r := rand.New(rand.NewPCG(31, 32))
 			var seq int64
 			dvsSeen := 0
+			var morFiles map[string]delta.Add // the merge-on-read target's files after the last batch
+			var morRows int64                 // and its rows
 			for batch := range 8 {
 				evs := changeEvents(r, 2000, 1500, &seq)
 				for i := range evs {
@@ -61,8 +62,8 @@ func TestHistoryMergeOnReadMatchesCopyOnWrite(t *testing.T) {
 					}
 				}
 				if batch%3 == 2 {
-					for i := range evs[:200] { // late events, below what their keys already hold
-						evs[i][4] = evs[i][4].(int64) - 2500
+					for i := range evs[:200] { // late events, up to three batches back
+						evs[i][4] = evs[i][4].(int64) - int64(2000*(1+r.IntN(3))) - 500
 					}
 					evs = append(evs, evs[500:600]...) // duplicates
 				}
@@ -110,10 +111,17 @@ func TestHistoryMergeOnReadMatchesCopyOnWrite(t *testing.T) {
 						t.Errorf("batch %d: target %d: NumRecords() %d, want %d live rows", batch, k, snaps[k].NumRecords(), want)
 					}
 				}
-				if batch == 0 {
+				prevFiles, prevRows := morFiles, morRows
+				morFiles, morRows = map[string]delta.Add{}, int64(len(rows[1]))
+				for _, f := range snaps[1].Files {
+					morFiles[f.Path] = f
+				}
+				if batch == 0 || batch == 5 { // the first batch, or after OPTIMIZE
 					continue
 				}
-				// The merge-on-read commit.
+				// The merge-on-read commit: no file rewritten, rows conserved, and, for a batch of
+				// events after their keys' stored ones, exactly the change data feed's new images
+				// written and its old images deleted.
 				c, err := morTable.ReadCommit(snaps[1].Version)
 				if err != nil {
 					t.Fatal(err)
@@ -122,7 +130,7 @@ func TestHistoryMergeOnReadMatchesCopyOnWrite(t *testing.T) {
 				for _, rm := range c.Removes {
 					removed[rm.Path] = rm
 				}
-				var newRows int64
+				var newRows, deleted int64
 				for _, a := range c.Adds {
 					rm, ok := removed[a.Path]
 					if !ok {
@@ -149,21 +157,33 @@ func TestHistoryMergeOnReadMatchesCopyOnWrite(t *testing.T) {
 					if len(after) <= len(before) || int64(len(after)) != a.DeletionVector.Cardinality || len(intersect(before, after)) != len(before) {
 						t.Fatalf("batch %d: file %s: deletion vector of %d rows (cardinality %d) after %d, not a superset", batch, a.Path, len(after), a.DeletionVector.Cardinality, len(before))
 					}
+					deleted += int64(len(after) - len(before))
 				}
-				// The new files hold every row of each key the batch changed, and no other.
-				changedKeys := map[string]bool{}
-				for _, cr := range morChanges {
-					changedKeys[fmt.Sprint(cr[0])] = true
-				}
-				_, rs := readTable(t, mor, "target")
-				var want int64
-				for _, row := range rs {
-					if changedKeys[fmt.Sprint(row[0])] {
-						want++
+				for path := range removed { // removed for good: every live row of it deleted
+					a, ok := prevFiles[path]
+					n, known := a.NumRecords()
+					if !ok || !known {
+						t.Fatalf("batch %d: removed file %s was not live before, or has no row count", batch, path)
+					}
+					deleted += n
+					if a.DeletionVector != nil {
+						deleted -= a.DeletionVector.Cardinality
 					}
 				}
-				if newRows != want {
-					t.Fatalf("batch %d: new files hold %d rows, want the %d rows of the %d keys the batch changed", batch, newRows, want, len(changedKeys))
+				if prevRows-deleted+newRows != int64(len(rows[1])) {
+					t.Fatalf("batch %d: %d rows before, %d deleted, %d written, but %d after", batch, prevRows, deleted, newRows, len(rows[1]))
+				}
+				var images, preimages int64
+				for _, cr := range morChanges {
+					switch cr[len(cr)-3] {
+					case delta.ChangeInsert, delta.ChangeUpdatePostimage:
+						images++
+					default:
+						preimages++
+					}
+				}
+				if late := batch%3 == 2; (!late && (newRows != images || deleted != preimages)) || newRows < images {
+					t.Fatalf("batch %d (late events %v): %d rows written and %d deleted; the change data feed has %d new and %d old images", batch, late, newRows, deleted, images, preimages)
 				}
 			}
 			if dvsSeen == 0 {
