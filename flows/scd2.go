@@ -455,9 +455,10 @@ func writeKeyRows(t *delta.Table, tgtSch schema.Schema, kvs []changedKey, fresh 
 }
 
 // changedKey is a key a batch changed (hk set), with the rows of its versions after it that its
-// data file does not hold already. The file holds the rows of the versions before the batch;
-// those that stay as they were are kept from the file when it is rewritten (see rowKeep), and
-// rows holds the rows of the versions that follow.
+// data files do not hold already. The files hold the rows of the versions before the batch;
+// those that stay as they were (rowKeep) are kept from the file when it is rewritten
+// (copy-on-write) or left where they are (merge-on-read), and rows holds the rows of the
+// versions that follow.
 type changedKey struct {
 	hk      *histKey
 	rows    [][]any

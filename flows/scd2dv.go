@@ -1,6 +1,7 @@
 package flows
 
 import (
+	"bytes"
 	"fmt"
 	"sync/atomic"
 
@@ -67,10 +68,14 @@ func historyDeletes(env *Env, d *spec.Dataset, b *changeBatch, state *histState,
 				return nil, err
 			}
 			var pos []uint64
-			var kb []byte
+			var kb, last []byte
+			i, ok := 0, false
 			for r, row := range rows {
-				kb = appendPicked(kb[:0], row, idx)
-				i, ok := g.index[string(kb)]
+				// A key's rows lie next to each other in a file: look it up once per run.
+				if kb = appendPicked(kb[:0], row, idx); r == 0 || !bytes.Equal(kb, last) {
+					i, ok = g.index[string(kb)]
+					last, kb = kb, last
+				}
 				if !ok || kvs[i].hk == nil || !kvs[i].diff || kvs[i].gone == 0 || kvs[i].keep.keeps(row, at) {
 					continue
 				}
