@@ -96,6 +96,9 @@ func cdcSpec(scdType int, filesPerTrigger int, view bool) string {
 `, scdType)
 }
 
+// mergeOnRead is the table_properties entry, after cdcSpec, that makes the target merge-on-read.
+const mergeOnRead = "    table_properties:\n      delta.enableDeletionVectors: \"true\"\n"
+
 // runOurs runs `pipeline run SPEC args...` in its own process and measures it.
 func (e *env) runOurs(spec string, args ...string) (measure, error) {
 	args = append([]string{"run", spec}, args...)
@@ -253,7 +256,7 @@ func cdcIncrementalAt(e *env, rows, batch int) (result, error) {
 	name := fmt.Sprintf("cdc-incremental (%s rows)", humanCount(rows))
 	// The target is merge-on-read (deletion vectors), as a table that takes small batches of
 	// changes spread over many files should be: a batch writes its own rows, not the table.
-	spec, err := writeSpec(e.dir, cdcSpec(1, 0, false)+"    table_properties:\n      delta.enableDeletionVectors: \"true\"\n")
+	spec, err := writeSpec(e.dir, cdcSpec(1, 0, false)+mergeOnRead)
 	if err != nil {
 		return result{}, err
 	}
@@ -340,6 +343,9 @@ func cdcIncrementalAt(e *env, rows, batch int) (result, error) {
 //     the baseline recomputes the history from every file landed so far and re-exports it, as a
 //     user without a lake format must to have an up-to-date table. Both sides are summed over the
 //     ten arrivals.
+//
+// Our target is merge-on-read (delta.enableDeletionVectors), as cdc-incremental's is: an update
+// marks the rows it replaces deleted instead of rewriting the files that hold them.
 func runSCD2(e *env) ([]result, error) {
 	events, keys := e.scaled(1_000_000, 1000), e.scaled(100_000, 100)
 	batches := filepath.Join(e.dir, "batches")
@@ -378,7 +384,7 @@ func runSCD2(e *env) ([]result, error) {
 // scd2.sql over the files landed so far (all at once: e.repeat times each, the median kept, as
 // pair does). It compares the final tables.
 func scd2Line(e *env, name string, files []string, perFile, view bool) (result, error) {
-	spec, err := writeSpec(e.dir, cdcSpec(2, 0, view))
+	spec, err := writeSpec(e.dir, cdcSpec(2, 0, view)+mergeOnRead)
 	if err != nil {
 		return result{}, err
 	}
