@@ -110,17 +110,19 @@ func crashAndRecover(t *testing.T, name, specPath, point string) {
 // TestCrashRecoveryDeletionVectors kills a merge-on-read update (delta.enableDeletionVectors) at
 // each point, after it wrote its deletion vector file and new data files or after it committed,
 // and checks that a re-run ends with the rows and change data feed of a clean run: orders 1001
-// (untouched), 1002 (updated), 1003 (deleted), the first file kept with a deletion vector.
+// (untouched), 1002 (updated), 1003 (deleted), the first file kept with a deletion vector. The
+// target is SCD type 1, and SCD type 2 (every version, the open ones of 1002 and 1003 closed).
 func TestCrashRecoveryDeletionVectors(t *testing.T) {
 	text, err := os.ReadFile(exampleSpec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const gc = `      pipelines.cdc.tombstoneGCThresholdInSeconds: "172800"`
-	specPath := filepath.Join(t.TempDir(), "pipeline.yaml")
-	if err := os.WriteFile(specPath, []byte(strings.Replace(string(text), gc, gc+"\n      delta.enableDeletionVectors: \"true\"", 1)), 0o644); err != nil {
-		t.Fatal(err)
+	const scd1 = "      stored_as_scd_type: 1\n"
+	if !strings.Contains(string(text), scd1) {
+		t.Fatal("the example spec no longer has the line this test changes")
 	}
+	mor := strings.Replace(string(text), gc, gc+"\n      delta.enableDeletionVectors: \"true\"", 1)
 	batches := []string{
 		`{"op": "I", "order_id": 1001, "status": "placed", "amount": 25.50, "seq": 1}
 {"op": "I", "order_id": 1002, "status": "placed", "amount": 12.00, "seq": 2}
@@ -130,45 +132,74 @@ func TestCrashRecoveryDeletionVectors(t *testing.T) {
 {"op": "D", "order_id": 1003, "status": null, "amount": null, "seq": 5}
 `,
 	}
-	for _, point := range []string{"", "apply.after-data-files", "apply.after-commit"} {
-		point := point
-		t.Run("killed at "+point, func(t *testing.T) {
-			t.Parallel()
-			tmp := t.TempDir()
-			landing, storage := filepath.Join(tmp, "landing"), filepath.Join(tmp, "storage")
-			conf := exampleArgs(landing, storage)
-			if err := os.MkdirAll(landing, 0o755); err != nil {
+	for _, c := range []struct {
+		scd  string
+		spec string
+		rows []string
+		cdf  map[string]int
+	}{
+		{"scd1", mor, []string{
+			`{"order_id": 1001, "status": "placed", "amount": 25.50, "seq": 1}`,
+			`{"order_id": 1002, "status": "paid", "amount": 12.00, "seq": 4}`,
+		}, map[string]int{`"insert"`: 3, `"update_preimage"`: 1, `"update_postimage"`: 1, `"delete"`: 1}},
+		// SCD type 2: the update closes 1002's open version and opens one; the delete closes
+		// 1003's. Each closed version is an update of its open row (preimage, postimage), the
+		// new version an insert.
+		{"scd2", strings.Replace(mor, scd1, "      stored_as_scd_type: 2\n", 1), []string{
+			`{"order_id": 1001, "status": "placed", "amount": 25.50, "seq": 1, "__START_AT": 1, "__END_AT": null}`,
+			`{"order_id": 1002, "status": "placed", "amount": 12.00, "seq": 2, "__START_AT": 2, "__END_AT": 4}`,
+			`{"order_id": 1002, "status": "paid", "amount": 12.00, "seq": 4, "__START_AT": 4, "__END_AT": null}`,
+			`{"order_id": 1003, "status": "placed", "amount": 60.00, "seq": 3, "__START_AT": 3, "__END_AT": 5}`,
+		}, map[string]int{`"insert"`: 4, `"update_preimage"`: 2, `"update_postimage"`: 2, `"delete"`: 0}},
+	} {
+		specPath := filepath.Join(t.TempDir(), "pipeline.yaml")
+		if err := os.WriteFile(specPath, []byte(c.spec), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, point := range []string{"", "apply.after-data-files", "apply.after-commit"} {
+			crashDeletionVectors(t, c.scd+"/killed at "+point, specPath, point, batches, c.rows, c.cdf)
+		}
+	}
+}
+
+// crashDeletionVectors is one case of TestCrashRecoveryDeletionVectors: batches through
+// specPath, the second killed at point (none when ""), then the rows and the counts of change
+// data feed rows by kind checked.
+func crashDeletionVectors(t *testing.T, name, specPath, point string, batches, rows []string, cdfKinds map[string]int) {
+	t.Run(name, func(t *testing.T) {
+		t.Parallel()
+		tmp := t.TempDir()
+		landing, storage := filepath.Join(tmp, "landing"), filepath.Join(tmp, "storage")
+		conf := exampleArgs(landing, storage)
+		if err := os.MkdirAll(landing, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for i, b := range batches {
+			if err := os.WriteFile(filepath.Join(landing, fmt.Sprintf("batch-%d.json", i)), []byte(b), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			for i, b := range batches {
-				if err := os.WriteFile(filepath.Join(landing, fmt.Sprintf("batch-%d.json", i)), []byte(b), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				if i == 1 && point != "" {
-					r := pipeline(t, []string{"TRIBUTARY_FAULT=" + point}, append([]string{"run", specPath}, conf...)...)
-					if r.code != -1 {
-						t.Fatalf("the run with TRIBUTARY_FAULT=%s exited %d, want it killed by SIGKILL\n%s%s", point, r.code, r.stdout, r.stderr)
-					}
-				}
-				mustRun(t, append([]string{"run", specPath}, conf...)...)
-			}
-			got := readJSONL(t, mustRun(t, append([]string{"show", specPath, "orders", "--format", "jsonl"}, conf...)...))
-			assertRows(t, "orders", got, rowsOf(t,
-				`{"order_id": 1001, "status": "placed", "amount": 25.50, "seq": 1}`,
-				`{"order_id": 1002, "status": "paid", "amount": 12.00, "seq": 4}`))
-			cdf := mustRun(t, append([]string{"changes", specPath, "orders", "--from-version", "0", "--format", "jsonl"}, conf...)...)
-			for kind, want := range map[string]int{`"insert"`: 3, `"update_preimage"`: 1, `"update_postimage"`: 1, `"delete"`: 1} {
-				if n := strings.Count(cdf, kind); n != want {
-					t.Errorf("change data feed has %d %s rows, want %d:\n%s", n, kind, want, cdf)
+			if i == 1 && point != "" {
+				r := pipeline(t, []string{"TRIBUTARY_FAULT=" + point}, append([]string{"run", specPath}, conf...)...)
+				if r.code != -1 {
+					t.Fatalf("the run with TRIBUTARY_FAULT=%s exited %d, want it killed by SIGKILL\n%s%s", point, r.code, r.stdout, r.stderr)
 				}
 			}
-			if !strings.Contains(cdf, `{"order_id": 1003, "status": "placed", "amount": 60.00, "seq": 3, "_change_type": "delete"`) {
-				t.Errorf("the delete of 1003 does not carry its last values:\n%s", cdf)
+			mustRun(t, append([]string{"run", specPath}, conf...)...)
+		}
+		got := readJSONL(t, mustRun(t, append([]string{"show", specPath, "orders", "--format", "jsonl"}, conf...)...))
+		assertRows(t, "orders", got, rowsOf(t, rows...))
+		cdf := mustRun(t, append([]string{"changes", specPath, "orders", "--from-version", "0", "--format", "jsonl"}, conf...)...)
+		for kind, want := range cdfKinds {
+			if n := strings.Count(cdf, kind); n != want {
+				t.Errorf("change data feed has %d %s rows, want %d:\n%s", n, kind, want, cdf)
 			}
-			dvs, _ := filepath.Glob(filepath.Join(storage, "tables", "orders", "deletion_vector_*.bin"))
-			if len(dvs) == 0 {
-				t.Error("no deletion vector file: the update rewrote the first file instead")
-			}
-		})
-	}
+		}
+		if !strings.Contains(cdf, `{"order_id": 1003, "status": "placed", "amount": 60.00, "seq": 3`) {
+			t.Errorf("no change row carries the last values of 1003:\n%s", cdf)
+		}
+		dvs, _ := filepath.Glob(filepath.Join(storage, "tables", "orders", "deletion_vector_*.bin"))
+		if len(dvs) == 0 {
+			t.Error("no deletion vector file: the update rewrote the first file instead")
+		}
+	})
 }
