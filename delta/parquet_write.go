@@ -54,7 +54,20 @@ var rowGroupRows = 1_000_000
 // precision is an error naming the row and the column; nothing is left behind on error.
 // PartitionValues is left empty: a caller writing a partitioned table sets it.
 func (t *Table) WriteFile(s schema.Schema, rows [][]any) (Add, error) {
-	rel := fmt.Sprintf("part-00000-%s.c000.snappy.parquet", uuid.NewString())
+	return t.WriteFileNamed(NewDataFileName(), s, rows)
+}
+
+// NewDataFileName returns the name of a new data file, "part-00000-<uuid>.c000.snappy.parquet"
+// (relative to the table's folder), as WriteFile names its files: for a caller that must know
+// a file's path before it is written (WriteFileNamed). The add action's path is
+// EscapePath(name).
+func NewDataFileName() string {
+	return fmt.Sprintf("part-00000-%s.c000.snappy.parquet", uuid.NewString())
+}
+
+// WriteFileNamed is WriteFile writing the file under rel, a name from NewDataFileName, with the
+// same errors; it returns the file's add action.
+func (t *Table) WriteFileNamed(rel string, s schema.Schema, rows [][]any) (Add, error) {
 	size, mtime, stats, err := t.writeParquet(rel, s, rows, nil)
 	if err != nil {
 		return Add{}, err

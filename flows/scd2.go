@@ -287,18 +287,36 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	} else if removes, adds, fresh, err = rewriteHistoryFiles(b, tgtSch, state, mode, kvs, g, byFile, keyIdx, startIdx, trunc, toRow, nowMs); err != nil {
 		return m, err
 	}
-	written, err := writeKeyRows(b.target, tgtSch, kvs, fresh)
-	if err != nil {
-		return m, err
-	}
-	adds = append(adds, written...)
+	plan := planKeyRows(kvs, fresh)
 	for _, kv := range kvs {
 		if kv.hk != nil && !kv.hasRows {
 			kv.hk.file = ""
 		}
 	}
+	// The state names every key's file already: it is saved while the data files are written.
+	var saved struct {
+		id      string
+		segs    []segment
+		renames map[string]string
+		err     error
+	}
+	var saving sync.WaitGroup
+	saving.Add(1)
+	go func() {
+		defer saving.Done()
+		saved.id, saved.segs, saved.renames, saved.err = state.save(changedList)
+	}()
+	defer saving.Wait() // on every return: nothing touches the state after this batch
+	written, err := writeKeyRows(b.target, tgtSch, kvs, plan)
+	if err != nil {
+		return m, err
+	}
+	adds = append(adds, written...)
 	err = finishBatch(d, b, &m, batchFiles{cdcRows: cdcRows, cdcTypes: cdcTypes, inserted: inserted, removes: removes, adds: adds},
-		func() (string, []segment, map[string]string, error) { return state.save(changedList) }, state.remember,
+		func() (string, []segment, map[string]string, error) {
+			saving.Wait()
+			return saved.id, saved.segs, saved.renames, saved.err
+		}, state.remember,
 		historyMetrics(m, mor, dv))
 	return m, err
 }
@@ -403,13 +421,21 @@ func rewriteHistoryFiles(b *changeBatch, tgtSch schema.Schema, state *histState,
 	return removes, adds, fresh, nil
 }
 
-// writeKeyRows writes the rows of the keys at positions keys of kvs (in order) to new data
+// keyFile is a new data file of applyHistory: the keys whose rows it holds (positions in kvs,
+// in key order), its rows' count and its name (delta.NewDataFileName).
+type keyFile struct {
+	keys []int
+	rows int
+	name string
+}
+
+// planKeyRows cuts the rows of the keys at positions fresh of kvs (in order) into new data
 // files of about targetFileRows rows, cut between keys, so that a key's versions stay together
-// in the one file the state names for it, and records that file in each key's state. As
-// writeRows does, rows enough for two files of parallelFileRows or more are cut into as many
-// files as there are rewrite workers, written at once. It returns the files' add actions.
-func writeKeyRows(t *delta.Table, tgtSch schema.Schema, kvs []changedKey, fresh []int) ([]delta.Add, error) {
-	var adds []delta.Add
+// in the one file the state names for it, and records that file in the state of each key with
+// rows (before the file is written: writeKeyRows writes it). As writeRows does, rows enough for
+// two files of parallelFileRows or more are cut into as many files as there are rewrite workers,
+// written at once. Runs without rows make no file.
+func planKeyRows(kvs []changedKey, fresh []int) []keyFile {
 	sizes := make([]int, len(fresh))
 	total := 0
 	for j, i := range fresh {
@@ -421,37 +447,32 @@ func writeKeyRows(t *delta.Table, tgtSch schema.Schema, kvs []changedKey, fresh 
 		n := max((total+targetFileRows-1)/targetFileRows, min(rewriteWorkers(), total/parallelFileRows))
 		limit = (total + n - 1) / n
 	}
-	parts := cutBetweenKeys(sizes, limit)
-	written, err := eachIndex(len(parts), func(j int) (delta.Add, error) {
-		keys := fresh[parts[j][0]:parts[j][1]]
-		var n int
-		for _, i := range keys {
-			n += len(kvs[i].rows)
-		}
-		if n == 0 {
-			return delta.Add{}, nil
-		}
-		rows := make([][]any, 0, n)
-		for _, i := range keys {
-			rows = append(rows, kvs[i].rows...)
-		}
-		return t.WriteFile(tgtSch, rows)
-	})
-	if err != nil {
-		return nil, err
-	}
-	for j, add := range written {
-		if add.Path == "" {
-			continue
-		}
-		adds = append(adds, add)
-		for _, i := range fresh[parts[j][0]:parts[j][1]] {
-			if len(kvs[i].rows) > 0 {
-				kvs[i].hk.file = add.Path
+	var plan []keyFile
+	for _, part := range cutBetweenKeys(sizes, limit) {
+		f := keyFile{keys: fresh[part[0]:part[1]], name: delta.NewDataFileName()}
+		for _, i := range f.keys {
+			if n := len(kvs[i].rows); n > 0 {
+				f.rows += n
+				kvs[i].hk.file = delta.EscapePath(f.name)
 			}
 		}
+		if f.rows > 0 {
+			plan = append(plan, f)
+		}
 	}
-	return adds, nil
+	return plan
+}
+
+// writeKeyRows writes the files planKeyRows planned, at once on the rewrite workers, and returns
+// their add actions in plan order.
+func writeKeyRows(t *delta.Table, tgtSch schema.Schema, kvs []changedKey, plan []keyFile) ([]delta.Add, error) {
+	return eachIndex(len(plan), func(j int) (delta.Add, error) {
+		rows := make([][]any, 0, plan[j].rows)
+		for _, i := range plan[j].keys {
+			rows = append(rows, kvs[i].rows...)
+		}
+		return t.WriteFileNamed(plan[j].name, tgtSch, rows)
+	})
 }
 
 // changedKey is a key a batch changed (hk set), with the rows of its versions after it that its
