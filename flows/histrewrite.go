@@ -44,6 +44,17 @@ func (k rowKeep) keeps(r []any, startIdx int) bool {
 	return k.all || (k.before != nil && schema.Compare(r[startIdx], k.before) < 0)
 }
 
+// keepsLong is keeps for a row whose __START_AT is the BIGINT start.
+func (k rowKeep) keepsLong(start int64) bool {
+	if k.all {
+		return true
+	}
+	if b, ok := k.before.(int64); ok {
+		return start < b
+	}
+	return k.before != nil && schema.Compare(start, k.before) < 0
+}
+
 // allAfter says whether every event of evs has a sequence after seq.
 func allAfter(evs []*event, seq []any) bool {
 	for _, ev := range evs {

@@ -61,26 +61,70 @@ func historyDeletes(env *Env, d *spec.Dataset, b *changeBatch, state *histState,
 	}
 	found := make([]atomic.Int32, len(kvs)) // rows to delete found, per key
 	var total atomic.Int64
+	// find returns the position in kvs of the key kb (encoded as appendPicked does) when the
+	// batch deletes rows of it (which ones: its keep says). A key's rows lie next to each other
+	// in a file, so it is looked up once per run of them (l holds the last one).
+	type lookup struct {
+		last []byte
+		i    int
+		ok   bool
+	}
+	find := func(l *lookup, kb []byte, first bool) (int, bool) {
+		if first || !bytes.Equal(kb, l.last) {
+			l.i, l.ok = g.index[string(kb)]
+			l.last = append(l.last[:0], kb...)
+			if l.ok {
+				kv := &kvs[l.i]
+				l.ok = kv.hk != nil && kv.diff && kv.gone > 0
+			}
+		}
+		return l.i, l.ok
+	}
+	// Keys and __START_AT of BIGINT are read typed (delta.ReadLongColumns), without boxing.
+	var longNames []string
+	for _, fd := range readSch.Fields {
+		if fd.Type.Kind != schema.Long {
+			longNames = nil
+			break
+		}
+		longNames = append(longNames, fd.Name)
+	}
 	scan := func(files []delta.Add) ([][]uint64, error) {
 		return eachFile(files, func(f delta.Add) ([]uint64, error) {
+			var pos []uint64
+			var kb []byte
+			var l lookup
+			if longNames != nil {
+				cols, rowPos, ok, err := b.target.ReadLongColumns(f, longNames)
+				if err != nil {
+					return nil, err
+				}
+				if ok {
+					for r, p := range rowPos {
+						kb = kb[:0]
+						for j := range idx {
+							kb = appendLong(kb, cols[j][r])
+						}
+						i, ok := find(&l, kb, r == 0)
+						if ok && !(at < 0 && kvs[i].keep.all || at >= 0 && kvs[i].keep.keepsLong(cols[at][r])) {
+							pos = append(pos, uint64(p))
+							found[i].Add(1)
+						}
+					}
+					total.Add(int64(len(pos)))
+					return pos, nil
+				}
+			}
 			rows, rowPos, err := b.target.ReadLiveFile(f, readSch) // without the rows already deleted
 			if err != nil {
 				return nil, err
 			}
-			var pos []uint64
-			var kb, last []byte
-			i, ok := 0, false
 			for r, row := range rows {
-				// A key's rows lie next to each other in a file: look it up once per run.
-				if kb = appendPicked(kb[:0], row, idx); r == 0 || !bytes.Equal(kb, last) {
-					i, ok = g.index[string(kb)]
-					last, kb = kb, last
+				kb = appendPicked(kb[:0], row, idx)
+				if i, ok := find(&l, kb, r == 0); ok && !kvs[i].keep.keeps(row, at) {
+					pos = append(pos, uint64(rowPos[r]))
+					found[i].Add(1)
 				}
-				if !ok || kvs[i].hk == nil || !kvs[i].diff || kvs[i].gone == 0 || kvs[i].keep.keeps(row, at) {
-					continue
-				}
-				pos = append(pos, uint64(rowPos[r]))
-				found[i].Add(1)
 			}
 			total.Add(int64(len(pos)))
 			return pos, nil

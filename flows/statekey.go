@@ -50,6 +50,11 @@ func appendPicked(buf []byte, r []any, idx []int) []byte {
 	return buf
 }
 
+// appendLong is appendValue of a BIGINT, without boxing it.
+func appendLong(buf []byte, x int64) []byte {
+	return binary.AppendUvarint(append(buf, tagLong), zigzag(x))
+}
+
 func zigzag(v int64) uint64 { return uint64(v<<1) ^ uint64(v>>63) }
 
 func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
@@ -59,7 +64,7 @@ func appendValue(buf []byte, v any) []byte {
 	case nil:
 		return append(buf, tagNull)
 	case int64:
-		return binary.AppendUvarint(append(buf, tagLong), zigzag(x))
+		return appendLong(buf, x)
 	case int32:
 		return binary.AppendUvarint(append(buf, tagInt), zigzag(int64(x)))
 	case string:
