@@ -1,10 +1,13 @@
 package delta
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding"
 )
 
 // ReadLongColumns reads the BIGINT columns names of a's data file into typed arrays, leaving
@@ -93,21 +96,11 @@ func readLongColumns(name string, names []string) (cols [][]int64, ok bool, err 
 	for _, rg := range pf.RowGroups() {
 		chunks := rg.ColumnChunks()
 		for j, ci := range idx {
-			nulls := false
-			err := eachValues(chunks[ci].Pages(), buf, func(vals []parquet.Value) error {
-				for _, v := range vals {
-					if v.IsNull() {
-						nulls = true
-						return nil
-					}
-					cols[j] = append(cols[j], v.Int64())
-				}
-				return nil
-			})
-			if err != nil {
+			var ok bool
+			if cols[j], ok, err = appendLongChunk(cols[j], chunks[ci].Pages(), buf); err != nil {
 				return nil, false, fmt.Errorf("column %q: %w", names[j], err)
 			}
-			if nulls {
+			if !ok {
 				return nil, false, nil
 			}
 		}
@@ -118,4 +111,48 @@ func readLongColumns(name string, names []string) (cols [][]int64, ok bool, err 
 		}
 	}
 	return cols, true, nil
+}
+
+// appendLongChunk appends to out the values of an INT64 column chunk's pages, which it closes;
+// ok is false when one is NULL. A plain page's values are copied as they are; a dictionary
+// page's are read one by one (into buf).
+func appendLongChunk(out []int64, pages parquet.Pages, buf []parquet.Value) (_ []int64, ok bool, err error) {
+	defer pages.Close()
+	for {
+		page, err := pages.ReadPage()
+		if errors.Is(err, io.EOF) {
+			return out, true, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if page.NumNulls() > 0 {
+			parquet.Release(page)
+			return nil, false, nil
+		}
+		if data := page.Data(); page.Dictionary() == nil && data.Kind() == encoding.Int64 {
+			out = append(out, data.Int64()...)
+			parquet.Release(page)
+			continue
+		}
+		vr := page.Values()
+		for {
+			k, err := vr.ReadValues(buf)
+			for _, v := range buf[:k] {
+				if v.IsNull() {
+					parquet.Release(page)
+					return nil, false, nil
+				}
+				out = append(out, v.Int64())
+			}
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				parquet.Release(page)
+				return nil, false, err
+			}
+		}
+		parquet.Release(page)
+	}
 }

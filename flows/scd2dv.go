@@ -3,6 +3,7 @@ package flows
 import (
 	"bytes"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"tributary/delta"
@@ -89,6 +90,40 @@ func historyDeletes(env *Env, d *spec.Dataset, b *changeBatch, state *histState,
 		}
 		longNames = append(longNames, fd.Name)
 	}
+	// longKeys is, for a key of one BIGINT column, the keys with rows to delete by value: their
+	// positions in kvs and which of their rows stay. An int64 map finds them faster than their
+	// encodings in g.index, and holding the keep spares a visit to kvs per row. It is nil when a
+	// keep's __START_AT is not a BIGINT.
+	type longKey struct {
+		i      int
+		before int64 // rows whose __START_AT is before stay, when keep is set
+		keep   bool
+	}
+	longKeys := sync.OnceValue(func() map[int64]longKey {
+		out := map[int64]longKey{}
+		for k, i := range g.index {
+			kv := &kvs[i]
+			if kv.hk == nil || !kv.diff || kv.gone == 0 {
+				continue
+			}
+			key, err := decodeValues([]byte(k))
+			if err != nil || len(key) != 1 {
+				return nil
+			}
+			x, ok := key[0].(int64)
+			if !ok || kv.keep.all {
+				return nil
+			}
+			lk := longKey{i: i}
+			if kv.keep.before != nil {
+				if lk.before, lk.keep = kv.keep.before.(int64); !lk.keep {
+					return nil
+				}
+			}
+			out[x] = lk
+		}
+		return out
+	})
 	scan := func(files []delta.Add) ([][]uint64, error) {
 		return eachFile(files, func(f delta.Add) ([]uint64, error) {
 			var pos []uint64
@@ -100,7 +135,18 @@ func historyDeletes(env *Env, d *spec.Dataset, b *changeBatch, state *histState,
 					return nil, err
 				}
 				if ok {
+					var byLong map[int64]longKey
+					if len(idx) == 1 && at >= 0 {
+						byLong = longKeys()
+					}
 					for r, p := range rowPos {
+						if byLong != nil {
+							if lk, ok := byLong[cols[0][r]]; ok && !(lk.keep && cols[at][r] < lk.before) {
+								pos = append(pos, uint64(p))
+								found[lk.i].Add(1)
+							}
+							continue
+						}
 						kb = kb[:0]
 						for j := range idx {
 							kb = appendLong(kb, cols[j][r])
