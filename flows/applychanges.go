@@ -824,6 +824,16 @@ type batchFiles struct {
 	// inserted are more change rows, each an insert, after cdcRows: kept apart so that a batch
 	// that only inserts them need not make its change rows (see insertsOnly).
 	inserted [][][]any
+	// cdcWritten, when set, returns the change data file of the batch written already (beside
+	// its data files), and finishBatch writes none.
+	cdcWritten func() ([]delta.CDC, error)
+}
+
+// needsCDC says whether the batch needs a change data file whatever files it adds: it has change
+// rows, and it removes a file or one of its change rows is not an insert (see insertsOnly).
+func (f batchFiles) needsCDC() bool {
+	return len(f.cdcRows)+f.nInserted() > 0 &&
+		(len(f.removes) > 0 || slices.ContainsFunc(f.cdcTypes, func(t string) bool { return t != delta.ChangeInsert }))
 }
 
 // nInserted returns the number of rows of f.inserted.
@@ -886,7 +896,12 @@ func finishBatch(d *spec.Dataset, b *changeBatch, m *Metrics, f batchFiles,
 	save func() (string, []segment, map[string]string, error),
 	remember func(string, []segment, map[string]string), metrics map[string]string) error {
 	var cdcs []delta.CDC
-	if len(f.cdcRows)+f.nInserted() > 0 && !f.insertsOnly() {
+	if f.cdcWritten != nil {
+		var err error
+		if cdcs, err = f.cdcWritten(); err != nil {
+			return err
+		}
+	} else if len(f.cdcRows)+f.nInserted() > 0 && !f.insertsOnly() {
 		rows, types := f.changes()
 		c, err := b.target.WriteCDCFile(d.Schema, rows, types)
 		if err != nil {

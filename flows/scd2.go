@@ -294,6 +294,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		}
 	}
 	// The state names every key's file already: it is saved while the data files are written.
+	// (saving also waits for the change data file below.)
 	var saved struct {
 		id      string
 		segs    []segment
@@ -307,12 +308,28 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		saved.id, saved.segs, saved.renames, saved.err = state.save(changedList)
 	}()
 	defer saving.Wait() // on every return: nothing touches the state after this batch
+	files := batchFiles{cdcRows: cdcRows, cdcTypes: cdcTypes, inserted: inserted, removes: removes}
+	if files.needsCDC() {
+		// So is the change data file.
+		var cdc delta.CDC
+		var cdcErr error
+		saving.Add(1)
+		go func() {
+			defer saving.Done()
+			rows, types := files.changes()
+			cdc, cdcErr = b.target.WriteCDCFile(d.Schema, rows, types)
+		}()
+		files.cdcWritten = func() ([]delta.CDC, error) {
+			saving.Wait()
+			return []delta.CDC{cdc}, cdcErr
+		}
+	}
 	written, err := writeKeyRows(b.target, tgtSch, kvs, plan)
 	if err != nil {
 		return m, err
 	}
-	adds = append(adds, written...)
-	err = finishBatch(d, b, &m, batchFiles{cdcRows: cdcRows, cdcTypes: cdcTypes, inserted: inserted, removes: removes, adds: adds},
+	files.adds = append(adds, written...)
+	err = finishBatch(d, b, &m, files,
 		func() (string, []segment, map[string]string, error) {
 			saving.Wait()
 			return saved.id, saved.segs, saved.renames, saved.err
