@@ -11,7 +11,9 @@ import (
 // needs none.
 func TestNeedsCDC(t *testing.T) {
 	row := []any{int64(1)}
-	addOf := func(n int) delta.Add { return delta.Add{Path: "f", DataChange: true, Stats: `{"numRecords":` + string(rune('0'+n)) + `}`} }
+	addOf := func(n int) delta.Add {
+		return delta.Add{Path: "f", DataChange: true, Stats: `{"numRecords":` + string(rune('0'+n)) + `}`}
+	}
 	for _, c := range []struct {
 		name string
 		f    batchFiles

@@ -23,13 +23,13 @@ import (
 // its last version (the open one, which a batch of later events closes). The rows' positions
 // come from reading the key columns and __START_AT of the files the state names for the changed
 // keys; when those do not hold all of the rows to delete (a late event changed versions that an
-// earlier batch wrote, or OPTIMIZE moved rows), the other files of the snapshot are read too.
+// earlier batch wrote, or OPTIMIZE moved rows), the other files of the snapshot are read too
+// (rowLocator).
 //
 // It returns the deletion vectors' removes and adds and the keys whose rows go to new files
 // (positions in kvs, in key order). When the table does not hold exactly the rows to delete of
 // each key, the state and the table disagree: an error names the dataset and how to rebuild.
 func historyDeletes(env *Env, d *spec.Dataset, b *changeBatch, state *histState, kvs []changedKey, g *keyGroups, keyIdx []int, startIdx int, scd2 bool, nowMs int64) (dvChange, []int, error) {
-	tgtSch := d.Schema
 	var fresh []int
 	first := map[string]bool{} // the files the state names for keys with rows to delete
 	need := 0                  // rows to delete, over all keys
@@ -48,64 +48,102 @@ func historyDeletes(env *Env, d *spec.Dataset, b *changeBatch, state *histState,
 	if need == 0 {
 		return dvChange{}, fresh, nil
 	}
-	// Read the key columns (and __START_AT) only; key columns first, as appendPicked expects.
-	readSch := schema.Schema{}
-	idx := make([]int, len(keyIdx))
-	for j, k := range keyIdx {
-		readSch.Fields = append(readSch.Fields, tgtSch.Fields[k])
-		idx[j] = j
-	}
-	at := -1 // __START_AT in the rows read
-	if scd2 {
-		at = len(readSch.Fields)
-		readSch.Fields = append(readSch.Fields, tgtSch.Fields[startIdx])
-	}
-	found := make([]atomic.Int32, len(kvs)) // rows to delete found, per key
-	var total atomic.Int64
-	// find returns the position in kvs of the key kb (encoded as appendPicked does) when the
-	// batch deletes rows of it (which ones: its keep says). A key's rows lie next to each other
-	// in a file, so it is looked up once per run of them (l holds the last one).
-	type lookup struct {
-		last []byte
-		i    int
-		ok   bool
-	}
-	find := func(l *lookup, kb []byte, first bool) (int, bool) {
-		if first || !bytes.Equal(kb, l.last) {
-			l.i, l.ok = g.index[string(kb)]
-			l.last = append(l.last[:0], kb...)
-			if l.ok {
-				kv := &kvs[l.i]
-				l.ok = kv.hk != nil && kv.diff && kv.gone > 0
-			}
+	loc := newRowLocator(b.target, d.Schema, kvs, g, keyIdx, startIdx, scd2, func(i int) bool {
+		kv := &kvs[i]
+		return kv.hk != nil && kv.diff && kv.gone > 0
+	})
+	var files, rest []delta.Add
+	for _, f := range b.snap.Files {
+		if first[f.Path] {
+			files = append(files, f)
+		} else {
+			rest = append(rest, f)
 		}
-		return l.i, l.ok
 	}
-	// Keys and __START_AT of BIGINT are read typed (delta.ReadLongColumns), without boxing.
-	var longNames []string
-	for _, fd := range readSch.Fields {
+	positions, err := loc.scan(files)
+	if err != nil {
+		return dvChange{}, nil, err
+	}
+	if loc.total.Load() < int64(need) && len(rest) > 0 {
+		more, err := loc.scan(rest)
+		if err != nil {
+			return dvChange{}, nil, err
+		}
+		files, positions = append(files, rest...), append(positions, more...)
+	}
+	if bad := loc.mismatched(); bad > 0 {
+		return dvChange{}, nil, fmt.Errorf("the CDC state of %s does not match its table: %d of the keys being changed do not have the rows their state names; run %s", d.Name, bad, RefreshHint(env.Pipeline, d.Name))
+	}
+	// Only the files with rows to delete change.
+	var touched []delta.Add
+	var sets [][]uint64
+	for k, f := range files {
+		if len(positions[k]) > 0 {
+			touched, sets = append(touched, f), append(sets, positions[k])
+		}
+	}
+	dv, err := markDeleted(env, d, b.target, touched, sets, nowMs)
+	return dv, fresh, err
+}
+
+// rowLocator finds where the rows that a batch drops of the keys it changed lie: of a key
+// kvs[i] for which want(i) holds, the rows its keep does not keep (kvs[i].gone of them), found
+// by reading the key columns and __START_AT of data files. Merge-on-read marks them deleted
+// (historyDeletes); copy-on-write rewrites the files that hold them (rewriteHistoryFiles), once
+// merge-on-read batches or OPTIMIZE have spread a key's rows over several files. scan is safe
+// for concurrent use.
+type rowLocator struct {
+	t       *delta.Table
+	kvs     []changedKey
+	g       *keyGroups
+	want    func(i int) bool
+	readSch schema.Schema // the key columns, then __START_AT (SCD type 2)
+	idx     []int         // the key columns in readSch
+	at      int           // __START_AT in readSch, or -1
+	// longNames are readSch's names when every column is a BIGINT (read typed, without boxing).
+	longNames []string
+	longKeys  func() map[int64]longKey
+	found     []atomic.Int32 // rows found, per key
+	total     atomic.Int64   // rows found, over all keys
+}
+
+// longKey is a key of one BIGINT column a rowLocator looks for: its position in kvs and which of
+// its rows stay.
+type longKey struct {
+	i      int
+	before int64 // rows whose __START_AT is before stay, when keep is set
+	keep   bool
+}
+
+// newRowLocator returns the locator of the rows the keys of kvs for which want holds drop, in
+// the files of the target of schema tgtSch (keys at keyIdx, __START_AT at startIdx when scd2).
+func newRowLocator(t *delta.Table, tgtSch schema.Schema, kvs []changedKey, g *keyGroups, keyIdx []int, startIdx int, scd2 bool, want func(i int) bool) *rowLocator {
+	l := &rowLocator{t: t, kvs: kvs, g: g, want: want, idx: make([]int, len(keyIdx)), at: -1, found: make([]atomic.Int32, len(kvs))}
+	for j, k := range keyIdx {
+		l.readSch.Fields = append(l.readSch.Fields, tgtSch.Fields[k])
+		l.idx[j] = j
+	}
+	if scd2 {
+		l.at = len(l.readSch.Fields)
+		l.readSch.Fields = append(l.readSch.Fields, tgtSch.Fields[startIdx])
+	}
+	for _, fd := range l.readSch.Fields {
 		if fd.Type.Kind != schema.Long {
-			longNames = nil
+			l.longNames = nil
 			break
 		}
-		longNames = append(longNames, fd.Name)
+		l.longNames = append(l.longNames, fd.Name)
 	}
-	// longKeys is, for a key of one BIGINT column, the keys with rows to delete by value: their
-	// positions in kvs and which of their rows stay. An int64 map finds them faster than their
-	// encodings in g.index, and holding the keep spares a visit to kvs per row. It is nil when a
-	// keep's __START_AT is not a BIGINT.
-	type longKey struct {
-		i      int
-		before int64 // rows whose __START_AT is before stay, when keep is set
-		keep   bool
-	}
-	longKeys := sync.OnceValue(func() map[int64]longKey {
+	// For a key of one BIGINT column, the keys looked for by value: an int64 map finds them
+	// faster than their encodings in g.index, and holding the keep spares a visit to kvs per
+	// row. nil when a keep's __START_AT is not a BIGINT.
+	l.longKeys = sync.OnceValue(func() map[int64]longKey {
 		out := map[int64]longKey{}
 		for k, i := range g.index {
-			kv := &kvs[i]
-			if kv.hk == nil || !kv.diff || kv.gone == 0 {
+			if !want(i) {
 				continue
 			}
+			kv := &kvs[i]
 			key, err := decodeValues([]byte(k))
 			if err != nil || len(key) != 1 {
 				return nil
@@ -124,94 +162,97 @@ func historyDeletes(env *Env, d *spec.Dataset, b *changeBatch, state *histState,
 		}
 		return out
 	})
-	scan := func(files []delta.Add) ([][]uint64, error) {
-		return eachFile(files, func(f delta.Add) ([]uint64, error) {
-			var pos []uint64
-			var kb []byte
-			var l lookup
-			if longNames != nil {
-				cols, rowPos, ok, err := b.target.ReadLongColumns(f, longNames)
-				if err != nil {
-					return nil, err
-				}
-				if ok {
-					var byLong map[int64]longKey
-					if len(idx) == 1 && at >= 0 {
-						byLong = longKeys()
-					}
-					for r, p := range rowPos {
-						if byLong != nil {
-							if lk, ok := byLong[cols[0][r]]; ok && !(lk.keep && cols[at][r] < lk.before) {
-								pos = append(pos, uint64(p))
-								found[lk.i].Add(1)
-							}
-							continue
-						}
-						kb = kb[:0]
-						for j := range idx {
-							kb = appendLong(kb, cols[j][r])
-						}
-						i, ok := find(&l, kb, r == 0)
-						if ok && !(at < 0 && kvs[i].keep.all || at >= 0 && kvs[i].keep.keepsLong(cols[at][r])) {
-							pos = append(pos, uint64(p))
-							found[i].Add(1)
-						}
-					}
-					total.Add(int64(len(pos)))
-					return pos, nil
-				}
-			}
-			rows, rowPos, err := b.target.ReadLiveFile(f, readSch) // without the rows already deleted
+	return l
+}
+
+// scan returns, for each of files, the 0-based physical positions of the rows looked for that
+// it holds (rows its deletion vector deletes are not read), counting them in found and total.
+func (l *rowLocator) scan(files []delta.Add) ([][]uint64, error) {
+	return eachFile(files, func(f delta.Add) ([]uint64, error) {
+		var pos []uint64
+		if l.longNames != nil {
+			cols, rowPos, ok, err := l.t.ReadLongColumns(f, l.longNames)
 			if err != nil {
 				return nil, err
 			}
-			for r, row := range rows {
-				kb = appendPicked(kb[:0], row, idx)
-				if i, ok := find(&l, kb, r == 0); ok && !kvs[i].keep.keeps(row, at) {
-					pos = append(pos, uint64(rowPos[r]))
-					found[i].Add(1)
-				}
+			if ok {
+				pos = l.scanLongs(cols, rowPos)
+				l.total.Add(int64(len(pos)))
+				return pos, nil
 			}
-			total.Add(int64(len(pos)))
-			return pos, nil
-		})
-	}
-	var files, rest []delta.Add
-	for _, f := range b.snap.Files {
-		if first[f.Path] {
-			files = append(files, f)
-		} else {
-			rest = append(rest, f)
 		}
-	}
-	positions, err := scan(files)
-	if err != nil {
-		return dvChange{}, nil, err
-	}
-	if total.Load() < int64(need) && len(rest) > 0 {
-		more, err := scan(rest)
+		rows, rowPos, err := l.t.ReadLiveFile(f, l.readSch) // without the rows already deleted
 		if err != nil {
-			return dvChange{}, nil, err
+			return nil, err
 		}
-		files, positions = append(files, rest...), append(positions, more...)
+		var c keyCursor
+		for r, row := range rows {
+			c.kb = appendPicked(c.kb[:0], row, l.idx)
+			if i, ok := l.find(&c, r == 0); ok && !l.kvs[i].keep.keeps(row, l.at) {
+				pos = append(pos, uint64(rowPos[r]))
+				l.found[i].Add(1)
+			}
+		}
+		l.total.Add(int64(len(pos)))
+		return pos, nil
+	})
+}
+
+// scanLongs is scan over BIGINT columns read typed: cols[j][r] is column j of readSch of the row
+// at position rowPos[r].
+func (l *rowLocator) scanLongs(cols [][]int64, rowPos []int64) []uint64 {
+	var pos []uint64
+	if byLong := l.longKeys(); len(l.idx) == 1 && l.at >= 0 && byLong != nil {
+		for r, p := range rowPos {
+			if lk, ok := byLong[cols[0][r]]; ok && !(lk.keep && cols[l.at][r] < lk.before) {
+				pos = append(pos, uint64(p))
+				l.found[lk.i].Add(1)
+			}
+		}
+		return pos
 	}
+	var c keyCursor
+	for r, p := range rowPos {
+		c.kb = c.kb[:0]
+		for j := range l.idx {
+			c.kb = appendLong(c.kb, cols[j][r])
+		}
+		i, ok := l.find(&c, r == 0)
+		if ok && !(l.at < 0 && l.kvs[i].keep.all || l.at >= 0 && l.kvs[i].keep.keepsLong(cols[l.at][r])) {
+			pos = append(pos, uint64(p))
+			l.found[i].Add(1)
+		}
+	}
+	return pos
+}
+
+// keyCursor is a scan's last key lookup: a key's rows lie next to each other in a file, so it
+// is looked up once per run of them.
+type keyCursor struct {
+	kb, last []byte // the key being looked up, and the last one looked up
+	i        int
+	ok       bool
+}
+
+// find returns the position in kvs of the key c.kb (encoded as appendPicked does) when its rows
+// are looked for (which ones: its keep says).
+func (l *rowLocator) find(c *keyCursor, first bool) (int, bool) {
+	if first || !bytes.Equal(c.kb, c.last) {
+		c.i, c.ok = l.g.index[string(c.kb)]
+		c.last = append(c.last[:0], c.kb...)
+		c.ok = c.ok && l.want(c.i)
+	}
+	return c.i, c.ok
+}
+
+// mismatched returns how many of the keys looked for have not exactly their kvs[i].gone rows
+// found.
+func (l *rowLocator) mismatched() int {
 	bad := 0
-	for i := range kvs {
-		if int(found[i].Load()) != kvs[i].gone && kvs[i].hk != nil && kvs[i].diff {
+	for i := range l.kvs {
+		if l.want(i) && int(l.found[i].Load()) != l.kvs[i].gone {
 			bad++
 		}
 	}
-	if bad > 0 {
-		return dvChange{}, nil, fmt.Errorf("the CDC state of %s does not match its table: %d of the keys being changed do not have the rows their state names; run %s", d.Name, bad, RefreshHint(env.Pipeline, d.Name))
-	}
-	// Only the files with rows to delete change.
-	var touched []delta.Add
-	var sets [][]uint64
-	for k, f := range files {
-		if len(positions[k]) > 0 {
-			touched, sets = append(touched, f), append(sets, positions[k])
-		}
-	}
-	dv, err := markDeleted(env, d, b.target, touched, sets, nowMs)
-	return dv, fresh, err
+	return bad
 }
