@@ -16,6 +16,7 @@ import (
 )
 
 var equivalenceIterations = flag.Int("equivalence.iterations", 12, "random change logs per variant in TestRandomizedEquivalence")
+var equivalenceOptimize = flag.Bool("equivalence.optimize", false, "OPTIMIZE the target (small target sizes, so that a key's rows may be cut over files) at random points")
 
 // refEvent is one change event of a generated log.
 type refEvent struct {
@@ -343,6 +344,7 @@ func runEquivalence(t *testing.T, variant eqVariant, it int) (compacted bool) {
 		seed += 5
 	}
 	r := rand.New(rand.NewPCG(seed, 42))
+	ro := rand.New(rand.NewPCG(seed, 43)) // OPTIMIZE points (-equivalence.optimize), apart so that r's draws stay the same
 	log := genLog(r, genOptions{composite: variant.composite, nulls: variant.nulls, truncates: variant.scd == 1})
 	batches := deliver(r, log, variant.oneByOne)
 	keys := "[id]"
@@ -377,6 +379,11 @@ func runEquivalence(t *testing.T, variant eqVariant, it int) (compacted bool) {
 		}
 		if _, err := ApplyChanges(context.Background(), env, p.Dataset("target")); err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
+		}
+		if *equivalenceOptimize && ro.IntN(4) == 0 {
+			if _, err := delta.New(TableDir(p.Storage, "target")).Optimize(delta.OptimizeOptions{TargetSize: int64(300 + ro.IntN(3000))}); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if len(batches) > maxSegments+1 {

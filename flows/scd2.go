@@ -1,6 +1,7 @@
 package flows
 
 import (
+	"fmt"
 	"runtime"
 	"strconv"
 	"sync"
@@ -284,7 +285,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			return m, err
 		}
 		removes, adds = dv.removes, dv.adds
-	} else if removes, adds, fresh, err = rewriteHistoryFiles(b, tgtSch, state, mode, kvs, g, byFile, keyIdx, startIdx, trunc, toRow, nowMs); err != nil {
+	} else if removes, adds, fresh, err = rewriteHistoryFiles(env, d, b, tgtSch, state, mode, kvs, g, byFile, keyIdx, startIdx, trunc, toRow, nowMs); err != nil {
 		return m, err
 	}
 	plan := planKeyRows(kvs, fresh)
@@ -358,16 +359,7 @@ func historyMetrics(m Metrics, mor bool, dv dvChange) map[string]string {
 // stay kept from the file (rowKeep), and the state records the rename. It returns the removes
 // and adds of the rewrites and the changed keys without a file (positions in kvs, in key
 // order), whose rows go to new files.
-func rewriteHistoryFiles(b *changeBatch, tgtSch schema.Schema, state *histState, mode historyMode, kvs []changedKey, g *keyGroups, byFile map[string]bool, keyIdx []int, startIdx int, trunc []any, toRow func(version) []any, nowMs int64) (removes []delta.Remove, adds []delta.Add, fresh []int, err error) {
-	// changeOf says what the batch did to the key encoded in kb (see rewriteRows): its position
-	// in kvs, or -1 when the batch did not change it.
-	changeOf := func(kb []byte) (int, rowKeep, [][]any) {
-		i, ok := g.index[string(kb)]
-		if !ok || kvs[i].hk == nil {
-			return -1, rowKeep{}, nil
-		}
-		return i, kvs[i].keep, kvs[i].rows
-	}
+func rewriteHistoryFiles(env *Env, d *spec.Dataset, b *changeBatch, tgtSch schema.Schema, state *histState, mode historyMode, kvs []changedKey, g *keyGroups, byFile map[string]bool, keyIdx []int, startIdx int, trunc []any, toRow func(version) []any, nowMs int64) (removes []delta.Remove, adds []delta.Add, fresh []int, err error) {
 	// The changed keys by the file that holds the key (their positions in kvs, in key order) with
 	// the number of their new rows; and the changed keys without a file yet.
 	type fileKeys struct {
@@ -400,19 +392,41 @@ func rewriteHistoryFiles(b *changeBatch, tgtSch schema.Schema, state *histState,
 		}
 		fresh = append(fresh, i)
 	}
-	// Rewrite the files on several goroutines; kvs, g.index and byPath are only read there.
+	// The files rewritten, and the keys whose new rows go into them (placed): of those, the rows
+	// their keep does not keep are dropped from every file rewritten, need of them in all.
 	var files []delta.Add
 	for _, f := range b.snap.Files {
 		if byFile[f.Path] {
 			files = append(files, f)
 		}
 	}
-	done, err := eachFile(files, func(f delta.Add) (replacement, error) {
+	placed := make([]bool, len(kvs))
+	need := int64(0)
+	for _, f := range files {
+		if fk := byPath[f.Path]; fk != nil {
+			for _, i := range fk.keys {
+				placed[i] = true
+				need += int64(kvs[i].gone)
+			}
+		}
+	}
+	// changeOf says what the batch did to the key encoded in kb (see rewriteRows): its position
+	// in kvs, or -1 for a key whose rows stay as they are.
+	changeOf := func(kb []byte) (int, rowKeep, [][]any) {
+		i, ok := g.index[string(kb)]
+		if !ok || !placed[i] {
+			return -1, rowKeep{}, nil
+		}
+		return i, kvs[i].keep, kvs[i].rows
+	}
+	// rewrite rewrites f, placing the rows of the keys of fk (nil: none), on several goroutines
+	// (kvs, g.index, placed and byPath are only read there), counting the rows dropped.
+	var dropped atomic.Int64
+	rewrite := func(f delta.Add, fk *fileKeys) (replacement, error) {
 		frows, _, err := b.target.ReadLiveFile(f, tgtSch) // without the rows a deletion vector deletes
 		if err != nil {
 			return replacement{}, err
 		}
-		fk := byPath[f.Path]
 		if fk == nil {
 			fk = &fileKeys{}
 		}
@@ -426,10 +440,42 @@ func rewriteHistoryFiles(b *changeBatch, tgtSch schema.Schema, state *histState,
 				out = append(out, kvs[i].rows...)
 			}
 		}
+		dropped.Add(int64(len(frows) + fk.rows - len(out)))
 		return writeReplacement(b.target, tgtSch, f, out, nowMs)
-	})
+	}
+	done, err := eachFile(files, func(f delta.Add) (replacement, error) { return rewrite(f, byPath[f.Path]) })
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if dropped.Load() < need {
+		// Rows to drop lie in files the state names for no placed key: merge-on-read batches
+		// (before delta.enableDeletionVectors was set back to false) or OPTIMIZE spread the
+		// key's rows over several files. Find them in the other files, and rewrite those too.
+		loc := newRowLocator(b.target, tgtSch, kvs, g, keyIdx, startIdx, mode.scd2, func(i int) bool { return placed[i] && kvs[i].gone > 0 })
+		var rest []delta.Add
+		for _, f := range b.snap.Files {
+			if !byFile[f.Path] {
+				rest = append(rest, f)
+			}
+		}
+		positions, err := loc.scan(rest)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		var more []delta.Add
+		for k, f := range rest {
+			if len(positions[k]) > 0 {
+				more = append(more, f)
+			}
+		}
+		again, err := eachFile(more, func(f delta.Add) (replacement, error) { return rewrite(f, nil) })
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		files, done = append(files, more...), append(done, again...)
+	}
+	if n := dropped.Load(); n != need {
+		return nil, nil, nil, fmt.Errorf("the CDC state of %s does not match its table: the batch drops %d rows of the keys it changes, but their state names %d; run %s", d.Name, n, need, RefreshHint(env.Pipeline, d.Name))
 	}
 	for i, r := range done {
 		state.rename(files[i].Path, r.path)
