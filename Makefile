@@ -25,8 +25,9 @@ deltacheck:
 
 test: deltacheck
 	DELTACHECK=$$( [ -x $(DELTACHECK) ] && echo $(DELTACHECK) ) $(GO) test -count=1 ./...
-	# The folds that run on several goroutines, under the race detector.
-	$(GO) test -race -count=1 -run 'TestHistoryKeyWorkersEquivalence|TestKeyWorkers|TestKeyRanges|TestRelaxGC|TestViewOverFiles' ./flows
+	# The folds, and a history target's writes (data files, state, change data file, row
+	# locator), that run on several goroutines, under the race detector.
+	$(GO) test -race -count=1 -run 'TestHistoryKeyWorkersEquivalence|TestKeyWorkers|TestKeyRanges|TestRelaxGC|TestViewOverFiles|TestHistoryMergeOnRead' ./flows
 	@if [ -f $(SHARED)/cases/run_cases.py ] && [ -x $(DELTACHECK) ]; then \
 		$(GO) build -o bin/pipeline ./cmd/pipeline && \
 		python3 $(SHARED)/cases/run_cases.py ./bin/pipeline $(DELTACHECK) $(SHARED)/cases/*/; \

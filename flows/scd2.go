@@ -315,9 +315,10 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		var cdc delta.CDC
 		var cdcErr error
 		saving.Add(1)
+		changes := files // its own copy: files gets its adds and cdcWritten meanwhile
 		go func() {
 			defer saving.Done()
-			rows, types := files.changes()
+			rows, types := changes.changes()
 			cdc, cdcErr = b.target.WriteCDCFile(d.Schema, rows, types)
 		}()
 		files.cdcWritten = func() ([]delta.CDC, error) {
