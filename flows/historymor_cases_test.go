@@ -25,11 +25,11 @@ func TestHistoryMergeOnReadThenCopyOnWrite(t *testing.T) {
 	}
 	for i, e := range [][]any{ev(10, 1), ev(20, 2), ev(30, 3)} {
 		appendEvents(t, p, [][]any{e, {"U", int64(100 + i), "x", schema.Decimal(5), int64(5)}})
-		applyHistoryTarget(t, p, false)
+		applyTarget(t, p, false)
 	}
 	p = loadPipeline(t, dir, off)
 	appendEvents(t, p, [][]any{ev(15, 9)})
-	applyHistoryTarget(t, p, false)
+	applyTarget(t, p, false)
 	_, rows := readTable(t, p, "target")
 	var got []string
 	for _, r := range rows {
@@ -68,7 +68,7 @@ func TestHistoryMergeOnReadStaleFile(t *testing.T) {
 		for bi, b := range batches {
 			for _, p := range []*spec.Pipeline{cow, mor} {
 				appendEvents(t, p, b)
-				applyHistoryTarget(t, p, fresh)
+				applyTarget(t, p, fresh)
 			}
 			if bi == 2 {
 				sm, _ := readTable(t, mor, "target")

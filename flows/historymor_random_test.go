@@ -17,7 +17,8 @@ import (
 var historyMORSeeds = flag.Int("history-mor.seeds", 20, "seeds of TestHistoryMergeOnReadRandom")
 var historyMORScale = flag.Int("history-mor.scale", 1, "TestHistoryMergeOnReadRandom: keys and events a batch times this")
 
-// historyMORSpec is cdfSpec with a table_properties block (%s) on each history target.
+// historyMORSpec is a change feed and three targets kept as per-key histories, each with props
+// (a table_properties block, or "") after it: cdfSpec's.
 func historyMORSpec(props string) string {
 	return fmt.Sprintf(`name: t
 storage: ./storage
@@ -77,31 +78,7 @@ func TestHistoryMergeOnReadRandom(t *testing.T) {
 				trail = append(trail, "off")
 			}
 			envM := &Env{Pipeline: mor, Events: nopEvents{}, Now: time.Now}
-			var evs [][]any
-			for range 1 + rng.Intn(80**historyMORScale) {
-				k := int64(rng.Intn(nkeys))
-				s := seq + int64(rng.Intn(10))
-				if rng.Intn(4) == 0 {
-					s = int64(rng.Intn(int(seq))) // late
-				}
-				seq += 3
-				var op string
-				switch x := rng.Intn(20); {
-				case x < 5:
-					op = "D"
-				case x < 6 && batch > 2:
-					op = "T"
-				case x < 12:
-					op = "I"
-				default:
-					op = "U"
-				}
-				if op == "T" {
-					evs = append(evs, []any{"T", nil, nil, s})
-					continue
-				}
-				evs = append(evs, ch(op, k, []string{"a", "b", "", "c"}[rng.Intn(4)], s))
-			}
+			evs := randomChanges(rng, nkeys, 1+rng.Intn(80**historyMORScale), batch > 2, &seq)
 			appendEvents(t, cow, evs)
 			appendEvents(t, mor, evs)
 			if rng.Intn(3) == 0 {
@@ -141,32 +118,7 @@ func TestHistoryMergeOnReadRandom(t *testing.T) {
 				if cdfC != cdfM {
 					t.Fatalf("seed %d batch %d %s (%v): change data feeds differ\ncopy-on-write:\n%s\nmerge-on-read:\n%s", seed, batch, ds, trail, cdfC, cdfM)
 				}
-				cs, crows, err := tbM.Changes(mm.Version, mm.Version)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ct := cs.Index("_change_type")
-				count := map[string]int{}
-				for _, r := range before {
-					count[r]++
-				}
-				for _, r := range crows {
-					row := cdfRowText(cs, r, skip)
-					switch r[ct].(string) {
-					case delta.ChangeInsert, delta.ChangeUpdatePostimage:
-						count[row]++
-					case delta.ChangeUpdatePreimage, delta.ChangeDelete:
-						count[row]--
-					}
-				}
-				for _, r := range tableText(t, tbM, mm.Version) {
-					count[r]--
-				}
-				for r, c := range count {
-					if c != 0 {
-						t.Errorf("seed %d batch %d %s version %d: row %s is %+d off after applying the change data feed", seed, batch, ds, mm.Version, r, c)
-					}
-				}
+				checkCDFTurns(t, fmt.Sprintf("seed %d batch %d %s", seed, batch, ds), tbM, before, mm.Version)
 				if t.Failed() {
 					t.FailNow()
 				}

@@ -1,28 +1,14 @@
 package flows
 
 import (
-	"context"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"tributary/delta"
+	"tributary/schema"
 	"tributary/spec"
 )
-
-// applyHistoryTarget applies the pipeline's pending events to its target, as a new process would
-// (the state read from its segments) when fresh is set.
-func applyHistoryTarget(t *testing.T, p *spec.Pipeline, fresh bool) Metrics {
-	t.Helper()
-	if fresh {
-		histCache.Delete(StateDir(p.Storage, "target"))
-	}
-	m, err := ApplyChanges(context.Background(), &Env{Pipeline: p, Events: nopEvents{}}, p.Dataset("target"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
 
 // TestHistoryMergeOnReadMatchesCopyOnWrite: for the targets kept as per-key histories (SCD type
 // 2, and SCD type 1 with ignore_null_updates), the same batches (updates, deletes, late and
@@ -79,7 +65,7 @@ func TestHistoryMergeOnReadMatchesCopyOnWrite(t *testing.T) {
 				var ms [3]Metrics
 				for k, p := range pipes {
 					appendEvents(t, p, evs)
-					ms[k] = applyHistoryTarget(t, p, batch%2 == 1)
+					ms[k] = applyTarget(t, p, batch%2 == 1)
 				}
 				var snaps [3]*delta.Snapshot
 				var rows, changes [3][]string
@@ -122,43 +108,8 @@ func TestHistoryMergeOnReadMatchesCopyOnWrite(t *testing.T) {
 				// The merge-on-read commit: no file rewritten, rows conserved, and, for a batch of
 				// events after their keys' stored ones, exactly the change data feed's new images
 				// written and its old images deleted.
-				c, err := morTable.ReadCommit(snaps[1].Version)
-				if err != nil {
-					t.Fatal(err)
-				}
-				removed := map[string]delta.Remove{}
-				for _, rm := range c.Removes {
-					removed[rm.Path] = rm
-				}
-				var newRows, deleted int64
-				for _, a := range c.Adds {
-					rm, ok := removed[a.Path]
-					if !ok {
-						st, err := delta.ParseStats(a.Stats, mor.Dataset("target").Schema)
-						if err != nil || a.DeletionVector != nil {
-							t.Fatalf("batch %d: new file %s: stats %v, deletion vector %+v", batch, a.Path, err, a.DeletionVector)
-						}
-						newRows += st.NumRecords
-						continue
-					}
-					delete(removed, a.Path)
-					if a.DeletionVector == nil {
-						t.Fatalf("batch %d: file %s removed and added back without a deletion vector", batch, a.Path)
-					}
-					dvsSeen++
-					before, err := morTable.ReadDeletionVector(rm.DeletionVector)
-					if err != nil {
-						t.Fatal(err)
-					}
-					after, err := morTable.ReadDeletionVector(a.DeletionVector)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if len(after) <= len(before) || int64(len(after)) != a.DeletionVector.Cardinality || len(intersect(before, after)) != len(before) {
-						t.Fatalf("batch %d: file %s: deletion vector of %d rows (cardinality %d) after %d, not a superset", batch, a.Path, len(after), a.DeletionVector.Cardinality, len(before))
-					}
-					deleted += int64(len(after) - len(before))
-				}
+				newRows, deleted, readded, removed := morCommit(t, morTable, snaps[1].Version, mor.Dataset("target").Schema)
+				dvsSeen += readded
 				for path := range removed { // removed for good: every live row of it deleted
 					a, ok := prevFiles[path]
 					n, known := a.NumRecords()
@@ -191,6 +142,54 @@ func TestHistoryMergeOnReadMatchesCopyOnWrite(t *testing.T) {
 			}
 		})
 	}
+}
+
+// morCommit checks that merge-on-read commit v of tb rewrote no data file: every file it
+// removes and adds back has a deletion vector holding the old one's positions and more (schema
+// s). It returns the rows of its new files, the positions its new deletion vectors add, the
+// number of files added back, and the files it removes for good.
+func morCommit(t *testing.T, tb *delta.Table, v int64, s schema.Schema) (newRows, deleted int64, readded int, gone map[string]delta.Remove) {
+	t.Helper()
+	c, err := tb.ReadCommit(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone = map[string]delta.Remove{}
+	for _, rm := range c.Removes {
+		gone[rm.Path] = rm
+	}
+	for _, a := range c.Adds {
+		rm, ok := gone[a.Path]
+		if !ok {
+			st, err := delta.ParseStats(a.Stats, s)
+			if err != nil || a.DeletionVector != nil {
+				t.Fatalf("version %d: new file %s: stats %v, deletion vector %+v", v, a.Path, err, a.DeletionVector)
+			}
+			newRows += st.NumRecords
+			continue
+		}
+		delete(gone, a.Path)
+		if a.DeletionVector == nil {
+			t.Fatalf("version %d: file %s removed and added back without a deletion vector", v, a.Path)
+		}
+		readded++
+		before, err := tb.ReadDeletionVector(rm.DeletionVector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, err := tb.ReadDeletionVector(a.DeletionVector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(after) <= len(before) || int64(len(after)) != a.DeletionVector.Cardinality || len(intersect(before, after)) != len(before) {
+			t.Fatalf("version %d: file %s: deletion vector of %d rows (cardinality %d) after %d, not a superset", v, a.Path, len(after), a.DeletionVector.Cardinality, len(before))
+		}
+		if !strings.Contains(a.Stats, `"tightBounds":false`) {
+			t.Errorf("version %d: file %s has a deletion vector but stats %s", v, a.Path, a.Stats)
+		}
+		deleted += int64(len(after) - len(before))
+	}
+	return newRows, deleted, readded, gone
 }
 
 // intersect returns the positions of a that are in b (both ascending).
