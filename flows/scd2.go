@@ -459,6 +459,7 @@ func rewriteHistoryFiles(env *Env, d *spec.Dataset, b *changeBatch, tgtSch schem
 				rest = append(rest, f)
 			}
 		}
+		rest = loc.after(rest, func(int) bool { return true })
 		positions, err := loc.scan(rest)
 		if err != nil {
 			return nil, nil, nil, err

@@ -65,6 +65,7 @@ func historyDeletes(env *Env, d *spec.Dataset, b *changeBatch, state *histState,
 		return dvChange{}, nil, err
 	}
 	if loc.total.Load() < int64(need) && len(rest) > 0 {
+		rest = loc.after(rest, func(i int) bool { return int(loc.found[i].Load()) < kvs[i].gone })
 		more, err := loc.scan(rest)
 		if err != nil {
 			return dvChange{}, nil, err
@@ -243,6 +244,43 @@ func (l *rowLocator) find(c *keyCursor, first bool) (int, bool) {
 		c.ok = c.ok && l.want(c.i)
 	}
 	return c.i, c.ok
+}
+
+// after returns the files of files that may hold rows looked for of the keys for which missing
+// holds: for SCD type 2 with a BIGINT sequence, a key's rows looked for start at or after its
+// keep's before, so a file whose statistics bound its __START_AT below the least of those holds
+// none of them (a file with a deletion vector keeps its bounds, loose). A file without the
+// statistic stays.
+func (l *rowLocator) after(files []delta.Add, missing func(i int) bool) []delta.Add {
+	if l.at < 0 || l.readSch.Fields[l.at].Type.Kind != schema.Long {
+		return files
+	}
+	least, some := int64(0), false
+	for i := range l.kvs {
+		if !l.want(i) || !missing(i) {
+			continue
+		}
+		b, ok := l.kvs[i].keep.before.(int64)
+		if !ok {
+			return files // all of the key's rows: any file may hold them
+		}
+		if !some || b < least {
+			least, some = b, true
+		}
+	}
+	if !some {
+		return nil
+	}
+	start := schema.Schema{Fields: []schema.Field{l.readSch.Fields[l.at]}}
+	var out []delta.Add
+	for _, f := range files {
+		st, err := delta.ParseStats(f.Stats, start)
+		if max, ok := st.Max[start.Fields[0].Name].(int64); err == nil && ok && max < least {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // mismatched returns how many of the keys looked for have not exactly their kvs[i].gone rows

@@ -1,6 +1,7 @@
 package flows
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -205,4 +206,43 @@ func intersect(a, b []uint64) []uint64 {
 		}
 	}
 	return out
+}
+
+// TestRowLocatorAfter: the files a second scan reads for rows of SCD type 2 keys are those whose
+// __START_AT statistics do not end before the least start looked for; a key whose rows all go,
+// or a file without statistics, keeps every file.
+func TestRowLocatorAfter(t *testing.T) {
+	tgt := schema.Schema{Fields: []schema.Field{
+		{Name: "id", Type: schema.Type{Kind: schema.Long}},
+		{Name: "__START_AT", Type: schema.Type{Kind: schema.Long}, Nullable: true},
+	}}
+	file := func(path string, maxStart int64) delta.Add {
+		return delta.Add{Path: path, Stats: fmt.Sprintf(`{"numRecords":2,"minValues":{"id":1,"__START_AT":0},"maxValues":{"id":9,"__START_AT":%d}}`, maxStart)}
+	}
+	files := []delta.Add{file("a", 5), file("b", 19), file("c", 20), file("d", 40), {Path: "e"}}
+	kvs := []changedKey{{keep: rowKeep{before: int64(30)}, gone: 1}, {keep: rowKeep{before: int64(20)}, gone: 2}, {keep: rowKeep{before: int64(1)}, gone: 1}}
+	paths := func(fs []delta.Add) string {
+		var out []string
+		for _, f := range fs {
+			out = append(out, f.Path)
+		}
+		return strings.Join(out, ",")
+	}
+	for _, c := range []struct {
+		name    string
+		kvs     []changedKey
+		missing func(i int) bool
+		want    string
+	}{
+		{"keys 0 and 1 missing: from 20 on", kvs, func(i int) bool { return i < 2 }, "c,d,e"},
+		{"key 0 missing: from 30 on", kvs, func(i int) bool { return i == 0 }, "d,e"},
+		{"key 2 missing: from 1 on", kvs, func(i int) bool { return i == 2 }, "a,b,c,d,e"},
+		{"none missing", kvs, func(int) bool { return false }, ""},
+		{"a key whose rows all go", []changedKey{{keep: rowKeep{}, gone: 3}}, func(int) bool { return true }, "a,b,c,d,e"},
+	} {
+		l := newRowLocator(nil, tgt, c.kvs, &keyGroups{index: map[string]int{}}, []int{0}, 1, true, func(i int) bool { return c.kvs[i].gone > 0 })
+		if got := paths(l.after(files, c.missing)); got != c.want {
+			t.Errorf("%s: files %q, want %q", c.name, got, c.want)
+		}
+	}
 }
