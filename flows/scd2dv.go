@@ -17,7 +17,8 @@ import (
 // marked deleted where they lie (Delta PROTOCOL.md, "Deletion Vectors"), and its new rows
 // (kvs[i].rows) go to new files, with the rows of the keys that have no file yet. No data file
 // is rewritten, and the versions before the first changed one stay where they are, so a batch
-// writes about as many rows as it changes versions, whatever the size of the table.
+// writes about as many rows as it changes versions, whatever the size of the table (it may read
+// the key columns of many files, below).
 //
 // A key's rows may then lie in several files: its state names the one written last, which holds
 // its last version (the open one, which a batch of later events closes). The rows' positions
