@@ -91,3 +91,46 @@ func TestHistoryMergeOnReadStaleFile(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryMergeOnReadThenEmptiedFile: SCD type 2, merge-on-read for two batches, so that key
+// 1's closed version [10,20) lies in one file and its open version [30,) alone in another (the
+// file its state names). Then copy-on-write: a delete tying 30 removes the open version, which
+// empties the state's file (renamed to ""), while the key still has its closed version in the
+// first file. A later upsert must not write the closed version a second time.
+func TestHistoryMergeOnReadThenEmptiedFile(t *testing.T) {
+	text := benchSpec + "      stored_as_scd_type: 2\n"
+	on := text + "    table_properties:\n      delta.enableDeletionVectors: \"true\"\n"
+	off := text + "    table_properties:\n      delta.enableDeletionVectors: \"false\"\n"
+	for _, c := range []struct {
+		fresh bool
+		next  int64 // the sequence of the upsert after the delete: later, or late
+	}{{false, 100}, {true, 100}, {false, 15}, {true, 15}} {
+		fresh := c.fresh
+		refDir, subDir := t.TempDir(), t.TempDir()
+		ref, sub := loadPipeline(t, refDir, text), loadPipeline(t, subDir, on)
+		u := func(id, seq, amt int64) []any { return []any{"U", id, "n", schema.Decimal(amt), seq} }
+		d := func(id, seq int64) []any { return []any{"D", id, nil, nil, seq} }
+		batches := [][][]any{
+			{u(1, 10, 1), d(1, 20), u(2, 10, 1)},
+			{u(1, 30, 2)},
+			{d(1, 30)}, // copy-on-write from here on
+			{u(1, c.next, 3)},
+			{u(1, 5, 4)},
+		}
+		for bi, b := range batches {
+			if bi == 2 {
+				sub = loadPipeline(t, subDir, off)
+			}
+			appendEvents(t, ref, b)
+			appendEvents(t, sub, b)
+			applyTarget(t, ref, fresh)
+			applyTarget(t, sub, fresh)
+			_, rr := readTable(t, ref, "target")
+			_, rs := readTable(t, sub, "target")
+			if a, b := strings.Join(rowTexts(rr, nil), "\n"), strings.Join(rowTexts(rs, nil), "\n"); a != b {
+				t.Errorf("next %d fresh %v batch %d: reference (copy-on-write throughout)\n%s\nmerge-on-read, then copy-on-write\n%s", c.next, fresh, bi, a, b)
+				break
+			}
+		}
+	}
+}

@@ -704,7 +704,14 @@ func (w *keyWorker) changed(i int, k string, hk *histKey, rows [][]any, keep row
 	}
 	w.ups += ups
 	w.dels += dels
-	if f := w.state.lookup(hk.file); f != "" {
+	f := w.state.lookup(hk.file)
+	if f == "" && hk.file != "" {
+		// A copy-on-write rewrite emptied the key's file while the key has rows in others
+		// (merge-on-read spread them): the file named, not live, makes applyHistory rebuild the
+		// key-to-file index from the table.
+		f = hk.file
+	}
+	if f != "" {
 		if w.byFile == nil {
 			w.byFile = map[string]bool{}
 		}
