@@ -2,6 +2,7 @@ package flows
 
 import (
 	"bytes"
+	"sync/atomic"
 
 	"tributary/schema"
 )
@@ -71,8 +72,9 @@ func allAfter(evs []*event, seq []any) bool {
 // place, by its newRows, so that a key's rows stay next to each other; it deletes from place
 // the positions it placed. A key's rows are next to each other in the files this flow writes,
 // so changeOf is asked once per run of rows of one key (of a key whose rows lie apart, once per
-// run; its new rows follow its first run).
-func rewriteRows(out, rows [][]any, keyIdx []int, startIdx int, changeOf func(kb []byte) (pos int, keep rowKeep, newRows [][]any), place map[int]bool) [][]any {
+// run; its new rows follow its first run). Each row of a changed key it drops counts one in
+// dropped[pos] (dropped may be nil).
+func rewriteRows(out, rows [][]any, keyIdx []int, startIdx int, changeOf func(kb []byte) (pos int, keep rowKeep, newRows [][]any), place map[int]bool, dropped []atomic.Int32) [][]any {
 	var kb, prev []byte
 	pos, pending := -1, [][]any(nil)
 	var keep rowKeep
@@ -91,6 +93,8 @@ func rewriteRows(out, rows [][]any, keyIdx []int, startIdx int, changeOf func(kb
 		}
 		if pos < 0 || keep.keeps(r, startIdx) {
 			out = append(out, r)
+		} else if dropped != nil {
+			dropped[pos].Add(1)
 		}
 	}
 	return append(out, pending...)

@@ -402,12 +402,10 @@ func rewriteHistoryFiles(env *Env, d *spec.Dataset, b *changeBatch, tgtSch schem
 		}
 	}
 	placed := make([]bool, len(kvs))
-	need := int64(0)
 	for _, f := range files {
 		if fk := byPath[f.Path]; fk != nil {
 			for _, i := range fk.keys {
 				placed[i] = true
-				need += int64(kvs[i].gone)
 			}
 		}
 	}
@@ -421,8 +419,9 @@ func rewriteHistoryFiles(env *Env, d *spec.Dataset, b *changeBatch, tgtSch schem
 		return i, kvs[i].keep, kvs[i].rows
 	}
 	// rewrite rewrites f, placing the rows of the keys of fk (nil: none), on several goroutines
-	// (kvs, g.index, placed and byPath are only read there), counting the rows dropped.
-	var dropped atomic.Int64
+	// (kvs, g.index, placed and byPath are only read there), counting each key's rows dropped.
+	dropped := make([]atomic.Int32, len(kvs))
+	short := func(i int) bool { return placed[i] && int(dropped[i].Load()) < kvs[i].gone }
 	rewrite := func(f delta.Add, fk *fileKeys) (replacement, error) {
 		frows, _, err := b.target.ReadLiveFile(f, tgtSch) // without the rows a deletion vector deletes
 		if err != nil {
@@ -435,24 +434,30 @@ func rewriteHistoryFiles(env *Env, d *spec.Dataset, b *changeBatch, tgtSch schem
 		for _, i := range fk.keys {
 			place[i] = true
 		}
-		out := rewriteRows(make([][]any, 0, len(frows)+fk.rows), frows, keyIdx, startIdx, changeOf, place)
+		out := rewriteRows(make([][]any, 0, len(frows)+fk.rows), frows, keyIdx, startIdx, changeOf, place, dropped)
 		for _, i := range fk.keys {
 			if place[i] { // the file held no row of the key
 				out = append(out, kvs[i].rows...)
 			}
 		}
-		dropped.Add(int64(len(frows) + fk.rows - len(out)))
 		return writeReplacement(b.target, tgtSch, f, out, nowMs)
 	}
 	done, err := eachFile(files, func(f delta.Add) (replacement, error) { return rewrite(f, byPath[f.Path]) })
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if dropped.Load() < need {
+	someShort := false
+	for i := range kvs {
+		if short(i) {
+			someShort = true
+			break
+		}
+	}
+	if someShort {
 		// Rows to drop lie in files the state names for no placed key: merge-on-read batches
-		// (before delta.enableDeletionVectors was set back to false) or OPTIMIZE spread the
-		// key's rows over several files. Find them in the other files, and rewrite those too.
-		loc := newRowLocator(b.target, tgtSch, kvs, g, keyIdx, startIdx, mode.scd2, func(i int) bool { return placed[i] && kvs[i].gone > 0 })
+		// (before delta.enableDeletionVectors was set back to false) spread the key's rows
+		// over several files. Find them in the other files, and rewrite those too.
+		loc := newRowLocator(b.target, tgtSch, kvs, g, keyIdx, startIdx, mode.scd2, short)
 		var rest []delta.Add
 		for _, f := range b.snap.Files {
 			if !byFile[f.Path] {
@@ -476,8 +481,14 @@ func rewriteHistoryFiles(env *Env, d *spec.Dataset, b *changeBatch, tgtSch schem
 		}
 		files, done = append(files, more...), append(done, again...)
 	}
-	if n := dropped.Load(); n != need {
-		return nil, nil, nil, fmt.Errorf("the CDC state of %s does not match its table: the batch drops %d rows of the keys it changes, but their state names %d; run %s", d.Name, n, need, RefreshHint(env.Pipeline, d.Name))
+	bad := 0
+	for i := range kvs {
+		if placed[i] && int(dropped[i].Load()) != kvs[i].gone {
+			bad++
+		}
+	}
+	if bad > 0 {
+		return nil, nil, nil, fmt.Errorf("the CDC state of %s does not match its table: %d of the keys being changed do not have the rows their state names; run %s", d.Name, bad, RefreshHint(env.Pipeline, d.Name))
 	}
 	for i, r := range done {
 		state.rename(files[i].Path, r.path)

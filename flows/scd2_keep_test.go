@@ -72,7 +72,7 @@ func TestRewriteRows(t *testing.T) {
 				fresh = append(fresh, []any{"y", k, st})
 			}
 			return int(k), ch.keep, fresh
-		}, place)
+		}, place, nil)
 		got := make([]string, len(out))
 		for i, r := range out {
 			got[i] = fmt.Sprintf("%d/%d", r[1], r[2])
