@@ -696,7 +696,9 @@ func reportTies(env *Env, d *spec.Dataset, ties int64) {
 }
 
 // commitApply makes the batch's one commit: removes, adds, change data, the state manifest and
-// the source table's id in commitInfo, and the progress txn.
+// the source table's id in commitInfo, and the progress txn. metrics become the commit's
+// operationMetrics, with numSourceRows and, unless set, numTargetFilesAdded and
+// numTargetFilesRemoved (the commit's adds and removes).
 func commitApply(d *spec.Dataset, b *changeBatch, removes []delta.Remove, adds []delta.Add, cdcs []delta.CDC, stateID string, metrics map[string]string) (int64, error) {
 	ac := d.ApplyChanges
 	tx := b.target.Begin(b.snap)
@@ -712,8 +714,14 @@ func commitApply(d *spec.Dataset, b *changeBatch, removes []delta.Remove, adds [
 	}
 	tx.SetAppTxn(b.appID, b.progress)
 	metrics["numSourceRows"] = strconv.Itoa(b.nSource)
-	metrics["numTargetFilesAdded"] = strconv.Itoa(len(adds))
-	metrics["numTargetFilesRemoved"] = strconv.Itoa(len(removes))
+	// Unless the batch counted them itself (merge-on-read: a file added back with a deletion
+	// vector is neither added nor removed), every add and remove counts.
+	if _, ok := metrics["numTargetFilesAdded"]; !ok {
+		metrics["numTargetFilesAdded"] = strconv.Itoa(len(adds))
+	}
+	if _, ok := metrics["numTargetFilesRemoved"]; !ok {
+		metrics["numTargetFilesRemoved"] = strconv.Itoa(len(removes))
+	}
 	tx.SetCommitInfo(map[string]any{stateKey: stateID, sourceKey: b.sourceID, settingsKey: settingsOf(d)}, metrics)
 	return tx.Commit("MERGE", map[string]any{"predicate": fmt.Sprintf("APPLY CHANGES keys %v sequence_by %v stored_as_scd_type %d", ac.Keys, ac.SequenceBy, ac.StoredAsSCDType)})
 }

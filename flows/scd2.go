@@ -336,18 +336,21 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			saving.Wait()
 			return saved.id, saved.segs, saved.renames, saved.err
 		}, state.remember,
-		historyMetrics(m, mor, dv))
+		historyMetrics(m, mor, dv, len(written)))
 	return m, err
 }
 
 // historyMetrics is the operationMetrics of an applyHistory commit: the rows upserted and
-// deleted and, for a merge-on-read target, what became of the deletion vectors (dv).
-func historyMetrics(m Metrics, mor bool, dv dvChange) map[string]string {
+// deleted and, for a merge-on-read target, the new data files (written of them), the files
+// removed for good and what became of the deletion vectors (dv).
+func historyMetrics(m Metrics, mor bool, dv dvChange, written int) map[string]string {
 	out := map[string]string{
 		"numTargetRowsUpserted": strconv.FormatInt(m.NumUpsertedRows, 10),
 		"numTargetRowsDeleted":  strconv.FormatInt(m.NumDeletedRows, 10),
 	}
 	if mor {
+		out["numTargetFilesAdded"] = strconv.Itoa(written)
+		out["numTargetFilesRemoved"] = strconv.Itoa(dv.filesRemoved)
 		out["numTargetDeletionVectorsAdded"] = strconv.Itoa(dv.added)
 		out["numTargetDeletionVectorsUpdated"] = strconv.Itoa(dv.updated)
 		out["numTargetDeletionVectorsRemoved"] = strconv.Itoa(dv.removed)

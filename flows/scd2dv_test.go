@@ -3,6 +3,7 @@ package flows
 import (
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -147,7 +148,8 @@ func TestHistoryMergeOnReadMatchesCopyOnWrite(t *testing.T) {
 
 // morCommit checks that merge-on-read commit v of tb rewrote no data file: every file it
 // removes and adds back has a deletion vector holding the old one's positions and more (schema
-// s). It returns the rows of its new files, the positions its new deletion vectors add, the
+// s); and that its operationMetrics count the new files as added, the files removed for good as
+// removed, and the files added back as deletion vectors added or updated. It returns the rows of its new files, the positions its new deletion vectors add, the
 // number of files added back, and the files it removes for good.
 func morCommit(t *testing.T, tb *delta.Table, v int64, s schema.Schema) (newRows, deleted int64, readded int, gone map[string]delta.Remove) {
 	t.Helper()
@@ -189,6 +191,18 @@ func morCommit(t *testing.T, tb *delta.Table, v int64, s schema.Schema) (newRows
 			t.Errorf("version %d: file %s has a deletion vector but stats %s", v, a.Path, a.Stats)
 		}
 		deleted += int64(len(after) - len(before))
+	}
+	om := c.Info.OperationMetrics
+	if got, want := om["numTargetFilesAdded"], strconv.Itoa(len(c.Adds)-readded); got != want {
+		t.Errorf("version %d: numTargetFilesAdded %s, want %s (new data files)", v, got, want)
+	}
+	if got, want := om["numTargetFilesRemoved"], strconv.Itoa(len(gone)); got != want {
+		t.Errorf("version %d: numTargetFilesRemoved %s, want %s (files removed for good)", v, got, want)
+	}
+	dvAdded, _ := strconv.Atoi(om["numTargetDeletionVectorsAdded"])
+	dvUpdated, _ := strconv.Atoi(om["numTargetDeletionVectorsUpdated"])
+	if dvAdded+dvUpdated != readded {
+		t.Errorf("version %d: deletion vectors added %d + updated %d, want the %d files added back", v, dvAdded, dvUpdated, readded)
 	}
 	return newRows, deleted, readded, gone
 }
