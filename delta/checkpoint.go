@@ -330,19 +330,11 @@ func (t *Table) readCheckpointFiles(ref checkpointRef) (*replayState, error) {
 // readCheckpointFile folds the actions of one checkpoint (or sidecar) file into st and returns
 // the paths of the sidecar files it names.
 func (t *Table) readCheckpointFile(st *replayState, name string) ([]string, error) {
-	f, err := os.Open(name)
+	f, pf, err := openParquet(name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	pf, err := parquet.OpenFile(f, fi.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
-	if err != nil {
-		return nil, err
-	}
 	if pf.Root().Column("sidecar") == nil {
 		// The schema this package writes: read without conversion when the file has it.
 		return nil, readCheckpointRows(pf, func(row cpRow) error {

@@ -6,8 +6,6 @@ import (
 	"math"
 	"os"
 
-	"github.com/google/uuid"
-
 	"tributary/schema"
 )
 
@@ -148,7 +146,7 @@ func (w *DataWriter) openFile(g *partGroup) (*dataFile, error) {
 			return nil, err
 		}
 	}
-	rel := fmt.Sprintf("part-00000-%s.c000.snappy.parquet", uuid.NewString())
+	rel := NewDataFileName()
 	if g.dir != "" {
 		rel = g.dir + "/" + rel
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding"
@@ -64,19 +63,11 @@ func (t *Table) ReadLongColumns(a Add, names []string) (cols [][]int64, pos []in
 // readLongColumns reads the INT64 columns names of the Parquet file at name, every row; ok is
 // false when one is missing, not a flat INT64 column, or holds a NULL.
 func readLongColumns(name string, names []string) (cols [][]int64, ok bool, err error) {
-	f, err := os.Open(name)
+	f, pf, err := openParquet(name)
 	if err != nil {
 		return nil, false, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, false, err
-	}
-	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
-	if err != nil {
-		return nil, false, err
-	}
 	idx := make([]int, len(names))
 	for j, n := range names {
 		col := pf.Root().Column(n)

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/google/uuid"
-
 	"tributary/schema"
 )
 
@@ -250,7 +248,7 @@ func (t *Table) writeCompacted(s schema.Schema, bin []Add) (Add, int64, error) {
 			dir = d + "/"
 		}
 	}
-	rel := dir + fmt.Sprintf("part-00000-%s.c000.snappy.parquet", uuid.NewString())
+	rel := dir + NewDataFileName()
 	pf, err := t.createParquet(rel, s, false)
 	if err != nil {
 		return Add{}, 0, err

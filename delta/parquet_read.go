@@ -93,19 +93,11 @@ func readParquet(name string, s schema.Schema) ([][]any, error) {
 
 // readParquetGroups reads the file one row group at a time and hands each group's rows to fn.
 func readParquetGroups(name string, s schema.Schema, reuse bool, fn func(rows [][]any) error) error {
-	f, err := os.Open(name)
+	f, pf, err := openParquet(name)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
-	if err != nil {
-		return err
-	}
 	root := pf.Root()
 	w := len(s.Fields)
 	// Check the columns and find their converters once, before any row is read.
@@ -203,6 +195,24 @@ func readParquetGroups(name string, s schema.Schema, reuse bool, fn func(rows []
 		}
 	}
 	return nil
+}
+
+// openParquet opens the Parquet file at name for reading, its footer read (page indexes and
+// bloom filters skipped: no reader here uses them). The caller closes f; on error nothing is
+// left open. Errors are the file system's or parquet-go's, unwrapped.
+func openParquet(name string) (f *os.File, pf *parquet.File, err error) {
+	if f, err = os.Open(name); err != nil {
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err == nil {
+		pf, err = parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, pf, nil
 }
 
 // tileRows is how many rows readTiles fills at a time: with a few columns, the tile's rows and

@@ -1,6 +1,7 @@
 package delta
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -21,19 +22,15 @@ func ParquetSchema(path string) (s schema.Schema, err error) {
 			s, err = schema.Schema{}, fmt.Errorf("%s: the Parquet reader failed: %v", path, r)
 		}
 	}()
-	f, err := os.Open(path)
+	f, pf, err := openParquet(path)
 	if err != nil {
-		return schema.Schema{}, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return schema.Schema{}, err
-	}
-	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
-	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return schema.Schema{}, err // names the path already
+		}
 		return schema.Schema{}, fmt.Errorf("%s: %w", path, err)
 	}
+	defer f.Close()
 	return parquetFields(pf.Root().Columns(), "")
 }
 
