@@ -92,8 +92,8 @@ func historyDeletes(env *Env, d *spec.Dataset, b *changeBatch, state *histState,
 // kvs[i] for which want(i) holds, the rows its keep does not keep (kvs[i].gone of them), found
 // by reading the key columns and __START_AT of data files. Merge-on-read marks them deleted
 // (historyDeletes); copy-on-write rewrites the files that hold them (rewriteHistoryFiles), once
-// merge-on-read batches or OPTIMIZE have spread a key's rows over several files. scan is safe
-// for concurrent use.
+// merge-on-read batches have spread a key's rows over several files (OPTIMIZE, which only joins
+// files, may leave them spread). scan is safe for concurrent use.
 type rowLocator struct {
 	t       *delta.Table
 	kvs     []changedKey
