@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -121,34 +122,84 @@ func listInputs(path string) (base string, files []inputFile, err error) {
 			base = filepath.Dir(path)
 			files = append(files, inputFile{abs: path, rel: filepath.Base(path), size: st.Size(), modTime: st.ModTime().UnixMilli()})
 		} else {
-			err = filepath.WalkDir(path, func(p string, de fs.DirEntry, err error) error {
-				if err != nil {
-					return err
-				}
-				if p != path && hidden(de.Name()) {
-					if de.IsDir() {
-						return filepath.SkipDir
-					}
-					return nil
-				}
-				if de.IsDir() {
-					return nil
-				}
-				info, err := de.Info()
-				if err != nil {
-					return err
-				}
-				rel, _ := filepath.Rel(path, p)
-				files = append(files, inputFile{abs: p, rel: filepath.ToSlash(rel), size: info.Size(), modTime: info.ModTime().UnixMilli(), lstat: true})
-				return nil
-			})
-			if err != nil {
+			if files, err = walkSource(path, "", files, map[string]bool{}); err != nil {
 				return "", nil, fmt.Errorf("listing %s: %w", path, err)
 			}
 		}
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].rel < files[j].rel })
 	return base, files, nil
+}
+
+// SourceFile is one input file of a source folder, as SourceFiles lists it.
+type SourceFile struct {
+	Path    string    // the folder joined with the file's names under it (through symbolic links)
+	Size    int64     // bytes
+	ModTime time.Time // the last modification
+}
+
+// SourceFiles lists the files a source folder holds, as a flow reads them: walked recursively
+// in name order, following symbolic links to folders (the folder itself included), skipping
+// names that start with "." or "_". A file that is a symbolic link has the link's own size and
+// time. Errors: the folder cannot be listed, or a link leads back to a folder listed already
+// (the files listed before the error are returned with it).
+func SourceFiles(dir string) ([]SourceFile, error) {
+	files, err := walkSource(dir, "", nil, map[string]bool{})
+	sort.Slice(files, func(i, j int) bool { return files[i].rel < files[j].rel })
+	out := make([]SourceFile, len(files))
+	for i, f := range files {
+		out[i] = SourceFile{Path: f.abs, Size: f.size, ModTime: time.UnixMilli(f.modTime)}
+	}
+	return out, err
+}
+
+// walkSource appends to files the files under folder dir (a source folder, or a folder in it;
+// rel: its path relative to the source folder, "" for the source folder itself), recursively,
+// skipping names that start with "." or "_". Symbolic links to folders are followed, the source
+// folder itself included, as Spark's local file system lists them; seen holds the folders walked
+// so far (their resolved paths), so that a link back to one is an error, not an endless walk.
+// A file's path is recorded through the links (dir joined with the names under it).
+func walkSource(dir, rel string, files []inputFile, seen map[string]bool) ([]inputFile, error) {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return files, err
+	}
+	if seen[real] {
+		return files, fmt.Errorf("%s is a symbolic link to %s, a folder the listing walks already; remove the link or point it elsewhere", dir, real)
+	}
+	seen[real] = true
+	err = filepath.WalkDir(real, func(p string, de fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == real {
+			return nil
+		}
+		if hidden(de.Name()) {
+			if de.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if de.IsDir() {
+			return nil
+		}
+		under, _ := filepath.Rel(real, p)
+		abs, r := filepath.Join(dir, under), filepath.ToSlash(filepath.Join(rel, under))
+		if de.Type()&fs.ModeSymlink != 0 {
+			if st, err := os.Stat(p); err == nil && st.IsDir() {
+				files, err = walkSource(abs, r, files, seen)
+				return err
+			}
+		}
+		info, err := de.Info()
+		if err != nil {
+			return err
+		}
+		files = append(files, inputFile{abs: abs, rel: r, size: info.Size(), modTime: info.ModTime().UnixMilli(), lstat: true})
+		return nil
+	})
+	return files, err
 }
 
 // openInput opens an input file, decompressing it by extension: .gz (gzip) and .zst (Zstandard).

@@ -221,3 +221,58 @@ func TestIngestEachFileOnce(t *testing.T) {
 		t.Fatalf("rows after the third run = %v, want 4 (each file once)", got)
 	}
 }
+
+// A source folder given as a symbolic link, and links to folders inside it, are listed where
+// they point, as Spark lists a local folder; a link back to a folder listed already is an error
+// that names it.
+func TestIngestSymlinkedFolders(t *testing.T) {
+	t.Parallel()
+	p, landing := newIngest(t, "permissive", "")
+	root := filepath.Dir(landing)
+	data, extra := filepath.Join(root, "data"), filepath.Join(root, "extra")
+	for _, d := range []string{data, extra} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.RemoveAll(landing); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(data, "a.json"), []byte(`{"id": 1}`+"\n"))
+	write(t, filepath.Join(extra, "b.json"), []byte(`{"id": 2}`+"\n"))
+	write(t, filepath.Join(extra, "_skipped.json"), []byte(`{"id": 99}`+"\n"))
+	for link, to := range map[string]string{landing: data, filepath.Join(data, "more"): extra} {
+		if err := os.Symlink(to, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files, err := SourceFiles(landing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range files {
+		names = append(names, f.Path)
+	}
+	if want := filepath.Join(landing, "a.json") + "," + filepath.Join(landing, "more", "b.json"); strings.Join(names, ",") != want {
+		t.Fatalf("SourceFiles = %v, want %s", names, want)
+	}
+	m, _, err := ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Files != 2 || strings.Join(rawRows(t, p), ",") != "1 null null,2 null null" {
+		t.Fatalf("through links: %d files, rows %v", m.Files, rawRows(t, p))
+	}
+	if err := os.Symlink(data, filepath.Join(extra, "loop")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(data, "c.json"), []byte(`{"id": 3}`+"\n"))
+	_, _, err = ingest(t, p)
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(landing, "more", "loop")+" is a symbolic link to") {
+		t.Fatalf("a link back to a listed folder: err = %v, want one naming the link", err)
+	}
+	if got := rawRows(t, p); len(got) != 2 {
+		t.Fatalf("rows after the failed listing = %v, want the 2 committed", got)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"tributary/flows"
 	"tributary/spec"
 )
 
@@ -84,6 +85,16 @@ func fingerprints(p *spec.Pipeline) map[string]string {
 				if fi, err := os.Stat(m); err == nil && !fi.IsDir() {
 					add(m, fi)
 				}
+			}
+		} else if st, err := os.Stat(path); err == nil && st.IsDir() && !isDelta {
+			// A source folder: the files the runner lists (symbolic links to folders
+			// followed); a listing error is part of the digest, so that mending it is new input.
+			files, err := flows.SourceFiles(path)
+			for _, f := range files {
+				fmt.Fprintf(h, "%s\x00%d\x00%d\n", f.Path, f.Size, f.ModTime.UnixNano())
+			}
+			if err != nil {
+				fmt.Fprintf(h, "error %v\n", err)
 			}
 		} else {
 			_ = filepath.WalkDir(path, func(name string, e fs.DirEntry, err error) error {

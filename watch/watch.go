@@ -79,17 +79,41 @@ func (w *Watcher) Add(dir string) {
 		}
 		dir = parent
 	}
-	_ = filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil || !e.IsDir() {
+	w.addTree(dir, map[string]bool{})
+}
+
+// addTree watches dir and every folder below it, following symbolic links to folders (dir
+// itself included) as the runner's listing of a source folder does; a folder is watched under
+// the path through the links, so that its events name the files as the listing does. seen holds
+// the folders walked (their resolved paths), so that a link back to one ends the walk.
+func (w *Watcher) addTree(dir string, seen map[string]bool) {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil || seen[real] {
+		return
+	}
+	seen[real] = true
+	_ = filepath.WalkDir(real, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		under, _ := filepath.Rel(real, p)
+		name := filepath.Join(dir, under)
+		if e.Type()&fs.ModeSymlink != 0 {
+			if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+				w.addTree(name, seen)
+			}
+			return nil
+		}
+		if !e.IsDir() {
 			return nil
 		}
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		if w.skipped(p) {
+		if w.skipped(name) || w.skipped(p) {
 			return filepath.SkipDir
 		}
-		if !w.dirs[p] && w.w.Add(p) == nil {
-			w.dirs[p] = true
+		if !w.dirs[name] && w.w.Add(name) == nil {
+			w.dirs[name] = true
 		}
 		return nil
 	})

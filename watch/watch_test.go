@@ -91,3 +91,32 @@ func TestDebounce(t *testing.T) {
 		t.Error("the batches did not end when the input closed")
 	}
 }
+
+// TestWatcherLinkedFolders: a watched folder given as a symbolic link, and a link to a folder
+// inside it, are watched where they point; the events name the files through the links.
+func TestWatcherLinkedFolders(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	data, extra, landing := filepath.Join(dir, "data"), filepath.Join(dir, "extra"), filepath.Join(dir, "landing")
+	for _, d := range []string{data, extra} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, to := range map[string]string{landing: data, filepath.Join(data, "more"): extra, filepath.Join(extra, "loop"): data} {
+		if err := os.Symlink(to, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := New(landing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for _, f := range []string{filepath.Join(landing, "a.json"), filepath.Join(landing, "more", "b.json")} {
+		if err := os.WriteFile(f, []byte("{}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		wait(t, w, f)
+	}
+}
