@@ -2,6 +2,7 @@ package delta
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -894,8 +895,8 @@ func TestFileRowGroups(t *testing.T) {
 	}
 }
 
-// TestFileRowGroupsReused: read with FileRowGroupsReused, the groups of a file come in the
-// memory of the group before (one backing array), each group's rows equal to FileRows' rows, the
+// TestFileRowGroupsReused: read with FileRowGroupsReused, the groups of a file come in two
+// backing arrays taking turns (the next group is decoded while one is read), each group's rows equal to FileRows' rows, the
 // NULLs of a column the file lacks (added to the table after it was written) included, and the
 // values stay valid after the next group is read.
 func TestFileRowGroupsReused(t *testing.T) {
@@ -944,10 +945,51 @@ func TestFileRowGroupsReused(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if len(firsts) != 3 || firsts[1] != firsts[0] || firsts[2] != firsts[0] {
-		t.Errorf("the groups' rows are not in one backing array: %v", firsts)
+	if len(firsts) != 3 || firsts[1] == firsts[0] || firsts[2] != firsts[0] {
+		t.Errorf("the groups' rows do not take turns in two backing arrays: %v", firsts)
 	}
 	if !reflect.DeepEqual(got, want) || len(got) != 27 || got[26][2] != nil {
 		t.Fatalf("reused groups gave %v, FileRows %v", got, want)
+	}
+}
+
+// TestFileRowGroupsStop: an error of fn on the first of three row groups (the second being
+// decoded meanwhile) ends the read with that error, as it is, and fn is not called again.
+func TestFileRowGroupsStop(t *testing.T) {
+	t.Parallel()
+	tbl := New(t.TempDir())
+	m := Metadata{Schema: mustDDL(t, "id BIGINT")}
+	tx := tbl.Begin(nil)
+	tx.SetMetadata(m)
+	if _, err := tx.Commit("CREATE TABLE", nil); err != nil {
+		t.Fatal(err)
+	}
+	dw, err := tbl.NewDataWriter(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for g := range 3 {
+		if err := dw.Write([][]any{{int64(g)}, {int64(g + 10)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adds, err := dw.Close()
+	if err != nil || len(adds) != 1 {
+		t.Fatalf("adds %v, %v", adds, err)
+	}
+	stop := errors.New("stop")
+	for _, reuse := range []bool{false, true} {
+		calls := 0
+		fn := func(rows [][]any) error {
+			calls++
+			return stop
+		}
+		read := tbl.FileRowGroups
+		if reuse {
+			read = tbl.FileRowGroupsReused
+		}
+		if err := read(m, adds[0], fn); err != stop || calls != 1 {
+			t.Fatalf("reuse %v: err %v after %d calls, want the error of fn after 1", reuse, err, calls)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
@@ -52,7 +53,7 @@ func (t *Table) ReadFileGroups(path string, s schema.Schema, fn func(rows [][]an
 }
 
 // readFileGroups is ReadFileGroups; with reuse, each group's rows are in the memory of the
-// group's before (fn may not keep them).
+// group two before (fn may not keep them).
 func (t *Table) readFileGroups(path string, s schema.Schema, reuse bool, fn func(rows [][]any) error) error {
 	name, err := localPath(t.Dir, path)
 	if err != nil {
@@ -91,7 +92,10 @@ func readParquet(name string, s schema.Schema) ([][]any, error) {
 	return all, nil
 }
 
-// readParquetGroups reads the file one row group at a time and hands each group's rows to fn.
+// readParquetGroups reads the file one row group at a time and hands each group's rows to fn,
+// in file order, from the calling goroutine; the group after is decoded meanwhile. With reuse,
+// two groups' memory takes turns (fn may not keep the rows). An error of fn ends the read and is
+// returned as it is.
 func readParquetGroups(name string, s schema.Schema, reuse bool, fn func(rows [][]any) error) error {
 	f, pf, err := openParquet(name)
 	if err != nil {
@@ -142,22 +146,20 @@ func readParquetGroups(name string, s schema.Schema, reuse bool, fn func(rows []
 		plans[j].conv = conv
 	}
 	buf := make([]parquet.Value, 1024)
-	var backing []any // with reuse, the memory of every group's rows
-	var rows [][]any
-	for _, rg := range pf.RowGroups() {
+	// decode reads row group rg into g (its rows carved from g.backing, which it reuses when
+	// it is large enough and reuse is set).
+	decode := func(rg parquet.RowGroup, g *decodedGroup) error {
 		n := rg.NumRows()
-		if n == 0 {
-			continue
-		}
 		chunks := rg.ColumnChunks()
-		if !reuse || cap(backing) < int(n)*w {
-			backing, rows = make([]any, int(n)*w), make([][]any, n)
+		if !reuse || cap(g.backing) < int(n)*w {
+			g.backing, g.rows = make([]any, int(n)*w), make([][]any, n)
 		} else {
-			backing, rows = backing[:int(n)*w], rows[:n]
-			clear(backing) // a NULL is not written: nothing of the group before may stay
+			g.backing, g.rows = g.backing[:int(n)*w], g.rows[:n]
+			clear(g.backing) // a NULL is not written: nothing of the group before may stay
 		}
+		rows := g.rows
 		for i := range rows {
-			rows[i] = backing[i*w : (i+1)*w : (i+1)*w]
+			rows[i] = g.backing[i*w : (i+1)*w : (i+1)*w]
 		}
 		// The flat columns are read together, a tile of rows at a time, so that a tile's rows
 		// stay in the cache while each column fills its values in (a column at a time over the
@@ -190,11 +192,85 @@ func readParquetGroups(name string, s schema.Schema, reuse bool, fn func(rows []
 			}
 			return fmt.Errorf("column %q: not a flat column, a STRUCT, an ARRAY or a MAP", fd.Name)
 		}
-		if err := fn(rows); err != nil {
-			return err
+		return nil
+	}
+	var groups []parquet.RowGroup
+	for _, rg := range pf.RowGroups() {
+		if rg.NumRows() > 0 {
+			groups = append(groups, rg)
 		}
 	}
+	if len(groups) == 1 {
+		var g decodedGroup
+		if err := decode(groups[0], &g); err != nil {
+			return err
+		}
+		return fn(g.rows)
+	}
+	// The next row group is decoded on a goroutine of its own while fn takes the one before:
+	// two buffers take turns (with reuse, a group's memory is that of the group two before,
+	// which fn is done with).
+	ready := make(chan *decodedGroup, 1)
+	free := make(chan *decodedGroup, 2)
+	free <- &decodedGroup{}
+	free <- &decodedGroup{}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(ready)
+		for _, rg := range groups {
+			var g *decodedGroup
+			select {
+			case g = <-free:
+			case <-stop:
+				return
+			}
+			g.err = decodeSafely(decode, rg, g)
+			select {
+			case ready <- g:
+			case <-stop:
+				return
+			}
+			if g.err != nil {
+				return
+			}
+		}
+	}()
+	defer func() {
+		close(stop)
+		wg.Wait()
+	}()
+	for g := range ready {
+		if g.err != nil {
+			return g.err
+		}
+		if err := fn(g.rows); err != nil {
+			return err
+		}
+		free <- g
+	}
 	return nil
+}
+
+// decodeSafely calls decode, turning a panic (a malformed file can make the Parquet reader
+// panic) into an error: on a goroutine of its own, a panic would end the process.
+func decodeSafely(decode func(parquet.RowGroup, *decodedGroup) error, rg parquet.RowGroup, g *decodedGroup) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("decoding a row group: %v", r)
+		}
+	}()
+	return decode(rg, g)
+}
+
+// decodedGroup is one row group's rows as readParquetGroups decodes them: rows carved from
+// backing, or the error that ended the decoding.
+type decodedGroup struct {
+	backing []any
+	rows    [][]any
+	err     error
 }
 
 // openParquet opens the Parquet file at name for reading, its footer read (page indexes and

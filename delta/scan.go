@@ -70,8 +70,9 @@ func (t *Table) FileRowGroups(m Metadata, a Add, fn func(rows [][]any) error) er
 }
 
 // FileRowGroupsReused is FileRowGroups for a caller done with each group's rows when fn
-// returns: fn may not keep the rows (the slices), which the next group's reuse; the values in
-// them are its own. A file of many row groups then takes the memory of one.
+// returns: fn may not keep the rows (the slices), which the groups after reuse; the values in
+// them are its own. The next group is decoded while fn takes one, into the memory of the group
+// before: a file of many row groups takes the memory of two.
 func (t *Table) FileRowGroupsReused(m Metadata, a Add, fn func(rows [][]any) error) error {
 	return t.fileRowGroups(m, a, true, fn)
 }
