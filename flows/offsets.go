@@ -173,8 +173,16 @@ func readCommittedList(dir string, upTo int64, seen map[string]offsetFile) (int6
 	return best, nil
 }
 
-// writeCommittedList writes the compacted list of seen for batch upTo and removes the older
-// lists. It ignores errors: the list only saves reading offsets.
+// offsetsRetained is how many batches' offsets files a checkpoint keeps (the newest) once a
+// compacted list covers them, as Spark's minBatchesToRetain: they name the input line of a
+// row in an error about it (locate) and replay a pending batch; the older ones are removed, so
+// that a long-running flow does not fill its checkpoint with a file per batch.
+const offsetsRetained = 100
+
+// writeCommittedList writes the compacted list of seen for batch upTo, removes the older lists,
+// and removes the offsets files of batches up to upTo - offsetsRetained (which the list covers).
+// It ignores errors: the list only saves reading offsets, and an offsets file left is read no
+// more.
 func writeCommittedList(dir string, upTo int64, seen map[string]offsetFile) {
 	l := committedList{UpTo: upTo, Files: make([]committedFile, 0, len(seen))}
 	for _, f := range seen {
@@ -193,6 +201,13 @@ func writeCommittedList(dir string, upTo int64, seen map[string]offsetFile) {
 	for _, e := range entries {
 		if n, err := strconv.ParseInt(strings.TrimSuffix(e.Name(), ".json"), 10, 64); err == nil && n < upTo {
 			os.Remove(filepath.Join(committedListDir(dir), e.Name()))
+		}
+	}
+	entries, _ = os.ReadDir(filepath.Join(dir, "offsets"))
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".json")
+		if n, err := strconv.ParseInt(name, 10, 64); ok && err == nil && n <= upTo-offsetsRetained {
+			os.Remove(filepath.Join(dir, "offsets", e.Name()))
 		}
 	}
 }

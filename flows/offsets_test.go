@@ -14,7 +14,8 @@ import (
 // writes the list of the committed files (committed/<batch>.json) and later calls start from it
 // (they read only the offsets after it); a list newer than the committed batch is not used, a
 // missing offsets file after the list is an error naming the batch, a damaged list an error
-// naming the list, and an older list is removed when a newer one is written. A file read again
+// naming the list, and an older list is removed when a newer one is written, with the offsets
+// files it covers but the newest offsetsRetained. A file read again
 // by a later batch (a full refresh keeps no checkpoint, but offsets may name a path twice) keeps
 // the later batch's size and time.
 func TestCommittedFilesCompactedList(t *testing.T) {
@@ -68,8 +69,15 @@ func TestCommittedFilesCompactedList(t *testing.T) {
 	if got := lists(); !slices.Equal(got, []string{fmt.Sprintf("%d.json", n)}) {
 		t.Fatalf("lists %v, want %d.json", got, n)
 	}
-	// The list stands in for the offsets it covers.
+	// Of the offsets the list covers, the newest offsetsRetained stay.
 	for b := int64(1); b <= n; b++ {
+		_, err := os.Stat(offsetsPath(dir, b))
+		if kept := b > n-offsetsRetained; kept != (err == nil) {
+			t.Fatalf("offsets of batch %d: kept %v, want %v (%v)", b, err == nil, kept, err)
+		}
+	}
+	// The list stands in for the offsets it covers.
+	for b := n - offsetsRetained + 1; b <= n; b++ {
 		if err := os.Remove(offsetsPath(dir, b)); err != nil {
 			t.Fatal(err)
 		}
