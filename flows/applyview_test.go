@@ -279,6 +279,25 @@ func TestViewOverFilesFailExpectation(t *testing.T) {
 	}
 }
 
+// TestViewOverFilesFailOnNewColumns: a file with a column the view's schema lacks, under
+// schema_evolution_mode failOnNewColumns, fails the APPLY CHANGES flow that reads the view with
+// an error naming the file, the column and the view whose schema to change; nothing is committed.
+func TestViewOverFilesFailOnNewColumns(t *testing.T) {
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, viewSpec("view", "      schema_evolution_mode: failOnNewColumns\n", ""))
+	file := filepath.Join(dir, "landing", "a.json")
+	if err := os.WriteFile(file, []byte(`{"op": "I", "id": 1, "name": "a", "seq": 1, "region": "eu"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ApplyChanges(context.Background(), &Env{Pipeline: p, Events: nopEvents{}}, p.Dataset("target"))
+	if want := file + " has column region, which the schema of changes does not have (schema_evolution_mode: failOnNewColumns); add it to the schema of changes"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("a new column gave %v, want %q", err, want)
+	}
+	if snap, rows := readTable(t, p, "target"); len(rows) != 0 || len(snap.AppTxns) != 0 {
+		t.Fatalf("the failed batch left %d rows and progress %v", len(rows), snap.AppTxns)
+	}
+}
+
 // TestViewOverFilesSourceSwitch: a target built from a bronze table cannot silently switch to a
 // view over the same files (its progress counts table versions, not files): the error says to
 // fully refresh it.

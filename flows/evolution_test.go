@@ -15,7 +15,7 @@ func TestEvolutionModes(t *testing.T) {
 	for _, tc := range []struct{ mode, ddl, want, err string }{
 		{"none", "id BIGINT", "1", ""},
 		{"rescue", "id BIGINT, _rescued_data STRING", `1 "{\"_file_path\":\"%F\",\"extra\":\"e\"}"`, ""},
-		{"failOnNewColumns", "id BIGINT", "", "a.json has column extra, which the schema does not have (schema_evolution_mode: failOnNewColumns)"},
+		{"failOnNewColumns", "id BIGINT", "", "a.json has column extra, which the schema of raw does not have (schema_evolution_mode: failOnNewColumns); add it to the schema of raw"},
 	} {
 		dir := t.TempDir()
 		p := loadPipeline(t, dir, "name: t\nstorage: ./storage\ndatasets:\n  - name: raw\n    source:\n      path: ./landing\n      format: json\n      schema: \"id BIGINT\"\n      schema_evolution_mode: "+tc.mode+"\n")

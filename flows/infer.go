@@ -461,7 +461,7 @@ func evolveSchema(d *spec.Dataset, todo []inputFile, meta *delta.Metadata) (bool
 				continue // a known column, or a case variant of one: rescued when read
 			}
 			if mode == spec.EvolutionFailOnNewColumns {
-				return false, fmt.Errorf("%s has column %s, which the schema does not have (schema_evolution_mode: failOnNewColumns); add it to the schema and run --full-refresh, or choose another schema_evolution_mode", f.abs, name)
+				return false, newColumnError(d, f.abs, name)
 			}
 			known[strings.ToLower(name)] = true
 			added = append(added, name)
@@ -524,6 +524,13 @@ func inferParquet(src *spec.Source, files []inputFile) (schema.Schema, error) {
 	return withHints(src, out)
 }
 
+// newColumnError is the error of schema_evolution_mode failOnNewColumns: file has column name,
+// which the schema of dataset d (a streaming table, or a view over files that another dataset
+// reads) does not have.
+func newColumnError(d *spec.Dataset, file, name string) error {
+	return fmt.Errorf("%s has column %s, which the schema of %s does not have (schema_evolution_mode: failOnNewColumns); add it to the schema of %s and run --full-refresh, or choose another schema_evolution_mode", file, name, d.Name, d.Name)
+}
+
 // evolveParquet is evolveSchema for Parquet files: their own schemas say which columns they have.
 func evolveParquet(d *spec.Dataset, todo []inputFile, meta *delta.Metadata, known map[string]bool) (bool, error) {
 	src := d.Source
@@ -538,7 +545,7 @@ func evolveParquet(d *spec.Dataset, todo []inputFile, meta *delta.Metadata, know
 				continue
 			}
 			if src.SchemaEvolutionMode == spec.EvolutionFailOnNewColumns {
-				return false, fmt.Errorf("%s has column %s, which the schema does not have (schema_evolution_mode: failOnNewColumns); add it to the schema and run --full-refresh, or choose another schema_evolution_mode", f.abs, c.Name)
+				return false, newColumnError(d, f.abs, c.Name)
 			}
 			known[strings.ToLower(c.Name)] = true
 			if i := src.SchemaHints.Index(c.Name); i >= 0 {
