@@ -122,7 +122,7 @@ func listInputs(path string) (base string, files []inputFile, err error) {
 			base = filepath.Dir(path)
 			files = append(files, inputFile{abs: path, rel: filepath.Base(path), size: st.Size(), modTime: st.ModTime().UnixMilli()})
 		} else {
-			if files, err = walkSource(path, "", files, map[string]bool{}); err != nil {
+			if files, err = walkSource(path, "", files, new([]string)); err != nil {
 				return "", nil, fmt.Errorf("listing %s: %w", path, err)
 			}
 		}
@@ -144,7 +144,7 @@ type SourceFile struct {
 // time. Errors: the folder cannot be listed, or a link leads back to a folder listed already
 // (the files listed before the error are returned with it).
 func SourceFiles(dir string) ([]SourceFile, error) {
-	files, err := walkSource(dir, "", nil, map[string]bool{})
+	files, err := walkSource(dir, "", nil, new([]string))
 	sort.Slice(files, func(i, j int) bool { return files[i].rel < files[j].rel })
 	out := make([]SourceFile, len(files))
 	for i, f := range files {
@@ -156,18 +156,28 @@ func SourceFiles(dir string) ([]SourceFile, error) {
 // walkSource appends to files the files under folder dir (a source folder, or a folder in it;
 // rel: its path relative to the source folder, "" for the source folder itself), recursively,
 // skipping names that start with "." or "_". Symbolic links to folders are followed, the source
-// folder itself included, as Spark's local file system lists them; seen holds the folders walked
-// so far (their resolved paths), so that a link back to one is an error, not an endless walk.
-// A file's path is recorded through the links (dir joined with the names under it).
-func walkSource(dir, rel string, files []inputFile, seen map[string]bool) ([]inputFile, error) {
+// folder itself included, as Spark's local file system lists them, but each file is listed once:
+// roots holds the folders walked so far (their resolved paths, each walked whole), and a link to
+// a folder inside one of them is skipped (its files are listed through their own path), while a
+// link to a folder that holds one of them (a loop, or files listed twice) is an error. A file's
+// path is recorded through the links (dir joined with the names under it).
+func walkSource(dir, rel string, files []inputFile, roots *[]string) ([]inputFile, error) {
 	real, err := filepath.EvalSymlinks(dir)
+	if err == nil {
+		real, err = filepath.Abs(real)
+	}
 	if err != nil {
 		return files, err
 	}
-	if seen[real] {
-		return files, fmt.Errorf("%s is a symbolic link to %s, a folder the listing walks already; remove the link or point it elsewhere", dir, real)
+	for _, r := range *roots {
+		if within(real, r) {
+			return files, nil
+		}
+		if within(r, real) {
+			return files, fmt.Errorf("%s is a symbolic link to %s, a folder that holds %s, which the listing walks already (its files would be read twice, or without end); remove the link or point it elsewhere", dir, real, r)
+		}
 	}
-	seen[real] = true
+	*roots = append(*roots, real)
 	err = filepath.WalkDir(real, func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -188,7 +198,7 @@ func walkSource(dir, rel string, files []inputFile, seen map[string]bool) ([]inp
 		abs, r := filepath.Join(dir, under), filepath.ToSlash(filepath.Join(rel, under))
 		if de.Type()&fs.ModeSymlink != 0 {
 			if st, err := os.Stat(p); err == nil && st.IsDir() {
-				files, err = walkSource(abs, r, files, seen)
+				files, err = walkSource(abs, r, files, roots)
 				return err
 			}
 		}
@@ -200,6 +210,12 @@ func walkSource(dir, rel string, files []inputFile, seen map[string]bool) ([]inp
 		return nil
 	})
 	return files, err
+}
+
+// within says whether path p is folder dir or lies below it (both clean and absolute, or both
+// relative to one folder).
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
 }
 
 // openInput opens an input file, decompressing it by extension: .gz (gzip) and .zst (Zstandard).

@@ -223,14 +223,15 @@ func TestIngestEachFileOnce(t *testing.T) {
 }
 
 // A source folder given as a symbolic link, and links to folders inside it, are listed where
-// they point, as Spark lists a local folder; a link back to a folder listed already is an error
-// that names it.
+// they point, as Spark lists a local folder, each file once: a link to a folder listed already
+// (current -> 2024 inside the source folder, or a loop) is skipped, and a link to a folder that
+// holds one listed is an error that names it.
 func TestIngestSymlinkedFolders(t *testing.T) {
 	t.Parallel()
 	p, landing := newIngest(t, "permissive", "")
 	root := filepath.Dir(landing)
 	data, extra := filepath.Join(root, "data"), filepath.Join(root, "extra")
-	for _, d := range []string{data, extra} {
+	for _, d := range []string{filepath.Join(data, "2024"), extra} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +242,8 @@ func TestIngestSymlinkedFolders(t *testing.T) {
 	write(t, filepath.Join(data, "a.json"), []byte(`{"id": 1}`+"\n"))
 	write(t, filepath.Join(extra, "b.json"), []byte(`{"id": 2}`+"\n"))
 	write(t, filepath.Join(extra, "_skipped.json"), []byte(`{"id": 99}`+"\n"))
-	for link, to := range map[string]string{landing: data, filepath.Join(data, "more"): extra} {
+	write(t, filepath.Join(data, "2024", "d.json"), []byte(`{"id": 4}`+"\n"))
+	for link, to := range map[string]string{landing: data, filepath.Join(data, "more"): extra, filepath.Join(data, "current"): filepath.Join(data, "2024")} {
 		if err := os.Symlink(to, link); err != nil {
 			t.Fatal(err)
 		}
@@ -254,25 +256,33 @@ func TestIngestSymlinkedFolders(t *testing.T) {
 	for _, f := range files {
 		names = append(names, f.Path)
 	}
-	if want := filepath.Join(landing, "a.json") + "," + filepath.Join(landing, "more", "b.json"); strings.Join(names, ",") != want {
+	if want := filepath.Join(landing, "2024", "d.json") + "," + filepath.Join(landing, "a.json") + "," + filepath.Join(landing, "more", "b.json"); strings.Join(names, ",") != want {
 		t.Fatalf("SourceFiles = %v, want %s", names, want)
 	}
 	m, _, err := ingest(t, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Files != 2 || strings.Join(rawRows(t, p), ",") != "1 null null,2 null null" {
+	if m.Files != 3 || strings.Join(rawRows(t, p), ",") != "4 null null,1 null null,2 null null" {
 		t.Fatalf("through links: %d files, rows %v", m.Files, rawRows(t, p))
 	}
+	// A link back to a folder listed already is skipped: a loop lists each file once.
 	if err := os.Symlink(data, filepath.Join(extra, "loop")); err != nil {
+		t.Fatal(err)
+	}
+	if files, err := SourceFiles(landing); err != nil || len(files) != 3 {
+		t.Fatalf("with a loop: %v, %v, want the 3 files", files, err)
+	}
+	// A link to a folder above one listed would list its files again.
+	if err := os.Symlink(root, filepath.Join(extra, "up")); err != nil {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(data, "c.json"), []byte(`{"id": 3}`+"\n"))
 	_, _, err = ingest(t, p)
-	if err == nil || !strings.Contains(err.Error(), filepath.Join(landing, "more", "loop")+" is a symbolic link to") {
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(landing, "more", "up")+" is a symbolic link to") {
 		t.Fatalf("a link back to a listed folder: err = %v, want one naming the link", err)
 	}
-	if got := rawRows(t, p); len(got) != 2 {
-		t.Fatalf("rows after the failed listing = %v, want the 2 committed", got)
+	if got := rawRows(t, p); len(got) != 3 {
+		t.Fatalf("rows after the failed listing = %v, want the 3 committed", got)
 	}
 }

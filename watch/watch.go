@@ -79,19 +79,28 @@ func (w *Watcher) Add(dir string) {
 		}
 		dir = parent
 	}
-	w.addTree(dir, map[string]bool{})
+	w.addTree(dir, new([]string))
 }
 
 // addTree watches dir and every folder below it, following symbolic links to folders (dir
 // itself included) as the runner's listing of a source folder does; a folder is watched under
-// the path through the links, so that its events name the files as the listing does. seen holds
-// the folders walked (their resolved paths), so that a link back to one ends the walk.
-func (w *Watcher) addTree(dir string, seen map[string]bool) {
+// the path through the links, so that its events name the files as the listing does. roots
+// holds the folders walked (their resolved paths, each walked whole): a link to a folder inside
+// one of them, or holding one (a loop), is not followed.
+func (w *Watcher) addTree(dir string, roots *[]string) {
 	real, err := filepath.EvalSymlinks(dir)
-	if err != nil || seen[real] {
+	if err == nil {
+		real, err = filepath.Abs(real)
+	}
+	if err != nil {
 		return
 	}
-	seen[real] = true
+	for _, r := range *roots {
+		if within(real, r) || within(r, real) {
+			return
+		}
+	}
+	*roots = append(*roots, real)
 	_ = filepath.WalkDir(real, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
@@ -100,7 +109,7 @@ func (w *Watcher) addTree(dir string, seen map[string]bool) {
 		name := filepath.Join(dir, under)
 		if e.Type()&fs.ModeSymlink != 0 {
 			if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-				w.addTree(name, seen)
+				w.addTree(name, roots)
 			}
 			return nil
 		}
@@ -117,6 +126,11 @@ func (w *Watcher) addTree(dir string, seen map[string]bool) {
 		}
 		return nil
 	})
+}
+
+// within says whether path p is folder dir or lies below it (both clean and absolute).
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
 }
 
 func (w *Watcher) loop() {
