@@ -896,22 +896,12 @@ func TestFileRowGroups(t *testing.T) {
 }
 
 // TestFileRowGroupsReused: read with FileRowGroupsReused, the groups of a file come in two
-// backing arrays taking turns (the next group is decoded while one is read), each group's rows equal to FileRows' rows, the
-// NULLs of a column the file lacks (added to the table after it was written) included, and the
-// values stay valid after the next group is read.
+// backing arrays taking turns (the next group is decoded while one is read), each group's rows
+// equal to FileRows' rows, the NULLs of a column the file lacks (added to the table after it was
+// written) included, and the values stay valid after the next group is read.
 func TestFileRowGroupsReused(t *testing.T) {
 	t.Parallel()
-	tbl := New(t.TempDir())
-	old := Metadata{Schema: mustDDL(t, "id BIGINT, name STRING")}
-	tx := tbl.Begin(nil)
-	tx.SetMetadata(old)
-	if _, err := tx.Commit("CREATE TABLE", nil); err != nil {
-		t.Fatal(err)
-	}
-	dw, err := tbl.NewDataWriter(old)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var groups [][][]any
 	for g, n := range []int{10, 10, 7} { // three row groups of one file, the last smaller
 		var rows [][]any
 		for i := range n {
@@ -921,14 +911,10 @@ func TestFileRowGroupsReused(t *testing.T) {
 			}
 			rows = append(rows, []any{int64(10*g + i), name})
 		}
-		if err := dw.Write(rows); err != nil {
-			t.Fatal(err)
-		}
+		groups = append(groups, rows)
 	}
-	adds, err := dw.Close()
-	if err != nil || len(adds) != 1 {
-		t.Fatalf("adds %v, %v", adds, err)
-	}
+	tbl, add := groupedFile(t, mustDDL(t, "id BIGINT, name STRING"), groups)
+	adds := []Add{add}
 	m := Metadata{Schema: mustDDL(t, "id BIGINT, name STRING, extra STRING")}
 	want, err := tbl.FileRows(m, adds[0])
 	if err != nil {
@@ -957,26 +943,9 @@ func TestFileRowGroupsReused(t *testing.T) {
 // decoded meanwhile) ends the read with that error, as it is, and fn is not called again.
 func TestFileRowGroupsStop(t *testing.T) {
 	t.Parallel()
-	tbl := New(t.TempDir())
 	m := Metadata{Schema: mustDDL(t, "id BIGINT")}
-	tx := tbl.Begin(nil)
-	tx.SetMetadata(m)
-	if _, err := tx.Commit("CREATE TABLE", nil); err != nil {
-		t.Fatal(err)
-	}
-	dw, err := tbl.NewDataWriter(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for g := range 3 {
-		if err := dw.Write([][]any{{int64(g)}, {int64(g + 10)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	adds, err := dw.Close()
-	if err != nil || len(adds) != 1 {
-		t.Fatalf("adds %v, %v", adds, err)
-	}
+	tbl, add := groupedFile(t, m.Schema, [][][]any{{{int64(0)}, {int64(10)}}, {{int64(1)}, {int64(11)}}, {{int64(2)}, {int64(12)}}})
+	adds := []Add{add}
 	stop := errors.New("stop")
 	for _, reuse := range []bool{false, true} {
 		calls := 0
@@ -992,4 +961,25 @@ func TestFileRowGroupsStop(t *testing.T) {
 			t.Fatalf("reuse %v: err %v after %d calls, want the error of fn after 1", reuse, err, calls)
 		}
 	}
+}
+
+// groupedFile creates a table of schema s and writes one data file of it, each of groups a row
+// group of the file; it returns the table and the file's add action (not committed).
+func groupedFile(t *testing.T, s schema.Schema, groups [][][]any) (*Table, Add) {
+	t.Helper()
+	tbl := createTable(t, s)
+	dw, err := tbl.NewDataWriter(Metadata{Schema: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rows := range groups {
+		if err := dw.Write(rows); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adds, err := dw.Close()
+	if err != nil || len(adds) != 1 {
+		t.Fatalf("adds %v, %v", adds, err)
+	}
+	return tbl, adds[0]
 }
