@@ -46,8 +46,9 @@ func (t *Table) ReadFile(path string, s schema.Schema) ([][]any, error) {
 
 // ReadFileGroups reads the Parquet file at path (as ReadFile names it) one row group at a time:
 // fn gets the rows of each row group in file order, typed and matched by name as ReadFile does,
-// and may keep them. Only one row group's rows are in memory at once, so a file larger than
-// memory can be read. An error of fn stops the read and is returned as it is.
+// and may keep them. The reader holds at most two row groups' rows at once (fn's, and the next
+// one, decoded meanwhile), so a file larger than memory can be read. An error of fn stops the
+// read and is returned as it is.
 func (t *Table) ReadFileGroups(path string, s schema.Schema, fn func(rows [][]any) error) error {
 	return t.readFileGroups(path, s, false, fn)
 }

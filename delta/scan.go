@@ -63,8 +63,8 @@ func (t *Table) FileRows(m Metadata, a Add) ([][]any, error) {
 // FileRowGroups reads the rows of one data file of a table whose metadata is m, as FileRows
 // does (table column order, partition columns from a's partition values, the rows a's deletion
 // vector deletes left out), one Parquet row group at a time: fn gets each group's rows in file
-// order and may keep them. Only one row group's rows are in memory at once. An error of fn stops
-// the read and is returned as it is.
+// order and may keep them. The reader holds at most two row groups' rows at once (fn's, and the
+// next one, decoded meanwhile). An error of fn stops the read and is returned as it is.
 func (t *Table) FileRowGroups(m Metadata, a Add, fn func(rows [][]any) error) error {
 	return t.fileRowGroups(m, a, false, fn)
 }

@@ -71,7 +71,7 @@ func planViewBatch(env *Env, d, view *spec.Dataset, committed int64, warn bool, 
 		return nil, nil, nil
 	}
 	vb.more = more
-	if _, err := evolveSchema(view, todo, &delta.Metadata{Schema: view.Schema}); err != nil {
+	if _, err := evolveSchema(view, todo, &delta.Metadata{Schema: view.Schema}, RefreshHint(env.Pipeline, d.Name)); err != nil {
 		return nil, nil, err // failOnNewColumns: a file has a column the schema lacks
 	}
 	for _, f := range todo {

@@ -281,7 +281,8 @@ func TestViewOverFilesFailExpectation(t *testing.T) {
 
 // TestViewOverFilesFailOnNewColumns: a file with a column the view's schema lacks, under
 // schema_evolution_mode failOnNewColumns, fails the APPLY CHANGES flow that reads the view with
-// an error naming the file, the column and the view whose schema to change; nothing is committed.
+// an error naming the file, the column, the view whose schema to change and the full refresh of
+// the table that holds its rows (the reader's: a view has no table); nothing is committed.
 func TestViewOverFilesFailOnNewColumns(t *testing.T) {
 	dir := t.TempDir()
 	p := loadPipeline(t, dir, viewSpec("view", "      schema_evolution_mode: failOnNewColumns\n", ""))
@@ -290,7 +291,7 @@ func TestViewOverFilesFailOnNewColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := ApplyChanges(context.Background(), &Env{Pipeline: p, Events: nopEvents{}}, p.Dataset("target"))
-	if want := file + " has column region, which the schema of changes does not have (schema_evolution_mode: failOnNewColumns); add it to the schema of changes"; err == nil || !strings.Contains(err.Error(), want) {
+	if want := file + " has column region, which the schema of changes does not have (schema_evolution_mode: failOnNewColumns); add it to the schema of changes and run `pipeline run "; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), " --full-refresh target`") {
 		t.Fatalf("a new column gave %v, want %q", err, want)
 	}
 	if snap, rows := readTable(t, p, "target"); len(rows) != 0 || len(snap.AppTxns) != 0 {

@@ -418,8 +418,9 @@ func (inf *inferrer) json(src *spec.Source, in io.Reader) error {
 // first file and column; addNewColumns adds them after the source's columns (typed as inference
 // types them, schema_hints applying), updates the dataset's schema and meta, and reports true so
 // that the batch's commit carries the new metadata (rows already in the table read NULL there).
+// refresh is the command failOnNewColumns's error advises (newColumnError).
 // rescue and none need nothing here: the readers rescue or ignore unknown fields.
-func evolveSchema(d *spec.Dataset, todo []inputFile, meta *delta.Metadata) (bool, error) {
+func evolveSchema(d *spec.Dataset, todo []inputFile, meta *delta.Metadata, refresh string) (bool, error) {
 	src := d.Source
 	mode := src.SchemaEvolutionMode
 	if mode != spec.EvolutionAddNewColumns && mode != spec.EvolutionFailOnNewColumns {
@@ -430,7 +431,7 @@ func evolveSchema(d *spec.Dataset, todo []inputFile, meta *delta.Metadata) (bool
 		known[strings.ToLower(f.Name)] = true
 	}
 	if src.Format == spec.FormatParquet {
-		return evolveParquet(d, todo, meta, known)
+		return evolveParquet(d, todo, meta, known, refresh)
 	}
 	typed := inferTypes(src)
 	inf := newInferrer()
@@ -461,7 +462,7 @@ func evolveSchema(d *spec.Dataset, todo []inputFile, meta *delta.Metadata) (bool
 				continue // a known column, or a case variant of one: rescued when read
 			}
 			if mode == spec.EvolutionFailOnNewColumns {
-				return false, newColumnError(d, f.abs, name)
+				return false, newColumnError(d, f.abs, name, refresh)
 			}
 			known[strings.ToLower(name)] = true
 			added = append(added, name)
@@ -526,13 +527,14 @@ func inferParquet(src *spec.Source, files []inputFile) (schema.Schema, error) {
 
 // newColumnError is the error of schema_evolution_mode failOnNewColumns: file has column name,
 // which the schema of dataset d (a streaming table, or a view over files that another dataset
-// reads) does not have.
-func newColumnError(d *spec.Dataset, file, name string) error {
-	return fmt.Errorf("%s has column %s, which the schema of %s does not have (schema_evolution_mode: failOnNewColumns); add it to the schema of %s and run --full-refresh, or choose another schema_evolution_mode", file, name, d.Name, d.Name)
+// reads) does not have; refresh is the command that rebuilds the table that holds d's rows (d's
+// own, or that of the dataset reading view d), RefreshHint.
+func newColumnError(d *spec.Dataset, file, name, refresh string) error {
+	return fmt.Errorf("%s has column %s, which the schema of %s does not have (schema_evolution_mode: failOnNewColumns); add it to the schema of %s and run %s, or choose another schema_evolution_mode", file, name, d.Name, d.Name, refresh)
 }
 
 // evolveParquet is evolveSchema for Parquet files: their own schemas say which columns they have.
-func evolveParquet(d *spec.Dataset, todo []inputFile, meta *delta.Metadata, known map[string]bool) (bool, error) {
+func evolveParquet(d *spec.Dataset, todo []inputFile, meta *delta.Metadata, known map[string]bool, refresh string) (bool, error) {
 	src := d.Source
 	var added []schema.Field
 	for _, f := range todo {
@@ -545,7 +547,7 @@ func evolveParquet(d *spec.Dataset, todo []inputFile, meta *delta.Metadata, know
 				continue
 			}
 			if src.SchemaEvolutionMode == spec.EvolutionFailOnNewColumns {
-				return false, newColumnError(d, f.abs, c.Name)
+				return false, newColumnError(d, f.abs, c.Name, refresh)
 			}
 			known[strings.ToLower(c.Name)] = true
 			if i := src.SchemaHints.Index(c.Name); i >= 0 {

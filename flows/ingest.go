@@ -122,7 +122,7 @@ func listInputs(path string) (base string, files []inputFile, err error) {
 			base = filepath.Dir(path)
 			files = append(files, inputFile{abs: path, rel: filepath.Base(path), size: st.Size(), modTime: st.ModTime().UnixMilli()})
 		} else {
-			if files, err = walkSource(path, "", files, new([]string)); err != nil {
+			if files, err = walkSource(path, "", files, new([]walkedFolder)); err != nil {
 				return "", nil, fmt.Errorf("listing %s: %w", path, err)
 			}
 		}
@@ -144,7 +144,7 @@ type SourceFile struct {
 // time. Errors: the folder cannot be listed, or a link leads back to a folder listed already
 // (the files listed before the error are returned with it).
 func SourceFiles(dir string) ([]SourceFile, error) {
-	files, err := walkSource(dir, "", nil, new([]string))
+	files, err := walkSource(dir, "", nil, new([]walkedFolder))
 	sort.Slice(files, func(i, j int) bool { return files[i].rel < files[j].rel })
 	out := make([]SourceFile, len(files))
 	for i, f := range files {
@@ -156,12 +156,15 @@ func SourceFiles(dir string) ([]SourceFile, error) {
 // walkSource appends to files the files under folder dir (a source folder, or a folder in it;
 // rel: its path relative to the source folder, "" for the source folder itself), recursively,
 // skipping names that start with "." or "_". Symbolic links to folders are followed, the source
-// folder itself included, as Spark's local file system lists them, but each file is listed once:
-// roots holds the folders walked so far (their resolved paths, each walked whole), and a link to
-// a folder inside one of them is skipped (its files are listed through their own path), while a
-// link to a folder that holds one of them (a loop, or files listed twice) is an error. A file's
+// folder itself included, as Spark's local file system lists them, but each file keeps one path,
+// whatever the order of the names: roots holds the folders walked whole so far (the source folder
+// first). A link to a folder that the source folder's walk lists is skipped (its files are listed
+// under their own path); a link to a hidden folder of it, or to a folder outside it, is walked,
+// under the link's path; a link to a folder that overlaps another one walked (the same, inside
+// it, or holding it: the source folder included) is an error, since its files would be listed
+// twice (or without end), and which of two paths a file gets must not depend on names. A file's
 // path is recorded through the links (dir joined with the names under it).
-func walkSource(dir, rel string, files []inputFile, roots *[]string) ([]inputFile, error) {
+func walkSource(dir, rel string, files []inputFile, roots *[]walkedFolder) ([]inputFile, error) {
 	real, err := filepath.EvalSymlinks(dir)
 	if err == nil {
 		real, err = filepath.Abs(real)
@@ -169,15 +172,17 @@ func walkSource(dir, rel string, files []inputFile, roots *[]string) ([]inputFil
 	if err != nil {
 		return files, err
 	}
-	for _, r := range *roots {
-		if within(real, r) {
-			return files, nil
-		}
-		if within(r, real) {
-			return files, fmt.Errorf("%s is a symbolic link to %s, a folder that holds %s, which the listing walks already (its files would be read twice, or without end); remove the link or point it elsewhere", dir, real, r)
+	for i, r := range *roots {
+		switch {
+		case i == 0 && within(real, r.real) && !hiddenBelow(r.real, real):
+			return files, nil // listed by the source folder's walk, under its own path
+		case i == 0 && within(real, r.real):
+			continue // a hidden folder of the source folder, which its walk skips
+		case within(real, r.real) || within(r.real, real):
+			return files, fmt.Errorf("%s is a symbolic link to %s, which overlaps %s (listed as %s): its files would be listed twice, or without end; remove the link or point it elsewhere", dir, real, r.real, r.via)
 		}
 	}
-	*roots = append(*roots, real)
+	*roots = append(*roots, walkedFolder{real: real, via: dir})
 	err = filepath.WalkDir(real, func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -212,10 +217,29 @@ func walkSource(dir, rel string, files []inputFile, roots *[]string) ([]inputFil
 	return files, err
 }
 
-// within says whether path p is folder dir or lies below it (both clean and absolute, or both
-// relative to one folder).
+// walkedFolder is a folder walkSource walked whole: its resolved path, and the path it was
+// reached by (the source folder, or a symbolic link in it).
+type walkedFolder struct{ real, via string }
+
+// within says whether path p is folder dir or lies below it (both clean and absolute).
 func within(p, dir string) bool {
-	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
+	sep := string(filepath.Separator)
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, sep)+sep)
+}
+
+// hiddenBelow says whether a folder between dir and p (below dir, p included) has a name that
+// starts with "." or "_", which a walk of dir skips; p lies within dir.
+func hiddenBelow(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	if err != nil || rel == "." {
+		return false
+	}
+	for _, name := range strings.Split(rel, string(filepath.Separator)) {
+		if hidden(name) {
+			return true
+		}
+	}
+	return false
 }
 
 // openInput opens an input file, decompressing it by extension: .gz (gzip) and .zst (Zstandard).
@@ -316,7 +340,7 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 		return m, nil
 	}
 	meta := snap.Metadata
-	evolved, err := evolveSchema(d, todo, &meta)
+	evolved, err := evolveSchema(d, todo, &meta, RefreshHint(env.Pipeline, d.Name))
 	if err != nil {
 		return m, err
 	}

@@ -286,3 +286,53 @@ func TestIngestSymlinkedFolders(t *testing.T) {
 		t.Fatalf("rows after the failed listing = %v, want the 3 committed", got)
 	}
 }
+
+// TestSourceFilesLinks: which path each file gets through symbolic links does not depend on the
+// names' order: two links reaching the same outside folder (or one inside the other) are an
+// error whichever sorts first, and a link to a hidden folder of the source folder (which its walk
+// skips) lists the files under the link's path.
+func TestSourceFilesLinks(t *testing.T) {
+	t.Parallel()
+	mk := func(t *testing.T, links map[string]string) (string, []string, error) {
+		t.Helper()
+		dir := t.TempDir()
+		for _, f := range []string{"landing/a.json", "landing/.snapshots/v3/x.json", "ext/sub/f.json", "ext/g.json"} {
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			write(t, filepath.Join(dir, f), []byte("{}\n"))
+		}
+		for link, to := range links {
+			if err := os.Symlink(filepath.Join(dir, to), filepath.Join(dir, "landing", link)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		files, err := SourceFiles(filepath.Join(dir, "landing"))
+		var rels []string
+		for _, f := range files {
+			r, _ := filepath.Rel(filepath.Join(dir, "landing"), f.Path)
+			rels = append(rels, filepath.ToSlash(r))
+		}
+		return dir, rels, err
+	}
+	for _, links := range []map[string]string{
+		{"a1": "ext/sub", "b1": "ext"},
+		{"a1": "ext", "b1": "ext/sub"},
+		{"a1": "ext", "b1": "ext"},
+	} {
+		if _, rels, err := mk(t, links); err == nil || !strings.Contains(err.Error(), "its files would be listed twice") {
+			t.Errorf("links %v: %v, %v; want an error naming the overlap", links, rels, err)
+		}
+	}
+	if _, rels, err := mk(t, map[string]string{"latest": "landing/.snapshots/v3", "out": "ext"}); err != nil || strings.Join(rels, ",") != "a.json,latest/x.json,out/g.json,out/sub/f.json" {
+		t.Errorf("a link to a hidden folder inside, one outside: %v, %v", rels, err)
+	}
+	for _, c := range []struct {
+		p, dir string
+		want   bool
+	}{{"/tmp/x", "/", true}, {"/", "/", true}, {"/tmp/x", "/tmp", true}, {"/tmpx", "/tmp", false}, {"/tmp", "/tmp/x", false}} {
+		if got := within(c.p, c.dir); got != c.want {
+			t.Errorf("within(%s, %s) = %v, want %v", c.p, c.dir, got, c.want)
+		}
+	}
+}

@@ -165,7 +165,12 @@ func readCommittedList(dir string, upTo int64, seen map[string]offsetFile) (int6
 	}
 	var l committedList
 	if err := json.Unmarshal(b, &l); err != nil || l.UpTo != best {
-		return 0, fmt.Errorf("the checkpoint's list of committed files %s is damaged (%v); remove it, and the offsets of every batch are read instead", path, err)
+		if _, serr := os.Stat(offsetsPath(dir, 1)); serr == nil {
+			return 0, fmt.Errorf("the checkpoint's list of committed files %s is damaged (%v); remove it, and the offsets of every batch are read instead", path, err)
+		}
+		// The offsets it covers were removed (writeCommittedList): only a full refresh knows
+		// which files were read.
+		return 0, fmt.Errorf("the checkpoint's list of committed files %s is damaged (%v), and the offsets of the batches it covers were removed once listed; run with --full-refresh of this dataset to re-ingest its input", path, err)
 	}
 	for _, f := range l.Files {
 		seen[f.Path] = offsetFile{Path: f.Path, Size: f.Size, ModTime: f.ModTime}

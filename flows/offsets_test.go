@@ -116,8 +116,15 @@ func TestCommittedFilesCompactedList(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"up_to_batch": 3, "files": [`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := committedFiles(dir, last); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "damaged") {
-		t.Fatalf("a damaged list: %v", err)
+	if _, err := committedFiles(dir, last); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "damaged") || !strings.Contains(err.Error(), "run with --full-refresh of this dataset") {
+		t.Fatalf("a damaged list, its offsets removed: %v", err)
+	}
+	// With the offsets of the first batch there, removing the list is the way out.
+	if err := writeOffsets(dir, &offsets{Batch: 1, Files: []offsetFile{{Path: "f0001.json", Size: 1, ModTime: 1001}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := committedFiles(dir, last); err == nil || !strings.Contains(err.Error(), "remove it, and the offsets of every batch are read instead") {
+		t.Fatalf("a damaged list, the offsets there: %v", err)
 	}
 }
 

@@ -15,7 +15,8 @@ import (
 // i+1. A file that cannot be read (not Parquet, truncated, a column of an incompatible type) is
 // one malformed record: a row of NULLs with the reason (the mode applies), never a crash; when
 // the damage is found in a later row group, the rows of the row groups before it are kept. The
-// file is read one row group at a time, so only one row group is in memory at once.
+// file is read one row group at a time, so at most two row groups are in memory at once (the
+// next one is decoded while one is read).
 func eachParquetRow(src *spec.Source, filePath string, fn rowFunc) error {
 	width := len(src.Schema.Fields)
 	if src.RescuedDataColumn != "" {

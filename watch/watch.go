@@ -130,7 +130,8 @@ func (w *Watcher) addTree(dir string, roots *[]string) {
 
 // within says whether path p is folder dir or lies below it (both clean and absolute).
 func within(p, dir string) bool {
-	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
+	sep := string(filepath.Separator)
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, sep)+sep)
 }
 
 func (w *Watcher) loop() {
