@@ -46,9 +46,13 @@ func StateDir(storage, dataset string) string {
 	return filepath.Join(storage, "state", dataset)
 }
 
-// AppID is the txn appId under which the flow writing dataset records its progress.
+// AppIDPrefix starts every txn appId the runner writes (AppID).
+const AppIDPrefix = "tributary:"
+
+// AppID is the txn appId under which the flow writing dataset records its progress (Delta
+// PROTOCOL.md, "Transaction Identifiers"): "tributary:<pipeline>:<dataset>".
 func AppID(p *spec.Pipeline, dataset string) string {
-	return "tributary:" + p.Name + ":" + dataset
+	return AppIDPrefix + p.Name + ":" + dataset
 }
 
 // Metrics is what a flow reports for one update (details.flow_progress of the event log).

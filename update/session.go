@@ -91,6 +91,10 @@ func begin(p *spec.Pipeline, opts Options) (*session, error) {
 		}
 		s.lk = lk
 	}
+	if err := checkOwner(p, opts.FullRefreshAll); err != nil {
+		s.close()
+		return nil, err
+	}
 	events, err := eventlog.Open(filepath.Join(p.Storage, "system", "events"), p.Name, s.res.UpdateID)
 	if err != nil {
 		s.close()
@@ -163,6 +167,10 @@ func begin(p *spec.Pipeline, opts Options) (*session, error) {
 			return fail(err)
 		}
 		events.Emit(eventlog.Info, eventlog.UserAction, name, name, "Dataset "+name+" is fully refreshed: its table, checkpoint and CDC state were removed.", map[string]any{"user_action": map[string]any{"action": "FULL_REFRESH", "dataset": name}}, "")
+	}
+	// The tables are this pipeline's now (a new storage, or every table rebuilt).
+	if err := claimOwner(p); err != nil {
+		return fail(err)
 	}
 	var setupErrs []error
 	var changed []string

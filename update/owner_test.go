@@ -1,0 +1,75 @@
+package update
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tributary/delta"
+	"tributary/flows"
+)
+
+// TestStorageOwner: a storage holds one pipeline's tables. A spec of another name (renamed, or a
+// second spec given the same storage) is refused before it reads anything, since its flows'
+// progress is kept under ids that name the pipeline and it would read every file again into the
+// same tables; the error says how to go on. A storage written before the owner file existed is
+// known by the progress its tables record. --full-refresh-all moves the storage to the new
+// name, rebuilding the tables (each row once).
+func TestStorageOwner(t *testing.T) {
+	t.Parallel()
+	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n"+`{"op": "I", "id": 2, "seq": 2}`+"\n")
+	rows := func() int {
+		t.Helper()
+		snap, err := delta.New(flows.TableDir(p.Storage, "changes")).Snapshot(-1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := int64(0)
+		for _, f := range snap.Files {
+			c, _ := f.NumRecords()
+			n += c
+		}
+		return int(n)
+	}
+	if _, err := Run(context.Background(), p, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(p.Storage, ownerFile)); err != nil || strings.TrimSpace(string(b)) != `{"name":"t"}` {
+		t.Fatalf("owner file %q, %v", b, err)
+	}
+	p.Name = "t_v2"
+	_, err := Run(context.Background(), p, Options{})
+	if err == nil || !strings.Contains(err.Error(), "holds the tables of pipeline t, and this spec names pipeline t_v2") || !strings.Contains(err.Error(), "--full-refresh-all") {
+		t.Fatalf("a renamed spec: %v", err)
+	}
+	// Written before the owner file: the tables' progress names the pipeline.
+	if err := os.Remove(filepath.Join(p.Storage, ownerFile)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), p, Options{}); err == nil || !strings.Contains(err.Error(), "holds the tables of pipeline t,") {
+		t.Fatalf("a renamed spec on a storage without owner file: %v", err)
+	}
+	if n := rows(); n != 2 {
+		t.Fatalf("%d rows after the refused updates, want 2", n)
+	}
+	if _, err := Run(context.Background(), p, Options{FullRefreshAll: true}); err != nil {
+		t.Fatal(err)
+	}
+	if n := rows(); n != 2 {
+		t.Fatalf("%d rows after --full-refresh-all under the new name, want 2", n)
+	}
+	if _, err := Run(context.Background(), p, Options{}); err != nil {
+		t.Fatalf("the new name after its full refresh: %v", err)
+	}
+	if n := rows(); n != 2 {
+		t.Fatalf("%d rows after a second update under the new name, want 2", n)
+	}
+	if err := os.WriteFile(filepath.Join(p.Storage, ownerFile), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), p, Options{}); err == nil || !strings.Contains(err.Error(), ownerFile+" is damaged") {
+		t.Fatalf("a damaged owner file: %v", err)
+	}
+}
