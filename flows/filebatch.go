@@ -140,7 +140,8 @@ type unreadFiles struct {
 
 // list lists the source at path and keeps its files that the batches 1..committed recorded in
 // the checkpoint folder ckpt did not read (pendingFiles, which reports changed files when warn).
-// changed counts the files read before and changed since.
+// changed counts the files read before and changed since. A source folder other than the one
+// the committed batches read is an error (checkBase).
 func (u *unreadFiles) list(env *Env, ckpt string, committed int64, path, flow, dataset string, warn bool) (changed int, err error) {
 	seen, err := committedFiles(ckpt, committed)
 	if err != nil {
@@ -148,6 +149,9 @@ func (u *unreadFiles) list(env *Env, ckpt string, committed int64, path, flow, d
 	}
 	base, files, err := listInputs(path)
 	if err != nil {
+		return 0, err
+	}
+	if err := checkBase(ckpt, committed, base, dataset, RefreshHint(env.Pipeline, flow)); err != nil {
 		return 0, err
 	}
 	u.files, changed = pendingFiles(env, flow, dataset, seen, files, warn)

@@ -336,3 +336,49 @@ func TestSourceFilesLinks(t *testing.T) {
 		}
 	}
 }
+
+// TestIngestSourceFolderChanged: files are known by their path below the source folder, so a
+// source.path pointed at another folder (whose files may have the names of files read before)
+// is an error naming both folders and the way back, with nothing committed; a storage moved
+// together with its source folder reads on as before.
+func TestIngestSourceFolderChanged(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "proj")
+	spec := func(landing string) *spec.Pipeline {
+		return loadPipeline(t, dir, strings.ReplaceAll(strings.ReplaceAll(strings.ReplaceAll(ingestSpec, "./landing", landing), "%MODE%", "permissive"), "%RESCUE%", ""))
+	}
+	for _, d := range []string{"d1", "d2"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, filepath.Join(dir, "d1", "part-0000.json"), []byte(`{"id": 1}`+"\n"))
+	write(t, filepath.Join(dir, "d2", "part-0000.json"), []byte(`{"id": 2}`+"\n"+`{"id": 3}`+"\n"))
+	p := spec("./d1")
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	q := spec("./d2")
+	_, _, err := ingest(t, q)
+	if want := "the source folder of raw is " + filepath.Join(dir, "d2") + ", and its batches so far read " + filepath.Join(dir, "d1"); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--full-refresh raw") {
+		t.Fatalf("another source folder: %v, want %q", err, want)
+	}
+	if got := rawRows(t, p); strings.Join(got, ",") != "1 null null" {
+		t.Fatalf("rows after the refused batch: %v", got)
+	}
+	// The project moved whole: the storage finds its folder where it was relative to it.
+	moved := filepath.Join(filepath.Dir(dir), "moved")
+	if err := os.Rename(dir, moved); err != nil {
+		t.Fatal(err)
+	}
+	dir = moved
+	write(t, filepath.Join(dir, "d1", "part-0001.json"), []byte(`{"id": 4}`+"\n"))
+	r := spec("./d1")
+	m, _, err := ingest(t, r)
+	if err != nil || m.Files != 1 {
+		t.Fatalf("after the move: %d files, %v; want the new file only", m.Files, err)
+	}
+	if got := rawRows(t, r); strings.Join(got, ",") != "1 null null,4 null null" {
+		t.Fatalf("rows after the move: %v", got)
+	}
+}

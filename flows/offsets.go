@@ -25,9 +25,13 @@ type offsetFile struct {
 // offsets is the record of one ingest batch: <checkpoints>/<flow>/offsets/<batch>.json. It is
 // written before the batch's commit; it counts only once the table holds txn version >= Batch.
 type offsets struct {
-	Batch int64        `json:"batch"`
-	Base  string       `json:"base"`
-	Files []offsetFile `json:"files"`
+	Batch int64  `json:"batch"`
+	Base  string `json:"base"`
+	// BaseFromCheckpoint is Base relative to the checkpoint folder (set by writeOffsets; absent
+	// in offsets written before it was), so that a storage moved together with its source
+	// folder still finds the folder its batches read (checkBase).
+	BaseFromCheckpoint string       `json:"base_from_checkpoint,omitempty"`
+	Files              []offsetFile `json:"files"`
 }
 
 func offsetsPath(dir string, batch int64) string {
@@ -69,11 +73,54 @@ func writeFileAtomic(path string, data []byte) error {
 }
 
 func writeOffsets(dir string, o *offsets) error {
+	if o.Base != "" {
+		o.BaseFromCheckpoint, _ = relativeTo(dir, o.Base)
+	}
 	b, err := json.MarshalIndent(o, "", " ")
 	if err != nil {
 		return err
 	}
 	return writeFileAtomic(offsetsPath(dir, o.Batch), b)
+}
+
+// relativeTo returns path relative to folder dir, both made absolute first.
+func relativeTo(dir, path string) (string, error) {
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	p, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Rel(d, p)
+}
+
+// checkBase checks that the source folder base is the one the last committed batch (committed)
+// of the checkpoint folder ckpt read: its files are known by their path below the folder, so a
+// file of another folder named as one read before would be skipped (or reported changed) rather
+// than read. The folder counts as the same when it is, or when it lies where it did relative to
+// the checkpoint (the storage moved with it). Without committed batches, or their offsets,
+// there is nothing to compare. dataset names the flow's dataset in the error; refresh is the
+// command that reads every file again (RefreshHint).
+func checkBase(ckpt string, committed int64, base, dataset, refresh string) error {
+	if committed <= 0 {
+		return nil
+	}
+	o, err := readOffsets(ckpt, committed)
+	if err != nil || o.Base == "" {
+		return nil
+	}
+	same := o.Base == base
+	if o.BaseFromCheckpoint != "" {
+		if r, err := relativeTo(ckpt, base); err == nil {
+			same = r == o.BaseFromCheckpoint
+		}
+	}
+	if same {
+		return nil
+	}
+	return fmt.Errorf("the source folder of %s is %s, and its batches so far read %s: the flow knows the files it read by their path below the folder, so files of the new folder named as files read before would be skipped. Point source.path back at %s, or run %s to rebuild from the files of the new folder", dataset, base, o.Base, o.Base, refresh)
 }
 
 func readOffsets(dir string, batch int64) (*offsets, error) {

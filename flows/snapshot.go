@@ -238,6 +238,9 @@ func (f *snapshotFlow) pendingFiles(snap *delta.Snapshot) ([]pendingSnapshot, er
 	if err != nil {
 		return nil, err
 	}
+	if err := checkBase(ckpt, committed, base, f.d.Name, RefreshHint(p, f.d.Name)); err != nil {
+		return nil, err
+	}
 	var out []pendingSnapshot
 	for _, in := range files {
 		if old, read := seen[in.rel]; read {
