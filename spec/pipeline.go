@@ -267,7 +267,12 @@ func Parse(file string, data []byte, conf map[string]string, env func(string) (s
 	}
 	doc := resolve(root.Content[0])
 	vars, look, cfgNode, brokenVars := d.configuration(doc, conf, env)
-	d.substituteAll(doc, look, cfgNode, brokenVars)
+	used := map[string]bool{} // the names ${} looks up outside the configuration
+	d.substituteAll(doc, func(name string) (string, bool) {
+		used[name] = true
+		return look(name)
+	}, cfgNode, brokenVars)
+	d.unusedConf(file, conf, cfgNode, used)
 	p, info := d.pipeline(doc, abs, vars)
 	if p != nil {
 		d.validate(p, info)

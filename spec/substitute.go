@@ -2,6 +2,8 @@ package spec
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -197,4 +199,27 @@ func (d *decoder) substituteAll(doc *yaml.Node, look lookup, skip *yaml.Node, br
 	sub.brokenVars = brokenVars
 	sub.walk(doc, "", skip)
 	sub.report()
+}
+
+// unusedConf reports each `--conf` key (conf) that the spec neither defines under
+// `configuration:` (node) nor uses as ${key} (used): the value changes nothing, most likely a
+// misspelt key, which would otherwise leave the spec's own value (its storage, say) in force.
+func (d *decoder) unusedConf(file string, conf map[string]string, node *yaml.Node, used map[string]bool) {
+	known := map[string]bool{}
+	if n := resolve(node); n != nil && n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			known[n.Content[i].Value] = true
+		}
+	}
+	for k := range used {
+		known[k] = true
+	}
+	candidates := slices.Sorted(maps.Keys(known))
+	for _, k := range slices.Sorted(maps.Keys(conf)) {
+		if known[k] {
+			continue
+		}
+		d.add(Pos{File: file}, "--conf "+k, didYouMean(k, candidates, "the keys it defines or uses"),
+			"the spec neither defines %s under `configuration:` nor uses ${%s}, so --conf %s=%s would change nothing", k, k, k, conf[k])
+	}
 }

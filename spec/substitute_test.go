@@ -159,3 +159,30 @@ datasets:
 		t.Error("with every name set by conf the spec should load")
 	}
 }
+
+// TestUnusedConf: a --conf key the spec neither defines under `configuration:` nor uses as ${}
+// is an error (a misspelt key would leave the spec's own value, say its storage, in force), with
+// the closest key as a hint; keys defined or used are accepted, a defined one even if unused.
+func TestUnusedConf(t *testing.T) {
+	t.Parallel()
+	const spec = `name: t
+storage: ${storage}
+configuration:
+  storage: ./st
+  spare: x
+datasets:
+  - name: a
+    source: {path: '${landing}', format: json, schema: "id BIGINT"}
+`
+	if _, err := Parse("p.yaml", []byte(spec), map[string]string{"storage": "/s", "landing": "/l", "spare": "y"}, nil); err != nil {
+		t.Fatalf("defined and used keys: %v", err)
+	}
+	_, err := Parse("p.yaml", []byte(spec), map[string]string{"landing": "/l", "storag": "/s", "zzz": "1"}, nil)
+	want := []string{
+		"p.yaml: --conf storag: the spec neither defines storag under `configuration:` nor uses ${storag}, so --conf storag=/s would change nothing (hint: did you mean `storage`?)",
+		"p.yaml: --conf zzz: the spec neither defines zzz under `configuration:` nor uses ${zzz}, so --conf zzz=1 would change nothing (hint: the keys it defines or uses: landing, spare, storage)",
+	}
+	if err == nil || err.Error() != strings.Join(want, "\n") {
+		t.Fatalf("unused keys: %v\nwant:\n%s", err, strings.Join(want, "\n"))
+	}
+}
