@@ -143,3 +143,30 @@ func TestTableSource(t *testing.T) {
 		})
 	}
 }
+
+// TestDatasetNamesCase: dataset names that differ only in case are refused (SQL resolves them as
+// one, and so does a case-insensitive file system), and a query may spell a dataset's name in
+// any case, as Spark SQL and DuckDB allow: the reference takes the dataset's own name.
+func TestDatasetNamesCase(t *testing.T) {
+	t.Parallel()
+	const base = `name: t
+datasets:
+  - name: customers
+    source: {path: ./in, format: json, schema: "id BIGINT"}
+`
+	_, err := Parse("p.yaml", []byte(base+"  - name: Customers\n    query: SELECT 42 AS id\n"), nil, nil)
+	if want := "p.yaml:5:11: datasets[1].name: dataset Customers differs only in case from dataset customers at p.yaml:3:11"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("names differing in case: %v, want %q", err, want)
+	}
+	p, err := Parse("p.yaml", []byte(base+"  - name: gold\n    query: SELECT id FROM LIVE.Customers JOIN CUSTOMERS USING (id)\n"), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := p.Dataset("gold").Query
+	if len(q.Refs) != 2 || q.Refs[0].Name != "customers" || q.Refs[1].Name != "customers" {
+		t.Fatalf("refs %+v, want both named customers", q.Refs)
+	}
+	if got := q.Rewrite(func(r QueryRef) string { return `"` + r.Name + `"` }); got != `SELECT id FROM "customers" JOIN "customers" USING (id)` {
+		t.Fatalf("rewritten %s", got)
+	}
+}

@@ -20,8 +20,10 @@ type validation struct {
 	d      *decoder
 	byName map[string]*datasetInfo
 	names  []string // unique dataset names in spec order
-	state  map[*datasetInfo]int
-	ok     map[*datasetInfo]bool // the output schema is known
+	// byLower holds the datasets by lower-case name, which are unique too (uniqueNames).
+	byLower map[string]*datasetInfo
+	state   map[*datasetInfo]int
+	ok      map[*datasetInfo]bool // the output schema is known
 }
 
 const (
@@ -31,8 +33,9 @@ const (
 
 // validate runs every cross-dataset check on the decoded pipeline and fills Dataset.Schema.
 func (d *decoder) validate(p *Pipeline, infos []*datasetInfo) {
-	v := &validation{d: d, byName: map[string]*datasetInfo{}, state: map[*datasetInfo]int{}, ok: map[*datasetInfo]bool{}}
+	v := &validation{d: d, byName: map[string]*datasetInfo{}, byLower: map[string]*datasetInfo{}, state: map[*datasetInfo]int{}, ok: map[*datasetInfo]bool{}}
 	v.uniqueNames(infos)
+	v.sqlNames(infos)
 	v.quarantineNames(infos)
 	v.inferredReads(infos)
 	v.references(infos)
@@ -45,8 +48,11 @@ func (d *decoder) validate(p *Pipeline, infos []*datasetInfo) {
 	}
 }
 
-// uniqueNames reports every repeated dataset name at the repeat, naming the first use.
+// uniqueNames reports every repeated dataset name at the repeat, naming the first use. Names
+// that differ only in case are repeats too: SQL (DuckDB, Spark) resolves table names without
+// regard to case, and their table folders would be one folder on a case-insensitive file system.
 func (v *validation) uniqueNames(infos []*datasetInfo) {
+	lower := v.byLower
 	for _, in := range infos {
 		if in.nameNode == nil {
 			continue
@@ -57,8 +63,34 @@ func (v *validation) uniqueNames(infos []*datasetInfo) {
 				"dataset %s is declared twice: here and at %s", name, v.d.pos(first.nameNode))
 			continue
 		}
+		if first, dup := lower[strings.ToLower(name)]; dup {
+			v.d.addAt(in.nameNode, child(in.path, "name"), "give each dataset a name of its own, not only in case",
+				"dataset %s differs only in case from dataset %s at %s: SQL names tables without regard to case, and their table folders are one on a case-insensitive file system", name, first.ds.Name, v.d.pos(first.nameNode))
+			continue
+		}
 		v.byName[name] = in
+		lower[strings.ToLower(name)] = in
 		v.names = append(v.names, name)
+	}
+}
+
+// sqlNames gives each dataset a query reads the name the spec gives it, when the query spells it
+// in another case: SQL names tables without regard to case (as Spark, Delta Live Tables and
+// DuckDB do), and dataset names are unique without regard to case (uniqueNames).
+func (v *validation) sqlNames(infos []*datasetInfo) {
+	for _, in := range infos {
+		q := in.ds.Query
+		if q == nil {
+			continue
+		}
+		for i, r := range q.Refs {
+			if _, ok := v.byName[r.Name]; ok {
+				continue
+			}
+			if target, ok := v.byLower[strings.ToLower(r.Name)]; ok {
+				q.Refs[i].Name = target.ds.Name
+			}
+		}
 	}
 }
 
