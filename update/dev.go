@@ -68,6 +68,10 @@ func Dev(ctx context.Context, p *spec.Pipeline, o DevOptions) error {
 		}
 		if err != nil {
 			fmt.Fprintf(o.Log, "pipeline %s: the update failed: %v\n", p.Name, err)
+			if strings.Contains(err.Error(), "--full-refresh") {
+				// Its storage lock would refuse the command while dev runs.
+				fmt.Fprintf(o.Log, "pipeline %s: stop `pipeline dev` (Ctrl-C) before running the full refresh above, which needs the storage dev holds; then start dev again\n", p.Name)
+			}
 		}
 		if o.Ran != nil {
 			o.Ran(names, res, err)

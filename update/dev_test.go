@@ -13,7 +13,8 @@ import (
 
 // TestDevSyntheticEvents: Dev runs everything first, then re-runs only what changed, fed with
 // synthetic change events: an edited dataset and its downstream, new input and its downstream;
-// an invalid edit is reported with file:line:column and Dev keeps going with the previous spec.
+// an invalid edit is reported with file:line:column and Dev keeps going with the previous spec;
+// an edit that needs a full refresh says to stop dev before running it.
 func TestDevSyntheticEvents(t *testing.T) {
 	t.Parallel()
 	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n")
@@ -84,6 +85,15 @@ func TestDevSyntheticEvents(t *testing.T) {
 	edit(failSpec)
 	if r := next("the fix"); !slices.Equal(r.only, []string{"items"}) {
 		t.Errorf("after the fix: ran %v, want [items]", r.only)
+	}
+
+	// A change that needs a full refresh says to stop dev first: dev holds the storage.
+	edit(strings.Replace(failSpec, "      sequence_by: seq\n", "      sequence_by: seq\n      stored_as_scd_type: 2\n", 1))
+	if r := next("a change of SCD type"); r.err == nil || !strings.Contains(r.err.Error(), "--full-refresh items") {
+		t.Errorf("after changing the SCD type: err %v, want one asking for a full refresh of items", r.err)
+	}
+	if !strings.Contains(log.String(), "stop `pipeline dev` (Ctrl-C) before running the full refresh above") {
+		t.Errorf("dev did not say to stop it before the full refresh:\n%s", log)
 	}
 	close(stop)
 	if err := <-done; err != nil {
