@@ -114,7 +114,7 @@ func listInputs(path string) (base string, files []inputFile, err error) {
 		st, err := os.Stat(path)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
-				return "", nil, fmt.Errorf("source path %s does not exist; create the folder or fix source.path in the spec", path)
+				return "", nil, fmt.Errorf("source path %s does not exist; create the folder, or fix source.path in the spec (or the --conf value it takes: a relative path is resolved against the spec's folder, not the working directory)", path)
 			}
 			return "", nil, err
 		}

@@ -382,3 +382,17 @@ func TestIngestSourceFolderChanged(t *testing.T) {
 		t.Fatalf("rows after the move: %v", got)
 	}
 }
+
+// TestIngestMissingSourceFolder: a source folder that does not exist fails the batch naming it,
+// how to fix it, and against which folder a relative path was resolved; nothing is committed.
+func TestIngestMissingSourceFolder(t *testing.T) {
+	t.Parallel()
+	p, landing := newIngest(t, "permissive", "")
+	if err := os.RemoveAll(landing); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := ingest(t, p)
+	if want := "source path " + landing + " does not exist; create the folder, or fix source.path in the spec (or the --conf value it takes: a relative path is resolved against the spec's folder"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("a missing folder: %v, want %q", err, want)
+	}
+}
