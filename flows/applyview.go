@@ -63,7 +63,7 @@ func planViewBatch(env *Env, d, view *spec.Dataset, committed int64, warn bool, 
 		if err != nil {
 			return nil, nil, fmt.Errorf("view %s: %w", view.Name, err)
 		}
-		m.ChangedFiles += changed
+		m.ChangedFiles, m.Unsettled = m.ChangedFiles+changed, unread.unsettled
 	}
 	vb := &viewBatch{ckpt: ckpt, off: &offsets{Batch: committed + 1, Base: unread.base}}
 	todo, more := unread.take(view.Source.MaxFilesPerTrigger)

@@ -22,6 +22,11 @@ type Env struct {
 	Events   Emitter
 	// Now returns the current time; tests may fix it. Nil means time.Now.
 	Now func() time.Time
+	// Settle, when above zero, leaves for a later batch the input files modified less than
+	// Settle ago (by the wall clock), which may still be being written: continuous mode, which
+	// reads files as they land, sets it (a file read while written is read in part, and its
+	// rest never, as it changed after it was read). Metrics.Unsettled counts them.
+	Settle time.Duration
 }
 
 func (e *Env) now() time.Time {
@@ -70,6 +75,9 @@ type Metrics struct {
 	BadRecords int64
 	// ChangedFiles counts input files that changed after they were read (not read again).
 	ChangedFiles int
+	// Unsettled counts input files left for a later batch because they were modified less than
+	// Env.Settle ago.
+	Unsettled int
 	// Files is the number of input files read.
 	Files int
 	// Idle is true when the flow found no new input.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"time"
 
 	"tributary/eventlog"
 	"tributary/schema"
@@ -133,15 +134,17 @@ func readFiles(ctx context.Context, src *spec.Source, todo []inputFile, pool *bl
 // when it started, in batches; files that land meanwhile are the next update's (Spark's
 // FileStreamSource keeps the unread files of a listing for the next batches in the same way).
 type unreadFiles struct {
-	listed bool
-	base   string      // the folder the files' relative paths start from
-	files  []inputFile // not yet taken, in name order
+	listed    bool
+	base      string      // the folder the files' relative paths start from
+	files     []inputFile // not yet taken, in name order
+	unsettled int         // files the listing left for a later update (Env.Settle)
 }
 
 // list lists the source at path and keeps its files that the batches 1..committed recorded in
 // the checkpoint folder ckpt did not read (pendingFiles, which reports changed files when warn).
 // changed counts the files read before and changed since. A source folder other than the one
-// the committed batches read is an error (checkBase).
+// the committed batches read is an error (checkBase). With env.Settle, files modified more
+// recently are left out (counted in u.unsettled).
 func (u *unreadFiles) list(env *Env, ckpt string, committed int64, path, flow, dataset string, warn bool) (changed int, err error) {
 	seen, err := committedFiles(ckpt, committed)
 	if err != nil {
@@ -155,6 +158,19 @@ func (u *unreadFiles) list(env *Env, ckpt string, committed int64, path, flow, d
 		return 0, err
 	}
 	u.files, changed = pendingFiles(env, flow, dataset, seen, files, warn)
+	if env.Settle > 0 {
+		// Files still being written, perhaps: a later update reads them whole.
+		recent := time.Now().Add(-env.Settle).UnixMilli()
+		kept := u.files[:0]
+		for _, f := range u.files {
+			if f.modTime > recent {
+				u.unsettled++
+				continue
+			}
+			kept = append(kept, f)
+		}
+		u.files = kept
+	}
 	u.listed, u.base = true, base
 	return changed, nil
 }

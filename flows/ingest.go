@@ -330,7 +330,7 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 			if err != nil {
 				return m, err
 			}
-			m.ChangedFiles += changed
+			m.ChangedFiles, m.Unsettled = m.ChangedFiles+changed, unread.unsettled
 		}
 		base = unread.base
 		todo, m.more = unread.take(src.MaxFilesPerTrigger)

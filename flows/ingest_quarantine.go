@@ -180,6 +180,7 @@ func (m *Metrics) addBatch(b Metrics, first bool) {
 	m.Ties += b.Ties
 	m.BadRecords += b.BadRecords
 	m.ChangedFiles += b.ChangedFiles
+	m.Unsettled += b.Unsettled
 	m.Files += b.Files
 	m.Idle = m.Idle && b.Idle
 	m.Quality.Add(b.Quality)

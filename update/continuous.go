@@ -1,6 +1,7 @@
 package update
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -23,7 +24,15 @@ type ContinuousOptions struct {
 	Interval time.Duration
 	// Batch, when set, is called after every batch with the datasets it ran (tests).
 	Batch func(ran []string)
+	// Settle is how recently an input file may have been modified for a batch to leave it for
+	// a later one, as it may still be being written (flows.Env.Settle): 0 means settleTime, a
+	// negative duration reads every file at once.
+	Settle time.Duration
 }
+
+// settleTime is how recently an input file may have been modified for a continuous update to
+// leave it for a later batch (flows.Env.Settle).
+const settleTime = time.Second
 
 // Continuous runs one continuous update of p (semantics.md "Continuous"): a first batch runs
 // every selected flow, then each time input may have changed (Wake, or every Interval) the
@@ -46,6 +55,9 @@ func Continuous(ctx context.Context, p *spec.Pipeline, o ContinuousOptions) (*Re
 		return s.result(), err
 	}
 	defer s.close()
+	// Files land while the update runs: one modified within settleTime may still be being
+	// written, and is read by a later batch.
+	s.env.Settle = cmp.Or(o.Settle, settleTime)
 	fmt.Fprintf(s.opts.Out, "pipeline %s: continuous update %s; looking for new input every %s (stop with Ctrl-C)\n", p.Name, s.res.UpdateID, interval)
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
@@ -71,6 +83,16 @@ func Continuous(ctx context.Context, p *spec.Pipeline, o ContinuousOptions) (*Re
 				o.Batch(ran)
 			}
 			last, first = now, false
+			// A flow that left files for later runs again at the next poll, whether or not
+			// its input changes meanwhile.
+			for name, fr := range s.res.Flows {
+				if s.runs(name, only) && fr.Metrics.Unsettled > 0 {
+					delete(last, name)
+					if ac := p.Dataset(name).ApplyChanges; ac != nil {
+						delete(last, ac.Source) // a view over the files it reads
+					}
+				}
+			}
 		}
 		if ctx.Err() != nil {
 			return s.res, s.end(true)

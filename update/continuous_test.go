@@ -2,6 +2,7 @@ package update
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,7 +26,7 @@ func TestContinuousPolling(t *testing.T) {
 	var res *Result
 	go func() {
 		var err error
-		res, err = Continuous(context.Background(), p, ContinuousOptions{Stop: stop, Interval: 20 * time.Millisecond,
+		res, err = Continuous(context.Background(), p, ContinuousOptions{Stop: stop, Interval: 20 * time.Millisecond, Settle: -1,
 			Batch: func(ran []string) { batches <- ran }})
 		done <- err
 	}()
@@ -95,5 +96,62 @@ func TestContinuousHardStop(t *testing.T) {
 	snap, err := delta.New(flows.TableDir(p.Storage, "changes")).Snapshot(-1)
 	if err != nil || snap.Version != 0 {
 		t.Errorf("changes is at version %v (%v), want 0: nothing committed", snap, err)
+	}
+}
+
+// TestContinuousSettle: a file still being written when a continuous update polls is left for a
+// later batch until it has not changed for the settle time, then read whole: every line a slow
+// writer appends lands (read too early, the file's rest would be lost: it changed after it was
+// read).
+func TestContinuousSettle(t *testing.T) {
+	t.Parallel()
+	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n")
+	stop := make(chan struct{})
+	done := make(chan error)
+	go func() {
+		_, err := Continuous(context.Background(), p, ContinuousOptions{Stop: stop, Interval: 20 * time.Millisecond, Settle: 300 * time.Millisecond})
+		done <- err
+	}()
+	f, err := os.Create(filepath.Join(filepath.Dir(p.File), "landing", "2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 30
+	for i := range n {
+		fmt.Fprintf(f, `{"op": "I", "id": %d, "seq": %d}`+"\n", i+2, i+2)
+		time.Sleep(20 * time.Millisecond)
+	}
+	f.Close()
+	rows := func() int64 {
+		snap, err := delta.New(flows.TableDir(p.Storage, "items")).Snapshot(-1)
+		if err != nil {
+			return 0
+		}
+		var total int64
+		for _, a := range snap.Files {
+			c, _ := a.NumRecords()
+			total += c
+		}
+		return total
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for rows() < n+1 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	evs, err := delta.New(flows.TableDir(p.Storage, "changes")).Snapshot(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bronze int64
+	for _, a := range evs.Files {
+		c, _ := a.NumRecords()
+		bronze += c
+	}
+	if got := rows(); got != n+1 || bronze != n+1 {
+		t.Fatalf("items has %d rows and changes %d, want %d each: the file was read before it was whole", got, bronze, n+1)
 	}
 }
