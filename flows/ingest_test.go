@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -394,5 +396,33 @@ func TestIngestMissingSourceFolder(t *testing.T) {
 	_, _, err := ingest(t, p)
 	if want := "source path " + landing + " does not exist; create the folder, or fix source.path in the spec (or the --conf value it takes: a relative path is resolved against the spec's folder"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("a missing folder: %v, want %q", err, want)
+	}
+}
+
+// TestIngestSettle: with Env.Settle, a file modified within it (still being written, perhaps) is
+// left for a later batch and counted in Metrics.Unsettled; files modified before it, or with a
+// time further ahead than it (another clock's), are read.
+func TestIngestSettle(t *testing.T) {
+	t.Parallel()
+	p, landing := newIngest(t, "permissive", "")
+	now := time.Now()
+	for name, at := range map[string]time.Time{"a.json": now.Add(-2 * time.Hour), "b.json": now, "c.json": now.Add(2 * time.Hour)} {
+		f := filepath.Join(landing, name)
+		write(t, f, []byte(`{"id": `+strconv.Itoa(int(name[0]-'a'+1))+`}`+"\n"))
+		if err := os.Chtimes(f, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := &Env{Pipeline: p, Events: &recorder{}, Settle: time.Hour}
+	m, err := Ingest(context.Background(), env, p.Dataset("raw"))
+	if err != nil || m.Files != 2 || m.Unsettled != 1 {
+		t.Fatalf("files %d, unsettled %d, err %v; want 2 read and 1 left", m.Files, m.Unsettled, err)
+	}
+	if got := strings.Join(rawRows(t, p), ","); got != "1 null null,3 null null" {
+		t.Fatalf("rows %s, want ids 1 and 3", got)
+	}
+	env.Settle = 0
+	if m, err = Ingest(context.Background(), env, p.Dataset("raw")); err != nil || m.Files != 1 || m.Unsettled != 0 {
+		t.Fatalf("without settle: files %d, unsettled %d, err %v; want the file left before", m.Files, m.Unsettled, err)
 	}
 }
