@@ -114,3 +114,45 @@ func readOwner(storage, prefer string) (string, error) {
 	}
 	return slices.Min(names), nil
 }
+
+// pendingResetFile is <storage>/full-refresh.json: the datasets a full refresh is removing,
+// written before it removes the first and removed after the last, so that an update killed
+// meanwhile (a table half removed) has the next update finish the full refresh first.
+const pendingResetFile = "full-refresh.json"
+
+// pendingReset is the content of the pending reset file.
+type pendingReset struct {
+	Datasets []string `json:"datasets"`
+}
+
+// readPendingReset returns the datasets of a full refresh that did not finish (none when the
+// file is absent). Errors: the file cannot be read or is damaged.
+func readPendingReset(storage string) ([]string, error) {
+	path := filepath.Join(storage, pendingResetFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("update: %w", err)
+	}
+	var r pendingReset
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s is damaged (%v): it lists the datasets of a full refresh that did not finish; remove it and run with --full-refresh-all", path, err)
+	}
+	return r.Datasets, nil
+}
+
+// writePendingReset records the datasets a full refresh is about to remove (pendingResetFile).
+func writePendingReset(storage string, datasets []string) error {
+	b, _ := json.Marshal(pendingReset{Datasets: datasets})
+	path := filepath.Join(storage, pendingResetFile)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("update: recording the full refresh: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("update: recording the full refresh: %w", err)
+	}
+	return nil
+}

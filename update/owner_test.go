@@ -2,12 +2,15 @@ package update
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"tributary/delta"
+	"tributary/eventlog"
 	"tributary/flows"
 )
 
@@ -71,5 +74,57 @@ func TestStorageOwner(t *testing.T) {
 	}
 	if _, err := Run(context.Background(), p, Options{}); err == nil || !strings.Contains(err.Error(), ownerFile+" is damaged") {
 		t.Fatalf("a damaged owner file: %v", err)
+	}
+}
+
+// TestInterruptedFullRefresh: a full refresh killed while it removed tables (the pending reset
+// file still there, a table half removed) is finished by the next update, which rebuilds those
+// datasets from their input (each row once) and says so in the event log, instead of failing on
+// a table whose source was re-created.
+func TestInterruptedFullRefresh(t *testing.T) {
+	t.Parallel()
+	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n"+`{"op": "I", "id": 2, "seq": 2}`+"\n")
+	if _, err := Run(context.Background(), p, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	// As an update killed in its resets leaves it: changes removed, items not yet.
+	if err := writePendingReset(p.Storage, []string{"changes", "items"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := flows.Reset(p, p.Dataset("changes")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), p, Options{}); err != nil {
+		t.Fatalf("the update after an interrupted full refresh: %v", err)
+	}
+	for _, name := range []string{"changes", "items"} {
+		snap, err := delta.New(flows.TableDir(p.Storage, name)).Snapshot(-1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, a := range snap.Files {
+			c, _ := a.NumRecords()
+			n += c
+		}
+		if n != 2 {
+			t.Errorf("%s has %d rows, want 2", name, n)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(p.Storage, pendingResetFile)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the pending reset file is still there: %v", err)
+	}
+	evs, err := eventlog.Read(filepath.Join(p.Storage, "system", "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed := 0
+	for _, e := range evs {
+		if strings.Contains(e.Message, "an earlier update began its full refresh and did not finish it") {
+			resumed++
+		}
+	}
+	if resumed != 2 {
+		t.Errorf("%d events say the full refresh was finished, want 2 (changes, items)", resumed)
 	}
 }

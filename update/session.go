@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -150,6 +153,7 @@ func begin(p *spec.Pipeline, opts Options) (*session, error) {
 	if opts.FullRefreshAll {
 		refresh = g.Order()
 	}
+	var reset []string
 	for _, name := range refresh {
 		d := p.Dataset(name)
 		if d == nil {
@@ -163,10 +167,36 @@ func begin(p *spec.Pipeline, opts Options) (*session, error) {
 				map[string]any{"user_action": map[string]any{"action": "FULL_REFRESH_DENIED", "dataset": name}}, "")
 			continue
 		}
-		if err := flows.Reset(p, d); err != nil {
+		reset = append(reset, name)
+	}
+	// A full refresh that an earlier update began and did not finish (it was killed while
+	// removing tables) is finished first: its datasets may be half removed.
+	pending, err := readPendingReset(p.Storage)
+	if err != nil {
+		return fail(err)
+	}
+	for _, name := range pending {
+		if p.Dataset(name) != nil && !slices.Contains(reset, name) {
+			reset = append(reset, name)
+			events.Emit(eventlog.Info, eventlog.UserAction, name, name, "Dataset "+name+" is fully refreshed: an earlier update began its full refresh and did not finish it.",
+				map[string]any{"user_action": map[string]any{"action": "FULL_REFRESH", "dataset": name, "resumed": true}}, "")
+		}
+	}
+	if len(reset) > 0 {
+		if err := writePendingReset(p.Storage, reset); err != nil {
+			return fail(err)
+		}
+	}
+	for _, name := range reset {
+		if err := flows.Reset(p, p.Dataset(name)); err != nil {
 			return fail(err)
 		}
 		events.Emit(eventlog.Info, eventlog.UserAction, name, name, "Dataset "+name+" is fully refreshed: its table, checkpoint and CDC state were removed.", map[string]any{"user_action": map[string]any{"action": "FULL_REFRESH", "dataset": name}}, "")
+	}
+	if len(reset) > 0 || len(pending) > 0 {
+		if err := os.Remove(filepath.Join(p.Storage, pendingResetFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fail(fmt.Errorf("update: %w", err))
+		}
 	}
 	// The tables are this pipeline's now (a new storage, or every table rebuilt).
 	if err := claimOwner(p); err != nil {
