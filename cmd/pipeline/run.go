@@ -69,10 +69,7 @@ func newRunCmd() *cobra.Command {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			_, err = update.Run(ctx, p, opts)
-			if err != nil {
-				return failure(err)
-			}
-			return nil
+			return runFailure(ctx, err)
 		},
 	}
 	cmd.Flags().StringArrayVar(&confs, "conf", nil, "set a configuration value (key=value), overriding the spec's configuration; repeatable")
@@ -97,6 +94,19 @@ func checkSelection(all bool, full, refresh []string) error {
 		}
 	}
 	return nil
+}
+
+// runFailure is the exit error of a triggered update that ended with err (nil: success); ctx is
+// the update's, cancelled by SIGINT or SIGTERM: a cancelled update is told as such, not as the
+// context's error.
+func runFailure(ctx context.Context, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		return failure(errors.New("the update was canceled (SIGINT or SIGTERM): the flows running were stopped and committed nothing, and the next run goes on from the last commit"))
+	}
+	return failure(err)
 }
 
 // runContinuous runs a continuous update until the first signal (clean stop, exit 0).
