@@ -314,8 +314,17 @@ func eachCSVRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc) err
 		if !headerDone {
 			headerDone = true
 			taken := map[int]bool{}
-			for _, f := range fields {
-				i := declared.Index(f.text)
+			header := make([]string, len(fields))
+			for i, f := range fields {
+				header[i] = f.text
+			}
+			if src.InferSchema {
+				// The names inference gave the columns (a declared schema is matched by the
+				// names as written, a repeat going to the rescued data).
+				header = safeHeader(fields, cfg.nullValue)
+			}
+			for _, name := range header {
+				i := declared.Index(name)
 				if i >= 0 && taken[i] {
 					i = -1
 				}
@@ -323,7 +332,7 @@ func eachCSVRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc) err
 					taken[i] = true
 				}
 				cols = append(cols, i)
-				names = append(names, f.text)
+				names = append(names, name)
 			}
 			continue
 		}
@@ -419,4 +428,27 @@ func eachRow(src *spec.Source, filePath string, in io.Reader, pool *blockPool, f
 		return eachJSONLine(newLineReader(src.Schema, src.RescuedDataColumn, filePath), in, pool, fn)
 	}
 	return fmt.Errorf("format %s cannot be read from files", src.Format)
+}
+
+// safeHeader returns the column names of a CSV header record as Spark's CSV reader makes them
+// (CSVUtils.makeSafeHeader, case-insensitive): a name repeated (in any case) gets its position
+// appended ("id,id" -> "id0,id1"), and an empty name or the null_value text becomes
+// "_c<position>", so that no two columns share a name and no value is lost.
+func safeHeader(fields []csvField, nullValue string) []string {
+	count := map[string]int{}
+	for _, f := range fields {
+		count[strings.ToLower(f.text)]++
+	}
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		switch {
+		case f.text == "" || f.text == nullValue:
+			names[i] = "_c" + strconv.Itoa(i)
+		case count[strings.ToLower(f.text)] > 1:
+			names[i] = f.text + strconv.Itoa(i)
+		default:
+			names[i] = f.text
+		}
+	}
+	return names
 }

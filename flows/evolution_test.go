@@ -101,3 +101,18 @@ func TestInferCaseVariants(t *testing.T) {
 	a, b := filepath.Join(landing, "a.json"), filepath.Join(landing, "b.json")
 	wantRows(t, p, `2 "{\"_file_path\":\"`+a+`\",\"id\":1}"`, `null "{\"Id\":3,\"_file_path\":\"`+b+`\"}"`)
 }
+
+// TestCSVSafeHeader: a CSV header naming a column twice (in any case), or not at all, gets the
+// names Spark's CSV reader makes (the position appended to a repeated name, _c<position> for an
+// empty one), so that every field keeps its value.
+func TestCSVSafeHeader(t *testing.T) {
+	t.Parallel()
+	p, _ := inferPipeline(t, "      format: csv\n      options: {header: true}\n", map[string]string{"a.csv": "id,ID,,name\n1,2,x,a\n"})
+	if got := p.Dataset("raw").Schema.DDL(); got != "id0 STRING, ID1 STRING, _c2 STRING, name STRING, _rescued_data STRING" {
+		t.Fatalf("schema %s", got)
+	}
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, p, `"1" "2" "x" "a" null`)
+}

@@ -352,9 +352,9 @@ func (inf *inferrer) csv(src *spec.Source, in io.Reader) error {
 		}
 		if first && cfg.header {
 			first = false
-			for _, f := range fields {
-				names = append(names, f.text)
-				inf.column(f.text)
+			for _, name := range safeHeader(fields, cfg.nullValue) {
+				names = append(names, name)
+				inf.column(name)
 			}
 			continue
 		}
