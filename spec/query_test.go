@@ -170,3 +170,31 @@ datasets:
 		t.Fatalf("rewritten %s", got)
 	}
 }
+
+// TestSQLIdiomHint: an expectation written in SQL gets a hint naming each SQL form it uses in
+// the expression language; expressions without SQL forms get none.
+func TestSQLIdiomHint(t *testing.T) {
+	t.Parallel()
+	for code, want := range map[string]string{
+		"amt IS NOT NULL AND op <> 'D'": "row expressions use the expr language, not SQL: `x IS NOT NULL` is `x != nil`, `<>` is `!=`",
+		"op IN ('I', 'U')":              "row expressions use the expr language, not SQL: `x IN ('a', 'b')` is `x in [\"a\", \"b\"]`",
+		"op = 'D'":                      "row expressions use the expr language, not SQL: `=` is `==`",
+		"name is null":                  "row expressions use the expr language, not SQL: `x IS NULL` is `x == nil`",
+		"amt >= 0 && op != \"D\"":       "",
+	} {
+		if got := sqlIdiomHint(code); got != want {
+			t.Errorf("sqlIdiomHint(%q) = %q, want %q", code, got, want)
+		}
+	}
+	const spec = `name: t
+datasets:
+  - name: raw
+    source: {path: ./in, format: json, schema: "amt BIGINT"}
+    expectations:
+      - {name: has_amt, expect: amt IS NOT NULL}
+`
+	_, err := Parse("p.yaml", []byte(spec), nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "expectation has_amt does not compile") || !strings.Contains(err.Error(), "`x IS NOT NULL` is `x != nil`") {
+		t.Fatalf("a SQL expectation: %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -438,6 +439,9 @@ func (v *validation) compile(code string, r ref, s schema.Schema, what string) {
 		msg = msg[:i]
 	}
 	hint := "columns: " + strings.Join(s.Names(), ", ")
+	if h := sqlIdiomHint(code); h != "" {
+		hint = h
+	}
 	if errors.Is(err, expectations.ErrNotBool) {
 		hint = "write a condition that is true for a good row, e.g. `amount > 0`, `name != nil` or `op in [\"I\", \"U\"]`"
 		if what == "apply_as_deletes" {
@@ -445,4 +449,33 @@ func (v *validation) compile(code string, r ref, s schema.Schema, what string) {
 		}
 	}
 	v.d.add(p, r.path, hint, "%s does not compile: %s", what, msg)
+}
+
+// sqlIdioms are SQL forms that people porting Delta Live Tables expectations (SQL) write, with
+// their form in the expression language (expr).
+var sqlIdioms = []struct {
+	re   *regexp.Regexp
+	expr string
+}{
+	{regexp.MustCompile(`(?i)\bIS\s+NOT\s+NULL\b`), "`x IS NOT NULL` is `x != nil`"},
+	{regexp.MustCompile(`(?i)\bIS\s+NULL\b`), "`x IS NULL` is `x == nil`"},
+	{regexp.MustCompile(`<>`), "`<>` is `!=`"},
+	{regexp.MustCompile(`(?i)\bIN\s*\(`), "`x IN ('a', 'b')` is `x in [\"a\", \"b\"]`"},
+	{regexp.MustCompile(`(?i)\bLIKE\b`), "`x LIKE 'a%'` is `x startsWith \"a\"` (or `x matches \"^a\"`)"},
+	{regexp.MustCompile(`[^=!<>]=[^=]`), "`=` is `==`"},
+}
+
+// sqlIdiomHint returns, for a row expression written in SQL, the hint that names its forms in
+// the expression language; "" when code has none of them.
+func sqlIdiomHint(code string) string {
+	var found []string
+	for _, s := range sqlIdioms {
+		if s.re.MatchString(code) {
+			found = append(found, s.expr)
+		}
+	}
+	if len(found) == 0 {
+		return ""
+	}
+	return "row expressions use the expr language, not SQL: " + strings.Join(found, ", ")
 }
