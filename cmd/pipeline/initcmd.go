@@ -21,7 +21,7 @@ var template embed.FS
 func newInitCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "init DIR",
-		Short: "Write a new runnable pipeline with sample data into DIR (spec.md §2): the shop-orders example",
+		Short: "Write a new runnable pipeline with sample data into DIR: the shop-orders example",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return initPipeline(cmd.OutOrStdout(), args[0])

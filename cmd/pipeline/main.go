@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"tributary/internal/suggest"
 	"tributary/spec"
 )
 
@@ -45,13 +48,60 @@ func newRootProfiled() (*cobra.Command, *profiles) {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError(err) })
+	root.Version = version()
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError(flagHint(c, err)) })
 	root.AddCommand(newRunCmd(), newValidateCmd(), newGraphCmd(), newShowCmd(), newChangesCmd(), newEventsCmd())
 	root.AddCommand(newHistoryCmd(), newOptimizeCmd(), newVacuumCmd())
 	root.AddCommand(newScheduleCmd(), newDevCmd(), newInitCmd())
 	prof.addFlags(root)
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return prof.start() }
 	return root, prof
+}
+
+// flagHint adds to an unknown flag error the command's closest flags ("did you mean").
+func flagHint(c *cobra.Command, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return err
+	}
+	var names []string
+	c.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	c.InheritedFlags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	if close := suggest.Closest(name, names); len(close) > 0 {
+		return fmt.Errorf("%w (did you mean --%s?)", err, strings.Join(close, " or --"))
+	}
+	return err
+}
+
+// version is the build's version: the module version, else the VCS revision it was built from
+// (with "+dirty" for uncommitted changes), else "devel".
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	rev, dirty := "", false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "devel"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if dirty {
+		rev += "+dirty"
+	}
+	return rev
 }
 
 func main() {

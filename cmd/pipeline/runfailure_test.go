@@ -26,3 +26,17 @@ func TestRunFailure(t *testing.T) {
 		t.Fatalf("success: %v", err)
 	}
 }
+
+// TestFlagHintAndVersion: an unknown flag exits 2 naming the closest flag of the command;
+// --version prints the build's version.
+func TestFlagHintAndVersion(t *testing.T) {
+	t.Parallel()
+	r := pipeline(t, nil, "run", "p.yaml", "--fullrefresh", "a")
+	if r.code != 2 || !strings.Contains(r.stderr, "unknown flag: --fullrefresh (did you mean --full-refresh?)") {
+		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+	}
+	r = pipeline(t, nil, "--version")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "pipeline version ") {
+		t.Fatalf("--version: exit %d, stdout %q", r.code, r.stdout)
+	}
+}
