@@ -122,36 +122,15 @@ func TestContinuousSettle(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	f.Close()
-	rows := func() int64 {
-		snap, err := delta.New(flows.TableDir(p.Storage, "items")).Snapshot(-1)
-		if err != nil {
-			return 0
-		}
-		var total int64
-		for _, a := range snap.Files {
-			c, _ := a.NumRecords()
-			total += c
-		}
-		return total
-	}
 	deadline := time.Now().Add(20 * time.Second)
-	for rows() < n+1 && time.Now().Before(deadline) {
+	for tableRows(t, p, "items") < n+1 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	close(stop)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	evs, err := delta.New(flows.TableDir(p.Storage, "changes")).Snapshot(-1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var bronze int64
-	for _, a := range evs.Files {
-		c, _ := a.NumRecords()
-		bronze += c
-	}
-	if got := rows(); got != n+1 || bronze != n+1 {
+	if got, bronze := tableRows(t, p, "items"), tableRows(t, p, "changes"); got != n+1 || bronze != n+1 {
 		t.Fatalf("items has %d rows and changes %d, want %d each: the file was read before it was whole", got, bronze, n+1)
 	}
 }

@@ -59,13 +59,22 @@ func claimOwner(p *spec.Pipeline) error {
 			return nil
 		}
 	}
-	b, _ := json.Marshal(storageOwner{Name: p.Name})
+	return writeJSONFile(path, storageOwner{Name: p.Name}, "the storage's pipeline")
+}
+
+// writeJSONFile writes v as JSON to path through a temporary file and a rename, so that a
+// reader sees the old content or the new; what names the content in an error.
+func writeJSONFile(path string, v any, what string) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("update: recording %s: %w", what, err)
+	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("update: recording the storage's pipeline: %w", err)
+		return fmt.Errorf("update: recording %s: %w", what, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("update: recording the storage's pipeline: %w", err)
+		return fmt.Errorf("update: recording %s: %w", what, err)
 	}
 	return nil
 }
@@ -145,14 +154,5 @@ func readPendingReset(storage string) ([]string, error) {
 
 // writePendingReset records the datasets a full refresh is about to remove (pendingResetFile).
 func writePendingReset(storage string, datasets []string) error {
-	b, _ := json.Marshal(pendingReset{Datasets: datasets})
-	path := filepath.Join(storage, pendingResetFile)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("update: recording the full refresh: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("update: recording the full refresh: %w", err)
-	}
-	return nil
+	return writeJSONFile(filepath.Join(storage, pendingResetFile), pendingReset{Datasets: datasets}, "the full refresh")
 }

@@ -12,6 +12,7 @@ import (
 	"tributary/delta"
 	"tributary/eventlog"
 	"tributary/flows"
+	"tributary/spec"
 )
 
 // TestStorageOwner: a storage holds one pipeline's tables. A spec of another name (renamed, or a
@@ -23,19 +24,7 @@ import (
 func TestStorageOwner(t *testing.T) {
 	t.Parallel()
 	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n"+`{"op": "I", "id": 2, "seq": 2}`+"\n")
-	rows := func() int {
-		t.Helper()
-		snap, err := delta.New(flows.TableDir(p.Storage, "changes")).Snapshot(-1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := int64(0)
-		for _, f := range snap.Files {
-			c, _ := f.NumRecords()
-			n += c
-		}
-		return int(n)
-	}
+	rows := func() int64 { return tableRows(t, p, "changes") }
 	if _, err := Run(context.Background(), p, Options{}); err != nil {
 		t.Fatal(err)
 	}
@@ -98,16 +87,7 @@ func TestInterruptedFullRefresh(t *testing.T) {
 		t.Fatalf("the update after an interrupted full refresh: %v", err)
 	}
 	for _, name := range []string{"changes", "items"} {
-		snap, err := delta.New(flows.TableDir(p.Storage, name)).Snapshot(-1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var n int64
-		for _, a := range snap.Files {
-			c, _ := a.NumRecords()
-			n += c
-		}
-		if n != 2 {
+		if n := tableRows(t, p, name); n != 2 {
 			t.Errorf("%s has %d rows, want 2", name, n)
 		}
 	}
@@ -127,4 +107,19 @@ func TestInterruptedFullRefresh(t *testing.T) {
 	if resumed != 2 {
 		t.Errorf("%d events say the full refresh was finished, want 2 (changes, items)", resumed)
 	}
+}
+
+// tableRows returns the rows of dataset's table, by its files' statistics (0: no table yet).
+func tableRows(t *testing.T, p *spec.Pipeline, dataset string) int64 {
+	t.Helper()
+	snap, err := delta.New(flows.TableDir(p.Storage, dataset)).Snapshot(-1)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, a := range snap.Files {
+		c, _ := a.NumRecords()
+		n += c
+	}
+	return n
 }
