@@ -342,7 +342,8 @@ func TestSourceFilesLinks(t *testing.T) {
 // TestIngestSourceFolderChanged: files are known by their path below the source folder, so a
 // source.path pointed at another folder (whose files may have the names of files read before)
 // is an error naming both folders and the way back, with nothing committed; a storage moved
-// together with its source folder reads on as before.
+// together with its source folder reads on as before, and so does a folder reached by another
+// path that holds the files the last batch read.
 func TestIngestSourceFolderChanged(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "proj")
@@ -382,6 +383,15 @@ func TestIngestSourceFolderChanged(t *testing.T) {
 	}
 	if got := rawRows(t, r); strings.Join(got, ",") != "1 null null,4 null null" {
 		t.Fatalf("rows after the move: %v", got)
+	}
+	// The same folder reached by another path (a link): it holds the files the last batch read.
+	if err := os.Symlink(filepath.Join(dir, "d1"), filepath.Join(dir, "alias")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "d1", "part-0002.json"), []byte(`{"id": 5}`+"\n"))
+	a := spec("./alias")
+	if m, _, err := ingest(t, a); err != nil || m.Files != 1 {
+		t.Fatalf("through a link to the folder: %d files, %v; want the new file only", m.Files, err)
 	}
 }
 

@@ -99,9 +99,11 @@ func relativeTo(dir, path string) (string, error) {
 // checkBase checks that the source folder base is the one the last committed batch (committed)
 // of the checkpoint folder ckpt read: its files are known by their path below the folder, so a
 // file of another folder named as one read before would be skipped (or reported changed) rather
-// than read. The folder counts as the same when it is, or when it lies where it did relative to
-// the checkpoint (the storage moved with it). Without committed batches, or their offsets,
-// there is nothing to compare. dataset names the flow's dataset in the error; refresh is the
+// than read. The folder counts as the same when it is, when it lies where it did relative to
+// the checkpoint (the storage moved with it), or when it holds that batch's files as they were
+// read (same path below it, size and modification time: the folder reached by another path,
+// moved, or copied with its times). Without committed batches, or their offsets, there is
+// nothing to compare. dataset names the flow's dataset in the error; refresh is the
 // command that reads every file again (RefreshHint).
 func checkBase(ckpt string, committed int64, base, dataset, refresh string) error {
 	if committed <= 0 {
@@ -111,16 +113,41 @@ func checkBase(ckpt string, committed int64, base, dataset, refresh string) erro
 	if err != nil || o.Base == "" {
 		return nil
 	}
-	same := o.Base == base
-	if o.BaseFromCheckpoint != "" {
-		if r, err := relativeTo(ckpt, base); err == nil {
-			same = r == o.BaseFromCheckpoint
-		}
-	}
-	if same {
+	if o.Base == base {
 		return nil
 	}
+	if o.BaseFromCheckpoint != "" {
+		if r, err := relativeTo(ckpt, base); err == nil && r == o.BaseFromCheckpoint {
+			return nil // moved together with the storage
+		}
+	}
+	if sameFiles(base, o.Files) {
+		return nil // the folder reached another way, moved or copied: it holds the files read
+	}
 	return fmt.Errorf("the source folder of %s is %s, and its batches so far read %s: the flow knows the files it read by their path below the folder, so files of the new folder named as files read before would be skipped. Point source.path back at %s, or run %s to rebuild from the files of the new folder", dataset, base, o.Base, o.Base, refresh)
+}
+
+// sameFiles says whether folder base holds every file of files (at least one) with the size and
+// modification time recorded.
+func sameFiles(base string, files []offsetFile) bool {
+	if len(files) == 0 {
+		return false
+	}
+	same := func(st os.FileInfo, err error, f offsetFile) bool {
+		return err == nil && st.Size() == f.Size && st.ModTime().UnixMilli() == f.ModTime
+	}
+	for _, f := range files {
+		// As listed: a folder's files by their own entry (a link's own time), a glob's by
+		// what they point to.
+		path := filepath.Join(base, filepath.FromSlash(f.Path))
+		st, err := os.Lstat(path)
+		if !same(st, err, f) {
+			if st, err = os.Stat(path); !same(st, err, f) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func readOffsets(dir string, batch int64) (*offsets, error) {
