@@ -15,51 +15,54 @@ import (
 	"tributary/spec"
 )
 
-// ownerFile is <storage>/pipeline.json: the name of the pipeline whose tables the storage
-// holds. A flow's progress in its table is kept under an id that names the pipeline
-// (flows.AppID), so a pipeline of another name (a renamed spec, or a second spec given the same
-// storage) would read every input file again into the same tables.
-const ownerFile = "pipeline.json"
-
-// storageOwner is the content of the owner file.
-type storageOwner struct {
-	Name string `json:"name"`
-}
-
-// checkOwner checks that p's storage belongs to p: the owner file names p, or the storage has
-// none yet and its tables were written by p (or there are none). A storage of another pipeline
-// is an error that says how to go on, unless renaming is set (--full-refresh-all, which
-// rebuilds every table under p's name; claimOwner then records p once the tables are reset).
-// Errors: another pipeline's storage, or an owner file that cannot be read.
-func checkOwner(p *spec.Pipeline, renaming bool) error {
-	owner, err := readOwner(p.Storage, p.Name)
-	if err != nil {
-		return err
-	}
-	if owner == "" || owner == p.Name {
-		return nil
-	}
-	if renaming {
-		for _, d := range p.Datasets {
-			if strings.EqualFold(d.TableProperties[ResetAllowedProperty], "false") {
-				return fmt.Errorf("the storage %s holds the tables of pipeline %s, and this spec names pipeline %s; --full-refresh-all cannot move them to the new name, since dataset %s keeps its table (%s is \"false\"): keep the name %s, or give this spec a storage of its own", p.Storage, owner, p.Name, d.Name, ResetAllowedProperty, owner)
+// checkOwners checks that the tables of p's datasets were written by p: a flow keeps its
+// progress in its table under an id that names the pipeline (flows.AppID), so the flow of a
+// pipeline of another name (a renamed spec, or a second spec given the same storage and dataset
+// names) would read every input file again into the same table. A table that holds progress of
+// other pipelines and none of p's is an error naming the datasets and how to go on, unless the
+// update fully refreshes it (refreshed: the datasets of --full-refresh, or all of them). Datasets
+// whose names the other pipeline does not share, and tables without progress (materialized
+// views, recomputed whole), are no concern.
+func checkOwners(p *spec.Pipeline, refreshed func(name string) bool) error {
+	var taken []string
+	var others []string
+	for _, d := range p.Datasets {
+		if d.FileView() || refreshed(d.Name) {
+			continue
+		}
+		snap, err := delta.New(flows.TableDir(p.Storage, d.Name)).Snapshot(-1)
+		if err != nil {
+			continue // no table yet (or one Setup reports on)
+		}
+		var names []string
+		ours := false
+		for id := range snap.AppTxns {
+			parts := strings.Split(id, ":")
+			if len(parts) != 3 || parts[0]+":" != flows.AppIDPrefix || parts[2] != d.Name {
+				continue
+			}
+			if parts[1] == p.Name {
+				ours = true
+				break
+			}
+			names = append(names, parts[1])
+		}
+		if ours || len(names) == 0 {
+			continue
+		}
+		taken = append(taken, d.Name)
+		for _, n := range names {
+			if !slices.Contains(others, n) {
+				others = append(others, n)
 			}
 		}
+	}
+	if len(taken) == 0 {
 		return nil
 	}
-	return fmt.Errorf("the storage %s holds the tables of pipeline %s, and this spec names pipeline %s: its flows would read every input file again into the same tables. Keep the name %s, give this spec a storage of its own (storage: in the spec), or run once with --full-refresh-all to rebuild every table from its input under the name %s", p.Storage, owner, p.Name, owner, p.Name)
-}
-
-// claimOwner records p as the owner of its storage, when the owner file does not name it yet.
-func claimOwner(p *spec.Pipeline) error {
-	path := filepath.Join(p.Storage, ownerFile)
-	if b, err := os.ReadFile(path); err == nil {
-		var o storageOwner
-		if json.Unmarshal(b, &o) == nil && o.Name == p.Name {
-			return nil
-		}
-	}
-	return writeJSONFile(path, storageOwner{Name: p.Name}, "the storage's pipeline")
+	slices.Sort(others)
+	return fmt.Errorf("the tables of %s in the storage %s were written by pipeline %s, and this spec names pipeline %s: its flows keep their progress under the pipeline's name, so they would read every input file again into the same tables. Keep the name %s, give this spec a storage of its own (storage: in the spec), or rebuild those tables from their input under the new name with %s",
+		strings.Join(taken, ", "), p.Storage, strings.Join(others, ", "), p.Name, others[0], flows.RefreshHint(p, taken...))
 }
 
 // writeJSONFile writes v as JSON to path through a temporary file and a rename, so that a
@@ -77,51 +80,6 @@ func writeJSONFile(path string, v any, what string) error {
 		return fmt.Errorf("update: recording %s: %w", what, err)
 	}
 	return nil
-}
-
-// readOwner returns the name of the pipeline that owns storage: the owner file's, or for a
-// storage written before there was one, a pipeline named by the flow progress its tables record
-// (flows.AppID: "tributary:<pipeline>:<dataset>"): prefer when one of them names it, else the
-// first in name order; "" when there is neither.
-func readOwner(storage, prefer string) (string, error) {
-	path := filepath.Join(storage, ownerFile)
-	b, err := os.ReadFile(path)
-	if err == nil {
-		var o storageOwner
-		if err := json.Unmarshal(b, &o); err != nil || o.Name == "" {
-			return "", fmt.Errorf("%s is damaged (%v): it should hold {\"name\": \"<pipeline name>\"}, the pipeline whose tables the storage holds; write the name there, or remove the file", path, err)
-		}
-		return o.Name, nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("update: %w", err)
-	}
-	entries, err := os.ReadDir(filepath.Join(storage, "tables"))
-	if err != nil {
-		return "", nil // no tables: a new storage
-	}
-	var names []string
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		snap, err := delta.New(filepath.Join(storage, "tables", e.Name())).Snapshot(-1)
-		if err != nil {
-			continue
-		}
-		for id := range snap.AppTxns {
-			if parts := strings.Split(id, ":"); len(parts) == 3 && parts[0]+":" == flows.AppIDPrefix {
-				if parts[1] == prefer {
-					return prefer, nil
-				}
-				names = append(names, parts[1])
-			}
-		}
-	}
-	if len(names) == 0 {
-		return "", nil
-	}
-	return slices.Min(names), nil
 }
 
 // pendingResetFile is <storage>/full-refresh.json: the datasets a full refresh is removing,

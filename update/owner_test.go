@@ -15,12 +15,12 @@ import (
 	"tributary/spec"
 )
 
-// TestStorageOwner: a storage holds one pipeline's tables. A spec of another name (renamed, or a
-// second spec given the same storage) is refused before it reads anything, since its flows'
-// progress is kept under ids that name the pipeline and it would read every file again into the
-// same tables; the error says how to go on. A storage written before the owner file existed is
-// known by the progress its tables record. --full-refresh-all moves the storage to the new
-// name, rebuilding the tables (each row once).
+// TestStorageOwner: a table keeps its flow's progress under the pipeline's name, so a spec of
+// another name (renamed, or a second spec given the same storage) that writes a dataset whose
+// table another pipeline wrote is refused before it reads anything (it would read every input
+// file again into the same table), naming the datasets and the full refresh that rebuilds them;
+// with that full refresh the tables are the new name's (each row once). A second spec whose
+// datasets are its own shares the storage.
 func TestStorageOwner(t *testing.T) {
 	t.Parallel()
 	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n"+`{"op": "I", "id": 2, "seq": 2}`+"\n")
@@ -28,23 +28,13 @@ func TestStorageOwner(t *testing.T) {
 	if _, err := Run(context.Background(), p, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := os.ReadFile(filepath.Join(p.Storage, ownerFile)); err != nil || strings.TrimSpace(string(b)) != `{"name":"t"}` {
-		t.Fatalf("owner file %q, %v", b, err)
-	}
 	p.Name = "t_v2"
 	_, err := Run(context.Background(), p, Options{})
-	if err == nil || !strings.Contains(err.Error(), "holds the tables of pipeline t, and this spec names pipeline t_v2") || !strings.Contains(err.Error(), "--full-refresh-all") {
+	if err == nil || !strings.Contains(err.Error(), "the tables of changes, items in the storage "+p.Storage+" were written by pipeline t, and this spec names pipeline t_v2") || !strings.Contains(err.Error(), "--full-refresh changes,items") {
 		t.Fatalf("a renamed spec: %v", err)
 	}
-	// Written before the owner file: the tables' progress names the pipeline.
-	if err := os.Remove(filepath.Join(p.Storage, ownerFile)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Run(context.Background(), p, Options{}); err == nil || !strings.Contains(err.Error(), "holds the tables of pipeline t,") {
-		t.Fatalf("a renamed spec on a storage without owner file: %v", err)
-	}
 	if n := rows(); n != 2 {
-		t.Fatalf("%d rows after the refused updates, want 2", n)
+		t.Fatalf("%d rows after the refused update, want 2", n)
 	}
 	if _, err := Run(context.Background(), p, Options{FullRefreshAll: true}); err != nil {
 		t.Fatal(err)
@@ -58,11 +48,19 @@ func TestStorageOwner(t *testing.T) {
 	if n := rows(); n != 2 {
 		t.Fatalf("%d rows after a second update under the new name, want 2", n)
 	}
-	if err := os.WriteFile(filepath.Join(p.Storage, ownerFile), []byte("{"), 0o644); err != nil {
+	// A second spec with datasets of its own, in the same storage.
+	other, err := spec.Parse(filepath.Join(filepath.Dir(p.File), "other.yaml"), []byte(strings.NewReplacer("name: t\n", "name: other\n", "name: changes", "name: o_changes", "name: items", "name: o_items", "source: changes", "source: o_changes").Replace(failSpec)), nil, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Run(context.Background(), p, Options{}); err == nil || !strings.Contains(err.Error(), ownerFile+" is damaged") {
-		t.Fatalf("a damaged owner file: %v", err)
+	if _, err := Run(context.Background(), other, Options{}); err != nil {
+		t.Fatalf("a second spec with its own datasets: %v", err)
+	}
+	if n := tableRows(t, other, "o_changes"); n != 2 {
+		t.Fatalf("o_changes has %d rows, want 2", n)
+	}
+	if _, err := Run(context.Background(), p, Options{}); err != nil {
+		t.Fatalf("the first spec after the second: %v", err)
 	}
 }
 

@@ -94,10 +94,6 @@ func begin(p *spec.Pipeline, opts Options) (*session, error) {
 		}
 		s.lk = lk
 	}
-	if err := checkOwner(p, opts.FullRefreshAll); err != nil {
-		s.close()
-		return nil, err
-	}
 	events, err := eventlog.Open(filepath.Join(p.Storage, "system", "events"), p.Name, s.res.UpdateID)
 	if err != nil {
 		s.close()
@@ -182,6 +178,10 @@ func begin(p *spec.Pipeline, opts Options) (*session, error) {
 				map[string]any{"user_action": map[string]any{"action": "FULL_REFRESH", "dataset": name, "resumed": true}}, "")
 		}
 	}
+	// Tables written under another pipeline's name are this one's only once rebuilt.
+	if err := checkOwners(p, func(name string) bool { return slices.Contains(reset, name) }); err != nil {
+		return fail(err)
+	}
 	if len(reset) > 0 {
 		if err := writePendingReset(p.Storage, reset); err != nil {
 			return fail(err)
@@ -197,10 +197,6 @@ func begin(p *spec.Pipeline, opts Options) (*session, error) {
 		if err := os.Remove(filepath.Join(p.Storage, pendingResetFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fail(fmt.Errorf("update: %w", err))
 		}
-	}
-	// The tables are this pipeline's now (a new storage, or every table rebuilt).
-	if err := claimOwner(p); err != nil {
-		return fail(err)
 	}
 	var setupErrs []error
 	var changed []string
