@@ -121,3 +121,31 @@ func tableRows(t *testing.T, p *spec.Pipeline, dataset string) int64 {
 	}
 	return n
 }
+
+// TestInterruptedFullRefreshSelection: the datasets of an unfinished full refresh run in the next
+// update even when it selects others (--refresh), so that their tables are not left empty.
+func TestInterruptedFullRefreshSelection(t *testing.T) {
+	t.Parallel()
+	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n"+`{"op": "I", "id": 2, "seq": 2}`+"\n")
+	if _, err := Run(context.Background(), p, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := writePendingReset(p.Storage, []string{"changes", "items"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := flows.Reset(p, p.Dataset("changes")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), p, Options{Refresh: []string{"items"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := res.Flows["changes"].State; st == FlowExcluded {
+		t.Fatalf("changes was %s", st)
+	}
+	for _, name := range []string{"changes", "items"} {
+		if n := tableRows(t, p, name); n != 2 {
+			t.Fatalf("%s has %d rows after the --refresh items update, want 2", name, n)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -172,11 +173,21 @@ func begin(p *spec.Pipeline, opts Options) (*session, error) {
 		return fail(err)
 	}
 	for _, name := range pending {
-		if p.Dataset(name) != nil && !slices.Contains(reset, name) {
-			reset = append(reset, name)
-			events.Emit(eventlog.Info, eventlog.UserAction, name, name, "Dataset "+name+" is fully refreshed: an earlier update began its full refresh and did not finish it.",
-				map[string]any{"user_action": map[string]any{"action": "FULL_REFRESH", "dataset": name, "resumed": true}}, "")
+		d := p.Dataset(name)
+		if d == nil || d.FileView() || slices.Contains(reset, name) || strings.EqualFold(d.TableProperties[ResetAllowedProperty], "false") {
+			continue
 		}
+		// It runs in this update whatever the selection, or its table would stay empty.
+		reset = append(reset, name)
+		if s.selected != nil {
+			s.selected[name] = true
+		}
+		if s.opts.Only != nil {
+			s.opts.Only = maps.Clone(s.opts.Only)
+			s.opts.Only[name] = true
+		}
+		events.Emit(eventlog.Info, eventlog.UserAction, name, name, "Dataset "+name+" is fully refreshed: an earlier update began its full refresh and did not finish it.",
+			map[string]any{"user_action": map[string]any{"action": "FULL_REFRESH", "dataset": name, "resumed": true}}, "")
 	}
 	// Tables written under another pipeline's name are this one's only once rebuilt.
 	if err := checkOwners(p, func(name string) bool { return slices.Contains(reset, name) }); err != nil {
