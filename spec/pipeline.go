@@ -266,13 +266,14 @@ func Parse(file string, data []byte, conf map[string]string, env func(string) (s
 		return nil, d.errs
 	}
 	doc := resolve(root.Content[0])
+	inConfig := configNames(doc)
 	vars, look, cfgNode, brokenVars := d.configuration(doc, conf, env)
 	used := map[string]bool{} // the names ${} looks up outside the configuration
 	d.substituteAll(doc, func(name string) (string, bool) {
 		used[name] = true
 		return look(name)
 	}, cfgNode, brokenVars)
-	d.unusedConf(file, conf, cfgNode, used)
+	d.unusedConf(file, conf, cfgNode, used, inConfig)
 	p, info := d.pipeline(doc, abs, vars)
 	if p != nil {
 		d.validate(p, info)

@@ -40,7 +40,7 @@ func (d *decoder) checkQuarantine(in *datasetInfo) {
 func (v *validation) quarantineNames(infos []*datasetInfo) {
 	for _, in := range infos {
 		if in.ds.Quarantines() {
-			if other, ok := v.byName[in.ds.Name+QuarantineSuffix]; ok && other.nameNode != nil {
+			if other, ok := v.byLower[strings.ToLower(in.ds.Name+QuarantineSuffix)]; ok && other.nameNode != nil {
 				v.d.addAt(other.nameNode, child(other.path, "name"), "rename this dataset",
 					"dataset %s has the name of the quarantine table of dataset %s", other.ds.Name, in.ds.Name)
 			}

@@ -36,6 +36,14 @@ func TestQuarantine(t *testing.T) {
 	if !errors.As(err, &es) || len(es) != 1 || !strings.Contains(es[0].Error(), "dataset bronze_quarantine has the name of the quarantine table of dataset bronze") {
 		t.Fatalf("err = %v", err)
 	}
+	// In another case too: table names are one without regard to case.
+	_, err = Parse("p.yaml", []byte(build(map[string]string{
+		"#SRC":  "    expectations:\n      - {name: pos, expect: \"id > 0\", on_violation: quarantine}",
+		"#MORE": "  - name: Bronze_Quarantine\n    source: {path: in2, format: json, schema: \"id BIGINT\"}",
+	})), nil, nil)
+	if !errors.As(err, &es) || len(es) != 1 || !strings.Contains(es[0].Error(), "dataset Bronze_Quarantine has the name of the quarantine table of dataset bronze") {
+		t.Fatalf("err = %v", err)
+	}
 }
 
 // TestInferredReads: a dataset cannot read (apply_changes, or `source: {table: ...}`) a dataset

@@ -204,7 +204,9 @@ func (d *decoder) substituteAll(doc *yaml.Node, look lookup, skip *yaml.Node, br
 // unusedConf reports each `--conf` key (conf) that the spec neither defines under
 // `configuration:` (node) nor uses as ${key} (used): the value changes nothing, most likely a
 // misspelt key, which would otherwise leave the spec's own value (its storage, say) in force.
-func (d *decoder) unusedConf(file string, conf map[string]string, node *yaml.Node, used map[string]bool) {
+// inConfig holds the names that configuration values use (configNames), which take the
+// environment only: their error says so.
+func (d *decoder) unusedConf(file string, conf map[string]string, node *yaml.Node, used, inConfig map[string]bool) {
 	known := map[string]bool{}
 	if n := resolve(node); n != nil && n.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -216,10 +218,39 @@ func (d *decoder) unusedConf(file string, conf map[string]string, node *yaml.Nod
 	}
 	candidates := slices.Sorted(maps.Keys(known))
 	for _, k := range slices.Sorted(maps.Keys(conf)) {
-		if known[k] {
+		switch {
+		case known[k]:
+		case inConfig[k]:
+			d.add(Pos{File: file}, "--conf "+k, "set the environment variable "+k+", or pass --conf for the configuration key whose value uses it",
+				"the spec uses ${%s} only in `configuration:` values, which take the environment only, so --conf %s=%s would change nothing", k, k, conf[k])
+		default:
+			d.add(Pos{File: file}, "--conf "+k, didYouMean(k, candidates, "the keys it defines or uses"),
+				"the spec neither defines %s under `configuration:` nor uses ${%s}, so --conf %s=%s would change nothing", k, k, k, conf[k])
+		}
+	}
+}
+
+// configNames returns the names that the values of doc's `configuration:` use as ${name}, read
+// before substitution.
+func configNames(doc *yaml.Node) map[string]bool {
+	out := map[string]bool{}
+	if doc.Kind != yaml.MappingNode {
+		return out
+	}
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if doc.Content[i].Value != "configuration" {
 			continue
 		}
-		d.add(Pos{File: file}, "--conf "+k, didYouMean(k, candidates, "the keys it defines or uses"),
-			"the spec neither defines %s under `configuration:` nor uses ${%s}, so --conf %s=%s would change nothing", k, k, k, conf[k])
+		if n := resolve(doc.Content[i+1]); n.Kind == yaml.MappingNode {
+			for j := 1; j < len(n.Content); j += 2 {
+				if v := resolve(n.Content[j]); v.Kind == yaml.ScalarNode {
+					_, unset, _ := expand(v.Value, func(string) (string, bool) { return "", false })
+					for _, u := range unset {
+						out[u.name] = true
+					}
+				}
+			}
+		}
 	}
+	return out
 }

@@ -185,4 +185,16 @@ datasets:
 	if err == nil || err.Error() != strings.Join(want, "\n") {
 		t.Fatalf("unused keys: %v\nwant:\n%s", err, strings.Join(want, "\n"))
 	}
+	// A name used only inside configuration values, which take the environment only.
+	const inConfig = `name: t
+configuration:
+  landing: ${base}/landing
+datasets:
+  - name: a
+    source: {path: '${landing}', format: json, schema: "id BIGINT"}
+`
+	_, err = Parse("p.yaml", []byte(inConfig), map[string]string{"base": "/data"}, func(string) (string, bool) { return "/env", true })
+	if w := "p.yaml: --conf base: the spec uses ${base} only in `configuration:` values, which take the environment only, so --conf base=/data would change nothing (hint: set the environment variable base, or pass --conf for the configuration key whose value uses it)"; err == nil || err.Error() != w {
+		t.Fatalf("a name used in configuration values: %v\nwant: %s", err, w)
+	}
 }

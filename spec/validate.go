@@ -65,7 +65,7 @@ func (v *validation) uniqueNames(infos []*datasetInfo) {
 			continue
 		}
 		if first, dup := lower[strings.ToLower(name)]; dup {
-			v.d.addAt(in.nameNode, child(in.path, "name"), "give each dataset a name of its own, not only in case",
+			v.d.addAt(in.nameNode, child(in.path, "name"), "give each dataset a name of its own, not only in case (a streaming dataset renamed reads its input again: --full-refresh it)",
 				"dataset %s differs only in case from dataset %s at %s: SQL names tables without regard to case, and their table folders are one on a case-insensitive file system", name, first.ds.Name, v.d.pos(first.nameNode))
 			continue
 		}
