@@ -321,7 +321,7 @@ func eachCSVRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc) err
 			if src.InferSchema {
 				// The names inference gave the columns (a declared schema is matched by the
 				// names as written, a repeat going to the rescued data).
-				header = safeHeader(fields, cfg.nullValue)
+				header = headerNames(fields, cfg.nullValue, func(name string) bool { return declared.Index(name) >= 0 })
 			}
 			for _, name := range header {
 				i := declared.Index(name)
@@ -447,6 +447,23 @@ func safeHeader(fields []csvField, nullValue string) []string {
 		case count[strings.ToLower(f.text)] > 1:
 			names[i] = f.text + strconv.Itoa(i)
 		default:
+			names[i] = f.text
+		}
+	}
+	return names
+}
+
+// headerNames returns the column names of a CSV header record: safeHeader's, except that a name
+// as written is kept where the table already has a column of that name and none of the safe
+// one (has: a table inferred before repeated and empty names were made safe keeps filling its
+// columns). has nil: no table yet.
+func headerNames(fields []csvField, nullValue string, has func(name string) bool) []string {
+	names := safeHeader(fields, nullValue)
+	if has == nil {
+		return names
+	}
+	for i, f := range fields {
+		if names[i] != f.text && !has(names[i]) && has(f.text) {
 			names[i] = f.text
 		}
 	}

@@ -2,6 +2,7 @@ package flows
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -115,4 +116,27 @@ func TestCSVSafeHeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantRows(t, p, `"1" "2" "x" "a" null`)
+}
+
+// TestCSVHeaderNamesKeepTable: the safe names of a repeated or empty CSV header name apply to new
+// tables; a table inferred before they were made safe (a column of the name as written, none of
+// the safe one) keeps the name as written, so that its columns go on being filled.
+func TestCSVHeaderNamesKeepTable(t *testing.T) {
+	t.Parallel()
+	fields := []csvField{{text: "id"}, {text: "name"}, {text: "id"}, {text: ""}}
+	has := func(cols ...string) func(string) bool {
+		return func(n string) bool { return slices.Contains(cols, n) }
+	}
+	for _, c := range []struct {
+		has  func(string) bool
+		want string
+	}{
+		{nil, "id0,name,id2,_c3"},
+		{has("id0", "name", "id2", "_c3"), "id0,name,id2,_c3"},
+		{has("id", "name", ""), "id,name,id,"},
+	} {
+		if got := strings.Join(headerNames(fields, "", c.has), ","); got != c.want {
+			t.Errorf("headerNames = %s, want %s", got, c.want)
+		}
+	}
 }

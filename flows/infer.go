@@ -202,6 +202,9 @@ type inferrer struct {
 	kinds  map[string]kindSet
 	shapes map[string]*shape
 	lower  map[string]bool
+	// known, when set, says whether the table has a column of a name (schema evolution): a CSV
+	// header name it has keeps that name (headerNames).
+	known func(name string) bool
 }
 
 func newInferrer() *inferrer {
@@ -352,7 +355,7 @@ func (inf *inferrer) csv(src *spec.Source, in io.Reader) error {
 		}
 		if first && cfg.header {
 			first = false
-			for _, name := range safeHeader(fields, cfg.nullValue) {
+			for _, name := range headerNames(fields, cfg.nullValue, inf.known) {
 				names = append(names, name)
 				inf.column(name)
 			}
@@ -435,6 +438,7 @@ func evolveSchema(d *spec.Dataset, todo []inputFile, meta *delta.Metadata, refre
 	}
 	typed := inferTypes(src)
 	inf := newInferrer()
+	inf.known = func(name string) bool { return known[strings.ToLower(name)] }
 	var added []string
 	for _, f := range todo {
 		in, err := openInput(f.abs)
