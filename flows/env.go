@@ -30,6 +30,17 @@ type Env struct {
 	Settle time.Duration
 }
 
+// settling says whether a file modified at modMs (ms since the epoch) is within e.Settle of
+// the wall clock's now, so may still be being written (a time further ahead is another clock's,
+// or a copy's, not a write under way). Always false without Settle.
+func (e *Env) settling(modMs int64) bool {
+	if e.Settle <= 0 {
+		return false
+	}
+	now := time.Now()
+	return modMs > now.Add(-e.Settle).UnixMilli() && modMs <= now.Add(e.Settle).UnixMilli()
+}
+
 func (e *Env) now() time.Time {
 	if e.Now != nil {
 		return e.Now()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"time"
 
 	"tributary/eventlog"
 	"tributary/schema"
@@ -159,13 +158,10 @@ func (u *unreadFiles) list(env *Env, ckpt string, committed int64, path, flow, d
 	}
 	u.files, changed = pendingFiles(env, flow, dataset, seen, files, warn)
 	if env.Settle > 0 {
-		// Files still being written, perhaps: a later update reads them whole. (A time further
-		// ahead is another clock's, or a copy's, not a write under way.)
-		now := time.Now()
-		from, to := now.Add(-env.Settle).UnixMilli(), now.Add(env.Settle).UnixMilli()
+		// Files still being written, perhaps: a later update reads them whole.
 		kept := u.files[:0]
 		for _, f := range u.files {
-			if f.modTime > from && f.modTime <= to {
+			if env.settling(f.modTime) {
 				u.unsettled++
 				continue
 			}

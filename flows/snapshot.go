@@ -256,6 +256,12 @@ func (f *snapshotFlow) pendingFiles(snap *delta.Snapshot) ([]pendingSnapshot, er
 			return nil, fmt.Errorf("snapshot file %s is new but sorts before %s, which was applied already: snapshots are applied in name order, and an older snapshot cannot follow a newer one. Move it out of %s, give it a name that sorts after %s to apply it as the newest snapshot, or run %s to rebuild %s from every file in name order",
 				in.abs, newest, src.Path, newest, RefreshHint(p, f.d.Name), f.d.Name)
 		}
+		if f.env.settling(in.modTime) {
+			// Still being written, perhaps: it and the snapshots after it (applied in name
+			// order) wait for a later update.
+			f.m.Unsettled++
+			break
+		}
 		seq := committed + int64(len(out)) + 1
 		out = append(out, pendingSnapshot{
 			seq: seq, label: "snapshot file " + in.abs,

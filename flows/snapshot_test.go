@@ -407,3 +407,32 @@ func (sc *snapshotScript) overwriteRaw(lines []string) int64 {
 	}
 	return v
 }
+
+// TestSnapshotFilesSettle: with Env.Settle, a snapshot file modified within it (still being
+// written, perhaps) waits for a later update, and so do the snapshots named after it (they are
+// applied in name order); Metrics.Unsettled counts it. Without the window they are applied.
+func TestSnapshotFilesSettle(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, fmt.Sprintf(snapshotScriptSpec, `{path: ./snapshots, format: json, schema: "id BIGINT, name STRING, city STRING"}`, "id", "1", ""))
+	if err := os.MkdirAll(filepath.Join(dir, "snapshots"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for name, at := range map[string]time.Time{"1.json": now.Add(-time.Hour), "2.json": now, "3.json": now.Add(-time.Hour)} {
+		f := filepath.Join(dir, "snapshots", name)
+		write(t, f, []byte(`{"id": 1, "name": "`+name+`", "city": "Oslo"}`+"\n"))
+		if err := os.Chtimes(f, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := &Env{Pipeline: p, Events: &recorder{}, Settle: time.Hour}
+	m, err := Run(context.Background(), env, p.Dataset("target"))
+	if err != nil || m.Files != 1 || m.Unsettled != 1 {
+		t.Fatalf("files %d, unsettled %d, err %v; want 1.json applied and 2.json left", m.Files, m.Unsettled, err)
+	}
+	env.Settle = 0
+	if m, err = Run(context.Background(), env, p.Dataset("target")); err != nil || m.Files != 2 || m.Unsettled != 0 {
+		t.Fatalf("without the window: files %d, unsettled %d, err %v; want 2.json and 3.json", m.Files, m.Unsettled, err)
+	}
+}

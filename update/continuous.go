@@ -63,6 +63,7 @@ func Continuous(ctx context.Context, p *spec.Pipeline, o ContinuousOptions) (*Re
 	defer ticker.Stop()
 	var last map[string]string
 	first := true
+	var settled <-chan time.Time // fires once files left unsettled have had the time to settle
 	for {
 		now := fingerprints(p)
 		var only map[string]bool
@@ -83,14 +84,16 @@ func Continuous(ctx context.Context, p *spec.Pipeline, o ContinuousOptions) (*Re
 				o.Batch(ran)
 			}
 			last, first = now, false
-			// A flow that left files for later runs again at the next poll, whether or not
-			// its input changes meanwhile.
+			// A flow that left files for later runs again at the next poll, or once they had
+			// the settle time (if sooner), whether or not its input changes meanwhile.
+			settled = nil
 			for name, fr := range s.res.Flows {
 				if s.runs(name, only) && fr.Metrics.Unsettled > 0 {
 					delete(last, name)
 					if ac := p.Dataset(name).ApplyChanges; ac != nil {
 						delete(last, ac.Source) // a view over the files it reads
 					}
+					settled = time.After(s.env.Settle)
 				}
 			}
 		}
@@ -109,6 +112,7 @@ func Continuous(ctx context.Context, p *spec.Pipeline, o ContinuousOptions) (*Re
 			return s.res, s.end(true)
 		case <-o.Wake:
 		case <-ticker.C:
+		case <-settled:
 		}
 	}
 }

@@ -134,3 +134,27 @@ func TestContinuousSettle(t *testing.T) {
 		t.Fatalf("items has %d rows and changes %d, want %d each: the file was read before it was whole", got, bronze, n+1)
 	}
 }
+
+// TestContinuousSettleTimer: a file left unsettled is read once it has had the settle time, not
+// at the next poll, which may be far off (here an hour).
+func TestContinuousSettleTimer(t *testing.T) {
+	t.Parallel()
+	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n") // landed just now: unsettled at first
+	stop := make(chan struct{})
+	done := make(chan error)
+	go func() {
+		_, err := Continuous(context.Background(), p, ContinuousOptions{Stop: stop, Interval: time.Hour, Settle: 200 * time.Millisecond})
+		done <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for tableRows(t, p, "items") < 1 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := tableRows(t, p, "items"); n != 1 {
+		t.Fatalf("items has %d rows 10 s after the file landed, want 1: the settled file waited for the hourly poll", n)
+	}
+}
