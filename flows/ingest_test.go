@@ -92,6 +92,15 @@ func write(t *testing.T, path string, data []byte) {
 	}
 }
 
+// writeAt writes a file as write does, with modification time at.
+func writeAt(t *testing.T, path string, data []byte, at time.Time) {
+	t.Helper()
+	write(t, path, data)
+	if err := os.Chtimes(path, at, at); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestIngestTypesAndBadValues: values that do not fit become NULL, the row is kept, and the
 // flow's metrics and WARN events name file, line and column (semantics.md "Ingestion"); extra
 // decimal digits round half up as Spark's JSON reader does.
@@ -417,11 +426,7 @@ func TestIngestSettle(t *testing.T) {
 	p, landing := newIngest(t, "permissive", "")
 	now := time.Now()
 	for name, at := range map[string]time.Time{"a.json": now.Add(-2 * time.Hour), "b.json": now, "c.json": now.Add(2 * time.Hour)} {
-		f := filepath.Join(landing, name)
-		write(t, f, []byte(`{"id": `+strconv.Itoa(int(name[0]-'a'+1))+`}`+"\n"))
-		if err := os.Chtimes(f, at, at); err != nil {
-			t.Fatal(err)
-		}
+		writeAt(t, filepath.Join(landing, name), []byte(`{"id": `+strconv.Itoa(int(name[0]-'a'+1))+`}`+"\n"), at)
 	}
 	env := &Env{Pipeline: p, Events: &recorder{}, Settle: time.Hour}
 	m, err := Ingest(context.Background(), env, p.Dataset("raw"))

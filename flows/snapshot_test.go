@@ -420,11 +420,7 @@ func TestSnapshotFilesSettle(t *testing.T) {
 	}
 	now := time.Now()
 	for name, at := range map[string]time.Time{"1.json": now.Add(-time.Hour), "2.json": now, "3.json": now.Add(-time.Hour)} {
-		f := filepath.Join(dir, "snapshots", name)
-		write(t, f, []byte(`{"id": 1, "name": "`+name+`", "city": "Oslo"}`+"\n"))
-		if err := os.Chtimes(f, at, at); err != nil {
-			t.Fatal(err)
-		}
+		writeAt(t, filepath.Join(dir, "snapshots", name), []byte(`{"id": 1, "name": "`+name+`", "city": "Oslo"}`+"\n"), at)
 	}
 	env := &Env{Pipeline: p, Events: &recorder{}, Settle: time.Hour}
 	m, err := Run(context.Background(), env, p.Dataset("target"))

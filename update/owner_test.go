@@ -70,17 +70,7 @@ func TestStorageOwner(t *testing.T) {
 // a table whose source was re-created.
 func TestInterruptedFullRefresh(t *testing.T) {
 	t.Parallel()
-	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n"+`{"op": "I", "id": 2, "seq": 2}`+"\n")
-	if _, err := Run(context.Background(), p, Options{}); err != nil {
-		t.Fatal(err)
-	}
-	// As an update killed in its resets leaves it: changes removed, items not yet.
-	if err := writePendingReset(p.Storage, []string{"changes", "items"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := flows.Reset(p, p.Dataset("changes")); err != nil {
-		t.Fatal(err)
-	}
+	p := interruptedRefresh(t)
 	if _, err := Run(context.Background(), p, Options{}); err != nil {
 		t.Fatalf("the update after an interrupted full refresh: %v", err)
 	}
@@ -126,16 +116,7 @@ func tableRows(t *testing.T, p *spec.Pipeline, dataset string) int64 {
 // update even when it selects others (--refresh), so that their tables are not left empty.
 func TestInterruptedFullRefreshSelection(t *testing.T) {
 	t.Parallel()
-	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n"+`{"op": "I", "id": 2, "seq": 2}`+"\n")
-	if _, err := Run(context.Background(), p, Options{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := writePendingReset(p.Storage, []string{"changes", "items"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := flows.Reset(p, p.Dataset("changes")); err != nil {
-		t.Fatal(err)
-	}
+	p := interruptedRefresh(t)
 	res, err := Run(context.Background(), p, Options{Refresh: []string{"items"}})
 	if err != nil {
 		t.Fatal(err)
@@ -148,4 +129,22 @@ func TestInterruptedFullRefreshSelection(t *testing.T) {
 			t.Fatalf("%s has %d rows after the --refresh items update, want 2", name, n)
 		}
 	}
+}
+
+// interruptedRefresh returns a pipeline of two rows updated once, then left as an update killed
+// in the resets of a full refresh of both datasets leaves it: the pending reset file written,
+// changes removed, items not yet.
+func interruptedRefresh(t *testing.T) *spec.Pipeline {
+	t.Helper()
+	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n"+`{"op": "I", "id": 2, "seq": 2}`+"\n")
+	if _, err := Run(context.Background(), p, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := writePendingReset(p.Storage, []string{"changes", "items"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := flows.Reset(p, p.Dataset("changes")); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
