@@ -24,10 +24,6 @@ type ContinuousOptions struct {
 	Interval time.Duration
 	// Batch, when set, is called after every batch with the datasets it ran (tests).
 	Batch func(ran []string)
-	// Settle is how recently an input file may have been modified for a batch to leave it for
-	// a later one, as it may still be being written (flows.Env.Settle): 0 means settleTime, a
-	// negative duration reads every file at once.
-	Settle time.Duration
 }
 
 // settleTime is how recently an input file may have been modified for a continuous update to
@@ -50,14 +46,14 @@ func Continuous(ctx context.Context, p *spec.Pipeline, o ContinuousOptions) (*Re
 	if o.Cause == "" {
 		o.Cause = "USER_ACTION"
 	}
+	// Files land while the update runs: one modified within settleTime may still be being
+	// written, and is read by a later batch.
+	o.Options.Settle = cmp.Or(o.Options.Settle, settleTime)
 	s, err := begin(p, o.Options)
 	if err != nil {
 		return s.result(), err
 	}
 	defer s.close()
-	// Files land while the update runs: one modified within settleTime may still be being
-	// written, and is read by a later batch.
-	s.env.Settle = cmp.Or(o.Settle, settleTime)
 	fmt.Fprintf(s.opts.Out, "pipeline %s: continuous update %s; looking for new input every %s (stop with Ctrl-C)\n", p.Name, s.res.UpdateID, interval)
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()

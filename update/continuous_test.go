@@ -26,7 +26,7 @@ func TestContinuousPolling(t *testing.T) {
 	var res *Result
 	go func() {
 		var err error
-		res, err = Continuous(context.Background(), p, ContinuousOptions{Stop: stop, Interval: 20 * time.Millisecond, Settle: -1,
+		res, err = Continuous(context.Background(), p, ContinuousOptions{Options: Options{Settle: -1}, Stop: stop, Interval: 20 * time.Millisecond,
 			Batch: func(ran []string) { batches <- ran }})
 		done <- err
 	}()
@@ -109,7 +109,7 @@ func TestContinuousSettle(t *testing.T) {
 	stop := make(chan struct{})
 	done := make(chan error)
 	go func() {
-		_, err := Continuous(context.Background(), p, ContinuousOptions{Stop: stop, Interval: 20 * time.Millisecond, Settle: 300 * time.Millisecond})
+		_, err := Continuous(context.Background(), p, ContinuousOptions{Options: Options{Settle: time.Second}, Stop: stop, Interval: 20 * time.Millisecond})
 		done <- err
 	}()
 	f, err := os.Create(filepath.Join(filepath.Dir(p.File), "landing", "2.json"))
@@ -143,7 +143,7 @@ func TestContinuousSettleTimer(t *testing.T) {
 	stop := make(chan struct{})
 	done := make(chan error)
 	go func() {
-		_, err := Continuous(context.Background(), p, ContinuousOptions{Stop: stop, Interval: time.Hour, Settle: 200 * time.Millisecond})
+		_, err := Continuous(context.Background(), p, ContinuousOptions{Options: Options{Settle: 200 * time.Millisecond}, Stop: stop, Interval: time.Hour})
 		done <- err
 	}()
 	deadline := time.Now().Add(10 * time.Second)

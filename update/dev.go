@@ -1,6 +1,7 @@
 package update
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -58,10 +60,27 @@ func Dev(ctx context.Context, p *spec.Pipeline, o DevOptions) error {
 		}
 	}
 	watch()
+	// Files that an update left for later (still being written, perhaps: Options.Settle) are
+	// read by an update of their datasets once they had the time to settle.
+	var settled <-chan time.Time
+	var unsettled map[string]bool
 	run := func(only map[string]bool, cause string) {
 		opts := o.Options
 		opts.Held, opts.Development, opts.Cause, opts.Only = held, true, cause, only
+		opts.Settle = cmp.Or(opts.Settle, settleTime)
 		res, err := Run(ctx, p, opts)
+		settled, unsettled = nil, nil
+		if res != nil {
+			for name, fr := range res.Flows {
+				if fr.Metrics.Unsettled > 0 {
+					if unsettled == nil {
+						unsettled = map[string]bool{}
+						settled = time.After(max(opts.Settle, 0))
+					}
+					unsettled[name] = true
+				}
+			}
+		}
 		var names []string
 		if only != nil {
 			names = sortedNames(only)
@@ -92,6 +111,17 @@ func Dev(ctx context.Context, p *spec.Pipeline, o DevOptions) error {
 			if !ok {
 				return nil
 			}
+		case <-settled:
+			g, _ := p.Graph()
+			only := map[string]bool{}
+			for n := range unsettled {
+				only[n] = true
+				for _, d := range g.Descendants(n) {
+					only[d] = true
+				}
+			}
+			run(only, "FILE_CHANGE")
+			continue
 		}
 		var changed []string
 		if containsPath(paths, p.File) {

@@ -28,7 +28,7 @@ func TestDevSyntheticEvents(t *testing.T) {
 	log := &lockedBuffer{}
 	done := make(chan error)
 	go func() {
-		done <- Dev(context.Background(), p, DevOptions{Changes: changes, Stop: stop, Log: log,
+		done <- Dev(context.Background(), p, DevOptions{Options: Options{Settle: -1}, Changes: changes, Stop: stop, Log: log,
 			Ran: func(only []string, res *Result, err error) { runs <- ran{only, err} }})
 	}()
 	next := func(what string) ran {
@@ -98,5 +98,38 @@ func TestDevSyntheticEvents(t *testing.T) {
 	close(stop)
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDevSettle: a file that an update of dev mode left for later (modified within the settle
+// time: still being written, perhaps) is read by an update of its datasets once it has had the
+// time, with no other change to wake dev.
+func TestDevSettle(t *testing.T) {
+	t.Parallel()
+	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n") // landed just now
+	changes := make(chan []string)
+	stop := make(chan struct{})
+	runs := make(chan []string, 10)
+	done := make(chan error)
+	go func() {
+		done <- Dev(context.Background(), p, DevOptions{Options: Options{Settle: 300 * time.Millisecond}, Changes: changes, Stop: stop,
+			Ran: func(only []string, res *Result, err error) { runs <- only }})
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for tableRows(t, p, "items") < 1 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := tableRows(t, p, "items"); n != 1 {
+		t.Fatalf("items has %d rows, want 1: the file left unsettled was never read", n)
+	}
+	if first := <-runs; first != nil {
+		t.Fatalf("first update ran %v, want every dataset", first)
+	}
+	if second := <-runs; !slices.Equal(second, []string{"changes", "items"}) {
+		t.Fatalf("the update after the settle time ran %v, want [changes items]", second)
 	}
 }

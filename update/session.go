@@ -247,7 +247,7 @@ func begin(p *spec.Pipeline, opts Options) (*session, error) {
 			s.flowProgress(eventlog.Info, name, "Flow "+name+" is EXCLUDED: it is not in the refresh selection.", progress(FlowExcluded, nil), "")
 		}
 	}
-	s.env = &flows.Env{Pipeline: p, UpdateID: s.res.UpdateID, Events: events, Now: opts.Now}
+	s.env = &flows.Env{Pipeline: p, UpdateID: s.res.UpdateID, Events: events, Now: opts.Now, Settle: opts.Settle}
 	return s, nil
 }
 

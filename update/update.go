@@ -68,6 +68,10 @@ type Options struct {
 	// Only, when not nil, limits the flows run to these (their downstream included by the
 	// caller); flows left out are not run and get no event. Continuous and dev mode use it.
 	Only map[string]bool
+	// Settle, when above zero, leaves for a later update the input files modified less than
+	// Settle ago, which may still be being written (flows.Env.Settle). Continuous and dev mode
+	// set it to settleTime when it is 0; a negative value reads every file at once.
+	Settle time.Duration
 
 	// sleep waits between retries (tests shorten it); nil means a timer honouring ctx.
 	sleep func(ctx context.Context, d time.Duration) error
