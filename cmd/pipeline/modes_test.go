@@ -331,7 +331,9 @@ func TestDevCommand(t *testing.T) {
 	updates := func() int { return strings.Count(p.stdout.String(), "pipeline modes: update ") }
 	before := updates() // the first, and one more if 1.json was left to settle
 	save(strings.Replace(text, "  - name: items\n", "  - name: items\n    comment: edited\n", 1))
-	eventually(t, "the update after the edit", func() bool { return updates() >= before+1 && strings.Contains(p.stderr.String(), "the spec changed: items") })
+	eventually(t, "the update after the edit", func() bool {
+		return updates() >= before+1 && strings.Contains(p.stderr.String(), "the spec changed: items")
+	})
 	if !strings.Contains(p.stderr.String(), "the spec changed: items") {
 		t.Errorf("dev did not say what changed:\n%s", p.stderr)
 	}
