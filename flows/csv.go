@@ -450,6 +450,16 @@ func safeHeader(fields []csvField, nullValue string) []string {
 			names[i] = f.text
 		}
 	}
+	// A made name may meet a name as written ("id1,id,id": id1 twice): the later one takes a
+	// further suffix, so that every column keeps its own name.
+	seen := map[string]bool{}
+	for i, n := range names {
+		for seen[strings.ToLower(n)] {
+			n += "_" + strconv.Itoa(i)
+		}
+		names[i] = n
+		seen[strings.ToLower(n)] = true
+	}
 	return names
 }
 

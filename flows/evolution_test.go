@@ -140,3 +140,18 @@ func TestCSVHeaderNamesKeepTable(t *testing.T) {
 		}
 	}
 }
+
+// TestCSVSafeHeaderMadeNameClash: a made name that meets a name as written takes a further
+// suffix, so that no two columns share a name.
+func TestCSVSafeHeaderMadeNameClash(t *testing.T) {
+	t.Parallel()
+	for header, want := range map[string]string{"id1,id,id": "id1,id1_1,id2", "_c1,,x": "_c1,_c1_1,x"} {
+		var fields []csvField
+		for _, f := range strings.Split(header, ",") {
+			fields = append(fields, csvField{text: f})
+		}
+		if got := strings.Join(safeHeader(fields, ""), ","); got != want {
+			t.Errorf("safeHeader(%s) = %s, want %s", header, got, want)
+		}
+	}
+}

@@ -312,7 +312,7 @@ func materialize(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error
 		tx.Add(adds...)
 	}
 	tx.SetCommitInfo(nil, map[string]string{"numOutputRows": strconv.Itoa(len(rows)), "numInsertedRows": strconv.Itoa(len(ins)), "numDeletedRows": strconv.Itoa(len(del))})
-	v, err := tx.Commit("CREATE OR REPLACE TABLE AS SELECT", map[string]any{"isManaged": "true"})
+	v, err := tx.Commit("CREATE OR REPLACE TABLE AS SELECT", map[string]any{"isManaged": "true", "queryId": AppID(p, d.Name)})
 	if err != nil {
 		return m, err
 	}

@@ -28,6 +28,17 @@ func RefreshHint(p *spec.Pipeline, names ...string) string {
 	return "`" + cmd + "`"
 }
 
+// RefreshWithReaders is RefreshHint for dataset name and every dataset that reads it, directly
+// or through others: a table rebuilt from scratch is a new source to its readers, which must be
+// rebuilt from it too.
+func RefreshWithReaders(p *spec.Pipeline, name string) string {
+	names := []string{name}
+	if g, err := p.Graph(); err == nil {
+		names = append(names, g.Descendants(name)...)
+	}
+	return RefreshHint(p, names...)
+}
+
 // shellWord returns s as one word of a POSIX shell command: as it is when it holds only
 // characters no shell treats specially, else in single quotes.
 func shellWord(s string) string {

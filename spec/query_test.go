@@ -176,11 +176,12 @@ datasets:
 func TestSQLIdiomHint(t *testing.T) {
 	t.Parallel()
 	for code, want := range map[string]string{
-		"amt IS NOT NULL AND op <> 'D'": "row expressions use the expr language, not SQL: `x IS NOT NULL` is `x != nil`, `<>` is `!=`",
+		"amt IS NOT NULL AND op <> 'D'": "row expressions use the expr language, not SQL: `x IS NOT NULL` is `x != nil`, `<>` is `!=`, `AND`, `OR`, `NOT` are `and`, `or`, `not` (or `&&`, `||`, `!`)",
 		"op IN ('I', 'U')":              "row expressions use the expr language, not SQL: `x IN ('a', 'b')` is `x in [\"a\", \"b\"]`",
 		"op = 'D'":                      "row expressions use the expr language, not SQL: `=` is `==`",
 		"name is null":                  "row expressions use the expr language, not SQL: `x IS NULL` is `x == nil`",
 		"amt >= 0 && op != \"D\"":       "",
+		"amt > 0 AND op != \"D\"":       "row expressions use the expr language, not SQL: `AND`, `OR`, `NOT` are `and`, `or`, `not` (or `&&`, `||`, `!`)",
 	} {
 		if got := sqlIdiomHint(code); got != want {
 			t.Errorf("sqlIdiomHint(%q) = %q, want %q", code, got, want)

@@ -463,6 +463,7 @@ var sqlIdioms = []struct {
 	{regexp.MustCompile(`(?i)\bIN\s*\(`), "`x IN ('a', 'b')` is `x in [\"a\", \"b\"]`"},
 	{regexp.MustCompile(`(?i)\bLIKE\b`), "`x LIKE 'a%'` is `x startsWith \"a\"` (or `x matches \"^a\"`)"},
 	{regexp.MustCompile(`[^=!<>]=[^=]`), "`=` is `==`"},
+	{regexp.MustCompile(`\b(AND|OR|NOT)\b`), "`AND`, `OR`, `NOT` are `and`, `or`, `not` (or `&&`, `||`, `!`)"},
 }
 
 // sqlIdiomHint returns, for a row expression written in SQL, the hint that names its forms in

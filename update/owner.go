@@ -20,9 +20,10 @@ import (
 // pipeline of another name (a renamed spec, or a second spec given the same storage and dataset
 // names) would read every input file again into the same table. A table that holds progress of
 // other pipelines and none of p's is an error naming the datasets and how to go on, unless the
-// update fully refreshes it (refreshed: the datasets of --full-refresh, or all of them). Datasets
-// whose names the other pipeline does not share, and tables without progress (materialized
-// views, recomputed whole), are no concern.
+// update fully refreshes it (refreshed: the datasets of --full-refresh, or all of them). A
+// materialized view keeps no progress, but its commit names its writer (queryId): another
+// pipeline's would overwrite it. Datasets whose names the other pipeline does not share are no
+// concern.
 func checkOwners(p *spec.Pipeline, refreshed func(name string) bool) error {
 	var taken []string
 	var others []string
@@ -36,16 +37,30 @@ func checkOwners(p *spec.Pipeline, refreshed func(name string) bool) error {
 		}
 		var names []string
 		ours := false
-		for id := range snap.AppTxns {
-			parts := strings.Split(id, ":")
-			if len(parts) != 3 || parts[0]+":" != flows.AppIDPrefix || parts[2] != d.Name {
-				continue
+		owner := func(id string) {
+			// "tributary:<pipeline>:<dataset>", with ":<source>" for a streaming query's source.
+			rest, ok := strings.CutPrefix(id, flows.AppIDPrefix)
+			parts := strings.SplitN(rest, ":", 3)
+			if !ok || len(parts) < 2 || parts[1] != d.Name {
+				return
 			}
-			if parts[1] == p.Name {
+			if parts[0] == p.Name {
 				ours = true
-				break
+			} else {
+				names = append(names, parts[0])
 			}
-			names = append(names, parts[1])
+		}
+		for id := range snap.AppTxns {
+			owner(id)
+		}
+		if len(snap.AppTxns) == 0 && snap.Version >= 0 {
+			// A table without progress (a materialized view) names its writer in its last
+			// commit (queryId).
+			if c, err := delta.New(flows.TableDir(p.Storage, d.Name)).ReadCommit(snap.Version); err == nil {
+				if id, ok := c.Info.OperationParameters["queryId"].(string); ok {
+					owner(id)
+				}
+			}
 		}
 		if ours || len(names) == 0 {
 			continue

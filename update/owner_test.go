@@ -148,3 +148,85 @@ func interruptedRefresh(t *testing.T) *spec.Pipeline {
 	}
 	return p
 }
+
+// TestStorageOwnerQueries: the ownership check covers a streaming table defined by a query (its
+// progress is kept per source, under ids that name the pipeline) and a materialized view (its
+// commit names its writer): after a rename, the full refresh the error names rebuilds them too,
+// each row once; a second spec with a materialized view of the same name is refused rather than
+// overwriting it.
+func TestStorageOwnerQueries(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "landing", "1.json"), []byte(`{"id": 1}`+"\n"+`{"id": 2}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const text = `name: q
+storage: ./storage
+datasets:
+  - name: raw
+    source: {path: ./landing, format: json, schema: "id BIGINT"}
+  - name: clean
+    type: streaming_table
+    query: SELECT id FROM STREAM(LIVE.raw)
+  - name: summary
+    query: SELECT count(*) AS n FROM LIVE.clean
+`
+	load := func(name, body string) *spec.Pipeline {
+		t.Helper()
+		p, err := spec.Parse(filepath.Join(dir, name+".yaml"), []byte(strings.Replace(body, "name: q\n", "name: "+name+"\n", 1)), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := load("q", text)
+	if _, err := Run(context.Background(), p, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	r := load("q_v2", text)
+	_, err := Run(context.Background(), r, Options{})
+	if err == nil || !strings.Contains(err.Error(), "the tables of raw, clean, summary in the storage") || !strings.Contains(err.Error(), "--full-refresh raw,clean,summary") {
+		t.Fatalf("a renamed spec with queries: %v", err)
+	}
+	if _, err := Run(context.Background(), r, Options{FullRefresh: []string{"raw", "clean", "summary"}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := tableRows(t, r, "clean"); n != 2 {
+		t.Fatalf("clean has %d rows after the full refresh under the new name, want 2", n)
+	}
+	// Another spec in the same storage with a materialized view of the same name.
+	o := load("other", `name: q
+storage: ./storage
+datasets:
+  - name: summary
+    query: SELECT 42 AS n
+`)
+	if _, err := Run(context.Background(), o, Options{}); err == nil || !strings.Contains(err.Error(), "the tables of summary in the storage") {
+		t.Fatalf("a second spec's materialized view of the same name: %v", err)
+	}
+}
+
+// TestSourceFolderChangedHint: the full refresh that a source folder change asks for names the
+// datasets that read the source too (rebuilt from scratch, a table is a new source to them).
+func TestSourceFolderChangedHint(t *testing.T) {
+	t.Parallel()
+	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n")
+	if _, err := Run(context.Background(), p, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(filepath.Dir(p.File), "other")
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(other, "1.json"), []byte(`{"op": "I", "id": 2, "seq": 2}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.Dataset("changes").Source.Path = other
+	_, err := Run(context.Background(), p, Options{})
+	if err == nil || !strings.Contains(err.Error(), "the source folder of changes is "+other) || !strings.Contains(err.Error(), "--full-refresh changes,items`") {
+		t.Fatalf("another source folder: %v", err)
+	}
+}

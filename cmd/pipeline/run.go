@@ -104,7 +104,7 @@ func runFailure(ctx context.Context, err error) error {
 	case err == nil:
 		return nil
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
-		return failure(errors.New("the update was canceled (SIGINT or SIGTERM): the flows running were stopped, their batch in flight committed nothing, and the next run goes on from the last commit"))
+		return failure(errors.New("the update was canceled (SIGINT or SIGTERM): the flows that completed keep their commits, a flow stopped commits nothing of its batch in flight, and the next run goes on from the last commit"))
 	}
 	return failure(err)
 }
