@@ -122,14 +122,7 @@ func TestContinuousSettle(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	f.Close()
-	deadline := time.Now().Add(20 * time.Second)
-	for tableRows(t, p, "items") < n+1 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	close(stop)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stopWhenRows(t, p, "items", n+1, stop, done)
 	if got, bronze := tableRows(t, p, "items"), tableRows(t, p, "changes"); got != n+1 || bronze != n+1 {
 		t.Fatalf("items has %d rows and changes %d, want %d each: the file was read before it was whole", got, bronze, n+1)
 	}
@@ -146,15 +139,22 @@ func TestContinuousSettleTimer(t *testing.T) {
 		_, err := Continuous(context.Background(), p, ContinuousOptions{Options: Options{Settle: 200 * time.Millisecond}, Stop: stop, Interval: time.Hour})
 		done <- err
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for tableRows(t, p, "items") < 1 && time.Now().Before(deadline) {
+	stopWhenRows(t, p, "items", 1, stop, done)
+	if n := tableRows(t, p, "items"); n != 1 {
+		t.Fatalf("items has %d rows 20 s after the file landed, want 1: the settled file waited for the hourly poll", n)
+	}
+}
+
+// stopWhenRows waits (up to 20 s) until dataset's table has n rows or more, then closes stop and
+// waits for the update's error on done, failing the test on one.
+func stopWhenRows(t *testing.T, p *spec.Pipeline, dataset string, n int64, stop chan struct{}, done chan error) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for tableRows(t, p, dataset) < n && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	close(stop)
 	if err := <-done; err != nil {
 		t.Fatal(err)
-	}
-	if n := tableRows(t, p, "items"); n != 1 {
-		t.Fatalf("items has %d rows 10 s after the file landed, want 1: the settled file waited for the hourly poll", n)
 	}
 }

@@ -115,14 +115,7 @@ func TestDevSettle(t *testing.T) {
 		done <- Dev(context.Background(), p, DevOptions{Options: Options{Settle: 2 * time.Second}, Changes: changes, Stop: stop,
 			Ran: func(only []string, res *Result, err error) { runs <- only }})
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for tableRows(t, p, "items") < 1 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	close(stop)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stopWhenRows(t, p, "items", 1, stop, done)
 	if n := tableRows(t, p, "items"); n != 1 {
 		t.Fatalf("items has %d rows, want 1: the file left unsettled was never read", n)
 	}
