@@ -69,17 +69,24 @@ func Dev(ctx context.Context, p *spec.Pipeline, o DevOptions) error {
 		opts.Held, opts.Development, opts.Cause, opts.Only = held, true, cause, only
 		opts.Settle = cmp.Or(opts.Settle, settleTime)
 		res, err := Run(ctx, p, opts)
-		settled, unsettled = nil, nil
 		if res != nil {
+			// The flows that ran have read what settled; those that left files wait again.
+			// (Datasets that did not run keep waiting for the timer already set.)
 			for name, fr := range res.Flows {
+				delete(unsettled, name)
 				if fr.Metrics.Unsettled > 0 {
 					if unsettled == nil {
 						unsettled = map[string]bool{}
-						settled = time.After(max(opts.Settle, 0))
 					}
 					unsettled[name] = true
 				}
 			}
+		}
+		switch {
+		case len(unsettled) == 0:
+			settled = nil
+		case settled == nil:
+			settled = time.After(max(opts.Settle, 0))
 		}
 		var names []string
 		if only != nil {
@@ -112,6 +119,7 @@ func Dev(ctx context.Context, p *spec.Pipeline, o DevOptions) error {
 				return nil
 			}
 		case <-settled:
+			settled = nil
 			g, _ := p.Graph()
 			only := map[string]bool{}
 			for n := range unsettled {

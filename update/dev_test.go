@@ -103,7 +103,7 @@ func TestDevSyntheticEvents(t *testing.T) {
 
 // TestDevSettle: a file that an update of dev mode left for later (modified within the settle
 // time: still being written, perhaps) is read by an update of its datasets once it has had the
-// time, with no other change to wake dev.
+// time, with no other change to wake dev, even when an update of other datasets ran meanwhile.
 func TestDevSettle(t *testing.T) {
 	t.Parallel()
 	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n") // landed just now
@@ -115,16 +115,23 @@ func TestDevSettle(t *testing.T) {
 		done <- Dev(context.Background(), p, DevOptions{Options: Options{Settle: 2 * time.Second}, Changes: changes, Stop: stop,
 			Ran: func(only []string, res *Result, err error) { runs <- only }})
 	}()
+	first := <-runs
+	// An edit of another dataset runs before the file settles: the file still waits.
+	if err := os.WriteFile(p.File, []byte(strings.Replace(failSpec, "  - name: items\n", "  - name: items\n    comment: edited\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	changes <- []string{p.File}
+	second := <-runs
 	stopWhenRows(t, p, "items", 1, stop, done)
 	if n := tableRows(t, p, "items"); n != 1 {
 		t.Fatalf("items has %d rows, want 1: the file left unsettled was never read", n)
 	}
 	close(runs)
-	var ran [][]string
+	ran := [][]string{first, second}
 	for only := range runs {
 		ran = append(ran, only)
 	}
-	if len(ran) != 2 || ran[0] != nil || !slices.Equal(ran[1], []string{"changes", "items"}) {
-		t.Fatalf("updates ran %v, want every dataset, then [changes items] once the file settled", ran)
+	if len(ran) != 3 || ran[0] != nil || !slices.Equal(ran[1], []string{"items"}) || !slices.Equal(ran[2], []string{"changes", "items"}) {
+		t.Fatalf("updates ran %v, want every dataset, [items] for the edit, then [changes items] once the file settled", ran)
 	}
 }
