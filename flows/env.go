@@ -24,9 +24,9 @@ type Env struct {
 	Now func() time.Time
 	// Settle, when above zero, leaves for a later batch the input files modified less than
 	// Settle ago (by the wall clock; a time more than Settle ahead does not count), which may
-	// still be being written: continuous mode, which
-	// reads files as they land, sets it (a file read while written is read in part, and its
-	// rest never, as it changed after it was read). Metrics.Unsettled counts them.
+	// still be being written: continuous and dev mode, which read files as they land, set it (a
+	// file read while written is read in part, and its rest never, as it changed after it was
+	// read). Metrics.Unsettled counts them.
 	Settle time.Duration
 }
 

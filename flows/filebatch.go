@@ -153,7 +153,7 @@ func (u *unreadFiles) list(env *Env, ckpt string, committed int64, path, flow, d
 	if err != nil {
 		return 0, err
 	}
-	if err := checkBase(ckpt, committed, base, dataset, RefreshWithReaders(env.Pipeline, flow)); err != nil {
+	if err := checkBase(ckpt, committed, base, dataset, func() string { return RefreshWithReaders(env.Pipeline, flow) }); err != nil {
 		return 0, err
 	}
 	u.files, changed = pendingFiles(env, flow, dataset, seen, files, warn)

@@ -140,9 +140,10 @@ type SourceFile struct {
 
 // SourceFiles lists the files a source folder holds, as a flow reads them: walked recursively
 // in name order, following symbolic links to folders (the folder itself included), skipping
-// names that start with "." or "_". A file that is a symbolic link has the link's own size and
-// time. Errors: the folder cannot be listed, or a link leads back to a folder listed already
-// (the files listed before the error are returned with it).
+// names that start with "." or "_", each file under one path (walkSource). A file that is a
+// symbolic link has the link's own size and time. Errors: the folder cannot be listed, or a link
+// leads to a folder that overlaps one listed under another path (the files listed before the
+// error are returned with it).
 func SourceFiles(dir string) ([]SourceFile, error) {
 	files, err := walkSource(dir, "", nil, new([]walkedFolder))
 	sort.Slice(files, func(i, j int) bool { return files[i].rel < files[j].rel })

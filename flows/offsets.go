@@ -103,9 +103,9 @@ func relativeTo(dir, path string) (string, error) {
 // the checkpoint (the storage moved with it), or when it holds that batch's files as they were
 // read (same path below it, size and modification time: the folder reached by another path,
 // moved, or copied with its times). Without committed batches, or their offsets, there is
-// nothing to compare. dataset names the flow's dataset in the error; refresh is the
-// command that reads every file again (RefreshHint).
-func checkBase(ckpt string, committed int64, base, dataset, refresh string) error {
+// nothing to compare. dataset names the flow's dataset in the error; refresh gives the command
+// that reads every file again (RefreshHint), made only for the error.
+func checkBase(ckpt string, committed int64, base, dataset string, refresh func() string) error {
 	if committed <= 0 {
 		return nil
 	}
@@ -124,7 +124,7 @@ func checkBase(ckpt string, committed int64, base, dataset, refresh string) erro
 	if sameFiles(base, o.Files) {
 		return nil // the folder reached another way, moved or copied: it holds the files read
 	}
-	return fmt.Errorf("the source folder of %s is %s, and its batches so far read %s: the flow knows the files it read by their path below the folder, so files of the new folder named as files read before would be skipped. Point source.path back at %s, or run %s to rebuild from the files of the new folder", dataset, base, o.Base, o.Base, refresh)
+	return fmt.Errorf("the source folder of %s is %s, and its batches so far read %s: the flow knows the files it read by their path below the folder, so files of the new folder named as files read before would be skipped. Point source.path back at %s, or run %s to rebuild from the files of the new folder", dataset, base, o.Base, o.Base, refresh())
 }
 
 // sameFiles says whether folder base holds every file of files (at least one) with the size and

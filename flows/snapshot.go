@@ -238,7 +238,7 @@ func (f *snapshotFlow) pendingFiles(snap *delta.Snapshot) ([]pendingSnapshot, er
 	if err != nil {
 		return nil, err
 	}
-	if err := checkBase(ckpt, committed, base, f.d.Name, RefreshWithReaders(p, f.d.Name)); err != nil {
+	if err := checkBase(ckpt, committed, base, f.d.Name, func() string { return RefreshWithReaders(p, f.d.Name) }); err != nil {
 		return nil, err
 	}
 	var out []pendingSnapshot
