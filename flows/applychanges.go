@@ -304,6 +304,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	nullCols := append(append([]string(nil), ac.Keys...), ac.SequenceBy...)
 	nullCounts := make([]int64, len(nullCols))
 	nullAt := make([]origin, len(nullCols))
+	nullEmpty := make([]bool, len(nullCols)) // whether nullAt's row has no value at all
 	anyNull := false
 	checked := false
 	// The rows a view reads share the memory of their input (blockPool), which is reused once
@@ -417,6 +418,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 				if v == nil && (!isTrunc || j >= len(ac.Keys)) {
 					if nullCounts[j] == 0 {
 						nullAt[j] = originOf(r, i)
+						nullEmpty[j] = emptyRow(r, srcSch, srcDS.Source)
 					}
 					nullCounts[j]++
 					anyNull = true
@@ -591,6 +593,8 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	if anyNull {
 		var parts []string
 		first := ""
+		explained := map[string]bool{} // the places already said to be a line that does not parse
+		malformed := false
 		for j, n := range nullCounts {
 			if n > 0 && first == "" {
 				first = nullCols[j]
@@ -608,16 +612,63 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			} else {
 				at = locate(p, ac.Source, commits[nullAt[j].version], nullAt[j])
 			}
+			if nullEmpty[j] {
+				place := at
+				if !explained[place] {
+					at += emptyRowReason(b.view, place, ac.Source)
+				}
+				explained[place] = true
+				malformed = true
+			}
 			parts = append(parts, fmt.Sprintf("%d change event(s) have a NULL in the %s %s (first at %s)", n, kind, nullCols[j], at))
 		}
-		if b.view != nil {
-			return nil, fmt.Errorf("%s; nothing of this batch was applied, and its files count as unread. Drop such events with an expectation on %s or %s (e.g. `%s != nil` with on_violation: drop), or fix the input files, then run again",
-				strings.Join(parts, "; "), ac.Source, d.Name, first)
+		dropMalformed := ""
+		if malformed && b.view != nil {
+			dropMalformed = fmt.Sprintf("; mode: dropmalformed on %s drops the lines that do not parse", ac.Source)
 		}
-		return nil, fmt.Errorf("%s; nothing of this batch was applied. Drop such events with an expectation on %s (e.g. `%s != nil` with on_violation: drop), then run again; the events are already in %s, so fixing the input files needs %s",
-			strings.Join(parts, "; "), d.Name, first, ac.Source, RefreshHint(p, ac.Source, d.Name))
+		if b.view != nil {
+			return nil, fmt.Errorf("%s; nothing of this batch was applied, and its files count as unread. Drop such events with an expectation on %s or %s (e.g. `%s != nil` with on_violation: drop), or fix the input files, then run again%s",
+				strings.Join(parts, "; "), ac.Source, d.Name, first, dropMalformed)
+		}
+		return nil, fmt.Errorf("%s; nothing of this batch was applied. Drop such events with an expectation on %s (e.g. `%s != nil` with on_violation: drop), then run again; the events are already in %s, so fixing the input files needs %s%s",
+			strings.Join(parts, "; "), d.Name, first, ac.Source, RefreshHint(p, ac.Source, d.Name), dropMalformed)
 	}
 	return b, nil
+}
+
+// emptyRow says whether source row r (of schema srcSch, read from file source src, nil for
+// another kind of source) holds no value but those its file source adds to every row (the
+// rescued data and the file metadata): the row that a line that does not parse becomes under
+// mode: permissive (semantics.md "Ingestion").
+func emptyRow(r []any, srcSch schema.Schema, src *spec.Source) bool {
+	if src == nil {
+		return false
+	}
+	for c, f := range srcSch.Fields {
+		if c >= len(r) {
+			break
+		}
+		if f.Name == src.RescuedDataColumn || (src.IncludeMetadata && (f.Name == spec.FilePathColumn || f.Name == spec.FileModificationTimeColumn)) {
+			continue
+		}
+		if r[c] != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// emptyRowReason is what an error about change events with a NULL key or sequence adds to the
+// place (at, "file:line") of the first when its row has no value at all: the reason the line
+// did not parse, when the batch read it through a view (vb), or that such a line becomes a row
+// of NULLs and the WARN events of source name it.
+func emptyRowReason(vb *viewBatch, at, source string) string {
+	if vb != nil && vb.bad != nil {
+		if reason, ok := vb.bad.malformed[at]; ok {
+			return ", a line that does not parse, read as a row of NULLs: " + reason
+		}
+	}
+	return fmt.Sprintf(", a row with every column NULL: a line of the input that does not parse becomes one, and a WARN event of %s names it", source)
 }
 
 // collectAroundFinish is how many source rows a folded batch reads before readChangeBatch runs a

@@ -252,3 +252,65 @@ datasets:
 		t.Errorf("target at version %d with %d rows, want nothing applied", snap.Version, len(rows))
 	}
 }
+
+// TestApplyChangesNullKeyFromMalformedLine: when the first change event with a NULL key is a line
+// that does not parse (a row of NULLs under mode: permissive), the error says so: through a view
+// with the parse error and the mode that drops such lines, through a bronze table with what such
+// a row is and where its WARN event is. The place is explained once, not once per column.
+func TestApplyChangesNullKeyFromMalformedLine(t *testing.T) {
+	t.Parallel()
+	for _, view := range []bool{true, false} {
+		dir := t.TempDir()
+		kind := ""
+		if view {
+			kind = "\n    type: view"
+		}
+		p := loadPipeline(t, dir, `name: malformed
+storage: ./storage
+datasets:
+  - name: changes`+kind+`
+    source:
+      path: ./landing
+      format: json
+      schema: "op STRING, id BIGINT, name STRING, seq BIGINT"
+  - name: target
+    apply_changes:
+      source: changes
+      keys: [id]
+      sequence_by: seq
+      except_column_list: [op]
+`)
+		landing := filepath.Join(dir, "landing")
+		write(t, filepath.Join(landing, "a.json"), []byte(`{"op": "U", "id": 1, "name": "a", "seq": 1}
+{"op": "U", "id": 2, "name": "b", "se
+{"op": "U", "id": 3, "name": "c", "seq": 3}
+`))
+		env := &Env{Pipeline: p, Events: nopEvents{}}
+		if !view {
+			if _, err := Ingest(context.Background(), env, p.Dataset("changes")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := ApplyChanges(context.Background(), env, p.Dataset("target"))
+		if err == nil {
+			t.Fatalf("view %v: a batch with a NULL key was applied", view)
+		}
+		place := filepath.Join(landing, "a.json") + ":2"
+		wants := []string{
+			"1 change event(s) have a NULL in the key column id (first at " + place + ", a row with every column NULL: a line of the input that does not parse becomes one, and a WARN event of changes names it)",
+			"1 change event(s) have a NULL in the sequence_by column seq (first at " + place + ")",
+		}
+		if view {
+			wants = []string{
+				"1 change event(s) have a NULL in the key column id (first at " + place + ", a line that does not parse, read as a row of NULLs: the line is not valid JSON",
+				"1 change event(s) have a NULL in the sequence_by column seq (first at " + place + ")",
+				"mode: dropmalformed on changes drops the lines that do not parse",
+			}
+		}
+		for _, want := range wants {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("view %v: error %q\ndoes not say %q", view, err, want)
+			}
+		}
+	}
+}

@@ -33,6 +33,7 @@ type viewBatch struct {
 	off   *offsets
 	files []inputFile // the files read, in the order of off.Files
 	more  bool
+	bad   *badRecords // what the view's mode did with the lines that do not fit its schema
 }
 
 // viewSourceIDPrefix starts the source identity (commitInfo sourceKey) of a target fed by a view
@@ -99,6 +100,7 @@ func readViewFiles(ctx context.Context, env *Env, d, view *spec.Dataset, b *chan
 	perGroup := groupRows > 0
 	src := view.Source
 	bad := &badRecords{env: env, flow: d.Name, dataset: view.Name, src: src}
+	b.view.bad = bad
 	defer func() { m.BadRecords = bad.count }()
 	var pool *blockPool
 	if perGroup {

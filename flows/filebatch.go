@@ -43,6 +43,9 @@ type badRecords struct {
 	count         int64
 	warned        int
 	reported      int64
+	// malformed holds, for the first maxWarnEvents lines that did not parse and were kept as rows
+	// of NULLs, the reason, by "file:line": an error about such a row then says why it is empty.
+	malformed map[string]string
 }
 
 // take applies the mode to the bad values of one line (none: the row is kept). keep is false for
@@ -67,6 +70,12 @@ func (r *badRecords) take(file string, lineNo int64, parsed bool, bad []badValue
 			r.reported += int64(len(bad))
 		}
 		return false, nil
+	}
+	if !parsed && len(r.malformed) < maxWarnEvents {
+		if r.malformed == nil {
+			r.malformed = map[string]string{}
+		}
+		r.malformed[where] = bad[0].Reason
 	}
 	if r.warned < maxWarnEvents {
 		for _, b := range bad {
