@@ -61,6 +61,15 @@ func pipeline(t *testing.T, env []string, args ...string) result {
 }
 
 // mustRun runs the binary and fails the test unless it exits 0.
+// summaryOf is the summary of `run`'s output out: from its "pipeline NAME: update" line on,
+// without the progress lines before it.
+func summaryOf(out string) string {
+	if i := strings.Index(out, "\npipeline "); i >= 0 {
+		return out[i+1:]
+	}
+	return out
+}
+
 func mustRun(t *testing.T, args ...string) string {
 	t.Helper()
 	r := pipeline(t, nil, args...)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 )
 
 // isTerminal reports whether w is a character device (a terminal) and TERM allows cursor
@@ -58,4 +59,31 @@ func (l *liveProgress) done() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.order, l.status, l.rows, l.drawn = nil, map[string]string{}, map[string]int64{}, 0
+}
+
+// plainProgress writes a line per flow as it starts and as it ends (time, flow, status and, once
+// it ends, the rows it wrote), for output that is not a terminal (a pipe, a log file): a long
+// update shows how far it got as it goes, not only its summary at the end. QUEUED, STARTING
+// and EXCLUDED are left out.
+type plainProgress struct {
+	mu  sync.Mutex
+	w   io.Writer
+	now func() time.Time
+}
+
+// update writes the line of a flow's new status (update.Options.Progress).
+func (p *plainProgress) update(flow, status string, rows int64) {
+	switch status {
+	case "QUEUED", "STARTING", "EXCLUDED":
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	line := fmt.Sprintf("%s %-24s %s", p.now().Format("15:04:05"), flow, status)
+	if rows == 1 {
+		line += " (1 row)"
+	} else if rows > 0 {
+		line += fmt.Sprintf(" (%d rows)", rows)
+	}
+	fmt.Fprintln(p.w, line)
 }

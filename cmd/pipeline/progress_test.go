@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestLiveProgress: the terminal display redraws its block in place (cursor up, clear line) with
@@ -28,7 +30,8 @@ func TestLiveProgress(t *testing.T) {
 	}
 }
 
-// TestPlainOutputWhenPiped: with output to a pipe, `run` prints plain lines only.
+// TestPlainOutputWhenPiped: with output to a pipe, `run` prints plain lines only: a line with the
+// time as each flow runs and as it ends, then the summary.
 func TestPlainOutputWhenPiped(t *testing.T) {
 	t.Parallel()
 	spec := modesDir(t, "")
@@ -36,5 +39,28 @@ func TestPlainOutputWhenPiped(t *testing.T) {
 	out := mustRun(t, "run", spec)
 	if strings.Contains(out, "\x1b[") || !strings.Contains(out, "items_raw                COMPLETED  1 row from 1 file") {
 		t.Errorf("output %q: want the plain summary without escape sequences", out)
+	}
+	progress := regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d items_raw +RUNNING\n\d\d:\d\d:\d\d items_raw +COMPLETED \(1 row\)\n(.|\n)*^pipeline modes: update `)
+	if !progress.MatchString(out) {
+		t.Errorf("output %q: want items_raw's RUNNING and COMPLETED lines before the summary", out)
+	}
+}
+
+// TestPlainProgress: each status but QUEUED, STARTING and EXCLUDED is one line with the time,
+// the flow and, when it wrote any, its rows.
+func TestPlainProgress(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	p := &plainProgress{w: &b, now: func() time.Time { return time.Date(2026, 11, 30, 9, 5, 7, 0, time.UTC) }}
+	for _, s := range [][2]string{{"bronze", "QUEUED"}, {"bronze", "STARTING"}, {"bronze", "RUNNING"}, {"gold", "EXCLUDED"}, {"bronze", "COMPLETED"}, {"silver", "FAILED"}} {
+		rows := int64(0)
+		if s[1] == "COMPLETED" {
+			rows = 12
+		}
+		p.update(s[0], s[1], rows)
+	}
+	want := "09:05:07 bronze                   RUNNING\n09:05:07 bronze                   COMPLETED (12 rows)\n09:05:07 silver                   FAILED\n"
+	if b.String() != want {
+		t.Errorf("progress lines\n%q\nwant\n%q", b.String(), want)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -59,6 +60,8 @@ func newRunCmd() *cobra.Command {
 				live := newLiveProgress(cmd.OutOrStdout())
 				opts.Progress = live.update
 				opts.Out = endOfBlock{live}
+			} else {
+				opts.Progress = (&plainProgress{w: cmd.OutOrStdout(), now: time.Now}).update
 			}
 			if !cmd.Flags().Changed("continuous") {
 				continuous = p.Continuous
