@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -58,15 +59,30 @@ func newRootProfiled() (*cobra.Command, *profiles) {
 	return root, prof
 }
 
-// flagHint adds to an unknown flag error the command's closest flags ("did you mean").
+// flagHint adds to an unknown flag error the command's closest flags ("did you mean"). A long
+// flag given with one dash (`-full-refresh-all`, which the command reads as shorthand flags) is
+// told to take two.
 func flagHint(c *cobra.Command, err error) error {
+	var names []string
+	c.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	c.InheritedFlags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	if _, given, ok := strings.Cut(err.Error(), "unknown shorthand flag: "); ok {
+		if _, arg, ok := strings.Cut(given, " in -"); ok && len(arg) > 1 {
+			arg, _, _ = strings.Cut(arg, "=")
+			close := suggest.Closest(arg, names)
+			if slices.Contains(names, arg) {
+				close = []string{arg}
+			}
+			if len(close) > 0 {
+				return fmt.Errorf("%w (long flags take two dashes: did you mean --%s?)", err, strings.Join(close, " or --"))
+			}
+		}
+		return err
+	}
 	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
 	if !ok {
 		return err
 	}
-	var names []string
-	c.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
-	c.InheritedFlags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
 	if close := suggest.Closest(name, names); len(close) > 0 {
 		return fmt.Errorf("%w (did you mean --%s?)", err, strings.Join(close, " or --"))
 	}
