@@ -411,6 +411,12 @@ func (inf *inferrer) json(src *spec.Source, in io.Reader) error {
 		return eachJSONValue(&spec.Source{}, "", in, func([]any, bool, []badValue, int64) error { return nil }, record)
 	}
 	return eachLine(in, func(line []byte, _ int64) error {
+		if elems, ok := arrayElements(string(line)); ok {
+			for _, e := range elems {
+				record(e) // a line holding an array of objects: a record of each
+			}
+			return nil
+		}
 		record(line)
 		return nil
 	})

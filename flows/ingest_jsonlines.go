@@ -283,6 +283,7 @@ func parseBlock(lr *lineReader, b *lineBlock) {
 		b.rows = make([]lineRow, 0, n)
 	}
 	lineNo := b.first
+	slot := 0 // the rows in the block's memory: one per line at most
 	for t := b.text; t != ""; lineNo++ {
 		line := t
 		if k := strings.IndexByte(t, '\n'); k >= 0 {
@@ -296,7 +297,17 @@ func parseBlock(lr *lineReader, b *lineBlock) {
 		if blank(line) {
 			continue
 		}
-		k := len(b.rows) * stride
+		if elems, ok := arrayElements(line); ok {
+			// A line holding an array of objects: a row of each, in memory of their own (the
+			// block has room for a row per line).
+			for _, e := range elems {
+				row, parsed, bad := lr.parse(e, lineNo)
+				b.rows = append(b.rows, lineRow{row: row, bad: bad, lineNo: lineNo, parsed: parsed})
+			}
+			continue
+		}
+		k := slot * stride
+		slot++
 		row := rows[k : k+width : k+stride]
 		if reused {
 			clear(row) // a parse sets only the columns its line has

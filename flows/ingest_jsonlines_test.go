@@ -10,6 +10,7 @@ import (
 	"testing/iotest"
 
 	"tributary/schema"
+	"tributary/spec"
 )
 
 // TestEachJSONLineOrder parses lines in parallel blocks and hands them on in line order, with
@@ -141,3 +142,67 @@ func TestEachJSONLineReaders(t *testing.T) {
 type emptyReader struct{}
 
 func (emptyReader) Read([]byte) (int, error) { return 0, nil }
+
+// TestJSONLinesArrayLines: a line of JSON-lines input that holds an array of objects is a row of
+// each object, as Spark's JSON reader makes it (an empty array, none), with the line's number;
+// an array of anything else stays one malformed line. Block memory holds a row per line, so the
+// rows of an array line must not take the slots of the lines after it (small blocks, many
+// lines). Schema inference sees the objects' fields.
+func TestJSONLinesArrayLines(t *testing.T) {
+	saved := jsonBlockSize
+	jsonBlockSize = 200
+	defer func() { jsonBlockSize = saved }()
+	var text strings.Builder
+	want := []string{}
+	line := int64(0)
+	for i := range 60 {
+		line++
+		switch i % 6 {
+		case 0:
+			fmt.Fprintf(&text, "[{\"id\": %d, \"name\": \"a%d\"}, {\"id\": %d}, {\"id\": %d, \"name\": \"c\"}]\n", i, i, i+1000, i+2000)
+			want = append(want, fmt.Sprintf("%d:%d:a%d:true", line, i, i), fmt.Sprintf("%d:%d:<nil>:true", line, i+1000), fmt.Sprintf("%d:%d:c:true", line, i+2000))
+		case 1:
+			text.WriteString("  [ ]  \n") // no row
+		case 2:
+			text.WriteString("[1, 2]\n")
+			want = append(want, fmt.Sprintf("%d:<nil>:<nil>:false", line))
+		case 3:
+			text.WriteString("[{\"id\": 1}, 2]\n")
+			want = append(want, fmt.Sprintf("%d:<nil>:<nil>:false", line))
+		default:
+			fmt.Fprintf(&text, "{\"id\": %d, \"name\": \"n%d\"}\n", i, i)
+			want = append(want, fmt.Sprintf("%d:%d:n%d:true", line, i, i))
+		}
+	}
+	s := schema.Schema{Fields: []schema.Field{
+		{Name: "id", Type: schema.Type{Kind: schema.Long}, Nullable: true},
+		{Name: "name", Type: schema.Type{Kind: schema.String}, Nullable: true},
+	}}
+	for _, procs := range []int{1, 4} {
+		func() {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			var got []string
+			err := eachJSONLine(newLineReader(s, "", "f.json"), strings.NewReader(text.String()), &blockPool{}, func(row []any, parsed bool, bad []badValue, lineNo int64) error {
+				got = append(got, fmt.Sprintf("%d:%v:%v:%v", lineNo, row[0], row[1], parsed))
+				if ext := append(row, "file", int64(0), 0, lineNo); &ext[0] != &row[0] {
+					return fmt.Errorf("line %d: appending %d values copied the row", lineNo, rowSpare)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("%d workers: rows\n%s\nwant\n%s", procs, strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		}()
+	}
+
+	inf := newInferrer()
+	if err := inf.json(&spec.Source{}, strings.NewReader("[{\"id\": 1, \"tags\": \"x\"}, {\"amount\": 2.5}]\n{\"id\": 3}\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(inf.order, ","); got != "id,tags,amount" {
+		t.Errorf("inferred columns %s, want id,tags,amount", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"tributary/schema"
 )
@@ -84,6 +85,27 @@ func (r *lineReader) parseInto(line string, lineNo int64, row []any, slab *boxSl
 	}
 	clear(row)
 	return r.parseDecoded([]byte(line), lineNo, row)
+}
+
+// arrayElements returns the elements of a line of JSON-lines input that holds a JSON array of
+// objects and nothing else: Spark's JSON reader makes a row of each (an empty array makes none).
+// ok is false for any other line, which is parsed as a record (an array holding anything but
+// objects, or not valid JSON, is then a malformed one).
+func arrayElements(line string) (elems []json.RawMessage, ok bool) {
+	i := skipSpace(line, 0)
+	if i >= len(line) || line[i] != '[' {
+		return nil, false
+	}
+	dec := json.NewDecoder(strings.NewReader(line[i:]))
+	if err := dec.Decode(&elems); err != nil || dec.More() {
+		return nil, false
+	}
+	for _, e := range elems {
+		if len(e) == 0 || e[0] != '{' {
+			return nil, false
+		}
+	}
+	return elems, true
 }
 
 // parseDecoded is parseInto by way of encoding/json: the line decoded into a map[string]any
