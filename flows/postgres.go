@@ -14,12 +14,14 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"tributary/delta"
+	"tributary/expectations"
 	"tributary/internal/fault"
 	"tributary/spec"
 )
 
 // pgBatchRows is how many change rows a postgres flow gathers (whole transactions) before it
-// commits a batch to the bronze table and confirms the slot; TRIBUTARY_PG_BATCH_ROWS overrides it
+// commits a batch to the bronze table and confirms the slot, and how many rows of the initial
+// snapshot it writes to a data file at a time (one commit holds them all); TRIBUTARY_PG_BATCH_ROWS overrides it
 // (the crash tests use small batches to kill a run between two of them).
 var pgBatchRows = func() int {
 	if n, err := strconv.Atoi(os.Getenv("TRIBUTARY_PG_BATCH_ROWS")); err == nil && n > 0 {
@@ -126,11 +128,46 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 		if err != nil {
 			return m, err
 		}
-		rows, err := pgSnapshot(ctx, conn, res.SnapshotName, qualified, tbl)
+		// The snapshot is written a chunk at a time as it is read, so that a table of any size
+		// takes memory for one chunk; its files are committed together, with its LSN.
+		// A fail expectation's error counts the violations of the whole snapshot: once a chunk
+		// fails, the rest are only checked.
+		var adds []delta.Add
+		var kept int64
+		var quality expectations.Quality
+		var failed *expectations.FailError
+		err = pgSnapshot(ctx, conn, res.SnapshotName, qualified, tbl, func(rows [][]any) error {
+			if failed != nil {
+				set, err := expectationSet(d, d.Schema)
+				if err != nil {
+					return err
+				}
+				_, q, err := set.Check(rows)
+				quality.Add(q)
+				if fe, ok := err.(*expectations.FailError); ok {
+					failed.Failed += fe.Failed
+				}
+				return nil
+			}
+			a, n, q, err := w.write(rows)
+			adds, kept = append(adds, a...), kept+n
+			quality.Add(q)
+			if fe, ok := err.(*expectations.FailError); ok {
+				failed = fe
+				return nil
+			}
+			return err
+		})
+		if err == nil && failed != nil {
+			bm := Metrics{Version: -1}
+			bm.Quality.Add(quality)
+			total.addBatch(bm, true)
+			return total, failed
+		}
 		if err != nil {
 			return m, fmt.Errorf("dataset %s: reading the initial snapshot: %w", d.Name, err)
 		}
-		bm, err := w.commit(ctx, rows, cp, "snapshot")
+		bm, err := w.commitFiles(ctx, adds, kept, quality, cp, "snapshot")
 		total.addBatch(bm, true)
 		if err != nil {
 			return total, err
@@ -243,15 +280,17 @@ func pgPublication(ctx context.Context, conn *pgx.Conn, pub, qualified string, p
 	return nil
 }
 
-// pgSnapshot reads the table's rows in the slot's exported snapshot, as `_op` r rows.
-func pgSnapshot(ctx context.Context, conn *pgx.Conn, snapshot, qualified string, tbl *pgTable) ([][]any, error) {
+// pgSnapshot reads the table's rows in the slot's exported snapshot, as `_op` r rows, and hands
+// them to chunk pgBatchRows at a time (the last chunk may hold fewer; an empty table makes
+// no call). An error of chunk stops the reading and is returned.
+func pgSnapshot(ctx context.Context, conn *pgx.Conn, snapshot, qualified string, tbl *pgTable, chunk func(rows [][]any) error) error {
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer tx.Rollback(context.Background())
 	if _, err := tx.Exec(ctx, "SET TRANSACTION SNAPSHOT '"+strings.ReplaceAll(snapshot, "'", "''")+"'"); err != nil {
-		return nil, err
+		return err
 	}
 	var cols []string
 	for _, f := range tbl.src.Schema.Fields[:tbl.data] {
@@ -259,7 +298,7 @@ func pgSnapshot(ctx context.Context, conn *pgx.Conn, snapshot, qualified string,
 	}
 	rs, err := tx.Query(ctx, "SELECT "+strings.Join(cols, ", ")+" FROM "+qualified, pgx.QueryExecModeSimpleProtocol)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rs.Close()
 	var out [][]any
@@ -270,7 +309,7 @@ func pgSnapshot(ctx context.Context, conn *pgx.Conn, snapshot, qualified string,
 	}
 	for rs.Next() {
 		if err := rs.Scan(dest...); err != nil {
-			return nil, err
+			return err
 		}
 		row := make([]any, len(tbl.src.Schema.Fields))
 		for i, s := range text {
@@ -279,13 +318,25 @@ func pgSnapshot(ctx context.Context, conn *pgx.Conn, snapshot, qualified string,
 			}
 			v, err := pgText(tbl.src.Schema.Fields[i].Type, *s)
 			if err != nil {
-				return nil, fmt.Errorf("column %s: %w", tbl.src.Schema.Fields[i].Name, err)
+				return fmt.Errorf("column %s: %w", tbl.src.Schema.Fields[i].Name, err)
 			}
 			row[i] = v
 		}
 		out = append(out, tbl.change(row, "r", 0, time.Time{}, 0))
+		if len(out) >= pgBatchRows {
+			if err := chunk(out); err != nil {
+				return err
+			}
+			out = nil
+		}
 	}
-	return out, rs.Err()
+	if err := rs.Err(); err != nil {
+		return err
+	}
+	if len(out) > 0 {
+		return chunk(out)
+	}
+	return nil
 }
 
 // pgStream reads the replication stream, transaction by transaction.
@@ -403,41 +454,63 @@ type pgWriter struct {
 // commit fills unchanged TOASTed values, checks the expectations and commits rows with the
 // batch's LSN as the txn version.
 func (w *pgWriter) commit(ctx context.Context, rows [][]any, lsn pglogrepl.LSN, kind string) (Metrics, error) {
-	m := Metrics{Version: -1}
 	if err := ctx.Err(); err != nil {
+		return Metrics{Version: -1}, err
+	}
+	adds, kept, q, err := w.write(rows)
+	if err != nil {
+		m := Metrics{Version: -1}
+		m.Quality.Add(q)
 		return m, err
 	}
+	return w.commitFiles(ctx, adds, kept, q, lsn, kind)
+}
+
+// write fills the unchanged TOASTed values of rows, checks the expectations and writes the rows
+// kept to new data files, uncommitted; it returns their add actions, how many rows they hold
+// and the expectations' counts.
+func (w *pgWriter) write(rows [][]any) (adds []delta.Add, kept int64, q expectations.Quality, err error) {
 	if need := w.tbl.needsLookup(rows); len(need) > 0 {
 		stored, err := w.storedRows(need)
 		if err != nil {
-			return m, err
+			return nil, 0, q, err
 		}
 		if err := w.tbl.fillToast(rows, stored); err != nil {
-			return m, fmt.Errorf("dataset %s: %w", w.d.Name, err)
+			return nil, 0, q, fmt.Errorf("dataset %s: %w", w.d.Name, err)
 		}
 	} else if err := w.tbl.fillToast(rows, map[string][]any{}); err != nil {
-		return m, fmt.Errorf("dataset %s: %w", w.d.Name, err)
+		return nil, 0, q, fmt.Errorf("dataset %s: %w", w.d.Name, err)
 	}
 	set, err := expectationSet(w.d, w.d.Schema)
 	if err != nil {
-		return m, err
+		return nil, 0, q, err
 	}
-	kept, q, err := set.Check(rows)
-	m.Quality.Add(q)
+	ok, q, err := set.Check(rows)
 	if err != nil {
-		return m, err
+		return nil, 0, q, err
 	}
-	var adds []delta.Add
-	if len(kept) > 0 {
-		if adds, err = w.table.WriteData(w.snap.Metadata, kept); err != nil {
-			return m, err
+	if len(ok) > 0 {
+		if adds, err = w.table.WriteData(w.snap.Metadata, ok); err != nil {
+			return nil, 0, q, err
 		}
+	}
+	return adds, int64(len(ok)), q, nil
+}
+
+// commitFiles commits the data files adds (kept rows, which met the expectations with counts q)
+// as one batch, with its LSN as the txn version; kind ("snapshot" or "stream") goes to the
+// commitInfo.
+func (w *pgWriter) commitFiles(ctx context.Context, adds []delta.Add, kept int64, q expectations.Quality, lsn pglogrepl.LSN, kind string) (Metrics, error) {
+	m := Metrics{Version: -1}
+	m.Quality.Add(q)
+	if err := ctx.Err(); err != nil {
+		return m, err
 	}
 	fault.Point("postgres.before-commit")
 	tx := w.table.Begin(w.snap)
 	tx.Add(adds...)
 	tx.SetAppTxn(w.appID, int64(lsn))
-	tx.SetCommitInfo(nil, map[string]string{"numFiles": strconv.Itoa(len(adds)), "numOutputRows": strconv.Itoa(len(kept)), "endLsn": lsn.String(), "read": kind})
+	tx.SetCommitInfo(nil, map[string]string{"numFiles": strconv.Itoa(len(adds)), "numOutputRows": strconv.FormatInt(kept, 10), "endLsn": lsn.String(), "read": kind})
 	v, err := tx.Commit("STREAMING UPDATE", map[string]any{"outputMode": "Append", "queryId": w.appID, "epochId": int64(lsn)})
 	if err != nil {
 		return m, err
@@ -446,7 +519,7 @@ func (w *pgWriter) commit(ctx context.Context, rows [][]any, lsn pglogrepl.LSN, 
 	if w.snap, err = w.table.Snapshot(v); err != nil {
 		return m, err
 	}
-	m.Version, m.NumOutputRows = v, int64(len(kept))
+	m.Version, m.NumOutputRows = v, kept
 	return m, nil
 }
 

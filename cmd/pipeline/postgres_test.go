@@ -241,8 +241,14 @@ func TestPostgresCDC(t *testing.T) {
 	if r := run("TRIBUTARY_FAULT=postgres.before-commit"); r.code != -1 {
 		t.Fatalf("the snapshot run with TRIBUTARY_FAULT=postgres.before-commit exited %d, want it killed\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	measure("run 0 (the initial snapshot)", pre)
+	// Chunks of 30 rows: the snapshot is written a chunk at a time, all in one commit.
+	measure("run 0 (the initial snapshot)", pre, "TRIBUTARY_PG_BATCH_ROWS=30")
 	check("run 0")
+	snapRows := len(pgRows(t, conn))
+	files, rows := snapshotCommit(t, filepath.Join(tmp, "storage", "tables", "orders_changes", "_delta_log"))
+	if want := (snapRows + 29) / 30; files != want || rows != snapRows {
+		t.Fatalf("the snapshot commit has %d files of %d rows, want %d files (chunks of 30) of %d rows", files, rows, want, snapRows)
+	}
 
 	n := w.run(t, 150, 10)
 	if _, err := conn.Exec(ctx, "TRUNCATE orders"); err != nil {
@@ -303,6 +309,48 @@ func TestPostgresCDC(t *testing.T) {
 	check("continuous mode")
 }
 
+// snapshotCommit returns the data files and rows of the commit of a postgres bronze table's
+// initial snapshot (commitInfo operationParameters... "read": "snapshot"), found in its log dir.
+func snapshotCommit(t *testing.T, logDir string) (files, rows int) {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(logDir, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(data), `"read":"snapshot"`) {
+			continue
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var a struct {
+				Add *struct {
+					Stats string `json:"stats"`
+				} `json:"add"`
+			}
+			if err := json.Unmarshal([]byte(line), &a); err != nil {
+				t.Fatal(err)
+			}
+			if a.Add == nil {
+				continue
+			}
+			var st struct {
+				NumRecords int `json:"numRecords"`
+			}
+			if err := json.Unmarshal([]byte(a.Add.Stats), &st); err != nil {
+				t.Fatal(err)
+			}
+			files, rows = files+1, rows+st.NumRecords
+		}
+		return files, rows
+	}
+	t.Fatalf("no commit in %s reads the snapshot", logDir)
+	return 0, 0
+}
+
 func firstDiff(got, want []string) string {
 	for i := 0; i < len(got) || i < len(want); i++ {
 		var g, w string
@@ -317,4 +365,52 @@ func firstDiff(got, want []string) string {
 		}
 	}
 	return ""
+}
+
+// TestPostgresSnapshotFailExpectation: the initial snapshot is written in chunks (10 rows here),
+// and a fail expectation violated in several of them fails the run with the count over the whole
+// snapshot, committing nothing; once the rows are fixed, the next run takes a new snapshot.
+func TestPostgresSnapshotFailExpectation(t *testing.T) {
+	srv := pgtest.Start(t)
+	ctx := context.Background()
+	conn := srv.Conn(t)
+	if _, err := conn.Exec(ctx, `CREATE TABLE items (id BIGINT PRIMARY KEY, amount NUMERIC(10,2));
+		INSERT INTO items SELECT g, CASE WHEN g % 15 = 0 THEN -g ELSE g END FROM generate_series(1, 100) g`); err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	specPath := filepath.Join(tmp, "pipeline.yaml")
+	if err := os.WriteFile(specPath, []byte(`name: pgfail
+storage: ${storage}
+datasets:
+  - name: items_changes
+    source:
+      format: postgres
+      connection: ${PGURL}
+      table: public.items
+      schema: "id BIGINT, amount DECIMAL(10,2)"
+    expectations:
+      - {name: no_refunds, expect: 'amount >= 0', on_violation: fail}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"run", specPath, "--conf", "storage=" + filepath.Join(tmp, "storage"), "--conf", "PGURL=" + srv.URL}
+	env := []string{"TRIBUTARY_PG_BATCH_ROWS=10"}
+	r := pipeline(t, env, args...)
+	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, `expectation "no_refunds" on dataset "items_changes" failed (on_violation: fail): 6 row(s) violate`) {
+		t.Fatalf("exit %d, want the run failed on the 6 rows of 100 that violate no_refunds:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	logDir := filepath.Join(tmp, "storage", "tables", "items_changes", "_delta_log")
+	if names, _ := filepath.Glob(filepath.Join(logDir, "*.json")); len(names) > 1 {
+		t.Fatalf("the failed snapshot committed: %v", names)
+	}
+	if _, err := conn.Exec(ctx, `UPDATE items SET amount = -amount WHERE amount < 0`); err != nil {
+		t.Fatal(err)
+	}
+	if r := pipeline(t, env, args...); r.code != 0 {
+		t.Fatalf("the run after the fix: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if files, rows := snapshotCommit(t, logDir); files != 10 || rows != 100 {
+		t.Fatalf("the snapshot commit has %d files of %d rows, want 10 files of 100 rows", files, rows)
+	}
 }
