@@ -91,12 +91,17 @@ func (r *lineReader) parseInto(line string, lineNo int64, row []any, slab *boxSl
 // objects and nothing else: Spark's JSON reader makes a row of each (an empty array makes none).
 // ok is false for any other line, which is parsed as a record (an array holding anything but
 // objects, or not valid JSON, is then a malformed one).
-func arrayElements(line string) (elems []json.RawMessage, ok bool) {
+func arrayElements(line string) ([]json.RawMessage, bool) {
 	i := skipSpace(line, 0)
 	if i >= len(line) || line[i] != '[' {
-		return nil, false
+		return nil, false // the common case: a check of a byte, no allocation
 	}
-	dec := json.NewDecoder(strings.NewReader(line[i:]))
+	return decodeArray(line[i:])
+}
+
+// decodeArray is arrayElements for a line that starts with '['.
+func decodeArray(line string) (elems []json.RawMessage, ok bool) {
+	dec := json.NewDecoder(strings.NewReader(line))
 	if err := dec.Decode(&elems); err != nil || dec.More() {
 		return nil, false
 	}
