@@ -37,9 +37,10 @@ func newEventsCmd() *cobra.Command {
 				return failure(err)
 			}
 			if updateID == "latest" {
+				// This pipeline's latest: specs that share a storage share its event log.
 				updateID = ""
 				for _, e := range evs {
-					if e.EventType == eventlog.CreateUpdate {
+					if e.EventType == eventlog.CreateUpdate && e.Origin.PipelineName == p.Name {
 						updateID = e.Origin.UpdateID
 					}
 				}

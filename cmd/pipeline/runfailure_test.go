@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -49,5 +51,39 @@ func TestFlagHintAndVersion(t *testing.T) {
 	r = pipeline(t, nil, "--version")
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "pipeline version ") {
 		t.Fatalf("--version: exit %d, stdout %q", r.code, r.stdout)
+	}
+}
+
+// TestEventsLatestOfSharedStorage: two specs that share a storage share its event log; `events
+// --update latest` shows the latest update of the spec's own pipeline, not the other's.
+func TestEventsLatestOfSharedStorage(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "landing", "1.json"), []byte(`{"id": 1}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	specs := map[string]string{}
+	for _, name := range []string{"first", "second"} {
+		specs[name] = filepath.Join(dir, name+".yaml")
+		text := "name: " + name + "\nstorage: ./storage\ndatasets:\n  - name: " + name + "_raw\n    source:\n      path: ./landing\n      format: json\n      schema: \"id BIGINT\"\n"
+		if err := os.WriteFile(specs[name], []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustRun(t, "run", specs["first"])
+	mustRun(t, "run", specs["second"])
+	for name, spec := range specs {
+		evs := readJSONL(t, mustRun(t, "events", spec, "--update", "latest", "--format", "jsonl"))
+		if len(evs) == 0 {
+			t.Fatalf("%s: no events", name)
+		}
+		for _, e := range evs {
+			if o, _ := e["origin"].(map[string]any); o["pipeline_name"] != name {
+				t.Fatalf("%s: --update latest shows an event of pipeline %v: %v", name, o["pipeline_name"], e)
+			}
+		}
 	}
 }
