@@ -202,13 +202,17 @@ func (u *unreadFiles) take(n int) (files []inputFile, more bool) {
 
 // runBatches runs batch, the first time with first, again while the batch before left files for
 // the next one (Metrics.more: max_files_per_trigger), and returns the batches' metrics summed
-// (Metrics.addBatch); an error ends the run with the metrics so far. The batches share one
-// unreadFiles.
+// (Metrics.addBatch); an error ends the run with the metrics so far. A batch stopped by the
+// update's cancellation commits nothing, so its metrics (rows, expectations' counts) are left
+// out. The batches share one unreadFiles.
 func runBatches(batch func(first bool, unread *unreadFiles) (Metrics, error)) (Metrics, error) {
 	total := Metrics{Version: -1}
 	unread := &unreadFiles{}
 	for first := true; ; first = false {
 		m, err := batch(first, unread)
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return total, err
+		}
 		total.addBatch(m, first)
 		if err != nil || !m.more {
 			return total, err

@@ -5,6 +5,8 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -439,5 +441,36 @@ func TestIngestSettle(t *testing.T) {
 	env.Settle = 0
 	if m, err = Ingest(context.Background(), env, p.Dataset("raw")); err != nil || m.Files != 1 || m.Unsettled != 0 {
 		t.Fatalf("without settle: files %d, unsettled %d, err %v; want the file left before", m.Files, m.Unsettled, err)
+	}
+}
+
+// TestRunBatchesStopped: a batch stopped by the update's cancellation committed nothing, so the
+// flow's metrics are those of the batches before it: not its rows, files or expectations'
+// counts. A batch that fails otherwise keeps its counts (they say what failed).
+func TestRunBatchesStopped(t *testing.T) {
+	t.Parallel()
+	for _, stop := range []error{context.Canceled, fmt.Errorf("reading x: %w", context.Canceled), errors.New("disk full")} {
+		n := 0
+		m, err := runBatches(func(first bool, unread *unreadFiles) (Metrics, error) {
+			n++
+			b := Metrics{Version: int64(n), NumOutputRows: 10, Files: 1, more: true}
+			b.Quality.DroppedRecords = 3
+			if n == 2 {
+				b.Version = -1
+				return b, stop
+			}
+			return b, nil
+		})
+		if !errors.Is(err, stop) || n != 2 {
+			t.Fatalf("%v: %d batches, error %v", stop, n, err)
+		}
+		want := int64(10)
+		if !errors.Is(stop, context.Canceled) {
+			want = 20
+		}
+		if m.NumOutputRows != want || int64(m.Files) != want/10 || m.Quality.DroppedRecords != 3*want/10 || m.Version != 1 {
+			t.Errorf("%v: metrics %d rows, %d files, %d dropped, version %d; want %d rows, %d files, %d dropped, version 1",
+				stop, m.NumOutputRows, m.Files, m.Quality.DroppedRecords, m.Version, want, want/10, 3*want/10)
+		}
 	}
 }

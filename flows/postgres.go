@@ -502,10 +502,10 @@ func (w *pgWriter) write(rows [][]any) (adds []delta.Add, kept int64, q expectat
 // commitInfo.
 func (w *pgWriter) commitFiles(ctx context.Context, adds []delta.Add, kept int64, q expectations.Quality, lsn pglogrepl.LSN, kind string) (Metrics, error) {
 	m := Metrics{Version: -1}
-	m.Quality.Add(q)
 	if err := ctx.Err(); err != nil {
-		return m, err
+		return m, err // stopped: nothing of the batch counts
 	}
+	m.Quality.Add(q)
 	fault.Point("postgres.before-commit")
 	tx := w.table.Begin(w.snap)
 	tx.Add(adds...)
