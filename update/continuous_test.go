@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,7 +74,8 @@ func TestContinuousHardStop(t *testing.T) {
 	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n")
 	ctx, cancel := context.WithCancel(context.Background())
 	inFlight := make(chan struct{})
-	o := ContinuousOptions{Stop: make(chan struct{}), Interval: time.Hour}
+	var out strings.Builder
+	o := ContinuousOptions{Options: Options{Out: &out}, Stop: make(chan struct{}), Interval: time.Hour}
 	o.runFlow = func(ctx context.Context, env *flows.Env, d *spec.Dataset) (flows.Metrics, error) {
 		close(inFlight)
 		<-ctx.Done()
@@ -92,6 +95,9 @@ func TestContinuousHardStop(t *testing.T) {
 	}
 	if res.State != StateCanceled || res.Flows["changes"].State != FlowStopped || res.Flows["items"].State != FlowSkipped {
 		t.Errorf("state %s, changes %s, items %s; want CANCELED, STOPPED, SKIPPED", res.State, res.Flows["changes"].State, res.Flows["items"].State)
+	}
+	if !regexp.MustCompile(`(?m)^  changes +STOPPED +canceled: its batch in flight committed nothing$`).MatchString(out.String()) {
+		t.Errorf("summary %q: want the STOPPED flow's line to say its batch committed nothing", out.String())
 	}
 	snap, err := delta.New(flows.TableDir(p.Storage, "changes")).Snapshot(-1)
 	if err != nil || snap.Version != 0 {

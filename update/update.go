@@ -190,6 +190,11 @@ func printSummary(w io.Writer, p *spec.Pipeline, res *Result, order []string) {
 		switch {
 		case fr.State == FlowFailed:
 			parts = append(parts, firstLine(fr.Err.Error()))
+		case fr.State == FlowStopped:
+			parts = append(parts, "canceled: its batch in flight committed nothing")
+			if m.NumOutputRows > 0 {
+				parts = append(parts, plural(m.NumOutputRows, "row")+" committed by its batches before")
+			}
 		case fr.State == FlowCompleted && p.Dataset(name).FileView():
 			parts = append(parts, "a view over files, read by "+strings.Join(readersOf(p, name), ", "))
 		case fr.State == FlowCompleted && (p.Dataset(name).ApplyChanges != nil || p.Dataset(name).ApplyChangesFromSnapshot != nil):
