@@ -228,9 +228,11 @@ func numberValue(t *schema.Type, raw string, isInt bool, slab *boxSlab) (any, er
 		}
 		return slab.decimal(d), nil
 	case schema.TimestampKind:
-		if f, err := strconv.ParseFloat(raw, 64); err == nil {
-			return slab.timestamp(schema.Timestamp(int64(math.Round(f * 1e6)))), nil
+		ts, err := schema.EpochSeconds(raw)
+		if err != nil {
+			return nil, err
 		}
+		return slab.timestamp(ts), nil
 	}
 	return schema.FromJSON(*t, json.Number(raw))
 }

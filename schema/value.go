@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -105,12 +106,34 @@ func FormatDecimal(v Decimal, scale int) string {
 	return s
 }
 
+// Epoch seconds of the first and last instants a TIMESTAMP holds, 0001-01-01T00:00:00Z and
+// 9999-12-31T23:59:59.999999Z (Spark's TimestampType range).
+const (
+	minEpochSeconds = -62135596800
+	maxEpochSeconds = 253402300800 // exclusive
+)
+
+// EpochSeconds returns the TIMESTAMP of raw, a JSON number of seconds since
+// 1970-01-01T00:00:00Z (a number in a TIMESTAMP column), rounded to the microsecond. Errors: raw
+// is not a number, or it lies outside 0001-01-01 to 9999-12-31, which the type does not hold.
+func EpochSeconds(raw string) (Timestamp, error) {
+	f, err := strconv.ParseFloat(raw, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("%s is not a timestamp", raw)
+	}
+	if !(f >= minEpochSeconds && f < maxEpochSeconds) {
+		return 0, fmt.Errorf("%s seconds since 1970 is outside the years 1 to 9999 that a TIMESTAMP holds", raw)
+	}
+	return Timestamp(int64(math.Round(f * 1e6))), nil
+}
+
 // ParseTimestamp reads RFC 3339 text (any UTC offset, fraction optional; "2024-01-31 10:00:00"
-// without offset is taken as UTC) and returns microseconds since the epoch.
+// without offset is taken as UTC; the letters T and Z in either case) and returns microseconds
+// since the epoch.
 func ParseTimestamp(s string) (Timestamp, error) {
-	s = strings.TrimSpace(s)
+	text := strings.ToUpper(strings.TrimSpace(s))
 	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999", "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
+		if t, err := time.Parse(layout, text); err == nil {
 			return Timestamp(t.UnixMicro()), nil
 		}
 	}
@@ -159,12 +182,18 @@ func FromJSON(t Type, v any) (any, error) {
 		switch x := v.(type) {
 		case json.Number:
 			i, err := strconv.ParseInt(string(x), 10, 64)
+			if errors.Is(err, strconv.ErrRange) {
+				return nil, fmt.Errorf("%s does not fit %s", x, t.DDL())
+			}
 			if err != nil {
 				return nil, fmt.Errorf("%s is not a whole number for %s", x, t.DDL())
 			}
 			n = i
 		case string:
 			i, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
+			if errors.Is(err, strconv.ErrRange) {
+				return nil, fmt.Errorf("%q does not fit %s", x, t.DDL())
+			}
 			if err != nil {
 				return nil, fmt.Errorf("%q is not a whole number for %s", x, t.DDL())
 			}
@@ -201,8 +230,9 @@ func FromJSON(t Type, v any) (any, error) {
 	case Double:
 		switch x := v.(type) {
 		case json.Number:
+			// Beyond DOUBLE's range is an infinity, as Spark's JSON reader reads it.
 			f, err := strconv.ParseFloat(string(x), 64)
-			if err != nil {
+			if err != nil && !errors.Is(err, strconv.ErrRange) {
 				return nil, fmt.Errorf("%s is not a number", x)
 			}
 			return f, nil
@@ -307,11 +337,7 @@ func FromJSON(t Type, v any) (any, error) {
 		case string:
 			return ParseTimestamp(x)
 		case json.Number:
-			f, err := strconv.ParseFloat(string(x), 64)
-			if err != nil {
-				return nil, fmt.Errorf("%s is not a timestamp", x)
-			}
-			return Timestamp(int64(math.Round(f * 1e6))), nil
+			return EpochSeconds(string(x))
 		}
 		return nil, fmt.Errorf("%s is not a timestamp", jsonKind(v))
 	}

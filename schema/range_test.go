@@ -1,0 +1,50 @@
+package schema
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+)
+
+// TestFromJSONRanges: a JSON number beyond a type's range is an error that says so (BIGINT), an
+// infinity (DOUBLE, as Spark's JSON reader reads it), or an error (TIMESTAMP epoch seconds
+// outside the years 1 to 9999, which the type does not hold; they once wrapped around to a
+// wrong instant); RFC 3339 text takes T and Z in either case.
+func TestFromJSONRanges(t *testing.T) {
+	t.Parallel()
+	long, double, ts := Type{Kind: Long}, Type{Kind: Double}, Type{Kind: TimestampKind}
+	for _, tc := range []struct {
+		typ  Type
+		in   any
+		want any
+		err  string
+	}{
+		{long, json.Number("9223372036854775808"), nil, "9223372036854775808 does not fit BIGINT"},
+		{long, "-9223372036854775809", nil, `"-9223372036854775809" does not fit BIGINT`},
+		{long, json.Number("1.5"), nil, "1.5 is not a whole number for BIGINT"},
+		{double, json.Number("1e400"), math.Inf(1), ""},
+		{double, json.Number("-1e400"), math.Inf(-1), ""},
+		{ts, json.Number("10000000000000"), nil, "10000000000000 seconds since 1970 is outside the years 1 to 9999 that a TIMESTAMP holds"},
+		{ts, json.Number("-1e20"), nil, "-1e20 seconds since 1970 is outside the years 1 to 9999"},
+		{ts, json.Number("1e400"), nil, "1e400 seconds since 1970 is outside"},
+		{ts, json.Number("253402300799.5"), Timestamp(253402300799500000), ""},
+		{ts, json.Number("253402300800"), nil, "253402300800 seconds since 1970 is outside"},
+		{ts, json.Number("-62135596800"), Timestamp(-62135596800000000), ""},
+		{ts, json.Number("1.7e9"), Timestamp(1700000000000000), ""},
+		{ts, "2024-01-01t10:00:00z", Timestamp(1704103200000000), ""},
+		{ts, "2024-01-01T10:00:00Z", Timestamp(1704103200000000), ""},
+		{ts, "2024-13-01", nil, `"2024-13-01" is not an RFC 3339 timestamp`},
+	} {
+		got, err := FromJSON(tc.typ, tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s %v: %v, error %v; want an error saying %q", tc.typ.DDL(), tc.in, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s %v: %v (%T), error %v; want %v", tc.typ.DDL(), tc.in, got, got, err, tc.want)
+		}
+	}
+}
