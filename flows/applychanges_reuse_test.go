@@ -314,3 +314,53 @@ datasets:
 		}
 	}
 }
+
+// TestApplyChangesNaNSequence: a DOUBLE sequence_by of NaN is above every other value (Spark's
+// order), so the NaN event wins whether it arrives in the batch before the 2.5 event, after it,
+// or with it, in SCD type 1 and 2 (NaN once compared equal to everything: the result followed
+// the arrival order).
+func TestApplyChangesNaNSequence(t *testing.T) {
+	t.Parallel()
+	nanLine, numLine := `{"id": 1, "v": "nan", "seq": "NaN"}`+"\n", `{"id": 1, "v": "b", "seq": 2.5}`+"\n"
+	for _, scd := range []int{1, 2} {
+		for name, files := range map[string][]string{
+			"NaN first": {nanLine, numLine}, "NaN last": {numLine, nanLine}, "one batch": {nanLine + numLine},
+		} {
+			dir := t.TempDir()
+			p := loadPipeline(t, dir, fmt.Sprintf(`name: nan
+storage: ./storage
+datasets:
+  - name: changes
+    type: view
+    source:
+      path: ./landing
+      format: json
+      schema: "id BIGINT, v STRING, seq DOUBLE"
+      max_files_per_trigger: 1
+  - name: target
+    apply_changes:
+      source: changes
+      keys: [id]
+      sequence_by: seq
+      stored_as_scd_type: %d
+`, scd))
+			env := &Env{Pipeline: p, Events: nopEvents{}}
+			for i, f := range files {
+				write(t, filepath.Join(dir, "landing", fmt.Sprintf("%d.json", i)), []byte(f))
+				if _, err := ApplyChanges(context.Background(), env, p.Dataset("target")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, rows := readTable(t, p, "target")
+			var open []string
+			for _, r := range rows {
+				if scd == 1 || r[len(r)-1] == nil { // SCD type 2: the open version
+					open = append(open, fmt.Sprint(r[1]))
+				}
+			}
+			if len(open) != 1 || open[0] != "nan" {
+				t.Errorf("SCD type %d, %s: current rows %v (all %v), want the NaN event's v=nan", scd, name, open, rows)
+			}
+		}
+	}
+}

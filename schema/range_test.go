@@ -48,3 +48,22 @@ func TestFromJSONRanges(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareDouble: DOUBLEs order as Spark orders them: NaN equal to NaN and above every other
+// value, +Inf included; -0.0 equal to 0.0. (NaN once compared equal to everything, so a NaN
+// sequence_by value won or lost by arrival order.)
+func TestCompareDouble(t *testing.T) {
+	t.Parallel()
+	nan := math.NaN()
+	for _, tc := range []struct {
+		a, b float64
+		want int
+	}{
+		{nan, 2.5, 1}, {2.5, nan, -1}, {nan, nan, 0}, {nan, math.Inf(1), 1}, {math.Inf(1), nan, -1},
+		{math.Copysign(0, -1), 0, 0}, {1, 2, -1}, {2, 1, 1}, {math.Inf(-1), -1e308, -1},
+	} {
+		if got := Compare(tc.a, tc.b); got != tc.want {
+			t.Errorf("Compare(%v, %v) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}

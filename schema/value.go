@@ -466,10 +466,10 @@ func (t Type) floatBits() int {
 }
 
 // Compare orders two non-NULL values of the same column type: -1, 0 or +1. NULL sorts first.
-// Strings compare by bytes (UTF-8 code points), doubles numerically, STRUCTs field by field,
-// ARRAYs element by element and then by length (a prefix first, as Spark orders arrays), MAPs
-// entry by entry (key, then value) and then by length (Spark does not order maps; this order
-// only makes sorting deterministic).
+// Strings compare by bytes (UTF-8 code points), doubles numerically (NaN above all and equal to
+// NaN, -0.0 equal to 0.0, as in Spark), STRUCTs field by field, ARRAYs element by element and
+// then by length (a prefix first, as Spark orders arrays), MAPs entry by entry (key, then value)
+// and then by length (Spark does not order maps; this order only makes sorting deterministic).
 func Compare(a, b any) int {
 	if a == nil || b == nil {
 		switch {
@@ -489,7 +489,7 @@ func Compare(a, b any) int {
 	case string:
 		return strings.Compare(x, b.(string))
 	case float64:
-		return cmp3(x, b.(float64))
+		return compareDouble(x, b.(float64))
 	case bool:
 		y := b.(bool)
 		switch {
@@ -537,7 +537,29 @@ func CompareTuple(a, b []any) int {
 	return 0
 }
 
-func cmp3[T int64 | int32 | float64 | Decimal | Date | Timestamp](a, b T) int {
+// compareDouble orders DOUBLEs as Spark does: NaN equals NaN and is above every other value
+// (including +Inf), and -0.0 equals 0.0; so a NaN sequence_by value has one place, whatever the
+// arrival order.
+func compareDouble(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	case a == b:
+		return 0
+	}
+	aNaN, bNaN := math.IsNaN(a), math.IsNaN(b)
+	switch {
+	case aNaN && bNaN:
+		return 0
+	case aNaN:
+		return 1
+	}
+	return -1
+}
+
+func cmp3[T int64 | int32 | Decimal | Date | Timestamp](a, b T) int {
 	switch {
 	case a < b:
 		return -1
