@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -377,6 +379,11 @@ func streamQuery(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error
 	if snap != nil {
 		before = lastStreamSources(t, snap)
 	}
+	if snap != nil {
+		if err := checkStreamSources(p, d, snap); err != nil {
+			return m, err
+		}
+	}
 	fresh := snap == nil
 	for _, x := range d.Query.Streams() {
 		rel, latest, id, news, err := streamRows(ctx, env, d, snap, before, x)
@@ -426,6 +433,48 @@ func streamQuery(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error
 	}
 	m.Version, m.NumOutputRows = v, int64(len(rows))
 	return m, nil
+}
+
+// checkStreamSources refuses a query streaming table whose STREAM sources changed in a way that
+// would read rows it holds again: it recorded progress in a source its query no longer streams
+// and streams a source it has no progress in (a source renamed, or replaced by another table),
+// which would be read from its start into the rows read from the old one. As Spark's streaming
+// checkpoint refuses a query whose sources changed, the error names the full refresh that
+// rebuilds the table from its new sources. A source added beside the old ones is read from its
+// start, and one dropped is no longer read: neither is refused.
+func checkStreamSources(p *spec.Pipeline, d *spec.Dataset, snap *delta.Snapshot) error {
+	streams := d.Query.Streams()
+	prefix := AppID(p, d.Name) + ":"
+	var gone []string
+	for appID := range snap.AppTxns {
+		if x, ok := strings.CutPrefix(appID, prefix); ok && !slices.Contains(streams, x) {
+			gone = append(gone, x)
+		}
+	}
+	var unread []string
+	for _, x := range streams {
+		if _, ok := snap.AppTxns[prefix+x]; !ok {
+			unread = append(unread, x)
+		}
+	}
+	if len(gone) == 0 || len(unread) == 0 {
+		return nil
+	}
+	sort.Strings(gone)
+	return fmt.Errorf("dataset %s holds the rows it read from STREAM(%s), which its query no longer reads, and now streams %s, which it has not read: reading %s from the start would add rows it may hold already (a renamed source is read again whole); run %s to rebuild %s from its current sources",
+		d.Name, strings.Join(gone, "), STREAM("), streamList(unread), strings.Join(unread, ", "), RefreshHint(p, d.Name), d.Name)
+}
+
+// streamList names the STREAM sources xs ("STREAM(a)", "STREAM(a) and STREAM(b)").
+func streamList(xs []string) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = "STREAM(" + x + ")"
+	}
+	if len(parts) <= 1 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
 
 // streamSourcesKey is the commitInfo key under which a query streaming table records the table

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -354,4 +355,50 @@ datasets:
 	update(t, p)
 	check(t, "by_shop after the DELETE", sortedRows(t, p, "by_shop"), "\"a\" 1 10.00\n\"b\" 1 5.50")
 	check(t, "sales after the DELETE", sortedRows(t, p, "sales"), "1 \"a\" 10.00\n2 \"b\" 5.50")
+}
+
+// TestQueryStreamSourceRenamed: a streaming table whose STREAM source is renamed (the old name no
+// longer read, the new one never read) is refused with the full refresh to run, instead of
+// reading the renamed table from its start into the rows it holds (every row twice). Adding a
+// second source beside the first is not refused: the new one is read from its start.
+func TestQueryStreamSourceRenamed(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	spec := func(bronze, query string) *spec.Pipeline {
+		return loadPipeline(t, dir, `name: renamed
+storage: ./storage
+datasets:
+  - name: `+bronze+`
+    source: {path: ./landing, format: json, schema: "id BIGINT"}
+  - name: more
+    source: {path: ./more, format: json, schema: "id BIGINT"}
+  - name: silver
+    type: streaming_table
+    query: `+query+`
+`)
+	}
+	for _, f := range [][2]string{{"landing", `{"id": 1}`}, {"more", `{"id": 2}`}} {
+		if err := os.MkdirAll(filepath.Join(dir, f[0]), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(dir, f[0], "a.json"), []byte(f[1]+"\n"))
+	}
+	update(t, spec("raw", "SELECT id FROM STREAM(raw)"))
+
+	p := spec("bronze", "SELECT id FROM STREAM(bronze)")
+	env := &Env{Pipeline: p, Events: &recorder{}}
+	for _, name := range []string{"bronze", "more"} {
+		if _, err := Run(context.Background(), env, p.Dataset(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := Run(context.Background(), env, p.Dataset("silver"))
+	want := "dataset silver holds the rows it read from STREAM(raw), which its query no longer reads, and now streams STREAM(bronze), which it has not read"
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--full-refresh silver") {
+		t.Fatalf("renamed source: error %v, want it to say %q and name the full refresh of silver", err, want)
+	}
+	check(t, "silver after the refused update", sortedRows(t, p, "silver"), "1")
+
+	update(t, spec("raw", "SELECT id FROM STREAM(raw) UNION ALL SELECT id FROM STREAM(more)"))
+	check(t, "silver with a second source", sortedRows(t, p, "silver"), "1\n2")
 }
