@@ -28,6 +28,7 @@ func newChangesCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			args[1] = datasetName(p, args[1])
 			t, err := changesTable(p, args[1])
 			if err != nil {
 				return err

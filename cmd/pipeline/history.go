@@ -31,6 +31,7 @@ func newHistoryCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			args[1] = datasetName(p, args[1])
 			t, err := datasetTable(p, args[1])
 			if err != nil {
 				return err

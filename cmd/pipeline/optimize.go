@@ -75,7 +75,7 @@ func openMaintenance(args, confs []string, what string) (*spec.Pipeline, []maint
 	}
 	name := ""
 	if len(args) == 2 {
-		name = args[1]
+		name = datasetName(p, args[1])
 	}
 	tables, err := maintainedTables(p, name)
 	if err != nil {

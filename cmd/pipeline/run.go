@@ -40,7 +40,9 @@ func newRunCmd() *cobra.Command {
 				return err
 			}
 			for _, names := range [][]string{fullRefresh, refresh} {
-				for _, name := range names {
+				for i, name := range names {
+					name = datasetName(p, name)
+					names[i] = name
 					if p.Dataset(name) == nil {
 						return usageError(fmt.Errorf("--full-refresh/--refresh: %s", unknownDataset(p, name)))
 					}
@@ -54,6 +56,9 @@ func newRunCmd() *cobra.Command {
 							name, strings.Join(readers, ", "), flows.RefreshHint(p, readers...)))
 					}
 				}
+			}
+			if err := checkSelection(fullRefreshAll, fullRefresh, refresh); err != nil {
+				return err // again, with the names as the spec gives them
 			}
 			opts := update.Options{Out: cmd.OutOrStdout(), FullRefresh: fullRefresh, FullRefreshAll: fullRefreshAll, Refresh: refresh}
 			if isTerminal(cmd.OutOrStdout()) {

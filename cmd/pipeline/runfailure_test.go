@@ -87,3 +87,26 @@ func TestEventsLatestOfSharedStorage(t *testing.T) {
 		}
 	}
 }
+
+// TestDatasetNamesAnyCase: a command names a dataset in any case, as a query may (names are
+// unique regardless of case): show, history and --refresh take ITEMS_RAW for items_raw.
+func TestDatasetNamesAnyCase(t *testing.T) {
+	t.Parallel()
+	spec := modesDir(t, "")
+	land(t, spec, "1.json", 1, 2)
+	mustRun(t, "run", spec)
+	want := mustRun(t, "show", spec, "items_raw", "--format", "jsonl")
+	if got := mustRun(t, "show", spec, "ITEMS_RAW", "--format", "jsonl"); got != want || strings.Count(got, "\n") != 2 {
+		t.Errorf("show ITEMS_RAW:\n%s\nwant the 2 rows of items_raw:\n%s", got, want)
+	}
+	mustRun(t, "history", spec, "Items_Raw")
+	land(t, spec, "2.json", 3)
+	out := mustRun(t, "run", spec, "--refresh", "ITEMS_RAW")
+	if !strings.Contains(summaryOf(out), "items_raw                COMPLETED  1 row from 1 file") {
+		t.Errorf("run --refresh ITEMS_RAW:\n%s", out)
+	}
+	r := pipeline(t, nil, "run", spec, "--refresh", "ITEMS_RAW", "--full-refresh", "items_raw")
+	if r.code != 2 || !strings.Contains(r.stderr, "dataset items_raw is given to both --refresh and --full-refresh") {
+		t.Errorf("the same dataset in both lists, in two cases: exit %d, %s", r.code, r.stderr)
+	}
+}

@@ -45,6 +45,7 @@ func newShowCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			args[1] = datasetName(p, args[1])
 			t, err := datasetTable(p, args[1])
 			if err != nil {
 				return err
@@ -75,6 +76,24 @@ func newShowCmd() *cobra.Command {
 	cmd.Flags().StringVar(&timestamp, "timestamp", "", "read the version current at this time (RFC 3339, e.g. 2024-01-31T10:00:00Z; see `pipeline history`)")
 	cmd.Flags().IntVar(&limit, "limit", -1, "print at most N rows")
 	return cmd
+}
+
+// datasetName returns the name p gives the dataset (or quarantine table) a command names: name
+// itself, or the one name differs from only in case (names are unique regardless of case, and a
+// query may spell them in any case); name itself when there is none, for the caller's error.
+func datasetName(p *spec.Pipeline, name string) string {
+	if p.Dataset(name) != nil || p.QuarantineOf(name) != nil {
+		return name
+	}
+	for _, d := range p.Datasets {
+		if strings.EqualFold(d.Name, name) {
+			return d.Name
+		}
+		if q := d.Name + spec.QuarantineSuffix; d.Quarantines() && strings.EqualFold(q, name) {
+			return q
+		}
+	}
+	return name
 }
 
 // unknownDataset says that p has no dataset name, with the closest names and the list of datasets.
