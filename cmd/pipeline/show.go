@@ -122,6 +122,9 @@ func datasetTable(p *spec.Pipeline, name string) (*delta.Table, error) {
 		}
 		return nil, usageError(fmt.Errorf("dataset %s is a view over files: it is not stored, so it has no table (rows, versions, changes or files); %s. To keep its rows in a table of its own, make it a streaming_table (remove `type: view`)", name, readers))
 	}
+	if d := p.Dataset(name); d != nil && d.Type == spec.View {
+		return nil, usageError(fmt.Errorf("dataset %s is a view: it is not stored, so it has no table (rows, versions, changes or files); its query runs inside the queries that read it. To keep its rows in a table, make it a materialized_view", name))
+	}
 	t := delta.New(flows.TableDir(p.Storage, name))
 	if _, err := t.LatestVersion(); err != nil {
 		return nil, failure(err)

@@ -112,3 +112,35 @@ func TestViewFullRefreshAllEvents(t *testing.T) {
 		t.Errorf("--full-refresh-all logged full refreshes of %v, want target and target2", refreshed)
 	}
 }
+
+// TestQueryViewTableCommands: a SQL view (`type: view` with a query) is not stored either: show,
+// history, changes, optimize and vacuum of it are usage errors (exit 2) that say so and how to
+// keep its rows, not advice to run the pipeline first (a run never makes it a table).
+func TestQueryViewTableCommands(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, "pipeline.yaml")
+	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyString(t, filepath.Join(dir, "landing", "a.json"), `{"id": 1, "v": 5}`+"\n")
+	copyString(t, specPath, `name: qv
+storage: ./storage
+datasets:
+  - name: raw
+    source: {path: ./landing, format: json, schema: "id BIGINT, v BIGINT"}
+  - name: positive
+    type: view
+    query: SELECT id FROM raw WHERE v > 0
+  - name: counts
+    type: materialized_view
+    query: SELECT count(*) AS n FROM positive
+`)
+	mustRun(t, "run", specPath)
+	for _, args := range [][]string{{"show"}, {"history"}, {"changes", "--from-version", "0"}, {"optimize"}, {"vacuum"}} {
+		r := pipeline(t, nil, append([]string{args[0], specPath, "positive"}, args[1:]...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, "dataset positive is a view: it is not stored, so it has no table") || strings.Contains(r.stderr, "run `pipeline run") {
+			t.Errorf("%s of the view: exit %d, stderr %q", args[0], r.code, r.stderr)
+		}
+	}
+}
