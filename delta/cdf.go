@@ -62,6 +62,9 @@ func (t *Table) Changes(from, to int64) (schema.Schema, [][]any, error) {
 		return schema.Schema{}, nil, err
 	}
 	meta := snap.Metadata
+	if err := t.checkFeedSchemas(from, to, meta.Schema); err != nil {
+		return schema.Schema{}, nil, err
+	}
 	out := schema.Schema{Fields: append(append([]schema.Field(nil), meta.Schema.Fields...),
 		schema.Field{Name: ChangeTypeColumn, Type: schema.Type{Kind: schema.String}, Nullable: true},
 		schema.Field{Name: CommitVersionColumn, Type: schema.Type{Kind: schema.Long}, Nullable: true},
@@ -74,6 +77,11 @@ func (t *Table) Changes(from, to int64) (schema.Schema, [][]any, error) {
 		c, err := t.ReadCommit(v)
 		if err != nil {
 			return schema.Schema{}, nil, err
+		}
+		if c.Metadata != nil && v < to {
+			if err := t.feedSchemaError(from, to, v, c.Metadata.Schema, meta.Schema); err != nil {
+				return schema.Schema{}, nil, err
+			}
 		}
 		ver, ts := v, schema.Timestamp(c.Timestamp()*1000)
 		// emit appends the rows of one file; with a fixed change type the file has no
@@ -118,6 +126,32 @@ func (t *Table) Changes(from, to int64) (schema.Schema, [][]any, error) {
 		}
 	}
 	return out, rows, nil
+}
+
+// checkFeedSchemas fails when the schema of the rows written before version from (which the
+// versions from..to may remove) cannot be read as cur, the schema at version to, in which
+// Changes returns all of their rows: a column dropped, renamed or retyped since (a materialized
+// view whose query changed). Columns added are read as NULL in the older rows, as Delta reads a
+// feed across additive schema changes; Spark's reader refuses the others likewise. Changes
+// checks the schemas that versions from..to-1 set as it reads them.
+func (t *Table) checkFeedSchemas(from, to int64, cur schema.Schema) error {
+	if from > 0 {
+		if prev, err := t.Snapshot(from - 1); err == nil {
+			return t.feedSchemaError(from, to, from-1, prev.Metadata.Schema, cur)
+		}
+	}
+	return nil
+}
+
+// feedSchemaError is checkFeedSchemas's error when the schema s that version v sets (the schema
+// of the rows written from v on) cannot be read as cur (the schema of version to), or nil.
+func (t *Table) feedSchemaError(from, to, v int64, s, cur schema.Schema) error {
+	for _, f := range s.Fields {
+		if i := cur.Index(f.Name); i < 0 || !cur.Fields[i].Type.Equal(f.Type) {
+			return fmt.Errorf("delta: changes from version %d to %d of %s: version %d has the columns (%s) and version %d (%s), which the change data feed cannot read in one: column %s was dropped, renamed or retyped in between; read the changes before and after that version apart (its history shows the versions)", from, to, t.Dir, v, s.DDL(), to, cur.DDL(), f.Name)
+		}
+	}
+	return nil
 }
 
 // fileChanges emits the change rows of a commit without cdc files (see Changes): per remove with

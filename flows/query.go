@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -234,11 +235,9 @@ func queryColumns(p *spec.Pipeline, d *spec.Dataset, table, result schema.Schema
 // data feed unless s has a column whose name the feed reserves.
 func newTableTx(t *delta.Table, d *spec.Dataset, s schema.Schema) *delta.Transaction {
 	conf := map[string]string{"delta.enableChangeDataFeed": "true"}
-	for _, c := range []string{delta.ChangeTypeColumn, delta.CommitVersionColumn, delta.CommitTimestampColumn} {
-		if s.Index(c) >= 0 {
-			// the names a change data feed reserves: such a table cannot have one (as in Delta)
-			conf["delta.enableChangeDataFeed"] = "false"
-		}
+	if reservesFeedName(s) {
+		// the names a change data feed reserves: such a table cannot have one (as in Delta)
+		conf["delta.enableChangeDataFeed"] = "false"
 	}
 	for k, v := range d.TableProperties {
 		conf[k] = v
@@ -248,7 +247,19 @@ func newTableTx(t *delta.Table, d *spec.Dataset, s schema.Schema) *delta.Transac
 	return tx
 }
 
-// materialize recomputes a materialized view and replaces its table with the result.
+// reservesFeedName says whether s has a column named as a change data feed's own columns
+// (_change_type, _commit_version, _commit_timestamp; Delta PROTOCOL.md "Change Data Files").
+func reservesFeedName(s schema.Schema) bool {
+	for _, c := range []string{delta.ChangeTypeColumn, delta.CommitVersionColumn, delta.CommitTimestampColumn} {
+		if s.Index(c) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// materialize recomputes a materialized view and replaces its table with the result: the rows
+// that changed, or, when the query's columns changed, the table's schema and every row.
 func materialize(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
 	m := Metrics{Version: -1}
 	p := env.Pipeline
@@ -266,12 +277,33 @@ func materialize(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error
 	}
 	var tx *delta.Transaction
 	var ins, del [][]any
-	if snap == nil {
+	var meta delta.Metadata
+	switch {
+	case snap == nil:
 		tx, ins = newTableTx(t, d, s), rows
-	} else {
-		if err := queryColumns(p, d, snap.Metadata.Schema, s); err != nil {
+		meta = delta.Metadata{Schema: s}
+	case !snap.Metadata.Schema.Equal(s):
+		// The query's columns changed: the view is recomputed whole anyway, so its table is
+		// replaced, schema and all, as CREATE OR REPLACE TABLE does (as a Delta Live Tables
+		// materialized view takes a changed query). The commit has no change data file: its
+		// rows of two schemas cannot share one, so a feed reader takes its removes and adds.
+		if del, err = t.Rows(snap); err != nil {
 			return m, err
 		}
+		tx, ins = t.Begin(snap), rows
+		for _, f := range snap.Files {
+			tx.Remove(t.RemoveFor(f, 0))
+		}
+		meta = snap.Metadata
+		meta.Schema = s
+		if meta.ChangeDataFeed() && reservesFeedName(s) {
+			// as newTableTx: a table with a column the feed reserves cannot have one
+			meta.Configuration = maps.Clone(meta.Configuration)
+			meta.Configuration["delta.enableChangeDataFeed"] = "false"
+		}
+		tx.SetMetadata(meta)
+	default:
+		meta = snap.Metadata
 		old, err := t.Rows(snap)
 		if err != nil {
 			return m, err
@@ -299,12 +331,6 @@ func materialize(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error
 			}
 			tx.AddCDC(cdc)
 		}
-	}
-	var meta delta.Metadata
-	if snap != nil {
-		meta = snap.Metadata
-	} else {
-		meta = delta.Metadata{Schema: s}
 	}
 	if len(rows) > 0 {
 		adds, err := t.WriteData(meta, rows)

@@ -402,3 +402,45 @@ datasets:
 	update(t, spec("raw", "SELECT id FROM STREAM(raw) UNION ALL SELECT id FROM STREAM(more)"))
 	check(t, "silver with a second source", sortedRows(t, p, "silver"), "1\n2")
 }
+
+// TestMaterializedViewQueryColumnsChange: a materialized view whose query's columns change (one
+// added, one dropped and one retyped) is replaced, schema and all, in the next update, as a
+// Delta Live Tables materialized view takes a changed query, instead of asking for a full
+// refresh. Its change data feed cannot be read across that version (the old rows do not fit the
+// new columns): reading it says so, and reading from the next version on works.
+func TestMaterializedViewQueryColumnsChange(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, querySpec)
+	write(t, filepath.Join(dir, "landing", "1.json"), []byte(`{"id":1,"shop":"a","amount":10.00}
+{"id":2,"shop":"b","amount":5.50}
+`))
+	update(t, p)
+	check(t, "by_shop before", sortedRows(t, p, "by_shop"), "\"a\" 1 10.00\n\"b\" 1 5.50")
+
+	changed := strings.Replace(querySpec, "SELECT shop, count(*) AS n, sum(amount) AS total", "SELECT shop, CAST(count(*) AS VARCHAR) AS n, max(id) AS last_id", 1)
+	p = loadPipeline(t, dir, changed)
+	m := update(t, p)
+	snap, _ := readTable(t, p, "by_shop")
+	if got := snap.Metadata.Schema.DDL(); got != "shop STRING, n STRING, last_id BIGINT" {
+		t.Fatalf("by_shop's schema after the query changed: %s", got)
+	}
+	check(t, "by_shop after", sortedRows(t, p, "by_shop"), "\"a\" \"1\" 1\n\"b\" \"1\" 2")
+	if m["by_shop"].NumUpsertedRows != 2 || m["by_shop"].NumDeletedRows != 2 {
+		t.Errorf("by_shop's update: %d inserted, %d deleted; want the 2 old rows replaced by 2 new", m["by_shop"].NumUpsertedRows, m["by_shop"].NumDeletedRows)
+	}
+	mv := delta.New(TableDir(p.Storage, "by_shop"))
+	_, _, err := mv.Changes(0, -1)
+	if err == nil || !strings.Contains(err.Error(), "version 0 has the columns (shop STRING, n BIGINT, total DECIMAL(18,2)) and version 1 (shop STRING, n STRING, last_id BIGINT), which the change data feed cannot read in one: column n was dropped, renamed or retyped in between") {
+		t.Fatalf("the feed across the change: %v", err)
+	}
+	write(t, filepath.Join(dir, "landing", "2.json"), []byte(`{"id":3,"shop":"a","amount":1.00}
+`))
+	m = update(t, p)
+	cs, ch, err := mv.Changes(m["by_shop"].Version, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, "by_shop changes after the change", strings.Join(jsonLines(schema.Schema{Fields: cs.Fields[:4]}, ch), "\n"),
+		"\"a\" \"1\" 1 \"delete\"\n\"a\" \"2\" 3 \"insert\"")
+}

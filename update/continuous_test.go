@@ -51,8 +51,14 @@ func TestContinuousPolling(t *testing.T) {
 		t.Fatalf("a batch %v ran without new input", b)
 	default:
 	}
+	// Landed whole (written, then renamed in): with no settle time, a poll could find the
+	// file created but not yet written.
 	f := filepath.Join(filepath.Dir(p.File), "landing", "2.json")
-	if err := os.WriteFile(f, []byte(`{"op": "I", "id": 2, "seq": 2}`+"\n"), 0o644); err != nil {
+	tmp := filepath.Join(filepath.Dir(f), ".2.json.tmp") // hidden: not listed
+	if err := os.WriteFile(tmp, []byte(`{"op": "I", "id": 2, "seq": 2}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, f); err != nil {
 		t.Fatal(err)
 	}
 	if b := next(); !slices.Equal(b, []string{"changes", "items"}) {
