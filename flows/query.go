@@ -221,14 +221,35 @@ func checkResult(d *spec.Dataset, s schema.Schema, rows [][]any, m *Metrics) ([]
 	return kept, err
 }
 
-// queryColumns fails, wrapping ErrSchemaChanged, when a query's result no longer has the
-// table's columns.
-func queryColumns(p *spec.Pipeline, d *spec.Dataset, table, result schema.Schema) error {
+// streamColumns returns the schema a streaming table takes for a query result of columns result,
+// and where each of its columns lies in a result row: the table's
+// columns unchanged (nil order: the result's columns are the table's, in order); or, when the
+// result keeps every column of the table with its type and adds others (its source gained a
+// column, schema_evolution_mode: addNewColumns), the table's columns and then the new ones, as
+// a Delta Live Tables streaming table takes an additive schema change. A column dropped or
+// retyped is an error wrapping ErrSchemaChanged that names the full refresh to run.
+func streamColumns(p *spec.Pipeline, d *spec.Dataset, table, result schema.Schema) (schema.Schema, []int, error) {
 	if table.Equal(result) {
-		return nil
+		return table, nil, nil
 	}
-	return fmt.Errorf("dataset %s: %w: the table has (%s) but the query now returns (%s); run %s",
-		d.Name, ErrSchemaChanged, table.DDL(), result.DDL(), RefreshHint(p, d.Name))
+	out := schema.Schema{Fields: append([]schema.Field(nil), table.Fields...)}
+	var order []int
+	for _, f := range table.Fields {
+		i := result.Index(f.Name)
+		if i < 0 || !result.Fields[i].Type.Equal(f.Type) {
+			return table, nil, fmt.Errorf("dataset %s: %w: the table has (%s) but the query now returns (%s); run %s",
+				d.Name, ErrSchemaChanged, table.DDL(), result.DDL(), RefreshHint(p, d.Name))
+		}
+		order = append(order, i)
+	}
+	for i, f := range result.Fields {
+		if table.Index(f.Name) < 0 {
+			f.Nullable = true // the rows already in the table have none
+			out.Fields = append(out.Fields, f)
+			order = append(order, i)
+		}
+	}
+	return out, order, nil
 }
 
 // newTableTx starts the transaction that creates d's table with the columns s, with a change
@@ -435,10 +456,24 @@ func streamQuery(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error
 	if snap == nil {
 		tx = newTableTx(t, d, s)
 	} else {
-		if err := queryColumns(p, d, snap.Metadata.Schema, s); err != nil {
+		cols, order, err := streamColumns(p, d, snap.Metadata.Schema, s)
+		if err != nil {
 			return m, err
 		}
 		tx, meta = t.Begin(snap), snap.Metadata
+		if order != nil {
+			for i, r := range rows {
+				out := make([]any, len(order))
+				for j, k := range order {
+					out[j] = r[k]
+				}
+				rows[i] = out
+			}
+			if !cols.Equal(meta.Schema) {
+				meta.Schema = cols
+				tx.SetMetadata(meta)
+			}
+		}
 	}
 	if len(rows) > 0 {
 		adds, err := t.WriteData(meta, rows)

@@ -444,3 +444,46 @@ func TestMaterializedViewQueryColumnsChange(t *testing.T) {
 	check(t, "by_shop changes after the change", strings.Join(jsonLines(schema.Schema{Fields: cs.Fields[:4]}, ch), "\n"),
 		"\"a\" \"1\" 1 \"delete\"\n\"a\" \"2\" 3 \"insert\"")
 }
+
+// TestQueryStreamAddedColumn: a streaming table over STREAM(x) whose source gains a column
+// (schema_evolution_mode: addNewColumns) takes it after its own columns, as a Delta Live Tables
+// streaming table takes an additive schema change: the rows before read NULL there. A column it
+// has that the query drops is still an error naming the full refresh.
+func TestQueryStreamAddedColumn(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	text := `name: added
+storage: ./storage
+datasets:
+  - name: raw
+    source: {path: ./landing, format: json, schema_evolution_mode: addNewColumns}
+  - name: silver
+    type: streaming_table
+    query: SELECT * FROM STREAM(raw)
+`
+	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "landing", "1.json"), []byte(`{"id": 1}`+"\n"))
+	p := loadPipeline(t, dir, text)
+	update(t, p)
+	write(t, filepath.Join(dir, "landing", "2.json"), []byte(`{"id": 2, "note": "n2"}`+"\n"))
+	p = loadPipeline(t, dir, text)
+	update(t, p)
+	snap, _ := readTable(t, p, "silver")
+	if got := snap.Metadata.Schema.DDL(); got != "id BIGINT, _rescued_data STRING, note STRING" {
+		t.Fatalf("silver's schema: %s", got)
+	}
+	check(t, "silver", sortedRows(t, p, "silver"), "1 null null\n2 null \"n2\"")
+
+	p = loadPipeline(t, dir, strings.Replace(text, "SELECT * FROM", "SELECT id FROM", 1))
+	write(t, filepath.Join(dir, "landing", "3.json"), []byte(`{"id": 3}`+"\n"))
+	env := &Env{Pipeline: p, Events: &recorder{}}
+	if _, err := Run(context.Background(), env, p.Dataset("raw")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Run(context.Background(), env, p.Dataset("silver"))
+	if !errors.Is(err, ErrSchemaChanged) || !strings.Contains(err.Error(), "--full-refresh silver") {
+		t.Fatalf("columns dropped from the query: %v", err)
+	}
+}
