@@ -93,7 +93,7 @@ func Dev(ctx context.Context, p *spec.Pipeline, o DevOptions) error {
 			names = sortedNames(only)
 		}
 		if err != nil {
-			fmt.Fprintf(o.Log, "pipeline %s: the update failed: %v\n", p.Name, err)
+			fmt.Fprintln(o.Log, failureLine(p, err))
 			if strings.Contains(err.Error(), "--full-refresh") {
 				// Its storage lock would refuse the command while dev runs.
 				fmt.Fprintf(o.Log, "pipeline %s: stop `pipeline dev` (Ctrl-C) before running the full refresh above, which needs the storage dev holds; then start dev again\n", p.Name)
@@ -215,4 +215,14 @@ func definitions(file string) (map[string]string, string) {
 	}
 	j, _ := json.Marshal(doc)
 	return defs, string(j)
+}
+
+// failureLine is the line dev mode logs for an update of p that failed with err: "pipeline NAME:
+// the update failed: ...", which a *FlowError's text starts with already.
+func failureLine(p *spec.Pipeline, err error) string {
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "the update failed") {
+		msg = "the update failed: " + msg
+	}
+	return "pipeline " + p.Name + ": " + msg
 }

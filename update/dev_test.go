@@ -2,6 +2,7 @@ package update
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"tributary/spec"
 )
 
 // TestDevSyntheticEvents: Dev runs everything first, then re-runs only what changed, fed with
@@ -95,6 +98,9 @@ func TestDevSyntheticEvents(t *testing.T) {
 	if !strings.Contains(log.String(), "stop `pipeline dev` (Ctrl-C) before running the full refresh above") {
 		t.Errorf("dev did not say to stop it before the full refresh:\n%s", log)
 	}
+	if strings.Count(log.String(), "the update failed") != 1 {
+		t.Errorf("dev's failure line says \"the update failed\" other than once:\n%s", log)
+	}
 	close(stop)
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -133,5 +139,21 @@ func TestDevSettle(t *testing.T) {
 	}
 	if len(ran) != 3 || ran[0] != nil || !slices.Equal(ran[1], []string{"items"}) || !slices.Equal(ran[2], []string{"changes", "items"}) {
 		t.Fatalf("updates ran %v, want every dataset, [items] for the edit, then [changes items] once the file settled", ran)
+	}
+}
+
+// TestDevFailureLine: dev mode's line for a failed update says "the update failed" once, for a
+// flow's failure (whose error says it already) as for another error.
+func TestDevFailureLine(t *testing.T) {
+	t.Parallel()
+	p := &spec.Pipeline{Name: "shop"}
+	flowErr := &FlowError{Failed: map[string]error{"orders": errors.New("boom")}}
+	for err, want := range map[error]string{
+		flowErr:                      "pipeline shop: the update failed:\n  flow orders: boom",
+		errors.New("storage locked"): "pipeline shop: the update failed: storage locked",
+	} {
+		if got := failureLine(p, err); got != want {
+			t.Errorf("failureLine(%v) = %q, want %q", err, got, want)
+		}
 	}
 }
