@@ -7,6 +7,7 @@ import (
 	"tributary/expectations"
 	"tributary/flows"
 	"tributary/schema"
+	"tributary/spec"
 )
 
 // TestPrintQuality: the table lists each expectation of each flow with its action and counts,
@@ -39,5 +40,20 @@ func TestPrintQuality(t *testing.T) {
 	printQuality(&b, res, []string{"silver"})
 	if b.String() != "" {
 		t.Fatalf("no expectations printed %q", b.String())
+	}
+}
+
+// TestSummaryQuarantined: a flow's summary line counts the rows its expectations quarantined
+// and names the quarantine table that holds them.
+func TestSummaryQuarantined(t *testing.T) {
+	p := &spec.Pipeline{Name: "q", Datasets: []*spec.Dataset{{Name: "raw", Source: &spec.Source{Path: "/in", Format: "json"}}}}
+	m := flows.Metrics{NumOutputRows: 2, Files: 1}
+	m.Quality.QuarantinedRecords = 1
+	res := &Result{UpdateID: "u1", Flows: map[string]*FlowResult{"raw": {State: FlowCompleted, Metrics: m}}}
+	var b strings.Builder
+	printSummary(&b, p, res, []string{"raw"})
+	want := "pipeline q: update u1\n  raw                      COMPLETED  2 rows from 1 file, 1 quarantined (in raw_quarantine)\n"
+	if b.String() != want {
+		t.Fatalf("got:\n%q\nwant:\n%q", b.String(), want)
 	}
 }

@@ -162,6 +162,7 @@ func begin(p *spec.Pipeline, opts Options) (*session, error) {
 		if strings.EqualFold(d.TableProperties[ResetAllowedProperty], "false") {
 			events.Emit(eventlog.Warn, eventlog.UserAction, name, name, "Dataset "+name+" is not fully refreshed: its table property "+ResetAllowedProperty+` is "false", so it is updated normally.`,
 				map[string]any{"user_action": map[string]any{"action": "FULL_REFRESH_DENIED", "dataset": name}}, "")
+			s.res.ResetDenied = append(s.res.ResetDenied, name)
 			continue
 		}
 		reset = append(reset, name)

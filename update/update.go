@@ -94,6 +94,9 @@ type Result struct {
 	UpdateID string
 	State    string
 	Flows    map[string]*FlowResult
+	// ResetDenied are the datasets a full refresh named whose table property
+	// pipelines.reset.allowed is "false": they were updated normally instead.
+	ResetDenied []string
 }
 
 // FlowError is returned when flows failed; the update's state is FAILED.
@@ -220,7 +223,13 @@ func printSummary(w io.Writer, p *spec.Pipeline, res *Result, order []string) {
 		if m.Quality.DroppedRecords > 0 {
 			parts = append(parts, fmt.Sprintf("%d dropped by expectations", m.Quality.DroppedRecords))
 		}
+		if m.Quality.QuarantinedRecords > 0 {
+			parts = append(parts, fmt.Sprintf("%d quarantined (in %s)", m.Quality.QuarantinedRecords, name+spec.QuarantineSuffix))
+		}
 		fmt.Fprintf(w, "  %-24s %-10s %s\n", name, fr.State, strings.Join(parts, ", "))
+	}
+	for _, name := range res.ResetDenied {
+		fmt.Fprintf(w, "  %s was not fully refreshed: its table property %s is \"false\", so it was updated normally\n", name, ResetAllowedProperty)
 	}
 	printQuality(w, res, order)
 }

@@ -197,7 +197,10 @@ func TestRefreshSelection(t *testing.T) {
 	// rebuilds items from all of items_raw.
 	mustRun(t, "run", spec)
 	land(t, spec, "2.json", 3)
-	mustRun(t, "run", spec, "--full-refresh-all")
+	out := mustRun(t, "run", spec, "--full-refresh-all")
+	if !strings.Contains(summaryOf(out), "  items_raw was not fully refreshed: its table property pipelines.reset.allowed is \"false\", so it was updated normally\n") {
+		t.Errorf("the summary does not say the reset of items_raw was refused:\n%s", out)
+	}
 	if n := rowCount(t, spec, "items_raw"); n != 3 {
 		t.Errorf("items_raw has %d rows after a refused full refresh, want 3", n)
 	}
