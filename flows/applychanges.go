@@ -631,7 +631,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 				strings.Join(parts, "; "), ac.Source, d.Name, first, dropMalformed)
 		}
 		return nil, fmt.Errorf("%s; nothing of this batch was applied. Drop such events with an expectation on %s (e.g. `%s != nil` with on_violation: drop), then run again; the events are already in %s, so fixing the input files needs %s%s",
-			strings.Join(parts, "; "), d.Name, first, ac.Source, RefreshHint(p, ac.Source, d.Name), dropMalformed)
+			strings.Join(parts, "; "), d.Name, first, ac.Source, RefreshWithReaders(p, ac.Source), dropMalformed)
 	}
 	return b, nil
 }
@@ -742,7 +742,7 @@ func reportTies(env *Env, d *spec.Dataset, ties int64) {
 		return
 	}
 	env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, d.Name, d.Name,
-		fmt.Sprintf("%d change event(s) tied on key and sequence with a different event; a delete beat an upsert and, between upserts, the later arrival won", ties),
+		fmt.Sprintf("%d change event(s) tied on key and sequence with a different event; a delete beat an upsert, an upsert equal in sequence to what the table held already changed nothing, and between upserts of this batch the later arrival won", ties),
 		map[string]any{"ties": ties}, "")
 }
 

@@ -279,6 +279,8 @@ datasets:
       keys: [id]
       sequence_by: seq
       except_column_list: [op]
+  - name: target2
+    apply_changes: {source: changes, keys: [id], sequence_by: seq, except_column_list: [op]}
 `)
 		landing := filepath.Join(dir, "landing")
 		write(t, filepath.Join(landing, "a.json"), []byte(`{"op": "U", "id": 1, "name": "a", "seq": 1}
@@ -299,6 +301,8 @@ datasets:
 		wants := []string{
 			"1 change event(s) have a NULL in the key column id (first at " + place + ", a row with every column NULL: a line of the input that does not parse becomes one, and a WARN event of changes names it)",
 			"1 change event(s) have a NULL in the sequence_by column seq (first at " + place + ")",
+			// every reader of changes: a full refresh of changes re-creates it for all of them
+			"--full-refresh changes,target,target2",
 		}
 		if view {
 			wants = []string{
