@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -128,4 +129,46 @@ func readPendingReset(storage string) ([]string, error) {
 // writePendingReset records the datasets a full refresh is about to remove (pendingResetFile).
 func writePendingReset(storage string, datasets []string) error {
 	return writeJSONFile(filepath.Join(storage, pendingResetFile), pendingReset{Datasets: datasets}, "the full refresh")
+}
+
+// orphanTables returns, sorted, the tables under p's storage that p wrote (their progress or
+// their last commit names p) and that no dataset of p writes any more: the tables of datasets
+// renamed or removed from the spec (and their quarantine tables). Nothing reads or writes them
+// again; their folders stay until removed (Delta Live Tables likewise leaves a removed dataset's
+// table to be dropped). A folder that is not a table, or another pipeline's, is not listed.
+func orphanTables(p *spec.Pipeline) []string {
+	entries, err := os.ReadDir(filepath.Join(p.Storage, "tables"))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() || p.Dataset(name) != nil || p.QuarantineOf(name) != nil {
+			continue
+		}
+		t := delta.New(flows.TableDir(p.Storage, name))
+		snap, err := t.Snapshot(-1)
+		if err != nil {
+			continue
+		}
+		ids := slices.Collect(maps.Keys(snap.AppTxns))
+		if c, err := t.ReadCommit(snap.Version); err == nil {
+			if id, ok := c.Info.OperationParameters["queryId"].(string); ok {
+				ids = append(ids, id)
+			}
+		}
+		for _, id := range ids {
+			// "tributary:<pipeline>:<dataset>[:<source>]"; a quarantine table's is its dataset's.
+			rest, _ := strings.CutPrefix(id, flows.AppIDPrefix)
+			parts := strings.SplitN(rest, ":", 3)
+			if strings.HasPrefix(id, flows.AppIDPrefix) && len(parts) >= 2 && parts[0] == p.Name &&
+				(parts[1] == name || parts[1]+spec.QuarantineSuffix == name) {
+				out = append(out, name)
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -194,6 +194,10 @@ func begin(p *spec.Pipeline, opts Options) (*session, error) {
 	if err := checkOwners(p, func(name string) bool { return slices.Contains(reset, name) }); err != nil {
 		return fail(err)
 	}
+	if s.res.Orphans = orphanTables(p); len(s.res.Orphans) > 0 {
+		events.Emit(eventlog.Warn, eventlog.PlanningInformation, "", "", orphanMessage(p, s.res.Orphans),
+			map[string]any{"orphan_tables": s.res.Orphans}, "")
+	}
 	if len(reset) > 0 {
 		if err := writePendingReset(p.Storage, reset); err != nil {
 			return fail(err)

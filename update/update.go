@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -97,6 +98,9 @@ type Result struct {
 	// ResetDenied are the datasets a full refresh named whose table property
 	// pipelines.reset.allowed is "false": they were updated normally instead.
 	ResetDenied []string
+	// Orphans are the tables in the storage that the pipeline wrote and no dataset of its spec
+	// writes any more (datasets renamed or removed; see orphanTables).
+	Orphans []string
 }
 
 // FlowError is returned when flows failed; the update's state is FAILED.
@@ -228,10 +232,19 @@ func printSummary(w io.Writer, p *spec.Pipeline, res *Result, order []string) {
 		}
 		fmt.Fprintf(w, "  %-24s %-10s %s\n", name, fr.State, strings.Join(parts, ", "))
 	}
+	if len(res.Orphans) > 0 {
+		fmt.Fprintf(w, "  %s\n", orphanMessage(p, res.Orphans))
+	}
 	for _, name := range res.ResetDenied {
 		fmt.Fprintf(w, "  %s was not fully refreshed: its table property %s is \"false\", so it was updated normally\n", name, ResetAllowedProperty)
 	}
 	printQuality(w, res, order)
+}
+
+// orphanMessage says that the storage of p holds tables of p that no dataset writes any more.
+func orphanMessage(p *spec.Pipeline, orphans []string) string {
+	return fmt.Sprintf("the storage holds tables that pipeline %s wrote and no dataset of its spec writes any more (renamed or removed): %s; nothing reads or updates them, and they stay until their folders under %s are removed",
+		p.Name, strings.Join(orphans, ", "), filepath.Join(p.Storage, "tables"))
 }
 
 // plural writes "1 row" or "2 rows" (or the given plural form).

@@ -110,3 +110,43 @@ func TestDatasetNamesAnyCase(t *testing.T) {
 		t.Errorf("the same dataset in both lists, in two cases: exit %d, %s", r.code, r.stderr)
 	}
 }
+
+// TestOrphanTables: after a dataset is renamed, the storage still holds the table of its old
+// name, which nothing updates any more: the run's summary (and a WARN event) names it and where
+// its folder is, until the folder is removed. Another pipeline's tables in a shared storage are
+// not this one's orphans.
+func TestOrphanTables(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "landing", "1.json"), []byte(`{"id": 1}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	specOf := func(pipeline, dataset string) string {
+		path := filepath.Join(dir, pipeline+"-"+dataset+".yaml")
+		text := "name: " + pipeline + "\nstorage: ./storage\ndatasets:\n  - name: " + dataset + "\n    source:\n      path: ./landing\n      format: json\n      schema: \"id BIGINT\"\n"
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	mustRun(t, "run", specOf("shop", "raw"))
+	mustRun(t, "run", specOf("other", "theirs"))
+	renamed := specOf("shop", "bronze")
+	out := summaryOf(mustRun(t, "run", renamed))
+	want := "the storage holds tables that pipeline shop wrote and no dataset of its spec writes any more (renamed or removed): raw; nothing reads or updates them, and they stay until their folders under " + filepath.Join(dir, "storage", "tables") + " are removed"
+	if !strings.Contains(out, want) {
+		t.Errorf("summary after the rename:\n%s\nwant it to say %q", out, want)
+	}
+	if evs := mustRun(t, "events", renamed, "--update", "latest", "--format", "jsonl"); !strings.Contains(evs, `\"orphan_tables\":[\"raw\"]`) {
+		t.Errorf("no WARN event names the orphan table:\n%s", evs)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "storage", "tables", "raw")); err != nil {
+		t.Fatal(err)
+	}
+	if out := mustRun(t, "run", renamed); strings.Contains(out, "no dataset of its spec writes") {
+		t.Errorf("summary after the folder was removed still names orphans:\n%s", out)
+	}
+}
