@@ -67,3 +67,17 @@ func TestCompareDouble(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendJSONNonFinite: a DOUBLE that JSON has no number for is written as the string Spark's
+// to_json writes: "NaN", "Infinity", "-Infinity"; others as numbers.
+func TestAppendJSONNonFinite(t *testing.T) {
+	t.Parallel()
+	for v, want := range map[float64]string{math.Inf(1): `"Infinity"`, math.Inf(-1): `"-Infinity"`, 2.5: `2.5`} {
+		if got := string(AppendJSON(nil, Type{Kind: Double}, v)); got != want {
+			t.Errorf("AppendJSON(%v) = %s, want %s", v, got, want)
+		}
+	}
+	if got := string(AppendJSON(nil, Type{Kind: Double}, math.NaN())); got != `"NaN"` {
+		t.Errorf("AppendJSON(NaN) = %s, want \"NaN\"", got)
+	}
+}

@@ -360,8 +360,9 @@ func jsonKind(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-// AppendJSON appends v as JSON in the `jsonl` form of spec.md §2: BIGINT/INT as numbers, DECIMAL
-// as a number with exactly the column's scale, DATE as "YYYY-MM-DD", TIMESTAMP as RFC 3339 UTC
+// AppendJSON appends v as JSON in the `jsonl` form of spec.md §2: BIGINT/INT as numbers, DOUBLE
+// as a number (NaN and infinities as "NaN", "Infinity", "-Infinity"), DECIMAL as a number with
+// exactly the column's scale, DATE as "YYYY-MM-DD", TIMESTAMP as RFC 3339 UTC
 // with microseconds, NULL as null; a BINARY column (Storage binary) as base64 text, as Spark's
 // to_json writes it; a STRUCT as an object of its fields, an ARRAY as an array, a MAP as an
 // object whose keys are the key values as Text prints them, in entry order (Spark's to_json).
@@ -381,8 +382,13 @@ func AppendJSON(buf []byte, t Type, v any) []byte {
 		b, _ := json.Marshal(x)
 		return append(buf, b...)
 	case float64:
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return strconv.AppendQuote(buf, strconv.FormatFloat(x, 'g', -1, 64))
+		switch { // JSON has no number for these: strings, as Spark's to_json writes them
+		case math.IsNaN(x):
+			return append(buf, `"NaN"`...)
+		case math.IsInf(x, 1):
+			return append(buf, `"Infinity"`...)
+		case math.IsInf(x, -1):
+			return append(buf, `"-Infinity"`...)
 		}
 		return strconv.AppendFloat(buf, x, 'g', -1, t.floatBits())
 	case bool:
