@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -61,6 +62,9 @@ func newShowCmd() *cobra.Command {
 				return failure(err)
 			}
 			rows, err := t.Rows(snap)
+			if errors.Is(err, fs.ErrNotExist) {
+				return failure(fmt.Errorf("version %d of %s needs a data file that is gone (VACUUM deletes the files that only versions older than the retention need, %s); read a later version (`pipeline history` lists them): %w", snap.Version, args[1], delta.ConfigDeletedFileRetention, err))
+			}
 			if err != nil {
 				return failure(err)
 			}
