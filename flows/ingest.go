@@ -243,21 +243,22 @@ func hiddenBelow(dir, p string) bool {
 	return false
 }
 
-// openInput opens an input file, decompressing it by extension: .gz (gzip) and .zst (Zstandard).
+// openInput opens an input file, decompressing it by extension, in any case (.gz, .GZ):
+// .gz (gzip) and .zst (Zstandard).
 func openInput(path string) (io.ReadCloser, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
-	switch {
-	case strings.HasSuffix(path, ".gz"):
+	switch ext := strings.ToLower(filepath.Ext(path)); {
+	case ext == ".gz":
 		zr, err := gzip.NewReader(f)
 		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("reading %s: not a gzip file (%v); files ending in .gz must be gzip-compressed", path, err)
 		}
 		return readCloser{Reader: zr, close: func() error { zr.Close(); return f.Close() }}, nil
-	case strings.HasSuffix(path, ".zst"):
+	case ext == ".zst":
 		zr, err := zstd.NewReader(f)
 		if err != nil {
 			f.Close()
