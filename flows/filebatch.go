@@ -58,6 +58,9 @@ func (r *badRecords) take(file string, lineNo int64, parsed bool, bad []badValue
 	where := fmt.Sprintf("%s:%d", file, lineNo)
 	if r.src.Mode == spec.ModeFailFast {
 		b := bad[0]
+		if b.RestOfFile {
+			return false, fmt.Errorf("%s: %s (mode: failfast; replace the file with the complete one, written elsewhere and moved in once complete, or use mode: permissive to keep the rows before this line)", where, b.Reason)
+		}
 		if b.Column == "" {
 			return false, fmt.Errorf("%s: %s (mode: failfast; fix the line or use mode: permissive)", where, b.Reason)
 		}
@@ -65,7 +68,11 @@ func (r *badRecords) take(file string, lineNo int64, parsed bool, bad []badValue
 	}
 	if !parsed && r.src.Mode == spec.ModeDropMalformed {
 		if r.warned < maxWarnEvents {
-			r.env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, r.flow, r.dataset, fmt.Sprintf("%s: dropped a malformed line (mode: dropmalformed): %s", where, bad[0].Reason), nil, "")
+			msg := fmt.Sprintf("%s: dropped a malformed line (mode: dropmalformed): %s", where, bad[0].Reason)
+			if bad[0].RestOfFile {
+				msg = fmt.Sprintf("%s: %s; the rows before this line are kept and the rest of the file is dropped (mode: dropmalformed). %s", where, bad[0].Reason, restOfFileFix)
+			}
+			r.env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, r.flow, r.dataset, msg, map[string]any{"file": file, "line": lineNo}, "")
 			r.warned++
 			r.reported += int64(len(bad))
 		}
@@ -80,8 +87,11 @@ func (r *badRecords) take(file string, lineNo int64, parsed bool, bad []badValue
 	if r.warned < maxWarnEvents {
 		for _, b := range bad {
 			msg := fmt.Sprintf("%s: %s; the line becomes a row of NULLs (mode: permissive; the dataset's expectations still apply to it)", where, b.Reason)
-			if b.Column != "" {
+			switch {
+			case b.Column != "":
 				msg = fmt.Sprintf("%s: column %s: %s; the value is NULL", where, b.Column, b.Reason)
+			case b.RestOfFile:
+				msg = fmt.Sprintf("%s: %s; the rows before this line are kept and the rest of the file becomes a row of NULLs (mode: permissive; the dataset's expectations still apply to it). %s", where, b.Reason, restOfFileFix)
 			}
 			if r.src.RescuedDataColumn != "" {
 				msg += " and the original is in " + r.src.RescuedDataColumn
@@ -94,6 +104,23 @@ func (r *badRecords) take(file string, lineNo int64, parsed bool, bad []badValue
 	return true, nil
 }
 
+// restOfFileFix says how to read the rest of a compressed file that could not be decompressed
+// to its end: the file counts as read once its batch commits.
+const restOfFileFix = "A file is read once: to read the rest, land the complete file under a new name (write files elsewhere and move them in once complete)"
+
+// damagedRow is the row of NULLs that stands for the rest of a compressed file that cannot be
+// decompressed to its end, with the reason in the rescued-data column when the source has one.
+func damagedRow(src *spec.Source, filePath string, dmg *damagedInput) []any {
+	width := len(src.Schema.Fields)
+	if src.RescuedDataColumn == "" {
+		return make([]any, width, width+rowSpare)
+	}
+	row := make([]any, width+1, width+1+rowSpare)
+	lr := newLineReader(src.Schema, src.RescuedDataColumn, filePath)
+	row[width] = lr.rescue(map[string]any{"_corrupt_record": fmt.Sprintf("line %d and after: %s", dmg.line, dmg.reason)})
+	return row
+}
+
 // finish reports, once the batch is read, how many bad values or lines were not reported one by one.
 func (r *badRecords) finish() {
 	if r.count > r.reported {
@@ -104,7 +131,10 @@ func (r *badRecords) finish() {
 // readFiles reads the files todo in order, one after another, each by its source's format
 // (eachRow, with pool), applies the source's mode to what does not fit its schema (bad), and
 // calls fn with every row kept (with the file's path and modification time after its values
-// under include_metadata), the file's index in todo and the row's line number. It returns how
+// under include_metadata), the file's index in todo and the row's line number. A compressed
+// file that cannot be decompressed to its end (truncated, not compressed, damaged: damagedInput)
+// keeps the rows before the damage, and the rest of it is one malformed record at the line where
+// its text stops (the mode applies), as a Parquet file that cannot be read is. It returns how
 // many files it read whole; an error reading a file names it, and the first error of fn or of
 // ctx ends the reading.
 func readFiles(ctx context.Context, src *spec.Source, todo []inputFile, pool *blockPool, bad *badRecords, fn func(row []any, fi int, lineNo int64) error) (files int, err error) {
@@ -112,11 +142,11 @@ func readFiles(ctx context.Context, src *spec.Source, todo []inputFile, pool *bl
 		if err := ctx.Err(); err != nil {
 			return files, err
 		}
-		in, err := openInput(f.abs)
+		in, err := openInput(f.abs, readLines(src))
 		if err != nil {
 			return files, err
 		}
-		err = eachRow(src, f.abs, in, pool, func(row []any, parsed bool, bads []badValue, lineNo int64) error {
+		emit := func(row []any, parsed bool, bads []badValue, lineNo int64) error {
 			if keep, err := bad.take(f.abs, lineNo, parsed, bads); !keep || err != nil {
 				return err
 			}
@@ -124,7 +154,12 @@ func readFiles(ctx context.Context, src *spec.Source, todo []inputFile, pool *bl
 				row = append(row, f.abs, schema.Timestamp(f.modTime*1000))
 			}
 			return fn(row, fi, lineNo)
-		})
+		}
+		err = eachRow(src, f.abs, in, pool, emit)
+		if dmg := (*damagedInput)(nil); errors.As(err, &dmg) {
+			// The rows before the damage are kept; the rest of the file is one malformed record.
+			err = emit(damagedRow(src, f.abs, dmg), false, []badValue{{Line: dmg.line, Reason: dmg.reason, RestOfFile: true}}, dmg.line)
+		}
 		in.Close()
 		if err != nil {
 			return files, fmt.Errorf("reading %s: %w", f.abs, err)

@@ -100,7 +100,7 @@ func inferSchema(src *spec.Source) (schema.Schema, error) {
 		if i >= inferMaxFiles || budget <= 0 {
 			break
 		}
-		in, err := openInput(f.abs)
+		in, err := openInput(f.abs, readLines(src))
 		if err != nil {
 			return schema.Schema{}, err
 		}
@@ -111,7 +111,7 @@ func inferSchema(src *spec.Source) (schema.Schema, error) {
 			err = inf.json(src, r)
 		}
 		in.Close()
-		if err != nil {
+		if err != nil && !damaged(err) {
 			return schema.Schema{}, fmt.Errorf("inferring the schema from %s: %w", f.abs, err)
 		}
 	}
@@ -447,7 +447,7 @@ func evolveSchema(d *spec.Dataset, todo []inputFile, meta *delta.Metadata, refre
 	inf.known = func(name string) bool { return known[strings.ToLower(name)] }
 	var added []string
 	for _, f := range todo {
-		in, err := openInput(f.abs)
+		in, err := openInput(f.abs, readLines(src))
 		if err != nil {
 			return false, err
 		}
@@ -460,7 +460,7 @@ func evolveSchema(d *spec.Dataset, todo []inputFile, meta *delta.Metadata, refre
 			err = inf.json(src, r)
 		}
 		in.Close()
-		if err != nil {
+		if err != nil && !damaged(err) {
 			return false, fmt.Errorf("reading %s for new columns: %w", f.abs, err)
 		}
 		fresh := append([]string(nil), inf.order[seen:]...)

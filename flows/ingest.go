@@ -1,19 +1,15 @@
 package flows
 
 import (
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/klauspost/compress/zstd"
 
 	"tributary/delta"
 	"tributary/internal/fault"
@@ -242,39 +238,6 @@ func hiddenBelow(dir, p string) bool {
 	}
 	return false
 }
-
-// openInput opens an input file, decompressing it by extension, in any case (.gz, .GZ):
-// .gz (gzip) and .zst (Zstandard).
-func openInput(path string) (io.ReadCloser, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	switch ext := strings.ToLower(filepath.Ext(path)); {
-	case ext == ".gz":
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("reading %s: not a gzip file (%v); files ending in .gz must be gzip-compressed", path, err)
-		}
-		return readCloser{Reader: zr, close: func() error { zr.Close(); return f.Close() }}, nil
-	case ext == ".zst":
-		zr, err := zstd.NewReader(f)
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("reading %s: not a Zstandard file (%v)", path, err)
-		}
-		return readCloser{Reader: zr, close: func() error { zr.Close(); return f.Close() }}, nil
-	}
-	return f, nil
-}
-
-type readCloser struct {
-	io.Reader
-	close func() error
-}
-
-func (r readCloser) Close() error { return r.close() }
 
 func hidden(name string) bool { return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") }
 

@@ -17,6 +17,9 @@ type badValue struct {
 	Line   int64
 	Column string // "" when the whole line did not parse
 	Reason string
+	// RestOfFile: the line and the rest of its file could not be read (a compressed file that
+	// cannot be decompressed to its end).
+	RestOfFile bool
 }
 
 // lineReader turns JSON-lines input into rows of a declared schema. A row is the schema's values

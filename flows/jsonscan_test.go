@@ -431,7 +431,7 @@ func TestScanDuplicateKeys(t *testing.T) {
 	for line, want := range map[string]string{
 		`{"id":1,"id":2}`:   "2 []",
 		`{"id":"x","id":2}`: "2 []",
-		`{"id":1,"id":"x"}`: `<nil> [{7 id "x" is not a whole number for BIGINT}]`,
+		`{"id":1,"id":"x"}`: `<nil> [{7 id "x" is not a whole number for BIGINT false}]`,
 	} {
 		row, ok, bad := lr.parse([]byte(line), 7)
 		if got := fmt.Sprint(row[0], " ", bad); !ok || got != want {

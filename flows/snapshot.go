@@ -280,7 +280,7 @@ func (f *snapshotFlow) pendingFiles(snap *delta.Snapshot) ([]pendingSnapshot, er
 // followed by its line number.
 func (f *snapshotFlow) readFile(in inputFile) ([][]any, error) {
 	src := f.d.ApplyChangesFromSnapshot.Files
-	r, err := openInput(in.abs)
+	r, err := openInput(in.abs, readLines(src))
 	if err != nil {
 		return nil, err
 	}
@@ -320,6 +320,9 @@ func (f *snapshotFlow) readFile(in inputFile) ([][]any, error) {
 	switch {
 	case failed != nil:
 		return nil, failed
+	case damaged(err):
+		// The rows after the damage are unknown: applied, the snapshot would delete their keys.
+		return nil, fmt.Errorf("%w; a snapshot file is applied whole or not at all", err)
 	case err != nil:
 		return nil, fmt.Errorf("reading %s: %w", in.abs, err)
 	}

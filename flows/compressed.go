@@ -1,0 +1,231 @@
+package flows
+
+import (
+	"bytes"
+	"compress/flate"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+
+	"tributary/spec"
+)
+
+// openInput opens an input file, decompressing it by extension, in any case (.gz, .GZ): .gz
+// (gzip) and .zst (Zstandard). An empty compressed file reads as an empty file. A compressed
+// file that cannot be decompressed to its end (truncated, not compressed at all, damaged) reads
+// as far as it can be decompressed, then fails with a *damagedInput error that says where and
+// why (the callers make it one malformed record of the file, as a Parquet file that cannot be
+// read is: readFiles). With lines, the text of a compressed file is passed on a whole line at a
+// time (up to an LF or a CR), so that the start of a line cut short by the damage is never read
+// as a line of its own (for a CSV record, silently as values cut short); without (multiline
+// JSON, whose values span lines), as it comes.
+func openInput(path string, lines bool) (io.ReadCloser, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	ext := filepath.Ext(path)
+	c := &compressedInput{path: path, ext: ext, lines: lines, file: &fileTap{r: f}}
+	switch strings.ToLower(ext) {
+	case ".gz":
+		c.kind = "gzip"
+		zr, err := gzip.NewReader(c.file)
+		switch {
+		case err == io.EOF && c.file.read == 0: // an empty file
+			c.err = io.EOF
+		case err != nil:
+			c.err, c.badStart = err, true
+		default:
+			c.z, c.zclose = zr, func() { zr.Close() }
+		}
+	case ".zst":
+		c.kind = "Zstandard"
+		zr, err := zstd.NewReader(c.file)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("reading %s: %w", path, err)
+		}
+		c.z, c.zclose = zr, zr.Close
+	default:
+		return f, nil
+	}
+	c.close = f.Close
+	return c, nil
+}
+
+// readLines says whether openInput passes a compressed file of src on whole lines at a time:
+// for every format but multiline JSON.
+func readLines(src *spec.Source) bool {
+	return !(src.Format == "json" && src.Options[spec.JSONMultiline] == "true")
+}
+
+// compressedInput is the decompressed text of a compressed input file (openInput).
+type compressedInput struct {
+	path, ext string
+	kind      string   // "gzip" or "Zstandard"
+	file      *fileTap // the file as read by the decompressor
+	z         io.Reader
+	zclose    func()
+	close     func() error
+	lines     bool
+	badStart  bool  // the file does not start as its kind of compressed file does
+	got       int64 // the bytes decompressed
+
+	// With lines: buf[out:end] is text of whole lines not passed on yet, buf[end:] the start
+	// of a line whose end was not decompressed yet.
+	buf      []byte
+	out, end int
+	err      error // the decompressor's error (io.EOF at the end), once it returned one
+
+	ends      int64 // the line ends passed on (LF, CRLF, or a CR alone)
+	pendingCR bool  // the text passed on ends in a CR, which an LF may follow
+}
+
+// Read implements io.Reader.
+func (c *compressedInput) Read(p []byte) (int, error) {
+	if !c.lines {
+		if c.err != nil {
+			return 0, c.fail()
+		}
+		n, err := c.z.Read(p)
+		c.got += int64(n)
+		c.count(p[:n])
+		if err != nil {
+			c.err = err
+			if n == 0 {
+				return 0, c.fail()
+			}
+		}
+		return n, nil
+	}
+	for c.out == c.end {
+		if c.err != nil {
+			if c.err == io.EOF && c.end < len(c.buf) {
+				c.end = len(c.buf) // the last line, with no line end
+				continue
+			}
+			return 0, c.fail()
+		}
+		c.fill()
+	}
+	n := copy(p, c.buf[c.out:c.end])
+	c.out += n
+	return n, nil
+}
+
+// fill decompresses more text into buf, and moves end past its last line end.
+func (c *compressedInput) fill() {
+	rest := copy(c.buf, c.buf[c.end:])
+	c.buf, c.out, c.end = c.buf[:rest], 0, 0
+	if cap(c.buf)-len(c.buf) < 16<<10 {
+		c.buf = append(make([]byte, 0, max(64<<10, 2*cap(c.buf))), c.buf...)
+	}
+	n, err := c.z.Read(c.buf[len(c.buf):cap(c.buf)])
+	c.buf = c.buf[:len(c.buf)+n]
+	c.got += int64(n)
+	if err != nil {
+		c.err = err
+	}
+	c.end = max(bytes.LastIndexByte(c.buf, '\n'), bytes.LastIndexByte(c.buf, '\r')) + 1
+	c.count(c.buf[:c.end])
+}
+
+// count counts the line ends of text passed on.
+func (c *compressedInput) count(b []byte) {
+	for _, ch := range b {
+		if c.pendingCR {
+			c.pendingCR = false
+			if ch == '\n' {
+				continue // the LF of a CRLF
+			}
+		}
+		switch ch {
+		case '\n':
+			c.ends++
+		case '\r':
+			c.ends++
+			c.pendingCR = true
+		}
+	}
+}
+
+// fail returns the error that ended the decompression: io.EOF at the end of the text, the
+// file's own read error as it is, and for anything else a *damagedInput at the line where the
+// text stops.
+func (c *compressedInput) fail() error {
+	err := c.err
+	switch {
+	case err == io.EOF:
+		return io.EOF
+	case c.file.err != nil && c.file.err != io.EOF:
+		return c.file.err
+	}
+	return &damagedInput{path: c.path, line: c.ends + 1, reason: c.reason(err)}
+}
+
+// reason says in the user's terms why the file cannot be decompressed.
+func (c *compressedInput) reason(err error) string {
+	var corrupt flate.CorruptInputError
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Sprintf("the file ends before its %s stream does: it is truncated, or still being written", c.kind)
+	case errors.Is(err, gzip.ErrHeader) && c.badStart, errors.Is(err, zstd.ErrMagicMismatch) && c.got == 0:
+		return fmt.Sprintf("the file is not %s-compressed, though its name ends in %s", c.kind, c.ext)
+	case errors.Is(err, gzip.ErrHeader), errors.Is(err, zstd.ErrMagicMismatch):
+		return fmt.Sprintf("the file holds data that is not %s after its %s stream ends", c.kind, c.kind)
+	case errors.Is(err, gzip.ErrChecksum), errors.Is(err, zstd.ErrCRCMismatch):
+		return fmt.Sprintf("the file's %s stream is damaged (its checksum does not match the text)", c.kind)
+	case errors.As(err, &corrupt):
+		return fmt.Sprintf("the file's %s stream is damaged (corrupt data at byte %d)", c.kind, int64(corrupt))
+	}
+	return fmt.Sprintf("the file cannot be decompressed as %s (%v)", c.kind, err)
+}
+
+// Close implements io.Closer.
+func (c *compressedInput) Close() error {
+	if c.zclose != nil {
+		c.zclose()
+	}
+	return c.close()
+}
+
+// fileTap is a file as a decompressor reads it: how many bytes it gave, and its own error.
+type fileTap struct {
+	r    io.Reader
+	read int64
+	err  error
+}
+
+func (t *fileTap) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	t.read += int64(n)
+	if err != nil {
+		t.err = err
+	}
+	return n, err
+}
+
+// damagedInput is the error of a compressed input file that cannot be decompressed to its end:
+// the file, the line its text stops in (1-based), and why.
+type damagedInput struct {
+	path   string
+	line   int64
+	reason string
+}
+
+func (e *damagedInput) Error() string {
+	return fmt.Sprintf("%s:%d: %s; replace it with the complete file (write files elsewhere and move them in once complete)", e.path, e.line, e.reason)
+}
+
+// damaged says whether err is (or wraps) a *damagedInput. Schema inference reads such a file as
+// far as it goes: the reading of its rows reports the damage.
+func damaged(err error) bool {
+	var d *damagedInput
+	return errors.As(err, &d)
+}
