@@ -193,10 +193,11 @@ func (u *unreadFiles) list(env *Env, ckpt string, committed int64, path, flow, d
 	if err != nil {
 		return 0, err
 	}
-	base, files, err := listInputs(path)
+	base, files, dangling, err := listInputs(path)
 	if err != nil {
 		return 0, err
 	}
+	reportDangling(env, flow, dataset, dangling)
 	if err := checkBase(ckpt, committed, base, dataset, func() string { return RefreshWithReaders(env.Pipeline, flow) }); err != nil {
 		return 0, err
 	}

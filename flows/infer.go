@@ -83,7 +83,7 @@ func resolveInferred(p *spec.Pipeline, d *spec.Dataset) error {
 // without a header). schema_hints then set the type of the columns they name, and add those not
 // seen.
 func inferSchema(src *spec.Source) (schema.Schema, error) {
-	_, files, err := listInputs(src.Path)
+	_, files, _, err := listInputs(src.Path)
 	if err != nil {
 		return schema.Schema{}, err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"tributary/delta"
+	"tributary/eventlog"
 	"tributary/internal/fault"
 	"tributary/spec"
 )
@@ -86,8 +87,9 @@ func (f inputFile) restat() (inputFile, error) {
 
 // listInputs returns the files under a source path (a folder, walked recursively, or a glob), in
 // name order, skipping names that start with "." or "_" as Spark does. base is the folder paths
-// are recorded relative to.
-func listInputs(path string) (base string, files []inputFile, err error) {
+// are recorded relative to. A symbolic link whose target does not exist (yet) is no file: it is
+// left out and returned in dangling (reportDangling), and listed once its target exists.
+func listInputs(path string) (base string, files []inputFile, dangling []danglingLink, err error) {
 	if strings.ContainsAny(path, "*?[") {
 		base = path
 		for strings.ContainsAny(base, "*?[") {
@@ -95,10 +97,15 @@ func listInputs(path string) (base string, files []inputFile, err error) {
 		}
 		matches, err := filepath.Glob(path)
 		if err != nil {
-			return "", nil, fmt.Errorf("source path %s is not a valid glob: %w", path, err)
+			return "", nil, nil, fmt.Errorf("source path %s is not a valid glob: %w", path, err)
 		}
 		for _, m := range matches {
 			st, err := os.Stat(m)
+			if err != nil && !hidden(filepath.Base(m)) {
+				if l, ok := danglingAt(m); ok {
+					dangling = append(dangling, l)
+				}
+			}
 			if err != nil || st.IsDir() || hidden(filepath.Base(m)) {
 				continue
 			}
@@ -110,21 +117,60 @@ func listInputs(path string) (base string, files []inputFile, err error) {
 		st, err := os.Stat(path)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
-				return "", nil, fmt.Errorf("source path %s does not exist; create the folder, or fix source.path in the spec (or the --conf value it takes: a relative path is resolved against the spec's folder, not the working directory)", path)
+				return "", nil, nil, fmt.Errorf("source path %s does not exist; create the folder, or fix source.path in the spec (or the --conf value it takes: a relative path is resolved against the spec's folder, not the working directory)", path)
 			}
-			return "", nil, err
+			return "", nil, nil, err
 		}
 		if !st.IsDir() {
 			base = filepath.Dir(path)
 			files = append(files, inputFile{abs: path, rel: filepath.Base(path), size: st.Size(), modTime: st.ModTime().UnixMilli()})
 		} else {
-			if files, err = walkSource(path, "", files, new([]walkedFolder)); err != nil {
-				return "", nil, fmt.Errorf("listing %s: %w", path, err)
+			w := &sourceWalk{}
+			if files, err = walkSource(path, "", files, w); err != nil {
+				return "", nil, nil, fmt.Errorf("listing %s: %w", path, err)
 			}
+			dangling = w.dangling
 		}
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].rel < files[j].rel })
-	return base, files, nil
+	return base, files, dangling, nil
+}
+
+// danglingLink is a symbolic link found in a source folder whose target does not exist, or
+// cannot be looked at: no file (yet).
+type danglingLink struct {
+	path, target string
+	err          error // the error of following it
+}
+
+// danglingAt returns the link at path when it is a symbolic link that cannot be followed.
+func danglingAt(path string) (danglingLink, bool) {
+	st, err := os.Lstat(path)
+	if err != nil || st.Mode()&fs.ModeSymlink == 0 {
+		return danglingLink{}, false
+	}
+	target, _ := os.Readlink(path)
+	_, err = os.Stat(path)
+	if err == nil {
+		return danglingLink{}, false
+	}
+	return danglingLink{path: path, target: target, err: err}, true
+}
+
+// reportDangling emits a WARN event of flow (about dataset) for each link, at most
+// maxWarnEvents of them and then their count.
+func reportDangling(env *Env, flow, dataset string, links []danglingLink) {
+	for i, l := range links {
+		if i == maxWarnEvents {
+			env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, flow, dataset, fmt.Sprintf("%d symbolic links in the source folder lead nowhere; %d were reported one by one", len(links), maxWarnEvents), nil, "")
+			return
+		}
+		msg := fmt.Sprintf("%s is a symbolic link to %s, which does not exist (yet): it is skipped, and read once its target exists; land the target before the link, or fix or remove the link", l.path, l.target)
+		if !errors.Is(l.err, fs.ErrNotExist) {
+			msg = fmt.Sprintf("%s is a symbolic link to %s, which cannot be followed (%v): it is skipped; fix or remove the link", l.path, l.target, l.err)
+		}
+		env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, flow, dataset, msg, map[string]any{"file": l.path, "target": l.target}, "")
+	}
 }
 
 // SourceFile is one input file of a source folder, as SourceFiles lists it.
@@ -137,11 +183,12 @@ type SourceFile struct {
 // SourceFiles lists the files a source folder holds, as a flow reads them: walked recursively
 // in name order, following symbolic links to folders (the folder itself included), skipping
 // names that start with "." or "_", each file under one path (walkSource). A file that is a
-// symbolic link has the link's own size and time. Errors: the folder cannot be listed, or a link
+// symbolic link has the link's own size and time; a symbolic link whose target does not exist
+// is left out (it is listed once the target exists). Errors: the folder cannot be listed, or a link
 // leads to a folder that overlaps one listed under another path (the files listed before the
 // error are returned with it).
 func SourceFiles(dir string) ([]SourceFile, error) {
-	files, err := walkSource(dir, "", nil, new([]walkedFolder))
+	files, err := walkSource(dir, "", nil, &sourceWalk{})
 	sort.Slice(files, func(i, j int) bool { return files[i].rel < files[j].rel })
 	out := make([]SourceFile, len(files))
 	for i, f := range files {
@@ -160,8 +207,11 @@ func SourceFiles(dir string) ([]SourceFile, error) {
 // under the link's path; a link to a folder that overlaps another one walked (the same, inside
 // it, or holding it: the source folder included) is an error, since its files would be listed
 // twice (or without end), and which of two paths a file gets must not depend on names. A file's
-// path is recorded through the links (dir joined with the names under it).
-func walkSource(dir, rel string, files []inputFile, roots *[]walkedFolder) ([]inputFile, error) {
+// path is recorded through the links (dir joined with the names under it). A symbolic link that
+// cannot be followed (its target does not exist yet) is no file: it is left out and kept in
+// w.dangling.
+func walkSource(dir, rel string, files []inputFile, w *sourceWalk) ([]inputFile, error) {
+	roots := &w.roots
 	real, err := filepath.EvalSymlinks(dir)
 	if err == nil {
 		real, err = filepath.Abs(real)
@@ -199,8 +249,14 @@ func walkSource(dir, rel string, files []inputFile, roots *[]walkedFolder) ([]in
 		under, _ := filepath.Rel(real, p)
 		abs, r := filepath.Join(dir, under), filepath.ToSlash(filepath.Join(rel, under))
 		if de.Type()&fs.ModeSymlink != 0 {
-			if st, err := os.Stat(p); err == nil && st.IsDir() {
-				files, err = walkSource(abs, r, files, roots)
+			st, err := os.Stat(p)
+			if err != nil {
+				target, _ := os.Readlink(p)
+				w.dangling = append(w.dangling, danglingLink{path: abs, target: target, err: err})
+				return nil
+			}
+			if st.IsDir() {
+				files, err = walkSource(abs, r, files, w)
 				return err
 			}
 		}
@@ -212,6 +268,13 @@ func walkSource(dir, rel string, files []inputFile, roots *[]walkedFolder) ([]in
 		return nil
 	})
 	return files, err
+}
+
+// sourceWalk is what walkSource keeps across the folders of one walk: the folders walked whole
+// so far (the source folder first), and the symbolic links it could not follow.
+type sourceWalk struct {
+	roots    []walkedFolder
+	dangling []danglingLink
 }
 
 // walkedFolder is a folder walkSource walked whole: its resolved path, and the path it was
@@ -281,7 +344,7 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 		// The quarantine rows of this batch were committed, its rows not: it reads again the
 		// files its offsets list. The batch after lists the source again.
 		var files []inputFile
-		if base, files, err = listInputs(src.Path); err != nil {
+		if base, files, _, err = listInputs(src.Path); err != nil {
 			return m, err
 		}
 		if todo, err = replayFiles(ckpt, committed+1, files); err != nil {

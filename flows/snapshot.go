@@ -234,10 +234,11 @@ func (f *snapshotFlow) pendingFiles(snap *delta.Snapshot) ([]pendingSnapshot, er
 	for path := range seen {
 		newest = max(newest, path)
 	}
-	base, files, err := listInputs(src.Path)
+	base, files, dangling, err := listInputs(src.Path)
 	if err != nil {
 		return nil, err
 	}
+	reportDangling(f.env, f.d.Name, f.d.Name, dangling)
 	if err := checkBase(ckpt, committed, base, f.d.Name, func() string { return RefreshWithReaders(p, f.d.Name) }); err != nil {
 		return nil, err
 	}

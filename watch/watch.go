@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -108,8 +109,12 @@ func (w *Watcher) addTree(dir string, roots *[]string) {
 		under, _ := filepath.Rel(real, p)
 		name := filepath.Join(dir, under)
 		if e.Type()&fs.ModeSymlink != 0 {
-			if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			fi, err := os.Stat(p)
+			switch {
+			case err == nil && fi.IsDir():
 				w.addTree(name, roots)
+			case errors.Is(err, fs.ErrNotExist):
+				w.addLinkTarget(p)
 			}
 			return nil
 		}
@@ -126,6 +131,28 @@ func (w *Watcher) addTree(dir string, roots *[]string) {
 		}
 		return nil
 	})
+}
+
+// addLinkTarget watches the folder that the target of link, a symbolic link whose target does
+// not exist yet, would be created in (that folder alone, when it exists): the runner's listing
+// skips such a link, and reads it once its target appears, which is then a change.
+func (w *Watcher) addLinkTarget(link string) {
+	target, err := os.Readlink(link)
+	if err != nil {
+		return
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(filepath.Dir(link), target)
+	}
+	dir := filepath.Dir(filepath.Clean(target))
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.skipped(dir) && !w.dirs[dir] && w.w.Add(dir) == nil {
+		w.dirs[dir] = true
+	}
 }
 
 // within says whether path p is folder dir or lies below it (both clean and absolute).

@@ -120,3 +120,30 @@ func TestWatcherLinkedFolders(t *testing.T) {
 		wait(t, w, f)
 	}
 }
+
+// TestWatcherDanglingLink: a symbolic link in a watched folder whose target does not exist yet
+// (the runner skips it) has the target's folder watched, so that the target's creation, which
+// makes the link a file to read, is a change.
+func TestWatcherDanglingLink(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	landing, elsewhere := filepath.Join(dir, "landing"), filepath.Join(dir, "elsewhere")
+	for _, d := range []string{landing, elsewhere} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	target := filepath.Join(elsewhere, "later.json")
+	if err := os.Symlink(target, filepath.Join(landing, "link.json")); err != nil {
+		t.Fatal(err)
+	}
+	w, err := New(landing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := os.WriteFile(target, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, w, target)
+}
