@@ -3,6 +3,7 @@ package delta
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"tributary/schema"
 )
@@ -102,6 +103,9 @@ func (p *partitioner) split(rows [][]any) ([]*partGroup, error) {
 				v := strings.Clone(FormatPartitionValue(p.m.Schema.Fields[j].Type, r[j]))
 				g.values[p.m.PartitionColumns[k]] = v
 				dirs[k] = escapePartitionName(p.m.PartitionColumns[k]) + "=" + partitionDirValue(r[j] == nil, v)
+				if len(dirs[k]) > MaxFolderName {
+					return nil, p.folderTooLong(p.m.PartitionColumns[k], v, dirs[k])
+				}
 			}
 			g.dir = strings.Join(dirs, "/")
 			byKey[g.key] = g
@@ -114,6 +118,25 @@ func (p *partitioner) split(rows [][]any) ([]*partGroup, error) {
 		g.rows = append(g.rows, dr)
 	}
 	return groups, nil
+}
+
+// MaxFolderName is the length in bytes a folder name may have (NAME_MAX of Linux and macOS):
+// the limit of a partition folder "col=value".
+const MaxFolderName = 255
+
+// folderTooLong is the error of a partition value whose folder name (dir, "col=value" escaped)
+// is longer than a file system allows; v is the serialized value.
+func (p *partitioner) folderTooLong(col, v, dir string) error {
+	shown := v
+	if len(shown) > 40 {
+		cut := 40
+		for cut > 0 && !utf8.RuneStart(shown[cut]) {
+			cut--
+		}
+		shown = shown[:cut] + "…"
+	}
+	return fmt.Errorf("delta: write %s: partition column %s: a value of %d bytes (%d once escaped for a folder name) makes the partition folder name %d bytes long, more than the %d bytes a folder name may have; the first such value is %q; partition by a shorter column, or by a shorter column derived from this one (a prefix, a date, a hash of it), or leave %s out of partition_by",
+		p.dir, col, len(v), len(dir)-len(escapePartitionName(col))-1, len(dir), MaxFolderName, shown, col)
 }
 
 // partitionDirValue is the folder form of a serialized partition value.

@@ -80,3 +80,38 @@ func TestWritePartitioned(t *testing.T) {
 		t.Errorf("short row: %v", err)
 	}
 }
+
+// TestWritePartitionValueTooLong: a partition value whose folder name ("col=value", escaped as
+// Spark escapes it) is longer than the 255 bytes a folder name may have is an error that names
+// the column, the value's length escaped, the limit, the value (cut) and the fix, before any
+// file of the write is made; a value that fits exactly is written.
+func TestWritePartitionValueTooLong(t *testing.T) {
+	t.Parallel()
+	s := mustDDL(t, "id BIGINT, p STRING")
+	for _, c := range []struct {
+		name, value, want string
+	}{
+		{"300 characters", strings.Repeat("x", 300), `partition column p: a value of 300 bytes (300 once escaped for a folder name) makes the partition folder name 302 bytes long, more than the 255 bytes a folder name may have; the first such value is "` + strings.Repeat("x", 40) + `…"`},
+		{"short but escaped", strings.Repeat("/", 90), "partition column p: a value of 90 bytes (270 once escaped for a folder name) makes the partition folder name 272 bytes long"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tbl := createTable(t, s, "p")
+			snap := mustSnapshot(t, tbl, -1)
+			_, err := tbl.WriteData(snap.Metadata, [][]any{{int64(1), "short"}, {int64(2), c.value}})
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "partition by a shorter column") {
+				t.Fatalf("error = %v, want %q and how to fix it", err, c.want)
+			}
+			entries, _ := os.ReadDir(tbl.Dir)
+			for _, e := range entries {
+				if e.Name() != "_delta_log" {
+					t.Errorf("the failed write left %s in the table folder", e.Name())
+				}
+			}
+		})
+	}
+	tbl := createTable(t, s, "p")
+	snap := mustSnapshot(t, tbl, -1)
+	if _, err := tbl.WriteData(snap.Metadata, [][]any{{int64(1), strings.Repeat("x", 253)}}); err != nil {
+		t.Errorf("a folder name of 255 bytes: %v", err)
+	}
+}
