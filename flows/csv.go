@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -269,8 +270,9 @@ func (l *latin1Reader) Read(p []byte) (int, error) {
 // is NULL; a quoted empty field "" reads as empty_value (default: the empty string), as Spark's
 // parser does. An empty value in a column that is not STRING is NULL; other text that
 // does not fit its column is a bad value (NULL, reported, rescued). A record whose quoted field
-// is not closed before the end of the file is malformed (parsed false).
-func eachCSVRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc) error {
+// is not closed before the end of the file is malformed (parsed false). A header that names none
+// of the schema's columns goes to warn (when not nil; headerMismatch), and the file is read on.
+func eachCSVRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc, warn func(msg string)) error {
 	cfg := csvConfigOf(src.Options)
 	cr := newCSVReader(cfg, in)
 	declared := src.Schema
@@ -333,6 +335,9 @@ func eachCSVRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc) err
 				}
 				cols = append(cols, i)
 				names = append(names, name)
+			}
+			if warn != nil && len(declared.Fields) > 0 && !slices.ContainsFunc(cols, func(i int) bool { return i >= 0 }) {
+				warn(headerMismatch(filePath, lineNo, cfg.delim, header, declared))
 			}
 			continue
 		}
@@ -405,6 +410,38 @@ func eachCSVRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc) err
 	}
 }
 
+// headerMismatch says that the CSV header of a file (its fields, read with delimiter delim at
+// line lineNo) names none of the columns of declared, and what to check: a delimiter other than
+// delim that the header holds, the header option, the schema.
+func headerMismatch(filePath string, lineNo int64, delim byte, header []string, declared schema.Schema) string {
+	cols := make([]string, len(declared.Fields))
+	for i, f := range declared.Fields {
+		cols[i] = f.Name
+	}
+	quoted := make([]string, len(header))
+	for i, h := range header {
+		quoted[i] = strconv.Quote(h)
+	}
+	fields := "fields"
+	if len(header) == 1 {
+		fields = "field"
+	}
+	msg := fmt.Sprintf("%s:%d: the CSV header names none of the schema's columns (%s): with delimiter %s it reads as %d %s, %s; every row of the file is read with NULL in those columns. ",
+		filePath, lineNo, strings.Join(cols, ", "), delimName(delim), len(header), fields, strings.Join(quoted, ", "))
+	line := strings.Join(header, string(delim))
+	for _, d := range []byte{',', ';', '\t', '|'} {
+		if d != delim && strings.IndexByte(line, d) >= 0 {
+			return msg + fmt.Sprintf("The header holds %s: if that is the file's delimiter, set options: {delimiter: %s}; otherwise check `header` (is the first line a header?) and the schema's column names", delimName(d), strconv.Quote(string(d)))
+		}
+	}
+	return msg + "Check the `delimiter` option, `header` (is the first line a header?) and the schema's column names (matched case-sensitively)"
+}
+
+// delimName is a delimiter as the spec writes it, quoted: ",", "\t".
+func delimName(d byte) string {
+	return strconv.Quote(string(d))
+}
+
 // rowFunc receives each row read from an input file: parsed is false when the line or record
 // was malformed (the row is then NULLs, with the text rescued when there is a rescued-data
 // column); bad lists what did not fit; lineNo is the 1-based line the row starts on.
@@ -412,11 +449,12 @@ type rowFunc func(row []any, parsed bool, bad []badValue, lineNo int64) error
 
 // eachRow reads one input file of a file source in its format and calls fn with each row.
 // pool, when not nil, recycles the memory of JSON-lines rows once the caller releases them
-// (blockPool); the other formats ignore it.
-func eachRow(src *spec.Source, filePath string, in io.Reader, pool *blockPool, fn rowFunc) error {
+// (blockPool); the other formats ignore it. warn, when not nil, receives what is wrong with the
+// file as a whole though it reads on (a CSV header that names none of the schema's columns).
+func eachRow(src *spec.Source, filePath string, in io.Reader, pool *blockPool, fn rowFunc, warn func(msg string)) error {
 	switch src.Format {
 	case spec.FormatCSV:
-		return eachCSVRow(src, filePath, in, fn)
+		return eachCSVRow(src, filePath, in, fn, warn)
 	case spec.FormatParquet:
 		return eachParquetRow(src, filePath, fn)
 	case spec.FormatDebezium:

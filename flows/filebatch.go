@@ -43,6 +43,8 @@ type badRecords struct {
 	count         int64
 	warned        int
 	reported      int64
+	// fileWarnings counts the files warnFile was told about.
+	fileWarnings int
 	// malformed holds, for the first maxWarnEvents lines that did not parse and were kept as rows
 	// of NULLs, the reason, by "file:line": an error about such a row then says why it is empty.
 	malformed map[string]string
@@ -121,8 +123,21 @@ func damagedRow(src *spec.Source, filePath string, dmg *damagedInput) []any {
 	return row
 }
 
-// finish reports, once the batch is read, how many bad values or lines were not reported one by one.
+// warnFile reports what is wrong with a file as a whole though it is read on (eachRow's warn): a
+// WARN event of flow, for the first maxWarnEvents files of a batch; finish counts the others.
+func (r *badRecords) warnFile(file, msg string) {
+	if r.fileWarnings < maxWarnEvents {
+		r.env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, r.flow, r.dataset, msg, map[string]any{"file": file}, "")
+	}
+	r.fileWarnings++
+}
+
+// finish reports, once the batch is read, how many bad values or lines, and files warnFile was
+// told about, were not reported one by one.
 func (r *badRecords) finish() {
+	if r.fileWarnings > maxWarnEvents {
+		r.env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, r.flow, r.dataset, fmt.Sprintf("%d more files of this batch have a warning like the %d above", r.fileWarnings-maxWarnEvents, maxWarnEvents), nil, "")
+	}
 	if r.count > r.reported {
 		r.env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, r.flow, r.dataset, fmt.Sprintf("%d bad values or lines in this batch; %d were reported one by one", r.count, r.reported), nil, "")
 	}
@@ -155,7 +170,7 @@ func readFiles(ctx context.Context, src *spec.Source, todo []inputFile, pool *bl
 			}
 			return fn(row, fi, lineNo)
 		}
-		err = eachRow(src, f.abs, in, pool, emit)
+		err = eachRow(src, f.abs, in, pool, emit, func(msg string) { bad.warnFile(f.abs, msg) })
 		if dmg := (*damagedInput)(nil); errors.As(err, &dmg) {
 			// The rows before the damage are kept; the rest of the file is one malformed record.
 			err = emit(damagedRow(src, f.abs, dmg), false, []badValue{{Line: dmg.line, Reason: dmg.reason, RestOfFile: true}}, dmg.line)

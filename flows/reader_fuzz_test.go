@@ -44,7 +44,7 @@ func checkRows(t *testing.T, src *spec.Source, input []byte) {
 			return fmt.Errorf("a malformed record with no reason")
 		}
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		t.Fatalf("input %q: %v", input, err)
 	}

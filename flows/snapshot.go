@@ -317,6 +317,8 @@ func (f *snapshotFlow) readFile(in inputFile) ([][]any, error) {
 		}
 		rows = append(rows, append(row, lineNo))
 		return nil
+	}, func(msg string) {
+		f.env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, f.d.Name, f.d.Name, msg, map[string]any{"file": in.abs}, "")
 	})
 	switch {
 	case failed != nil:
