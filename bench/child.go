@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"embed"
 	"fmt"
 	"io"
@@ -12,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	_ "github.com/duckdb/duckdb-go/v2" // the project's embedded DuckDB, for the baseline
+	"tributary/sqlengine"
 )
 
 //go:embed baseline/*.sql
@@ -152,7 +151,7 @@ func baselineMain(args []string) error {
 	if i := strings.Index(sqlText, "${"); i >= 0 {
 		return fmt.Errorf("bench -baseline %s: unset variable at %q", args[0], sqlText[i:min(len(sqlText), i+20)])
 	}
-	db, err := sql.Open("duckdb", "")
+	db, err := sqlengine.OpenDB() // every connection in UTC, as the product's
 	if err != nil {
 		return err
 	}

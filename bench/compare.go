@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
@@ -65,7 +64,7 @@ func compareTables(ctx context.Context, tableDir, parquet string, cols []column)
 	if err != nil {
 		return err
 	}
-	db, err := sql.Open("duckdb", "")
+	db, err := sqlengine.OpenDB() // every connection in UTC, as the product's
 	if err != nil {
 		return err
 	}

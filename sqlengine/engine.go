@@ -59,13 +59,40 @@ func queryError(err error) error {
 	return fmt.Errorf("sqlengine: %w", err)
 }
 
-// Open starts an in-memory DuckDB database.
+// Open starts an in-memory DuckDB database; its connections are set up as OpenDB's.
 func Open() (*Engine, error) {
-	db, err := sql.Open("duckdb", "")
+	db, err := OpenDB()
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{db: db}, nil
+}
+
+// sessionSettings are set on every connection to DuckDB, so that a query's result does not
+// depend on the machine it runs on: all timestamps of the product are UTC, so TIMESTAMP (read
+// as DuckDB's TIMESTAMPTZ) is shown, truncated and split into parts in UTC whatever TZ says,
+// and on the Gregorian calendar whatever the locale says.
+var sessionSettings = []string{
+	"SET TimeZone = 'UTC'",
+	"SET Calendar = 'gregorian'",
+}
+
+// OpenDB opens an in-memory DuckDB database for code that runs its own SQL on it (Open's
+// Engine, the bench command's baseline): every connection the pool opens first runs
+// sessionSettings, so results are those of a UTC session on any machine.
+func OpenDB() (*sql.DB, error) {
+	c, err := duckdb.NewConnector("", func(ex driver.ExecerContext) error {
+		for _, s := range sessionSettings {
+			if _, err := ex.ExecContext(context.Background(), s, nil); err != nil {
+				return fmt.Errorf("sqlengine: %s: %w", s, err)
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlengine: opening DuckDB: %w", err)
 	}
-	return &Engine{db: db}, nil
+	return sql.OpenDB(c), nil
 }
 
 // Close releases the database.
