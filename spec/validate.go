@@ -139,12 +139,52 @@ func (v *validation) cycles() {
 			continue
 		}
 		chain := strings.Join(append(slices.Clone(ce.Members), ce.Members[0]), " -> ")
+		hint := "a dataset cannot read from itself, directly or through others; " + v.cycleFix(ce.Members)
 		for _, m := range ce.Members {
 			in := v.byName[m]
-			v.d.add(in.ds.Pos, in.path, "a dataset cannot read from itself, directly or through others; change one apply_changes.source",
-				"dataset %s is part of a cycle: %s", m, chain)
+			v.d.add(in.ds.Pos, in.path, hint, "dataset %s is part of a cycle: %s", m, chain)
 		}
 	}
+}
+
+// cycleFix says what to change to break a cycle of members: the key by which each member reads
+// the next (its query, apply_changes.source, apply_changes_from_snapshot.source or
+// source.table), naming the members that read by it.
+func (v *validation) cycleFix(members []string) string {
+	var keys []string
+	by := map[string][]string{}
+	for _, m := range members {
+		ds := v.byName[m].ds
+		key := "query"
+		switch {
+		case ds.ApplyChanges != nil:
+			key = "apply_changes.source"
+		case ds.ApplyChangesFromSnapshot != nil:
+			key = "apply_changes_from_snapshot.source"
+		case ds.Source != nil:
+			key = "source.table"
+		}
+		if _, seen := by[key]; !seen {
+			keys = append(keys, key)
+		}
+		by[key] = append(by[key], m)
+	}
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = "the " + k + " of " + orList(by[k])
+	}
+	if len(members) == 1 {
+		return "change what it reads: " + parts[0]
+	}
+	return "change what one of them reads: " + strings.Join(parts, ", or ")
+}
+
+// orList joins items as "a", "a or b", "a, b or c".
+func orList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
 }
 
 // output computes in's output schema (Dataset.Schema), checking on the way its columns and
