@@ -121,7 +121,7 @@ func runSQL(ctx context.Context, env *Env, d *spec.Dataset, streams map[string]s
 		names[k] = rel.Name
 		rels = append(rels, rel)
 	}
-	sql := d.Query.Rewrite(func(r spec.QueryRef) string { return sqlengine.Quote(names[key(r)]) })
+	sql := d.Query.Rewrite(func(r spec.QueryRef) string { return sqlengine.RelationRef(names[key(r)]) })
 	eng, err := sqlengine.Open()
 	if err != nil {
 		return schema.Schema{}, nil, err

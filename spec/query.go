@@ -165,18 +165,19 @@ var fromFunctions = map[string]bool{"extract": true, "trim": true, "substring": 
 
 // parseQuery finds the dataset references of a query: the table names after FROM and JOIN
 // (and after commas of a FROM list), STREAM(x) / STREAM x, and table_changes('x', from[, to]).
-// Names defined by WITH are not references. A `LIVE.` prefix is dropped; any other qualified
+// A bare name where a WITH of the query defines it (cteScopes) names the CTE, not a dataset; a
+// `LIVE.` prefix always names a dataset (and is dropped), as STREAM does; any other qualified
 // name is left to DuckDB.
 func parseQuery(sql string) ([]QueryRef, []queryProblem) {
 	toks := tokenize(sql)
-	ctes := map[string]bool{}
-	for i := 0; i+2 < len(toks); i++ {
-		if toks[i].isName() && toks[i+1].is("as") && toks[i+2].text == "(" && toks[i+2].kind == 'p' && i > 0 {
-			prev := toks[i-1]
-			if prev.is("with") || prev.is("recursive") || (prev.kind == 'p' && prev.text == ",") {
-				ctes[strings.ToLower(toks[i].text)] = true
+	scopes := cteScopes(toks)
+	isCTE := func(name string, at int) bool {
+		for _, c := range scopes {
+			if c.from <= at && at < c.to && strings.EqualFold(c.name, name) {
+				return true
 			}
 		}
+		return false
 	}
 	var refs []QueryRef
 	var probs []queryProblem
@@ -215,7 +216,7 @@ func parseQuery(sql string) ([]QueryRef, []queryProblem) {
 		if j < len(toks) && toks[j].text == "(" && toks[j].kind == 'p' {
 			return j // a table function: not a dataset
 		}
-		if strings.Contains(name, ".") || ctes[strings.ToLower(name)] {
+		if strings.Contains(name, ".") || (!isLive(toks, i) && isCTE(name, i)) {
 			return j
 		}
 		refs = append(refs, QueryRef{Name: name, Kind: RefTable, Start: t.start, End: toks[j-1].end})
@@ -260,6 +261,88 @@ func parseQuery(sql string) ([]QueryRef, []queryProblem) {
 	return refs, probs
 }
 
+// cteScope is a name a WITH clause defines, visible as a CTE at the tokens [from, to).
+type cteScope struct {
+	name     string
+	from, to int
+}
+
+// cteScopes finds the CTEs of every WITH clause of toks (`WITH [RECURSIVE] name [(cols)] AS
+// [[NOT] MATERIALIZED] (query), ...`). A CTE is visible from the end of its definition to the
+// end of the query or parenthesis that holds its WITH, so in the CTEs after it and in the body;
+// inside its own definition only under RECURSIVE (elsewhere a name inside it is the table of
+// that name, as in DuckDB: `WITH a AS (SELECT * FROM a) ...` reads dataset a).
+func cteScopes(toks []sqlToken) []cteScope {
+	isP := func(i int, p string) bool { return i < len(toks) && toks[i].kind == 'p' && toks[i].text == p }
+	// match[i] is the index of the parenthesis that closes or opens toks[i] (len(toks) when
+	// unclosed); outer[i] the index of the innermost open parenthesis around toks[i], or -1.
+	match := make([]int, len(toks))
+	outer := make([]int, len(toks))
+	var open []int
+	for i := range toks {
+		outer[i] = -1
+		if len(open) > 0 {
+			outer[i] = open[len(open)-1]
+		}
+		match[i] = len(toks)
+		switch {
+		case isP(i, "("):
+			open = append(open, i)
+		case isP(i, ")") && len(open) > 0:
+			o := open[len(open)-1]
+			open = open[:len(open)-1]
+			match[o], match[i] = i, o
+			outer[i] = outer[o]
+		}
+	}
+	var out []cteScope
+	for i, t := range toks {
+		if !t.is("with") {
+			continue
+		}
+		end := len(toks)
+		if o := outer[i]; o >= 0 {
+			end = match[o]
+		}
+		j := i + 1
+		recursive := j < len(toks) && toks[j].is("recursive")
+		if recursive {
+			j++
+		}
+		for j < len(toks) && toks[j].isName() {
+			name := toks[j].text
+			j++
+			if isP(j, "(") {
+				j = match[j] + 1 // the column list
+			}
+			if j >= len(toks) || !toks[j].is("as") {
+				break
+			}
+			j++
+			if j < len(toks) && toks[j].is("not") {
+				j++
+			}
+			if j < len(toks) && toks[j].is("materialized") {
+				j++
+			}
+			if !isP(j, "(") {
+				break
+			}
+			from := match[j] + 1
+			if recursive {
+				from = j
+			}
+			out = append(out, cteScope{name: name, from: from, to: end})
+			j = match[j] + 1
+			if !isP(j, ",") {
+				break
+			}
+			j++
+		}
+	}
+	return out
+}
+
 // qualified reads a possibly dotted name at toks[i] ("x", "LIVE.x", "s.x"), dropping a LIVE
 // prefix. It returns the name and the index after it.
 func qualified(toks []sqlToken, i int) (string, int, bool) {
@@ -276,6 +359,11 @@ func qualified(toks []sqlToken, i int) (string, int, bool) {
 		parts = parts[1:]
 	}
 	return strings.Join(parts, "."), j, true
+}
+
+// isLive reports whether the name at toks[i] is qualified by LIVE (`LIVE.x`).
+func isLive(toks []sqlToken, i int) bool {
+	return i+2 < len(toks) && toks[i].isName() && strings.EqualFold(toks[i].text, "live") && toks[i+1].kind == 'p' && toks[i+1].text == "." && toks[i+1].end == toks[i+2].start && toks[i+2].isName()
 }
 
 // tableChanges parses table_changes('x', from[, to]) at toks[i] and returns the index after it.

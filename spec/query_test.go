@@ -22,6 +22,12 @@ func TestParseQuery(t *testing.T) {
 		{"ctes, subqueries, functions, strings, comments", "WITH w AS (SELECT * FROM a), v AS (SELECT 1) SELECT 'FROM x' FROM w, (SELECT * FROM b) s, range(3) -- FROM y\n/* JOIN z */ JOIN read_parquet('f') ON true", "table:a table:b", "WITH w AS (SELECT * FROM <a>), v AS (SELECT 1) SELECT 'FROM x' FROM w, (SELECT * FROM <b>) s, range(3) -- FROM y\n/* JOIN z */ JOIN read_parquet('f') ON true"},
 		{"functions that take FROM", "SELECT extract(year FROM d), trim(both ' ' FROM s), substring(s FROM 2) FROM (SELECT * FROM a) t", "table:a", "SELECT extract(year FROM d), trim(both ' ' FROM s), substring(s FROM 2) FROM (SELECT * FROM <a>) t"},
 		{"quoted identifier", `SELECT * FROM "my table"`, "table:my table", `SELECT * FROM <my table>`},
+		{"a CTE named as the dataset it reads", "WITH a AS (SELECT * FROM LIVE.a WHERE v > 0) SELECT count(*) AS n FROM a", "table:a", "WITH a AS (SELECT * FROM <a> WHERE v > 0) SELECT count(*) AS n FROM a"},
+		{"LIVE and STREAM name datasets after a CTE of their name", "WITH a AS (SELECT 1) SELECT * FROM a, LIVE.a, STREAM(a), STREAM(LIVE.a) JOIN Live.A USING (id)", "table:a stream:a stream:a table:A", "WITH a AS (SELECT 1) SELECT * FROM a, <a>, <a>, <a> JOIN <A> USING (id)"},
+		{"a bare name inside its own CTE is the table", "WITH a AS (SELECT * FROM a) SELECT * FROM a", "table:a", "WITH a AS (SELECT * FROM <a>) SELECT * FROM a"},
+		{"a recursive CTE sees itself", "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT * FROM r JOIN b USING (n)", "table:b", "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT * FROM r JOIN <b> USING (n)"},
+		{"a later CTE sees an earlier one, not the reverse", "WITH x AS (SELECT * FROM y), y AS (SELECT * FROM x) SELECT * FROM y", "table:y", "WITH x AS (SELECT * FROM <y>), y AS (SELECT * FROM x) SELECT * FROM y"},
+		{"a CTE of a subquery ends with it", "SELECT * FROM (WITH t AS MATERIALIZED (SELECT 1) SELECT * FROM t) s JOIN t USING (id)", "table:t", "SELECT * FROM (WITH t AS MATERIALIZED (SELECT 1) SELECT * FROM t) s JOIN <t> USING (id)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

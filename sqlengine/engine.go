@@ -169,6 +169,13 @@ func (e *Engine) Query(ctx context.Context, query string, rels []Relation) (sche
 	return out, result, nil
 }
 
+// RelationRef returns the SQL that names the relation Query registers as name, for the text of
+// a query: the quoted name qualified by DuckDB's temporary catalog (temp.main), where Query
+// registers it, so that a CTE of the same name does not hide it (`WITH a AS (SELECT * FROM
+// temp.main."a") SELECT * FROM a` reads the relation, then the CTE). The relation's default
+// alias is still name (`a.v` names its column v).
+func RelationRef(name string) string { return "temp.main." + Quote(name) }
+
 // Quote returns name as a DuckDB quoted identifier.
 func Quote(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
 

@@ -207,3 +207,28 @@ func TestDeletedRowsAcrossRowGroups(t *testing.T) {
 		}
 	}
 }
+
+// TestRelationRef: RelationRef names a registered relation even where a CTE of its name hides
+// the bare name, and the relation keeps its name as its default alias.
+func TestRelationRef(t *testing.T) {
+	t.Parallel()
+	e, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	rels := []Relation{{Name: "a", Schema: mustDDL(t, "id BIGINT, v STRING"), Rows: [][]any{{int64(1), "one"}, {int64(2), "two"}}}}
+	ref := RelationRef("a")
+	for _, c := range []struct{ name, query string }{
+		{"under a CTE of its name", "WITH a AS (SELECT 2 AS id) SELECT x.v FROM a JOIN " + ref + " x USING (id)"},
+		{"default alias", "SELECT a.v FROM " + ref + " WHERE a.id = 2"},
+	} {
+		_, rows, err := e.Query(context.Background(), c.query, rels)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if want := [][]any{{"two"}}; !reflect.DeepEqual(rows, want) {
+			t.Errorf("%s: rows %v, want %v", c.name, rows, want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -56,4 +57,35 @@ datasets:
 				`{"s": "2024-01-10 02:00:00+00", "d": "2024-01-10T00:00:00.000000Z", "h": 2, "f": "2024-01-10 02"}`))
 		})
 	}
+}
+
+// TestQueryCTENamedAsDataset: a CTE named as the dataset it reads with LIVE. (and, inside its own
+// definition, by its bare name) reads the dataset, and the bare name after it the CTE, where
+// LIVE.a still reads the dataset: the graph has the edges and the run computes the queries.
+func TestQueryCTENamedAsDataset(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "landing/a.json", `{"id": 1, "v": 5}`+"\n"+`{"id": 2, "v": -1}`+"\n"+`{"id": 3, "v": 7}`+"\n")
+	spec := writeSpec(t, dir, `name: cte
+datasets:
+  - name: a
+    source: {path: ./landing, format: json, schema: "id BIGINT, v BIGINT"}
+  - name: live_cte
+    query: WITH a AS (SELECT * FROM LIVE.a WHERE v > 0) SELECT count(*) AS n FROM a
+  - name: bare_cte
+    query: WITH a AS (SELECT * FROM a WHERE v < 6) SELECT a.id FROM a
+  - name: both
+    query: WITH a AS (SELECT 1 AS id) SELECT x.v FROM a JOIN LIVE.a x USING (id)
+`)
+	mustRun(t, "validate", spec)
+	graph := mustRun(t, "graph", spec)
+	for _, want := range []string{"live_cte <- a", "bare_cte <- a", "both <- a"} {
+		if !strings.Contains(graph, want) {
+			t.Errorf("graph lacks %q:\n%s", want, graph)
+		}
+	}
+	mustRun(t, "run", spec)
+	assertRows(t, "live_cte", readJSONL(t, mustRun(t, "show", spec, "live_cte", "--format", "jsonl")), rowsOf(t, `{"n": 2}`))
+	assertRows(t, "bare_cte", readJSONL(t, mustRun(t, "show", spec, "bare_cte", "--format", "jsonl")), rowsOf(t, `{"id": 1}`, `{"id": 2}`))
+	assertRows(t, "both", readJSONL(t, mustRun(t, "show", spec, "both", "--format", "jsonl")), rowsOf(t, `{"v": 5}`))
 }
