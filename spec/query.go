@@ -75,7 +75,8 @@ type sqlToken struct {
 	start, end int
 }
 
-// tokenize splits SQL into tokens, skipping white space and comments (-- and /* */).
+// tokenize splits SQL into tokens, skipping white space and comments (-- and /* */). Strings
+// are quoted with ' or, as in DuckDB and PostgreSQL, dollars: $$...$$ or $tag$...$tag$.
 func tokenize(s string) []sqlToken {
 	var out []sqlToken
 	i := 0
@@ -117,6 +118,15 @@ func tokenize(s string) []sqlToken {
 			end := min(j+1, len(s))
 			out = append(out, sqlToken{kind: kind, text: b.String(), start: i, end: end})
 			i = end
+		case c == '$' && dollarTag(s[i:]) != "":
+			tag := dollarTag(s[i:])
+			body := i + len(tag)
+			text, end := s[body:], len(s)
+			if j := strings.Index(s[body:], tag); j >= 0 {
+				text, end = s[body:body+j], body+j+len(tag)
+			}
+			out = append(out, sqlToken{kind: 's', text: text, start: i, end: end})
+			i = end
 		case c == '_' || unicode.IsLetter(rune(c)) || c >= 0x80:
 			j := i
 			for j < len(s) && (s[j] == '_' || s[j] == '$' || s[j] >= 0x80 || unicode.IsLetter(rune(s[j])) || unicode.IsDigit(rune(s[j]))) {
@@ -137,6 +147,23 @@ func tokenize(s string) []sqlToken {
 		}
 	}
 	return out
+}
+
+// dollarTag returns the opening delimiter of a dollar-quoted string at the start of s, `$$` or
+// `$tag$` (tag a letter or _ then letters, digits or _), or "" when s starts with none ($1 is a
+// parameter).
+func dollarTag(s string) string {
+	for j := 1; j < len(s); j++ {
+		c := s[j]
+		switch {
+		case c == '$':
+			return s[:j+1]
+		case c == '_' || unicode.IsLetter(rune(c)) || c >= 0x80 || (j > 1 && c >= '0' && c <= '9'):
+		default:
+			return ""
+		}
+	}
+	return ""
 }
 
 func (t sqlToken) is(word string) bool { return t.kind == 'w' && strings.EqualFold(t.text, word) }
@@ -236,6 +263,8 @@ func parseQuery(sql string) ([]QueryRef, []queryProblem) {
 			}
 		case t.is("table_changes") && i+1 < len(toks) && toks[i+1].text == "(":
 			i = tableChanges(toks, i, &refs, &probs) - 1
+		case pivotStatement(toks, i):
+			i = max(i, tableRef(i+1)-1)
 		case t.is("from") && len(inFn) > 0 && inFn[len(inFn)-1]:
 			// an argument, not a table
 		case t.is("from") || t.is("join"):
@@ -341,6 +370,32 @@ func cteScopes(toks []sqlToken) []cteScope {
 		}
 	}
 	return out
+}
+
+// pivotWords are the words that start DuckDB's PIVOT and UNPIVOT statements (`PIVOT t ON ...
+// USING ...`, `UNPIVOT t ON ... INTO ...`), which name their table right after the word.
+var pivotWords = map[string]bool{"pivot": true, "unpivot": true, "pivot_wider": true, "pivot_longer": true}
+
+// pivotStatement reports whether toks[i] starts a PIVOT or UNPIVOT statement whose table is a
+// name (not a subquery): a pivot word where a statement may start (first, or after `(`, `)` or
+// `;`) followed by a name that is no keyword of a clause. (After a FROM item, `FROM t PIVOT
+// (...)`, t is a FROM item like any other.)
+func pivotStatement(toks []sqlToken, i int) bool {
+	t := toks[i]
+	if t.kind != 'w' || !pivotWords[strings.ToLower(t.text)] || i+1 >= len(toks) {
+		return false
+	}
+	if i > 0 && !(toks[i-1].kind == 'p' && (toks[i-1].text == "(" || toks[i-1].text == ")" || toks[i-1].text == ";")) {
+		return false
+	}
+	next := toks[i+1]
+	if !next.isName() {
+		return false
+	}
+	if w := strings.ToLower(next.text); next.kind == 'w' && (clauseEnd[w] || w == "from" || w == "include" || w == "exclude") {
+		return false
+	}
+	return true
 }
 
 // qualified reads a possibly dotted name at toks[i] ("x", "LIVE.x", "s.x"), dropping a LIVE

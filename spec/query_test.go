@@ -27,6 +27,15 @@ func TestParseQuery(t *testing.T) {
 		{"a bare name inside its own CTE is the table", "WITH a AS (SELECT * FROM a) SELECT * FROM a", "table:a", "WITH a AS (SELECT * FROM <a>) SELECT * FROM a"},
 		{"a recursive CTE sees itself", "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT * FROM r JOIN b USING (n)", "table:b", "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT * FROM r JOIN <b> USING (n)"},
 		{"a later CTE sees an earlier one, not the reverse", "WITH x AS (SELECT * FROM y), y AS (SELECT * FROM x) SELECT * FROM y", "table:y", "WITH x AS (SELECT * FROM <y>), y AS (SELECT * FROM x) SELECT * FROM y"},
+		{"pivot statement", "PIVOT a ON id USING sum(v)", "table:a", "PIVOT <a> ON id USING sum(v)"},
+		{"unpivot statement, LIVE", "unpivot LIVE.a ON q1, q2 INTO NAME quarter VALUE sales", "table:a", "unpivot <a> ON q1, q2 INTO NAME quarter VALUE sales"},
+		{"pivot statements in a CTE and a subquery", "WITH p AS (PIVOT_WIDER a ON id) SELECT * FROM p, (UNPIVOT b ON c INTO NAME n VALUE v) u", "table:a table:b", "WITH p AS (PIVOT_WIDER <a> ON id) SELECT * FROM p, (UNPIVOT <b> ON c INTO NAME n VALUE v) u"},
+		{"pivot after a WITH", "WITH p AS (SELECT 1) PIVOT a ON id USING count(*)", "table:a", "WITH p AS (SELECT 1) PIVOT <a> ON id USING count(*)"},
+		{"pivot of a subquery", "PIVOT (SELECT * FROM a) ON id USING sum(v)", "table:a", "PIVOT (SELECT * FROM <a>) ON id USING sum(v)"},
+		{"pivot and unpivot FROM items", "SELECT * FROM a PIVOT (sum(v) FOR id IN (1, 2)) JOIN b UNPIVOT INCLUDE NULLS (v FOR k IN (x, y)) ON true", "table:a table:b", "SELECT * FROM <a> PIVOT (sum(v) FOR id IN (1, 2)) JOIN <b> UNPIVOT INCLUDE NULLS (v FOR k IN (x, y)) ON true"},
+		{"a column named pivot", "SELECT pivot FROM a WHERE (x) pivot", "table:a", "SELECT pivot FROM <a> WHERE (x) pivot"},
+		{"dollar-quoted strings", "SELECT $$ FROM a $$ AS t, $q$ it's FROM c $q$ AS u, $1 AS p, id FROM b", "table:b", "SELECT $$ FROM a $$ AS t, $q$ it's FROM c $q$ AS u, $1 AS p, id FROM <b>"},
+		{"an unclosed dollar quote", "SELECT id FROM b WHERE s = $x$ FROM a", "table:b", "SELECT id FROM <b> WHERE s = $x$ FROM a"},
 		{"a CTE of a subquery ends with it", "SELECT * FROM (WITH t AS MATERIALIZED (SELECT 1) SELECT * FROM t) s JOIN t USING (id)", "table:t", "SELECT * FROM (WITH t AS MATERIALIZED (SELECT 1) SELECT * FROM t) s JOIN <t> USING (id)"},
 	}
 	for _, c := range cases {

@@ -89,3 +89,43 @@ datasets:
 	assertRows(t, "bare_cte", readJSONL(t, mustRun(t, "show", spec, "bare_cte", "--format", "jsonl")), rowsOf(t, `{"id": 1}`, `{"id": 2}`))
 	assertRows(t, "both", readJSONL(t, mustRun(t, "show", spec, "both", "--format", "jsonl")), rowsOf(t, `{"v": 5}`))
 }
+
+// TestQueryPivotAndDollarQuotes: PIVOT and UNPIVOT statements read the dataset they name (an
+// edge, and the run computes them), and a dollar-quoted string is text, not a reference.
+func TestQueryPivotAndDollarQuotes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "landing/a.json", `{"id": "x", "v": 1, "w": 10}`+"\n"+`{"id": "y", "v": 2, "w": 20}`+"\n"+`{"id": "x", "v": 3, "w": 30}`+"\n")
+	spec := writeSpec(t, dir, `name: pivot
+datasets:
+  - name: a
+    source: {path: ./landing, format: json, schema: "id STRING, v BIGINT, w BIGINT"}
+  - name: pivoted
+    query: PIVOT a ON id USING sum(v)
+  - name: unpivoted
+    query: UNPIVOT LIVE.a ON v, w INTO NAME col VALUE val
+  - name: pivot_item
+    query: SELECT * FROM a PIVOT (sum(w) FOR id IN ('x', 'y'))
+  - name: dollars
+    query: SELECT $$ FROM nowhere $$ AS t, $tag$it's$tag$ AS u, count(*) AS n FROM a
+`)
+	mustRun(t, "validate", spec)
+	graph := mustRun(t, "graph", spec)
+	for _, want := range []string{"pivoted <- a", "unpivoted <- a", "pivot_item <- a", "dollars <- a\n"} {
+		if !strings.Contains(graph, want) {
+			t.Errorf("graph lacks %q:\n%s", want, graph)
+		}
+	}
+	mustRun(t, "run", spec)
+	show := func(ds string) []map[string]any {
+		return readJSONL(t, mustRun(t, "show", spec, ds, "--format", "jsonl"))
+	}
+	// the columns neither pivoted on nor aggregated (w) group the rows
+	assertRows(t, "pivoted", show("pivoted"), rowsOf(t, `{"w": 10, "x": 1, "y": null}`, `{"w": 20, "x": null, "y": 2}`, `{"w": 30, "x": 3, "y": null}`))
+	assertRows(t, "unpivoted", show("unpivoted"), rowsOf(t,
+		`{"id": "x", "col": "v", "val": 1}`, `{"id": "x", "col": "w", "val": 10}`,
+		`{"id": "y", "col": "v", "val": 2}`, `{"id": "y", "col": "w", "val": 20}`,
+		`{"id": "x", "col": "v", "val": 3}`, `{"id": "x", "col": "w", "val": 30}`))
+	assertRows(t, "pivot_item", show("pivot_item"), rowsOf(t, `{"v": 1, "x": 10, "y": null}`, `{"v": 2, "x": null, "y": 20}`, `{"v": 3, "x": 30, "y": null}`))
+	assertRows(t, "dollars", show("dollars"), rowsOf(t, `{"t": " FROM nowhere ", "u": "it's", "n": 3}`))
+}
