@@ -151,7 +151,7 @@ func baselineMain(args []string) error {
 	if i := strings.Index(sqlText, "${"); i >= 0 {
 		return fmt.Errorf("bench -baseline %s: unset variable at %q", args[0], sqlText[i:min(len(sqlText), i+20)])
 	}
-	db, err := sqlengine.OpenDB() // every connection in UTC, as the product's
+	db, err := sqlengine.OpenDB("") // every connection in UTC, as the product's
 	if err != nil {
 		return err
 	}

@@ -64,7 +64,7 @@ func compareTables(ctx context.Context, tableDir, parquet string, cols []column)
 	if err != nil {
 		return err
 	}
-	db, err := sqlengine.OpenDB() // every connection in UTC, as the product's
+	db, err := sqlengine.OpenDB("") // every connection in UTC, as the product's
 	if err != nil {
 		return err
 	}

@@ -122,7 +122,7 @@ func runSQL(ctx context.Context, env *Env, d *spec.Dataset, streams map[string]s
 		rels = append(rels, rel)
 	}
 	sql := d.Query.Rewrite(func(r spec.QueryRef) string { return sqlengine.RelationRef(names[key(r)]) })
-	eng, err := sqlengine.Open()
+	eng, err := sqlengine.Open(p.Dir)
 	if err != nil {
 		return schema.Schema{}, nil, err
 	}

@@ -68,7 +68,7 @@ func BenchmarkMaterializedView(b *testing.B) {
 		files = append(files, "'"+filepath.Join(t.Dir, f.Path)+"'")
 	}
 	direct := strings.Replace(mvBenchSQL, "%s", "read_parquet(["+strings.Join(files, ", ")+"])", 1)
-	eng, err := sqlengine.Open()
+	eng, err := sqlengine.Open("")
 	if err != nil {
 		b.Fatal(err)
 	}

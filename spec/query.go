@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -13,7 +15,20 @@ import (
 type Query struct {
 	SQL  string     // as written, after ${} substitution
 	Refs []QueryRef // every dataset reference, in the order of the text
-	Pos  Pos
+	// Files are the file paths the query reads, written as string literals, in the order of the
+	// text; Rewrite puts each relative one as the spec's folder resolves it.
+	Files []QueryFile
+	Pos   Pos
+}
+
+// QueryFile is a file path a query names with a string literal where DuckDB reads files: the
+// first argument of a table function that reads files (read_csv('data/x.csv'),
+// read_parquet(['a.parquet', 'b.parquet']), glob('*.json'), ...; see fileFunctions), or a FROM
+// item ('data/x.csv'). Start and End are the literal's byte offsets in Query.SQL.
+type QueryFile struct {
+	Path       string // as written
+	Resolved   string // Path resolved against the spec's folder when relative (and local), else Path
+	Start, End int
 }
 
 // The kinds of QueryRef.
@@ -34,14 +49,33 @@ type QueryRef struct {
 }
 
 // Rewrite returns the SQL with each reference replaced by name(ref), the relation that holds
-// it (a quoted identifier, usually).
+// it (a quoted identifier, usually), and each file path of Files that the spec's folder
+// resolves replaced by the resolved path, as a string literal: relative paths resolve against
+// the spec's folder, never the working directory.
 func (q *Query) Rewrite(name func(QueryRef) string) string {
+	type span struct {
+		start, end int
+		text       string
+	}
+	var spans []span
+	for _, r := range q.Refs {
+		spans = append(spans, span{r.Start, r.End, name(r)})
+	}
+	for _, f := range q.Files {
+		if f.Resolved != f.Path {
+			spans = append(spans, span{f.Start, f.End, "'" + strings.ReplaceAll(f.Resolved, "'", "''") + "'"})
+		}
+	}
+	slices.SortFunc(spans, func(a, b span) int { return a.start - b.start })
 	var b strings.Builder
 	last := 0
-	for _, r := range q.Refs {
-		b.WriteString(q.SQL[last:r.Start])
-		b.WriteString(name(r))
-		last = r.End
+	for _, sp := range spans {
+		if sp.start < last {
+			continue // overlaps the span before it; parseQuery finds no such spans
+		}
+		b.WriteString(q.SQL[last:sp.start])
+		b.WriteString(sp.text)
+		last = sp.end
 	}
 	b.WriteString(q.SQL[last:])
 	return b.String()
@@ -187,6 +221,24 @@ var clauseEnd = map[string]bool{
 	"tablesample": true, "using_sample": true,
 }
 
+// fileFunctions are DuckDB's table functions whose first argument is a file path, a glob or a
+// list of them (DuckDB "Data Import" and the extensions' readers).
+var fileFunctions = map[string]bool{
+	"read_csv": true, "read_csv_auto": true, "sniff_csv": true,
+	"read_parquet": true, "parquet_scan": true, "parquet_metadata": true, "parquet_schema": true,
+	"parquet_file_metadata": true, "parquet_kv_metadata": true,
+	"read_json": true, "read_json_auto": true, "read_json_objects": true, "read_json_objects_auto": true,
+	"read_ndjson": true, "read_ndjson_auto": true, "read_ndjson_objects": true,
+	"read_text": true, "read_blob": true, "glob": true,
+	"delta_scan": true, "iceberg_scan": true, "read_xlsx": true, "st_read": true, "read_avro": true,
+}
+
+// localRelative reports whether p is a relative path of the local file system: not absolute,
+// not under the home directory (~), and no URL (s3://, https://, file://).
+func localRelative(p string) bool {
+	return p != "" && !filepath.IsAbs(p) && !strings.HasPrefix(p, "~") && !strings.Contains(p, "://")
+}
+
 // fromFunctions are the SQL functions whose arguments may contain FROM.
 var fromFunctions = map[string]bool{"extract": true, "trim": true, "substring": true, "overlay": true, "position": true}
 
@@ -195,7 +247,7 @@ var fromFunctions = map[string]bool{"extract": true, "trim": true, "substring": 
 // A bare name where a WITH of the query defines it (cteScopes) names the CTE, not a dataset; a
 // `LIVE.` prefix always names a dataset (and is dropped), as STREAM does; any other qualified
 // name is left to DuckDB.
-func parseQuery(sql string) ([]QueryRef, []queryProblem) {
+func parseQuery(sql string) ([]QueryRef, []QueryFile, []queryProblem) {
 	toks := tokenize(sql)
 	scopes := cteScopes(toks)
 	isCTE := func(name string, at int) bool {
@@ -207,12 +259,41 @@ func parseQuery(sql string) ([]QueryRef, []queryProblem) {
 		return false
 	}
 	var refs []QueryRef
+	var files []QueryFile
 	var probs []queryProblem
+	// file records the string literal at toks[k] as a file path, once.
+	file := func(k int) {
+		if k < len(toks) && toks[k].kind == 's' && (len(files) == 0 || files[len(files)-1].Start < toks[k].start) {
+			files = append(files, QueryFile{Path: toks[k].text, Resolved: toks[k].text, Start: toks[k].start, End: toks[k].end})
+		}
+	}
+	// fileArgs records the file paths of a call whose parenthesis is at toks[k]: its first
+	// argument, a string or a list of strings.
+	fileArgs := func(k int) {
+		if k+1 >= len(toks) {
+			return
+		}
+		if a := toks[k+1]; a.kind != 'p' || a.text != "[" {
+			if k+2 < len(toks) && toks[k+2].kind == 'p' && (toks[k+2].text == "," || toks[k+2].text == ")") {
+				file(k + 1)
+			}
+			return
+		}
+		for m := k + 2; m+1 < len(toks) && toks[m].kind == 's' && toks[m+1].kind == 'p'; m += 2 {
+			file(m)
+			if toks[m+1].text != "," {
+				break
+			}
+		}
+	}
 	// tableRef parses one table reference at toks[i]; it returns the index after it.
 	var tableRef func(i int) int
 	tableRef = func(i int) int {
 		if i >= len(toks) {
 			return i
+		}
+		if toks[i].is("lateral") && i+1 < len(toks) {
+			i++ // LATERAL (subquery) or LATERAL function(...)
 		}
 		t := toks[i]
 		if t.is("stream") {
@@ -233,6 +314,10 @@ func parseQuery(sql string) ([]QueryRef, []queryProblem) {
 		if t.is("table_changes") && i+1 < len(toks) && toks[i+1].text == "(" {
 			return tableChanges(toks, i, &refs, &probs)
 		}
+		if t.kind == 's' {
+			file(i) // FROM 'data/x.csv': DuckDB reads the file
+			return i + 1
+		}
 		if !t.isName() {
 			return i
 		}
@@ -241,6 +326,9 @@ func parseQuery(sql string) ([]QueryRef, []queryProblem) {
 			return i + 1
 		}
 		if j < len(toks) && toks[j].text == "(" && toks[j].kind == 'p' {
+			if fileFunctions[strings.ToLower(name)] {
+				fileArgs(j)
+			}
 			return j // a table function: not a dataset
 		}
 		if strings.Contains(name, ".") || (!isLive(toks, i) && isCTE(name, i)) {
@@ -287,7 +375,7 @@ func parseQuery(sql string) ([]QueryRef, []queryProblem) {
 			i = max(i, j-1)
 		}
 	}
-	return refs, probs
+	return refs, files, probs
 }
 
 // cteScope is a name a WITH clause defines, visible as a CTE at the tokens [from, to).
@@ -471,11 +559,16 @@ func (d *decoder) query(n *yaml.Node, path string) (*Query, *queryInfo) {
 	}
 	node := resolve(n)
 	q := &Query{SQL: s, Pos: d.pos(node)}
-	refs, probs := parseQuery(s)
+	refs, files, probs := parseQuery(s)
 	for _, p := range probs {
 		d.add(d.queryPos(node, p.Offset), path, p.Hint, "%s", p.Msg)
 	}
-	q.Refs = refs
+	for i, f := range files {
+		if localRelative(f.Path) {
+			files[i].Resolved = resolvePath(d.dir, f.Path)
+		}
+	}
+	q.Refs, q.Files = refs, files
 	return q, &queryInfo{node: node, path: path}
 }
 

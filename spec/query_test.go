@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -41,7 +42,7 @@ func TestParseQuery(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			refs, probs := parseQuery(c.sql)
+			refs, _, probs := parseQuery(c.sql)
 			if len(probs) > 0 {
 				t.Fatalf("problems: %+v", probs)
 			}
@@ -212,5 +213,49 @@ datasets:
 	_, err := Parse("p.yaml", []byte(spec), nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "expectation has_amt does not compile") || !strings.Contains(err.Error(), "`x IS NOT NULL` is `x != nil`") {
 		t.Fatalf("a SQL expectation: %v", err)
+	}
+}
+
+// TestQueryFiles: the file paths a query writes as literals where DuckDB reads files are found,
+// and Rewrite puts the relative local ones as the spec's folder resolves them.
+func TestQueryFiles(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, sql string
+		want      string // the paths found, space-separated
+		rewritten string
+	}{
+		{"read_csv", "SELECT * FROM read_csv('data/x.csv', header = true)", "data/x.csv",
+			"SELECT * FROM read_csv('/spec/data/x.csv', header = true)"},
+		{"a list, a glob and a quote", "SELECT * FROM read_parquet(['a.parquet', 'it''s/*.parquet']) JOIN Read_JSON_Auto('../j.json') USING (id)", "a.parquet it's/*.parquet ../j.json",
+			"SELECT * FROM read_parquet(['/spec/a.parquet', '/spec/it''s/*.parquet']) JOIN Read_JSON_Auto('/j.json') USING (id)"},
+		{"a string as a FROM item, in a FROM list", "SELECT * FROM 'x.csv' AS x, \"t\", 'y.json' y", "x.csv y.json",
+			"SELECT * FROM '/spec/x.csv' AS x, <t>, '/spec/y.json' y"},
+		{"absolute, home and URLs stay", "SELECT * FROM read_csv('/d/x.csv') JOIN read_csv('~/x.csv') USING (a) JOIN read_parquet('s3://b/k.parquet') USING (a) JOIN 'https://h/x.csv' USING (a)", "/d/x.csv ~/x.csv s3://b/k.parquet https://h/x.csv",
+			"SELECT * FROM read_csv('/d/x.csv') JOIN read_csv('~/x.csv') USING (a) JOIN read_parquet('s3://b/k.parquet') USING (a) JOIN 'https://h/x.csv' USING (a)"},
+		{"a file function in a lateral join", "SELECT * FROM t, LATERAL glob('logs/*.txt')", "logs/*.txt",
+			"SELECT * FROM <t>, LATERAL glob('/spec/logs/*.txt')"},
+		{"other strings stay", "SELECT 'data/x.csv' AS p, range(3) FROM read_csv('data/' || 'x.csv') WHERE f = 'y.csv'", "",
+			"SELECT 'data/x.csv' AS p, range(3) FROM read_csv('data/' || 'x.csv') WHERE f = 'y.csv'"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p, err := Parse("/spec/p.yaml", []byte("name: p\ndatasets:\n  - name: t\n    source: {path: in, format: json, schema: \"a BIGINT\"}\n  - name: q\n    query: "+strconv.Quote(c.sql)+"\n"), nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := p.Dataset("q").Query
+			var got []string
+			for _, f := range q.Files {
+				got = append(got, f.Path)
+			}
+			if strings.Join(got, " ") != c.want {
+				t.Errorf("files %q, want %q", got, c.want)
+			}
+			if rw := q.Rewrite(func(r QueryRef) string { return "<" + r.Name + ">" }); rw != c.rewritten {
+				t.Errorf("rewritten\n%s\nwant\n%s", rw, c.rewritten)
+			}
+		})
 	}
 }

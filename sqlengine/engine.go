@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -60,8 +61,8 @@ func queryError(err error) error {
 }
 
 // Open starts an in-memory DuckDB database; its connections are set up as OpenDB's.
-func Open() (*Engine, error) {
-	db, err := OpenDB()
+func Open(dir string) (*Engine, error) {
+	db, err := OpenDB(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -79,10 +80,18 @@ var sessionSettings = []string{
 
 // OpenDB opens an in-memory DuckDB database for code that runs its own SQL on it (Open's
 // Engine, the bench command's baseline): every connection the pool opens first runs
-// sessionSettings, so results are those of a UTC session on any machine.
-func OpenDB() (*sql.DB, error) {
+// sessionSettings, so results are those of a UTC session on any machine. A dir other than ""
+// is DuckDB's file_search_path: a relative file path that DuckDB does not find in the working
+// directory is looked up in dir (the spec's folder; the spec package rewrites the paths a
+// query writes as literals itself, so the working directory never comes first for those). A
+// dir with a comma is not set (file_search_path is a comma-separated list).
+func OpenDB(dir string) (*sql.DB, error) {
+	settings := sessionSettings
+	if dir != "" && !strings.Contains(dir, ",") {
+		settings = append(slices.Clone(settings), "SET file_search_path = "+quoteString(dir))
+	}
 	c, err := duckdb.NewConnector("", func(ex driver.ExecerContext) error {
-		for _, s := range sessionSettings {
+		for _, s := range settings {
 			if _, err := ex.ExecContext(context.Background(), s, nil); err != nil {
 				return fmt.Errorf("sqlengine: %s: %w", s, err)
 			}

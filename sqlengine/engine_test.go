@@ -36,7 +36,7 @@ func TestQueryParquetAndRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	custs := mustDDL(t, "cust STRING, country STRING, vip BOOLEAN, n INT")
-	e, err := Open()
+	e, err := Open("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestQueryParquetAndRows(t *testing.T) {
 // TestQueryEmptyAndErrors: an empty relation reads as no rows with its columns; an unsupported
 // result type and a SQL error are errors.
 func TestQueryEmptyAndErrors(t *testing.T) {
-	e, err := Open()
+	e, err := Open("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestQueryDeletedRows(t *testing.T) {
 			rel.Deleted[name] = append(rel.Deleted[name], int64(p))
 		}
 	}
-	e, err := Open()
+	e, err := Open("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestQueryDeletedRows(t *testing.T) {
 // has rows deleted at both sides of row group boundaries; the count and the sum of the ids left
 // are those of 0..9999 without them, and the delta package's reader of the same file agrees.
 func TestDeletedRowsAcrossRowGroups(t *testing.T) {
-	e, err := Open()
+	e, err := Open("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestDeletedRowsAcrossRowGroups(t *testing.T) {
 // the bare name, and the relation keeps its name as its default alias.
 func TestRelationRef(t *testing.T) {
 	t.Parallel()
-	e, err := Open()
+	e, err := Open("")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func TestQueryNested(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := Open()
+	e, err := Open("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestKindOfNested(t *testing.T) {
 // TestReadDuckDBNestedParquet writes LIST, MAP and STRUCT columns with DuckDB's own Parquet
 // writer and reads them with the delta package: the schema and the values another engine wrote.
 func TestReadDuckDBNestedParquet(t *testing.T) {
-	e, err := Open()
+	e, err := Open("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestReadDuckDBNestedParquet(t *testing.T) {
 // TestUnnamedStructResult: row(...) gives a STRUCT without field names, which no Delta schema
 // can hold; the error says how to name the fields.
 func TestUnnamedStructResult(t *testing.T) {
-	e, err := Open()
+	e, err := Open("")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -128,4 +129,54 @@ datasets:
 		`{"id": "x", "col": "v", "val": 3}`, `{"id": "x", "col": "w", "val": 30}`))
 	assertRows(t, "pivot_item", show("pivot_item"), rowsOf(t, `{"v": 1, "x": 10, "y": null}`, `{"v": 2, "x": null, "y": 20}`, `{"v": 3, "x": 30, "y": null}`))
 	assertRows(t, "dollars", show("dollars"), rowsOf(t, `{"t": " FROM nowhere ", "u": "it's", "n": 3}`))
+}
+
+// TestQueryRelativeFiles runs, from another working directory that holds decoys under the same
+// relative paths, queries that read files by relative paths: each reads the file under the
+// spec's folder, whether the path is a literal (read_csv, a list, a glob, a FROM item) or one
+// DuckDB computes (found through file_search_path).
+func TestQueryRelativeFiles(t *testing.T) {
+	t.Parallel()
+	dir, cwd := t.TempDir(), t.TempDir()
+	for _, d := range []struct{ dir, who string }{{dir, "spec"}, {cwd, "cwd"}} {
+		writeFile(t, d.dir, "data/x.csv", "id,who\n1,"+d.who+"\n")
+		writeFile(t, d.dir, "data/parts/a.csv", "id,who\n2,"+d.who+"\n")
+		writeFile(t, d.dir, "data/parts/b.csv", "id,who\n3,"+d.who+"\n")
+		writeFile(t, d.dir, "data/y.json", `{"id": 4, "who": "`+d.who+`"}`+"\n")
+	}
+	writeFile(t, dir, "data/z.csv", "id,who\n5,spec\n") // only under the spec's folder
+	writeSpec(t, dir, `name: files
+datasets:
+  - name: csv
+    query: SELECT id, who FROM read_csv('data/x.csv')
+  - name: listed
+    query: SELECT id, who FROM read_csv(['data/parts/a.csv', './data/parts/b.csv'])
+  - name: globbed
+    query: SELECT id, who FROM read_csv('data/parts/*.csv')
+  - name: from_item
+    query: SELECT id, who FROM 'data/y.json'
+  - name: computed
+    query: SELECT id, who FROM read_csv('data/' || 'z.csv')
+`)
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(binary, args...)
+		cmd.Dir = cwd
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("pipeline %s in %s: %v\n%s", strings.Join(args, " "), cwd, err, out)
+		}
+		return string(out)
+	}
+	spec := filepath.Join(dir, "pipeline.yaml")
+	run("run", spec)
+	for ds, want := range map[string][]string{
+		"csv":       {`{"id": 1, "who": "spec"}`},
+		"listed":    {`{"id": 2, "who": "spec"}`, `{"id": 3, "who": "spec"}`},
+		"globbed":   {`{"id": 2, "who": "spec"}`, `{"id": 3, "who": "spec"}`},
+		"from_item": {`{"id": 4, "who": "spec"}`},
+		"computed":  {`{"id": 5, "who": "spec"}`},
+	} {
+		assertRows(t, ds, readJSONL(t, run("show", spec, ds, "--format", "jsonl")), rowsOf(t, want...))
+	}
 }
