@@ -19,6 +19,18 @@ type Query struct {
 	// text; Rewrite puts each relative one as the spec's folder resolves it.
 	Files []QueryFile
 	Pos   Pos
+	// Path is where the query is in the spec (datasets[i].query), for errors about it.
+	Path  string
+	posAt func(off int) Pos
+}
+
+// PosAt returns the position in the spec file of byte off of SQL (for a block scalar, the line
+// and column of the text in the file), or Pos for a query that was not read from a file.
+func (q *Query) PosAt(off int) Pos {
+	if q.posAt == nil || off < 0 {
+		return q.Pos
+	}
+	return q.posAt(off)
 }
 
 // QueryFile is a file path a query names with a string literal where DuckDB reads files: the
@@ -558,7 +570,8 @@ func (d *decoder) query(n *yaml.Node, path string) (*Query, *queryInfo) {
 		return nil, nil
 	}
 	node := resolve(n)
-	q := &Query{SQL: s, Pos: d.pos(node)}
+	q := &Query{SQL: s, Pos: d.pos(node), Path: path}
+	q.posAt = func(off int) Pos { return d.queryPos(node, off) }
 	refs, files, probs := parseQuery(s)
 	for _, p := range probs {
 		d.add(d.queryPos(node, p.Offset), path, p.Hint, "%s", p.Msg)

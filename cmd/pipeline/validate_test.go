@@ -94,3 +94,54 @@ func TestGraph(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateSQLSyntax: a query that does not parse is a spec error (exit 2) at its place in the
+// spec (the line and column of the text DuckDB's parser points at, in a one-line query and in a
+// block), from validate and from run before anything runs; a query that parses but names a
+// table no dataset is passes the parser (it is the spec's own reference check's concern).
+func TestValidateSQLSyntax(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "pipeline.yaml")
+	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(spec, []byte(`name: sqlv
+storage: ./storage
+datasets:
+  - name: raw
+    source: {path: ./landing, format: json, schema: "id BIGINT"}
+  - name: a
+    query: SELEC id FROM raw
+  - name: b
+    query: |
+      SELECT id
+      FROM raw
+      WHERE
+  - name: c
+    query: SELECT count(*) AS n FROM raw
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		spec + `:7:12: datasets[1].query: the SQL does not parse: syntax error at or near "SELEC" (hint: queries are DuckDB SQL (README "SQL datasets"))`,
+		spec + `:12:12: datasets[2].query: the SQL does not parse: syntax error at end of input`,
+	}
+	for _, cmd := range []string{"validate", "run"} {
+		r := pipeline(t, nil, cmd, spec)
+		if r.code != 2 {
+			t.Errorf("%s: exit %d, want 2\n%s", cmd, r.code, r.stderr)
+		}
+		for _, w := range want {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("%s: stderr\n%s\ndoes not say\n%s", cmd, r.stderr, w)
+			}
+		}
+		if strings.Contains(r.stderr, "datasets[3]") {
+			t.Errorf("%s: the query that parses is reported:\n%s", cmd, r.stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "storage")); err == nil {
+		t.Error("run made the storage before refusing the spec")
+	}
+}

@@ -1,0 +1,61 @@
+package sqlengine
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// SyntaxError is a query that DuckDB's parser refuses: its message and the byte offset in the
+// query it points at (-1 when it names none).
+type SyntaxError struct {
+	Message string
+	Offset  int
+}
+
+// Syntax parses each query with DuckDB's parser alone, as json_serialize_sql does (no table,
+// column or function is looked up, so the datasets a query reads need not exist), and returns
+// the parse errors by the query's index in queries. A statement the parser reads but cannot
+// serialize (PIVOT, for one) counts as parsed. The error is one of opening DuckDB.
+func Syntax(queries []string) (map[int]SyntaxError, error) {
+	db, err := OpenDB("")
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	out := map[int]SyntaxError{}
+	for i, q := range queries {
+		if se, ok, err := syntax(db, q); err != nil {
+			return nil, err
+		} else if !ok {
+			out[i] = se
+		}
+	}
+	return out, nil
+}
+
+// syntax parses one query (see Syntax); ok is false when it does not parse.
+func syntax(db *sql.DB, query string) (SyntaxError, bool, error) {
+	var text string
+	if err := db.QueryRow("SELECT json_serialize_sql(?::VARCHAR)::VARCHAR", query).Scan(&text); err != nil {
+		return SyntaxError{}, false, fmt.Errorf("sqlengine: parsing a query: %w", err)
+	}
+	var res struct {
+		Error    bool   `json:"error"`
+		Type     string `json:"error_type"`
+		Message  string `json:"error_message"`
+		Position string `json:"position"`
+	}
+	if err := json.Unmarshal([]byte(text), &res); err != nil {
+		return SyntaxError{}, false, fmt.Errorf("sqlengine: parsing a query: %w", err)
+	}
+	if !res.Error || res.Type != "parser" {
+		return SyntaxError{}, true, nil
+	}
+	off, err := strconv.Atoi(res.Position)
+	if err != nil || off < 0 || off > len(query) {
+		off = -1
+	}
+	return SyntaxError{Message: res.Message, Offset: off}, false, nil
+}
