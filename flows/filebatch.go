@@ -93,9 +93,13 @@ func (r *badRecords) take(file string, lineNo int64, parsed bool, bad []badValue
 			case b.Column != "":
 				msg = fmt.Sprintf("%s: column %s: %s; the value is NULL", where, b.Column, b.Reason)
 			case b.RestOfFile:
-				msg = fmt.Sprintf("%s: %s; the rows before this line are kept and the rest of the file becomes a row of NULLs (mode: permissive; the dataset's expectations still apply to it). %s", where, b.Reason, restOfFileFix)
+				lost := ""
+				if r.src.RescuedDataColumn != "" {
+					lost = ", whose " + r.src.RescuedDataColumn + " says what was lost"
+				}
+				msg = fmt.Sprintf("%s: %s; the rows before this line are kept and the rest of the file becomes a row of NULLs%s (mode: permissive; the dataset's expectations still apply to it). %s", where, b.Reason, lost, restOfFileFix)
 			}
-			if r.src.RescuedDataColumn != "" {
+			if r.src.RescuedDataColumn != "" && !b.RestOfFile {
 				msg += " and the original is in " + r.src.RescuedDataColumn
 			}
 			r.env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, r.flow, r.dataset, msg, map[string]any{"file": file, "line": lineNo, "column": b.Column}, "")
@@ -108,7 +112,7 @@ func (r *badRecords) take(file string, lineNo int64, parsed bool, bad []badValue
 
 // restOfFileFix says how to read the rest of a compressed file that could not be decompressed
 // to its end: the file counts as read once its batch commits.
-const restOfFileFix = "A file is read once: to read the rest, land the complete file under a new name (write files elsewhere and move them in once complete)"
+const restOfFileFix = "A file is read once: to read the rest, land the complete (or corrected) file under a new name (write files elsewhere and move them in once complete)"
 
 // damagedRow is the row of NULLs that stands for the rest of a compressed file that cannot be
 // decompressed to its end, with the reason in the rescued-data column when the source has one.

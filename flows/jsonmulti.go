@@ -81,7 +81,7 @@ func eachJSONValue(src *spec.Source, filePath string, in io.Reader, fn rowFunc, 
 		if lr.rescued != "" {
 			row[len(lr.schema.Fields)] = lr.rescue(map[string]any{"_corrupt_record": "the rest of the file from line " + strconv.FormatInt(line, 10)})
 		}
-		return fn(row, false, []badValue{{Line: line, Reason: "the file is not valid JSON (" + err.Error() + ")"}}, line)
+		return fn(row, false, []badValue{{Line: line, Reason: "the file is not valid JSON (" + err.Error() + ")", RestOfFile: true}}, line)
 	}
 	if array {
 		if _, err := dec.Token(); err != nil {

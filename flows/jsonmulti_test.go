@@ -58,14 +58,18 @@ func TestJSONMultiline(t *testing.T) {
 func TestJSONMultilineMalformed(t *testing.T) {
 	t.Parallel()
 	input := []byte("[{\"id\": 1},\n {\"id\": 2,\n  \"name\": }]\n")
-	for _, tc := range []struct{ mode, want, err string }{
-		{"permissive", "1 null,null null", ""},
-		{"dropmalformed", "1 null", ""},
-		{"failfast", "", "a.json:3: the file is not valid JSON"},
+	// The WARN says the rest of the file is the malformed record, not a line, and how to read it.
+	for _, tc := range []struct{ mode, want, err, warn string }{
+		{"permissive", "1 null,null null", "", "a.json:3: the file is not valid JSON (invalid character '}' looking for beginning of value); the rows before this line are kept and the rest of the file becomes a row of NULLs (mode: permissive; the dataset's expectations still apply to it). A file is read once: to read the rest, land the complete (or corrected) file under a new name"},
+		{"dropmalformed", "1 null", "", "a.json:3: the file is not valid JSON (invalid character '}' looking for beginning of value); the rows before this line are kept and the rest of the file is dropped (mode: dropmalformed)"},
+		{"failfast", "", "a.json:3: the file is not valid JSON", ""},
 	} {
 		p, landing := newMultiline(t, tc.mode)
 		write(t, filepath.Join(landing, "a.json"), input)
-		_, _, err := ingest(t, p)
+		_, rec, err := ingest(t, p)
+		if !strings.Contains(rec.all(), tc.warn) {
+			t.Errorf("%s: events\n%s\ndo not say %q", tc.mode, rec.all(), tc.warn)
+		}
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Fatalf("%s: err %v, want %q", tc.mode, err, tc.err)
