@@ -305,6 +305,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	nullCounts := make([]int64, len(nullCols))
 	nullAt := make([]origin, len(nullCols))
 	nullEmpty := make([]bool, len(nullCols)) // whether nullAt's row has no value at all
+	var evalErrs kindErrors                  // apply_as_deletes / apply_as_truncates that failed
 	anyNull := false
 	checked := false
 	// The rows a view reads share the memory of their input (blockPool), which is reused once
@@ -406,7 +407,10 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			b.nEvents++
 			isTrunc := false
 			if truncProg != nil {
-				isTrunc, _ = truncProg.Eval(r)
+				var err error
+				if isTrunc, err = truncProg.Eval(r); err != nil {
+					evalErrs.add(&evalErrs.trunc, err, originOf(r, i))
+				}
 			}
 			for j := range nk + ns {
 				var v any
@@ -436,7 +440,10 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 				ev.row = pickInto(projVals[i*np:(i+1)*np:(i+1)*np], r, projIdx)
 			}
 			if delProg != nil {
-				ev.delete, _ = delProg.Eval(r)
+				var err error
+				if ev.delete, err = delProg.Eval(r); err != nil {
+					evalErrs.add(&evalErrs.del, err, originOf(r, i))
+				}
 			}
 			evs = append(evs, ev)
 		}
@@ -590,6 +597,25 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 		}
 		b.reduced = &red
 	}
+	if evalErrs.del.n+evalErrs.trunc.n > 0 {
+		where := func(o origin) string {
+			if b.view != nil {
+				return b.view.locate(o)
+			}
+			return locate(p, ac.Source, commits[o.version], o)
+		}
+		var parts []string
+		for _, k := range []struct {
+			key, code string
+			e         *evalError
+		}{{"apply_as_deletes", ac.ApplyAsDeletes, &evalErrs.del}, {"apply_as_truncates", ac.ApplyAsTruncates, &evalErrs.trunc}} {
+			if k.e.n > 0 {
+				parts = append(parts, fmt.Sprintf("%s `%s` could not be evaluated on %d change event(s) (first at %s: %v)", k.key, k.code, k.e.n, where(k.e.at), k.e.err))
+			}
+		}
+		return nil, fmt.Errorf("%s; nothing of this batch was applied, since an event whose kind is unknown cannot be applied as either. Make the expression hold for every value (a NULL input makes it false already), or drop such events with an expectation on %s, then run again",
+			strings.Join(parts, "; "), d.Name)
+	}
 	if anyNull {
 		var parts []string
 		first := ""
@@ -634,6 +660,26 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			strings.Join(parts, "; "), d.Name, first, ac.Source, RefreshWithReaders(p, ac.Source), dropMalformed)
 	}
 	return b, nil
+}
+
+// evalError counts the change events on which an apply_as_deletes or apply_as_truncates
+// expression failed (not NULL inputs, which make it false: a conversion of a value it cannot
+// convert), with the first one's place and error.
+type evalError struct {
+	n   int64
+	at  origin
+	err error
+}
+
+// kindErrors are the evalErrors of a batch's apply_as_deletes and apply_as_truncates.
+type kindErrors struct{ del, trunc evalError }
+
+// add counts one failed evaluation in e.
+func (k *kindErrors) add(e *evalError, err error, at origin) {
+	if e.n == 0 {
+		e.at, e.err = at, err
+	}
+	e.n++
 }
 
 // emptyRow says whether source row r (of schema srcSch, read from file source src, nil for

@@ -368,3 +368,55 @@ datasets:
 		}
 	}
 }
+
+// TestApplyChangesDeleteExpressionFails: an apply_as_deletes expression that cannot be evaluated
+// on an event's values (a conversion of text that is no number) fails the batch, naming the
+// expression, how many events and the first one's file and line, and applies nothing: such an
+// event is neither a known delete nor a known upsert (it was once applied as an upsert, keeping
+// a row that should have gone). A NULL input makes the expression false, as before.
+func TestApplyChangesDeleteExpressionFails(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, `name: delexpr
+storage: ./storage
+datasets:
+  - name: changes
+    type: view
+    source:
+      path: ./landing
+      format: json
+      schema: "flag STRING, id BIGINT, seq BIGINT"
+  - name: target
+    apply_changes:
+      source: changes
+      keys: [id]
+      sequence_by: seq
+      apply_as_deletes: int(flag) == 1
+`)
+	landing := filepath.Join(dir, "landing")
+	write(t, filepath.Join(landing, "a.json"), []byte(`{"flag": "0", "id": 1, "seq": 1}
+{"flag": null, "id": 2, "seq": 2}
+{"flag": "abc", "id": 1, "seq": 3}
+{"flag": "x", "id": 2, "seq": 4}
+`))
+	env := &Env{Pipeline: p, Events: nopEvents{}}
+	_, err := ApplyChanges(context.Background(), env, p.Dataset("target"))
+	want := "apply_as_deletes `int(flag) == 1` could not be evaluated on 2 change event(s) (first at " + filepath.Join(landing, "a.json") + ":3: "
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "nothing of this batch was applied") {
+		t.Fatalf("error %v, want it to say %q", err, want)
+	}
+	if snap, rows := readTable(t, p, "target"); len(rows) != 0 || snap.Version != 0 {
+		t.Errorf("target at version %d with %d rows, want nothing applied", snap.Version, len(rows))
+	}
+
+	write(t, filepath.Join(landing, "a.json"), []byte(`{"flag": "0", "id": 1, "seq": 1}
+{"flag": null, "id": 2, "seq": 2}
+{"flag": "1", "id": 1, "seq": 3}
+`))
+	if _, err := ApplyChanges(context.Background(), env, p.Dataset("target")); err != nil {
+		t.Fatal(err)
+	}
+	if _, rows := readTable(t, p, "target"); len(rows) != 1 || rows[0][1] != int64(2) {
+		t.Errorf("target rows %v, want only id 2 (id 1 deleted, the NULL flag an upsert)", rows)
+	}
+}
