@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"tributary/delta"
+	"tributary/eventlog"
 	"tributary/expectations"
 	"tributary/schema"
 	"tributary/spec"
@@ -268,6 +269,25 @@ func newTableTx(t *delta.Table, d *spec.Dataset, s schema.Schema) *delta.Transac
 	return tx
 }
 
+// warnColumnNames emits a WARN when a query's result columns s, which become d's table's columns,
+// have names with a character Spark's Delta writer refuses unless column mapping is on
+// (` ,;{}()\n\t=`; DuckDB names an unaliased count(*) "count_star()"): Spark, DuckDB and delta-rs
+// read the table, but a Spark job could not write to it. The fix is an alias in the query.
+func warnColumnNames(env *Env, d *spec.Dataset, s schema.Schema) {
+	var bad []string
+	for _, f := range s.Fields {
+		if strings.ContainsAny(f.Name, " ,;{}()\n\t=") {
+			bad = append(bad, "`"+f.Name+"`")
+		}
+	}
+	if len(bad) == 0 {
+		return
+	}
+	env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, d.Name, d.Name,
+		fmt.Sprintf("dataset %s: the column name(s) %s hold characters (space , ; { } ( ) tab newline =) that Spark's Delta writer refuses without column mapping (readers take them); name such columns in the query, e.g. count(*) AS n", d.Name, strings.Join(bad, ", ")),
+		map[string]any{"columns": bad}, "")
+}
+
 // reservesFeedName says whether s has a column named as a change data feed's own columns
 // (_change_type, _commit_version, _commit_timestamp; Delta PROTOCOL.md "Change Data Files").
 func reservesFeedName(s schema.Schema) bool {
@@ -299,6 +319,9 @@ func materialize(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error
 	var tx *delta.Transaction
 	var ins, del [][]any
 	var meta delta.Metadata
+	if snap == nil || !snap.Metadata.Schema.Equal(s) {
+		warnColumnNames(env, d, s)
+	}
 	switch {
 	case snap == nil:
 		tx, ins = newTableTx(t, d, s), rows
@@ -454,6 +477,7 @@ func streamQuery(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error
 	var tx *delta.Transaction
 	meta := delta.Metadata{Schema: s}
 	if snap == nil {
+		warnColumnNames(env, d, s)
 		tx = newTableTx(t, d, s)
 	} else {
 		cols, order, err := streamColumns(p, d, snap.Metadata.Schema, s)

@@ -487,3 +487,31 @@ datasets:
 		t.Fatalf("columns dropped from the query: %v", err)
 	}
 }
+
+// TestQueryColumnNamesWarn: a query result column whose name Spark's Delta writer refuses
+// without column mapping (DuckDB's count_star() for an unaliased count(*)) gets a WARN that
+// names it and the alias to give, when the table is created; an aliased column gets none.
+func TestQueryColumnNamesWarn(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, `name: names
+storage: ./storage
+datasets:
+  - name: raw
+    source: {path: ./landing, format: json, schema: "id BIGINT"}
+  - name: counts
+    query: SELECT count(*), count(*) AS n FROM raw
+`)
+	write(t, filepath.Join(dir, "landing", "a.json"), []byte(`{"id": 1}`+"\n"))
+	rec := &recorder{}
+	env := &Env{Pipeline: p, Events: rec}
+	for _, name := range []string{"raw", "counts"} {
+		if _, err := Run(context.Background(), env, p.Dataset(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "WARN dataset counts: the column name(s) `count_star()` hold characters (space , ; { } ( ) tab newline =) that Spark's Delta writer refuses without column mapping (readers take them); name such columns in the query, e.g. count(*) AS n"
+	if rec.all() != want {
+		t.Errorf("events:\n%s\nwant:\n%s", rec.all(), want)
+	}
+}
