@@ -305,8 +305,13 @@ func (sh *shape) typ() schema.Type {
 	return schema.Type{Kind: schema.String}
 }
 
-// column records name; it reports whether name is a column (not a case variant of one).
+// column records name; it reports whether name is a column (not a case variant of one). An
+// empty name (a JSON key "") is no column, which no Delta table may have: its values are rescued
+// when read.
 func (inf *inferrer) column(name string) bool {
+	if name == "" {
+		return false
+	}
 	if _, ok := inf.kinds[name]; ok {
 		return true
 	}

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -204,5 +207,29 @@ func TestJSONLinesArrayLines(t *testing.T) {
 	}
 	if got := strings.Join(inf.order, ","); got != "id,tags,amount" {
 		t.Errorf("inferred columns %s, want id,tags,amount", got)
+	}
+}
+
+// TestInferEmptyKey: a JSON key "" is no column (no Delta table may have a column without a
+// name): inference leaves it out, and reading rescues its value with the file's path.
+func TestInferEmptyKey(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "landing", "a.json")
+	write(t, file, []byte(`{"": 5, "id": 1}`+"\n"))
+	p := loadPipeline(t, dir, "name: e\nstorage: ./storage\ndatasets:\n  - name: raw\n    source: {path: ./landing, format: json}\n")
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	snap, rows := readTable(t, p, "raw")
+	if got := snap.Metadata.Schema.DDL(); got != "id BIGINT, _rescued_data STRING" {
+		t.Fatalf("schema %s, want id and the rescued data only", got)
+	}
+	want := `{"":5,"_file_path":` + strconv.Quote(file) + `}`
+	if len(rows) != 1 || rows[0][0] != int64(1) || rows[0][1] != want {
+		t.Errorf("rows %v, want [1 %s]", rows, want)
 	}
 }
