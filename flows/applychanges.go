@@ -562,6 +562,13 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			groupRows = viewBatchRows
 		}
 		if rows, err = readViewFiles(ctx, env, d, srcDS, b, m, todo, groupRows, consume); err != nil {
+			if inc := incomplete(err); inc != nil {
+				// A compressed file still being written: the batch, which applied nothing, runs
+				// again without it, and a later update reads it once complete.
+				unread.putBack(env, d.Name, srcDS.Name, todo, inc)
+				*m = Metrics{Version: -1, Idle: true, more: true, ChangedFiles: m.ChangedFiles, Unsettled: m.Unsettled}
+				return nil, nil
+			}
 			return nil, err
 		}
 	}

@@ -17,9 +17,10 @@ import (
 )
 
 // openInput opens an input file, decompressing it by extension, in any case (.gz, .GZ): .gz
-// (gzip) and .zst (Zstandard). An empty compressed file reads as an empty file. A compressed
-// file that cannot be decompressed to its end (truncated, not compressed at all, damaged) reads
-// as far as it can be decompressed, then fails with a *damagedInput error that says where and
+// (gzip) and .zst (Zstandard). A compressed file whose stream ends early, or that is empty
+// (still being written, most likely), fails with an *incompleteInput error. One that cannot be
+// decompressed to its end otherwise (not compressed at all, damaged) reads as far as it can be
+// decompressed, then fails with a *damagedInput error that says where and
 // why (the callers make it one malformed record of the file, as a Parquet file that cannot be
 // read is: readFiles). With lines, the text of a compressed file is passed on a whole line at a
 // time (up to an LF or a CR), so that the start of a line cut short by the damage is never read
@@ -37,8 +38,9 @@ func openInput(path string, lines bool) (io.ReadCloser, error) {
 		c.kind = "gzip"
 		zr, err := gzip.NewReader(c.file)
 		switch {
-		case err == io.EOF && c.file.read == 0: // an empty file
-			c.err = io.EOF
+		case err == io.EOF && c.file.read == 0:
+			// An empty file: gzip never writes one, so it is being created.
+			c.err = io.ErrUnexpectedEOF
 		case err != nil:
 			c.err, c.badStart = err, true
 		default:
@@ -161,10 +163,14 @@ func (c *compressedInput) count(b []byte) {
 func (c *compressedInput) fail() error {
 	err := c.err
 	switch {
+	case err == io.EOF && c.file.read == 0:
+		return &incompleteInput{path: c.path, reason: fmt.Sprintf("the file is empty, which a %s file never is: it is being written", c.kind)}
 	case err == io.EOF:
 		return io.EOF
 	case c.file.err != nil && c.file.err != io.EOF:
 		return c.file.err
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return &incompleteInput{path: c.path, reason: c.reason(err)}
 	}
 	return &damagedInput{path: c.path, line: c.ends + 1, reason: c.reason(err)}
 }
@@ -173,8 +179,10 @@ func (c *compressedInput) fail() error {
 func (c *compressedInput) reason(err error) string {
 	var corrupt flate.CorruptInputError
 	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF) && c.file.read == 0:
+		return fmt.Sprintf("the file is empty, which a %s file never is: it is being written", c.kind)
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return fmt.Sprintf("the file ends before its %s stream does: it is truncated, or still being written", c.kind)
+		return fmt.Sprintf("the file ends before its %s stream does: it is still being written, or truncated", c.kind)
 	case errors.Is(err, gzip.ErrHeader) && c.badStart, errors.Is(err, zstd.ErrMagicMismatch) && c.got == 0:
 		return fmt.Sprintf("the file is not %s-compressed, though its name ends in %s", c.kind, c.ext)
 	case errors.Is(err, gzip.ErrHeader), errors.Is(err, zstd.ErrMagicMismatch):
@@ -223,9 +231,23 @@ func (e *damagedInput) Error() string {
 	return fmt.Sprintf("%s:%d: %s; replace it with the complete file (write files elsewhere and move them in once complete)", e.path, e.line, e.reason)
 }
 
-// damaged says whether err is (or wraps) a *damagedInput. Schema inference reads such a file as
-// far as it goes: the reading of its rows reports the damage.
+// incompleteInput is the error of a compressed input file whose stream ends before its end (or
+// that is empty): most likely still being written. Such a file is not read at all: a batch that
+// meets it is read again without it (readFiles' callers: errIncomplete), so that it is read
+// whole once complete, not cut short and recorded as read.
+type incompleteInput struct {
+	path   string
+	reason string
+}
+
+func (e *incompleteInput) Error() string {
+	return fmt.Sprintf("%s: %s", e.path, e.reason)
+}
+
+// damaged says whether err is (or wraps) a *damagedInput or an *incompleteInput. Schema
+// inference reads such a file as far as it goes: the reading of its rows reports the damage (or
+// leaves an incomplete file for later).
 func damaged(err error) bool {
 	var d *damagedInput
-	return errors.As(err, &d)
+	return errors.As(err, &d) || incomplete(err) != nil
 }

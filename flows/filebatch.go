@@ -243,6 +243,32 @@ func (u *unreadFiles) list(env *Env, ckpt string, committed int64, path, flow, d
 // which the batch's offsets record (a file completed after the update's listing is read whole;
 // recorded as the listing saw it, it would look changed after it was read). A file that cannot
 // be looked at keeps what the listing saw: reading it reports the error.
+// putBack returns the files of a batch that met the incomplete file inc (a compressed file still
+// being written: incompleteInput) to the front of the listing, all but inc itself, which this
+// update leaves unread (not recorded: a later update reads it once complete), with a WARN of
+// flow about dataset. The batch, which committed nothing, is then run again without it.
+func (u *unreadFiles) putBack(env *Env, flow, dataset string, todo []inputFile, inc *incompleteInput) {
+	var keep []inputFile
+	for _, f := range todo {
+		if f.abs != inc.path {
+			keep = append(keep, f)
+		}
+	}
+	u.files = append(keep, u.files...)
+	env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, flow, dataset,
+		fmt.Sprintf("%s; it is left unread, and an update after it is complete reads it whole (write files elsewhere and move them in once complete)", inc.Error()),
+		map[string]any{"file": inc.path}, "")
+}
+
+// incomplete returns the incompleteInput err holds, or nil.
+func incomplete(err error) *incompleteInput {
+	var inc *incompleteInput
+	if errors.As(err, &inc) {
+		return inc
+	}
+	return nil
+}
+
 func (u *unreadFiles) take(n int) (files []inputFile, more bool) {
 	for len(u.files) > 0 && (n <= 0 || len(files) < n) {
 		f, err := u.files[0].restat()

@@ -340,7 +340,8 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 	}
 	var todo []inputFile
 	var base string
-	if quar.committed(appID, committed+1) {
+	replay := quar.committed(appID, committed+1)
+	if replay {
 		// The quarantine rows of this batch were committed, its rows not: it reads again the
 		// files its offsets list. The batch after lists the source again.
 		var files []inputFile
@@ -456,6 +457,12 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 		return nil
 	})
 	m.BadRecords = bad.count
+	if inc := incomplete(err); inc != nil && !replay {
+		// A compressed file still being written: this batch (whose files are removed on
+		// return) runs again without it, and a later update reads it once complete.
+		unread.putBack(env, d.Name, d.Name, todo, inc)
+		return Metrics{Version: -1, Idle: true, more: true, ChangedFiles: m.ChangedFiles, Unsettled: m.Unsettled}, nil
+	}
 	if err != nil {
 		return m, err
 	}

@@ -325,7 +325,7 @@ func (f *snapshotFlow) readFile(in inputFile) ([][]any, error) {
 		return nil, failed
 	case damaged(err):
 		// The rows after the damage are unknown: applied, the snapshot would delete their keys.
-		return nil, fmt.Errorf("%w; a snapshot file is applied whole or not at all", err)
+		return nil, fmt.Errorf("%w; a snapshot file is applied whole or not at all (write files elsewhere and move them in once complete)", err)
 	case err != nil:
 		return nil, fmt.Errorf("reading %s: %w", in.abs, err)
 	}
