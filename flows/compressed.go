@@ -134,12 +134,19 @@ func (c *compressedInput) fill() {
 	if err != nil {
 		c.err = err
 	}
-	c.end = max(bytes.LastIndexByte(c.buf, '\n'), bytes.LastIndexByte(c.buf, '\r')) + 1
+	// The last line end: an LF, or a CR after the last LF (CR-only text is rare: the search for
+	// a CR covers only what follows the last LF).
+	lf := bytes.LastIndexByte(c.buf, '\n')
+	c.end = max(lf, lf+1+bytes.LastIndexByte(c.buf[lf+1:], '\r')) + 1
 	c.count(c.buf[:c.end])
 }
 
 // count counts the line ends of text passed on.
 func (c *compressedInput) count(b []byte) {
+	if !c.pendingCR && bytes.IndexByte(b, '\r') < 0 {
+		c.ends += int64(bytes.Count(b, []byte{'\n'})) // the common case, at memory speed
+		return
+	}
 	for _, ch := range b {
 		if c.pendingCR {
 			c.pendingCR = false
