@@ -448,9 +448,7 @@ func streamQuery(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error
 	var before map[string]any
 	if snap != nil {
 		before = lastStreamSources(t, snap)
-	}
-	if snap != nil {
-		if err := checkStreamSources(p, d, snap); err != nil {
+		if err := checkStreamSources(p, d, snap, before); err != nil {
 			return m, err
 		}
 	}
@@ -521,19 +519,29 @@ func streamQuery(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error
 }
 
 // checkStreamSources refuses a query streaming table whose STREAM sources changed in a way that
-// would read rows it holds again: it recorded progress in a source its query no longer streams
-// and streams a source it has no progress in (a source renamed, or replaced by another table),
-// which would be read from its start into the rows read from the old one. As Spark's streaming
-// checkpoint refuses a query whose sources changed, the error names the full refresh that
-// rebuilds the table from its new sources. A source added beside the old ones is read from its
-// start, and one dropped is no longer read: neither is refused.
-func checkStreamSources(p *spec.Pipeline, d *spec.Dataset, snap *delta.Snapshot) error {
+// would read rows it holds again: its last update streamed a source its query no longer streams
+// (before: the sources that update recorded, lastStreamSources; nil for a table that recorded
+// none, whose progress in each source stands for them), and it now streams a source it has no
+// progress in (a source renamed, or replaced by another table), which would be read from its
+// start into the rows read from the old one. As Spark's streaming checkpoint refuses a query
+// whose sources changed, the error names the full refresh that rebuilds the table from its new
+// sources. A source added beside the old ones is read from its start, and one dropped is no
+// longer read: neither is refused, nor a source added in an update after one was dropped.
+func checkStreamSources(p *spec.Pipeline, d *spec.Dataset, snap *delta.Snapshot, before map[string]any) error {
 	streams := d.Query.Streams()
 	prefix := AppID(p, d.Name) + ":"
 	var gone []string
-	for appID := range snap.AppTxns {
-		if x, ok := strings.CutPrefix(appID, prefix); ok && !slices.Contains(streams, x) {
-			gone = append(gone, x)
+	if before != nil {
+		for x := range before {
+			if !slices.Contains(streams, x) {
+				gone = append(gone, x)
+			}
+		}
+	} else {
+		for appID := range snap.AppTxns {
+			if x, ok := strings.CutPrefix(appID, prefix); ok && !slices.Contains(streams, x) {
+				gone = append(gone, x)
+			}
 		}
 	}
 	var unread []string

@@ -401,6 +401,30 @@ datasets:
 
 	update(t, spec("raw", "SELECT id FROM STREAM(raw) UNION ALL SELECT id FROM STREAM(more)"))
 	check(t, "silver with a second source", sortedRows(t, p, "silver"), "1\n2")
+
+	// raw dropped, then a third source added in a later update: not a rename, not refused.
+	if err := os.MkdirAll(filepath.Join(dir, "third"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "more", "b.json"), []byte(`{"id": 3}`+"\n"))
+	update(t, spec("raw", "SELECT id FROM STREAM(more)"))
+	check(t, "silver with raw dropped", sortedRows(t, p, "silver"), "1\n2\n3")
+	write(t, filepath.Join(dir, "third", "c.json"), []byte(`{"id": 4}`+"\n"))
+	p = loadPipeline(t, dir, `name: renamed
+storage: ./storage
+datasets:
+  - name: raw
+    source: {path: ./landing, format: json, schema: "id BIGINT"}
+  - name: more
+    source: {path: ./more, format: json, schema: "id BIGINT"}
+  - name: third
+    source: {path: ./third, format: json, schema: "id BIGINT"}
+  - name: silver
+    type: streaming_table
+    query: SELECT id FROM STREAM(more) UNION ALL SELECT id FROM STREAM(third)
+`)
+	update(t, p)
+	check(t, "silver with a source added after one was dropped", sortedRows(t, p, "silver"), "1\n2\n3\n4")
 }
 
 // TestMaterializedViewQueryColumnsChange: a materialized view whose query's columns change (one
