@@ -19,18 +19,6 @@ type Query struct {
 	// text; Rewrite puts each relative one as the spec's folder resolves it.
 	Files []QueryFile
 	Pos   Pos
-	// Path is where the query is in the spec (datasets[i].query), for errors about it.
-	Path  string
-	posAt func(off int) Pos
-}
-
-// PosAt returns the position in the spec file of byte off of SQL (for a block scalar, the line
-// and column of the text in the file), or Pos for a query that was not read from a file.
-func (q *Query) PosAt(off int) Pos {
-	if q.posAt == nil || off < 0 {
-		return q.Pos
-	}
-	return q.posAt(off)
 }
 
 // QueryFile is a file path a query names with a string literal where DuckDB reads files: the
@@ -557,6 +545,54 @@ func tableChanges(toks []sqlToken, i int, refs *[]QueryRef, probs *[]queryProble
 	return j + 1
 }
 
+// SQLSyntaxError is a query that an SQL parser (SQLParser) refuses: its message and the byte
+// offset of the query it points at (-1: none).
+type SQLSyntaxError struct {
+	Message string
+	Offset  int
+}
+
+// SQLParser, when set, parses the SQL of the query datasets of every spec Load reads, by their
+// index in sqls, and returns those that do not parse (or an error when it cannot run): each is
+// a spec error at its line and column, reported with the others. The pipeline command sets it
+// to DuckDB's parser (sqlengine.Syntax), so that this package does not link DuckDB; nil checks
+// nothing.
+var SQLParser func(sqls []string) (map[int]SQLSyntaxError, error)
+
+// querySyntax reports the queries that SQLParser refuses, where the parser points.
+func (v *validation) querySyntax(infos []*datasetInfo) {
+	if SQLParser == nil {
+		return
+	}
+	var ins []*datasetInfo
+	var sqls []string
+	for _, in := range infos {
+		if in.ds.Query != nil && in.query != nil {
+			ins, sqls = append(ins, in), append(sqls, in.ds.Query.SQL)
+		}
+	}
+	if len(sqls) == 0 {
+		return
+	}
+	bad, err := SQLParser(sqls)
+	if err != nil {
+		v.d.add(Pos{File: v.d.file}, "", "", "the SQL of the queries could not be checked: %v", err)
+		return
+	}
+	for i, in := range ins {
+		se, ok := bad[i]
+		if !ok {
+			continue
+		}
+		off := se.Offset
+		if end := len(strings.TrimRight(in.ds.Query.SQL, " \t\r\n")); off > end {
+			off = end // "at end of input": where the text ends, not past its last line break
+		}
+		off = max(off, 0)
+		v.d.add(v.d.queryPos(in.query.node, off), in.query.path, "queries are DuckDB SQL (README \"SQL datasets\")", "the SQL does not parse: %s", se.Message)
+	}
+}
+
 // queryInfo keeps the node of a dataset's `query:` for positions.
 type queryInfo struct {
 	node *yaml.Node
@@ -570,8 +606,7 @@ func (d *decoder) query(n *yaml.Node, path string) (*Query, *queryInfo) {
 		return nil, nil
 	}
 	node := resolve(n)
-	q := &Query{SQL: s, Pos: d.pos(node), Path: path}
-	q.posAt = func(off int) Pos { return d.queryPos(node, off) }
+	q := &Query{SQL: s, Pos: d.pos(node)}
 	refs, files, probs := parseQuery(s)
 	for _, p := range probs {
 		d.add(d.queryPos(node, p.Offset), path, p.Hint, "%s", p.Msg)

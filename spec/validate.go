@@ -41,6 +41,7 @@ func (d *decoder) validate(p *Pipeline, infos []*datasetInfo) {
 	v.inferredReads(infos)
 	v.references(infos)
 	v.queryChecks(infos)
+	v.querySyntax(infos)
 	v.fileViewReads(infos)
 	v.tableSources(p, infos)
 	v.cycles()

@@ -17,6 +17,7 @@ import (
 
 	"tributary/internal/suggest"
 	"tributary/spec"
+	"tributary/sqlengine"
 )
 
 // exitError carries the process exit status of a failed command.
@@ -42,6 +43,7 @@ func newRoot() *cobra.Command {
 // newRootProfiled builds the command tree and the profiles its --cpuprofile and --memprofile
 // flags fill; the caller stops them after Execute.
 func newRootProfiled() (*cobra.Command, *profiles) {
+	spec.SQLParser = parseSQL
 	prof := &profiles{}
 	root := &cobra.Command{
 		Use:           "pipeline",
@@ -57,6 +59,21 @@ func newRootProfiled() (*cobra.Command, *profiles) {
 	prof.addFlags(root)
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return prof.start() }
 	return root, prof
+}
+
+// parseSQL is spec.SQLParser: DuckDB's parser (sqlengine.Syntax), so that every spec the command
+// loads (run, validate, dev and schedule, on each edit too) reports SQL that does not parse at
+// its line and column, with its other problems.
+func parseSQL(sqls []string) (map[int]spec.SQLSyntaxError, error) {
+	bad, err := sqlengine.Syntax(sqls)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int]spec.SQLSyntaxError, len(bad))
+	for i, se := range bad {
+		out[i] = spec.SQLSyntaxError{Message: se.Message, Offset: se.Offset}
+	}
+	return out, nil
 }
 
 // flagHint adds to an unknown flag error the command's closest flags ("did you mean"). A long

@@ -39,9 +39,6 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := checkSQL(p); err != nil {
-				return err
-			}
 			for _, names := range [][]string{fullRefresh, refresh} {
 				for i, name := range names {
 					name = datasetName(p, name)

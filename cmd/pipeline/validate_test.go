@@ -97,8 +97,8 @@ func TestGraph(t *testing.T) {
 
 // TestValidateSQLSyntax: a query that does not parse is a spec error (exit 2) at its place in the
 // spec (the line and column of the text DuckDB's parser points at, in a one-line query and in a
-// block), from validate and from run before anything runs; a query that parses but names a
-// table no dataset is passes the parser (it is the spec's own reference check's concern).
+// block), reported with the spec's other problems, from validate, and from run, dev and schedule
+// before anything runs.
 func TestValidateSQLSyntax(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -110,6 +110,7 @@ func TestValidateSQLSyntax(t *testing.T) {
 storage: ./storage
 datasets:
   - name: raw
+    commnt: a typo
     source: {path: ./landing, format: json, schema: "id BIGINT"}
   - name: a
     query: SELEC id FROM raw
@@ -124,11 +125,13 @@ datasets:
 		t.Fatal(err)
 	}
 	want := []string{
-		spec + `:7:12: datasets[1].query: the SQL does not parse: syntax error at or near "SELEC" (hint: queries are DuckDB SQL (README "SQL datasets"))`,
-		spec + `:12:12: datasets[2].query: the SQL does not parse: syntax error at end of input`,
+		spec + ":5:5: datasets[0].commnt: unknown key commnt",
+		spec + `:8:12: datasets[1].query: the SQL does not parse: syntax error at or near "SELEC" (hint: queries are DuckDB SQL (README "SQL datasets"))`,
+		spec + `:13:12: datasets[2].query: the SQL does not parse: syntax error at end of input`,
 	}
-	for _, cmd := range []string{"validate", "run"} {
-		r := pipeline(t, nil, cmd, spec)
+	for _, args := range [][]string{{"validate"}, {"run"}, {"dev"}, {"schedule", "--cron", "@every 1h"}} {
+		cmd := args[0]
+		r := pipeline(t, nil, append(args[:1:1], append([]string{spec}, args[1:]...)...)...)
 		if r.code != 2 {
 			t.Errorf("%s: exit %d, want 2\n%s", cmd, r.code, r.stderr)
 		}
