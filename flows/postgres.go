@@ -3,7 +3,9 @@ package flows
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -131,7 +133,8 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 		// The snapshot is written a chunk at a time as it is read, so that a table of any size
 		// takes memory for one chunk; its files are committed together, with its LSN.
 		// A fail expectation's error counts the violations of the whole snapshot: once a chunk
-		// fails, the rest are only checked.
+		// fails, the rest are only checked, and the error gets the total of its rule. The files
+		// of a snapshot that is not committed are removed.
 		var adds []delta.Add
 		var kept int64
 		var quality expectations.Quality
@@ -142,11 +145,8 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 				if err != nil {
 					return err
 				}
-				_, q, err := set.Check(rows)
+				_, q, _ := set.Check(rows)
 				quality.Add(q)
-				if fe, ok := err.(*expectations.FailError); ok {
-					failed.Failed += fe.Failed
-				}
 				return nil
 			}
 			a, n, q, err := w.write(rows)
@@ -158,7 +158,15 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 			}
 			return err
 		})
+		if err != nil || failed != nil {
+			removeUncommitted(table, adds)
+		}
 		if err == nil && failed != nil {
+			for _, r := range quality.Expectations {
+				if r.Name == failed.Expectation {
+					failed.Failed = r.FailedRecords
+				}
+			}
 			bm := Metrics{Version: -1}
 			bm.Quality.Add(quality)
 			total.addBatch(bm, true)
@@ -503,6 +511,7 @@ func (w *pgWriter) write(rows [][]any) (adds []delta.Add, kept int64, q expectat
 func (w *pgWriter) commitFiles(ctx context.Context, adds []delta.Add, kept int64, q expectations.Quality, lsn pglogrepl.LSN, kind string) (Metrics, error) {
 	m := Metrics{Version: -1}
 	if err := ctx.Err(); err != nil {
+		removeUncommitted(w.table, adds)
 		return m, err // stopped: nothing of the batch counts
 	}
 	m.Quality.Add(q)
@@ -548,4 +557,16 @@ func (w *pgWriter) storedRows(need map[string]bool) (map[string][]any, error) {
 		out[k] = r
 	}
 	return out, nil
+}
+
+// removeUncommitted removes the data files adds of t that no commit names (a write given up), so
+// that they do not wait for VACUUM; one that cannot be removed is left to it.
+func removeUncommitted(t *delta.Table, adds []delta.Add) {
+	for _, a := range adds {
+		rel, err := url.PathUnescape(a.Path)
+		if err != nil {
+			rel = a.Path
+		}
+		os.Remove(filepath.Join(t.Dir, filepath.FromSlash(rel)))
+	}
 }

@@ -368,8 +368,9 @@ func firstDiff(got, want []string) string {
 }
 
 // TestPostgresSnapshotFailExpectation: the initial snapshot is written in chunks (10 rows here),
-// and a fail expectation violated in several of them fails the run with the count over the whole
-// snapshot, committing nothing; once the rows are fixed, the next run takes a new snapshot.
+// and a fail expectation violated in several of them fails the run with its count over the whole
+// snapshot (not another rule's, violated in a later chunk), committing nothing and leaving no
+// data file; once the rows are fixed, the next run takes a new snapshot.
 func TestPostgresSnapshotFailExpectation(t *testing.T) {
 	srv := pgtest.Start(t)
 	ctx := context.Background()
@@ -391,6 +392,7 @@ datasets:
       schema: "id BIGINT, amount DECIMAL(10,2)"
     expectations:
       - {name: no_refunds, expect: 'amount >= 0', on_violation: fail}
+      - {name: not_95, expect: 'id != 95', on_violation: fail}
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +406,10 @@ datasets:
 	if names, _ := filepath.Glob(filepath.Join(logDir, "*.json")); len(names) > 1 {
 		t.Fatalf("the failed snapshot committed: %v", names)
 	}
-	if _, err := conn.Exec(ctx, `UPDATE items SET amount = -amount WHERE amount < 0`); err != nil {
+	if files, _ := filepath.Glob(filepath.Join(tmp, "storage", "tables", "items_changes", "*.parquet")); len(files) != 0 {
+		t.Fatalf("the failed snapshot left %d data files its chunks wrote", len(files))
+	}
+	if _, err := conn.Exec(ctx, `UPDATE items SET amount = -amount WHERE amount < 0; UPDATE items SET id = 101 WHERE id = 95`); err != nil {
 		t.Fatal(err)
 	}
 	if r := pipeline(t, env, args...); r.code != 0 {
