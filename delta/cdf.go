@@ -28,7 +28,9 @@ const (
 // the rows the old DV deleted and the new one does not as "insert". Rows are ordered by version,
 // then by file: cdc files in log order, or the removed files then the added files, each in log
 // order. from < 0, from > to, or a version past the latest is an error that names the latest
-// version; a version whose commit file was cleaned up is an error naming the first one left.
+// version; a version whose commit file was cleaned up is an error naming the first one left; a
+// range holding a version that changed the columns so that the rows before it do not read with
+// them is an error wrapping ErrFeedSchemaChange that names the last such version.
 func (t *Table) Changes(from, to int64) (schema.Schema, [][]any, error) {
 	vs, err := t.versions()
 	if err != nil {
@@ -62,8 +64,38 @@ func (t *Table) Changes(from, to int64) (schema.Schema, [][]any, error) {
 		return schema.Schema{}, nil, err
 	}
 	meta := snap.Metadata
-	if err := t.checkFeedSchemas(from, to, meta.Schema); err != nil {
-		return schema.Schema{}, nil, err
+	// The columns before the range (of the rows its first versions may remove), for the check
+	// that every version of it reads with the columns before it.
+	var prev schema.Schema
+	hasPrev := false
+	if from > 0 {
+		if ps, err := t.Snapshot(from - 1); err == nil {
+			prev, hasPrev = ps.Metadata.Schema, true
+		}
+	}
+	// The range's commits, read first: a version that changed the columns so that the rows
+	// before it do not read with them makes the range unreadable (the last such is named).
+	commits := make([]*Commit, 0, to-from+1)
+	for v := from; v <= to; v++ {
+		c, err := t.ReadCommit(v)
+		if err != nil {
+			return schema.Schema{}, nil, err
+		}
+		commits = append(commits, c)
+	}
+	breakAt := int64(-1)
+	var breakOld, breakNew schema.Schema
+	for i, c := range commits {
+		if c.Metadata == nil {
+			continue
+		}
+		if hasPrev && !readableAs(prev, c.Metadata.Schema) {
+			breakAt, breakOld, breakNew = from+int64(i), prev, c.Metadata.Schema
+		}
+		prev, hasPrev = c.Metadata.Schema, true
+	}
+	if breakAt >= 0 {
+		return schema.Schema{}, nil, t.feedBreakError(from, to, breakAt, breakOld, breakNew)
 	}
 	out := schema.Schema{Fields: append(append([]schema.Field(nil), meta.Schema.Fields...),
 		schema.Field{Name: ChangeTypeColumn, Type: schema.Type{Kind: schema.String}, Nullable: true},
@@ -73,16 +105,8 @@ func (t *Table) Changes(from, to int64) (schema.Schema, [][]any, error) {
 	width := len(out.Fields)
 	changeType := []schema.Field{out.Fields[len(meta.Schema.Fields)]}
 	var rows [][]any
-	for v := from; v <= to; v++ {
-		c, err := t.ReadCommit(v)
-		if err != nil {
-			return schema.Schema{}, nil, err
-		}
-		if c.Metadata != nil && v < to {
-			if err := t.feedSchemaError(from, to, v, c.Metadata.Schema, meta.Schema); err != nil {
-				return schema.Schema{}, nil, err
-			}
-		}
+	for i, c := range commits {
+		v := from + int64(i)
 		ver, ts := v, schema.Timestamp(c.Timestamp()*1000)
 		// emit appends the rows of one file; with a fixed change type the file has no
 		// _change_type column to read.
@@ -128,30 +152,31 @@ func (t *Table) Changes(from, to int64) (schema.Schema, [][]any, error) {
 	return out, rows, nil
 }
 
-// checkFeedSchemas fails when the schema of the rows written before version from (which the
-// versions from..to may remove) cannot be read as cur, the schema at version to, in which
-// Changes returns all of their rows: a column dropped, renamed or retyped since (a materialized
-// view whose query changed). Columns added are read as NULL in the older rows, as Delta reads a
-// feed across additive schema changes; Spark's reader refuses the others likewise. Changes
-// checks the schemas that versions from..to-1 set as it reads them.
-func (t *Table) checkFeedSchemas(from, to int64, cur schema.Schema) error {
-	if from > 0 {
-		if prev, err := t.Snapshot(from - 1); err == nil {
-			return t.feedSchemaError(from, to, from-1, prev.Metadata.Schema, cur)
+// ErrFeedSchemaChange is wrapped by the error of Changes over a range that holds a version whose
+// columns cannot be read with those before it (a column dropped, renamed or retyped: a
+// materialized view whose query changed); Delta's readers refuse such a range likewise.
+var ErrFeedSchemaChange = errors.New("the change data feed cannot be read across a change of columns")
+
+// readableAs says whether rows of schema old read as rows of schema cur: every column of old is
+// in cur with its type (cur may add columns, which the old rows read as NULL: an additive change,
+// as schema evolution makes).
+func readableAs(old, cur schema.Schema) bool {
+	for _, f := range old.Fields {
+		if i := cur.Index(f.Name); i < 0 || !cur.Fields[i].Type.Equal(f.Type) {
+			return false
 		}
 	}
-	return nil
+	return true
 }
 
-// feedSchemaError is checkFeedSchemas's error when the schema s that version v sets (the schema
-// of the rows written from v on) cannot be read as cur (the schema of version to), or nil.
-func (t *Table) feedSchemaError(from, to, v int64, s, cur schema.Schema) error {
-	for _, f := range s.Fields {
-		if i := cur.Index(f.Name); i < 0 || !cur.Fields[i].Type.Equal(f.Type) {
-			return fmt.Errorf("delta: changes from version %d to %d of %s: version %d has the columns (%s) and version %d (%s), which the change data feed cannot read in one: column %s was dropped, renamed or retyped in between; read the changes before and after that version apart (its history shows the versions)", from, to, t.Dir, v, s.DDL(), to, cur.DDL(), f.Name)
-		}
+// feedBreakError is Changes's error for the range from..to, in which version at replaced the
+// columns old with cur.
+func (t *Table) feedBreakError(from, to, at int64, old, cur schema.Schema) error {
+	after := fmt.Sprintf("read the changes from version %d on", at+1)
+	if at == to {
+		after = fmt.Sprintf("the changes after it start at version %d", at+1)
 	}
-	return nil
+	return fmt.Errorf("delta: changes from version %d to %d of %s: version %d changed the columns from (%s) to (%s): %w; %s", from, to, t.Dir, at, old.DDL(), cur.DDL(), ErrFeedSchemaChange, after)
 }
 
 // fileChanges emits the change rows of a commit without cdc files (see Changes): per remove with

@@ -2,6 +2,7 @@ package flows
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -76,7 +77,11 @@ func ReadDelta(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) 
 		}
 	case src.Read == spec.ReadChangeFeed:
 		var cs schema.Schema
-		if cs, rows, err = source.Changes(from, latest); err != nil {
+		if cs, rows, err = source.Changes(from, latest); errors.Is(err, delta.ErrFeedSchemaChange) {
+			// As a Delta stream of a change feed stops at such a version: the reader starts
+			// again from the table as it is now.
+			return m, fmt.Errorf("%w; %s reads the feed from where it stopped, so run %s to read %s again from its current version", err, d.Name, RefreshHint(p, d.Name), src.Path)
+		} else if err != nil {
 			return m, err
 		}
 		if !cs.Equal(d.Schema) {

@@ -104,7 +104,9 @@ func runSQL(ctx context.Context, env *Env, d *spec.Dataset, streams map[string]s
 			rel.Name = fmt.Sprintf("__changes_%d_%s", len(rels), r.Name)
 			rel.RowsOnly = true
 			t := delta.New(TableDir(p.Storage, r.Name))
-			if rel.Schema, rel.Rows, err = t.Changes(r.From, r.To); err != nil {
+			if rel.Schema, rel.Rows, err = t.Changes(r.From, r.To); errors.Is(err, delta.ErrFeedSchemaChange) {
+				return schema.Schema{}, nil, fmt.Errorf("dataset %s: table_changes('%s', %d, ...): %w (give table_changes a start after that version)", d.Name, r.Name, r.From, err)
+			} else if err != nil {
 				return schema.Schema{}, nil, fmt.Errorf("dataset %s: table_changes('%s', ...): %w", d.Name, r.Name, err)
 			}
 		default:
