@@ -13,6 +13,7 @@ import (
 
 	"tributary/delta"
 	"tributary/flows"
+	"tributary/schema"
 	"tributary/spec"
 )
 
@@ -225,5 +226,50 @@ datasets:
 	stopWhenRows(t, p, "a", 1, stop, done)
 	if a, b := tableRows(t, p, "a"), tableRows(t, p, "b"); a != 1 || b != 1 {
 		t.Fatalf("a has %d rows and b %d, want 1 each", a, b)
+	}
+}
+
+// TestContinuousNoticesOnce: the notices of the update's start (here: a table the pipeline
+// wrote that no dataset writes any more) are in the first batch's summary only, not repeated by
+// every batch of a continuous update.
+func TestContinuousNoticesOnce(t *testing.T) {
+	t.Parallel()
+	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n")
+	old := delta.New(flows.TableDir(p.Storage, "old_items"))
+	tx := old.Begin(nil)
+	tx.SetMetadata(delta.Metadata{Schema: schema.Schema{Fields: []schema.Field{{Name: "id", Type: schema.Type{Kind: schema.Long}, Nullable: true}}}})
+	tx.SetAppTxn(flows.AppID(p, "old_items"), 1)
+	if _, err := tx.Commit("WRITE", nil); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	batches := make(chan []string, 100)
+	done := make(chan error)
+	var out lockedBuffer
+	go func() {
+		_, err := Continuous(context.Background(), p, ContinuousOptions{Options: Options{Settle: -1, Out: &out}, Stop: stop, Interval: 20 * time.Millisecond,
+			Batch: func(ran []string) { batches <- ran }})
+		done <- err
+	}()
+	<-batches
+	f := filepath.Join(filepath.Dir(p.File), "landing", "2.json")
+	tmp := filepath.Join(filepath.Dir(f), ".2.json.tmp")
+	if err := os.WriteFile(tmp, []byte(`{"op": "I", "id": 2, "seq": 2}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, f); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-batches:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no second batch")
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "no dataset of its spec writes any more (renamed or removed): old_items"); n != 1 {
+		t.Errorf("the orphan table is named %d times, want once:\n%s", n, out.String())
 	}
 }

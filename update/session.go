@@ -38,6 +38,7 @@ type session struct {
 	g        *dag.Graph
 	env      *flows.Env
 	selected map[string]bool // the datasets of the refresh selection; nil: every dataset
+	noticed  bool            // a summary said the update's notices (Result.ResetDenied, Orphans)
 }
 
 func (s *session) result() *Result {
@@ -337,7 +338,16 @@ func (s *session) batch(ctx context.Context, only map[string]bool) error {
 			failed[name] = fr.Err
 		}
 	}
-	printSummary(s.opts.Out, p, s.res, ran)
+	// The notices of the update's start are said once: a continuous update prints a summary
+	// each batch.
+	res := s.res
+	if s.noticed {
+		shown := *s.res
+		shown.ResetDenied, shown.Orphans = nil, nil
+		res = &shown
+	}
+	printSummary(s.opts.Out, p, res, ran)
+	s.noticed = true
 	if len(failed) > 0 {
 		ferr := &FlowError{Failed: failed}
 		if err := s.state(StateFailed, ferr.Error()); err != nil {
