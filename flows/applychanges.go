@@ -694,8 +694,8 @@ func (k *kindErrors) add(e *evalError, err error, at origin) {
 // rescued data and the file metadata): the row that a line that does not parse becomes under
 // mode: permissive (semantics.md "Ingestion").
 func emptyRow(r []any, srcSch schema.Schema, src *spec.Source) bool {
-	if src == nil {
-		return false
+	if src == nil || !slices.Contains([]string{"json", spec.FormatCSV, spec.FormatParquet, spec.FormatDebezium}, src.Format) {
+		return false // not read from files: its rows come whole
 	}
 	for c, f := range srcSch.Fields {
 		if c >= len(r) {

@@ -23,6 +23,7 @@ func TestFromJSONRanges(t *testing.T) {
 		{long, json.Number("9223372036854775808"), nil, "9223372036854775808 does not fit BIGINT"},
 		{long, "-9223372036854775809", nil, `"-9223372036854775809" does not fit BIGINT`},
 		{long, json.Number("1.5"), nil, "1.5 is not a whole number for BIGINT"},
+		{long, json.Number("99999999999999999999.5"), nil, "99999999999999999999.5 is not a whole number for BIGINT"},
 		{double, json.Number("1e400"), math.Inf(1), ""},
 		{double, json.Number("-1e400"), math.Inf(-1), ""},
 		{ts, json.Number("10000000000000"), nil, "10000000000000 seconds since 1970 is outside the years 1 to 9999 that a TIMESTAMP holds"},

@@ -182,7 +182,7 @@ func FromJSON(t Type, v any) (any, error) {
 		switch x := v.(type) {
 		case json.Number:
 			i, err := strconv.ParseInt(string(x), 10, 64)
-			if errors.Is(err, strconv.ErrRange) {
+			if errors.Is(err, strconv.ErrRange) && !strings.ContainsAny(string(x), ".eE") {
 				return nil, fmt.Errorf("%s does not fit %s", x, t.DDL())
 			}
 			if err != nil {
