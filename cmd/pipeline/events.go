@@ -49,6 +49,10 @@ func newEventsCmd() *cobra.Command {
 				}
 			}
 			if updateID != "" && !hasUpdate(evs, updateID) {
+				// The short id the messages show ("Update 05bf5dbe is ..."): the one update it starts.
+				updateID = updateByPrefix(evs, updateID)
+			}
+			if updateID != "" && !hasUpdate(evs, updateID) {
 				return usageError(fmt.Errorf("--update %s: the event log has no such update; %s", updateID, recentUpdates(evs)))
 			}
 			if typ != "" && !knownTypes[typ] {
@@ -173,6 +177,24 @@ func hasUpdate(evs []eventlog.Event, id string) bool {
 		}
 	}
 	return false
+}
+
+// updateByPrefix returns the id of the one update of evs whose id starts with prefix (the
+// short id that messages print), or prefix itself when none or several do.
+func updateByPrefix(evs []eventlog.Event, prefix string) string {
+	found := ""
+	for _, e := range evs {
+		if id := e.Origin.UpdateID; strings.HasPrefix(id, prefix) && id != found {
+			if found != "" {
+				return prefix
+			}
+			found = id
+		}
+	}
+	if found == "" {
+		return prefix
+	}
+	return found
 }
 
 // recentUpdates names the last few update ids of the log, newest last.

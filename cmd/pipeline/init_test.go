@@ -57,8 +57,9 @@ func TestInit(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "shop")
 	out := mustRun(t, "init", dir)
 	spec := filepath.Join(dir, "pipeline.yaml")
-	if !strings.Contains(out, "pipeline run "+spec) {
-		t.Errorf("init says:\n%s\nwant the command that runs it", out)
+	// The command as invoked (a path here), so that the printed lines run as they are.
+	if !strings.Contains(out, "run it:     "+binary+" run "+spec+"\n") {
+		t.Errorf("init says:\n%s\nwant the command that runs it, as invoked", out)
 	}
 	mustRun(t, "run", spec)
 	got := readJSONL(t, mustRun(t, "show", spec, "orders", "--format", "jsonl"))

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -62,8 +63,13 @@ func initPipeline(w io.Writer, dir string) error {
 	}
 	spec := filepath.Join(dir, "pipeline.yaml")
 	fmt.Fprintf(w, "wrote a pipeline to %s: pipeline.yaml and four change files in landing/\n", dir)
-	fmt.Fprintf(w, "run it:     pipeline run %s\n", spec)
-	fmt.Fprintf(w, "read it:    pipeline show %s orders\n", spec)
-	fmt.Fprintf(w, "its feed:   pipeline changes %s orders --from-version 0\n", spec)
+	// The command as it was invoked (bin/pipeline, say), so that the lines run as printed.
+	self := "pipeline"
+	if len(os.Args) > 0 && strings.ContainsRune(os.Args[0], filepath.Separator) {
+		self = os.Args[0]
+	}
+	fmt.Fprintf(w, "run it:     %s run %s\n", self, spec)
+	fmt.Fprintf(w, "read it:    %s show %s orders\n", self, spec)
+	fmt.Fprintf(w, "its feed:   %s changes %s orders --from-version 0\n", self, spec)
 	return nil
 }

@@ -77,6 +77,14 @@ func TestEventsLatestOfSharedStorage(t *testing.T) {
 	mustRun(t, "run", specs["second"])
 	for name, spec := range specs {
 		evs := readJSONL(t, mustRun(t, "events", spec, "--update", "latest", "--format", "jsonl"))
+		// The short id the messages print names the same update.
+		if o, _ := evs[0]["origin"].(map[string]any); o != nil {
+			id, _ := o["update_id"].(string)
+			short := readJSONL(t, mustRun(t, "events", spec, "--update", id[:8], "--format", "jsonl"))
+			if len(short) != len(evs) {
+				t.Errorf("%s: --update %s gives %d events, --update %s %d", name, id[:8], len(short), id, len(evs))
+			}
+		}
 		if len(evs) == 0 {
 			t.Fatalf("%s: no events", name)
 		}
