@@ -478,6 +478,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	var origins []origin
 	commits := map[int64]*delta.Commit{}
 	var nRows int64 // the rows the new commits add, by their statistics
+	dataAdds := 0   // the data files they add
 	if b.view != nil {
 		latest = last // no table versions to read: the view's files are read below
 	}
@@ -496,10 +497,19 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			}
 		}
 		for _, a := range c.Adds {
+			if a.DataChange {
+				dataAdds++
+			}
 			if n, ok := a.NumRecords(); ok && a.DataChange {
 				nRows += n
 			}
 		}
+	}
+	if b.view == nil && dataAdds == 0 {
+		// The new versions add no rows (the source table's creation, a change of its schema,
+		// an OPTIMIZE): nothing to apply, and nothing to commit; a later batch reads past them.
+		m.Idle = true
+		return nil, nil
 	}
 	if fold == nil {
 		// The events are appended in place, group after group: room for all of them at once.

@@ -158,3 +158,21 @@ func TestOrphanTables(t *testing.T) {
 		t.Errorf("summary after the folder was removed still names orphans:\n%s", out)
 	}
 }
+
+// TestFirstRunWithoutInput: a first run with no input file has nothing to apply: the APPLY CHANGES
+// target is IDLE like its source (it was COMPLETED with 0 upserted, committing progress over the
+// source's creation), and then reads the first file as any other.
+func TestFirstRunWithoutInput(t *testing.T) {
+	t.Parallel()
+	spec := modesDir(t, "")
+	out := summaryOf(mustRun(t, "run", spec))
+	for _, want := range []string{"  items_raw                IDLE", "  items                    IDLE"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("first run without input:\n%s\nwant %q", out, want)
+		}
+	}
+	land(t, spec, "1.json", 1, 2)
+	if out := summaryOf(mustRun(t, "run", spec)); !strings.Contains(out, "  items                    COMPLETED  2 upserted, 0 deleted") {
+		t.Errorf("run after the first file:\n%s", out)
+	}
+}
