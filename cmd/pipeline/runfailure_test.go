@@ -58,13 +58,7 @@ func TestFlagHintAndVersion(t *testing.T) {
 // --update latest` shows the latest update of the spec's own pipeline, not the other's.
 func TestEventsLatestOfSharedStorage(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "landing", "1.json"), []byte(`{"id": 1}`+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := oneRowLanding(t)
 	specs := map[string]string{}
 	for _, name := range []string{"first", "second"} {
 		specs[name] = filepath.Join(dir, name+".yaml")
@@ -125,13 +119,7 @@ func TestDatasetNamesAnyCase(t *testing.T) {
 // not this one's orphans.
 func TestOrphanTables(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "landing", "1.json"), []byte(`{"id": 1}`+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := oneRowLanding(t)
 	specOf := func(pipeline, dataset string) string {
 		path := filepath.Join(dir, pipeline+"-"+dataset+".yaml")
 		text := "name: " + pipeline + "\nstorage: ./storage\ndatasets:\n  - name: " + dataset + "\n    source:\n      path: ./landing\n      format: json\n      schema: \"id BIGINT\"\n"
@@ -175,4 +163,18 @@ func TestFirstRunWithoutInput(t *testing.T) {
 	if out := summaryOf(mustRun(t, "run", spec)); !strings.Contains(out, "  items                    COMPLETED  2 upserted, 0 deleted") {
 		t.Errorf("run after the first file:\n%s", out)
 	}
+}
+
+// oneRowLanding returns a new folder with a landing folder that holds 1.json, one row {"id": 1},
+// for specs (written by the test into the folder) that read ./landing.
+func oneRowLanding(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "landing", "1.json"), []byte(`{"id": 1}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
