@@ -286,3 +286,42 @@ func TestIngestTruncatedMultilineInferred(t *testing.T) {
 	}
 	wantRows(t, p, "1 null", "2 null", "3 null")
 }
+
+// TestIngestIncompleteWithNewColumn: a batch run again without an incomplete file evolves the
+// schema from the dataset's columns before it, so a new column of another file of the batch is
+// added once and the batch commits (the first attempt's widened columns once stayed, and every
+// update failed writing rows wider than the table until the file was complete).
+func TestIngestIncompleteWithNewColumn(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	landing := filepath.Join(dir, "landing")
+	if err := os.MkdirAll(landing, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(landing, "a.json"), []byte(`{"id": 1}`+"\n"))
+	text := "name: t\nstorage: ./storage\ndatasets:\n  - name: raw\n    source: {path: ./landing, format: json}\n"
+	p := loadPipeline(t, dir, text)
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	// A gzip stream flushed but not closed (being written), with a new column of its own.
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write([]byte(`{"id": 2, "v": "b"}` + "\n"))
+	zw.Flush()
+	write(t, filepath.Join(landing, "b.json.gz"), b.Bytes())
+	write(t, filepath.Join(landing, "c.json"), []byte(`{"id": 3, "w": "new"}`+"\n"))
+	p = loadPipeline(t, dir, text)
+	m, rec, err := ingest(t, p)
+	if err != nil || m.Files != 1 {
+		t.Fatalf("the batch without b.json.gz: %+v, err %v\n%s", m, err, rec.all())
+	}
+	wantRows(t, p, "1 null null", `3 "new" null`) // id, w, _rescued_data
+	zw.Close()
+	write(t, filepath.Join(landing, "b.json.gz"), b.Bytes())
+	p = loadPipeline(t, dir, text)
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, p, "1 null null null", `3 "new" null null`, `2 null "b" null`) // id, w, v, _rescued_data, in commit order
+}

@@ -369,6 +369,9 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 		return m, nil
 	}
 	meta := snap.Metadata
+	// The dataset's columns before this batch's new ones: a batch run again (an incomplete
+	// file) evolves from them again.
+	schemaBefore, sourceBefore := d.Schema, d.Source.Schema
 	evolved, err := evolveSchema(d, todo, &meta, RefreshHint(env.Pipeline, d.Name))
 	if err != nil {
 		return m, err
@@ -461,6 +464,7 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 		// A compressed file still being written: this batch (whose files are removed on
 		// return) runs again without it, and a later update reads it once complete.
 		unread.putBack(env, d.Name, d.Name, todo, inc)
+		d.Schema, d.Source.Schema = schemaBefore, sourceBefore
 		return Metrics{Version: -1, Idle: true, more: true, ChangedFiles: m.ChangedFiles, Unsettled: m.Unsettled}, nil
 	}
 	if err != nil {
