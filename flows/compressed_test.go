@@ -325,3 +325,34 @@ func TestIngestIncompleteWithNewColumn(t *testing.T) {
 	}
 	wantRows(t, p, "1 null null null", `3 "new" null null`, `2 null "b" null`) // id, w, v, _rescued_data, in commit order
 }
+
+// TestIngestIncompleteMultilineArray: a multiline JSON array whose gzip stream stops after its
+// "[", or after a whole element, is incomplete like any other cut: left unread, then read whole
+// (it was once read in part, the rest one malformed record, and recorded as read).
+func TestIngestIncompleteMultilineArray(t *testing.T) {
+	t.Parallel()
+	for _, cut := range []string{"[", `[{"id": 1},` + "\n" + `{"id": 2}`} {
+		dir := t.TempDir()
+		landing := filepath.Join(dir, "landing")
+		if err := os.MkdirAll(landing, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		p := loadPipeline(t, dir, "name: t\nstorage: ./storage\ndatasets:\n  - name: raw\n    source:\n      path: ./landing\n      format: json\n      schema: \"id BIGINT\"\n      rescued_data_column: _rescued\n      options: {multiline: true}\n")
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		zw.Write([]byte(cut))
+		zw.Flush()
+		file := filepath.Join(landing, "m.json.gz")
+		write(t, file, b.Bytes())
+		m, rec, err := ingest(t, p)
+		if err != nil || m.Files != 0 || !strings.Contains(rec.all(), "m.json.gz: the file ends before its gzip stream does") {
+			t.Fatalf("cut after %q: %+v, err %v\n%s", cut, m, err, rec.all())
+		}
+		wantRows(t, p)
+		write(t, file, gzipped(t, `[{"id": 1}, {"id": 2}]`))
+		if _, _, err := ingest(t, p); err != nil {
+			t.Fatal(err)
+		}
+		wantRows(t, p, "1 null", "2 null")
+	}
+}

@@ -76,6 +76,9 @@ func eachJSONValue(src *spec.Source, filePath string, in io.Reader, fn rowFunc, 
 	}
 	dec := json.NewDecoder(br)
 	malformed := func(off int64, err error) error {
+		if incomplete(err) != nil {
+			return err // a compressed file still being written: not read now (readFiles)
+		}
 		line := lc.lineAt(base + off)
 		row := make([]any, lr.width())
 		if lr.rescued != "" {
