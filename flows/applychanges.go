@@ -622,23 +622,24 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 		b.reduced = &red
 	}
 	if evalErrs.del.n+evalErrs.trunc.n > 0 {
+		// Said, not failed: an expression that reads into a nested value errs on a NULL inside
+		// it (a struct field, a map key that is not there), which is no delete.
 		where := func(o origin) string {
 			if b.view != nil {
 				return b.view.locate(o)
 			}
 			return locate(p, ac.Source, commits[o.version], o)
 		}
-		var parts []string
 		for _, k := range []struct {
-			key, code string
-			e         *evalError
-		}{{"apply_as_deletes", ac.ApplyAsDeletes, &evalErrs.del}, {"apply_as_truncates", ac.ApplyAsTruncates, &evalErrs.trunc}} {
+			key, code, as string
+			e             *evalError
+		}{{"apply_as_deletes", ac.ApplyAsDeletes, "upserts", &evalErrs.del}, {"apply_as_truncates", ac.ApplyAsTruncates, "no truncates", &evalErrs.trunc}} {
 			if k.e.n > 0 {
-				parts = append(parts, fmt.Sprintf("%s `%s` could not be evaluated on %d change event(s) (first at %s: %v)", k.key, k.code, k.e.n, where(k.e.at), k.e.err))
+				env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, d.Name, d.Name,
+					fmt.Sprintf("%s `%s` could not be evaluated on %d change event(s) (first at %s: %v); they were taken as %s. If they are not, make the expression hold for every value (e.g. test for nil first)", k.key, k.code, k.e.n, where(k.e.at), k.e.err, k.as),
+					map[string]any{"expression": k.key, "events": k.e.n}, "")
 			}
 		}
-		return nil, fmt.Errorf("%s; nothing of this batch was applied, since an event whose kind is unknown cannot be applied as either. Make the expression hold for every value (a NULL input makes it false already), or drop such events with an expectation on %s, then run again",
-			strings.Join(parts, "; "), d.Name)
 	}
 	if anyNull {
 		var parts []string
