@@ -8,7 +8,7 @@ import (
 )
 
 // SyntaxError is a query that DuckDB's parser refuses: its message and the byte offset in the
-// query it points at (-1 when it names none).
+// query it points at (-1 when it names none; DuckDB counts characters, converted here).
 type SyntaxError struct {
 	Message string
 	Offset  int
@@ -53,9 +53,25 @@ func syntax(db *sql.DB, query string) (SyntaxError, bool, error) {
 	if !res.Error || res.Type != "parser" {
 		return SyntaxError{}, true, nil
 	}
-	off, err := strconv.Atoi(res.Position)
-	if err != nil || off < 0 || off > len(query) {
-		off = -1
+	pos, err := strconv.Atoi(res.Position)
+	if err != nil || pos < 0 {
+		return SyntaxError{Message: res.Message, Offset: -1}, false, nil
 	}
-	return SyntaxError{Message: res.Message, Offset: off}, false, nil
+	return SyntaxError{Message: res.Message, Offset: byteOffset(query, pos)}, false, nil
+}
+
+// byteOffset returns the byte offset in s of its character (code point) at index chars, as
+// DuckDB's parser counts positions, or -1 past the end.
+func byteOffset(s string, chars int) int {
+	n := 0
+	for i := range s {
+		if n == chars {
+			return i
+		}
+		n++
+	}
+	if n == chars {
+		return len(s)
+	}
+	return -1
 }

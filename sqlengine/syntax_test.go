@@ -14,6 +14,7 @@ func TestSyntax(t *testing.T) {
 		"PIVOT a ON id USING sum(v)",
 		"WITH a AS (SELECT 1 AS x) SELECT x FROM a",
 		"SELECT count(*) FROM LIVE.orders GROUP BY ALL",
+		"SELECT 'ééé' AS s FROM x WHERE )",
 	}
 	got, err := Syntax(queries)
 	if err != nil {
@@ -22,6 +23,8 @@ func TestSyntax(t *testing.T) {
 	want := map[int]SyntaxError{
 		0: {Message: `syntax error at or near "SELEC"`, Offset: 0},
 		1: {Message: "syntax error at end of input", Offset: 37},
+		// DuckDB points at character 31, the ")"; each é is two bytes
+		6: {Message: `syntax error at or near ")"`, Offset: 34},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("errors %v, want %v", got, want)

@@ -20,7 +20,7 @@ func newDevCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p, err := load(args[0], confs)
+			p, err := loadChecked(args[0], confs)
 			if err != nil {
 				return err
 			}

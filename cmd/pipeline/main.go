@@ -43,7 +43,6 @@ func newRoot() *cobra.Command {
 // newRootProfiled builds the command tree and the profiles its --cpuprofile and --memprofile
 // flags fill; the caller stops them after Execute.
 func newRootProfiled() (*cobra.Command, *profiles) {
-	spec.SQLParser = parseSQL
 	prof := &profiles{}
 	root := &cobra.Command{
 		Use:           "pipeline",
@@ -61,9 +60,17 @@ func newRootProfiled() (*cobra.Command, *profiles) {
 	return root, prof
 }
 
-// parseSQL is spec.SQLParser: DuckDB's parser (sqlengine.Syntax), so that every spec the command
-// loads (run, validate, dev and schedule, on each edit too) reports SQL that does not parse at
-// its line and column, with its other problems.
+// loadChecked is load for the commands that run updates or check a spec (run, validate, dev,
+// schedule): the spec's SQL is parsed too (parseSQL), in this spec and in every one the command
+// loads after it (dev's edits). The commands that only read tables (show, events, ...) leave
+// the SQL alone: they neither need it valid nor pay for the parser.
+func loadChecked(path string, confs []string) (*spec.Pipeline, error) {
+	spec.SQLParser = parseSQL
+	return load(path, confs)
+}
+
+// parseSQL is spec.SQLParser: DuckDB's parser (sqlengine.Syntax), so that SQL that does not
+// parse is reported at its line and column, with the spec's other problems.
 func parseSQL(sqls []string) (map[int]spec.SQLSyntaxError, error) {
 	bad, err := sqlengine.Syntax(sqls)
 	if err != nil {

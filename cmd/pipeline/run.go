@@ -35,7 +35,7 @@ func newRunCmd() *cobra.Command {
 			if err := checkSelection(fullRefreshAll, fullRefresh, refresh); err != nil {
 				return err
 			}
-			p, err := load(args[0], confs)
+			p, err := loadChecked(args[0], confs)
 			if err != nil {
 				return err
 			}

@@ -18,7 +18,7 @@ func newScheduleCmd() *cobra.Command {
 		Short: "Run triggered updates on a cron schedule (default: the spec's `schedule`), never two at once, until stopped",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := load(args[0], confs)
+			p, err := loadChecked(args[0], confs)
 			if err != nil {
 				return err
 			}

@@ -19,7 +19,7 @@ func newValidateCmd() *cobra.Command {
 		Short:   "Check the spec and report every problem at once; reads and writes no data",
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := load(args[0], confs)
+			p, err := loadChecked(args[0], confs)
 			out := cmd.OutOrStdout()
 			if err != nil {
 				if asJSON {
