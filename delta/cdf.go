@@ -169,6 +169,19 @@ func readableAs(old, cur schema.Schema) bool {
 	return true
 }
 
+// FeedSchemaChangeError is the error of Changes over a range holding Version, the last version
+// that changed the columns so that the rows before it do not read with them; it wraps
+// ErrFeedSchemaChange.
+type FeedSchemaChangeError struct {
+	Version int64
+	msg     string
+}
+
+func (e *FeedSchemaChangeError) Error() string { return e.msg }
+
+// Unwrap returns ErrFeedSchemaChange.
+func (e *FeedSchemaChangeError) Unwrap() error { return ErrFeedSchemaChange }
+
 // feedBreakError is Changes's error for the range from..to, in which version at replaced the
 // columns old with cur.
 func (t *Table) feedBreakError(from, to, at int64, old, cur schema.Schema) error {
@@ -176,7 +189,7 @@ func (t *Table) feedBreakError(from, to, at int64, old, cur schema.Schema) error
 	if at == to {
 		after = fmt.Sprintf("the changes after it start at version %d", at+1)
 	}
-	return fmt.Errorf("delta: changes from version %d to %d of %s: version %d changed the columns from (%s) to (%s): %w; %s", from, to, t.Dir, at, old.DDL(), cur.DDL(), ErrFeedSchemaChange, after)
+	return &FeedSchemaChangeError{Version: at, msg: fmt.Sprintf("delta: changes from version %d to %d of %s: version %d changed the columns from (%s) to (%s): %v; %s", from, to, t.Dir, at, old.DDL(), cur.DDL(), ErrFeedSchemaChange, after)}
 }
 
 // fileChanges emits the change rows of a commit without cdc files (see Changes): per remove with
