@@ -465,6 +465,17 @@ func streamQuery(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error
 	}
 	if !fresh {
 		m.Idle = true
+		if snap != nil && before != nil && !sameKeys(before, ids) {
+			// The query's sources changed with nothing new to read (one dropped): the table
+			// records them, so that a source added later is not taken for a renamed one.
+			tx := t.Begin(snap)
+			tx.SetCommitInfo(map[string]any{streamSourcesKey: ids}, map[string]string{"numOutputRows": "0"})
+			v, err := tx.Commit("STREAMING UPDATE", map[string]any{"outputMode": "Append", "queryId": AppID(p, d.Name)})
+			if err != nil {
+				return m, err
+			}
+			m.Version = v
+		}
 		return m, nil
 	}
 	s, rows, err := runSQL(ctx, env, d, streams, 0)
@@ -558,6 +569,19 @@ func checkStreamSources(p *spec.Pipeline, d *spec.Dataset, snap *delta.Snapshot,
 	sort.Strings(gone)
 	return fmt.Errorf("dataset %s holds the rows it read from STREAM(%s), which its query no longer reads, and now streams %s, which it has not read: reading %s from the start would add rows it may hold already (a renamed source is read again whole); run %s to rebuild %s from its current sources",
 		d.Name, strings.Join(gone, "), STREAM("), streamList(unread), strings.Join(unread, ", "), RefreshHint(p, d.Name), d.Name)
+}
+
+// sameKeys says whether two maps have the same keys.
+func sameKeys(a, b map[string]any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // streamList names the STREAM sources xs ("STREAM(a)", "STREAM(a) and STREAM(b)").

@@ -364,7 +364,7 @@ datasets:
 func TestQueryStreamSourceRenamed(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	spec := func(bronze, query string) *spec.Pipeline {
+	specOf := func(bronze, query string) *spec.Pipeline {
 		return loadPipeline(t, dir, `name: renamed
 storage: ./storage
 datasets:
@@ -383,9 +383,9 @@ datasets:
 		}
 		write(t, filepath.Join(dir, f[0], "a.json"), []byte(f[1]+"\n"))
 	}
-	update(t, spec("raw", "SELECT id FROM STREAM(raw)"))
+	update(t, specOf("raw", "SELECT id FROM STREAM(raw)"))
 
-	p := spec("bronze", "SELECT id FROM STREAM(bronze)")
+	p := specOf("bronze", "SELECT id FROM STREAM(bronze)")
 	env := &Env{Pipeline: p, Events: &recorder{}}
 	for _, name := range []string{"bronze", "more"} {
 		if _, err := Run(context.Background(), env, p.Dataset(name)); err != nil {
@@ -399,7 +399,7 @@ datasets:
 	}
 	check(t, "silver after the refused update", sortedRows(t, p, "silver"), "1")
 
-	update(t, spec("raw", "SELECT id FROM STREAM(raw) UNION ALL SELECT id FROM STREAM(more)"))
+	update(t, specOf("raw", "SELECT id FROM STREAM(raw) UNION ALL SELECT id FROM STREAM(more)"))
 	check(t, "silver with a second source", sortedRows(t, p, "silver"), "1\n2")
 
 	// raw dropped, then a third source added in a later update: not a rename, not refused.
@@ -407,7 +407,7 @@ datasets:
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(dir, "more", "b.json"), []byte(`{"id": 3}`+"\n"))
-	update(t, spec("raw", "SELECT id FROM STREAM(more)"))
+	update(t, specOf("raw", "SELECT id FROM STREAM(more)"))
 	check(t, "silver with raw dropped", sortedRows(t, p, "silver"), "1\n2\n3")
 	write(t, filepath.Join(dir, "third", "c.json"), []byte(`{"id": 4}`+"\n"))
 	p = loadPipeline(t, dir, `name: renamed
@@ -425,6 +425,35 @@ datasets:
 `)
 	update(t, p)
 	check(t, "silver with a source added after one was dropped", sortedRows(t, p, "silver"), "1\n2\n3\n4")
+
+	// more dropped in an update with nothing new to read, then a fourth source added: the idle
+	// update recorded the sources, so the fourth is no rename of more.
+	withSources := func(query string) *spec.Pipeline {
+		return loadPipeline(t, dir, `name: renamed
+storage: ./storage
+datasets:
+  - name: more
+    source: {path: ./more, format: json, schema: "id BIGINT"}
+  - name: third
+    source: {path: ./third, format: json, schema: "id BIGINT"}
+  - name: fourth
+    source: {path: ./fourth, format: json, schema: "id BIGINT"}
+  - name: silver
+    type: streaming_table
+    query: `+query+`
+`)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "fourth"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p = withSources("SELECT id FROM STREAM(third)")
+	if m := update(t, p); !m["silver"].Idle {
+		t.Fatalf("silver with nothing new: %+v", m["silver"])
+	}
+	write(t, filepath.Join(dir, "fourth", "d.json"), []byte(`{"id": 5}`+"\n"))
+	p = withSources("SELECT id FROM STREAM(third) UNION ALL SELECT id FROM STREAM(fourth)")
+	update(t, p)
+	check(t, "silver with a source added after an idle drop", sortedRows(t, p, "silver"), "1\n2\n3\n4\n5")
 }
 
 // TestMaterializedViewQueryColumnsChange: a materialized view whose query's columns change (one
