@@ -105,9 +105,23 @@ func ApplySnapshots(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, er
 		if err := ctx.Err(); err != nil {
 			return f.m, err
 		}
-		if prev, err = f.apply(ps, prev); err != nil {
+		next, err := f.apply(ps, prev)
+		if inc := incomplete(err); inc != nil {
+			// A compressed snapshot file still being written: it and the snapshots named after
+			// it (applied in name order) wait for a later update, as a file still settling does.
+			f.env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, f.d.Name, f.d.Name,
+				fmt.Sprintf("%s; it and the snapshots after it are left for an update after it is complete (write files elsewhere and move them in once complete)", inc.Error()),
+				map[string]any{"file": inc.path}, "")
+			f.m.Unsettled++
+			if f.m.Version < 0 {
+				f.m.Idle = true
+			}
+			return f.m, nil
+		}
+		if err != nil {
 			return f.m, err
 		}
+		prev = next
 	}
 	return f.m, nil
 }
