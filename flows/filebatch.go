@@ -237,12 +237,6 @@ func (u *unreadFiles) list(env *Env, ckpt string, committed int64, path, flow, d
 	return changed, nil
 }
 
-// take returns the next files, at most n (n <= 0: all of them), and whether files are left for
-// a batch after. Each file is looked at again, as a listing made now would see it: one removed
-// since the listing is left out, and the others have their size and modification time of now,
-// which the batch's offsets record (a file completed after the update's listing is read whole;
-// recorded as the listing saw it, it would look changed after it was read). A file that cannot
-// be looked at keeps what the listing saw: reading it reports the error.
 // putBack returns the files of a batch that met the incomplete file inc (a compressed file still
 // being written: incompleteInput) to the front of the listing, all but inc itself, which this
 // update leaves unread (not recorded: a later update reads it once complete), with a WARN of
@@ -269,6 +263,12 @@ func incomplete(err error) *incompleteInput {
 	return nil
 }
 
+// take returns the next files, at most n (n <= 0: all of them), and whether files are left for
+// a batch after. Each file is looked at again, as a listing made now would see it: one removed
+// since the listing is left out, and the others have their size and modification time of now,
+// which the batch's offsets record (a file completed after the update's listing is read whole;
+// recorded as the listing saw it, it would look changed after it was read). A file that cannot
+// be looked at keeps what the listing saw: reading it reports the error.
 func (u *unreadFiles) take(n int) (files []inputFile, more bool) {
 	for len(u.files) > 0 && (n <= 0 || len(files) < n) {
 		f, err := u.files[0].restat()
