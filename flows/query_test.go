@@ -403,35 +403,17 @@ datasets:
 	check(t, "silver with a second source", sortedRows(t, p, "silver"), "1\n2")
 
 	// raw dropped, then a third source added in a later update: not a rename, not refused.
-	if err := os.MkdirAll(filepath.Join(dir, "third"), 0o755); err != nil {
-		t.Fatal(err)
+	for _, f := range []string{"third", "fourth"} {
+		if err := os.MkdirAll(filepath.Join(dir, f), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	write(t, filepath.Join(dir, "more", "b.json"), []byte(`{"id": 3}`+"\n"))
-	update(t, specOf("raw", "SELECT id FROM STREAM(more)"))
-	check(t, "silver with raw dropped", sortedRows(t, p, "silver"), "1\n2\n3")
-	write(t, filepath.Join(dir, "third", "c.json"), []byte(`{"id": 4}`+"\n"))
-	p = loadPipeline(t, dir, `name: renamed
-storage: ./storage
-datasets:
-  - name: raw
-    source: {path: ./landing, format: json, schema: "id BIGINT"}
-  - name: more
-    source: {path: ./more, format: json, schema: "id BIGINT"}
-  - name: third
-    source: {path: ./third, format: json, schema: "id BIGINT"}
-  - name: silver
-    type: streaming_table
-    query: SELECT id FROM STREAM(more) UNION ALL SELECT id FROM STREAM(third)
-`)
-	update(t, p)
-	check(t, "silver with a source added after one was dropped", sortedRows(t, p, "silver"), "1\n2\n3\n4")
-
-	// more dropped in an update with nothing new to read, then a fourth source added: the idle
-	// update recorded the sources, so the fourth is no rename of more.
 	withSources := func(query string) *spec.Pipeline {
 		return loadPipeline(t, dir, `name: renamed
 storage: ./storage
 datasets:
+  - name: raw
+    source: {path: ./landing, format: json, schema: "id BIGINT"}
   - name: more
     source: {path: ./more, format: json, schema: "id BIGINT"}
   - name: third
@@ -443,9 +425,16 @@ datasets:
     query: `+query+`
 `)
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "fourth"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	write(t, filepath.Join(dir, "more", "b.json"), []byte(`{"id": 3}`+"\n"))
+	update(t, specOf("raw", "SELECT id FROM STREAM(more)"))
+	check(t, "silver with raw dropped", sortedRows(t, p, "silver"), "1\n2\n3")
+	write(t, filepath.Join(dir, "third", "c.json"), []byte(`{"id": 4}`+"\n"))
+	p = withSources("SELECT id FROM STREAM(more) UNION ALL SELECT id FROM STREAM(third)")
+	update(t, p)
+	check(t, "silver with a source added after one was dropped", sortedRows(t, p, "silver"), "1\n2\n3\n4")
+
+	// more dropped in an update with nothing new to read, then a fourth source added: the idle
+	// update recorded the sources, so the fourth is no rename of more.
 	p = withSources("SELECT id FROM STREAM(third)")
 	if m := update(t, p); !m["silver"].Idle {
 		t.Fatalf("silver with nothing new: %+v", m["silver"])
