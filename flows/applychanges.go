@@ -220,12 +220,6 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 		return nil, fmt.Errorf("the source table %s was re-created (a full refresh) since %s last read it; run %s to rebuild %s from it", ac.Source, d.Name, RefreshHint(p, d.Name), d.Name)
 	}
 	var todo []inputFile
-	// The view's columns before this batch's new ones: a batch run again (an incomplete file)
-	// evolves from them again.
-	var schemaBefore, sourceBefore schema.Schema
-	if srcDS.Source != nil {
-		schemaBefore, sourceBefore = srcDS.Schema, srcDS.Source.Schema
-	}
 	if srcDS.FileView() {
 		if b.view, todo, err = planViewBatch(env, d, srcDS, max(last, 0), first, unread, m); err != nil {
 			return nil, err
@@ -581,8 +575,9 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			if inc := incomplete(err); inc != nil {
 				// A compressed file still being written: the batch, which applied nothing, runs
 				// again without it, and a later update reads it once complete.
+				// (A view's columns are declared: its schema never evolves, so there is none
+				// to undo, and flows over one view run side by side on it.)
 				unread.putBack(env, d.Name, srcDS.Name, todo, inc)
-				srcDS.Schema, srcDS.Source.Schema = schemaBefore, sourceBefore
 				*m = Metrics{Version: -1, Idle: true, more: true, ChangedFiles: m.ChangedFiles, Unsettled: m.Unsettled}
 				return nil, nil
 			}

@@ -470,11 +470,9 @@ func streamQuery(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error
 			// records them, so that a source added later is not taken for a renamed one.
 			tx := t.Begin(snap)
 			tx.SetCommitInfo(map[string]any{streamSourcesKey: ids}, map[string]string{"numOutputRows": "0"})
-			v, err := tx.Commit("STREAMING UPDATE", map[string]any{"outputMode": "Append", "queryId": AppID(p, d.Name)})
-			if err != nil {
+			if _, err := tx.Commit("STREAMING UPDATE", map[string]any{"outputMode": "Append", "queryId": AppID(p, d.Name)}); err != nil {
 				return m, err
 			}
-			m.Version = v
 		}
 		return m, nil
 	}

@@ -105,6 +105,7 @@ func ApplySnapshots(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, er
 		if err := ctx.Err(); err != nil {
 			return f.m, err
 		}
+		badBefore := f.m.BadRecords
 		next, err := f.apply(ps, prev)
 		if inc := incomplete(err); inc != nil {
 			// A compressed snapshot file still being written: it and the snapshots named after
@@ -112,7 +113,9 @@ func ApplySnapshots(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, er
 			f.env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, f.d.Name, f.d.Name,
 				fmt.Sprintf("%s; it and the snapshots after it are left for an update after it is complete (write files elsewhere and move them in once complete)", inc.Error()),
 				map[string]any{"file": inc.path}, "")
-			f.m.Unsettled++
+			// Not Unsettled, which has continuous and dev mode run the flow again within a
+			// second: the next poll or change of input looks at the file again.
+			f.m.BadRecords = badBefore // the lines it read count when it is applied
 			if f.m.Version < 0 {
 				f.m.Idle = true
 			}
