@@ -33,7 +33,8 @@ type viewBatch struct {
 	off   *offsets
 	files []inputFile // the files read, in the order of off.Files
 	more  bool
-	bad   *badRecords // what the view's mode did with the lines that do not fit its schema
+	bad   *badRecords     // what the view's mode did with the lines that do not fit its schema
+	said  map[string]bool // the WARNs said in this update (unreadFiles.saidWarnings)
 }
 
 // viewSourceIDPrefix starts the source identity (commitInfo sourceKey) of a target fed by a view
@@ -66,7 +67,7 @@ func planViewBatch(env *Env, d, view *spec.Dataset, committed int64, warn bool, 
 		}
 		m.ChangedFiles, m.Unsettled = m.ChangedFiles+changed, unread.unsettled
 	}
-	vb := &viewBatch{ckpt: ckpt, off: &offsets{Batch: committed + 1, Base: unread.base}}
+	vb := &viewBatch{ckpt: ckpt, off: &offsets{Batch: committed + 1, Base: unread.base}, said: unread.saidWarnings()}
 	todo, more := unread.take(view.Source.MaxFilesPerTrigger)
 	if len(todo) == 0 {
 		return nil, nil, nil
@@ -99,7 +100,7 @@ func (vb *viewBatch) locate(o origin) string {
 func readViewFiles(ctx context.Context, env *Env, d, view *spec.Dataset, b *changeBatch, m *Metrics, todo []inputFile, groupRows int, consume func(rows [][]any, done func()) error) ([][]any, error) {
 	perGroup := groupRows > 0
 	src := view.Source
-	bad := &badRecords{env: env, flow: d.Name, dataset: view.Name, src: src}
+	bad := &badRecords{env: env, flow: d.Name, dataset: view.Name, src: src, said: b.view.said}
 	b.view.bad = bad
 	defer func() { m.BadRecords = bad.count }()
 	var pool *blockPool

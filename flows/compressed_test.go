@@ -356,3 +356,23 @@ func TestIngestIncompleteMultilineArray(t *testing.T) {
 		wantRows(t, p, "1 null", "2 null")
 	}
 }
+
+// TestIngestIncompleteWarnsOnce: the batch run again without an incomplete file says the WARNs of
+// the files before it once in the update, not once for each attempt.
+func TestIngestIncompleteWarnsOnce(t *testing.T) {
+	t.Parallel()
+	p, landing := newIngest(t, "permissive", "")
+	write(t, filepath.Join(landing, "a.json"), []byte(`{"id": 1}`+"\n"+`{"id": "x"}`+"\n"))
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write([]byte(`{"id": 2}` + "\n"))
+	zw.Flush()
+	write(t, filepath.Join(landing, "b.json.gz"), b.Bytes())
+	m, rec, err := ingest(t, p)
+	if err != nil || m.Files != 1 || m.BadRecords != 1 {
+		t.Fatalf("%+v, err %v", m, err)
+	}
+	if n := strings.Count(rec.all(), "a.json:2: column id:"); n != 1 {
+		t.Errorf("the bad value of a.json:2 is said %d times, want once:\n%s", n, rec.all())
+	}
+}

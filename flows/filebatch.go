@@ -45,6 +45,9 @@ type badRecords struct {
 	reported      int64
 	// fileWarnings counts the files warnFile was told about.
 	fileWarnings int
+	// said, when not nil, holds the WARN messages said already in this update: a batch run again
+	// without an incomplete file (unreadFiles.putBack) says those of the files before it once.
+	said map[string]bool
 	// malformed holds, for the first maxWarnEvents lines that did not parse and were kept as rows
 	// of NULLs, the reason, by "file:line": an error about such a row then says why it is empty.
 	malformed map[string]string
@@ -74,7 +77,7 @@ func (r *badRecords) take(file string, lineNo int64, parsed bool, bad []badValue
 			if bad[0].RestOfFile {
 				msg = fmt.Sprintf("%s: %s; the rows before this line are kept and the rest of the file is dropped (mode: dropmalformed). %s", where, bad[0].Reason, restOfFileFix)
 			}
-			r.env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, r.flow, r.dataset, msg, map[string]any{"file": file, "line": lineNo}, "")
+			r.emit(msg, map[string]any{"file": file, "line": lineNo})
 			r.warned++
 			r.reported += int64(len(bad))
 		}
@@ -102,7 +105,7 @@ func (r *badRecords) take(file string, lineNo int64, parsed bool, bad []badValue
 			if r.src.RescuedDataColumn != "" && !b.RestOfFile {
 				msg += " and the original is in " + r.src.RescuedDataColumn
 			}
-			r.env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, r.flow, r.dataset, msg, map[string]any{"file": file, "line": lineNo, "column": b.Column}, "")
+			r.emit(msg, map[string]any{"file": file, "line": lineNo, "column": b.Column})
 		}
 		r.warned++
 		r.reported += int64(len(bad))
@@ -127,11 +130,22 @@ func damagedRow(src *spec.Source, filePath string, dmg *damagedInput) []any {
 	return row
 }
 
+// emit says a WARN of the flow about the dataset, unless this update said it already (said).
+func (r *badRecords) emit(msg string, details map[string]any) {
+	if r.said != nil {
+		if r.said[msg] {
+			return
+		}
+		r.said[msg] = true
+	}
+	r.env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, r.flow, r.dataset, msg, details, "")
+}
+
 // warnFile reports what is wrong with a file as a whole though it is read on (eachRow's warn): a
 // WARN event of flow, for the first maxWarnEvents files of a batch; finish counts the others.
 func (r *badRecords) warnFile(file, msg string) {
 	if r.fileWarnings < maxWarnEvents {
-		r.env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, r.flow, r.dataset, msg, map[string]any{"file": file}, "")
+		r.emit(msg, map[string]any{"file": file})
 	}
 	r.fileWarnings++
 }
@@ -200,6 +214,16 @@ type unreadFiles struct {
 	base      string      // the folder the files' relative paths start from
 	files     []inputFile // not yet taken, in name order
 	unsettled int         // files the listing left for a later update (Env.Settle)
+	// said holds the WARNs about bad lines and files said in this update (badRecords.said).
+	said map[string]bool
+}
+
+// saidWarnings returns the set of the WARNs said in this update (badRecords.said).
+func (u *unreadFiles) saidWarnings() map[string]bool {
+	if u.said == nil {
+		u.said = map[string]bool{}
+	}
+	return u.said
 }
 
 // list lists the source at path and keeps its files that the batches 1..committed recorded in

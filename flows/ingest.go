@@ -387,7 +387,7 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 	// The line numbers are boxed in a slab: an int64 put in an interface allocates each.
 	lineNos := newBoxSlab(4096, 0)
 	width := len(d.Schema.Fields)
-	bad := &badRecords{env: env, flow: d.Name, dataset: d.Name, src: src}
+	bad := &badRecords{env: env, flow: d.Name, dataset: d.Name, src: src, said: unread.saidWarnings()}
 	fw, err := newFileWriter(table, meta)
 	if err != nil {
 		return m, err
