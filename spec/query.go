@@ -553,11 +553,11 @@ type SQLSyntaxError struct {
 }
 
 // SQLParser, when set, parses the SQL of the query datasets of every spec Load reads, by their
-// index in sqls, and returns those that do not parse (or an error when it cannot run): each is
-// a spec error at its line and column, reported with the others. The pipeline command sets it
-// to DuckDB's parser (sqlengine.Syntax), so that this package does not link DuckDB; nil checks
-// nothing.
-var SQLParser func(sqls []string) (map[int]SQLSyntaxError, error)
+// index in sqls (dir: the spec's folder, Pipeline.Dir), and returns those that do not parse (or
+// an error when it cannot run): each is a spec error at its line and column, reported with the
+// others. The pipeline command sets it to DuckDB's parser (sqlengine.Syntax), so that this
+// package does not link DuckDB; nil checks nothing.
+var SQLParser func(dir string, sqls []string) (map[int]SQLSyntaxError, error)
 
 // querySyntax reports the queries that SQLParser refuses, where the parser points.
 func (v *validation) querySyntax(infos []*datasetInfo) {
@@ -574,7 +574,7 @@ func (v *validation) querySyntax(infos []*datasetInfo) {
 	if len(sqls) == 0 {
 		return
 	}
-	bad, err := SQLParser(sqls)
+	bad, err := SQLParser(v.d.dir, sqls)
 	if err != nil {
 		v.d.add(Pos{File: v.d.file}, "", "", "the SQL of the queries could not be checked: %v", err)
 		return

@@ -60,8 +60,12 @@ func queryError(err error) error {
 	return fmt.Errorf("sqlengine: %w", err)
 }
 
-// Open starts an in-memory DuckDB database; its connections are set up as OpenDB's.
+// Open starts an in-memory DuckDB database; its connections are set up as OpenDB's. The
+// instance that Syntax opened for dir, when one is kept, is taken instead of a new one.
 func Open(dir string) (*Engine, error) {
+	if db := takeWarm(dir); db != nil {
+		return &Engine{db: db}, nil
+	}
 	db, err := OpenDB(dir)
 	if err != nil {
 		return nil, err

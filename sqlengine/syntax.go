@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 )
 
 // SyntaxError is a query that DuckDB's parser refuses: its message and the byte offset in the
@@ -17,13 +18,19 @@ type SyntaxError struct {
 // Syntax parses each query with DuckDB's parser alone, as json_serialize_sql does (no table,
 // column or function is looked up, so the datasets a query reads need not exist), and returns
 // the parse errors by the query's index in queries. A statement the parser reads but cannot
-// serialize (PIVOT, for one) counts as parsed. The error is one of opening DuckDB.
-func Syntax(queries []string) (map[int]SyntaxError, error) {
-	db, err := OpenDB("")
-	if err != nil {
-		return nil, err
+// serialize (PIVOT, for one) counts as parsed. The error is one of opening DuckDB. dir is the
+// folder the queries' files resolve against (Open's): the DuckDB instance opened to parse is
+// kept for the next Open of dir, so that a run that checks its SQL, then runs a query, opens
+// one instance, not two (about 7 ms each).
+func Syntax(dir string, queries []string) (map[int]SyntaxError, error) {
+	db := takeWarm(dir)
+	if db == nil {
+		var err error
+		if db, err = OpenDB(dir); err != nil {
+			return nil, err
+		}
 	}
-	defer db.Close()
+	defer putWarm(dir, db)
 	out := map[int]SyntaxError{}
 	for i, q := range queries {
 		if se, ok, err := syntax(db, q); err != nil {
@@ -74,4 +81,34 @@ func byteOffset(s string, chars int) int {
 		return len(s)
 	}
 	return -1
+}
+
+// warm is a DuckDB instance that Syntax opened and no Engine has taken yet (at most one).
+var warm struct {
+	sync.Mutex
+	dir string
+	db  *sql.DB
+}
+
+// takeWarm returns the warm instance opened for dir, which the caller then owns, or nil.
+func takeWarm(dir string) *sql.DB {
+	warm.Lock()
+	defer warm.Unlock()
+	if warm.db == nil || warm.dir != dir {
+		return nil
+	}
+	db := warm.db
+	warm.db = nil
+	return db
+}
+
+// putWarm keeps db, opened for dir, for the next takeWarm of dir; an instance kept before is
+// closed.
+func putWarm(dir string, db *sql.DB) {
+	warm.Lock()
+	defer warm.Unlock()
+	if warm.db != nil {
+		warm.db.Close()
+	}
+	warm.dir, warm.db = dir, db
 }

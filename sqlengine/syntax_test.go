@@ -16,7 +16,7 @@ func TestSyntax(t *testing.T) {
 		"SELECT count(*) FROM LIVE.orders GROUP BY ALL",
 		"SELECT 'ééé' AS s FROM x WHERE )",
 	}
-	got, err := Syntax(queries)
+	got, err := Syntax("", queries)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,8 +71,8 @@ func loadChecked(path string, confs []string) (*spec.Pipeline, error) {
 
 // parseSQL is spec.SQLParser: DuckDB's parser (sqlengine.Syntax), so that SQL that does not
 // parse is reported at its line and column, with the spec's other problems.
-func parseSQL(sqls []string) (map[int]spec.SQLSyntaxError, error) {
-	bad, err := sqlengine.Syntax(sqls)
+func parseSQL(dir string, sqls []string) (map[int]spec.SQLSyntaxError, error) {
+	bad, err := sqlengine.Syntax(dir, sqls)
 	if err != nil {
 		return nil, err
 	}
