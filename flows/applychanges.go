@@ -505,9 +505,11 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			}
 		}
 	}
-	if b.view == nil && dataAdds == 0 {
+	if b.view == nil && dataAdds == 0 && latest-last < recordEmptyVersions {
 		// The new versions add no rows (the source table's creation, a change of its schema,
 		// an OPTIMIZE): nothing to apply, and nothing to commit; a later batch reads past them.
+		// Once they are many, the batch commits its progress over them, so that every update
+		// does not read them again.
 		m.Idle = true
 		return nil, nil
 	}
@@ -681,6 +683,11 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	}
 	return b, nil
 }
+
+// recordEmptyVersions is how many source versions that add no rows an APPLY CHANGES flow leaves
+// unrecorded (IDLE, no commit) before a batch commits its progress over them (a variable for
+// tests).
+var recordEmptyVersions int64 = 100
 
 // evalError counts the change events on which an apply_as_deletes or apply_as_truncates
 // expression failed (not NULL inputs, which make it false: a conversion of a value it cannot

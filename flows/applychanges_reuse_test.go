@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"tributary/delta"
 )
 
 const reuseSpec = `name: reuse
@@ -418,5 +420,56 @@ datasets:
 	slices.Sort(ids)
 	if !slices.Equal(ids, []int64{2, 3, 4}) {
 		t.Errorf("target ids %v, want [2 3 4] (1 deleted; the NULL flag and the two that could not be evaluated upserts)", ids)
+	}
+}
+
+// TestApplyChangesEmptyVersions: source versions that add no rows leave the target IDLE with no
+// commit, until they are recordEmptyVersions: then a batch records the progress over them, so
+// that every update does not read them again.
+func TestApplyChangesEmptyVersions(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, `name: empty
+storage: ./storage
+datasets:
+  - name: changes
+    source: {path: ./landing, format: json, schema: "id BIGINT, seq BIGINT"}
+  - name: target
+    apply_changes: {source: changes, keys: [id], sequence_by: seq}
+`)
+	write(t, filepath.Join(dir, "landing", "a.json"), []byte(`{"id": 1, "seq": 1}`+"\n"))
+	env := &Env{Pipeline: p, Events: nopEvents{}}
+	if _, err := Ingest(context.Background(), env, p.Dataset("changes")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ApplyChanges(context.Background(), env, p.Dataset("target")); err != nil {
+		t.Fatal(err)
+	}
+	source := delta.New(TableDir(p.Storage, "changes"))
+	empty := func(n int64) {
+		for range n {
+			snap, err := source.Snapshot(-1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := source.Begin(snap).Commit("SET TBLPROPERTIES", nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	before, _ := readTable(t, p, "target")
+	empty(recordEmptyVersions - 1)
+	m, err := ApplyChanges(context.Background(), env, p.Dataset("target"))
+	if after, _ := readTable(t, p, "target"); err != nil || !m.Idle || after.Version != before.Version {
+		t.Fatalf("%d empty versions: idle %v, target version %d → %d, err %v; want IDLE and no commit", recordEmptyVersions-1, m.Idle, before.Version, after.Version, err)
+	}
+	empty(1)
+	if _, err := ApplyChanges(context.Background(), env, p.Dataset("target")); err != nil {
+		t.Fatal(err)
+	}
+	after, rows := readTable(t, p, "target")
+	latest, _ := source.LatestVersion()
+	if after.AppTxns[AppID(p, "target")] != latest || len(rows) != 1 {
+		t.Errorf("after %d empty versions: progress %d, want %d (recorded), %d rows", recordEmptyVersions, after.AppTxns[AppID(p, "target")], latest, len(rows))
 	}
 }
