@@ -52,16 +52,7 @@ func TestContinuousPolling(t *testing.T) {
 		t.Fatalf("a batch %v ran without new input", b)
 	default:
 	}
-	// Landed whole (written, then renamed in): with no settle time, a poll could find the
-	// file created but not yet written.
-	f := filepath.Join(filepath.Dir(p.File), "landing", "2.json")
-	tmp := filepath.Join(filepath.Dir(f), ".2.json.tmp") // hidden: not listed
-	if err := os.WriteFile(tmp, []byte(`{"op": "I", "id": 2, "seq": 2}`+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, f); err != nil {
-		t.Fatal(err)
-	}
+	landWhole(t, p, "2.json", `{"op": "I", "id": 2, "seq": 2}`)
 	if b := next(); !slices.Equal(b, []string{"changes", "items"}) {
 		t.Errorf("batch after a new file %v", b)
 	}
@@ -252,14 +243,7 @@ func TestContinuousNoticesOnce(t *testing.T) {
 		done <- err
 	}()
 	<-batches
-	f := filepath.Join(filepath.Dir(p.File), "landing", "2.json")
-	tmp := filepath.Join(filepath.Dir(f), ".2.json.tmp")
-	if err := os.WriteFile(tmp, []byte(`{"op": "I", "id": 2, "seq": 2}`+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, f); err != nil {
-		t.Fatal(err)
-	}
+	landWhole(t, p, "2.json", `{"op": "I", "id": 2, "seq": 2}`)
 	select {
 	case <-batches:
 	case <-time.After(20 * time.Second):
@@ -271,5 +255,20 @@ func TestContinuousNoticesOnce(t *testing.T) {
 	}
 	if n := strings.Count(out.String(), "no dataset of its spec writes any more (renamed or removed): old_items"); n != 1 {
 		t.Errorf("the orphan table is named %d times, want once:\n%s", n, out.String())
+	}
+}
+
+// landWhole lands a file of one line in p's landing folder whole: written under a hidden name
+// (not listed), then renamed in, so that a poll with no settle time never finds it created but
+// not yet written.
+func landWhole(t *testing.T, p *spec.Pipeline, name, line string) {
+	t.Helper()
+	f := filepath.Join(filepath.Dir(p.File), "landing", name)
+	tmp := filepath.Join(filepath.Dir(f), "."+name+".tmp")
+	if err := os.WriteFile(tmp, []byte(line+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, f); err != nil {
+		t.Fatal(err)
 	}
 }
