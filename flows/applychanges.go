@@ -409,7 +409,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			if truncProg != nil {
 				var err error
 				if isTrunc, err = truncProg.Eval(r); err != nil {
-					evalErrs.add(&evalErrs.trunc, err, originOf(r, i))
+					evalErrs.trunc.add(err, originOf(r, i))
 				}
 			}
 			for j := range nk + ns {
@@ -442,7 +442,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			if delProg != nil {
 				var err error
 				if ev.delete, err = delProg.Eval(r); err != nil {
-					evalErrs.add(&evalErrs.del, err, originOf(r, i))
+					evalErrs.del.add(err, originOf(r, i))
 				}
 			}
 			evs = append(evs, ev)
@@ -618,15 +618,16 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 		}
 		b.reduced = &red
 	}
+	// where names the input file and line (or source version and row) of an event's origin.
+	where := func(o origin) string {
+		if b.view != nil {
+			return b.view.locate(o)
+		}
+		return locate(p, ac.Source, commits[o.version], o)
+	}
 	if evalErrs.del.n+evalErrs.trunc.n > 0 {
 		// Said, not failed: an expression that reads into a nested value errs on a NULL inside
 		// it (a struct field, a map key that is not there), which is no delete.
-		where := func(o origin) string {
-			if b.view != nil {
-				return b.view.locate(o)
-			}
-			return locate(p, ac.Source, commits[o.version], o)
-		}
 		for _, k := range []struct {
 			key, code, as string
 			e             *evalError
@@ -654,12 +655,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			if j >= len(ac.Keys) {
 				kind = "sequence_by column"
 			}
-			at := ""
-			if b.view != nil {
-				at = b.view.locate(nullAt[j])
-			} else {
-				at = locate(p, ac.Source, commits[nullAt[j].version], nullAt[j])
-			}
+			at := where(nullAt[j])
 			if nullEmpty[j] {
 				place := at
 				if !explained[place] {
@@ -701,8 +697,8 @@ type evalError struct {
 // kindErrors are the evalErrors of a batch's apply_as_deletes and apply_as_truncates.
 type kindErrors struct{ del, trunc evalError }
 
-// add counts one failed evaluation in e.
-func (k *kindErrors) add(e *evalError, err error, at origin) {
+// add counts one failed evaluation, at origin at with error err.
+func (e *evalError) add(err error, at origin) {
 	if e.n == 0 {
 		e.at, e.err = at, err
 	}
@@ -714,7 +710,7 @@ func (k *kindErrors) add(e *evalError, err error, at origin) {
 // rescued data and the file metadata): the row that a line that does not parse becomes under
 // mode: permissive (semantics.md "Ingestion").
 func emptyRow(r []any, srcSch schema.Schema, src *spec.Source) bool {
-	if src == nil || !slices.Contains([]string{"json", spec.FormatCSV, spec.FormatParquet, spec.FormatDebezium}, src.Format) {
+	if src == nil || !src.ReadsFiles() {
 		return false // not read from files: its rows come whole
 	}
 	for c, f := range srcSch.Fields {

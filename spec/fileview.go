@@ -13,12 +13,18 @@ func (d *Dataset) FileView() bool {
 	return d != nil && d.Type == View && d.Source != nil
 }
 
+// ReadsFiles reports whether s reads a folder's files one by one, each file and line a place of
+// its own: format json (the default), csv, parquet or debezium; not a table, delta or postgres.
+func (s *Source) ReadsFiles() bool {
+	return s.Table == "" && (s.Format == "" || slices.Contains(viewFormats, s.Format))
+}
+
 // fileView checks a `type: view` dataset fed by `source:`: a file format, a declared schema, and
 // nothing that needs a table of its own.
 func (d *decoder) fileView(in *datasetInfo, typeEntry *entry) {
 	ds, src := in.ds, in.ds.Source
 	at, path := resolve(typeEntry.val), typeEntry.path
-	if src.Table != "" || (src.Format != "" && !slices.Contains(viewFormats, src.Format)) {
+	if !src.ReadsFiles() {
 		what := "format " + src.Format
 		if src.Table != "" {
 			what = "a table (`table:`)"
