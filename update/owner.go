@@ -38,29 +38,13 @@ func checkOwners(p *spec.Pipeline, refreshed func(name string) bool) error {
 		}
 		var names []string
 		ours := false
-		owner := func(id string) {
-			// "tributary:<pipeline>:<dataset>", with ":<source>" for a streaming query's source.
-			rest, ok := strings.CutPrefix(id, flows.AppIDPrefix)
-			parts := strings.SplitN(rest, ":", 3)
-			if !ok || len(parts) < 2 || parts[1] != d.Name {
-				return
-			}
-			if parts[0] == p.Name {
+		for _, w := range writers(delta.New(flows.TableDir(p.Storage, d.Name)), snap) {
+			switch {
+			case w[1] != d.Name:
+			case w[0] == p.Name:
 				ours = true
-			} else {
-				names = append(names, parts[0])
-			}
-		}
-		for id := range snap.AppTxns {
-			owner(id)
-		}
-		if len(snap.AppTxns) == 0 && snap.Version >= 0 {
-			// A table without progress (a materialized view) names its writer in its last
-			// commit (queryId).
-			if c, err := delta.New(flows.TableDir(p.Storage, d.Name)).ReadCommit(snap.Version); err == nil {
-				if id, ok := c.Info.OperationParameters["queryId"].(string); ok {
-					owner(id)
-				}
+			default:
+				names = append(names, w[0])
 			}
 		}
 		if ours || len(names) == 0 {
@@ -152,23 +136,37 @@ func orphanTables(p *spec.Pipeline) []string {
 		if err != nil {
 			continue
 		}
-		ids := slices.Collect(maps.Keys(snap.AppTxns))
-		if c, err := t.ReadCommit(snap.Version); err == nil {
-			if id, ok := c.Info.OperationParameters["queryId"].(string); ok {
-				ids = append(ids, id)
-			}
-		}
-		for _, id := range ids {
-			// "tributary:<pipeline>:<dataset>[:<source>]"; a quarantine table's is its dataset's.
-			rest, _ := strings.CutPrefix(id, flows.AppIDPrefix)
-			parts := strings.SplitN(rest, ":", 3)
-			if strings.HasPrefix(id, flows.AppIDPrefix) && len(parts) >= 2 && parts[0] == p.Name &&
-				(parts[1] == name || parts[1]+spec.QuarantineSuffix == name) {
+		for _, w := range writers(t, snap) {
+			// A quarantine table's writer is its dataset's flow.
+			if w[0] == p.Name && (w[1] == name || w[1]+spec.QuarantineSuffix == name) {
 				out = append(out, name)
 				break
 			}
 		}
 	}
 	slices.Sort(out)
+	return out
+}
+
+// writers returns the flows that wrote table t (at snap), as [pipeline, dataset] pairs, from the
+// ids its progress is kept under ("tributary:<pipeline>:<dataset>", with ":<source>" for a
+// streaming query's source: flows.AppID) and, for a table without progress (a materialized
+// view), the queryId its last commit names. Ids of other writers are left out.
+func writers(t *delta.Table, snap *delta.Snapshot) [][2]string {
+	ids := slices.Collect(maps.Keys(snap.AppTxns))
+	if len(ids) == 0 && snap.Version >= 0 {
+		if c, err := t.ReadCommit(snap.Version); err == nil {
+			if id, ok := c.Info.OperationParameters["queryId"].(string); ok {
+				ids = append(ids, id)
+			}
+		}
+	}
+	var out [][2]string
+	for _, id := range ids {
+		rest, ok := strings.CutPrefix(id, flows.AppIDPrefix)
+		if parts := strings.SplitN(rest, ":", 3); ok && len(parts) >= 2 {
+			out = append(out, [2]string{parts[0], parts[1]})
+		}
+	}
 	return out
 }
