@@ -139,13 +139,16 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 		var kept int64
 		var quality expectations.Quality
 		var failed *expectations.FailError
+		var checkOnly *expectations.Set // the rules, once a chunk has failed
 		err = pgSnapshot(ctx, conn, res.SnapshotName, qualified, tbl, func(rows [][]any) error {
 			if failed != nil {
-				set, err := expectationSet(d, d.Schema)
-				if err != nil {
-					return err
+				if checkOnly == nil {
+					var err error
+					if checkOnly, err = expectationSet(d, d.Schema); err != nil {
+						return err
+					}
 				}
-				_, q, _ := set.Check(rows)
+				_, q, _ := checkOnly.Check(rows)
 				quality.Add(q)
 				return nil
 			}
