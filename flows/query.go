@@ -225,11 +225,11 @@ func checkResult(d *spec.Dataset, s schema.Schema, rows [][]any, m *Metrics) ([]
 }
 
 // streamColumns returns the schema a streaming table takes for a query result of columns result,
-// and where each of its columns lies in a result row: the table's
-// columns unchanged (nil order: the result's columns are the table's, in order); or, when the
-// result keeps every column of the table with its type and adds others (its source gained a
-// column, schema_evolution_mode: addNewColumns), the table's columns and then the new ones, as
-// a Delta Live Tables streaming table takes an additive schema change. A column dropped or
+// and where each of its columns lies in a result row: the table's columns unchanged (nil order:
+// the result's columns are the table's, in order); or, when the result keeps every column of the
+// table with its type and adds others (its source gained a column, schema_evolution_mode:
+// addNewColumns), the table's columns and then the new ones, as a Delta Live Tables streaming
+// table takes an additive schema change. A column dropped or
 // retyped is an error wrapping ErrSchemaChanged that names the full refresh to run.
 func streamColumns(p *spec.Pipeline, d *spec.Dataset, table, result schema.Schema) (schema.Schema, []int, error) {
 	if table.Equal(result) {
