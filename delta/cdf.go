@@ -177,6 +177,8 @@ type FeedSchemaChangeError struct {
 	msg     string
 }
 
+// Error names the range, the version, its columns before and after, and where the readable
+// changes start.
 func (e *FeedSchemaChangeError) Error() string { return e.msg }
 
 // Unwrap returns ErrFeedSchemaChange.
