@@ -1,11 +1,14 @@
 package flows
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +21,7 @@ import (
 	"tributary/delta"
 	"tributary/expectations"
 	"tributary/internal/fault"
+	"tributary/schema"
 	"tributary/spec"
 )
 
@@ -482,7 +486,7 @@ func (w *pgWriter) commit(ctx context.Context, rows [][]any, lsn pglogrepl.LSN, 
 // and the expectations' counts.
 func (w *pgWriter) write(rows [][]any) (adds []delta.Add, kept int64, q expectations.Quality, err error) {
 	if need := w.tbl.needsLookup(rows); len(need) > 0 {
-		stored, err := w.storedRows(need)
+		stored, err := w.storedRows(need, rows)
 		if err != nil {
 			return nil, 0, q, err
 		}
@@ -536,30 +540,150 @@ func (w *pgWriter) commitFiles(ctx context.Context, adds []delta.Add, kept int64
 }
 
 // storedRows returns the latest stored row image (by _lsn; snapshot rows first; deletes left
-// out) of each key in need.
-func (w *pgWriter) storedRows(need map[string]bool) (map[string][]any, error) {
-	rows, err := w.table.Rows(w.snap)
-	if err != nil {
-		return nil, err
+// out) of each key in need, from the bronze table's data files. rows is the batch that needs
+// them: it gives the keys' typed values, by which files whose key bounds (stats minValues and
+// maxValues) leave a key out are not read. The files that may hold a needed key are read one at a
+// time, newest _lsn first (lookupFiles), and the lookup stops once every key has an image newer
+// than anything the files left could hold: an update of a row written long ago reads back to
+// its file, not the whole table, and memory holds one row group and the images found.
+func (w *pgWriter) storedRows(need map[string]bool, rows [][]any) (map[string][]any, error) {
+	type found struct {
+		row  []any
+		lsn  int64
+		file int
 	}
-	out := map[string][]any{}
-	at := map[string]int64{}
-	for _, r := range rows {
-		k := w.tbl.keyText(r)
-		if !need[k] {
-			continue
+	at := map[string]found{}
+	files, keys := lookupFiles(w.snap, w.tbl, need, rows)
+	var keySet map[any]bool // the needed keys' values, to pass over other rows without keyText
+	if keys != nil {
+		keySet = make(map[any]bool, len(keys))
+		for _, k := range keys {
+			keySet[k] = true
 		}
-		lsn, _ := r[w.tbl.data+1].(int64)
-		if op, _ := r[w.tbl.data].(string); op == "d" || op == "t" {
-			continue // a delete's image has the key only
+	}
+	for _, f := range files {
+		if len(at) == len(need) {
+			done := true
+			for _, x := range at {
+				if x.lsn <= f.maxLSN {
+					done = false
+					break
+				}
+			}
+			if done {
+				break
+			}
 		}
-		if old, ok := at[k]; ok && old > lsn {
-			continue
+		err := w.table.FileRowGroupsReused(w.snap.Metadata, f.add, func(group [][]any) error {
+			for _, r := range group {
+				if keySet != nil && !keySet[r[w.tbl.keyIdx[0]]] {
+					continue
+				}
+				k := w.tbl.keyText(r)
+				if !need[k] {
+					continue
+				}
+				if op, _ := r[w.tbl.data].(string); op == "d" || op == "t" {
+					continue // a delete's image has the key only
+				}
+				lsn, _ := r[w.tbl.data+1].(int64)
+				// The latest image wins; of equal LSNs, the later row in the table's file order.
+				if old, ok := at[k]; ok && (old.lsn > lsn || old.lsn == lsn && old.file > f.index) {
+					continue
+				}
+				at[k] = found{row: slices.Clone(r), lsn: lsn, file: f.index}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
-		at[k] = lsn
-		out[k] = r
+	}
+	out := make(map[string][]any, len(at))
+	for k, x := range at {
+		out[k] = x.row
 	}
 	return out, nil
+}
+
+// lookupFile is a data file storedRows reads: its add action, its index in the snapshot's files
+// and the highest _lsn its stats give (math.MaxInt64 when they give none).
+type lookupFile struct {
+	add    delta.Add
+	index  int
+	maxLSN int64
+}
+
+// lookupFiles returns the data files of snap that may hold a row of a key in need, in the order
+// storedRows reads them: highest _lsn bound first (stats maxValues), then later in the
+// table's file order first. With a one-column key whose values rows gives (need's keys are
+// keyText of those rows' keys), a file whose key bounds leave out every needed key is left out;
+// a file without stats is kept, and read first. It returns the needed keys' values too (nil
+// when it has not them all, or the key is not one column of such a type).
+func lookupFiles(snap *delta.Snapshot, tbl *pgTable, need map[string]bool, rows [][]any) ([]lookupFile, []any) {
+	lsnCol := tbl.src.Schema.Fields[tbl.data+1]
+	statCols := schema.Schema{Fields: []schema.Field{lsnCol}}
+	// The typed values of the needed keys, when the key is one column of a type whose stats
+	// bounds hold every value (not a TIMESTAMP: its max is cut to milliseconds).
+	var keys []any
+	if len(tbl.keyIdx) == 1 {
+		kf := tbl.src.Schema.Fields[tbl.keyIdx[0]]
+		switch kf.Type.Kind {
+		case schema.Long, schema.Integer, schema.String, schema.DecimalKind, schema.DateKind:
+			statCols.Fields = append(statCols.Fields, kf)
+			seen := map[string]bool{}
+			for _, r := range rows {
+				k := tbl.keyText(r)
+				if need[k] && !seen[k] && r[tbl.keyIdx[0]] != nil {
+					seen[k] = true
+					keys = append(keys, r[tbl.keyIdx[0]])
+				}
+			}
+			if len(seen) < len(need) {
+				keys = nil // a key only its text names: no file is left out
+			}
+		}
+	}
+	var out []lookupFile
+	for i, a := range snap.Files {
+		st, err := delta.ParseStats(a.Stats, statCols)
+		if err != nil || st.NumRecords < 0 {
+			out = append(out, lookupFile{add: a, index: i, maxLSN: math.MaxInt64})
+			continue
+		}
+		if st.NumRecords == 0 {
+			continue
+		}
+		if keys != nil {
+			name := statCols.Fields[1].Name
+			lo, hasLo := st.Min[name]
+			hi, hasHi := st.Max[name]
+			if hasLo && hasHi {
+				inside := false
+				for _, k := range keys {
+					if schema.Compare(k, lo) >= 0 && schema.Compare(k, hi) <= 0 {
+						inside = true
+						break
+					}
+				}
+				if !inside {
+					continue
+				}
+			}
+		}
+		maxLSN := int64(math.MaxInt64)
+		if v, ok := st.Max[lsnCol.Name].(int64); ok {
+			maxLSN = v
+		}
+		out = append(out, lookupFile{add: a, index: i, maxLSN: maxLSN})
+	}
+	slices.SortFunc(out, func(a, b lookupFile) int {
+		if c := cmp.Compare(b.maxLSN, a.maxLSN); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.index, a.index)
+	})
+	return out, keys
 }
 
 // removeUncommitted removes the data files adds of t that no commit names (a write given up), so
