@@ -2,6 +2,7 @@ package flows
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"runtime"
 	"strings"
@@ -313,6 +314,25 @@ func parseBlock(lr *lineReader, b *lineBlock) {
 			clear(row) // a parse sets only the columns its line has
 		}
 		parsed, bad := lr.parseInto(line, lineNo, row, values)
+		if !parsed && strings.IndexByte(line, '\r') >= 0 {
+			if pieces := crLines(line); pieces != nil {
+				// Lines ended by bare "\r"s: a row of each (or of each object of an array),
+				// in memory of their own, in place of the one malformed row.
+				slot--
+				clear(row) // the slot goes to the next line
+				for _, p := range pieces {
+					elems, ok := arrayElements(p)
+					if !ok {
+						elems = []json.RawMessage{json.RawMessage(p)}
+					}
+					for _, e := range elems {
+						row, parsed, bad := lr.parse(e, lineNo)
+						b.rows = append(b.rows, lineRow{row: row, bad: bad, lineNo: lineNo, parsed: parsed})
+					}
+				}
+				continue
+			}
+		}
 		b.rows = append(b.rows, lineRow{row: row, bad: bad, lineNo: lineNo, parsed: parsed})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -231,5 +232,54 @@ func TestInferEmptyKey(t *testing.T) {
 	want := `{"":5,"_file_path":` + strconv.Quote(file) + `}`
 	if len(rows) != 1 || rows[0][0] != int64(1) || rows[0][1] != want {
 		t.Errorf("rows %v, want [1 %s]", rows, want)
+	}
+}
+
+// TestJSONLinesBareCR: lines ended by a bare "\r" (old Mac OS files) are lines, as Spark's line
+// reader splits them: a row of each, of each object of an array among them, blank ones none;
+// a "\r" inside a line that is valid JSON as a whole is white space and splits nothing. Schema
+// inference sees the same lines.
+func TestJSONLinesBareCR(t *testing.T) {
+	text := "{\"id\": 1, \"name\": \"a\"}\r{\"id\": 2}\r\r  \r[{\"id\": 3}, {\"id\": 4, \"name\": \"d\"}]\r{\"id\": 5,\r\"name\": \"e\"}\r\n" +
+		"{\"id\": 6,\r\"name\": \"f\"}\r\n{\"id\": 7, \"name\": \"g\"}\n"
+	want := "1:1:a:true 1:2:<nil>:true 1:3:<nil>:true 1:4:d:true 1:<nil>:<nil>:false 1:<nil>:<nil>:false 2:6:f:true 3:7:g:true"
+	s := schema.Schema{Fields: []schema.Field{
+		{Name: "id", Type: schema.Type{Kind: schema.Long}, Nullable: true},
+		{Name: "name", Type: schema.Type{Kind: schema.String}, Nullable: true},
+	}}
+	for _, procs := range []int{1, 4} {
+		func() {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			var got []string
+			err := eachJSONLine(newLineReader(s, "", "f.json"), strings.NewReader(text), &blockPool{}, func(row []any, parsed bool, bad []badValue, lineNo int64) error {
+				got = append(got, fmt.Sprintf("%d:%v:%v:%v", lineNo, row[0], row[1], parsed))
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(got, " ") != want {
+				t.Errorf("%d workers: rows\n%s\nwant\n%s", procs, strings.Join(got, " "), want)
+			}
+		}()
+	}
+	var lines []string
+	if err := eachLine(strings.NewReader(text), func(line []byte, lineNo int64) error {
+		lines = append(lines, fmt.Sprintf("%d:%s", lineNo, line))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wantLines := []string{`1:{"id": 1, "name": "a"}`, `1:{"id": 2}`, `1:[{"id": 3}, {"id": 4, "name": "d"}]`, `1:{"id": 5,`, `1:"name": "e"}`,
+		"2:{\"id\": 6,\r\"name\": \"f\"}", `3:{"id": 7, "name": "g"}`}
+	if !slices.Equal(lines, wantLines) {
+		t.Errorf("eachLine gave %q, want %q", lines, wantLines)
+	}
+	inf := newInferrer()
+	if err := inf.json(&spec.Source{}, strings.NewReader("{\"id\": 1}\r{\"amount\": 2.5}\r{\"tag\": \"x\"}\r")); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(inf.order, ","); got != "id,amount,tag" {
+		t.Errorf("inferred columns %s, want id,amount,tag", got)
 	}
 }

@@ -201,8 +201,26 @@ func (r *lineReader) rescue(m map[string]any) string {
 	return string(b)
 }
 
+// crLines returns the lines of line when it holds lines ended by a bare "\r" (as old Mac OS
+// files are, and as Spark's line reader splits them) and is not valid JSON as a whole: its
+// pieces between "\r"s, blank ones left out; nil otherwise. A "\r" inside a valid line is white
+// space between its tokens and splits nothing.
+func crLines(line string) []string {
+	if strings.IndexByte(line, '\r') < 0 || json.Valid([]byte(line)) {
+		return nil
+	}
+	var out []string
+	for piece := range strings.SplitSeq(line, "\r") {
+		if !blank(piece) {
+			out = append(out, piece)
+		}
+	}
+	return out
+}
+
 // eachLine calls fn for every non-blank line of in with its 1-based line number. Lines may be of
-// any length; a trailing "\r" is removed.
+// any length; a trailing "\r" is removed, and a line of lines ended by bare "\r"s (crLines)
+// gives each of them, with its number.
 func eachLine(in io.Reader, fn func(line []byte, lineNo int64) error) error {
 	br := bufio.NewReaderSize(in, 1<<20)
 	var lineNo int64
@@ -211,7 +229,13 @@ func eachLine(in io.Reader, fn func(line []byte, lineNo int64) error) error {
 		if len(line) > 0 {
 			lineNo++
 			trimmed := bytes.TrimRight(line, "\r\n")
-			if len(bytes.TrimSpace(trimmed)) > 0 {
+			if pieces := crLines(string(trimmed)); pieces != nil {
+				for _, p := range pieces {
+					if ferr := fn([]byte(p), lineNo); ferr != nil {
+						return ferr
+					}
+				}
+			} else if len(bytes.TrimSpace(trimmed)) > 0 {
 				if ferr := fn(trimmed, lineNo); ferr != nil {
 					return ferr
 				}
