@@ -145,6 +145,7 @@ func FuzzJSONReader(f *testing.F) {
 	f.Add([]byte(`{"id": 1, "s": "a", "d": 1.005, "at": "2024-01-31T12:00:00+02:00"}`+"\n[1]\nnot json\n"), false)
 	f.Add([]byte("\xEF\xBB\xBF[\n {\"id\": 1, \"x\": {\"y\": [1, 2]}},\n 7,\n {\"id\": \"2\"}\n]\n"), true)
 	f.Add([]byte("{\"id\": 1}\n{\"id\": \n"), true)
+	f.Add([]byte("{\"id\": 1}\r{\"id\": 2}\r\r[{\"id\": 3}]\r{\"id\": 4,\r\"s\": \"x\"}\r\n{\"id\": 5,\r\"s\": \"y\"}\n"), false)
 	f.Add([]byte(`{"id": 1, "tags": ["a", null, 3], "m": {"b": 2, "a": null, "c": "x"}, "st": {"a": 1, "l": [1.5, "2", null]}, "mm": {"7": [{"x": "2024-01-31"}, null], "q": []}}`+"\n"+
 		`{"id": 2, "tags": [], "m": {}, "st": {"l": []}, "mm": {}}`+"\n"+`{"tags": [[1]], "m": [1], "st": [], "mm": {"1": {"x": 1}}}`+"\n"), false)
 	f.Add([]byte("[{\"tags\": [\"a\"], \"m\": {\"k\": 1}},\n {\"st\": {\"l\": [1, [2]]}, \"mm\": {\"-3\": [{}]}}]\n"), true)
