@@ -3,6 +3,7 @@ package flows
 import (
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -640,7 +641,7 @@ type keyWorker struct {
 	added           []newKey // the keys new to the state, in order
 	ties, ups, dels int64
 	sink            int64
-	panicked        any // what a fold on a goroutine of its own panicked with
+	panicked        any // what a fold on a goroutine of its own panicked with, and where
 
 	rowLists       [][]any // backing of the keys' row lists, carved like the rows
 	oldBuf, curBuf []version
@@ -733,12 +734,13 @@ func (w *keyWorker) changed(i int, k string, hk *histKey, rows [][]any, keep row
 	}
 }
 
-// run folds the keys at positions [from, to). A panic is kept in w.panicked, for applyHistory to
-// raise again on its own goroutine.
+// run folds the keys at positions [from, to). A panic is kept in w.panicked with the stack it
+// was raised on, for applyHistory to raise again on its own goroutine (whose stack would not
+// show where it came from).
 func (w *keyWorker) run(from, to int) {
 	defer func() {
 		if r := recover(); r != nil {
-			w.panicked = r
+			w.panicked = fmt.Sprintf("%v\n\nraised by a key worker at:\n%s", r, debug.Stack())
 		}
 	}()
 	g, mode := w.g, w.mode

@@ -143,3 +143,16 @@ func TestSCD2BatchOfSeveralCommits(t *testing.T) {
 		t.Errorf("rows %q, want %q", got, want)
 	}
 }
+
+// TestKeyWorkerPanicKeepsItsStack: a key worker's panic is raised again by applyHistory on its
+// own goroutine, with the stack of the worker where it happened (here a worker without its
+// batch's groups), so that the report of a bug shows where it is.
+func TestKeyWorkerPanicKeepsItsStack(t *testing.T) {
+	t.Parallel()
+	w := &keyWorker{order: []string{"k"}}
+	w.run(0, 1)
+	msg := fmt.Sprint(w.panicked)
+	if !strings.Contains(msg, "nil pointer") || !strings.Contains(msg, "flows.(*keyWorker).run(") {
+		t.Fatalf("the kept panic is %q, want the nil dereference with the stack of the worker's run", msg)
+	}
+}
