@@ -1,0 +1,13 @@
+#!/usr/bin/env python3
+"""Expected tables of case 09 from the documented rules (../../cdc_model.py), never from the runner."""
+import os, sys
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", ".."))
+from cdc_model import Model, read_batches, write
+
+for scd, out in ((1, "expected.ndjson"), (2, "expected.scd2.ndjson")):
+    m = Model(keys=["id"], sequence_by="seq", is_delete=lambda e: e["op"] == "D",
+              columns=["name", "email", "city"], scd=scd, ignore_null_updates=True)
+    for b in read_batches(os.path.join(here, "input.ndjson")):
+        m.apply_batch(b)
+    write(os.path.join(here, out), m.rows())

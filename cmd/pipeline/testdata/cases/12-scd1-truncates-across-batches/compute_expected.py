@@ -1,0 +1,12 @@
+#!/usr/bin/env python3
+"""Expected table of case 12 from the documented rules (../../cdc_model.py), never from the runner."""
+import os, sys
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", ".."))
+from cdc_model import Model, read_batches, write
+
+m = Model(keys=["id"], sequence_by="seq", is_delete=lambda e: e["op"] == "D",
+          is_truncate=lambda e: e["op"] == "T", columns=["v"], scd=1)
+for b in read_batches(os.path.join(here, "input.ndjson")):
+    m.apply_batch(b)
+write(os.path.join(here, "expected.ndjson"), m.rows())
