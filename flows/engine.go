@@ -507,11 +507,12 @@ func sameEvent(a, b *event) bool {
 // decide compares each winner with the stored state (semantics.md, APPLY CHANGES), which state
 // returns for an encoded key (nil for a key it does not hold): an event at or below the stored
 // sequence of a live row or tombstone changes nothing, except that a delete at the live row's own
-// sequence wins the tie. It returns the changes in first-arrival order and the number of ties
-// with stored rows.
-func decide(red reduceResult, state func(kb string) *cdcEntry) ([]keyChange, int64) {
+// sequence wins the tie. It returns the changes in first-arrival order, the number of ties with
+// stored rows (a delete at a live row's sequence, an upsert at a tombstone's), and the upserts at
+// a live row's own sequence: each is a tie only when its row differs from the stored one, which
+// the state does not hold (sameSeqTies reads it).
+func decide(red reduceResult, state func(kb string) *cdcEntry) (_ []keyChange, ties int64, same []keyChange) {
 	out := make([]keyChange, 0, len(red.order))
-	var ties int64
 	for i, k := range red.order {
 		w := red.winners[i]
 		e := state(k)
@@ -524,12 +525,13 @@ func decide(red reduceResult, state func(kb string) *cdcEntry) ([]keyChange, int
 				ch.what = insertRow
 			}
 		case e.deleted:
-			if compareSeq(w.seq, e.seq) > 0 {
-				if w.delete {
-					ch.what = tombstoneOnly
-				} else {
-					ch.what = insertRow
-				}
+			switch c := compareSeq(w.seq, e.seq); {
+			case c > 0 && w.delete:
+				ch.what = tombstoneOnly
+			case c > 0:
+				ch.what = insertRow
+			case c == 0 && !w.delete:
+				ties++ // the stored delete beats the upsert, across batches too
 			}
 		default:
 			c := compareSeq(w.seq, e.seq)
@@ -541,11 +543,13 @@ func decide(red reduceResult, state func(kb string) *cdcEntry) ([]keyChange, int
 			case c == 0 && w.delete:
 				ch.what = deleteRow
 				ties++
+			case c == 0:
+				same = append(same, ch)
 			}
 		}
 		if ch.what != noop {
 			out = append(out, ch)
 		}
 	}
-	return out, ties
+	return out, ties, same
 }

@@ -3,6 +3,7 @@ package flows
 import (
 	"fmt"
 	"hash/maphash"
+	"maps"
 	"runtime"
 	"slices"
 	"strconv"
@@ -36,7 +37,9 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 		reduced    bool // red holds the batch's winners above the truncate sequence
 		changes    []keyChange
 		storedTies int64
+		same       []keyChange // upserts at their live row's own sequence
 		touched    map[string]*keyChange
+		located    map[string]*keyChange // touched and same: the keys whose rows are read
 		inserts    []*keyChange
 	)
 	for {
@@ -69,7 +72,7 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 			red = reduce(events)
 		}
 		reduced = true
-		changes, storedTies = decide(red, state.entry)
+		changes, storedTies, same = decide(red, state.entry)
 		if newTrunc {
 			for i := range state.slots {
 				if sl := &state.slots[i]; sl.gone || sl.deleted {
@@ -100,16 +103,27 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 				inserts = append(inserts, ch)
 			}
 		}
-		if !state.needsFull(len(changes), b.snap, touched) {
+		located = touched
+		if len(same) > 0 {
+			located = maps.Clone(touched)
+			for i := range same {
+				located[same[i].kb] = &same[i]
+			}
+		}
+		if !state.needsFull(len(changes), b.snap, located) {
 			break
 		}
 		want = nil
 	}
-	m.Ties = red.ties + storedTies
-	reportTies(env, d, m.Ties)
-	if err := state.ensureFiles(b.target, b.snap, tgtSch, b.keyIdx, touched); err != nil {
+	if err := state.ensureFiles(b.target, b.snap, tgtSch, b.keyIdx, located); err != nil {
 		return m, err
 	}
+	sameTies, err := state.sameSeqTies(b.target, b.snap, tgtSch, b.keyIdx, same)
+	if err != nil {
+		return m, err
+	}
+	m.Ties = red.ties + storedTies + sameTies
+	reportTies(env, d, m.Ties)
 	if mor {
 		return applyMergeOnRead(env, d, b, m, state, changes, nowMs)
 	}
@@ -293,6 +307,51 @@ func (s *cdcState) recordChanges(changes []keyChange, nowMs int64) []int {
 		}
 	}
 	return changed
+}
+
+// sameSeqTies returns how many of the upserts in same (each at its live row's own sequence, a
+// no-op) carry a row other than the one the target holds: those are ties (semantics.md, Decision
+// on ties), while an identical event is a re-delivery. A merge-on-read state compares with the
+// row image it holds; otherwise the data files holding those keys are read.
+func (s *cdcState) sameSeqTies(t *delta.Table, snap *delta.Snapshot, tgtSch schema.Schema, keyIdx []int, same []keyChange) (int64, error) {
+	var ties int64
+	byFile := map[string]map[string]*keyChange{}
+	for i := range same {
+		ch := &same[i]
+		if j := ch.entry.slot; s.mor && s.slots[j].imgLen > 0 {
+			row, err := decodeValues(s.imgBytes(j))
+			if err != nil {
+				return 0, err
+			}
+			if !sameRow(row, ch.win.row) {
+				ties++
+			}
+			continue
+		}
+		p := s.fileOf(ch.entry.slot)
+		if byFile[p] == nil {
+			byFile[p] = map[string]*keyChange{}
+		}
+		byFile[p][ch.kb] = ch
+	}
+	var kb []byte
+	for _, f := range snap.Files {
+		keys := byFile[f.Path]
+		if keys == nil {
+			continue
+		}
+		rows, _, err := t.ReadLiveFile(f, tgtSch)
+		if err != nil {
+			return 0, err
+		}
+		for _, r := range rows {
+			kb = appendPicked(kb[:0], r, keyIdx)
+			if ch, ok := keys[string(kb)]; ok && !sameRow(r, ch.win.row) {
+				ties++
+			}
+		}
+	}
+	return ties, nil
 }
 
 // fileOf returns the data file that holds slot i's row now (renames followed), or "".
