@@ -97,6 +97,9 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 	if err != nil {
 		return m, fmt.Errorf("dataset %s: %w", d.Name, err)
 	}
+	if err := pgReplicaIdentity(ctx, conn, qualified, keys); err != nil {
+		return m, fmt.Errorf("dataset %s: %w", d.Name, err)
+	}
 	if err := pgPublication(ctx, conn, pub, qualified, pg); err != nil {
 		return m, fmt.Errorf("dataset %s: %w", d.Name, err)
 	}
@@ -270,6 +273,39 @@ func pgPrimaryKey(ctx context.Context, conn *pgx.Conn, qualified string, src *sp
 		return nil, fmt.Errorf("table %s has no primary key; add one (changes are matched by key)", qualified)
 	}
 	return keys, nil
+}
+
+// pgReplicaIdentity checks that the table's replica identity makes its deletes and key changes
+// carry the primary key: DEFAULT (the primary key), FULL (the whole old row), or an index that
+// holds every primary key column. Under NOTHING, PostgreSQL refuses the table's UPDATEs and
+// DELETEs once a publication publishes them, so the check runs before the publication is made.
+func pgReplicaIdentity(ctx context.Context, conn *pgx.Conn, qualified string, keys []string) error {
+	var ident string
+	if err := conn.QueryRow(ctx, "SELECT relreplident::text FROM pg_class WHERE oid = $1::regclass", qualified).Scan(&ident); err != nil {
+		return fmt.Errorf("table %s: reading its replica identity: %w", qualified, err)
+	}
+	switch ident {
+	case "n":
+		return fmt.Errorf("table %s has REPLICA IDENTITY NOTHING: its deletes would carry no key, and once published PostgreSQL refuses its UPDATEs and DELETEs; run ALTER TABLE %s REPLICA IDENTITY DEFAULT (or FULL)", qualified, qualified)
+	case "i":
+		var index string
+		var cols []string
+		err := conn.QueryRow(ctx, `SELECT i.indexrelid::regclass::text, array_agg(a.attname::text ORDER BY a.attnum) FROM pg_index i
+			JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+			WHERE i.indrelid = $1::regclass AND i.indisreplident GROUP BY i.indexrelid`, qualified).Scan(&index, &cols)
+		if err == pgx.ErrNoRows {
+			return nil // the index is gone: PostgreSQL falls back to NOTHING, and refuses the changes itself
+		}
+		if err != nil {
+			return fmt.Errorf("table %s: reading its replica identity index: %w", qualified, err)
+		}
+		for _, k := range keys {
+			if !slices.Contains(cols, k) {
+				return fmt.Errorf("table %s has REPLICA IDENTITY USING INDEX %s (%s), which does not hold the primary key column %s: its deletes and key changes would carry no key; run ALTER TABLE %s REPLICA IDENTITY DEFAULT (or FULL)", qualified, index, strings.Join(cols, ", "), k, qualified)
+			}
+		}
+	}
+	return nil
 }
 
 // pgPublication creates the publication for the table, or adds the table to it.

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"tributary/internal/pgtest"
+)
+
+// pgOneTableSpec is a pipeline that streams one PostgreSQL table (schema cols, primary key
+// keys) into <name>_changes and applies it to the SCD type 1 table <name>.
+func pgOneTableSpec(t *testing.T, srvURL, name, cols, keys string) []string {
+	t.Helper()
+	tmp := t.TempDir()
+	specPath := filepath.Join(tmp, "pipeline.yaml")
+	spec := fmt.Sprintf(`name: pg_%[1]s
+storage: ${storage}
+datasets:
+  - name: %[1]s_changes
+    source:
+      format: postgres
+      connection: ${PGURL}
+      table: public.%[1]s
+      schema: "%[2]s"
+  - name: %[1]s
+    apply_changes:
+      source: %[1]s_changes
+      keys: [%[3]s]
+      sequence_by: _lsn
+      apply_as_deletes: _op == "d"
+      except_column_list: [_op, _lsn, _commit_time, _tx_id]
+`, name, cols, keys)
+	if err := os.WriteFile(specPath, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return []string{specPath, "--conf", "storage=" + filepath.Join(tmp, "storage"), "--conf", "PGURL=" + srvURL}
+}
+
+// pgRun runs `pipeline run` with args (spec path first) and extra arguments.
+func pgRun(t *testing.T, args []string, extra ...string) result {
+	t.Helper()
+	return pipeline(t, nil, append(append([]string{"run"}, args...), extra...)...)
+}
+
+// pgTableLines returns a dataset of the pipeline as sorted lines of cols joined by "|".
+func pgTableLines(t *testing.T, args []string, dataset string, cols ...string) []string {
+	t.Helper()
+	text := mustRun(t, append([]string{"show", args[0], dataset, "--format", "jsonl"}, args[1:]...)...)
+	var out []string
+	for _, r := range readJSONL(t, text) {
+		var parts []string
+		for _, c := range cols {
+			parts = append(parts, fmt.Sprint(r[c]))
+		}
+		out = append(out, strings.Join(parts, "|"))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// pgQueryLines returns the rows of query as sorted lines of its text columns joined by "|".
+func pgQueryLines(t *testing.T, conn *pgx.Conn, query string) []string {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
+		vals, err := r.Values()
+		var parts []string
+		for _, v := range vals {
+			parts = append(parts, fmt.Sprint(v))
+		}
+		return strings.Join(parts, "|"), err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(lines)
+	return lines
+}
+
+func pgExec(t *testing.T, conn *pgx.Conn, sql string) {
+	t.Helper()
+	if _, err := conn.Exec(context.Background(), sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// TestPostgresReplicaIdentity: a table whose replica identity would make its deletes carry no
+// primary key is refused before anything is set up, saying how to fix it. Under NOTHING no
+// publication is made, so the application can still update the table (PostgreSQL refuses the
+// UPDATEs of a published table without replica identity); USING INDEX of an index without the
+// primary key is refused too. With REPLICA IDENTITY DEFAULT, the same pipeline then runs and
+// applies a delete.
+func TestPostgresReplicaIdentity(t *testing.T) {
+	srv := pgtest.Start(t)
+	conn := srv.Conn(t)
+	pgExec(t, conn, `CREATE TABLE accounts (id INT PRIMARY KEY, code TEXT NOT NULL UNIQUE, v INT);
+		INSERT INTO accounts VALUES (1, 'a', 1), (2, 'b', 2);
+		ALTER TABLE accounts REPLICA IDENTITY NOTHING`)
+	args := pgOneTableSpec(t, srv.URL, "accounts", "id INT, code STRING, v INT", "id")
+
+	r := pgRun(t, args)
+	if out := r.stdout + r.stderr; r.code == 0 || !strings.Contains(out, `table "public"."accounts" has REPLICA IDENTITY NOTHING`) ||
+		!strings.Contains(out, `ALTER TABLE "public"."accounts" REPLICA IDENTITY DEFAULT`) {
+		t.Fatalf("exit %d, want the table refused for its REPLICA IDENTITY NOTHING, with the fix:\n%s", r.code, out)
+	}
+	var pubs int
+	if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_publication").Scan(&pubs); err != nil {
+		t.Fatal(err)
+	}
+	if pubs != 0 {
+		t.Fatalf("%d publications were made for a table that was refused", pubs)
+	}
+	pgExec(t, conn, "UPDATE accounts SET v = 10 WHERE id = 1") // the application still can
+
+	pgExec(t, conn, "ALTER TABLE accounts REPLICA IDENTITY USING INDEX accounts_code_key")
+	r = pgRun(t, args)
+	if out := r.stdout + r.stderr; r.code == 0 || !strings.Contains(out, `REPLICA IDENTITY USING INDEX accounts_code_key (code), which does not hold the primary key column id`) {
+		t.Fatalf("exit %d, want the table refused for an identity index without its primary key:\n%s", r.code, out)
+	}
+
+	pgExec(t, conn, "ALTER TABLE accounts REPLICA IDENTITY DEFAULT")
+	if r := pgRun(t, args); r.code != 0 {
+		t.Fatalf("with REPLICA IDENTITY DEFAULT: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	pgExec(t, conn, "DELETE FROM accounts WHERE id = 2; UPDATE accounts SET code = 'z' WHERE id = 1")
+	if r := pgRun(t, args); r.code != 0 {
+		t.Fatalf("after a delete: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	got := pgTableLines(t, args, "accounts", "id", "code", "v")
+	if want := []string{"1|z|10"}; strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("accounts = %v, want %v (SELECT * FROM accounts)", got, want)
+	}
+}
