@@ -3,6 +3,7 @@ package flows
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/url"
@@ -101,6 +102,9 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 		return m, fmt.Errorf("dataset %s: %w", d.Name, err)
 	}
 	if err := pgPublication(ctx, conn, pub, qualified, pg); err != nil {
+		if started && errors.Is(err, errPublishedAsPartitions) {
+			err = fmt.Errorf("%w; the changes streamed so far were not read, so then run %s to take a new snapshot", err, RefreshWithReaders(p, d.Name))
+		}
 		return m, fmt.Errorf("dataset %s: %w", d.Name, err)
 	}
 	var slotExists bool
@@ -275,6 +279,10 @@ func pgPrimaryKey(ctx context.Context, conn *pgx.Conn, qualified string, src *sp
 	return keys, nil
 }
 
+// errPublishedAsPartitions is the error of an existing publication that publishes a partitioned
+// table's changes under the names of its partitions, which the stream's reader does not match.
+var errPublishedAsPartitions = errors.New("publish_via_partition_root is off")
+
 // pgReplicaIdentity checks that the table's replica identity makes its deletes and key changes
 // carry the primary key: DEFAULT (the primary key), FULL (the whole old row), or an index that
 // holds every primary key column. Under NOTHING, PostgreSQL refuses the table's UPDATEs and
@@ -308,17 +316,35 @@ func pgReplicaIdentity(ctx context.Context, conn *pgx.Conn, qualified string, ke
 	return nil
 }
 
-// pgPublication creates the publication for the table, or adds the table to it.
+// pgPublication creates the publication for the table, or adds the table to it. A partitioned
+// table's changes must be published under its own name (publish_via_partition_root): a new
+// publication is made so, and an existing one that is not fails with errPublishedAsPartitions.
 func pgPublication(ctx context.Context, conn *pgx.Conn, pub, qualified string, pg *spec.PostgresSource) error {
-	var exists, has bool
+	var exists, has, partitioned bool
+	if err := conn.QueryRow(ctx, "SELECT relkind = 'p' FROM pg_class WHERE oid = $1::regclass", qualified).Scan(&partitioned); err != nil {
+		return err
+	}
 	if err := conn.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_publication WHERE pubname = $1", pub).Scan(&exists); err != nil {
 		return err
 	}
 	if !exists {
-		if _, err := conn.Exec(ctx, "CREATE PUBLICATION "+pgx.Identifier{pub}.Sanitize()+" FOR TABLE "+qualified); err != nil {
+		with := ""
+		if partitioned {
+			with = " WITH (publish_via_partition_root = true)"
+		}
+		if _, err := conn.Exec(ctx, "CREATE PUBLICATION "+pgx.Identifier{pub}.Sanitize()+" FOR TABLE "+qualified+with); err != nil {
 			return fmt.Errorf("creating publication %s: %w", pub, err)
 		}
 		return nil
+	}
+	if partitioned {
+		var viaRoot bool
+		if err := conn.QueryRow(ctx, "SELECT pubviaroot FROM pg_publication WHERE pubname = $1", pub).Scan(&viaRoot); err != nil {
+			return err
+		}
+		if !viaRoot {
+			return fmt.Errorf("publication %s publishes the changes of the partitioned table %s under the names of its partitions (%w); run ALTER PUBLICATION %s SET (publish_via_partition_root = true)", pub, qualified, errPublishedAsPartitions, pgx.Identifier{pub}.Sanitize())
+		}
 	}
 	if err := conn.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_publication_tables WHERE pubname = $1 AND schemaname = $2 AND tablename = $3", pub, pg.Schema, pg.Table).Scan(&has); err != nil {
 		return err
