@@ -78,6 +78,32 @@ func pgText(t schema.Type, s string) (any, error) {
 	return nil, fmt.Errorf("type %s is not supported for format postgres", t.DDL())
 }
 
+// pgValueError is a value of the PostgreSQL table that its column's declared type cannot hold.
+type pgValueError struct {
+	table  string // schema.name
+	column string
+	typ    schema.Type
+	value  string // PostgreSQL's text of the value
+}
+
+func (e *pgValueError) Error() string {
+	v := e.value
+	if len(v) > 40 {
+		v = v[:40] + "..."
+	}
+	return fmt.Sprintf("column %s of %s holds %q, which its declared type %s cannot hold", e.column, e.table, v, e.typ.DDL())
+}
+
+// value converts the text s of the declared column i, or fails with a *pgValueError.
+func (t *pgTable) value(i int, s string) (any, error) {
+	f := t.src.Schema.Fields[i]
+	v, err := pgText(f.Type, s)
+	if err != nil {
+		return nil, &pgValueError{table: t.src.Postgres.Schema + "." + t.src.Postgres.Table, column: f.Name, typ: f.Type, value: s}
+	}
+	return v, nil
+}
+
 // tupleRow turns a tuple of the stream into a row of the declared columns (change columns
 // left NULL); columns the schema does not declare are left out.
 func (t *pgTable) tupleRow(tup *pglogrepl.TupleData) ([]any, error) {
@@ -98,9 +124,9 @@ func (t *pgTable) tupleRow(tup *pglogrepl.TupleData) ([]any, error) {
 		case pglogrepl.TupleDataTypeToast:
 			row[j] = toastUnchanged{}
 		case pglogrepl.TupleDataTypeText:
-			v, err := pgText(t.src.Schema.Fields[j].Type, string(c.Data))
+			v, err := t.value(j, string(c.Data))
 			if err != nil {
-				return nil, fmt.Errorf("column %s: %w", t.relCols[i], err)
+				return nil, err
 			}
 			row[j] = v
 		default:

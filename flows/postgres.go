@@ -112,7 +112,7 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 		return m, fmt.Errorf("dataset %s: %w", d.Name, err)
 	}
 	if started && !slotExists {
-		return m, fmt.Errorf("dataset %s: the replication slot %s is gone, so the changes since the last batch are lost; run %s to take a new snapshot", d.Name, slot, RefreshHint(p, d.Name))
+		return m, fmt.Errorf("dataset %s: the replication slot %s is gone, so the changes since the last batch are lost; run %s to take a new snapshot", d.Name, slot, RefreshWithReaders(p, d.Name))
 	}
 
 	rcfg := cfg.Config.Copy()
@@ -173,7 +173,13 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 			return err
 		})
 		if err != nil || failed != nil {
+			// Nothing is committed, so the slot goes too: it would hold the server's WAL until a
+			// next run replaces it, and for ever if the pipeline is given up. Best effort, as for
+			// the files: the next run drops a slot left behind before it makes its own.
 			removeUncommitted(table, adds)
+			dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			pglogrepl.DropReplicationSlot(dctx, repl, slot, pglogrepl.DropReplicationSlotOptions{})
+			cancel()
 		}
 		if err == nil && failed != nil {
 			for _, r := range quality.Expectations {
@@ -187,6 +193,10 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 			return total, failed
 		}
 		if err != nil {
+			var ve *pgValueError
+			if errors.As(err, &ve) {
+				err = fmt.Errorf("%w; declare the column with a type that holds it in the source's schema (STRING keeps PostgreSQL's text) and run again", err)
+			}
 			return m, fmt.Errorf("dataset %s: reading the initial snapshot: %w", d.Name, err)
 		}
 		bm, err := w.commitFiles(ctx, adds, kept, quality, cp, "snapshot")
@@ -216,6 +226,10 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 	for {
 		rows, end, done, err := s.next(ctx, pglogrepl.LSN(committed), marker)
 		if err != nil {
+			var ve *pgValueError
+			if errors.As(err, &ve) {
+				err = fmt.Errorf("%w; declare the column with a type that holds it in the source's schema (STRING keeps PostgreSQL's text) and run %s to read the table again with it", err, RefreshWithReaders(p, d.Name))
+			}
 			return total, fmt.Errorf("dataset %s: streaming from slot %s: %w", d.Name, slot, err)
 		}
 		if len(rows) > 0 {
@@ -393,9 +407,9 @@ func pgSnapshot(ctx context.Context, conn *pgx.Conn, snapshot, qualified string,
 			if s == nil {
 				continue
 			}
-			v, err := pgText(tbl.src.Schema.Fields[i].Type, *s)
+			v, err := tbl.value(i, *s)
 			if err != nil {
-				return fmt.Errorf("column %s: %w", tbl.src.Schema.Fields[i].Name, err)
+				return err
 			}
 			row[i] = v
 		}

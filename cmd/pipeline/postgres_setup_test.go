@@ -186,3 +186,49 @@ func TestPostgresPartitionedTable(t *testing.T) {
 		t.Fatalf("exit %d, want the publication of the partitions refused, with the ALTER PUBLICATION to run:\n%s", r.code, out)
 	}
 }
+
+// TestPostgresValueErrors: a value its declared column type cannot hold ('infinity' in a
+// TIMESTAMP) fails the run naming the column, the table and the value, and saying how to go on:
+// in the initial snapshot, run again once the schema is fixed (the slot of the snapshot not taken
+// is dropped, holding no WAL); in the stream, a full refresh of the dataset and of the tables that
+// read it. A slot dropped behind the runner's back asks for the full refresh of both too.
+func TestPostgresValueErrors(t *testing.T) {
+	srv := pgtest.Start(t)
+	conn := srv.Conn(t)
+	pgExec(t, conn, `CREATE TABLE offers (id INT PRIMARY KEY, valid_to TIMESTAMPTZ);
+		INSERT INTO offers VALUES (1, '2030-01-01 00:00:00+00'), (2, 'infinity')`)
+	args := pgOneTableSpec(t, srv.URL, "offers", "id INT, valid_to TIMESTAMP", "id")
+	const bad = `column valid_to of public.offers holds "infinity", which its declared type TIMESTAMP cannot hold; declare the column with a type that holds it in the source's schema (STRING keeps PostgreSQL's text)`
+	slots := func() int {
+		var n int
+		if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_replication_slots").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	r := pgRun(t, args)
+	if out := r.stdout + r.stderr; r.code == 0 || !strings.Contains(out, "reading the initial snapshot: "+bad+" and run again") {
+		t.Fatalf("exit %d, want the snapshot failed on the value, saying how to go on:\n%s", r.code, out)
+	}
+	if n := slots(); n != 0 {
+		t.Fatalf("the failed snapshot left %d replication slot(s) holding WAL", n)
+	}
+
+	pgExec(t, conn, "UPDATE offers SET valid_to = '2031-01-01 00:00:00+00' WHERE id = 2")
+	if r := pgRun(t, args); r.code != 0 {
+		t.Fatalf("after the fix: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	pgExec(t, conn, "INSERT INTO offers VALUES (3, 'infinity')")
+	refresh := "--full-refresh offers_changes,offers"
+	r = pgRun(t, args)
+	if out := r.stdout + r.stderr; r.code == 0 || !strings.Contains(out, bad) || !strings.Contains(out, refresh) {
+		t.Fatalf("exit %d, want the stream failed on the value, asking for %s:\n%s", r.code, refresh, out)
+	}
+
+	pgExec(t, conn, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots")
+	r = pgRun(t, args)
+	if out := r.stdout + r.stderr; r.code == 0 || !strings.Contains(out, "the replication slot tributary_pg_offers_offers_changes is gone") || !strings.Contains(out, refresh) {
+		t.Fatalf("exit %d, want the lost slot reported, asking for %s:\n%s", r.code, refresh, out)
+	}
+}
