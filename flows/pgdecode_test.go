@@ -151,3 +151,28 @@ func TestPGFillToast(t *testing.T) {
 		t.Fatalf("err = %v, want one naming key 9", err)
 	}
 }
+
+// TestPGServerVersion: servers before PostgreSQL 14, whose pgoutput cannot send the logical
+// message a run stops at, are refused naming their version; 14 and later pass.
+func TestPGServerVersion(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		ok      bool
+	}{
+		{"15.8 (Debian 15.8-1.pgdg120+1)", true},
+		{"14.0", true},
+		{"17beta1", true},
+		{"13beta2", false},
+		{"13.16", false},
+		{"10.23", false},
+		{"9.6.24", false},
+	} {
+		err := pgServerVersion(tc.version)
+		if tc.ok && err != nil {
+			t.Errorf("%s: %v, want no error", tc.version, err)
+		}
+		if !tc.ok && (err == nil || !strings.Contains(err.Error(), "the server is PostgreSQL "+tc.version+", and format postgres needs PostgreSQL 14 or later")) {
+			t.Errorf("%s: err = %v, want one naming the version and 14", tc.version, err)
+		}
+	}
+}

@@ -89,6 +89,9 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 		return m, fmt.Errorf("dataset %s: connecting to PostgreSQL: %w", d.Name, err)
 	}
 	defer conn.Close(context.Background())
+	if err := pgServerVersion(conn.PgConn().ParameterStatus("server_version")); err != nil {
+		return m, fmt.Errorf("dataset %s: %w", d.Name, err)
+	}
 	qualified := pgx.Identifier{pg.Schema, pg.Table}.Sanitize()
 	keys, err := pgPrimaryKey(ctx, conn, qualified, src)
 	if err != nil {
@@ -255,6 +258,21 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 		total.Idle = true
 	}
 	return total, nil
+}
+
+// pgServerVersion checks that the server (its server_version, e.g. "15.8 (Debian 15.8-1)") is
+// PostgreSQL 14 or later: a run stops at a logical message, which pgoutput sends from 14 on (its
+// messages option).
+func pgServerVersion(v string) error {
+	v = strings.TrimSpace(v)
+	digits := strings.IndexFunc(v, func(r rune) bool { return r < '0' || r > '9' })
+	if digits < 0 {
+		digits = len(v)
+	}
+	if n, err := strconv.Atoi(v[:digits]); err == nil && n < 14 {
+		return fmt.Errorf("the server is PostgreSQL %s, and format postgres needs PostgreSQL 14 or later (pgoutput sends the logical message that marks where a run stops from 14 on); upgrade the server", v)
+	}
+	return nil
 }
 
 // pgPrimaryKey returns the table's primary key columns, after checking that the table exists and
