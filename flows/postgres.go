@@ -44,10 +44,7 @@ const pgMarkerPrefix = "tributary"
 // PostgresNames returns the replication slot and publication a postgres source uses: its own, or
 // tributary_<pipeline>_<dataset> in lower case (at most 63 characters).
 func PostgresNames(p *spec.Pipeline, d *spec.Dataset) (slot, publication string) {
-	def := strings.ToLower("tributary_" + p.Name + "_" + d.Name)
-	if len(def) > 63 {
-		def = def[:63]
-	}
+	def := spec.PostgresDefaultName(p.Name, d.Name)
 	slot, publication = d.Source.Postgres.Slot, d.Source.Postgres.Publication
 	if slot == "" {
 		slot = def

@@ -19,7 +19,7 @@ type PostgresSource struct {
 	Connection  string // a libpq URL or key=value string (after ${} substitution)
 	Schema      string // the table's schema ("public" unless `table:` names one)
 	Table       string // the table's name
-	Slot        string // the logical replication slot; "": tributary_<pipeline>_<dataset> (flows.PostgresNames)
+	Slot        string // the logical replication slot; "": PostgresDefaultName
 	Publication string // the publication; "": like Slot
 }
 
@@ -45,6 +45,45 @@ func PostgresColumns() []schema.Field {
 		{Name: PostgresLSNColumn, Type: schema.Type{Kind: schema.Long}, Nullable: true},
 		{Name: PostgresCommitTimeColumn, Type: schema.Type{Kind: schema.TimestampKind}, Nullable: true},
 		{Name: PostgresTxIDColumn, Type: schema.Type{Kind: schema.Long}, Nullable: true},
+	}
+}
+
+// PostgresDefaultName is the slot and publication of a postgres source that names neither:
+// tributary_<pipeline>_<dataset> in lower case, cut to PostgreSQL's 63 characters.
+func PostgresDefaultName(pipeline, dataset string) string {
+	def := strings.ToLower("tributary_" + pipeline + "_" + dataset)
+	if len(def) > 63 {
+		def = def[:63]
+	}
+	return def
+}
+
+// postgresSlots reports a replication slot that two postgres sources of the pipeline would use
+// (named so, or by default), at the second: a slot is read by one source, which tells the server
+// what it may discard, so another reading it would lose the changes the first confirmed, or fail
+// finding it active.
+func (v *validation) postgresSlots(p *Pipeline, infos []*datasetInfo) {
+	first := map[string]*datasetInfo{}
+	for _, in := range infos {
+		src := in.ds.Source
+		if src == nil || src.Postgres == nil || in.source == nil || in.ds.Name == "" {
+			continue
+		}
+		slot := src.Postgres.Slot
+		if slot == "" {
+			slot = PostgresDefaultName(p.Name, in.ds.Name)
+		}
+		prev, dup := first[slot]
+		if !dup {
+			first[slot] = in
+			continue
+		}
+		node, path := in.source.slotNode, child(in.source.path, "slot")
+		if node == nil {
+			node, path = in.nameNode, child(in.path, "name")
+		}
+		v.d.addAt(node, path, "give each postgres source its own slot (or leave `slot:` out for tributary_<pipeline>_<dataset>)",
+			"the replication slot %s is read by dataset %s too: a slot serves one source, which confirms to the server what it may discard", slot, prev.ds.Name)
 	}
 }
 
@@ -84,7 +123,7 @@ func (d *decoder) postgresSource(n *yaml.Node, path string, src *Source, in *sou
 					d.addAt(resolve(e.val), e.path, "use lower-case letters, digits and _ (at most 63)", "%s %q is not a valid name", e.name, s)
 				}
 				if e.name == "slot" {
-					pg.Slot = s
+					pg.Slot, in.slotNode = s, resolve(e.val)
 				} else {
 					pg.Publication = s
 				}

@@ -73,3 +73,35 @@ datasets:
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestPostgresSlotPerSource: a replication slot serves one postgres source (it confirms to the
+// server what it may discard), so two sources of a pipeline that would read one slot, named so
+// or by default (tributary_<pipeline>_<dataset>, cut to 63 characters), are refused at the
+// second, naming the first; a shared publication is fine.
+func TestPostgresSlotPerSource(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", 60)
+	for _, tc := range []struct{ name, a, b, want string }{
+		{"one slot named twice", "slot: cdc", "slot: cdc",
+			"p.yaml:13:13: datasets[1].source.slot: the replication slot cdc is read by dataset a_" + long + " too"},
+		{"a slot named as another's default", "publication: pub", "slot: tributary_shop_a_" + long[:46],
+			"datasets[1].source.slot: the replication slot tributary_shop_a_" + long[:46] + " is read by dataset a_" + long + " too"},
+		{"defaults cut to the same 63 characters", "publication: pub", "publication: pub",
+			"datasets[1].name: the replication slot tributary_shop_a_" + long[:46] + " is read by dataset a_" + long + " too"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text := "name: shop\ndatasets:\n  - name: a_" + long + "\n    source:\n      format: postgres\n      connection: x\n      table: t1\n      " + tc.a +
+				"\n      schema: \"id BIGINT\"\n  - name: a_" + long + "_2\n    source:\n      format: postgres\n      " + tc.b +
+				"\n      connection: x\n      table: t2\n      schema: \"id BIGINT\"\n"
+			_, err := Parse("p.yaml", []byte(text), nil, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v\nwant it to contain %q", err, tc.want)
+			}
+		})
+	}
+	ok := "name: shop\ndatasets:\n  - name: a\n    source: {format: postgres, connection: x, table: t1, publication: pub, schema: \"id BIGINT\"}\n" +
+		"  - name: b\n    source: {format: postgres, connection: x, table: t2, publication: pub, schema: \"id BIGINT\"}\n"
+	if _, err := Parse("p.yaml", []byte(ok), nil, nil); err != nil {
+		t.Fatalf("two sources of one publication, each with its own slot: %v", err)
+	}
+}

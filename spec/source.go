@@ -29,6 +29,7 @@ type sourceInfo struct {
 	evolutionNode *yaml.Node // the schema_evolution_mode value, when given
 	path          string     // key path of the source
 	tableNode     *yaml.Node // the `table:` value, when given
+	slotNode      *yaml.Node // the `slot:` value of a postgres source, when given
 }
 
 // source decodes a dataset's `source:` (Auto Loader style file ingestion).

@@ -36,6 +36,7 @@ const (
 func (d *decoder) validate(p *Pipeline, infos []*datasetInfo) {
 	v := &validation{d: d, byName: map[string]*datasetInfo{}, byLower: map[string]*datasetInfo{}, state: map[*datasetInfo]int{}, ok: map[*datasetInfo]bool{}}
 	v.uniqueNames(infos)
+	v.postgresSlots(p, infos)
 	v.sqlNames(infos)
 	v.quarantineNames(infos)
 	v.inferredReads(infos)
