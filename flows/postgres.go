@@ -357,14 +357,11 @@ func pgPublication(ctx context.Context, conn *pgx.Conn, pub, qualified string, p
 		return err
 	}
 	if !exists {
-		with := ""
-		if partitioned {
-			with = " WITH (publish_via_partition_root = true)"
+		made, err := pgCreatePublication(ctx, conn, pub, qualified, partitioned)
+		if err != nil || made {
+			return err
 		}
-		if _, err := conn.Exec(ctx, "CREATE PUBLICATION "+pgx.Identifier{pub}.Sanitize()+" FOR TABLE "+qualified+with); err != nil {
-			return fmt.Errorf("creating publication %s: %w", pub, err)
-		}
-		return nil
+		// Another source sharing the publication made it meanwhile: add the table to it.
 	}
 	if partitioned {
 		var viaRoot bool
@@ -379,11 +376,36 @@ func pgPublication(ctx context.Context, conn *pgx.Conn, pub, qualified string, p
 		return err
 	}
 	if !has {
-		if _, err := conn.Exec(ctx, "ALTER PUBLICATION "+pgx.Identifier{pub}.Sanitize()+" ADD TABLE "+qualified); err != nil {
+		if _, err := conn.Exec(ctx, "ALTER PUBLICATION "+pgx.Identifier{pub}.Sanitize()+" ADD TABLE "+qualified); err != nil && !pgDuplicate(err) {
 			return fmt.Errorf("adding %s to publication %s: %w", qualified, pub, err)
 		}
 	}
 	return nil
+}
+
+// pgCreatePublication creates the publication pub of the table (a partitioned one published
+// under its own name). made is false, with no error, when the publication exists already: the
+// sources of a pipeline run in parallel, and those that share a publication may find it missing
+// at once.
+func pgCreatePublication(ctx context.Context, conn *pgx.Conn, pub, qualified string, partitioned bool) (made bool, err error) {
+	with := ""
+	if partitioned {
+		with = " WITH (publish_via_partition_root = true)"
+	}
+	if _, err := conn.Exec(ctx, "CREATE PUBLICATION "+pgx.Identifier{pub}.Sanitize()+" FOR TABLE "+qualified+with); err != nil {
+		if pgDuplicate(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("creating publication %s: %w", pub, err)
+	}
+	return true, nil
+}
+
+// pgDuplicate reports whether err is PostgreSQL's refusal to make an object that exists
+// (duplicate_object, or unique_violation when two sessions make it at once).
+func pgDuplicate(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "42710" || pe.Code == "23505")
 }
 
 // pgSnapshot reads the table's rows in the slot's exported snapshot, as `_op` r rows, and hands
