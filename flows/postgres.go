@@ -108,7 +108,8 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 		return m, fmt.Errorf("dataset %s: %w", d.Name, err)
 	}
 	var slotExists bool
-	if err := conn.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_replication_slots WHERE slot_name = $1", slot).Scan(&slotExists); err != nil {
+	var slotFlush *string // what the slot was last told is safe
+	if err := conn.QueryRow(ctx, "SELECT count(*) > 0, max(confirmed_flush_lsn)::text FROM pg_replication_slots WHERE slot_name = $1", slot).Scan(&slotExists, &slotFlush); err != nil {
 		return m, fmt.Errorf("dataset %s: %w", d.Name, err)
 	}
 	if started && !slotExists {
@@ -218,6 +219,12 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 		return m, fmt.Errorf("dataset %s: starting replication from slot %s: %w", d.Name, slot, err)
 	}
 	s := &pgStream{repl: repl, tbl: tbl, confirmed: pglogrepl.LSN(committed)}
+	if started && slotFlush != nil {
+		// The slot may be past the last batch: a run that reached its marker confirmed it.
+		if f, err := pglogrepl.ParseLSN(*slotFlush); err == nil && f > s.confirmed {
+			s.confirmed = f
+		}
+	}
 	if committed > 0 {
 		if err := s.confirm(ctx); err != nil {
 			return m, err
@@ -248,6 +255,15 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 			}
 		}
 		if done {
+			// Every transaction committed before the marker has been read, and those with rows
+			// of the table are committed: the slot may advance to the marker, so that a table
+			// with no changes does not make the server keep the WAL of every other table's.
+			if marker > s.confirmed {
+				s.confirmed = marker
+				if err := s.confirm(ctx); err != nil {
+					return total, err
+				}
+			}
 			break
 		}
 	}

@@ -232,3 +232,51 @@ func TestPostgresValueErrors(t *testing.T) {
 		t.Fatalf("exit %d, want the lost slot reported, asking for %s:\n%s", r.code, refresh, out)
 	}
 }
+
+// TestPostgresIdleSlotAdvances: a run reads the stream up to the WAL position of its start, so
+// its slot may advance that far even when the table had no change: the server then keeps no WAL
+// of other tables' changes for a quiet table (before, the slot stayed at the table's last change
+// and held every later WAL segment of the server). The table's changes still all arrive.
+func TestPostgresIdleSlotAdvances(t *testing.T) {
+	srv := pgtest.Start(t)
+	ctx := context.Background()
+	conn := srv.Conn(t)
+	pgExec(t, conn, `CREATE TABLE settings (id INT PRIMARY KEY, v TEXT); INSERT INTO settings VALUES (1, 'a');
+		CREATE TABLE busy (id INT PRIMARY KEY, v TEXT)`)
+	args := pgOneTableSpec(t, srv.URL, "settings", "id INT, v STRING", "id")
+	if r := pgRun(t, args); r.code != 0 {
+		t.Fatalf("snapshot: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for i := range 3 {
+		pgExec(t, conn, fmt.Sprintf("INSERT INTO busy SELECT g, repeat('x', 100) FROM generate_series(%d, %d) g", i*5000+1, i*5000+5000))
+		before := wal(t, conn)
+		if r := pgRun(t, args); r.code != 0 {
+			t.Fatalf("idle run %d: exit %d\n%s%s", i, r.code, r.stdout, r.stderr)
+		}
+		var behind int64
+		if err := conn.QueryRow(ctx, `SELECT pg_wal_lsn_diff($1::pg_lsn, confirmed_flush_lsn)::bigint FROM pg_replication_slots
+			WHERE slot_name = 'tributary_pg_settings_settings_changes'`, before).Scan(&behind); err != nil {
+			t.Fatal(err)
+		}
+		if behind > 0 {
+			t.Fatalf("idle run %d: the slot's confirmed position is %d bytes behind the WAL position before the run (of %d rows written to another table)", i, behind, 5000)
+		}
+	}
+	pgExec(t, conn, "UPDATE settings SET v = 'b' WHERE id = 1; INSERT INTO settings VALUES (2, 'c')")
+	if r := pgRun(t, args); r.code != 0 {
+		t.Fatalf("after changes: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got, want := pgTableLines(t, args, "settings", "id", "v"), []string{"1|b", "2|c"}; strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("settings = %v, want %v (SELECT * FROM settings)", got, want)
+	}
+}
+
+// wal returns the server's current WAL position.
+func wal(t *testing.T, conn *pgx.Conn) string {
+	t.Helper()
+	var lsn string
+	if err := conn.QueryRow(context.Background(), "SELECT pg_current_wal_lsn()::text").Scan(&lsn); err != nil {
+		t.Fatal(err)
+	}
+	return lsn
+}
