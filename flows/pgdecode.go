@@ -2,6 +2,7 @@ package flows
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -102,6 +103,29 @@ func (t *pgTable) value(i int, s string) (any, error) {
 		return nil, &pgValueError{table: t.src.Postgres.Schema + "." + t.src.Postgres.Table, column: f.Name, typ: f.Type, value: s}
 	}
 	return v, nil
+}
+
+// pgMissingColumnError is a declared column the stream does not send: dropped since the run
+// started, generated, or left out by the publication's column list.
+type pgMissingColumnError struct {
+	table, column string
+	sent          []string // the columns the stream sends
+}
+
+func (e *pgMissingColumnError) Error() string {
+	return fmt.Sprintf("the stream sends the columns (%s) of %s, not the declared column %s (dropped, generated, or left out of the publication's column list), so its changes would leave it NULL",
+		strings.Join(e.sent, ", "), e.table, e.column)
+}
+
+// checkStreamColumns checks that the stream's columns of the table (relCols, from its Relation
+// message) hold every declared column: one missing would be NULL in every change.
+func (t *pgTable) checkStreamColumns() error {
+	for _, f := range t.src.Schema.Fields[:t.data] {
+		if !slices.Contains(t.relCols, f.Name) {
+			return &pgMissingColumnError{table: t.src.Postgres.Schema + "." + t.src.Postgres.Table, column: f.Name, sent: slices.Clone(t.relCols)}
+		}
+	}
+	return nil
 }
 
 // tupleRow turns a tuple of the stream into a row of the declared columns (change columns

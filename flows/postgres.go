@@ -234,8 +234,12 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 		rows, end, done, err := s.next(ctx, pglogrepl.LSN(committed), marker)
 		if err != nil {
 			var ve *pgValueError
-			if errors.As(err, &ve) {
+			var me *pgMissingColumnError
+			switch {
+			case errors.As(err, &ve):
 				err = fmt.Errorf("%w; declare the column with a type that holds it in the source's schema (STRING keeps PostgreSQL's text) and run %s to read the table again with it", err, RefreshWithReaders(p, d.Name))
+			case errors.As(err, &me):
+				err = fmt.Errorf("%w; remove the column from the source's schema and run %s to read the table again without it", err, RefreshWithReaders(p, d.Name))
 			}
 			return total, fmt.Errorf("dataset %s: streaming from slot %s: %w", d.Name, slot, err)
 		}
@@ -291,22 +295,29 @@ func pgServerVersion(v string) error {
 // pgPrimaryKey returns the table's primary key columns, after checking that the table exists and
 // has every declared column.
 func pgPrimaryKey(ctx context.Context, conn *pgx.Conn, qualified string, src *spec.Source) ([]string, error) {
-	rows, err := conn.Query(ctx, "SELECT attname FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped", qualified)
+	rows, err := conn.Query(ctx, "SELECT attname, attgenerated <> '' FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum", qualified)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", qualified, err)
 	}
-	cols, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
+	var cols []string
+	generated := map[string]bool{}
+	var name string
+	var gen bool
+	if _, err := pgx.ForEachRow(rows, []any{&name, &gen}, func() error {
+		cols = append(cols, name)
+		generated[name] = gen
+		return nil
+	}); err != nil {
 		return nil, fmt.Errorf("table %s: %w", qualified, err)
-	}
-	have := map[string]bool{}
-	for _, c := range cols {
-		have[c] = true
 	}
 	n := len(src.Schema.Fields) - len(spec.PostgresColumns())
 	for _, f := range src.Schema.Fields[:n] {
-		if !have[f.Name] {
+		gen, ok := generated[f.Name]
+		if !ok {
 			return nil, fmt.Errorf("table %s has no column %s (it has %s); fix the source's schema", qualified, f.Name, strings.Join(cols, ", "))
+		}
+		if gen {
+			return nil, fmt.Errorf("column %s of table %s is generated, and logical replication does not send generated columns (its changes would leave it NULL); remove it from the source's schema and compute it downstream", f.Name, qualified)
 		}
 	}
 	rows, err = conn.Query(ctx, `SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
@@ -551,6 +562,9 @@ func (s *pgStream) next(ctx context.Context, after, marker pglogrepl.LSN) (rows 
 						s.tbl.relCols = s.tbl.relCols[:0]
 						for _, c := range lm.Columns {
 							s.tbl.relCols = append(s.tbl.relCols, c.Name)
+						}
+						if err := s.tbl.checkStreamColumns(); err != nil {
+							return nil, 0, false, err
 						}
 					}
 				case *pglogrepl.BeginMessage:

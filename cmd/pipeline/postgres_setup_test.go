@@ -280,3 +280,38 @@ func wal(t *testing.T, conn *pgx.Conn) string {
 	}
 	return lsn
 }
+
+// TestPostgresColumnsNotSent: a declared column that logical replication does not send would be
+// NULL in every change after the snapshot, so it is refused: a generated column before anything
+// is set up, and one the publication's column list leaves out when the stream shows it, asking
+// for the full refresh that reads the table again without it. Nothing NULL reaches the bronze
+// table.
+func TestPostgresColumnsNotSent(t *testing.T) {
+	srv := pgtest.Start(t)
+	conn := srv.Conn(t)
+	pgExec(t, conn, `CREATE TABLE lines (id INT PRIMARY KEY, qty INT, price NUMERIC(8,2),
+			total NUMERIC(10,2) GENERATED ALWAYS AS (qty * price) STORED);
+		INSERT INTO lines (id, qty, price) VALUES (1, 2, 3.50)`)
+	args := pgOneTableSpec(t, srv.URL, "lines", "id INT, qty INT, price DECIMAL(8,2), total DECIMAL(10,2)", "id")
+	r := pgRun(t, args)
+	if out := r.stdout + r.stderr; r.code == 0 || !strings.Contains(out, `column total of table "public"."lines" is generated, and logical replication does not send generated columns`) {
+		t.Fatalf("exit %d, want the generated column refused:\n%s", r.code, out)
+	}
+
+	pgExec(t, conn, `CREATE TABLE people (id INT PRIMARY KEY, name TEXT, email TEXT);
+		INSERT INTO people VALUES (1, 'ann', 'ann@example.com');
+		CREATE PUBLICATION tributary_pg_people_people_changes FOR TABLE people (id, name)`)
+	args = pgOneTableSpec(t, srv.URL, "people", "id INT, name STRING, email STRING", "id")
+	if r := pgRun(t, args); r.code != 0 {
+		t.Fatalf("snapshot: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	pgExec(t, conn, "UPDATE people SET name = 'Ann' WHERE id = 1")
+	r = pgRun(t, args)
+	if out := r.stdout + r.stderr; r.code == 0 || !strings.Contains(out, "the stream sends the columns (id, name) of public.people, not the declared column email") ||
+		!strings.Contains(out, "--full-refresh people_changes,people") {
+		t.Fatalf("exit %d, want the column the publication leaves out refused, with the full refresh to run:\n%s", r.code, out)
+	}
+	if got := pgTableLines(t, args, "people_changes", "id", "name", "email", "_op"); strings.Join(got, "\n") != "1|ann|ann@example.com|r" {
+		t.Fatalf("people_changes = %v, want the snapshot row alone", got)
+	}
+}
