@@ -152,7 +152,8 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 		var quality expectations.Quality
 		var failed *expectations.FailError
 		var checkOnly *expectations.Set // the rules, once a chunk has failed
-		err = pgSnapshot(ctx, conn, res.SnapshotName, qualified, tbl, func(rows [][]any) error {
+		ownTimeout := cfg.RuntimeParams["statement_timeout"] != "" || strings.Contains(cfg.RuntimeParams["options"], "statement_timeout")
+		err = pgSnapshot(ctx, conn, res.SnapshotName, qualified, tbl, !ownTimeout, func(rows [][]any) error {
 			if failed != nil {
 				if checkOnly == nil {
 					var err error
@@ -437,8 +438,12 @@ func pgDuplicate(err error) bool {
 
 // pgSnapshot reads the table's rows in the slot's exported snapshot, as `_op` r rows, and hands
 // them to chunk pgBatchRows at a time (the last chunk may hold fewer; an empty table makes
-// no call). An error of chunk stops the reading and is returned.
-func pgSnapshot(ctx context.Context, conn *pgx.Conn, snapshot, qualified string, tbl *pgTable, chunk func(rows [][]any) error) error {
+// no call). An error of chunk stops the reading and is returned. With noTimeout, the read is
+// not subject to the statement_timeout of the role or database (set for the application's
+// queries): it reads the whole table in one statement, which cannot be split (the exported
+// snapshot lives as long as it), and a timeout would fail every run; a statement_timeout the
+// connection string sets itself is kept.
+func pgSnapshot(ctx context.Context, conn *pgx.Conn, snapshot, qualified string, tbl *pgTable, noTimeout bool, chunk func(rows [][]any) error) error {
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return err
@@ -446,6 +451,11 @@ func pgSnapshot(ctx context.Context, conn *pgx.Conn, snapshot, qualified string,
 	defer tx.Rollback(context.Background())
 	if _, err := tx.Exec(ctx, "SET TRANSACTION SNAPSHOT '"+strings.ReplaceAll(snapshot, "'", "''")+"'"); err != nil {
 		return err
+	}
+	if noTimeout {
+		if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0"); err != nil {
+			return err
+		}
 	}
 	var cols []string
 	for _, f := range tbl.src.Schema.Fields[:tbl.data] {

@@ -315,3 +315,25 @@ func TestPostgresColumnsNotSent(t *testing.T) {
 		t.Fatalf("people_changes = %v, want the snapshot row alone", got)
 	}
 }
+
+// TestPostgresSnapshotStatementTimeout: the initial snapshot reads the whole table in one
+// statement, so a statement_timeout set for the database's application (here 150ms, on the
+// database) would cancel it on every run; the snapshot is not subject to it, and the table
+// arrives whole.
+func TestPostgresSnapshotStatementTimeout(t *testing.T) {
+	srv := pgtest.Start(t)
+	conn := srv.Conn(t)
+	pgExec(t, conn, `CREATE TABLE ledger (id INT PRIMARY KEY, v TEXT);
+		INSERT INTO ledger SELECT g, repeat(md5(g::text), 16) FROM generate_series(1, 40000) g;
+		ALTER DATABASE postgres SET statement_timeout = '150ms'`)
+	args := pgOneTableSpec(t, srv.URL, "ledger", "id INT, v STRING", "id")
+	// 20 MB of rows, more than the socket buffers hold, in chunks of 500 rows, each written to
+	// its own file while the statement waits for the reader: it lasts longer than the timeout.
+	r := pipeline(t, []string{"TRIBUTARY_PG_BATCH_ROWS=500"}, append([]string{"run"}, args...)...)
+	if r.code != 0 {
+		t.Fatalf("exit %d, want the snapshot read whole despite the database's statement_timeout:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := pgTableLines(t, args, "ledger", "id"); len(got) != 40000 {
+		t.Fatalf("ledger has %d rows, want the 40000 of SELECT * FROM ledger", len(got))
+	}
+}
