@@ -341,9 +341,10 @@ func pgPrimaryKey(ctx context.Context, conn *pgx.Conn, qualified string, src *sp
 var errPublishedAsPartitions = errors.New("publish_via_partition_root is off")
 
 // pgReplicaIdentity checks that the table's replica identity makes its deletes and key changes
-// carry the primary key: DEFAULT (the primary key), FULL (the whole old row), or an index that
-// holds every primary key column. Under NOTHING, PostgreSQL refuses the table's UPDATEs and
-// DELETEs once a publication publishes them, so the check runs before the publication is made.
+// carry the primary key: DEFAULT (the primary key, when not DEFERRABLE), FULL (the whole old
+// row), or an index that holds every primary key column. Without one (NOTHING, or DEFAULT of a
+// deferrable key), PostgreSQL refuses the table's UPDATEs and DELETEs once a publication
+// publishes them, so the check runs before the publication is made.
 func pgReplicaIdentity(ctx context.Context, conn *pgx.Conn, qualified string, keys []string) error {
 	var ident string
 	if err := conn.QueryRow(ctx, "SELECT relreplident::text FROM pg_class WHERE oid = $1::regclass", qualified).Scan(&ident); err != nil {
@@ -352,6 +353,16 @@ func pgReplicaIdentity(ctx context.Context, conn *pgx.Conn, qualified string, ke
 	switch ident {
 	case "n":
 		return fmt.Errorf("table %s has REPLICA IDENTITY NOTHING: its deletes would carry no key, and once published PostgreSQL refuses its UPDATEs and DELETEs; run ALTER TABLE %s REPLICA IDENTITY DEFAULT (or FULL)", qualified, qualified)
+	case "d":
+		// DEFAULT is the primary key, but PostgreSQL uses only one that is not DEFERRABLE: with a
+		// deferrable one the table has no replica identity, as under NOTHING.
+		var immediate bool
+		if err := conn.QueryRow(ctx, "SELECT bool_and(indimmediate) FROM pg_index WHERE indrelid = $1::regclass AND indisprimary", qualified).Scan(&immediate); err != nil {
+			return fmt.Errorf("table %s: reading its primary key: %w", qualified, err)
+		}
+		if !immediate {
+			return fmt.Errorf("table %s has a DEFERRABLE primary key, which PostgreSQL does not use as its replica identity (DEFAULT): its deletes would carry no key, and once published PostgreSQL refuses its UPDATEs and DELETEs; run ALTER TABLE %s REPLICA IDENTITY FULL (or make the key NOT DEFERRABLE)", qualified, qualified)
+		}
 	case "i":
 		var index string
 		var cols []string

@@ -98,7 +98,8 @@ func pgExec(t *testing.T, conn *pgx.Conn, sql string) {
 // primary key is refused before anything is set up, saying how to fix it. Under NOTHING no
 // publication is made, so the application can still update the table (PostgreSQL refuses the
 // UPDATEs of a published table without replica identity); USING INDEX of an index without the
-// primary key is refused too. With REPLICA IDENTITY DEFAULT, the same pipeline then runs and
+// primary key is refused too, and DEFAULT when the primary key is DEFERRABLE (which PostgreSQL
+// does not use as identity), until the table is REPLICA IDENTITY FULL. With REPLICA IDENTITY DEFAULT, the same pipeline then runs and
 // applies a delete.
 func TestPostgresReplicaIdentity(t *testing.T) {
 	srv := pgtest.Start(t)
@@ -126,6 +127,20 @@ func TestPostgresReplicaIdentity(t *testing.T) {
 	r = pgRun(t, args)
 	if out := r.stdout + r.stderr; r.code == 0 || !strings.Contains(out, `REPLICA IDENTITY USING INDEX accounts_code_key (code), which does not hold the primary key column id`) {
 		t.Fatalf("exit %d, want the table refused for an identity index without its primary key:\n%s", r.code, out)
+	}
+
+	// DEFAULT is the primary key only when it is not DEFERRABLE: else there is no identity.
+	pgExec(t, conn, `CREATE TABLE seats (id INT, label TEXT, CONSTRAINT seats_pk PRIMARY KEY (id) DEFERRABLE);
+		INSERT INTO seats VALUES (1, 'a')`)
+	sargs := pgOneTableSpec(t, srv.URL, "seats", "id INT, label STRING", "id")
+	r = pgRun(t, sargs)
+	if out := r.stdout + r.stderr; r.code == 0 || !strings.Contains(out, `table "public"."seats" has a DEFERRABLE primary key, which PostgreSQL does not use as its replica identity (DEFAULT)`) {
+		t.Fatalf("exit %d, want the table with a deferrable key refused:\n%s", r.code, out)
+	}
+	pgExec(t, conn, "UPDATE seats SET label = 'b' WHERE id = 1") // the application still can
+	pgExec(t, conn, "ALTER TABLE seats REPLICA IDENTITY FULL")
+	if r := pgRun(t, sargs); r.code != 0 {
+		t.Fatalf("a deferrable key under REPLICA IDENTITY FULL: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 
 	pgExec(t, conn, "ALTER TABLE accounts REPLICA IDENTITY DEFAULT")
