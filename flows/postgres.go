@@ -196,8 +196,12 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 		}
 		if err != nil {
 			var ve *pgValueError
-			if errors.As(err, &ve) {
+			var pe *pgconn.PgError
+			switch {
+			case errors.As(err, &ve):
 				err = fmt.Errorf("%w; declare the column with a type that holds it in the source's schema (STRING keeps PostgreSQL's text) and run again", err)
+			case errors.As(err, &pe) && pe.Code == "42501": // insufficient_privilege
+				err = fmt.Errorf("%w; run GRANT SELECT ON %s TO the role of the connection", err, qualified)
 			}
 			return m, fmt.Errorf("dataset %s: reading the initial snapshot: %w", d.Name, err)
 		}
@@ -293,12 +297,22 @@ func pgServerVersion(v string) error {
 	return nil
 }
 
+// pgTableError is err of looking up the table qualified, with what to check when the table or its
+// schema does not exist.
+func pgTableError(qualified string, err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "3F000") { // undefined_table, invalid_schema_name
+		return fmt.Errorf("table %s: %w; check the source's `table:` (schema.name) and that the connection names the database that has it", qualified, err)
+	}
+	return fmt.Errorf("table %s: %w", qualified, err)
+}
+
 // pgPrimaryKey returns the table's primary key columns, after checking that the table exists and
 // has every declared column.
 func pgPrimaryKey(ctx context.Context, conn *pgx.Conn, qualified string, src *spec.Source) ([]string, error) {
 	rows, err := conn.Query(ctx, "SELECT attname, attgenerated <> '' FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum", qualified)
 	if err != nil {
-		return nil, fmt.Errorf("table %s: %w", qualified, err)
+		return nil, pgTableError(qualified, err)
 	}
 	var cols []string
 	generated := map[string]bool{}
@@ -309,7 +323,7 @@ func pgPrimaryKey(ctx context.Context, conn *pgx.Conn, qualified string, src *sp
 		generated[name] = gen
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("table %s: %w", qualified, err)
+		return nil, pgTableError(qualified, err)
 	}
 	n := len(src.Schema.Fields) - len(spec.PostgresColumns())
 	for _, f := range src.Schema.Fields[:n] {
@@ -434,6 +448,10 @@ func pgCreatePublication(ctx context.Context, conn *pgx.Conn, pub, qualified str
 	if _, err := conn.Exec(ctx, "CREATE PUBLICATION "+pgx.Identifier{pub}.Sanitize()+" FOR TABLE "+qualified+with); err != nil {
 		if pgDuplicate(err) {
 			return false, nil
+		}
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "42501" { // insufficient_privilege
+			return false, fmt.Errorf("creating publication %s: %w; making it takes CREATE on the database and owning the table, so have the table's owner run CREATE PUBLICATION %s FOR TABLE %s, which the source then uses", pub, err, pgx.Identifier{pub}.Sanitize(), qualified)
 		}
 		return false, fmt.Errorf("creating publication %s: %w", pub, err)
 	}

@@ -352,3 +352,38 @@ func TestPostgresSnapshotStatementTimeout(t *testing.T) {
 		t.Fatalf("ledger has %d rows, want the 40000 of SELECT * FROM ledger", len(got))
 	}
 }
+
+// TestPostgresSetupErrorHints: the errors a new setup meets say what to do. A table that does not
+// exist asks to check `table:` and the database; a replication role that may not make the
+// publication (it takes owning the table) is told to have the owner make it, and then reads the
+// one the owner made; a role that may not read the table is told the GRANT to run.
+func TestPostgresSetupErrorHints(t *testing.T) {
+	srv := pgtest.Start(t)
+	conn := srv.Conn(t)
+	pgExec(t, conn, `CREATE TABLE shop (id INT PRIMARY KEY, v TEXT); INSERT INTO shop VALUES (1, 'a');
+		CREATE ROLE cdc LOGIN REPLICATION`)
+	args := pgOneTableSpec(t, srv.URL, "nosuch", "id INT", "id")
+	r := pgRun(t, args)
+	if out := r.stdout + r.stderr; r.code == 0 || !strings.Contains(out, `relation "public.nosuch" does not exist (SQLSTATE 42P01); check the source's `+"`table:`"+` (schema.name) and that the connection names the database that has it`) {
+		t.Fatalf("exit %d, want the missing table reported with what to check:\n%s", r.code, out)
+	}
+
+	cdcURL := strings.Replace(srv.URL, "postgres://postgres@", "postgres://cdc@", 1)
+	args = pgOneTableSpec(t, cdcURL, "shop", "id INT, v STRING", "id")
+	r = pgRun(t, args)
+	if out := r.stdout + r.stderr; r.code == 0 || !strings.Contains(out, `have the table's owner run CREATE PUBLICATION "tributary_pg_shop_shop_changes" FOR TABLE "public"."shop", which the source then uses`) {
+		t.Fatalf("exit %d, want the role that may not make the publication told who can:\n%s", r.code, out)
+	}
+	pgExec(t, conn, `CREATE PUBLICATION tributary_pg_shop_shop_changes FOR TABLE shop`)
+	r = pgRun(t, args)
+	if out := r.stdout + r.stderr; r.code == 0 || !strings.Contains(out, `permission denied for table shop (SQLSTATE 42501); run GRANT SELECT ON "public"."shop" TO the role of the connection`) {
+		t.Fatalf("exit %d, want the role that may not read the table told the GRANT:\n%s", r.code, out)
+	}
+	pgExec(t, conn, `GRANT SELECT ON shop TO cdc`)
+	if r := pgRun(t, args); r.code != 0 {
+		t.Fatalf("with the owner's publication and SELECT granted: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := pgTableLines(t, args, "shop", "id", "v"); strings.Join(got, ",") != "1|a" {
+		t.Fatalf("shop = %v, want SELECT * FROM shop = [1|a]", got)
+	}
+}
