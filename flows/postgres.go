@@ -101,9 +101,12 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 	if err := pgReplicaIdentity(ctx, conn, qualified, keys); err != nil {
 		return m, fmt.Errorf("dataset %s: %w", d.Name, err)
 	}
-	if err := pgPublication(ctx, conn, pub, qualified, pg); err != nil {
-		if started && errors.Is(err, errPublishedAsPartitions) {
+	if err := pgPublication(ctx, conn, pub, qualified, pg, started); err != nil {
+		switch {
+		case started && errors.Is(err, errPublishedAsPartitions):
 			err = fmt.Errorf("%w; the changes streamed so far were not read, so then run %s to take a new snapshot", err, RefreshWithReaders(p, d.Name))
+		case errors.Is(err, errNotPublished):
+			err = fmt.Errorf("%w, so the table's changes since the last batch were not published and are lost; run %s to take a new snapshot (it publishes the table again)", err, RefreshWithReaders(p, d.Name))
 		}
 		return m, fmt.Errorf("dataset %s: %w", d.Name, err)
 	}
@@ -398,16 +401,25 @@ func pgReplicaIdentity(ctx context.Context, conn *pgx.Conn, qualified string, ke
 	return nil
 }
 
+// errNotPublished is the error of a source that has taken its snapshot and finds its table
+// outside its publication: re-created (a dropped table leaves its publications), or removed.
+var errNotPublished = errors.New("not published")
+
 // pgPublication creates the publication for the table, or adds the table to it. A partitioned
 // table's changes must be published under its own name (publish_via_partition_root): a new
 // publication is made so, and an existing one that is not fails with errPublishedAsPartitions.
-func pgPublication(ctx context.Context, conn *pgx.Conn, pub, qualified string, pg *spec.PostgresSource) error {
+// Once the source has started (taken its snapshot), a publication that is gone or no longer
+// has the table fails with errNotPublished: the changes in between were not published.
+func pgPublication(ctx context.Context, conn *pgx.Conn, pub, qualified string, pg *spec.PostgresSource, started bool) error {
 	var exists, has, partitioned bool
 	if err := conn.QueryRow(ctx, "SELECT relkind = 'p' FROM pg_class WHERE oid = $1::regclass", qualified).Scan(&partitioned); err != nil {
 		return err
 	}
 	if err := conn.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_publication WHERE pubname = $1", pub).Scan(&exists); err != nil {
 		return err
+	}
+	if !exists && started {
+		return fmt.Errorf("publication %s is gone (%w)", pub, errNotPublished)
 	}
 	if !exists {
 		made, err := pgCreatePublication(ctx, conn, pub, qualified, partitioned)
@@ -427,6 +439,9 @@ func pgPublication(ctx context.Context, conn *pgx.Conn, pub, qualified string, p
 	}
 	if err := conn.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_publication_tables WHERE pubname = $1 AND schemaname = $2 AND tablename = $3", pub, pg.Schema, pg.Table).Scan(&has); err != nil {
 		return err
+	}
+	if !has && started {
+		return fmt.Errorf("table %s is not in publication %s any more (%w: re-created, or removed from it)", qualified, pub, errNotPublished)
 	}
 	if !has {
 		if _, err := conn.Exec(ctx, "ALTER PUBLICATION "+pgx.Identifier{pub}.Sanitize()+" ADD TABLE "+qualified); err != nil && !pgDuplicate(err) {

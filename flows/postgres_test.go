@@ -24,7 +24,7 @@ func TestPGPublicationShared(t *testing.T) {
 	if err != nil || made {
 		t.Fatalf("creating a publication another source made: made %v, err %v; want neither", made, err)
 	}
-	if err := pgPublication(ctx, conn, "shared", `"public"."tb"`, &spec.PostgresSource{Schema: "public", Table: "tb"}); err != nil {
+	if err := pgPublication(ctx, conn, "shared", `"public"."tb"`, &spec.PostgresSource{Schema: "public", Table: "tb"}, false); err != nil {
 		t.Fatal(err)
 	}
 	var tables []string

@@ -387,3 +387,33 @@ func TestPostgresSetupErrorHints(t *testing.T) {
 		t.Fatalf("shop = %v, want SELECT * FROM shop = [1|a]", got)
 	}
 }
+
+// TestPostgresTableRecreated: a table dropped and created again (a restore, a migration) leaves
+// its publication, so its changes until the next run are not published, and the old rows are
+// never deleted. The run says so and asks for the full refresh of the dataset and its readers,
+// which publishes the table again and makes the target equal SELECT * once more.
+func TestPostgresTableRecreated(t *testing.T) {
+	srv := pgtest.Start(t)
+	conn := srv.Conn(t)
+	pgExec(t, conn, `CREATE TABLE prices (id INT PRIMARY KEY, v TEXT); INSERT INTO prices VALUES (1, 'a'), (2, 'b')`)
+	args := pgOneTableSpec(t, srv.URL, "prices", "id INT, v STRING", "id")
+	if r := pgRun(t, args); r.code != 0 {
+		t.Fatalf("snapshot: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	pgExec(t, conn, `DROP TABLE prices; CREATE TABLE prices (id INT PRIMARY KEY, v TEXT); INSERT INTO prices VALUES (1, 'new')`)
+	r := pgRun(t, args)
+	if out := r.stdout + r.stderr; r.code == 0 || !strings.Contains(out, `table "public"."prices" is not in publication tributary_pg_prices_prices_changes any more`) ||
+		!strings.Contains(out, "--full-refresh prices_changes,prices") {
+		t.Fatalf("exit %d, want the re-created table reported, with the full refresh to run:\n%s", r.code, out)
+	}
+	if r := pgRun(t, args, "--full-refresh", "prices_changes,prices"); r.code != 0 {
+		t.Fatalf("full refresh: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	pgExec(t, conn, `INSERT INTO prices VALUES (3, 'c')`)
+	if r := pgRun(t, args); r.code != 0 {
+		t.Fatalf("after the full refresh: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := pgTableLines(t, args, "prices", "id", "v"); strings.Join(got, ",") != "1|new,3|c" {
+		t.Fatalf("prices = %v, want SELECT * FROM prices = [1|new 3|c]", got)
+	}
+}
