@@ -87,6 +87,7 @@ type pgValueError struct {
 	value  string // PostgreSQL's text of the value
 }
 
+// Error names the column, the table, the value (its first 40 bytes) and the declared type.
 func (e *pgValueError) Error() string {
 	v := e.value
 	if len(v) > 40 {
@@ -112,6 +113,7 @@ type pgMissingColumnError struct {
 	sent          []string // the columns the stream sends
 }
 
+// Error names the columns the stream sends, the table and the declared column it lacks.
 func (e *pgMissingColumnError) Error() string {
 	return fmt.Sprintf("the stream sends the columns (%s) of %s, not the declared column %s (dropped, generated, or left out of the publication's column list), so its changes would leave it NULL",
 		strings.Join(e.sent, ", "), e.table, e.column)
