@@ -130,12 +130,29 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 	w := &pgWriter{env: env, d: d, table: table, snap: snap, appID: appID, tbl: tbl}
 	total := Metrics{Version: -1}
 	first := true
+	owned := pgSlotMarker(p.Storage, slot)
+	if started && slotExists {
+		// A storage that read the slot before its runs left this marker owns it too.
+		if err := markSlot(owned); err != nil {
+			return m, fmt.Errorf("dataset %s: %w", d.Name, err)
+		}
+	}
 	if !started {
 		// No batch committed yet: a new slot, and the table's rows as of its consistent point.
 		if slotExists {
+			// Only a slot this storage made (a run that stopped before its snapshot committed,
+			// a full refresh) is replaced: one made by a copy of the pipeline with another
+			// storage is that copy's, which would go on from the new slot without the changes
+			// in between.
+			if _, err := os.Stat(owned); err != nil {
+				return m, fmt.Errorf("dataset %s: the replication slot %s exists, and this storage (%s) did not make it: a copy of this pipeline with another storage may be reading it, and replacing it would lose that copy's changes; give this source a slot and a publication of its own (`slot:` and `publication:` in its source), or, if the slot is left from a storage that is gone, drop it (SELECT pg_drop_replication_slot('%s')) and run again", d.Name, slot, p.Storage, slot)
+			}
 			if _, err := conn.Exec(ctx, "SELECT pg_drop_replication_slot($1)", slot); err != nil {
 				return m, fmt.Errorf("dataset %s: dropping the unused slot %s: %w", d.Name, slot, err)
 			}
+		}
+		if err := markSlot(owned); err != nil {
+			return m, fmt.Errorf("dataset %s: %w", d.Name, err)
 		}
 		res, err := pglogrepl.CreateReplicationSlot(ctx, repl, slot, "pgoutput", pglogrepl.CreateReplicationSlotOptions{SnapshotAction: "EXPORT_SNAPSHOT", Mode: pglogrepl.LogicalReplication})
 		if err != nil {
@@ -283,6 +300,29 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 		total.Idle = true
 	}
 	return total, nil
+}
+
+// pgSlotMarker returns <storage>/system/postgres_slots/<slot>: the file that says this
+// storage made the replication slot (or read it), so that its first run may replace it. A full
+// refresh keeps it; a storage without it never drops a slot of that name (another storage's).
+func pgSlotMarker(storage, slot string) string {
+	return filepath.Join(storage, "system", "postgres_slots", slot)
+}
+
+// markSlot writes the marker file path (pgSlotMarker) when it is not there yet, before the
+// slot is made: a run killed between the two leaves the marker, and the next run replaces the
+// slot it made.
+func markSlot(path string) error {
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("recording the replication slot this storage uses: %w", err)
+	}
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		return fmt.Errorf("recording the replication slot this storage uses: %w", err)
+	}
+	return nil
 }
 
 // pgServerVersion checks that the server (its server_version, e.g. "15.8 (Debian 15.8-1)") is

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -415,5 +416,64 @@ func TestPostgresTableRecreated(t *testing.T) {
 	}
 	if got := pgTableLines(t, args, "prices", "id", "v"); strings.Join(got, ",") != "1|new,3|c" {
 		t.Fatalf("prices = %v, want SELECT * FROM prices = [1|new 3|c]", got)
+	}
+}
+
+// TestPostgresSlotOfAnotherStorage: a copy of a pipeline with another storage, on the same
+// database, finds the replication slot of the first copy under the same default name. It must
+// not replace it (the first copy would go on from the new slot, without the changes in between):
+// its first run fails, saying what to do, and the first copy still gets every change. A storage
+// that made the slot replaces it in a full refresh; a storage started over from nothing is
+// refused until the slot left over is dropped.
+func TestPostgresSlotOfAnotherStorage(t *testing.T) {
+	srv := pgtest.Start(t)
+	conn := srv.Conn(t)
+	pgExec(t, conn, `CREATE TABLE notes (id INT PRIMARY KEY, v TEXT); INSERT INTO notes VALUES (1, 'a')`)
+	a := pgOneTableSpec(t, srv.URL, "notes", "id INT, v STRING", "id")
+	if r := pgRun(t, a); r.code != 0 {
+		t.Fatalf("first copy: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	pgExec(t, conn, `INSERT INTO notes VALUES (2, 'b')`)
+
+	b := slices.Clone(a)
+	other := filepath.Join(t.TempDir(), "storage")
+	b[2] = "storage=" + other
+	r := pgRun(t, b)
+	slot := "tributary_pg_notes_notes_changes"
+	if out := r.stdout + r.stderr; r.code == 0 || !strings.Contains(out, "the replication slot "+slot+" exists, and this storage ("+other+") did not make it") ||
+		!strings.Contains(out, "SELECT pg_drop_replication_slot('"+slot+"')") {
+		t.Fatalf("second copy: exit %d, want its first run refused, naming the slot and what to do:\n%s", r.code, out)
+	}
+
+	pgExec(t, conn, `INSERT INTO notes VALUES (3, 'c')`)
+	if r := pgRun(t, a); r.code != 0 {
+		t.Fatalf("first copy again: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	want := []string{"1|a", "2|b", "3|c"}
+	if got := pgTableLines(t, a, "notes", "id", "v"); !slices.Equal(got, want) {
+		t.Fatalf("first copy's notes = %v, want %v: every change, the second copy's try notwithstanding", got, want)
+	}
+
+	// The storage that made the slot takes a new snapshot through a new one.
+	if r := pgRun(t, a, "--full-refresh-all"); r.code != 0 {
+		t.Fatalf("full refresh: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := pgTableLines(t, a, "notes", "id", "v"); !slices.Equal(got, want) {
+		t.Fatalf("after the full refresh, notes = %v, want %v", got, want)
+	}
+
+	// A storage removed and started over does not know the slot: refused until it is dropped.
+	if err := os.RemoveAll(strings.TrimPrefix(a[2], "storage=")); err != nil {
+		t.Fatal(err)
+	}
+	if r := pgRun(t, a); r.code == 0 || !strings.Contains(r.stdout+r.stderr, "did not make it") {
+		t.Fatalf("a new storage: exit %d, want the left-over slot refused:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	pgExec(t, conn, `SELECT pg_drop_replication_slot('`+slot+`')`)
+	if r := pgRun(t, a); r.code != 0 {
+		t.Fatalf("after dropping the slot: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := pgTableLines(t, a, "notes", "id", "v"); !slices.Equal(got, want) {
+		t.Fatalf("a new storage's notes = %v, want %v", got, want)
 	}
 }
