@@ -101,6 +101,9 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 	if err := pgReplicaIdentity(ctx, conn, qualified, keys); err != nil {
 		return m, fmt.Errorf("dataset %s: %w", d.Name, err)
 	}
+	if err := pgInheritanceChildren(ctx, conn, qualified); err != nil {
+		return m, fmt.Errorf("dataset %s: %w", d.Name, err)
+	}
 	if err := pgPublication(ctx, conn, pub, qualified, pg, started); err != nil {
 		switch {
 		case started && errors.Is(err, errPublishedAsPartitions):
@@ -437,6 +440,25 @@ func pgReplicaIdentity(ctx context.Context, conn *pgx.Conn, qualified string, ke
 				return fmt.Errorf("table %s has REPLICA IDENTITY USING INDEX %s (%s), which does not hold the primary key column %s: its deletes and key changes would carry no key; run ALTER TABLE %s REPLICA IDENTITY DEFAULT (or FULL)", qualified, index, strings.Join(cols, ", "), k, qualified)
 			}
 		}
+	}
+	return nil
+}
+
+// pgInheritanceChildren refuses a plain table with inheritance children (CREATE TABLE ...
+// INHERITS, the partitioning of old): a SELECT of it returns their rows too, but their changes
+// are published under their own names, so the snapshot would hold rows whose changes never
+// arrive. A partitioned table (relkind p) is not refused: its partitions' changes are published
+// under its name (pgPublication).
+func pgInheritanceChildren(ctx context.Context, conn *pgx.Conn, qualified string) error {
+	var children []string
+	err := conn.QueryRow(ctx, `SELECT coalesce(array_agg(i.inhrelid::regclass::text ORDER BY i.inhrelid::regclass::text), '{}')
+		FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhparent
+		WHERE i.inhparent = $1::regclass AND c.relkind = 'r'`, qualified).Scan(&children)
+	if err != nil {
+		return fmt.Errorf("table %s: reading its inheritance children: %w", qualified, err)
+	}
+	if len(children) > 0 {
+		return fmt.Errorf("table %s has inheritance children (%s): a snapshot of it holds their rows, but their changes are published under their own names and would never arrive; stream each child (and the parent's own rows) as a source of its own, or move the children into a partitioned table", qualified, strings.Join(children, ", "))
 	}
 	return nil
 }

@@ -477,3 +477,34 @@ func TestPostgresSlotOfAnotherStorage(t *testing.T) {
 		t.Fatalf("a new storage's notes = %v, want %v", got, want)
 	}
 }
+
+// TestPostgresInheritanceChildren: a plain table with inheritance children is refused before
+// anything is set up (a snapshot would hold the children's rows, whose changes are published
+// under the children's names and never arrive), and nothing is left on the server; each child
+// streams as a source of its own.
+func TestPostgresInheritanceChildren(t *testing.T) {
+	srv := pgtest.Start(t)
+	conn := srv.Conn(t)
+	pgExec(t, conn, `CREATE TABLE animals (id INT PRIMARY KEY, name TEXT);
+		CREATE TABLE dogs (id INT PRIMARY KEY, name TEXT, breed TEXT) INHERITS (animals);
+		INSERT INTO animals VALUES (1, 'cat'); INSERT INTO dogs VALUES (2, 'rex', 'lab')`)
+	args := pgOneTableSpec(t, srv.URL, "animals", "id INT, name STRING", "id")
+	r := pgRun(t, args)
+	if out := r.stdout + r.stderr; r.code == 0 || !strings.Contains(out, `table "public"."animals" has inheritance children (dogs)`) {
+		t.Fatalf("exit %d, want the table with children refused, naming them:\n%s", r.code, out)
+	}
+	var slots, pubs int
+	if err := conn.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM pg_replication_slots), (SELECT count(*) FROM pg_publication)`).Scan(&slots, &pubs); err != nil {
+		t.Fatal(err)
+	}
+	if slots != 0 || pubs != 0 {
+		t.Fatalf("the refused source left %d slot(s) and %d publication(s)", slots, pubs)
+	}
+	dogs := pgOneTableSpec(t, srv.URL, "dogs", "id INT, name STRING, breed STRING", "id")
+	if r := pgRun(t, dogs); r.code != 0 {
+		t.Fatalf("the child as a source: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got, want := pgTableLines(t, dogs, "dogs", "id", "name", "breed"), []string{"2|rex|lab"}; !slices.Equal(got, want) {
+		t.Fatalf("dogs = %v, want %v", got, want)
+	}
+}
