@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -83,7 +84,7 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 	cfg.RuntimeParams["DateStyle"] = "ISO, YMD"
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return m, fmt.Errorf("dataset %s: connecting to PostgreSQL: %w", d.Name, err)
+		return m, fmt.Errorf("dataset %s: connecting to PostgreSQL: %w%s", d.Name, err, pgConnectHint(err))
 	}
 	defer conn.Close(context.Background())
 	if err := pgServerVersion(conn.PgConn().ParameterStatus("server_version")); err != nil {
@@ -326,6 +327,25 @@ func markSlot(path string) error {
 		return fmt.Errorf("recording the replication slot this storage uses: %w", err)
 	}
 	return nil
+}
+
+// pgConnectHint returns what to check for a failed connection (err from pgx.ConnectConfig), as
+// "; ..." to end its message, or "" when the error says it already: a server not listening, a
+// password refused, a database or role that does not exist (PostgreSQL error codes 28P01, 28000,
+// 3D000).
+func pgConnectHint(err error) string {
+	var pe *pgconn.PgError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "; no server listens at that host and port: start it, or correct host and port in the source's connection"
+	case errors.As(err, &pe) && pe.Code == "28P01":
+		return "; correct the user and password in the source's connection (a ${VAR} of the spec keeps the password out of it)"
+	case errors.As(err, &pe) && pe.Code == "28000":
+		return "; the server's pg_hba.conf does not let this user connect from here: add a line for it (with `replication` too, for logical replication) and reload the server"
+	case errors.As(err, &pe) && pe.Code == "3D000":
+		return "; correct the database name in the source's connection"
+	}
+	return ""
 }
 
 // pgServerVersion checks that the server (its server_version, e.g. "15.8 (Debian 15.8-1)") is

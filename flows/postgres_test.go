@@ -2,13 +2,18 @@ package flows
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"tributary/delta"
 	"tributary/internal/pgtest"
@@ -139,5 +144,39 @@ func TestPGStoredRowsMemory(t *testing.T) {
 	t.Logf("looking up one key grew the heap by %d MB, for %d MB of values", grew>>20, values>>20)
 	if grew > values/2 {
 		t.Fatalf("looking up one key grew the heap by %d MB, for a table of %d MB of values: want less than half", grew>>20, values>>20)
+	}
+}
+
+// TestPGConnectHint: a failed connection says what to check: a port no server listens on, a
+// database that does not exist (a real server), a password refused (PostgreSQL's 28P01).
+func TestPGConnectHint(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	ctx := context.Background()
+	connect := func(url string) error {
+		conn, err := pgx.Connect(ctx, url)
+		if err == nil {
+			conn.Close(ctx)
+		}
+		return err
+	}
+	err = connect("postgres://postgres@" + closed + "/postgres?sslmode=disable&connect_timeout=5")
+	if h := pgConnectHint(err); !strings.Contains(h, "no server listens at that host and port") {
+		t.Errorf("closed port: hint %q for %v", h, err)
+	}
+	if h := pgConnectHint(fmt.Errorf("x: %w", &pgconn.PgError{Code: "28P01"})); !strings.Contains(h, "correct the user and password") {
+		t.Errorf("password refused: hint %q", h)
+	}
+	if h := pgConnectHint(errors.New("something else")); h != "" {
+		t.Errorf("another error: hint %q, want none", h)
+	}
+	srv := pgtest.Start(t)
+	err = connect(strings.Replace(srv.URL, "/postgres?", "/nosuchdb?", 1))
+	if h := pgConnectHint(err); !strings.Contains(h, "correct the database name") {
+		t.Errorf("missing database: hint %q for %v", h, err)
 	}
 }
