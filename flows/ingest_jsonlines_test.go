@@ -178,28 +178,10 @@ func TestJSONLinesArrayLines(t *testing.T) {
 			want = append(want, fmt.Sprintf("%d:%d:n%d:true", line, i, i))
 		}
 	}
-	s := schema.Schema{Fields: []schema.Field{
-		{Name: "id", Type: schema.Type{Kind: schema.Long}, Nullable: true},
-		{Name: "name", Type: schema.Type{Kind: schema.String}, Nullable: true},
-	}}
 	for _, procs := range []int{1, 4} {
-		func() {
-			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-			var got []string
-			err := eachJSONLine(newLineReader(s, "", "f.json"), strings.NewReader(text.String()), &blockPool{}, func(row []any, parsed bool, bad []badValue, lineNo int64) error {
-				got = append(got, fmt.Sprintf("%d:%v:%v:%v", lineNo, row[0], row[1], parsed))
-				if ext := append(row, "file", int64(0), 0, lineNo); &ext[0] != &row[0] {
-					return fmt.Errorf("line %d: appending %d values copied the row", lineNo, rowSpare)
-				}
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if strings.Join(got, "\n") != strings.Join(want, "\n") {
-				t.Errorf("%d workers: rows\n%s\nwant\n%s", procs, strings.Join(got, "\n"), strings.Join(want, "\n"))
-			}
-		}()
+		if got := idNameRows(t, text.String(), procs); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("%d workers: rows\n%s\nwant\n%s", procs, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
 	}
 
 	inf := newInferrer()
@@ -243,25 +225,10 @@ func TestJSONLinesBareCR(t *testing.T) {
 	text := "{\"id\": 1, \"name\": \"a\"}\r{\"id\": 2}\r\r  \r[{\"id\": 3}, {\"id\": 4, \"name\": \"d\"}]\r{\"id\": 5,\r\"name\": \"e\"}\r\n" +
 		"{\"id\": 6,\r\"name\": \"f\"}\r\n{\"id\": 7, \"name\": \"g\"}\n"
 	want := "1:1:a:true 1:2:<nil>:true 1:3:<nil>:true 1:4:d:true 1:<nil>:<nil>:false 1:<nil>:<nil>:false 2:6:f:true 3:7:g:true"
-	s := schema.Schema{Fields: []schema.Field{
-		{Name: "id", Type: schema.Type{Kind: schema.Long}, Nullable: true},
-		{Name: "name", Type: schema.Type{Kind: schema.String}, Nullable: true},
-	}}
 	for _, procs := range []int{1, 4} {
-		func() {
-			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-			var got []string
-			err := eachJSONLine(newLineReader(s, "", "f.json"), strings.NewReader(text), &blockPool{}, func(row []any, parsed bool, bad []badValue, lineNo int64) error {
-				got = append(got, fmt.Sprintf("%d:%v:%v:%v", lineNo, row[0], row[1], parsed))
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if strings.Join(got, " ") != want {
-				t.Errorf("%d workers: rows\n%s\nwant\n%s", procs, strings.Join(got, " "), want)
-			}
-		}()
+		if got := idNameRows(t, text, procs); strings.Join(got, " ") != want {
+			t.Errorf("%d workers: rows\n%s\nwant\n%s", procs, strings.Join(got, " "), want)
+		}
 	}
 	var lines []string
 	if err := eachLine(strings.NewReader(text), func(line []byte, lineNo int64) error {
@@ -282,4 +249,28 @@ func TestJSONLinesBareCR(t *testing.T) {
 	if got := strings.Join(inf.order, ","); got != "id,amount,tag" {
 		t.Errorf("inferred columns %s, want id,amount,tag", got)
 	}
+}
+
+// idNameRows reads JSON-lines text with the schema "id BIGINT, name STRING" on procs workers and
+// returns each row as "line:id:name:parsed"; a row that has not the spare capacity eachJSONLine
+// promises (rowSpare) fails t.
+func idNameRows(t *testing.T, text string, procs int) []string {
+	t.Helper()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+	s := schema.Schema{Fields: []schema.Field{
+		{Name: "id", Type: schema.Type{Kind: schema.Long}, Nullable: true},
+		{Name: "name", Type: schema.Type{Kind: schema.String}, Nullable: true},
+	}}
+	var got []string
+	err := eachJSONLine(newLineReader(s, "", "f.json"), strings.NewReader(text), &blockPool{}, func(row []any, parsed bool, bad []badValue, lineNo int64) error {
+		got = append(got, fmt.Sprintf("%d:%v:%v:%v", lineNo, row[0], row[1], parsed))
+		if ext := append(row, "file", int64(0), 0, lineNo); &ext[0] != &row[0] {
+			return fmt.Errorf("line %d: appending %d values copied the row", lineNo, rowSpare)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
