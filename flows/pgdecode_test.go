@@ -12,7 +12,7 @@ import (
 	"tributary/spec"
 )
 
-func pgTestTable(t *testing.T) *pgTable {
+func pgTestTable(t testing.TB) *pgTable {
 	t.Helper()
 	s, err := schema.ParseDDL("id BIGINT, note STRING, amount DECIMAL(10,2), at TIMESTAMP")
 	if err != nil {

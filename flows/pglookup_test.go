@@ -17,7 +17,7 @@ import (
 // pgBronze is a bronze table of pgTestTable's source with commits of the given rows, one data
 // file each; stripStats[i] commits the i-th file without stats. It returns the writer and the
 // files in commit order.
-func pgBronze(t *testing.T, tbl *pgTable, commits [][][]any, stripStats ...bool) (*pgWriter, []delta.Add) {
+func pgBronze(t testing.TB, tbl *pgTable, commits [][][]any, stripStats ...bool) (*pgWriter, []delta.Add) {
 	t.Helper()
 	table := delta.New(t.TempDir())
 	tx := table.Begin(nil)
@@ -81,7 +81,7 @@ func notesOf(tbl *pgTable, stored map[string][]any, ids ...int64) string {
 }
 
 // needOf is needsLookup of an update with an unchanged TOASTed note for each key.
-func needOf(t *testing.T, tbl *pgTable, lsn pglogrepl.LSN, ids ...string) ([][]any, map[string]bool) {
+func needOf(t testing.TB, tbl *pgTable, lsn pglogrepl.LSN, ids ...string) ([][]any, map[string]bool) {
 	t.Helper()
 	var rows [][]any
 	for _, id := range ids {
@@ -209,8 +209,7 @@ func TestPGLookupFilesOrder(t *testing.T) {
 // may hold the keys; "recent" looks up 10 keys of the last stream file, "snapshot" 10 keys last
 // written by the snapshot.
 func BenchmarkPGToastLookup(b *testing.B) {
-	t := &testing.T{}
-	tbl := pgTestTable(t)
+	tbl := pgTestTable(b)
 	note := strings.Repeat("n", 200)
 	var commits [][][]any
 	lsn := int64(5)
@@ -231,33 +230,7 @@ func BenchmarkPGToastLookup(b *testing.B) {
 		}
 		commits = append(commits, rows)
 	}
-	dir := b.TempDir()
-	table := delta.New(dir)
-	tx := table.Begin(nil)
-	tx.SetMetadata(delta.Metadata{Schema: tbl.src.Schema})
-	if _, err := tx.Commit("CREATE TABLE", nil); err != nil {
-		b.Fatal(err)
-	}
-	for _, rows := range commits {
-		snap, err := table.Snapshot(-1)
-		if err != nil {
-			b.Fatal(err)
-		}
-		a, err := table.WriteFile(tbl.src.Schema, rows)
-		if err != nil {
-			b.Fatal(err)
-		}
-		tx := table.Begin(snap)
-		tx.Add(a)
-		if _, err := tx.Commit("STREAMING UPDATE", nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-	snap, err := table.Snapshot(-1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	w := &pgWriter{table: table, snap: snap, tbl: tbl}
+	w, _ := pgBronze(b, tbl, commits)
 	last := commits[len(commits)-1]
 	var recent, old []string
 	for i := range 10 {
@@ -266,7 +239,7 @@ func BenchmarkPGToastLookup(b *testing.B) {
 	}
 	b.Run("whole-table", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := table.Rows(snap); err != nil {
+			if _, err := w.table.Rows(w.snap); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -277,7 +250,7 @@ func BenchmarkPGToastLookup(b *testing.B) {
 	}{{"recent", recent}, {"snapshot", old}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				rows, need := needOf(t, tbl, pglogrepl.LSN(lsn+1), c.ids...)
+				rows, need := needOf(b, tbl, pglogrepl.LSN(lsn+1), c.ids...)
 				stored, err := w.storedRows(need, rows)
 				if err != nil || len(stored) != len(need) {
 					b.Fatalf("found %d of %d keys: %v", len(stored), len(need), err)
