@@ -368,7 +368,11 @@ func pgServerVersion(v string) error {
 func pgTableError(qualified string, err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "3F000") { // undefined_table, invalid_schema_name
-		return fmt.Errorf("table %s: %w; check the source's `table:` (schema.name) and that the connection names the database that has it", qualified, err)
+		cased := ""
+		if strings.ToLower(qualified) != qualified {
+			cased = "; the name is matched as written, case and all (a table created without quotes has a lower-case name)"
+		}
+		return fmt.Errorf("table %s: %w; check the source's `table:` (schema.name) and that the connection names the database that has it%s", qualified, err, cased)
 	}
 	return fmt.Errorf("table %s: %w", qualified, err)
 }

@@ -89,6 +89,10 @@ func (v *validation) postgresSlots(p *Pipeline, infos []*datasetInfo) {
 
 var pgName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 
+// pgTableName is a schema or table name a postgres source takes: letters (either case, matched
+// as written, as a quoted identifier is: an ORM's "User"), digits, _ and $, at most 63 bytes.
+var pgTableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]{0,62}$`)
+
 // postgresKeys are the keys a postgres source takes.
 var postgresKeys = []string{"format", "connection", "table", "slot", "publication", "schema"}
 
@@ -113,8 +117,8 @@ func (d *decoder) postgresSource(n *yaml.Node, path string, src *Source, in *sou
 				if i := strings.IndexByte(s, '.'); i >= 0 {
 					pg.Schema, pg.Table = s[:i], s[i+1:]
 				}
-				if !pgName.MatchString(pg.Schema) || !pgName.MatchString(pg.Table) {
-					d.addAt(resolve(e.val), e.path, "write schema.table in lower case, e.g. public.orders", "table %q is not a plain PostgreSQL name", s)
+				if !pgTableName.MatchString(pg.Schema) || !pgTableName.MatchString(pg.Table) {
+					d.addAt(resolve(e.val), e.path, "write schema.table as PostgreSQL names them, with letters, digits, _ and $ (e.g. public.orders, or public.User for a table created as \"User\")", "table %q is not a PostgreSQL name this source takes", s)
 				}
 			}
 		case "slot", "publication":

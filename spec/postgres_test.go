@@ -35,6 +35,14 @@ datasets:
 	if got := p.Dataset("orders_changes").Schema.DDL(); got != "id BIGINT, status STRING, _op STRING, _lsn BIGINT, _commit_time TIMESTAMP, _tx_id BIGINT" {
 		t.Fatalf("schema = %s", got)
 	}
+	// A table created with a quoted mixed-case name (an ORM's "User") is named as it is.
+	mixed, err := Parse("p.yaml", []byte(strings.Replace(good, "table: public.orders", "table: Sales.User", 1)), nil, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pg := mixed.Dataset("orders_changes").Source.Postgres; pg.Schema != "Sales" || pg.Table != "User" {
+		t.Fatalf("mixed-case table = %s.%s, want Sales.User", pg.Schema, pg.Table)
+	}
 	if got := p.Dataset("customers_changes").Schema.DDL(); got != "id BIGINT, name STRING, _op STRING, _source_lsn BIGINT" {
 		t.Fatalf("debezium schema = %s", got)
 	}
@@ -43,6 +51,7 @@ datasets:
 		{"postgres needs a connection", "format: postgres\n      table: orders\n      schema: \"id BIGINT\"", "datasets[0].source.connection: a postgres source needs connection"},
 		{"postgres refuses file keys", "format: postgres\n      connection: x\n      table: orders\n      path: ./x\n      schema: \"id BIGINT\"", "path does not apply to `format: postgres`"},
 		{"postgres change columns are added", "format: postgres\n      connection: x\n      table: orders\n      schema: \"id BIGINT, _lsn BIGINT\"", "column _lsn is added by format postgres"},
+		{"postgres table name", "format: postgres\n      connection: x\n      table: public.my-orders\n      schema: \"id BIGINT\"", `table "public.my-orders" is not a PostgreSQL name this source takes`},
 		{"postgres slot name", "format: postgres\n      connection: x\n      table: orders\n      slot: Bad-Name\n      schema: \"id BIGINT\"", `slot "Bad-Name" is not a valid name`},
 		{"debezium needs a schema", "format: debezium\n      path: ./x", "schema inference is not supported yet for format debezium"},
 		{"debezium takes no options", "format: debezium\n      path: ./x\n      schema: \"id BIGINT\"\n      options: {header: true}", "the debezium reader takes no options yet"},

@@ -508,3 +508,35 @@ func TestPostgresInheritanceChildren(t *testing.T) {
 		t.Fatalf("dogs = %v, want %v", got, want)
 	}
 }
+
+// TestPostgresMixedCaseTable: a table created with a quoted mixed-case name and columns (as ORMs
+// make them: "User", "createdAt") streams under that name; the same name in lower case, which
+// does not exist, is refused with a word on case.
+func TestPostgresMixedCaseTable(t *testing.T) {
+	srv := pgtest.Start(t)
+	conn := srv.Conn(t)
+	pgExec(t, conn, `CREATE TABLE "User" (id INT PRIMARY KEY, "displayName" TEXT); INSERT INTO "User" VALUES (1, 'Ann')`)
+	args := pgOneTableSpec(t, srv.URL, "User", "id INT, displayName STRING", "id")
+	if r := pgRun(t, args); r.code != 0 {
+		t.Fatalf("snapshot: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	pgExec(t, conn, `UPDATE "User" SET "displayName" = 'Anne' WHERE id = 1; INSERT INTO "User" VALUES (2, 'Bo')`)
+	if r := pgRun(t, args); r.code != 0 {
+		t.Fatalf("stream: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got, want := pgTableLines(t, args, "User", "id", "displayName"), []string{"1|Anne", "2|Bo"}; !slices.Equal(got, want) {
+		t.Fatalf("User = %v, want %v", got, want)
+	}
+	lower := pgOneTableSpec(t, srv.URL, "UserLower", "id INT", "id")
+	text, err := os.ReadFile(lower[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lower[0], []byte(strings.Replace(string(text), "table: public.UserLower", "table: public.USER", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := pgRun(t, lower)
+	if out := r.stdout + r.stderr; r.code == 0 || !strings.Contains(out, "matched as written, case and all") {
+		t.Fatalf("exit %d, want the missing table reported with a word on case:\n%s", r.code, out)
+	}
+}
