@@ -106,7 +106,7 @@ func TestPGStoredRowsMemory(t *testing.T) {
 	}
 	w := &pgWriter{table: table, snap: snap, tbl: tbl}
 
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2)) // as many files in flight on any machine
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2)) // the same on any machine
 	defer debug.SetGCPercent(debug.SetGCPercent(1)) // the heap close to what is kept, whatever the tests before left live
 	runtime.GC()
 	var base runtime.MemStats
