@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -463,7 +464,11 @@ func eachRow(src *spec.Source, filePath string, in io.Reader, pool *blockPool, f
 		if src.Options[spec.JSONMultiline] == "true" {
 			return eachJSONValue(src, filePath, in, fn, nil)
 		}
-		return eachJSONLine(newLineReader(src.Schema, src.RescuedDataColumn, filePath), in, pool, fn)
+		err := eachJSONLine(newLineReader(src.Schema, src.RescuedDataColumn, filePath), in, pool, fn)
+		if cut := (*cutLine)(nil); errors.As(err, &cut) {
+			return &incompleteInput{path: filePath, reason: cut.Error()}
+		}
+		return err
 	}
 	return fmt.Errorf("format %s cannot be read from files", src.Format)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 
 	"tributary/eventlog"
 	"tributary/schema"
@@ -167,7 +168,10 @@ func (r *badRecords) finish() {
 // under include_metadata), the file's index in todo and the row's line number. A compressed
 // file that cannot be decompressed to its end (truncated, not compressed, damaged: damagedInput)
 // keeps the rows before the damage, and the rest of it is one malformed record at the line where
-// its text stops (the mode applies), as a Parquet file that cannot be read is. It returns how
+// its text stops (the mode applies), as a Parquet file that cannot be read is. An empty file,
+// and a JSON-lines file whose last line has no line end and is a JSON value cut short (cutLine), are
+// *incompleteInput errors, as a compressed file whose stream ends early is: still being
+// written, most likely, they are left for an update after they are complete. It returns how
 // many files it read whole; an error reading a file names it, and the first error of fn or of
 // ctx ends the reading.
 func readFiles(ctx context.Context, src *spec.Source, todo []inputFile, pool *blockPool, bad *badRecords, fn func(row []any, fi int, lineNo int64) error) (files int, err error) {
@@ -178,6 +182,14 @@ func readFiles(ctx context.Context, src *spec.Source, todo []inputFile, pool *bl
 		in, err := openInput(f.abs, readLines(src))
 		if err != nil {
 			return files, err
+		}
+		if _, plain := in.(*os.File); plain && f.size == 0 {
+			// Created and not written yet, most likely: read now, it would be recorded as read
+			// with no rows, and what is written into it then would be "changed after it was
+			// read", never read. It is read once it holds something. (An empty compressed
+			// file says so itself: openInput.)
+			in.Close()
+			return files, &incompleteInput{path: f.abs, reason: "the file is empty: it is being written, most likely"}
 		}
 		emit := func(row []any, parsed bool, bads []badValue, lineNo int64) error {
 			if keep, err := bad.take(f.abs, lineNo, parsed, bads); !keep || err != nil {

@@ -3,6 +3,7 @@ package flows
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"runtime"
 	"strings"
@@ -102,6 +103,22 @@ type lineRow struct {
 	bad    []badValue
 	lineNo int64
 	parsed bool
+	// cut says that the line is the input's last, does not end in "\n" and is a JSON value cut
+	// short (cutJSON): the file is most likely still being written (eachJSONLine then fails
+	// with a *cutLine).
+	cut bool
+}
+
+// cutLine is the error of JSON-lines input whose last line has no line end and is a JSON value
+// cut short: a file still being written, most likely (or truncated). Its rows are not read now
+// (eachRow makes it an *incompleteInput), so that it is read whole once complete rather than
+// kept as a malformed row and then recorded as read, its rest lost.
+type cutLine struct {
+	line int64
+}
+
+func (e *cutLine) Error() string {
+	return fmt.Sprintf("line %d, the last, has no line end and its JSON value ends before it is complete: the file is still being written, or truncated", e.line)
 }
 
 // eachJSONLine reads JSON-lines input and calls fn with each line's row, in line order, as
@@ -183,9 +200,13 @@ func eachJSONLine(lr *lineReader, in io.Reader, pool *blockPool, fn rowFunc) err
 	return readErr
 }
 
-// emitBlock calls fn with each row of a parsed block.
+// emitBlock calls fn with each row of a parsed block; a cut last line (lineRow.cut) is a
+// *cutLine error instead.
 func emitBlock(b *lineBlock, fn rowFunc) error {
 	for _, r := range b.rows {
+		if r.cut {
+			return &cutLine{line: r.lineNo}
+		}
 		if err := fn(r.row, r.parsed, r.bad, r.lineNo); err != nil {
 			return err
 		}
@@ -287,10 +308,11 @@ func parseBlock(lr *lineReader, b *lineBlock) {
 	slot := 0 // the rows in the block's memory: one per line at most
 	for t := b.text; t != ""; lineNo++ {
 		line := t
+		ended := true // the line ends in "\n"; only the input's last line may not
 		if k := strings.IndexByte(t, '\n'); k >= 0 {
 			line, t = t[:k], t[k+1:]
 		} else {
-			t = ""
+			t, ended = "", false
 		}
 		for line != "" && line[len(line)-1] == '\r' {
 			line = line[:len(line)-1]
@@ -320,21 +342,30 @@ func parseBlock(lr *lineReader, b *lineBlock) {
 				// in memory of their own, in place of the one malformed row.
 				slot--
 				clear(row) // the slot goes to the next line
-				for _, p := range pieces {
+				for j, p := range pieces {
 					elems, ok := arrayElements(p)
 					if !ok {
 						elems = []json.RawMessage{json.RawMessage(p)}
 					}
+					last := j == len(pieces)-1 // of an unended line, it may be cut short
 					for _, e := range elems {
 						row, parsed, bad := lr.parse(e, lineNo)
-						b.rows = append(b.rows, lineRow{row: row, bad: bad, lineNo: lineNo, parsed: parsed})
+						b.rows = append(b.rows, lineRow{row: row, bad: bad, lineNo: lineNo, parsed: parsed, cut: !parsed && !ended && last && cutJSON(p)})
 					}
 				}
 				continue
 			}
 		}
-		b.rows = append(b.rows, lineRow{row: row, bad: bad, lineNo: lineNo, parsed: parsed})
+		b.rows = append(b.rows, lineRow{row: row, bad: bad, lineNo: lineNo, parsed: parsed, cut: !parsed && !ended && cutJSON(line)})
 	}
+}
+
+// cutJSON reports whether line is the start of a JSON value that ends before the value does
+// (`{"id": 1, "na`), as a line being written is; a line wrong in another way (`{bad}`, a
+// byte-order mark before the value) is not.
+func cutJSON(line string) bool {
+	var v json.RawMessage
+	return json.NewDecoder(strings.NewReader(line)).Decode(&v) == io.ErrUnexpectedEOF
 }
 
 // blank reports whether line is empty or white space only (Unicode's, as bytes.TrimSpace has it).
