@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"time"
 
 	"tributary/eventlog"
 	"tributary/schema"
@@ -24,13 +25,23 @@ func pendingFiles(env *Env, flow, dataset string, seen map[string]offsetFile, fi
 			continue
 		}
 		if (old.Size != f.size || old.ModTime != f.modTime) && warn {
+			how := fmt.Sprintf("size %d → %d bytes", old.Size, f.size)
+			if old.Size == f.size {
+				// Rewritten (or replaced) with as many bytes: only its time says so.
+				how = fmt.Sprintf("same size, %d bytes, but modified at %s, read as of %s", f.size, msTime(f.modTime), msTime(old.ModTime))
+			}
 			env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, flow, dataset,
-				fmt.Sprintf("%s changed after it was read (size %d → %d bytes); it is not read again. Land files complete: write them elsewhere and move them in, or give new data a new file name", f.abs, old.Size, f.size),
+				fmt.Sprintf("%s changed after it was read (%s); it is not read again. Land files complete: write them elsewhere and move them in, or give new data a new file name", f.abs, how),
 				map[string]any{"file": f.abs}, "")
 			changed++
 		}
 	}
 	return todo, changed
+}
+
+// msTime is a file modification time in ms since the epoch as RFC 3339 UTC text with ms.
+func msTime(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
 
 // badRecords applies a file source's `mode` to the values and lines that do not fit its schema

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // appendTo appends text to the file at path, as a writer still writing it does.
@@ -129,5 +130,28 @@ datasets:
 	snap, rows = readTable(t, p, "target")
 	if got, want := rowsText(snap.Metadata.Schema, rows), []string{"1 one 1", "2 two 1", "3 three 1"}; !slices.Equal(got, want) {
 		t.Errorf("target after b.json is complete holds %v, want %v", got, want)
+	}
+}
+
+// TestIngestReplacedSameSizeSays: a file replaced after it was read by one of the same size is
+// not read again, and the WARN says what changed (its modification time, when the read saw it
+// and now), not a "size 12 → 12 bytes" that reads as no change at all.
+func TestIngestReplacedSameSizeSays(t *testing.T) {
+	t.Parallel()
+	p, landing := newIngest(t, "permissive", "")
+	path := filepath.Join(landing, "a.json")
+	writeAt(t, path, []byte(`{"id": 1}`+"\n"), time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	writeAt(t, path, []byte(`{"id": 2}`+"\n"), time.Date(2026, 3, 1, 10, 5, 0, 250e6, time.UTC))
+	m, rec, err := ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, p, "1 null null")
+	want := "a.json changed after it was read (same size, 10 bytes, but modified at 2026-03-01T10:05:00.250Z, read as of 2026-03-01T10:00:00.000Z); it is not read again"
+	if m.ChangedFiles != 1 || !strings.Contains(rec.all(), want) {
+		t.Errorf("metrics %+v; events lack %q:\n%s", m, want, rec.all())
 	}
 }
