@@ -1,7 +1,10 @@
 package flows
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 
 	"tributary/delta"
@@ -16,8 +19,13 @@ import (
 // one malformed record: a row of NULLs with the reason (the mode applies), never a crash; when
 // the damage is found in a later row group, the rows of the row groups before it are kept. The
 // file is read one row group at a time, so at most two row groups are in memory at once (the
-// next one is decoded while one is read).
+// next one is decoded while one is read). A file that starts as Parquet does and has no footer
+// yet (parquetUnfinished) is an *incompleteInput instead: still being written, most likely, it
+// is read once complete.
 func eachParquetRow(src *spec.Source, filePath string, fn rowFunc) error {
+	if reason := parquetUnfinished(filePath); reason != "" {
+		return &incompleteInput{path: filePath, reason: reason}
+	}
 	width := len(src.Schema.Fields)
 	if src.RescuedDataColumn != "" {
 		width++
@@ -69,4 +77,47 @@ func readParquetInput(path string, src *spec.Source, fn func(rows [][]any) error
 		inFn = false
 		return err
 	})
+}
+
+// parquetMagic starts and ends every Parquet file (Parquet format specification, "File
+// Format"): a writer writes the first one at once and the last one after the footer, at the end.
+var parquetMagic = []byte("PAR1")
+
+// parquetUnfinished says why the file at path looks like a Parquet file still being written: it
+// starts with "PAR1" (or with the start of it) and does not end with the "PAR1" after the
+// footer. It returns "" for a file that ends as a Parquet file does, for one that does not start
+// as one (not Parquet at all: a malformed record), and when the file cannot be read (reading it
+// reports that).
+func parquetUnfinished(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	head := make([]byte, len(parquetMagic))
+	n, err := io.ReadFull(f, head)
+	if err != nil && err != io.ErrUnexpectedEOF {
+		return ""
+	}
+	if n == 0 || !bytes.HasPrefix(parquetMagic, head[:n]) {
+		return ""
+	}
+	if n < len(parquetMagic) {
+		return fmt.Sprintf("the file holds %d bytes, the start of a Parquet file's first \"PAR1\": it is still being written, or truncated", n)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	tail := make([]byte, len(parquetMagic))
+	if st.Size() < int64(2*len(parquetMagic)) {
+		return fmt.Sprintf("the file holds %d bytes and has no Parquet footer (a Parquet file ends with \"PAR1\"): it is still being written, or truncated", st.Size())
+	}
+	if _, err := f.ReadAt(tail, st.Size()-int64(len(tail))); err != nil {
+		return ""
+	}
+	if bytes.Equal(tail, parquetMagic) {
+		return ""
+	}
+	return `the file starts as a Parquet file but has no footer yet (it does not end with "PAR1"): it is still being written, or truncated`
 }

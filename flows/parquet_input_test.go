@@ -43,7 +43,7 @@ datasets:
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(dir, "landing", "a.parquet"), data)
-	write(t, filepath.Join(dir, "landing", "b.parquet"), data[:len(data)/2])
+	write(t, filepath.Join(dir, "landing", "b.parquet"), []byte("id,amount\n3,1.00\n"))
 	m, rec, err := ingest(t, p)
 	if err != nil {
 		t.Fatal(err)
@@ -98,4 +98,60 @@ func parquetBytes(t *testing.T, s schema.Schema, rows [][]any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestParquetUnfinishedWaits: a Parquet file read while it is written (it starts with "PAR1" and
+// has no footer yet, or holds only the start of the first "PAR1") is left unread with a WARN,
+// not made a malformed row; once complete, the update after reads every row of it. Read at once,
+// it would be recorded as read, and the complete file "changed after it was read", never read.
+// A file whose footer is there but whose data is damaged is still one malformed record.
+func TestParquetUnfinishedWaits(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, `name: t
+storage: ./storage
+datasets:
+  - name: raw
+    source:
+      path: ./landing
+      format: parquet
+      schema: "id BIGINT"
+`)
+	fileSchema, err := schema.ParseDDL("id BIGINT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := parquetBytes(t, fileSchema, [][]any{{int64(1)}, {int64(2)}})
+	landing := filepath.Join(dir, "landing")
+	write(t, filepath.Join(landing, "a.parquet"), data[:len(data)-10])
+	write(t, filepath.Join(landing, "b.parquet"), data[:2])
+	damaged := append([]byte(nil), data...)
+	copy(damaged[4:], "XXXXXXXXXXXXXXXX") // the footer is there; the data it points at is not
+	write(t, filepath.Join(landing, "c.parquet"), damaged)
+	m, rec, err := ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, p, "null")
+	for _, want := range []string{
+		`a.parquet: the file starts as a Parquet file but has no footer yet (it does not end with "PAR1"): it is still being written, or truncated; it is left unread`,
+		`b.parquet: the file holds 2 bytes, the start of a Parquet file's first "PAR1": it is still being written, or truncated; it is left unread`,
+		"c.parquet:1: the file cannot be read as Parquet",
+	} {
+		if !strings.Contains(rec.all(), want) {
+			t.Errorf("events lack %q:\n%s", want, rec.all())
+		}
+	}
+	if m.Files != 1 || m.BadRecords != 1 {
+		t.Errorf("metrics %+v", m)
+	}
+	write(t, filepath.Join(landing, "a.parquet"), data)
+	write(t, filepath.Join(landing, "b.parquet"), data)
+	if m, rec, err = ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, p, "null", "1", "2", "1", "2")
+	if m.Files != 2 || m.ChangedFiles != 0 {
+		t.Errorf("once complete: metrics %+v, events:\n%s", m, rec.all())
+	}
 }
