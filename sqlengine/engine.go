@@ -117,7 +117,16 @@ func (e *Engine) Close() error { return e.db.Close() }
 // BOOLEAN, DATE, TIMESTAMP (with or without time zone, as UTC), LIST (and fixed-size ARRAY)
 // ARRAY, MAP MAP (entries in DuckDB's order), STRUCT STRUCT, nested at any depth. Any other type,
 // or a value that does not fit, is an error that names the column and suggests a CAST.
-func (e *Engine) Query(ctx context.Context, query string, rels []Relation) (schema.Schema, [][]any, error) {
+//
+// When ctx ends while the query runs, the error wraps ctx.Err() (context.Canceled): DuckDB
+// answers by interrupting the query ("INTERRUPT Error: Interrupted!"), which says nothing of
+// why, and the caller must be able to tell a query stopped by a Ctrl-C from one that failed.
+func (e *Engine) Query(ctx context.Context, query string, rels []Relation) (_ schema.Schema, _ [][]any, err error) {
+	defer func() {
+		if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+			err = fmt.Errorf("sqlengine: the query was stopped (%v): %w", err, ctx.Err())
+		}
+	}()
 	conn, err := e.db.Conn(ctx)
 	if err != nil {
 		return schema.Schema{}, nil, fmt.Errorf("sqlengine: %w", err)

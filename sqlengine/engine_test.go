@@ -2,11 +2,13 @@ package sqlengine
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"tributary/delta"
 	"tributary/schema"
@@ -230,5 +232,58 @@ func TestRelationRef(t *testing.T) {
 		if want := [][]any{{"two"}}; !reflect.DeepEqual(rows, want) {
 			t.Errorf("%s: rows %v, want %v", c.name, rows, want)
 		}
+	}
+}
+
+// TestQueryCanceled: a query whose context is cancelled while it runs (the update's, on SIGINT
+// or SIGTERM) fails with an error that wraps context.Canceled, at whatever step the cancellation
+// finds it (registering a relation over many Parquet files, planning, running, fetching), so that
+// its flow is STOPPED and the update CANCELED, not a flow FAILED with DuckDB's "INTERRUPT Error:
+// Interrupted!". A query the cancellation does not reach succeeds.
+func TestQueryCanceled(t *testing.T) {
+	dir := t.TempDir()
+	sch := mustDDL(t, "id BIGINT, s STRING")
+	tb := delta.New(dir)
+	var files []string
+	for i := range 300 {
+		add, err := tb.WriteFile(sch, [][]any{{int64(i), strconv.Itoa(i)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, filepath.Join(dir, add.Path))
+	}
+	e, err := Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	rels := []Relation{{Name: "t", Schema: sch, Files: files}}
+	const q = "SELECT a.id, count(*) AS n FROM temp.main.\"t\" a, range(20000) r GROUP BY a.id"
+	start := time.Now()
+	if _, _, err := e.Query(context.Background(), q, rels); err != nil {
+		t.Fatal(err)
+	}
+	whole := time.Since(start)
+	stopped := 0
+	for i := range 40 {
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(whole*time.Duration(i)/40, cancel)
+		_, _, err := e.Query(ctx, q, rels)
+		cancel()
+		switch {
+		case err == nil:
+		case errors.Is(err, context.Canceled):
+			stopped++
+		default:
+			t.Errorf("cancelled after %v of %v: %v; want an error wrapping context.Canceled", whole*time.Duration(i)/40, whole, err)
+		}
+	}
+	if stopped == 0 {
+		t.Errorf("no query of 40 was stopped by its cancellation (a whole query takes %v)", whole)
+	}
+	// The engine still answers on a context of its own.
+	_, rows, err := e.Query(context.Background(), "SELECT 42 AS x", nil)
+	if err != nil || len(rows) != 1 || rows[0][0] != int32(42) {
+		t.Fatalf("after the cancelled queries: rows %v, err %v", rows, err)
 	}
 }
