@@ -54,10 +54,15 @@ func newDebeziumReader(src *spec.Source, filePath string) *debeziumReader {
 }
 
 // eachDebeziumRow reads a file of Debezium events, one a line, and calls fn with a row for each
-// event; Kafka tombstones (null values) give no row.
+// event; Kafka tombstones (null values) give no row. A last line with no line end whose JSON is
+// cut short is an *incompleteInput: the file is still being written, most likely.
 func eachDebeziumRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc) error {
 	r := newDebeziumReader(src, filePath)
-	return eachLine(in, func(line []byte, lineNo int64) error {
+	return eachLineEnded(in, func(line []byte, lineNo int64, ended bool) error {
+		if !ended && cutJSON(string(line)) {
+			// Being written, most likely: read once complete, as a JSON-lines file (cutLine).
+			return &incompleteInput{path: filePath, reason: (&cutLine{line: lineNo}).Error()}
+		}
 		row, ok, bad, skip := r.parse(line, lineNo)
 		if skip {
 			return nil

@@ -222,21 +222,29 @@ func crLines(line string) []string {
 // any length; a trailing "\r" is removed, and a line of lines ended by bare "\r"s (crLines)
 // gives each of them, with its number.
 func eachLine(in io.Reader, fn func(line []byte, lineNo int64) error) error {
+	return eachLineEnded(in, func(line []byte, lineNo int64, _ bool) error { return fn(line, lineNo) })
+}
+
+// eachLineEnded is eachLine that also tells fn whether the line ended in "\n" (only the input's
+// last line may not).
+func eachLineEnded(in io.Reader, fn func(line []byte, lineNo int64, ended bool) error) error {
 	br := bufio.NewReaderSize(in, 1<<20)
 	var lineNo int64
 	for {
 		line, err := br.ReadBytes('\n')
 		if len(line) > 0 {
 			lineNo++
+			ended := line[len(line)-1] == '\n'
 			trimmed := bytes.TrimRight(line, "\r\n")
 			if pieces := crLines(string(trimmed)); pieces != nil {
-				for _, p := range pieces {
-					if ferr := fn([]byte(p), lineNo); ferr != nil {
+				for j, p := range pieces {
+					// A piece ends at its "\r"; the last one as the line does.
+					if ferr := fn([]byte(p), lineNo, ended || j < len(pieces)-1); ferr != nil {
 						return ferr
 					}
 				}
 			} else if len(bytes.TrimSpace(trimmed)) > 0 {
-				if ferr := fn(trimmed, lineNo); ferr != nil {
+				if ferr := fn(trimmed, lineNo, ended); ferr != nil {
 					return ferr
 				}
 			}
