@@ -195,10 +195,10 @@ func readFiles(ctx context.Context, src *spec.Source, todo []inputFile, pool *bl
 			return files, err
 		}
 		if _, plain := in.(*os.File); plain && f.size == 0 {
-			// Created and not written yet, most likely: read now, it would be recorded as read
-			// with no rows, and what is written into it then would be "changed after it was
-			// read", never read. It is read once it holds something. (An empty compressed
-			// file says so itself: openInput.)
+			// Emptied since the listing (which leaves empty files out: unreadFiles.list): read
+			// now, it would be recorded as read with no rows, and what is written into it then
+			// would be "changed after it was read", never read. It is read once it holds
+			// something. (An empty compressed file says so itself: openInput.)
 			in.Close()
 			return files, &incompleteInput{path: f.abs, reason: "the file is empty: it is being written, most likely"}
 		}
@@ -268,6 +268,17 @@ func (u *unreadFiles) list(env *Env, ckpt string, committed int64, path, flow, d
 		return 0, err
 	}
 	u.files, changed = pendingFiles(env, flow, dataset, seen, files, warn)
+	// An empty file has no rows yet: created and not written, most likely (`cp`, a shell
+	// redirect and most writers create the file first). Recorded as read, what is written into
+	// it then would be "changed after it was read", never read; it is left out of the listing,
+	// without a word (an export of no rows stays empty for good), until it holds something.
+	kept := u.files[:0]
+	for _, f := range u.files {
+		if f.size > 0 {
+			kept = append(kept, f)
+		}
+	}
+	u.files = kept
 	if env.Settle > 0 {
 		// Files still being written, perhaps: a later update reads them whole.
 		kept := u.files[:0]
