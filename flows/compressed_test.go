@@ -102,10 +102,11 @@ func damagedFiles(t *testing.T, landing string) {
 	write(t, filepath.Join(landing, "f_empty.json.gz"), nil)
 }
 
-// TestIngestDamagedCompressedFiles: a compressed file whose stream ends early, or that is empty
-// (still being written, most likely), is left unread in every mode, with a WARN: the batch runs
-// without it, nothing of it is recorded, and the update after it is complete reads it whole (it
-// was once read as far as it went and recorded as read, losing its rest for good). A file that
+// TestIngestDamagedCompressedFiles: a compressed file whose stream ends early (still being
+// written, most likely) is left unread in every mode, with a WARN: the batch runs without it,
+// nothing of it is recorded, and the update after it is complete reads it whole (it was once read
+// as far as it went and recorded as read, losing its rest for good). An empty one waits too,
+// left out of the listing without a word, as every empty file is. A file that
 // is not compressed at all, though its name says so, does not fail the flow either (semantics.md
 // "Ingestion": bad records never crash the run): it is one malformed record, which the mode
 // applies to as to a line that does not parse.
@@ -113,7 +114,7 @@ func TestIngestDamagedCompressedFiles(t *testing.T) {
 	t.Parallel()
 	truncGz := "c_trunc.json.gz: the file ends before its gzip stream does: it is still being written, or truncated; it is left unread, and an update after it is complete reads it whole"
 	truncZst := "d_trunc.json.zst: the file ends before its Zstandard stream does: it is still being written, or truncated; it is left unread"
-	empty := "f_empty.json.gz: the file is empty, which a gzip file never is: it is being written; it is left unread"
+	empty := "f_empty.json.gz" // nothing is said of it
 	notGz := "e_text.json.gz:1: the file is not gzip-compressed, though its name ends in .gz"
 	// complete lands the whole of the files that were being written.
 	complete := func(landing string) {
@@ -148,10 +149,13 @@ func TestIngestDamagedCompressedFiles(t *testing.T) {
 			}
 			wantRows(t, p, want...)
 			events := rec.all()
-			for _, w := range []string{truncGz, truncZst, empty, notGz} {
+			for _, w := range []string{truncGz, truncZst, notGz} {
 				if !strings.Contains(events, w) {
 					t.Errorf("events lack %q:\n%s", w, events)
 				}
+			}
+			if strings.Contains(events, empty) {
+				t.Errorf("events name the empty file:\n%s", events)
 			}
 			complete(landing)
 			if m, _, err := ingest(t, p); err != nil || m.Files != 3 || m.NumOutputRows != 8 {
@@ -184,10 +188,13 @@ func TestIngestDamagedCompressedFiles(t *testing.T) {
 		if err != nil || m.Files != 1 {
 			t.Fatalf("without the file that is not gzip: %+v, err %v; want a.json.gz read and the files being written left", m, err)
 		}
-		for _, w := range []string{truncGz, truncZst, empty} {
+		for _, w := range []string{truncGz, truncZst} {
 			if !strings.Contains(rec.all(), w) {
 				t.Errorf("events lack %q:\n%s", w, rec.all())
 			}
+		}
+		if strings.Contains(rec.all(), empty) {
+			t.Errorf("events name the empty file:\n%s", rec.all())
 		}
 		complete(landing)
 		if m, _, err := ingest(t, p); err != nil || m.Files != 3 || m.NumOutputRows != 8 {
