@@ -120,6 +120,42 @@ func TestPGStoredRowsLatest(t *testing.T) {
 	}
 }
 
+// TestPGStoredRowsOpenTransaction: the rows of a transaction written before its commit (the
+// writer's open files, which no commit names yet) are newer than every committed file, so the
+// TOAST lookup of its later rows finds a key's image there: key 7 updated earlier in the same
+// transaction, key 300 inserted by it; key 8, which the transaction has not changed, keeps its
+// committed image, and key 9, deleted by it, the image before the delete.
+func TestPGStoredRowsOpenTransaction(t *testing.T) {
+	t.Parallel()
+	tbl := pgTestTable(t)
+	w, _ := pgBronze(t, tbl, [][][]any{
+		{pgRow(7, "s7", "r", 0), pgRow(8, "s8", "r", 0), pgRow(9, "s9", "r", 0)},
+		{pgRow(7, "u7", "u", 20)},
+	})
+	for _, rows := range [][][]any{
+		{pgRow(7, "o7a", "u", 50), pgRow(300, "c300", "c", 51)},
+		{pgRow(7, "o7b", "u", 60), pgRow(9, "", "d", 61)},
+	} {
+		a, err := w.table.WriteFile(tbl.src.Schema, rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.open = append(w.open, a)
+	}
+	rows, need := needOf(t, tbl, 70, "7", "8", "300", "9")
+	stored, err := w.storedRows(need, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := notesOf(tbl, stored, 7, 8, 300, 9), "o7b s8 c300 s9"; got != want {
+		t.Fatalf("notes of keys 7 8 300 9 = %q, want %q", got, want)
+	}
+	files, _ := lookupFiles(w.snap, w.open, tbl, map[string]bool{tbl.keyText([]any{int64(300)}): true}, rows)
+	if len(files) != 1 || files[0].add.Path != w.open[0].Path {
+		t.Fatalf("the lookup of key 300 reads %d files, want the one open file whose key bounds hold it", len(files))
+	}
+}
+
 // TestPGStoredRowsReadsOnlyWhatItNeeds: the lookup leaves out the files whose key bounds do not
 // hold a needed key, and stops before the files older than the images it found: a file it must
 // not read is removed, so that reading it would fail.
@@ -176,7 +212,7 @@ func TestPGLookupFilesOrder(t *testing.T) {
 	order := func(ids ...string) []int {
 		rows, need := needOf(t, tbl, 90, ids...)
 		var out []int
-		files, _ := lookupFiles(w.snap, tbl, need, rows)
+		files, _ := lookupFiles(w.snap, nil, tbl, need, rows)
 		for _, f := range files {
 			out = append(out, name[f.add.Path])
 		}
@@ -198,7 +234,7 @@ func TestPGLookupFilesOrder(t *testing.T) {
 	}
 	// A needed key the batch names only by its text (an update that changed the key, whose old
 	// key's row is not in the batch) leaves no file out.
-	if got, keys := lookupFiles(w.snap, tbl, map[string]bool{tbl.keyText([]any{int64(2)}): true}, nil); len(got) != len(files) || keys != nil {
+	if got, keys := lookupFiles(w.snap, nil, tbl, map[string]bool{tbl.keyText([]any{int64(2)}): true}, nil); len(got) != len(files) || keys != nil {
 		t.Errorf("a key without its typed value: %d files and keys %v, want all %d files and no keys", len(got), keys, len(files))
 	}
 }

@@ -28,9 +28,12 @@ import (
 )
 
 // pgBatchRows is how many change rows a postgres flow gathers (whole transactions) before it
-// commits a batch to the bronze table and confirms the slot, and how many rows of the initial
-// snapshot it writes to a data file at a time (one commit holds them all); TRIBUTARY_PG_BATCH_ROWS overrides it
-// (the crash tests use small batches to kill a run between two of them).
+// commits a batch to the bronze table and confirms the slot, how many rows of the initial
+// snapshot it writes to a data file at a time (one commit holds them all), and how many rows of
+// one transaction it holds before it writes them to data files that the transaction's commit
+// names with the rest of its rows (so a transaction of any size takes memory for this many
+// rows); TRIBUTARY_PG_BATCH_ROWS overrides it (the crash tests use small batches to kill a run
+// between two of them).
 var pgBatchRows = func() int {
 	if n, err := strconv.Atoi(os.Getenv("TRIBUTARY_PG_BATCH_ROWS")); err == nil && n > 0 {
 		return n
@@ -62,7 +65,10 @@ func PostgresNames(p *spec.Pipeline, d *spec.Dataset) (slot, publication string)
 // the last batch, in commit order, up to the WAL position of the run's start, gathered in whole
 // transactions into batches of about pgBatchRows rows. Each batch is one Delta commit whose
 // txn version is the end LSN of its last transaction; only after that commit is the slot
-// confirmed up to it, so a crash re-reads what was not committed and skips what was.
+// confirmed up to it, so a crash re-reads what was not committed and skips what was. A
+// transaction of more than pgBatchRows rows is a batch of its own, whose rows are written to
+// data files pgBatchRows at a time as they come and committed together at its end; the files of
+// one that is not committed are removed (or, after a crash, left unreferenced for VACUUM).
 func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
 	m := Metrics{Version: -1}
 	p, src := env.Pipeline, d.Source
@@ -132,6 +138,9 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 	defer repl.Close(context.Background())
 
 	w := &pgWriter{env: env, d: d, table: table, snap: snap, appID: appID, tbl: tbl}
+	// The data files written of a transaction that was not committed: an error stops the run
+	// before its commit.
+	defer w.discardOpen()
 	total := Metrics{Version: -1}
 	first := true
 	owned := pgSlotMarker(p.Storage, slot)
@@ -260,7 +269,7 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 		}
 	}
 	for {
-		rows, end, done, err := s.next(ctx, pglogrepl.LSN(committed), marker)
+		b, err := s.next(ctx, pglogrepl.LSN(committed), marker)
 		if err != nil {
 			var ve *pgValueError
 			var me *pgMissingColumnError
@@ -272,22 +281,29 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 			}
 			return total, fmt.Errorf("dataset %s: streaming from slot %s: %w", d.Name, slot, err)
 		}
-		if len(rows) > 0 {
-			bm, err := w.commit(ctx, rows, end, "stream")
+		switch {
+		case b.open:
+			// Rows of a transaction that goes on: written now, committed with its end.
+			if bm, err := w.writeOpen(ctx, b.rows); err != nil {
+				total.addBatch(bm, first)
+				return total, err
+			}
+		case len(b.rows) > 0 || b.closes:
+			bm, err := w.commit(ctx, b.rows, b.end, "stream")
 			total.addBatch(bm, first)
 			first = false
 			if err != nil {
 				return total, err
 			}
-			committed = int64(end)
+			committed = int64(b.end)
 		}
-		if end > s.confirmed {
-			s.confirmed = end
+		if b.end > s.confirmed {
+			s.confirmed = b.end
 			if err := s.confirm(ctx); err != nil {
 				return total, err
 			}
 		}
-		if done {
+		if b.done {
 			// Every transaction committed before the marker has been read, and those with rows
 			// of the table are committed: the slot may advance to the marker, so that a table
 			// with no changes does not make the server keep the WAL of every other table's.
@@ -640,7 +656,31 @@ type pgStream struct {
 	tbl       *pgTable
 	confirmed pglogrepl.LSN // what the slot was told is safe
 	lastSent  time.Time
-	inTx      bool
+
+	// The open transaction: its Begin message (nil between transactions), whether an earlier
+	// batch committed it (its rows are passed over), its rows not handed out yet, and whether
+	// some were handed out already as a chunk (pgBatch.open).
+	begin   *pglogrepl.BeginMessage
+	skip    bool
+	txRows  [][]any
+	chunked bool
+}
+
+// pgBatch is what pgStream.next hands out: whole transactions to commit as one batch, or a chunk
+// of a transaction that goes on.
+type pgBatch struct {
+	rows [][]any
+	// end is the end LSN of the batch's last transaction (the slot's confirmed position when it
+	// has none): the txn version of its commit.
+	end pglogrepl.LSN
+	// open: rows are the next pgBatchRows rows of a transaction whose commit is still to come,
+	// to be written to data files and committed with its end.
+	open bool
+	// closes: rows are the last rows (maybe none) of a transaction whose earlier rows were
+	// handed out as open chunks; the batch is that transaction alone, committed even when empty.
+	closes bool
+	// done: the stream reached the marker.
+	done bool
 }
 
 // confirm tells the server the slot may advance to s.confirmed.
@@ -649,17 +689,29 @@ func (s *pgStream) confirm(ctx context.Context) error {
 	return pglogrepl.SendStandbyStatusUpdate(ctx, s.repl, pglogrepl.StandbyStatusUpdate{WALWritePosition: s.confirmed})
 }
 
+// chunk hands out the open transaction's rows gathered so far, as an open batch.
+func (s *pgStream) chunk() pgBatch {
+	b := pgBatch{rows: s.txRows, end: s.confirmed, open: true}
+	s.txRows, s.chunked = nil, true
+	return b
+}
+
 // next reads whole transactions until it has at least pgBatchRows rows, or the stream reaches
 // the marker (done). Transactions whose commit is before after were committed by an earlier
-// batch and are skipped. end is the end LSN of the last transaction read.
-func (s *pgStream) next(ctx context.Context, after, marker pglogrepl.LSN) (rows [][]any, end pglogrepl.LSN, done bool, err error) {
-	var txRows [][]any
-	var begin *pglogrepl.BeginMessage
-	end = s.confirmed
+// batch and are skipped. A transaction that reaches pgBatchRows rows by itself is handed out
+// alone, in chunks: first the whole transactions gathered before it (if any), then its rows
+// pgBatchRows at a time (open), then, at its commit, its last rows (closes); it is never part
+// of a batch with other transactions.
+func (s *pgStream) next(ctx context.Context, after, marker pglogrepl.LSN) (pgBatch, error) {
+	if s.begin != nil && len(s.txRows) >= pgBatchRows {
+		return s.chunk(), nil // the batch before it was handed out last time
+	}
+	var rows [][]any
+	end := s.confirmed
 	for {
 		if time.Since(s.lastSent) > 5*time.Second {
 			if err := s.confirm(ctx); err != nil {
-				return nil, 0, false, err
+				return pgBatch{}, err
 			}
 		}
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -669,31 +721,31 @@ func (s *pgStream) next(ctx context.Context, after, marker pglogrepl.LSN) (rows 
 			if pgconn.Timeout(err) && ctx.Err() == nil {
 				continue
 			}
-			return nil, 0, false, err
+			return pgBatch{}, err
 		}
 		switch msg := raw.(type) {
 		case *pgproto3.ErrorResponse:
-			return nil, 0, false, pgconn.ErrorResponseToPgError(msg)
+			return pgBatch{}, pgconn.ErrorResponseToPgError(msg)
 		case *pgproto3.CopyData:
 			switch msg.Data[0] {
 			case pglogrepl.PrimaryKeepaliveMessageByteID:
 				ka, err := pglogrepl.ParsePrimaryKeepaliveMessage(msg.Data[1:])
 				if err != nil {
-					return nil, 0, false, err
+					return pgBatch{}, err
 				}
 				if ka.ReplyRequested {
 					if err := s.confirm(ctx); err != nil {
-						return nil, 0, false, err
+						return pgBatch{}, err
 					}
 				}
 			case pglogrepl.XLogDataByteID:
 				x, err := pglogrepl.ParseXLogData(msg.Data[1:])
 				if err != nil {
-					return nil, 0, false, err
+					return pgBatch{}, err
 				}
 				lm, err := pglogrepl.Parse(x.WALData)
 				if err != nil {
-					return nil, 0, false, err
+					return pgBatch{}, err
 				}
 				switch lm := lm.(type) {
 				case *pglogrepl.RelationMessage:
@@ -704,37 +756,52 @@ func (s *pgStream) next(ctx context.Context, after, marker pglogrepl.LSN) (rows 
 							s.tbl.relCols = append(s.tbl.relCols, c.Name)
 						}
 						if err := s.tbl.checkStreamColumns(); err != nil {
-							return nil, 0, false, err
+							return pgBatch{}, err
 						}
 					}
 				case *pglogrepl.BeginMessage:
-					begin, txRows = lm, txRows[:0]
+					// FinalLSN is the transaction's commit LSN: one an earlier batch committed
+					// is passed over without holding its rows.
+					s.begin, s.skip, s.txRows, s.chunked = lm, lm.FinalLSN < after, nil, false
 				case *pglogrepl.CommitMessage:
-					if begin != nil && lm.CommitLSN >= after {
-						rows = append(rows, txRows...)
-						end = lm.TransactionEndLSN
+					begin, chunked, txRows := s.begin, s.chunked, s.txRows
+					s.begin, s.skip, s.txRows, s.chunked = nil, false, nil, false
+					if begin == nil || lm.CommitLSN < after {
+						continue
 					}
-					begin, txRows = nil, nil
+					if chunked {
+						return pgBatch{rows: txRows, end: lm.TransactionEndLSN, closes: true}, nil
+					}
+					rows = append(rows, txRows...)
+					end = lm.TransactionEndLSN
 					if len(rows) >= pgBatchRows {
-						return rows, end, false, nil
+						return pgBatch{rows: rows, end: end}, nil
 					}
 				case *pglogrepl.LogicalDecodingMessage:
 					if !lm.Transactional && lm.Prefix == pgMarkerPrefix && lm.LSN >= marker {
-						return rows, end, true, nil
+						return pgBatch{rows: rows, end: end, done: true}, nil
 					}
 				default:
-					if begin == nil {
+					if s.begin == nil || s.skip {
 						continue
 					}
-					r, err := s.tbl.changeRows(lm, x.WALStart, begin.CommitTime, begin.Xid)
+					r, err := s.tbl.changeRows(lm, x.WALStart, s.begin.CommitTime, s.begin.Xid)
 					if err != nil {
-						return nil, 0, false, err
+						return pgBatch{}, err
 					}
-					txRows = append(txRows, r...)
+					s.txRows = append(s.txRows, r...)
+					if len(s.txRows) >= pgBatchRows {
+						if len(rows) > 0 {
+							// The whole transactions before it are a batch; its rows wait for
+							// the next call.
+							return pgBatch{rows: rows, end: end}, nil
+						}
+						return s.chunk(), nil
+					}
 				}
 			}
 		default:
-			return nil, 0, false, fmt.Errorf("unexpected message %T", raw)
+			return pgBatch{}, fmt.Errorf("unexpected message %T", raw)
 		}
 	}
 }
@@ -747,20 +814,61 @@ type pgWriter struct {
 	snap  *delta.Snapshot
 	appID string
 	tbl   *pgTable
+
+	// The open transaction's rows written so far (writeOpen): its data files, newest last, which
+	// no commit names yet, how many rows they hold and the expectations' counts of its rows.
+	open        []delta.Add
+	openKept    int64
+	openQuality expectations.Quality
+}
+
+// writeOpen writes rows, the next rows of a transaction whose commit is still to come, to data
+// files that commit then names with its last rows (as write does: TOAST values filled, the
+// expectations checked, uncommitted). On an error the transaction's files are removed, and the
+// metrics hold the expectations' counts of its rows so far (none when ctx is done).
+func (w *pgWriter) writeOpen(ctx context.Context, rows [][]any) (Metrics, error) {
+	m := Metrics{Version: -1}
+	if err := ctx.Err(); err != nil {
+		w.discardOpen()
+		return m, err // stopped: nothing of the transaction counts
+	}
+	adds, kept, q, err := w.write(rows)
+	w.open, w.openKept = append(w.open, adds...), w.openKept+kept
+	w.openQuality.Add(q)
+	if err != nil {
+		m.Quality.Add(w.openQuality)
+		w.discardOpen()
+		return m, err
+	}
+	fault.Point("postgres.after-open-chunk")
+	return m, nil
+}
+
+// discardOpen removes the data files of the open transaction (writeOpen), which no commit names.
+func (w *pgWriter) discardOpen() {
+	removeUncommitted(w.table, w.open)
+	w.open, w.openKept, w.openQuality = nil, 0, expectations.Quality{}
 }
 
 // commit fills unchanged TOASTed values, checks the expectations and commits rows with the
-// batch's LSN as the txn version.
+// batch's LSN as the txn version, with the data files of the transaction's earlier rows
+// (writeOpen) when its rows came in chunks: the metrics count the transaction once, whole.
 func (w *pgWriter) commit(ctx context.Context, rows [][]any, lsn pglogrepl.LSN, kind string) (Metrics, error) {
+	m := Metrics{Version: -1}
 	if err := ctx.Err(); err != nil {
-		return Metrics{Version: -1}, err
-	}
-	adds, kept, q, err := w.write(rows)
-	if err != nil {
-		m := Metrics{Version: -1}
-		m.Quality.Add(q)
+		w.discardOpen()
 		return m, err
 	}
+	adds, kept, q, err := w.write(rows)
+	q.Add(w.openQuality)
+	if err != nil {
+		m.Quality.Add(q)
+		w.discardOpen()
+		return m, err
+	}
+	adds, kept = append(w.open, adds...), kept+w.openKept
+	// From here the files are commitFiles': it removes them when it gives up before the commit.
+	w.open, w.openKept, w.openQuality = nil, 0, expectations.Quality{}
 	return w.commitFiles(ctx, adds, kept, q, lsn, kind)
 }
 
@@ -823,7 +931,8 @@ func (w *pgWriter) commitFiles(ctx context.Context, adds []delta.Add, kept int64
 }
 
 // storedRows returns the latest stored row image (by _lsn; snapshot rows first; deletes left
-// out) of each key in need, from the bronze table's data files. rows is the batch that needs
+// out) of each key in need, from the bronze table's data files and those written of the open
+// transaction (w.open, newer than any committed file). rows is the batch that needs
 // them: it gives the keys' typed values, by which files whose key bounds (stats minValues and
 // maxValues) leave a key out are not read. The files that may hold a needed key are read one at a
 // time, newest _lsn first (lookupFiles), and the lookup stops once every key has an image newer
@@ -836,7 +945,7 @@ func (w *pgWriter) storedRows(need map[string]bool, rows [][]any) (map[string][]
 		file int
 	}
 	at := map[string]found{}
-	files, keys := lookupFiles(w.snap, w.tbl, need, rows)
+	files, keys := lookupFiles(w.snap, w.open, w.tbl, need, rows)
 	var keySet map[any]bool // the needed keys' values, to pass over other rows without keyText
 	if keys != nil {
 		keySet = make(map[any]bool, len(keys))
@@ -889,21 +998,23 @@ func (w *pgWriter) storedRows(need map[string]bool, rows [][]any) (map[string][]
 	return out, nil
 }
 
-// lookupFile is a data file storedRows reads: its add action, its index in the snapshot's files
-// and the highest _lsn its stats give (math.MaxInt64 when they give none).
+// lookupFile is a data file storedRows reads: its add action, its index in the table's file
+// order (the snapshot's files, then the uncommitted ones) and the highest _lsn its stats give
+// (math.MaxInt64 when they give none).
 type lookupFile struct {
 	add    delta.Add
 	index  int
 	maxLSN int64
 }
 
-// lookupFiles returns the data files of snap that may hold a row of a key in need, in the order
-// storedRows reads them: highest _lsn bound first (stats maxValues), then later in the
-// table's file order first. With a one-column key whose values rows gives (need's keys are
-// keyText of those rows' keys), a file whose key bounds leave out every needed key is left out;
-// a file without stats is kept, and read first. It returns the needed keys' values too (nil
+// lookupFiles returns the data files of snap and the uncommitted files open (written after
+// them, in this order) that may hold a row of a key in need, in the order storedRows reads them:
+// highest _lsn bound first (stats maxValues), then later in the table's file order first. With
+// a one-column key whose values rows gives (need's keys are keyText of those rows' keys), a file
+// whose key bounds leave out every needed key is left out; a file without stats is kept, and
+// read first. It returns the needed keys' values too (nil
 // when it has not them all, or the key is not one column of such a type).
-func lookupFiles(snap *delta.Snapshot, tbl *pgTable, need map[string]bool, rows [][]any) ([]lookupFile, []any) {
+func lookupFiles(snap *delta.Snapshot, open []delta.Add, tbl *pgTable, need map[string]bool, rows [][]any) ([]lookupFile, []any) {
 	lsnCol := tbl.src.Schema.Fields[tbl.data+1]
 	statCols := schema.Schema{Fields: []schema.Field{lsnCol}}
 	// The typed values of the needed keys, when the key is one column of a type whose stats
@@ -928,7 +1039,7 @@ func lookupFiles(snap *delta.Snapshot, tbl *pgTable, need map[string]bool, rows 
 		}
 	}
 	var out []lookupFile
-	for i, a := range snap.Files {
+	for i, a := range slices.Concat(snap.Files, open) {
 		st, err := delta.ParseStats(a.Stats, statCols)
 		if err != nil || st.NumRecords < 0 {
 			out = append(out, lookupFile{add: a, index: i, maxLSN: math.MaxInt64})
