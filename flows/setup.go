@@ -49,8 +49,23 @@ func shellWord(s string) string {
 }
 
 // Reset removes everything a full refresh rebuilds for dataset d: its table, its ingest
-// checkpoint and its APPLY CHANGES state (semantics.md "Refresh"). The caller holds the lock.
+// checkpoint and its APPLY CHANGES state (semantics.md "Refresh"). A postgres source that has
+// committed a batch keeps its replication slot's marker (pgSlotMarker), written now if it is not
+// there yet, so that its next run replaces the slot. The caller holds the lock.
 func Reset(p *spec.Pipeline, d *spec.Dataset) error {
+	if d.Source != nil && d.Source.Postgres != nil {
+		// A postgres source that has committed a batch has read its slot: the storage owns it
+		// (pgSlotMarker), which a storage from before the markers does not say yet, and the
+		// refreshed source's first run replaces it.
+		if snap, err := delta.New(TableDir(p.Storage, d.Name)).Snapshot(-1); err == nil {
+			if _, started := snap.AppTxns[AppID(p, d.Name)]; started {
+				slot, _ := PostgresNames(p, d)
+				if err := markSlot(pgSlotMarker(p.Storage, slot)); err != nil {
+					return fmt.Errorf("full refresh of %s: %w", d.Name, err)
+				}
+			}
+		}
+	}
 	for _, dir := range []string{TableDir(p.Storage, d.Name), TableDir(p.Storage, d.Name+spec.QuarantineSuffix), CheckpointDir(p.Storage, d.Name), StateDir(p.Storage, d.Name)} {
 		if err := os.RemoveAll(dir); err != nil {
 			return fmt.Errorf("full refresh of %s: %w", d.Name, err)

@@ -540,3 +540,27 @@ func TestPostgresMixedCaseTable(t *testing.T) {
 		t.Fatalf("exit %d, want the missing table reported with a word on case:\n%s", r.code, out)
 	}
 }
+
+// TestPostgresFullRefreshOfEarlierStorage: a storage whose source read its slot before the
+// storage recorded the slots it uses (no system/postgres_slots/<slot>) owns the slot all the
+// same: a full refresh replaces it, and takes a new snapshot.
+func TestPostgresFullRefreshOfEarlierStorage(t *testing.T) {
+	srv := pgtest.Start(t)
+	conn := srv.Conn(t)
+	pgExec(t, conn, `CREATE TABLE notes (id INT PRIMARY KEY, v TEXT); INSERT INTO notes VALUES (1, 'a')`)
+	a := pgOneTableSpec(t, srv.URL, "notes", "id INT, v STRING", "id")
+	if r := pgRun(t, a); r.code != 0 {
+		t.Fatalf("first run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	storage := strings.TrimPrefix(a[2], "storage=")
+	if err := os.RemoveAll(filepath.Join(storage, "system", "postgres_slots")); err != nil {
+		t.Fatal(err)
+	}
+	pgExec(t, conn, `INSERT INTO notes VALUES (2, 'b')`)
+	if r := pgRun(t, a, "--full-refresh-all"); r.code != 0 {
+		t.Fatalf("full refresh of a storage that read the slot: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got, want := pgTableLines(t, a, "notes", "id", "v"), []string{"1|a", "2|b"}; !slices.Equal(got, want) {
+		t.Fatalf("after the full refresh, notes = %v, want %v", got, want)
+	}
+}
