@@ -553,22 +553,26 @@ func pgPublication(ctx context.Context, conn *pgx.Conn, pub, qualified string, p
 	return nil
 }
 
-// pgCreatePublication creates the publication pub of the table (a partitioned one published
-// under its own name). made is false, with no error, when the publication exists already: the
-// sources of a pipeline run in parallel, and those that share a publication may find it missing
-// at once.
+// pgCreatePublication creates the publication pub of the table, publishing a partitioned
+// table's changes under its own name (publish_via_partition_root), whatever the table: another
+// source that shares the publication may stream a partitioned table, and the setting changes
+// nothing for a plain one. made is false, with no error, when the publication exists already:
+// the sources of a pipeline run in parallel, and those that share a publication may find it
+// missing at once. partitioned says whether the table is partitioned, for the hint of a role
+// that may not make the publication.
 func pgCreatePublication(ctx context.Context, conn *pgx.Conn, pub, qualified string, partitioned bool) (made bool, err error) {
-	with := ""
-	if partitioned {
-		with = " WITH (publish_via_partition_root = true)"
-	}
+	const with = " WITH (publish_via_partition_root = true)"
 	if _, err := conn.Exec(ctx, "CREATE PUBLICATION "+pgx.Identifier{pub}.Sanitize()+" FOR TABLE "+qualified+with); err != nil {
 		if pgDuplicate(err) {
 			return false, nil
 		}
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == "42501" { // insufficient_privilege
-			return false, fmt.Errorf("creating publication %s: %w; making it takes CREATE on the database and owning the table, so have the table's owner run CREATE PUBLICATION %s FOR TABLE %s, which the source then uses", pub, err, pgx.Identifier{pub}.Sanitize(), qualified)
+			hint := ""
+			if partitioned {
+				hint = with
+			}
+			return false, fmt.Errorf("creating publication %s: %w; making it takes CREATE on the database and owning the table, so have the table's owner run CREATE PUBLICATION %s FOR TABLE %s%s, which the source then uses", pub, err, pgx.Identifier{pub}.Sanitize(), qualified, hint)
 		}
 		return false, fmt.Errorf("creating publication %s: %w", pub, err)
 	}

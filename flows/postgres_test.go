@@ -180,3 +180,39 @@ func TestPGConnectHint(t *testing.T) {
 		t.Errorf("missing database: hint %q for %v", h, err)
 	}
 }
+
+// TestPGPublicationSharedWithPartitioned: a plain table's source and a partitioned table's that
+// share a publication run in parallel, and either may make it. Made by the plain table's, it
+// must still publish the partitioned table's changes under the table's own name, or the other
+// source's first run fails on a publication the pipeline made itself.
+func TestPGPublicationSharedWithPartitioned(t *testing.T) {
+	srv := pgtest.Start(t)
+	ctx := context.Background()
+	conn := srv.Conn(t)
+	if _, err := conn.Exec(ctx, `CREATE TABLE plain (id INT PRIMARY KEY);
+		CREATE TABLE parted (id INT PRIMARY KEY) PARTITION BY RANGE (id);
+		CREATE TABLE parted_1 PARTITION OF parted FOR VALUES FROM (0) TO (100)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := pgPublication(ctx, conn, "shared", `"public"."plain"`, &spec.PostgresSource{Schema: "public", Table: "plain"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := pgPublication(ctx, conn, "shared", `"public"."parted"`, &spec.PostgresSource{Schema: "public", Table: "parted"}, false); err != nil {
+		t.Fatalf("the partitioned table's source, after the plain table's made the publication: %v", err)
+	}
+	var tables []string
+	rows, err := conn.Query(ctx, "SELECT tablename::text FROM pg_publication_tables WHERE pubname = 'shared' ORDER BY 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, s)
+	}
+	if len(tables) != 2 || tables[0] != "parted" || tables[1] != "plain" {
+		t.Fatalf("publication shared publishes %v, want [parted plain] (the partitioned table under its own name)", tables)
+	}
+}
