@@ -347,8 +347,8 @@ func markSlot(path string) error {
 
 // pgConnectHint returns what to check for a failed connection (err from pgx.ConnectConfig), as
 // "; ..." to end its message, or "" when the error says it already: a server not listening, a
-// password refused, a database or role that does not exist (PostgreSQL error codes 28P01, 28000,
-// 3D000).
+// password refused (PostgreSQL error code 28P01), a role that does not exist or may not log in
+// or that pg_hba.conf refuses (28000), a database that does not exist (3D000).
 func pgConnectHint(err error) string {
 	var pe *pgconn.PgError
 	switch {
@@ -357,7 +357,17 @@ func pgConnectHint(err error) string {
 	case errors.As(err, &pe) && pe.Code == "28P01":
 		return "; correct the user and password in the source's connection (a ${VAR} of the spec keeps the password out of it)"
 	case errors.As(err, &pe) && pe.Code == "28000":
-		return "; the server's pg_hba.conf does not let this user connect from here: add a line for it (with `replication` too, for logical replication) and reload the server"
+		// One code for a role that does not exist, one that may not log in, and pg_hba.conf's
+		// refusal; the message (English unless the server's lc_messages says otherwise) tells.
+		switch {
+		case strings.Contains(pe.Message, "does not exist"):
+			return "; correct the user in the source's connection, or create the role (CREATE ROLE ... LOGIN REPLICATION)"
+		case strings.Contains(pe.Message, "not permitted to log in"):
+			return "; let the role log in (ALTER ROLE ... LOGIN), or connect as another user"
+		case strings.Contains(pe.Message, "pg_hba.conf"):
+			return "; the server's pg_hba.conf does not let this user connect from here: add a line for it (with `replication` too, for logical replication) and reload the server"
+		}
+		return "; check that the user in the source's connection exists and may log in, and that the server's pg_hba.conf lets it connect from here (with `replication` too, for logical replication)"
 	case errors.As(err, &pe) && pe.Code == "3D000":
 		return "; correct the database name in the source's connection"
 	}

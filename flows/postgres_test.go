@@ -148,7 +148,8 @@ func TestPGStoredRowsMemory(t *testing.T) {
 }
 
 // TestPGConnectHint: a failed connection says what to check: a port no server listens on, a
-// database that does not exist (a real server), a password refused (PostgreSQL's 28P01).
+// database or role that does not exist and a role that may not log in (a real server), a
+// password refused (PostgreSQL's 28P01), pg_hba.conf's refusal.
 func TestPGConnectHint(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -178,6 +179,23 @@ func TestPGConnectHint(t *testing.T) {
 	err = connect(strings.Replace(srv.URL, "/postgres?", "/nosuchdb?", 1))
 	if h := pgConnectHint(err); !strings.Contains(h, "correct the database name") {
 		t.Errorf("missing database: hint %q for %v", h, err)
+	}
+	// PostgreSQL refuses a role that does not exist, one that may not log in, and one its
+	// pg_hba.conf does not let in with one code, 28000: each gets its own hint.
+	err = connect(strings.Replace(srv.URL, "postgres://postgres@", "postgres://nosuchrole@", 1))
+	if h := pgConnectHint(err); !strings.Contains(h, "correct the user in the source's connection, or create the role") {
+		t.Errorf("missing role: hint %q for %v", h, err)
+	}
+	if _, err := srv.Conn(t).Exec(ctx, "CREATE ROLE nologin"); err != nil {
+		t.Fatal(err)
+	}
+	err = connect(strings.Replace(srv.URL, "postgres://postgres@", "postgres://nologin@", 1))
+	if h := pgConnectHint(err); !strings.Contains(h, "let the role log in (ALTER ROLE ... LOGIN)") {
+		t.Errorf("role without LOGIN: hint %q for %v", h, err)
+	}
+	hba := &pgconn.PgError{Code: "28000", Message: `no pg_hba.conf entry for host "10.0.0.9", user "cdc", database "shop", no encryption`}
+	if h := pgConnectHint(fmt.Errorf("x: %w", hba)); !strings.Contains(h, "pg_hba.conf does not let this user connect from here") {
+		t.Errorf("pg_hba.conf refusal: hint %q", h)
 	}
 }
 
