@@ -580,7 +580,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 				// (A view's columns are declared: its schema never evolves, so there is none
 				// to undo, and flows over one view run side by side on it.)
 				unread.putBack(env, d.Name, srcDS.Name, todo, inc)
-				*m = Metrics{Version: -1, Idle: true, more: true, ChangedFiles: m.ChangedFiles, Unsettled: m.Unsettled}
+				*m = Metrics{Version: -1, Idle: true, more: true, ChangedFiles: m.ChangedFiles, Unsettled: m.Unsettled, Incomplete: m.Incomplete + 1}
 				return nil, nil
 			}
 			return nil, err

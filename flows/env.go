@@ -90,6 +90,10 @@ type Metrics struct {
 	// Unsettled counts input files left for a later batch because they were modified less than
 	// Env.Settle ago.
 	Unsettled int
+	// Incomplete counts input files left unread because they end before they are complete
+	// (incompleteInput: still being written, most likely, or truncated), each with a WARN: an
+	// update after they are complete reads them.
+	Incomplete int
 	// Files is the number of input files read.
 	Files int
 	// Idle is true when the flow found no new input.

@@ -465,7 +465,7 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 		// return) runs again without it, and a later update reads it once complete.
 		unread.putBack(env, d.Name, d.Name, todo, inc)
 		d.Schema, d.Source.Schema = schemaBefore, sourceBefore
-		return Metrics{Version: -1, Idle: true, more: true, ChangedFiles: m.ChangedFiles, Unsettled: m.Unsettled}, nil
+		return Metrics{Version: -1, Idle: true, more: true, ChangedFiles: m.ChangedFiles, Unsettled: m.Unsettled, Incomplete: m.Incomplete + 1}, nil
 	}
 	if err != nil {
 		return m, err

@@ -181,6 +181,7 @@ func (m *Metrics) addBatch(b Metrics, first bool) {
 	m.BadRecords += b.BadRecords
 	m.ChangedFiles += b.ChangedFiles
 	m.Unsettled += b.Unsettled
+	m.Incomplete += b.Incomplete
 	m.Files += b.Files
 	m.Idle = m.Idle && b.Idle
 	m.Quality.Add(b.Quality)

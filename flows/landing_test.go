@@ -86,8 +86,8 @@ func TestIngestCutLastLineWaits(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantRows(t, p, "1 null null", "2 null null")
-			if m.Files != 1 || m.BadRecords != 0 || !strings.Contains(rec.all(), "b.json: line 2, the last, has no line end and its JSON value ends before it is complete: the file is still being written, or truncated; it is left unread") {
-				t.Errorf("metrics %+v, events:\n%s", m, rec.all())
+			if m.Files != 1 || m.BadRecords != 0 || m.Incomplete != 1 || !strings.Contains(rec.all(), "b.json: line 2, the last, has no line end and its JSON value ends before it is complete: the file is still being written, or truncated; it is left unread") {
+				t.Errorf("metrics %+v, want one file read and one left unread as incomplete; events:\n%s", m, rec.all())
 			}
 			appendTo(t, filepath.Join(landing, "b.json"), `nt": 4.5}`+"\n"+`{"id": 5}`+"\n")
 			m, rec, err = ingest(t, p)
@@ -95,7 +95,7 @@ func TestIngestCutLastLineWaits(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantRows(t, p, "1 null null", "2 null null", "3 null null", "4 4.50 null", "5 null null")
-			if m.Files != 1 || m.BadRecords != 0 || m.ChangedFiles != 0 {
+			if m.Files != 1 || m.BadRecords != 0 || m.ChangedFiles != 0 || m.Incomplete != 0 {
 				t.Errorf("once complete: metrics %+v, events:\n%s", m, rec.all())
 			}
 		})
@@ -130,7 +130,7 @@ datasets:
 	if got, want := rowsText(snap.Metadata.Schema, rows), []string{"1 one 1"}; !slices.Equal(got, want) {
 		t.Errorf("target holds %v, want %v", got, want)
 	}
-	if m[1].Files != 1 || m[1].BadRecords != 0 || !strings.Contains(rec.all(), "b.json: line 2, the last, has no line end and its JSON value ends before it is complete: the file is still being written, or truncated; it is left unread") {
+	if m[1].Files != 1 || m[1].BadRecords != 0 || m[1].Incomplete != 1 || !strings.Contains(rec.all(), "b.json: line 2, the last, has no line end and its JSON value ends before it is complete: the file is still being written, or truncated; it is left unread") {
 		t.Errorf("metrics %+v, events:\n%s", m[1], rec.all())
 	}
 	appendTo(t, filepath.Join(landing, "b.json"), `me": "three", "seq": 1}`+"\n")

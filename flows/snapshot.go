@@ -116,6 +116,7 @@ func ApplySnapshots(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, er
 			// Not Unsettled, which has continuous and dev mode run the flow again within a
 			// second: the next poll or change of input looks at the file again.
 			f.m.BadRecords = badBefore // the lines it read count when it is applied
+			f.m.Incomplete++
 			if f.m.Version < 0 {
 				f.m.Idle = true
 			}

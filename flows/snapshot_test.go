@@ -458,8 +458,8 @@ func TestSnapshotFileIncomplete(t *testing.T) {
 	rec := &recorder{}
 	env := &Env{Pipeline: p, Events: rec}
 	m, err := Run(context.Background(), env, p.Dataset("target"))
-	if err != nil || m.Files != 1 || m.Unsettled != 0 || !strings.Contains(rec.all(), "2.json.gz: the file ends before its gzip stream does: it is still being written, or truncated; it and the snapshots after it are left") {
-		t.Fatalf("files %d, unsettled %d, err %v; want 1.json applied and 2.json.gz left (not settling: a truncated file would be looked at every second)\n%s", m.Files, m.Unsettled, err, rec.all())
+	if err != nil || m.Files != 1 || m.Unsettled != 0 || m.Incomplete != 1 || !strings.Contains(rec.all(), "2.json.gz: the file ends before its gzip stream does: it is still being written, or truncated; it and the snapshots after it are left") {
+		t.Fatalf("files %d, unsettled %d, incomplete %d, err %v; want 1.json applied and 2.json.gz left as incomplete (not settling: a truncated file would be looked at every second)\n%s", m.Files, m.Unsettled, m.Incomplete, err, rec.all())
 	}
 	zw.Close()
 	write(t, filepath.Join(snaps, "2.json.gz"), b.Bytes())

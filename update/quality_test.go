@@ -57,3 +57,26 @@ func TestSummaryQuarantined(t *testing.T) {
 		t.Fatalf("got:\n%q\nwant:\n%q", b.String(), want)
 	}
 }
+
+// TestSummaryIncomplete: a flow's summary line says how many input files were left unread
+// because they are not complete yet, which only the event log's WARNs name: a file cut short
+// for good (a writer that died) would otherwise wait update after update unnoticed.
+func TestSummaryIncomplete(t *testing.T) {
+	p := &spec.Pipeline{Name: "q", Datasets: []*spec.Dataset{{Name: "raw", Source: &spec.Source{Path: "/in", Format: "json"}}}}
+	for _, c := range []struct {
+		n    int
+		want string
+	}{
+		{1, "2 rows from 1 file, 1 file is not complete yet and was left unread (see `pipeline events`)"},
+		{3, "2 rows from 1 file, 3 files are not complete yet and were left unread (see `pipeline events`)"},
+	} {
+		m := flows.Metrics{NumOutputRows: 2, Files: 1, Incomplete: c.n}
+		res := &Result{UpdateID: "u1", Flows: map[string]*FlowResult{"raw": {State: FlowCompleted, Metrics: m}}}
+		var b strings.Builder
+		printSummary(&b, p, res, []string{"raw"})
+		want := "pipeline q: update u1\n  raw                      COMPLETED  " + c.want + "\n"
+		if b.String() != want {
+			t.Fatalf("got:\n%q\nwant:\n%q", b.String(), want)
+		}
+	}
+}

@@ -224,6 +224,11 @@ func printSummary(w io.Writer, p *spec.Pipeline, res *Result, order []string) {
 		} else if m.ChangedFiles > 1 {
 			parts = append(parts, fmt.Sprintf("%d files changed after they were read and were not read again", m.ChangedFiles))
 		}
+		if m.Incomplete == 1 {
+			parts = append(parts, "1 file is not complete yet and was left unread (see `pipeline events`)")
+		} else if m.Incomplete > 1 {
+			parts = append(parts, fmt.Sprintf("%d files are not complete yet and were left unread (see `pipeline events`)", m.Incomplete))
+		}
 		if m.Quality.DroppedRecords > 0 {
 			parts = append(parts, fmt.Sprintf("%d dropped by expectations", m.Quality.DroppedRecords))
 		}
