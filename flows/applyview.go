@@ -65,7 +65,7 @@ func planViewBatch(env *Env, d, view *spec.Dataset, committed int64, warn bool, 
 		if err != nil {
 			return nil, nil, fmt.Errorf("view %s: %w", view.Name, err)
 		}
-		m.ChangedFiles, m.Unsettled = m.ChangedFiles+changed, unread.unsettled
+		m.ChangedFiles, m.Unsettled, m.Incomplete = m.ChangedFiles+changed, unread.unsettled, unread.incomplete
 	}
 	vb := &viewBatch{ckpt: ckpt, off: &offsets{Batch: committed + 1, Base: unread.base}, said: unread.saidWarnings()}
 	todo, more := unread.take(view.Source.MaxFilesPerTrigger)

@@ -3,6 +3,7 @@ package flows
 import (
 	"fmt"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"tributary/expectations"
@@ -28,6 +29,34 @@ type Env struct {
 	// file read while written is read in part, and its rest never, as it changed after it was
 	// read). Metrics.Unsettled counts them.
 	Settle time.Duration
+
+	// waiting holds the input files this update found incomplete (incompleteInput), by flow and
+	// path, with the size and modification time they had then: a later batch of a continuous
+	// update leaves such a file out without reading it again or repeating its WARN until it
+	// changes (waitingFile).
+	waitMu  sync.Mutex
+	waiting map[string][2]int64
+}
+
+// markWaiting records that flow found the input file at path, of size bytes modified at modMs,
+// incomplete (not complete yet: left unread, with a WARN).
+func (e *Env) markWaiting(flow, path string, size, modMs int64) {
+	e.waitMu.Lock()
+	defer e.waitMu.Unlock()
+	if e.waiting == nil {
+		e.waiting = map[string][2]int64{}
+	}
+	e.waiting[flow+"\x00"+path] = [2]int64{size, modMs}
+}
+
+// waitingFile reports whether flow found the input file at path incomplete earlier in this
+// update, and it has not changed since (same size and modification time): it is still
+// incomplete, and reading it again would only say so again.
+func (e *Env) waitingFile(flow, path string, size, modMs int64) bool {
+	e.waitMu.Lock()
+	defer e.waitMu.Unlock()
+	w, ok := e.waiting[flow+"\x00"+path]
+	return ok && w == [2]int64{size, modMs}
 }
 
 // settling says whether a file modified at modMs (ms since the epoch) is within e.Settle of

@@ -233,10 +233,11 @@ func readFiles(ctx context.Context, src *spec.Source, todo []inputFile, pool *bl
 // when it started, in batches; files that land meanwhile are the next update's (Spark's
 // FileStreamSource keeps the unread files of a listing for the next batches in the same way).
 type unreadFiles struct {
-	listed    bool
-	base      string      // the folder the files' relative paths start from
-	files     []inputFile // not yet taken, in name order
-	unsettled int         // files the listing left for a later update (Env.Settle)
+	listed     bool
+	base       string      // the folder the files' relative paths start from
+	files      []inputFile // not yet taken, in name order
+	unsettled  int         // files the listing left for a later update (Env.Settle)
+	incomplete int         // files left out as found incomplete earlier in the update (Env.waitingFile)
 	// said holds the WARNs about bad lines and files said in this update (badRecords.said).
 	said map[string]bool
 }
@@ -252,8 +253,10 @@ func (u *unreadFiles) saidWarnings() map[string]bool {
 // list lists the source at path and keeps its files that the batches 1..committed recorded in
 // the checkpoint folder ckpt did not read (pendingFiles, which reports changed files when warn).
 // changed counts the files read before and changed since. A source folder other than the one
-// the committed batches read is an error (checkBase). With env.Settle, files modified more
-// recently are left out (counted in u.unsettled).
+// the committed batches read is an error (checkBase). Empty files are left out, and so are the
+// files found incomplete earlier in the update and unchanged since (Env.waitingFile, counted in
+// u.incomplete). With env.Settle, files modified more recently are left out (counted in
+// u.unsettled).
 func (u *unreadFiles) list(env *Env, ckpt string, committed int64, path, flow, dataset string, warn bool) (changed int, err error) {
 	seen, err := committedFiles(ckpt, committed)
 	if err != nil {
@@ -272,9 +275,16 @@ func (u *unreadFiles) list(env *Env, ckpt string, committed int64, path, flow, d
 	// redirect and most writers create the file first). Recorded as read, what is written into
 	// it then would be "changed after it was read", never read; it is left out of the listing,
 	// without a word (an export of no rows stays empty for good), until it holds something.
+	// A file an earlier batch of this update (continuous mode) found incomplete and that has
+	// not changed since is left out too: read again, it would be incomplete again, and its
+	// WARN said again at every batch while other files land.
 	kept := u.files[:0]
 	for _, f := range u.files {
-		if f.size > 0 {
+		switch {
+		case f.size == 0:
+		case env.waitingFile(flow, f.abs, f.size, f.modTime):
+			u.incomplete++
+		default:
 			kept = append(kept, f)
 		}
 	}
@@ -304,6 +314,8 @@ func (u *unreadFiles) putBack(env *Env, flow, dataset string, todo []inputFile, 
 	for _, f := range todo {
 		if f.abs != inc.path {
 			keep = append(keep, f)
+		} else {
+			env.markWaiting(flow, f.abs, f.size, f.modTime)
 		}
 	}
 	u.files = append(keep, u.files...)

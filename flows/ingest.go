@@ -359,7 +359,7 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 			if err != nil {
 				return m, err
 			}
-			m.ChangedFiles, m.Unsettled = m.ChangedFiles+changed, unread.unsettled
+			m.ChangedFiles, m.Unsettled, m.Incomplete = m.ChangedFiles+changed, unread.unsettled, unread.incomplete
 		}
 		base = unread.base
 		todo, m.more = unread.take(src.MaxFilesPerTrigger)

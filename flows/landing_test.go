@@ -1,6 +1,7 @@
 package flows
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -186,4 +187,35 @@ func TestDebeziumCutLastLineWaits(t *testing.T) {
 	if got, want := rowsText(snap.Metadata.Schema, rows), []string{"1 one", "2 two"}; !slices.Equal(got, want) {
 		t.Errorf("target holds %v, want %v", got, want)
 	}
+}
+
+// TestIngestIncompleteNotReadAgainInUpdate: in a continuous update (one Env, batch after batch
+// as files land), a file found incomplete is not read again, nor its WARN said again, at every
+// later batch while it stays as it was (a file cut short for good would otherwise be read whole
+// and warned about each time another file lands); each batch still counts it, and once it
+// changes it is read.
+func TestIngestIncompleteNotReadAgainInUpdate(t *testing.T) {
+	t.Parallel()
+	p, landing := newIngest(t, "permissive", "")
+	write(t, filepath.Join(landing, "a.json"), []byte(`{"id": 1}`+"\n"+`{"id": 2, "amou`))
+	rec := &recorder{}
+	env := &Env{Pipeline: p, Events: rec}
+	m, err := Ingest(context.Background(), env, p.Dataset("raw"))
+	if err != nil || m.Incomplete != 1 || strings.Count(rec.all(), "a.json: line 2, the last") != 1 {
+		t.Fatalf("first batch: metrics %+v, err %v, events:\n%s", m, err, rec.all())
+	}
+	write(t, filepath.Join(landing, "b.json"), []byte(`{"id": 3}`+"\n"))
+	rec2 := &recorder{}
+	env.Events = rec2
+	m, err = Ingest(context.Background(), env, p.Dataset("raw"))
+	if err != nil || m.Files != 1 || m.Incomplete != 1 || strings.Contains(rec2.all(), "a.json") {
+		t.Fatalf("next batch: metrics %+v, err %v; want b.json read, a.json counted as incomplete and not said again; events:\n%s", m, err, rec2.all())
+	}
+	wantRows(t, p, "3 null null")
+	appendTo(t, filepath.Join(landing, "a.json"), `nt": 4.5}`+"\n")
+	m, err = Ingest(context.Background(), env, p.Dataset("raw"))
+	if err != nil || m.Files != 1 || m.Incomplete != 0 {
+		t.Fatalf("once complete: metrics %+v, err %v, events:\n%s", m, err, rec2.all())
+	}
+	wantRows(t, p, "3 null null", "1 null null", "2 4.50 null") // in commit order
 }

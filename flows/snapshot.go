@@ -117,6 +117,10 @@ func ApplySnapshots(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, er
 			// second: the next poll or change of input looks at the file again.
 			f.m.BadRecords = badBefore // the lines it read count when it is applied
 			f.m.Incomplete++
+			if ps.file != nil && len(ps.file.Files) == 1 {
+				w := ps.file.Files[0]
+				f.env.markWaiting(f.d.Name, inc.path, w.Size, w.ModTime)
+			}
 			if f.m.Version < 0 {
 				f.m.Idle = true
 			}
@@ -274,6 +278,12 @@ func (f *snapshotFlow) pendingFiles(snap *delta.Snapshot) ([]pendingSnapshot, er
 		if in.rel < newest {
 			return nil, fmt.Errorf("snapshot file %s is new but sorts before %s, which was applied already: snapshots are applied in name order, and an older snapshot cannot follow a newer one. Move it out of %s, give it a name that sorts after %s to apply it as the newest snapshot, or run %s to rebuild %s from every file in name order",
 				in.abs, newest, src.Path, newest, RefreshHint(p, f.d.Name), f.d.Name)
+		}
+		if f.env.waitingFile(f.d.Name, in.abs, in.size, in.modTime) {
+			// Found incomplete earlier in this update (continuous mode) and unchanged since:
+			// it and the snapshots after it go on waiting, without a read or a WARN again.
+			f.m.Incomplete++
+			break
 		}
 		if f.env.settling(in.modTime) {
 			// Still being written, perhaps: it and the snapshots after it (applied in name

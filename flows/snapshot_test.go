@@ -470,3 +470,38 @@ func TestSnapshotFileIncomplete(t *testing.T) {
 		t.Errorf("target rows %v, want the third snapshot's", rows)
 	}
 }
+
+// TestSnapshotFileIncompleteNotReadAgainInUpdate: in a continuous update (one Env), a snapshot
+// file found incomplete is not read again, nor its WARN said again, while it stays as it was; it
+// and the snapshots after it go on waiting, counted, and are applied once it is complete.
+func TestSnapshotFileIncompleteNotReadAgainInUpdate(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, fmt.Sprintf(snapshotScriptSpec, `{path: ./snapshots, format: json, schema: "id BIGINT, name STRING, city STRING"}`, "id", "1", ""))
+	snaps := filepath.Join(dir, "snapshots")
+	if err := os.MkdirAll(snaps, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	row := func(name string) string { return `{"id": 1, "name": "` + name + `", "city": "Oslo"}` + "\n" }
+	write(t, filepath.Join(snaps, "1.json"), []byte(row("one")))
+	write(t, filepath.Join(snaps, "2.json"), []byte(`{"id": 1, "na`))
+	rec := &recorder{}
+	env := &Env{Pipeline: p, Events: rec}
+	if m, err := Run(context.Background(), env, p.Dataset("target")); err != nil || m.Files != 1 || m.Incomplete != 1 {
+		t.Fatalf("first batch: %+v, err %v\n%s", m, err, rec.all())
+	}
+	write(t, filepath.Join(snaps, "3.json"), []byte(row("three")))
+	rec2 := &recorder{}
+	env.Events = rec2
+	m, err := Run(context.Background(), env, p.Dataset("target"))
+	if err != nil || m.Files != 0 || m.Incomplete != 1 || strings.Contains(rec2.all(), "2.json") {
+		t.Fatalf("next batch: %+v, err %v; want 2.json and 3.json waiting, 2.json counted and not said again\n%s", m, err, rec2.all())
+	}
+	appendTo(t, filepath.Join(snaps, "2.json"), `me": "two", "city": "Oslo"}`+"\n")
+	if m, err = Run(context.Background(), env, p.Dataset("target")); err != nil || m.Files != 2 || m.Incomplete != 0 {
+		t.Fatalf("once complete: %+v, err %v\n%s", m, err, rec2.all())
+	}
+	if _, rows := readTable(t, p, "target"); len(rows) != 1 || rows[0][1] != "three" {
+		t.Errorf("target rows %v, want the third snapshot's", rows)
+	}
+}
