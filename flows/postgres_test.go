@@ -40,18 +40,7 @@ func TestPGPublicationShared(t *testing.T) {
 	if err := pgPublication(ctx, conn, "shared", `"public"."tb"`, &spec.PostgresSource{Schema: "public", Table: "tb"}, false); err != nil {
 		t.Fatal(err)
 	}
-	var tables []string
-	rows, err := conn.Query(ctx, "SELECT tablename::text FROM pg_publication_tables WHERE pubname = 'shared' ORDER BY 1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		tables = append(tables, s)
-	}
+	tables := publicationTables(t, conn, "shared")
 	if len(tables) != 2 || tables[0] != "ta" || tables[1] != "tb" {
 		t.Fatalf("publication shared has %v, want [ta tb]", tables)
 	}
@@ -218,19 +207,22 @@ func TestPGPublicationSharedWithPartitioned(t *testing.T) {
 	if err := pgPublication(ctx, conn, "shared", `"public"."parted"`, &spec.PostgresSource{Schema: "public", Table: "parted"}, false); err != nil {
 		t.Fatalf("the partitioned table's source, after the plain table's made the publication: %v", err)
 	}
-	var tables []string
-	rows, err := conn.Query(ctx, "SELECT tablename::text FROM pg_publication_tables WHERE pubname = 'shared' ORDER BY 1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		tables = append(tables, s)
-	}
+	tables := publicationTables(t, conn, "shared")
 	if len(tables) != 2 || tables[0] != "parted" || tables[1] != "plain" {
 		t.Fatalf("publication shared publishes %v, want [parted plain] (the partitioned table under its own name)", tables)
 	}
+}
+
+// publicationTables returns the names of the tables publication pub publishes, in order.
+func publicationTables(t *testing.T, conn *pgx.Conn, pub string) []string {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), "SELECT tablename::text FROM pg_publication_tables WHERE pubname = $1 ORDER BY 1", pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tables
 }
