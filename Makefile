@@ -23,10 +23,10 @@ deltacheck:
 		mkdir -p bin && cd $(SHARED)/tools/deltacheck && $(GO) build -o $(DELTACHECK) . ; \
 	else echo "no $(SHARED)/tools/deltacheck: tests that need the independent reader are skipped"; fi
 
+# After `go test ./...`, the folds, and a history target's writes (data files, state, change data
+# file, row locator), that run on several goroutines, run again under the race detector.
 test: deltacheck
 	DELTACHECK=$$( [ -d $(SHARED)/tools/deltacheck ] && [ -x $(DELTACHECK) ] && echo $(DELTACHECK) ) $(GO) test -count=1 ./...
-	# The folds, and a history target's writes (data files, state, change data file, row
-	# locator), that run on several goroutines, under the race detector.
 	$(GO) test -race -count=1 -run 'TestHistoryKeyWorkersEquivalence|TestKeyWorkers|TestKeyRanges|TestRelaxGC|TestViewOverFiles|TestHistoryMergeOnRead' ./flows
 	@if [ -f $(SHARED)/cases/run_cases.py ] && [ -d $(SHARED)/tools/deltacheck ] && [ -x $(DELTACHECK) ]; then \
 		$(GO) build -o bin/pipeline ./cmd/pipeline && \
