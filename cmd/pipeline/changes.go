@@ -42,7 +42,8 @@ func newChangesCmd() *cobra.Command {
 	}
 	cmd.Flags().StringArrayVar(&confs, "conf", nil, "set a configuration value (key=value); repeatable")
 	cmd.Flags().StringVar(&format, "format", "table", "table, jsonl or csv")
-	cmd.Flags().Int64Var(&from, "from-version", 0, "first table version to include (required)")
-	cmd.Flags().Int64Var(&to, "to-version", -1, "last table version to include (default: the latest)")
+	cmd.Flags().Int64Var(&from, "from-version", 0, "first table version `N` to include (required)")
+	cmd.Flags().Int64Var(&to, "to-version", -1, "last table version `M` to include (default: the latest)")
+	hideDefault(cmd, "to-version")
 	return cmd
 }

@@ -184,3 +184,30 @@ func copyFile(t *testing.T, src, dst string) {
 		t.Fatal(err)
 	}
 }
+
+// TestFlagHelp: each command's --help names a flag's value by what it is (`--limit N`,
+// `--timestamp T`), never by a word of its description, and prints no "(default -1)" for the
+// flags whose -1 only means "not given" (their descriptions say the default in words).
+func TestFlagHelp(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cmd  string
+		want []string
+	}{
+		{"show", []string{"--limit N ", "--timestamp T ", "--version N ", "(default: all)"}},
+		{"changes", []string{"--from-version N ", "--to-version M ", "(default: the latest)"}},
+		{"run", []string{"      --continuous   "}},
+	} {
+		out := mustRun(t, tc.cmd, "--help")
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s --help lacks %q:\n%s", tc.cmd, w, out)
+			}
+		}
+		for _, bad := range []string{"(default -1)", "--timestamp pipeline", "--continuous continuous"} {
+			if strings.Contains(out, bad) {
+				t.Errorf("%s --help has %q:\n%s", tc.cmd, bad, out)
+			}
+		}
+	}
+}

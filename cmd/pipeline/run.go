@@ -84,7 +84,7 @@ func newRunCmd() *cobra.Command {
 	cmd.Flags().StringSliceVar(&fullRefresh, "full-refresh", nil, "datasets to rebuild from all of their input (comma-separated): their tables, checkpoints and CDC state are removed first")
 	cmd.Flags().BoolVar(&fullRefreshAll, "full-refresh-all", false, "rebuild every dataset from all of its input")
 	cmd.Flags().StringSliceVar(&refresh, "refresh", nil, "datasets to update (comma-separated); the others are EXCLUDED from the update")
-	cmd.Flags().BoolVar(&continuous, "continuous", false, "keep running and process new input as it lands (default: the spec's `continuous`; --continuous=false runs one triggered update); Ctrl-C or SIGTERM stops cleanly")
+	cmd.Flags().BoolVar(&continuous, "continuous", false, "keep running and process new input as it lands (default: the spec's continuous: key; --continuous=false runs one triggered update); Ctrl-C or SIGTERM stops cleanly")
 	return cmd
 }
 

@@ -76,9 +76,10 @@ func newShowCmd() *cobra.Command {
 	}
 	cmd.Flags().StringArrayVar(&confs, "conf", nil, "set a configuration value (key=value); repeatable")
 	cmd.Flags().StringVar(&format, "format", "table", "table, jsonl or csv")
-	cmd.Flags().Int64Var(&version, "version", -1, "read this table version instead of the latest")
-	cmd.Flags().StringVar(&timestamp, "timestamp", "", "read the version current at this time (RFC 3339, e.g. 2024-01-31T10:00:00Z; see `pipeline history`)")
-	cmd.Flags().IntVar(&limit, "limit", -1, "print at most N rows")
+	cmd.Flags().Int64Var(&version, "version", -1, "read table version `N` instead of the latest")
+	cmd.Flags().StringVar(&timestamp, "timestamp", "", "read the version current at time `T` (RFC 3339, e.g. 2024-01-31T10:00:00Z; see pipeline history)")
+	cmd.Flags().IntVar(&limit, "limit", -1, "print at most `N` rows (default: all)")
+	hideDefault(cmd, "version", "limit")
 	return cmd
 }
 
@@ -159,4 +160,13 @@ func viewReaders(p *spec.Pipeline, view string) []string {
 		}
 	}
 	return out
+}
+
+// hideDefault keeps the help of cmd from printing "(default -1)" for the named integer flags,
+// whose -1 only marks "not given" (the command reads cmd.Flags().Changed): their usage says what
+// the default is in words.
+func hideDefault(cmd *cobra.Command, names ...string) {
+	for _, n := range names {
+		cmd.Flags().Lookup(n).DefValue = "0"
+	}
 }
