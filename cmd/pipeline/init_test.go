@@ -71,6 +71,12 @@ func TestInit(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.stderr, "not empty") {
 		t.Errorf("init into a folder with a pipeline: exit %d, %q; want 2 and a message that it is not empty", r.code, r.stderr)
 	}
+	if r := pipeline(t, nil, "init", spec); r.code != 2 || !strings.Contains(r.stderr, "pipeline.yaml is a file; give a new folder") {
+		t.Errorf("init onto a file: exit %d, %q; want 2 and a message that it is a file", r.code, r.stderr)
+	}
+	if r := pipeline(t, nil, "init"); r.code != 2 || !strings.Contains(r.stderr, "usage: pipeline init DIR") {
+		t.Errorf("init without a folder: exit %d, %q; want 2 and the usage", r.code, r.stderr)
+	}
 	empty := t.TempDir()
 	mustRun(t, "init", empty)
 	if _, err := os.Stat(filepath.Join(empty, "landing", "batch-0004.json")); err != nil {

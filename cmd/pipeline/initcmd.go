@@ -23,7 +23,7 @@ func newInitCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "init DIR",
 		Short: "Write a new runnable pipeline with sample data into DIR: the shop-orders example",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return initPipeline(cmd.OutOrStdout(), args[0])
 		},
@@ -33,6 +33,9 @@ func newInitCmd() *cobra.Command {
 // initPipeline writes the template into dir, which must not exist or be empty (nothing is
 // overwritten), and says how to run it.
 func initPipeline(w io.Writer, dir string) error {
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		return usageError(fmt.Errorf("init: %s is a file; give a new folder (nothing was written)", dir))
+	}
 	entries, err := os.ReadDir(dir)
 	switch {
 	case err == nil && len(entries) > 0:
