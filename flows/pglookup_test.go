@@ -1,6 +1,7 @@
 package flows
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/jackc/pglogrepl"
 
 	"tributary/delta"
+	"tributary/spec"
 )
 
 // pgBronze is a bronze table of pgTestTable's source with commits of the given rows, one data
@@ -293,5 +295,65 @@ func BenchmarkPGToastLookup(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestPGOpenTransactionDroppedRowFillsToast: an unchanged TOASTed value of a transaction written
+// in chunks takes the key's previous value from an earlier change of the transaction even when
+// a drop expectation dropped that change in an earlier chunk, as it does when the transaction is
+// one batch ("an earlier change of the batch"): key 5's note set to "new" by a change dropped in
+// the first chunk, then left unchanged by one kept in the second, is "new", not the snapshot's
+// "s5"; key 6's change dropped in the first chunk and kept in the second fills its third from
+// the kept one's "kept6". The files that hold the dropped rows for the lookup are removed by
+// the commit.
+func TestPGOpenTransactionDroppedRowFillsToast(t *testing.T) {
+	t.Parallel()
+	tbl := pgTestTable(t)
+	w, _ := pgBronze(t, tbl, [][][]any{{pgRow(5, "s5", "r", 0), pgRow(6, "s6", "r", 0)}})
+	w.d = &spec.Dataset{Name: "t", Schema: tbl.src.Schema, Expectations: []spec.Expectation{
+		{Name: "small_amount", Expect: "amount == nil or amount < 100", OnViolation: spec.OnViolationDrop},
+	}}
+	update := func(lsn pglogrepl.LSN, id, note, amount string) []any {
+		t.Helper()
+		r, err := tbl.changeRows(&pglogrepl.UpdateMessage{RelationID: 7, NewTuple: tuple(id, "x", note, amount, "NULL")}, lsn, time.Time{}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r[0]
+	}
+	ctx := context.Background()
+	if _, err := w.writeOpen(ctx, [][]any{update(10, "5", "new", "200"), update(11, "6", "dropped6", "300")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.writeOpen(ctx, [][]any{update(20, "6", "kept6", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.commit(ctx, [][]any{update(30, "5", "TOAST", "1"), update(31, "6", "TOAST", "2")}, 40, "stream"); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range w.snap.Files {
+		if err := w.table.FileRowGroupsReused(w.snap.Metadata, a, func(group [][]any) error {
+			for _, r := range group {
+				if lsn := r[tbl.data+1].(int64); lsn >= 30 {
+					got = append(got, fmt.Sprintf("%d=%v", r[0], r[1]))
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(got)
+	if want := "5=new 6=kept6"; strings.Join(got, " ") != want {
+		t.Fatalf("the transaction's last rows have notes %q, want %q", strings.Join(got, " "), want)
+	}
+	// The dropped rows' files were for the lookup alone: the commit leaves none behind.
+	names, err := filepath.Glob(filepath.Join(w.table.Dir, "*.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != len(w.snap.Files) {
+		t.Fatalf("after the commit the table folder holds %d data files, its snapshot names %d; want every file named", len(names), len(w.snap.Files))
 	}
 }

@@ -198,7 +198,7 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 				quality.Add(q)
 				return nil
 			}
-			a, n, q, err := w.write(rows)
+			a, n, _, q, err := w.write(rows)
 			adds, kept = append(adds, a...), kept+n
 			quality.Add(q)
 			if fe, ok := err.(*expectations.FailError); ok {
@@ -834,6 +834,13 @@ type pgWriter struct {
 	open        []delta.Add
 	openKept    int64
 	openQuality expectations.Quality
+	// openDropped are data files of the open transaction's rows that a drop expectation dropped
+	// from the chunks written so far (writeOpen): no commit ever names them, but the TOAST
+	// lookup reads them with the open files, so that a later chunk's unchanged TOASTed value
+	// takes the value of an earlier change of the transaction even when that change was dropped,
+	// as an earlier change of one batch gives it (fillToast). They are removed with the
+	// transaction's commit, or when it is given up.
+	openDropped []delta.Add
 }
 
 // writeOpen writes rows, the next rows of a transaction whose commit is still to come, to data
@@ -846,11 +853,15 @@ func (w *pgWriter) writeOpen(ctx context.Context, rows [][]any) (Metrics, error)
 		w.discardOpen()
 		return m, err // stopped: nothing of the transaction counts
 	}
-	adds, kept, q, err := w.write(rows)
+	adds, kept, dropped, q, err := w.write(rows)
 	w.open, w.openKept = append(w.open, adds...), w.openKept+kept
 	w.openQuality.Add(q)
 	if err != nil {
 		m.Quality.Add(w.openQuality)
+		w.discardOpen()
+		return m, err
+	}
+	if err := w.writeDropped(dropped); err != nil {
 		w.discardOpen()
 		return m, err
 	}
@@ -861,7 +872,20 @@ func (w *pgWriter) writeOpen(ctx context.Context, rows [][]any) (Metrics, error)
 // discardOpen removes the data files of the open transaction (writeOpen), which no commit names.
 func (w *pgWriter) discardOpen() {
 	removeUncommitted(w.table, w.open)
-	w.open, w.openKept, w.openQuality = nil, 0, expectations.Quality{}
+	removeUncommitted(w.table, w.openDropped)
+	w.open, w.openKept, w.openQuality, w.openDropped = nil, 0, expectations.Quality{}, nil
+}
+
+// writeDropped writes dropped, rows of a chunk of the open transaction that a drop expectation
+// left out of its data files, to data files of openDropped, for the TOAST lookup of the next
+// chunks.
+func (w *pgWriter) writeDropped(dropped [][]any) error {
+	if len(dropped) == 0 {
+		return nil
+	}
+	adds, err := w.table.WriteData(w.snap.Metadata, dropped)
+	w.openDropped = append(w.openDropped, adds...)
+	return err
 }
 
 // commit fills unchanged TOASTed values, checks the expectations and commits rows with the
@@ -873,7 +897,7 @@ func (w *pgWriter) commit(ctx context.Context, rows [][]any, lsn pglogrepl.LSN, 
 		w.discardOpen()
 		return m, err
 	}
-	adds, kept, q, err := w.write(rows)
+	adds, kept, _, q, err := w.write(rows)
 	q.Add(w.openQuality)
 	if err != nil {
 		m.Quality.Add(q)
@@ -882,39 +906,53 @@ func (w *pgWriter) commit(ctx context.Context, rows [][]any, lsn pglogrepl.LSN, 
 	}
 	adds, kept = append(w.open, adds...), kept+w.openKept
 	// From here the files are commitFiles': it removes them when it gives up before the commit.
-	w.open, w.openKept, w.openQuality = nil, 0, expectations.Quality{}
+	// Those of the dropped rows were for the TOAST lookup of the transaction's rows, all written.
+	removeUncommitted(w.table, w.openDropped)
+	w.open, w.openKept, w.openQuality, w.openDropped = nil, 0, expectations.Quality{}, nil
 	return w.commitFiles(ctx, adds, kept, q, lsn, kind)
 }
 
 // write fills the unchanged TOASTed values of rows, checks the expectations and writes the rows
-// kept to new data files, uncommitted; it returns their add actions, how many rows they hold
-// and the expectations' counts.
-func (w *pgWriter) write(rows [][]any) (adds []delta.Add, kept int64, q expectations.Quality, err error) {
+// kept to new data files, uncommitted; it returns their add actions, how many rows they hold,
+// the rows a drop expectation dropped (deletes and truncates left out: the TOAST lookup passes
+// over them) and the expectations' counts.
+func (w *pgWriter) write(rows [][]any) (adds []delta.Add, kept int64, dropped [][]any, q expectations.Quality, err error) {
 	if need := w.tbl.needsLookup(rows); len(need) > 0 {
 		stored, err := w.storedRows(need, rows)
 		if err != nil {
-			return nil, 0, q, err
+			return nil, 0, nil, q, err
 		}
 		if err := w.tbl.fillToast(rows, stored); err != nil {
-			return nil, 0, q, fmt.Errorf("dataset %s: %w", w.d.Name, err)
+			return nil, 0, nil, q, fmt.Errorf("dataset %s: %w", w.d.Name, err)
 		}
 	} else if err := w.tbl.fillToast(rows, map[string][]any{}); err != nil {
-		return nil, 0, q, fmt.Errorf("dataset %s: %w", w.d.Name, err)
+		return nil, 0, nil, q, fmt.Errorf("dataset %s: %w", w.d.Name, err)
 	}
 	set, err := expectationSet(w.d, w.d.Schema)
 	if err != nil {
-		return nil, 0, q, err
+		return nil, 0, nil, q, err
 	}
 	ok, q, err := set.Check(rows)
 	if err != nil {
-		return nil, 0, q, err
+		return nil, 0, nil, q, err
+	}
+	if len(ok) < len(rows) {
+		isKept := make(map[*any]bool, len(ok))
+		for _, r := range ok {
+			isKept[&r[0]] = true
+		}
+		for _, r := range rows {
+			if op, _ := r[w.tbl.data].(string); op != "d" && op != "t" && !isKept[&r[0]] {
+				dropped = append(dropped, r)
+			}
+		}
 	}
 	if len(ok) > 0 {
 		if adds, err = w.table.WriteData(w.snap.Metadata, ok); err != nil {
-			return nil, 0, q, err
+			return nil, 0, nil, q, err
 		}
 	}
-	return adds, int64(len(ok)), q, nil
+	return adds, int64(len(ok)), dropped, q, nil
 }
 
 // commitFiles commits the data files adds (kept rows, which met the expectations with counts q)
@@ -946,7 +984,7 @@ func (w *pgWriter) commitFiles(ctx context.Context, adds []delta.Add, kept int64
 
 // storedRows returns the latest stored row image (by _lsn; snapshot rows first; deletes left
 // out) of each key in need, from the bronze table's data files and those written of the open
-// transaction (w.open, newer than any committed file). rows is the batch that needs
+// transaction (w.open and w.openDropped, newer than any committed file). rows is the batch that needs
 // them: it gives the keys' typed values, by which files whose key bounds (stats minValues and
 // maxValues) leave a key out are not read. The files that may hold a needed key are read one at a
 // time, newest _lsn first (lookupFiles), and the lookup stops once every key has an image newer
@@ -959,7 +997,7 @@ func (w *pgWriter) storedRows(need map[string]bool, rows [][]any) (map[string][]
 		file int
 	}
 	at := map[string]found{}
-	files, keys := lookupFiles(w.snap, w.open, w.tbl, need, rows)
+	files, keys := lookupFiles(w.snap, slices.Concat(w.open, w.openDropped), w.tbl, need, rows)
 	var keySet map[any]bool // the needed keys' values, to pass over other rows without keyText
 	if keys != nil {
 		keySet = make(map[any]bool, len(keys))
