@@ -43,11 +43,13 @@ func (p Pos) short() string { return fmt.Sprintf("%d:%d", p.Line, p.Column) }
 
 // Error is one problem in a spec: where (Pos, and Path, the key path such as
 // "datasets[1].apply_changes.keys"), what (Msg) and, when there is one, how to fix it (Hint).
+// Unset names the variable of a "${NAME} is not set" problem ("" for any other).
 type Error struct {
-	Pos  Pos
-	Path string
-	Msg  string
-	Hint string
+	Pos   Pos
+	Path  string
+	Msg   string
+	Hint  string
+	Unset string
 }
 
 // jsonError is the JSON form of an Error (`pipeline validate --json`): the position flattened,

@@ -31,10 +31,10 @@ func TestErrorText(t *testing.T) {
 		err  *Error
 		want string
 	}{
-		{"everything", &Error{Pos{"pipeline.yaml", 12, 7}, "datasets[1].apply_changes.keys", "unknown column idd", "did you mean `id`?"},
+		{"everything", &Error{Pos{"pipeline.yaml", 12, 7}, "datasets[1].apply_changes.keys", "unknown column idd", "did you mean `id`?", ""},
 			"pipeline.yaml:12:7: datasets[1].apply_changes.keys: unknown column idd (hint: did you mean `id`?)"},
-		{"no hint", &Error{Pos{"p.yaml", 1, 1}, "name", "the pipeline has no name", ""}, "p.yaml:1:1: name: the pipeline has no name"},
-		{"no path", &Error{Pos{"p.yaml", 4, 1}, "", "invalid YAML: x", ""}, "p.yaml:4:1: invalid YAML: x"},
+		{"no hint", &Error{Pos{"p.yaml", 1, 1}, "name", "the pipeline has no name", "", ""}, "p.yaml:1:1: name: the pipeline has no name"},
+		{"no path", &Error{Pos{"p.yaml", 4, 1}, "", "invalid YAML: x", "", ""}, "p.yaml:4:1: invalid YAML: x"},
 	}
 	for _, c := range cases {
 		if got := c.err.Error(); got != c.want {
@@ -85,7 +85,7 @@ func TestDidYouMean(t *testing.T) {
 func TestErrorJSON(t *testing.T) {
 	t.Parallel()
 	es := Errors{
-		{Pos{"p.yaml", 15, 18}, "datasets[1].apply_changes.keys[1]", "unknown column idd", "did you mean `id`?"},
+		{Pos{"p.yaml", 15, 18}, "datasets[1].apply_changes.keys[1]", "unknown column idd", "did you mean `id`?", ""},
 		{Pos: Pos{File: "p.yaml"}, Msg: "cannot read the spec: no such file"},
 	}
 	b, err := json.Marshal(es)

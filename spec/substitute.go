@@ -137,7 +137,7 @@ func (s *substitution) report() {
 			}
 			msg += "; also used at " + strings.Join(at, ", ")
 		}
-		s.d.errs = append(s.d.errs, &Error{Pos: uses[0].Pos, Path: uses[0].Path, Msg: msg, Hint: s.hint(name)})
+		s.d.errs = append(s.d.errs, &Error{Pos: uses[0].Pos, Path: uses[0].Path, Msg: msg, Hint: s.hint(name), Unset: name})
 	}
 }
 

@@ -14,7 +14,7 @@ func newGraphCmd() *cobra.Command {
 		Short: "Print the datasets and their dependencies as text, Graphviz dot or Mermaid",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := load(args[0], confs)
+			p, err := loadRead(args[0], confs)
 			if err != nil {
 				return err
 			}

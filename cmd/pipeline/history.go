@@ -27,7 +27,7 @@ func newHistoryCmd() *cobra.Command {
 			if format != "table" && format != "jsonl" {
 				return usageError(fmt.Errorf("--format %q: use table or jsonl", format))
 			}
-			p, err := load(args[0], confs)
+			p, err := loadRead(args[0], confs)
 			if err != nil {
 				return err
 			}

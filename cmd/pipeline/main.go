@@ -184,6 +184,45 @@ func parseConf(kvs []string) (map[string]string, error) {
 	return out, nil
 }
 
+// loadRead is load for the commands that only read what the pipeline stored (show, history,
+// changes, events, graph): a ${NAME} that is not set is no problem for them when only what they
+// do not use needs it (a postgres source's connection, with the password in the environment of
+// the runs). The spec is then read again with each such name standing for a placeholder, and
+// kept unless the storage folder's path holds one; any other problem is load's.
+func loadRead(path string, confs []string) (*spec.Pipeline, error) {
+	p, err := load(path, confs)
+	var es spec.Errors
+	if err == nil || !errors.As(err, &es) {
+		return p, err
+	}
+	unset := map[string]string{}
+	for _, e := range es {
+		if e.Unset == "" {
+			return nil, err
+		}
+		unset[e.Unset] = "\x00unset:" + e.Unset + "\x00"
+	}
+	conf, cerr := parseConf(confs)
+	data, rerr := os.ReadFile(path)
+	if cerr != nil || rerr != nil {
+		return nil, err
+	}
+	env := func(name string) (string, bool) {
+		if v, ok := unset[name]; ok {
+			return v, true
+		}
+		return os.LookupEnv(name)
+	}
+	lp, lerr := spec.Parse(path, data, conf, env)
+	if lerr != nil || strings.Contains(lp.Storage, "\x00unset:") {
+		return nil, err
+	}
+	if _, gerr := lp.Graph(); gerr != nil {
+		return nil, err
+	}
+	return lp, nil
+}
+
 // load reads and validates the spec; any spec problem is a usage error (exit 2).
 func load(path string, confs []string) (*spec.Pipeline, error) {
 	conf, err := parseConf(confs)

@@ -211,3 +211,49 @@ func TestFlagHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestReadCommandsWithoutConnection: the commands that only read what the pipeline stored (show,
+// history, changes, events, graph) run without a ${NAME} that only a postgres source's
+// connection needs (its password lives in the environment of the runs); one the storage path
+// needs is still an error, and run still needs them all.
+func TestReadCommandsWithoutConnection(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	landing := filepath.Join(dir, "landing")
+	if err := os.MkdirAll(landing, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(landing, "a.json"), []byte(`{"id": 1}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := filepath.Join(dir, "pipeline.yaml")
+	text := `name: reads
+storage: ${STORE}
+configuration:
+  connection: ${TRIBUTARY_TEST_PGURL}
+datasets:
+  - name: raw
+    source: {path: ./landing, format: json, schema: "id BIGINT"}
+  - name: orders_changes
+    source: {format: postgres, connection: "${connection}", table: public.orders, schema: "id INT"}
+`
+	if err := os.WriteFile(spec, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store := "--conf=STORE=" + filepath.Join(dir, "storage")
+	if r := pipeline(t, []string{"TRIBUTARY_TEST_PGURL=postgres://x@127.0.0.1:1/x"}, "run", spec, store, "--refresh", "raw"); r.code != 0 {
+		t.Fatalf("run of raw alone: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, args := range [][]string{{"show", spec, "raw"}, {"history", spec, "raw"}, {"changes", spec, "raw", "--from-version", "0"}, {"events", spec}, {"graph", spec}} {
+		r := pipeline(t, nil, append(args, store)...)
+		if r.code != 0 || strings.Contains(r.stderr, "TRIBUTARY_TEST_PGURL") {
+			t.Errorf("%s without the connection's variable: exit %d\n%s%s", args[0], r.code, r.stdout, r.stderr)
+		}
+	}
+	if r := pipeline(t, nil, "show", spec, "raw"); r.code != 2 || !strings.Contains(r.stderr, "${STORE} is not set") {
+		t.Errorf("show without the storage's variable: exit %d, want 2 and the unset ${STORE}:\n%s", r.code, r.stderr)
+	}
+	if r := pipeline(t, nil, "run", spec, store, "--refresh", "raw"); r.code != 2 || !strings.Contains(r.stderr, "${TRIBUTARY_TEST_PGURL} is not set") {
+		t.Errorf("run without the connection's variable: exit %d, want 2 and the unset variable:\n%s", r.code, r.stderr)
+	}
+}
