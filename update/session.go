@@ -358,9 +358,11 @@ func (s *session) batch(ctx context.Context, only map[string]bool) error {
 	return events.Flush()
 }
 
-// end records the update's final state: CANCELED when canceled, else COMPLETED.
+// end records the update's final state: CANCELED when canceled (and says so on the output, as
+// a continuous update's usual end: what it committed stays), else COMPLETED.
 func (s *session) end(canceled bool) error {
 	if canceled {
+		fmt.Fprintf(s.opts.Out, "pipeline %s: update %s CANCELED: stopped; every commit it made stays\n", s.p.Name, s.res.UpdateID)
 		return s.state(StateCanceled, "")
 	}
 	return s.state(StateCompleted, "")

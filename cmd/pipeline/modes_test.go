@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -243,6 +244,9 @@ func TestContinuousMode(t *testing.T) {
 	st := statusesOf(t, eventsOf(t, spec))
 	if st[len(st)-1] != "update CANCELED" {
 		t.Errorf("last update state %q, want CANCELED", st[len(st)-1])
+	}
+	if !regexp.MustCompile(`(?m)^pipeline modes: update [0-9a-f-]+ CANCELED: stopped; every commit it made stays$`).MatchString(p.stdout.String()) {
+		t.Errorf("the output does not say the update was stopped:\n%s", p.stdout.String())
 	}
 	completed := strings.Count(strings.Join(st, ","), "items_raw COMPLETED")
 	if completed != 3 {
