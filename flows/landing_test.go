@@ -109,7 +109,24 @@ func TestIngestCutLastLineWaits(t *testing.T) {
 // file is complete applies it whole.
 func TestApplyChangesViewCutLastLineWaits(t *testing.T) {
 	t.Parallel()
+	checkViewWaits(t, "", "a.json", []byte(`{"id": 1, "name": "one", "seq": 1}`+"\n"),
+		"b.json", []byte(`{"id": 2, "name": "two", "seq": 1}`+"\n"+`{"id": 3, "na`),
+		func(path string) { appendTo(t, path, `me": "three", "seq": 1}`+"\n") },
+		"b.json: line 2, the last, has no line end and its JSON value ends before it is complete: the file is still being written, or truncated; it is left unread")
+}
+
+// checkViewWaits lands file a (the event {id 1, "one", seq 1}) and file b, still being written
+// (the events {2, "two", 1} and {3, "three", 1} once complete), for an APPLY CHANGES reading a
+// view over files (with mode, when given): the first update applies a alone, reads one file,
+// counts b incomplete (no bad record) and WARNs warn; after complete(b's path), the next update
+// applies b whole.
+func checkViewWaits(t *testing.T, mode, a string, aBody []byte, b string, bPart []byte, complete func(path string), warn string) {
+	t.Helper()
 	dir := t.TempDir()
+	modeLine := ""
+	if mode != "" {
+		modeLine = "\n      mode: " + mode
+	}
 	p := loadPipeline(t, dir, `name: t
 storage: ./storage
 datasets:
@@ -118,27 +135,27 @@ datasets:
     source:
       path: ./landing
       format: json
-      schema: "id BIGINT, name STRING, seq BIGINT"
+      schema: "id BIGINT, name STRING, seq BIGINT"`+modeLine+`
   - name: target
     apply_changes: {source: changes, keys: [id], sequence_by: seq}
 `)
 	landing := filepath.Join(dir, "landing")
-	write(t, filepath.Join(landing, "a.json"), []byte(`{"id": 1, "name": "one", "seq": 1}`+"\n"))
-	write(t, filepath.Join(landing, "b.json"), []byte(`{"id": 2, "name": "two", "seq": 1}`+"\n"+`{"id": 3, "na`))
+	write(t, filepath.Join(landing, a), aBody)
+	write(t, filepath.Join(landing, b), bPart)
 	rec := &recorder{}
 	m := runFlows(t, p, rec)
 	snap, rows := readTable(t, p, "target")
 	if got, want := rowsText(snap.Metadata.Schema, rows), []string{"1 one 1"}; !slices.Equal(got, want) {
 		t.Errorf("target holds %v, want %v", got, want)
 	}
-	if m[1].Files != 1 || m[1].BadRecords != 0 || m[1].Incomplete != 1 || !strings.Contains(rec.all(), "b.json: line 2, the last, has no line end and its JSON value ends before it is complete: the file is still being written, or truncated; it is left unread") {
-		t.Errorf("metrics %+v, events:\n%s", m[1], rec.all())
+	if m[1].Files != 1 || m[1].BadRecords != 0 || m[1].Incomplete != 1 || !strings.Contains(rec.all(), warn) {
+		t.Errorf("metrics %+v, want 1 file read and 1 incomplete; events (want %q):\n%s", m[1], warn, rec.all())
 	}
-	appendTo(t, filepath.Join(landing, "b.json"), `me": "three", "seq": 1}`+"\n")
+	complete(filepath.Join(landing, b))
 	runFlows(t, p, rec)
 	snap, rows = readTable(t, p, "target")
 	if got, want := rowsText(snap.Metadata.Schema, rows), []string{"1 one 1", "2 two 1", "3 three 1"}; !slices.Equal(got, want) {
-		t.Errorf("target after b.json is complete holds %v, want %v", got, want)
+		t.Errorf("target after %s is complete holds %v, want %v", b, got, want)
 	}
 }
 
