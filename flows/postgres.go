@@ -872,6 +872,12 @@ func (w *pgWriter) writeOpen(ctx context.Context, rows [][]any) (Metrics, error)
 // discardOpen removes the data files of the open transaction (writeOpen), which no commit names.
 func (w *pgWriter) discardOpen() {
 	removeUncommitted(w.table, w.open)
+	w.closeOpen()
+}
+
+// closeOpen ends the open transaction's state: the files of its dropped rows, which only its
+// TOAST lookups read, are removed; its data files are the caller's (committed, or removed).
+func (w *pgWriter) closeOpen() {
 	removeUncommitted(w.table, w.openDropped)
 	w.open, w.openKept, w.openQuality, w.openDropped = nil, 0, expectations.Quality{}, nil
 }
@@ -906,9 +912,7 @@ func (w *pgWriter) commit(ctx context.Context, rows [][]any, lsn pglogrepl.LSN, 
 	}
 	adds, kept = append(w.open, adds...), kept+w.openKept
 	// From here the files are commitFiles': it removes them when it gives up before the commit.
-	// Those of the dropped rows were for the TOAST lookup of the transaction's rows, all written.
-	removeUncommitted(w.table, w.openDropped)
-	w.open, w.openKept, w.openQuality, w.openDropped = nil, 0, expectations.Quality{}, nil
+	w.closeOpen()
 	return w.commitFiles(ctx, adds, kept, q, lsn, kind)
 }
 
