@@ -676,7 +676,7 @@ func (v *validation) queryChecks(infos []*datasetInfo) {
 			at := v.d.queryPos(node, r.Start)
 			target, ok := v.byName[r.Name]
 			if !ok {
-				v.d.add(at, path, didYouMean(r.Name, v.names, "datasets"), "unknown dataset %s: a query reads datasets of this pipeline", r.Name)
+				v.d.add(at, path, didYouMean(r.Name, v.namesBut(ds.Name), "datasets"), "unknown dataset %s: a query reads datasets of this pipeline", r.Name)
 				continue
 			}
 			switch r.Kind {

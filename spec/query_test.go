@@ -102,6 +102,8 @@ func TestQueryValidation(t *testing.T) {
 		want       []string
 	}{
 		{"unknown dataset", "  - name: gold\n    query: SELECT * FROM silverr", []string{"18:26: datasets[2].query: unknown dataset silverr: a query reads datasets of this pipeline (hint: did you mean `silver`?)"}},
+		// A dataset's own name is never suggested: reading itself would be a cycle.
+		{"unknown dataset, own name close", "  - name: silvers\n    query: SELECT * FROM silverz", []string{"18:26: datasets[2].query: unknown dataset silverz: a query reads datasets of this pipeline (hint: did you mean `silver`?)"}},
 		{"unknown in a block", "  - name: gold\n    query: |\n      SELECT *\n        FROM silver JOIN nope USING (id)", []string{"20:26: datasets[2].query: unknown dataset nope"}},
 		{"stream in a materialized view", "  - name: gold\n    query: SELECT * FROM STREAM(bronze)", []string{"18:26: datasets[2].query: STREAM(bronze) reads new rows incrementally, which only a streaming_table does; this dataset is a materialized_view"}},
 		{"streaming table without stream", "  - name: gold\n    type: streaming_table\n    query: SELECT * FROM bronze", []string{"19:12: datasets[2].query: a streaming_table defined by a query must read at least one dataset with STREAM(...)"}},

@@ -125,7 +125,7 @@ func (v *validation) snapshotReference(in *datasetInfo) {
 		return
 	}
 	if _, ok := v.byName[s.Source]; !ok {
-		v.d.addAt(in.snapshot.source.node, in.snapshot.source.path, didYouMean(s.Source, v.names, "datasets"),
+		v.d.addAt(in.snapshot.source.node, in.snapshot.source.path, didYouMean(s.Source, v.namesBut(in.ds.Name), "datasets"),
 			"unknown dataset %s: apply_changes_from_snapshot reads a dataset of this pipeline, or a folder of snapshot files (`source: {path: ..., format: json, schema: ...}`)", s.Source)
 	}
 }

@@ -41,7 +41,7 @@ func (v *validation) tableSources(p *Pipeline, infos []*datasetInfo) {
 		target, ok := v.byName[src.Table]
 		switch {
 		case !ok:
-			v.d.addAt(node, path, didYouMean(src.Table, v.names, "datasets"), "unknown dataset %s: `table:` reads a dataset of this pipeline", src.Table)
+			v.d.addAt(node, path, didYouMean(src.Table, v.namesBut(in.ds.Name), "datasets"), "unknown dataset %s: `table:` reads a dataset of this pipeline", src.Table)
 		case target.ds.FileView():
 			v.d.addAt(node, path, "read it from apply_changes, or remove its `type:` to make it a streaming_table",
 				"%s is a view over files: it has no table to read", src.Table)

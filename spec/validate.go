@@ -109,10 +109,16 @@ func (v *validation) references(infos []*datasetInfo) {
 		}
 		src := in.ds.ApplyChanges.Source
 		if _, ok := v.byName[src]; !ok {
-			v.d.addAt(in.apply.source.node, in.apply.source.path, didYouMean(src, v.names, "datasets"),
+			v.d.addAt(in.apply.source.node, in.apply.source.path, didYouMean(src, v.namesBut(in.ds.Name), "datasets"),
 				"unknown dataset %s: apply_changes reads a dataset of this pipeline", src)
 		}
 	}
+}
+
+// namesBut returns the dataset names other than self, for the suggestions of an unknown
+// dataset that self reads: self reading itself would be a cycle, never the name meant.
+func (v *validation) namesBut(self string) []string {
+	return slices.DeleteFunc(slices.Clone(v.names), func(n string) bool { return strings.EqualFold(n, self) })
 }
 
 // cycles reports each cycle among the datasets at every member, with the whole cycle.
