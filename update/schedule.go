@@ -46,9 +46,12 @@ func Schedule(ctx context.Context, p *spec.Pipeline, expr string, o ScheduleOpti
 	var (
 		mu      sync.Mutex
 		running bool // an update is running
-		cur     Emitter
-		pending []time.Time // ticks skipped before the running update opened its event log
-		wg      sync.WaitGroup
+		// announce: the next tick was computed while an update ran; the update announces it
+		// once it ends, after its summary, so that the output reads in the order things happen.
+		announce bool
+		cur      Emitter
+		pending  []time.Time // ticks skipped before the running update opened its event log
+		wg       sync.WaitGroup
 	)
 	skip := func(e Emitter, tick time.Time) {
 		e.Emit(eventlog.Warn, eventlog.UpdateProgress, "", "", fmt.Sprintf("The scheduled update of %s was skipped: this update was still running.", tick.Format(time.RFC3339)),
@@ -59,7 +62,13 @@ func Schedule(ctx context.Context, p *spec.Pipeline, expr string, o ScheduleOpti
 	}
 	for {
 		next := sched.Next(time.Now())
-		fmt.Fprintf(o.Log, "pipeline %s: next update at %s (%s)\n", p.Name, next.Format(time.RFC3339), expr)
+		mu.Lock()
+		if running {
+			announce = true
+		} else {
+			announceNext(o.Log, p, next, expr)
+		}
+		mu.Unlock()
 		timer := time.NewTimer(time.Until(next))
 		select {
 		case <-o.Stop:
@@ -102,13 +111,32 @@ func Schedule(ctx context.Context, p *spec.Pipeline, expr string, o ScheduleOpti
 			res, err := Run(ctx, p, opts)
 			mu.Lock()
 			running, cur = false, nil
-			mu.Unlock()
 			if err != nil {
 				fmt.Fprintf(o.Log, "pipeline %s: the scheduled update failed: %v\n", p.Name, err)
 			}
+			if announce && ctx.Err() == nil && !closed(o.Stop) {
+				announceNext(o.Log, p, sched.Next(time.Now()), expr)
+			}
+			announce = false
+			mu.Unlock()
 			if o.Ran != nil {
 				o.Ran(res, err)
 			}
 		}()
+	}
+}
+
+// announceNext prints when the next scheduled update starts, on the scheduler's log.
+func announceNext(log io.Writer, p *spec.Pipeline, next time.Time, expr string) {
+	fmt.Fprintf(log, "pipeline %s: next update at %s (%s)\n", p.Name, next.Format(time.RFC3339), expr)
+}
+
+// closed reports whether ch is closed (a nil channel never is).
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }

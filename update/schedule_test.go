@@ -115,3 +115,44 @@ func TestScheduleSkipsOverlappingTick(t *testing.T) {
 		t.Errorf("updates %+v", results)
 	}
 }
+
+// TestScheduleAnnouncesAfterSummary: the next run time computed while an update runs is printed
+// after that update's summary, not in the middle of its output.
+func TestScheduleAnnouncesAfterSummary(t *testing.T) {
+	t.Parallel()
+	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n")
+	log := &lockedBuffer{}
+	stop := make(chan struct{})
+	ran := make(chan *Result, 10)
+	o := ScheduleOptions{Options: Options{Out: log}, Stop: stop, Log: log,
+		Ran: func(res *Result, err error) {
+			if err != nil {
+				t.Errorf("scheduled update: %v", err)
+			}
+			ran <- res
+		}}
+	done := make(chan error)
+	go func() { done <- Schedule(context.Background(), p, "@every 1s", o) }()
+	var first *Result
+	select {
+	case first = <-ran:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no scheduled update ran:\n%s", log)
+	}
+	out := log.String()
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	summary := strings.Index(out, "pipeline "+p.Name+": update "+first.UpdateID)
+	if summary < 0 {
+		t.Fatalf("no summary of update %s:\n%s", first.UpdateID, out)
+	}
+	before, after := out[:summary], out[summary:]
+	if n := strings.Count(before, "next update at"); n != 1 {
+		t.Errorf("%d next-update lines before the first update's summary, want 1 (the first tick's):\n%s", n, out)
+	}
+	if !strings.Contains(after, "next update at") {
+		t.Errorf("no next-update line after the first update's summary:\n%s", out)
+	}
+}
