@@ -168,17 +168,20 @@ func (c *Commit) Timestamp() int64 {
 }
 
 // ReadCommit reads and parses the commit file of version. A missing file is an error that wraps
-// fs.ErrNotExist (and ErrNoTable when the table has no commit at all); a malformed line is an
+// fs.ErrNotExist (and ErrNoTable when the table has no commit at all) and, for a version before
+// the first the log keeps (CleanupExpiredLogs), names that first version; a malformed line is an
 // error naming the file and the line.
 func (t *Table) ReadCommit(version int64) (*Commit, error) {
 	path := t.commitPath(version)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			if latest, lerr := t.LatestVersion(); lerr == nil && latest < 0 {
+			if vs, lerr := t.versions(); lerr == nil && len(vs) == 0 {
 				return nil, fmt.Errorf("delta: %s: %w", t.Dir, ErrNoTable)
+			} else if lerr == nil && version < vs[0] {
+				return nil, fmt.Errorf("delta: %s: version %d is no longer in the log, which starts at version %d (metadata cleanup deletes commits older than the table's %s, default 30 days): %w", t.Dir, version, vs[0], ConfigLogRetention, err)
 			} else if lerr == nil {
-				return nil, fmt.Errorf("delta: %s: version %d does not exist (latest is %d): %w", t.Dir, version, latest, err)
+				return nil, fmt.Errorf("delta: %s: version %d does not exist (latest is %d): %w", t.Dir, version, vs[len(vs)-1], err)
 			}
 		}
 		return nil, fmt.Errorf("delta: read version %d: %w", version, err)

@@ -16,6 +16,12 @@ const (
 	// ConfigDeletedFileRetention is how long a removed file stays for time travel and concurrent
 	// readers before VACUUM may delete it: an interval such as "interval 7 days" (the default).
 	ConfigDeletedFileRetention = "delta.deletedFileRetentionDuration"
+	// ConfigLogRetention is how long commits and checkpoints stay in _delta_log before metadata
+	// cleanup (Table.CleanupExpiredLogs) may delete them: an interval such as "interval 30 days"
+	// (the default). Time travel reaches back about as far.
+	ConfigLogRetention = "delta.logRetentionDuration"
+	// ConfigExpiredLogCleanup turns metadata cleanup off when "false" (default "true").
+	ConfigExpiredLogCleanup = "delta.enableExpiredLogCleanup"
 	// ConfigTargetFileSize is the size in bytes OPTIMIZE bin-packs files to and a DataWriter
 	// (WriteData, ingest batches) finishes its files at (default 128 MiB).
 	ConfigTargetFileSize = "delta.targetFileSize"
@@ -35,6 +41,7 @@ const (
 const (
 	DefaultCheckpointInterval   = 10
 	DefaultDeletedFileRetention = 7 * 24 * time.Hour
+	DefaultLogRetention         = 30 * 24 * time.Hour
 	DefaultTargetFileSize       = 128 << 20
 	DefaultAutoOptimizeMinFiles = 50
 )
@@ -61,6 +68,26 @@ func (m Metadata) DeletedFileRetention() (time.Duration, error) {
 		return 0, fmt.Errorf("delta: table property %s: %w", ConfigDeletedFileRetention, err)
 	}
 	return d, nil
+}
+
+// LogRetention returns delta.logRetentionDuration, or DefaultLogRetention when it is unset. A
+// value that does not parse is an error naming the property.
+func (m Metadata) LogRetention() (time.Duration, error) {
+	v, ok := m.Configuration[ConfigLogRetention]
+	if !ok {
+		return DefaultLogRetention, nil
+	}
+	d, err := ParseInterval(v)
+	if err != nil {
+		return 0, fmt.Errorf("delta: table property %s: %w", ConfigLogRetention, err)
+	}
+	return d, nil
+}
+
+// ExpiredLogCleanup reports whether metadata cleanup is on: delta.enableExpiredLogCleanup is
+// not "false".
+func (m Metadata) ExpiredLogCleanup() bool {
+	return !strings.EqualFold(strings.TrimSpace(m.Configuration[ConfigExpiredLogCleanup]), "false")
 }
 
 // TargetFileSize returns delta.targetFileSize in bytes ("134217728", or with a unit: "128mb"),

@@ -224,7 +224,18 @@ func (t *Table) Snapshot(version int64) (*Snapshot, error) {
 		return nil, err
 	}
 	if err := t.replay(st, version); err != nil {
-		return nil, err
+		// A state cached before a metadata cleanup (CleanupExpiredLogs, by this process or
+		// another) may need commits that are gone: replay again from a checkpoint.
+		if st != t.cache || !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		t.cache = nil
+		if st, err = t.startState(l, version); err != nil {
+			return nil, err
+		}
+		if err := t.replay(st, version); err != nil {
+			return nil, err
+		}
 	}
 	if t.cache == nil || st.version >= t.cache.version {
 		t.cache = st
