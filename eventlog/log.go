@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sort"
 	"strconv"
 	"sync"
@@ -23,13 +24,14 @@ type Log struct {
 	pending  []Event
 	sequence int64
 	created  bool
+	now      func() time.Time // the clock of housekeeping (tests move it on)
 }
 
 // Open prepares the event log at dir (<storage>/system/events) for an update of the given
 // pipeline. The table is created on the first Flush if it does not exist; sequence numbers
 // continue after the events already in it.
 func Open(dir, pipelineName, updateID string) (*Log, error) {
-	l := &Log{table: delta.New(dir), origin: Origin{PipelineName: pipelineName, UpdateID: updateID}}
+	l := &Log{table: delta.New(dir), origin: Origin{PipelineName: pipelineName, UpdateID: updateID}, now: time.Now}
 	snap, err := l.table.Snapshot(-1)
 	switch {
 	case errors.Is(err, delta.ErrNoTable):
@@ -38,8 +40,43 @@ func Open(dir, pipelineName, updateID string) (*Log, error) {
 	default:
 		l.created = true
 		l.sequence = snap.NumRecords()
+		if err := l.keepBounded(snap); err != nil {
+			return nil, fmt.Errorf("eventlog: %w", err)
+		}
 	}
 	return l, nil
+}
+
+// Housekeeping is the configuration that keeps the event log's folder bounded however many
+// updates run (every update commits several times): a checkpoint every 100 commits rather than
+// 10, removed files vacuumed a day after their removal, commits and checkpoints deleted after 7
+// days (Flush: delta.Table.Vacuum and delta.Table.CleanupExpiredLogs). Time travel on the event
+// log reaches back about a day; its latest snapshot holds every event.
+var Housekeeping = map[string]string{
+	delta.ConfigCheckpointInterval:   "100",
+	delta.ConfigDeletedFileRetention: "interval 1 days",
+	delta.ConfigLogRetention:         "interval 7 days",
+}
+
+// keepBounded gives an event log created before Housekeeping existed the properties of it that it
+// lacks (a SET TBLPROPERTIES commit); values already set are kept.
+func (l *Log) keepBounded(snap *delta.Snapshot) error {
+	m := snap.Metadata
+	props := map[string]string{}
+	for k, v := range Housekeeping {
+		if _, ok := m.Configuration[k]; !ok {
+			props[k] = v
+		}
+	}
+	if len(props) == 0 {
+		return nil
+	}
+	m.Configuration = maps.Clone(m.Configuration)
+	maps.Copy(m.Configuration, props)
+	tx := l.table.Begin(snap)
+	tx.SetMetadata(m)
+	_, err := tx.Commit("SET TBLPROPERTIES", map[string]any{"properties": props})
+	return err
 }
 
 // Emit buffers one event; ID, Sequence, Timestamp and the pipeline/update origin are filled in.
@@ -69,12 +106,13 @@ func (l *Log) Flush() error {
 	}
 	for attempt := 0; ; attempt++ {
 		var snap *delta.Snapshot
+		before := int64(-1)
 		if l.created {
 			s, err := l.table.Snapshot(-1)
 			if err != nil {
 				return fmt.Errorf("eventlog: %w", err)
 			}
-			snap = s
+			snap, before = s, s.Version
 		}
 		add, err := l.table.WriteFile(Schema, rows)
 		if err != nil {
@@ -82,15 +120,19 @@ func (l *Log) Flush() error {
 		}
 		tx := l.table.Begin(snap)
 		if snap == nil {
-			tx.SetMetadata(delta.Metadata{Name: "events", Description: "Tributary event log", Schema: Schema,
-				Configuration: map[string]string{delta.ConfigAutoOptimizeMinFiles: strconv.Itoa(AutoOptimizeMinFiles)}})
+			conf := maps.Clone(Housekeeping)
+			conf[delta.ConfigAutoOptimizeMinFiles] = strconv.Itoa(AutoOptimizeMinFiles)
+			tx.SetMetadata(delta.Metadata{Name: "events", Description: "Tributary event log", Schema: Schema, Configuration: conf})
 		}
 		tx.Add(add)
-		_, err = tx.Commit("WRITE", map[string]any{"mode": "Append"})
+		v, err := tx.Commit("WRITE", map[string]any{"mode": "Append"})
 		if err == nil {
 			l.created = true
 			l.pending = l.pending[:0]
-			l.compact()
+			if c := l.compact(); c > v {
+				v = c
+			}
+			l.housekeep(before, v)
 			return nil
 		}
 		if errors.Is(err, delta.ErrConflict) && attempt < 3 {
@@ -108,9 +150,34 @@ const AutoOptimizeMinFiles = 20
 // compact runs automatic OPTIMIZE of the event log table (delta.Table.AutoOptimize: on unless the
 // table property pipelines.autoOptimize.managed is "false"). Its failure loses no event, so it is
 // logged rather than returned.
-func (l *Log) compact() {
-	if _, err := l.table.AutoOptimize(); err != nil {
+func (l *Log) compact() int64 {
+	res, err := l.table.AutoOptimize()
+	if err != nil {
 		slog.Warn("eventlog: automatic OPTIMIZE of the event log failed", "table", l.table.Dir, "err", err)
+		return -1
+	}
+	return res.Version
+}
+
+// housekeep runs after a flush whose commits (versions after before, up to last) include one
+// that wrote a checkpoint (a multiple of delta.checkpointInterval): it vacuums the event log
+// (files removed longer ago than its delta.deletedFileRetentionDuration) and deletes the log
+// files its delta.logRetentionDuration expired (delta.Table.CleanupExpiredLogs). Neither touches
+// an event of the latest snapshot; a failure is logged, and the next checkpoint tries again.
+func (l *Log) housekeep(before, last int64) {
+	snap, err := l.table.Snapshot(last)
+	if err != nil {
+		slog.Warn("eventlog: reading the event log for its housekeeping failed", "table", l.table.Dir, "err", err)
+		return
+	}
+	if n := snap.Metadata.CheckpointInterval(); last/n == max(before, 0)/n && before >= 0 {
+		return
+	}
+	if _, err := l.table.Vacuum(delta.VacuumOptions{Retain: -1, KeepFromVersion: -1, Now: l.now()}); err != nil {
+		slog.Warn("eventlog: vacuuming the event log failed", "table", l.table.Dir, "err", err)
+	}
+	if _, err := l.table.CleanupExpiredLogs(l.now()); err != nil {
+		slog.Warn("eventlog: deleting expired event log commits failed", "table", l.table.Dir, "err", err)
 	}
 }
 

@@ -36,8 +36,8 @@ func TestMaintenanceCommandErrors(t *testing.T) {
 	check(2, "accepts 1 or 2 arguments", "vacuum", specFile, "raw", "accounts")
 	check(2, "--retain", "vacuum", specFile, "--retain", "seven days")
 	check(0, "accounts_history: nothing to compact", "optimize", specFile, "accounts_history")
-	// The datasets allow 1 hour; the event log keeps Delta's 7 days and is skipped.
-	check(0, "event log: skipped: --retain 1h0m0s is shorter than its delta.deletedFileRetentionDuration (7 days)", "vacuum", specFile, "--retain", "1h", "--dry-run")
+	// The datasets allow 1 hour; the event log keeps a day (eventlog.Housekeeping) and is skipped.
+	check(0, "event log: skipped: --retain 1h0m0s is shorter than its delta.deletedFileRetentionDuration (1 day)", "vacuum", specFile, "--retain", "1h", "--dry-run")
 	check(2, "raw: --retain 30m0s is shorter than its delta.deletedFileRetentionDuration (1h0m0s)", "vacuum", specFile, "raw", "--retain", "30m")
 
 	p, err := spec.Load(specFile, map[string]string{"landing": landing, "storage": storage})
