@@ -29,13 +29,15 @@ type LogCleanupResult struct {
 // compaction file starting at or before it), oldest first, so that a crash part way leaves a log
 // that still starts at a checkpoint. The cutoff checkpoint, its commit and everything after stay,
 // so the latest snapshot and time travel to any version from the cutoff checkpoint on read as
-// before; an older version then fails naming the first version the log keeps. Nothing is
+// before; an older version then fails naming the first version the log keeps. keepFrom, when
+// >= 0, is a version the caller still reads the log from: the cutoff commit is then at most
+// keepFrom, so that version and every later one stay. Nothing is
 // deleted when delta.enableExpiredLogCleanup is "false", when no checkpoint is old enough, or
 // when the log holds nothing older than the cutoff checkpoint. _last_checkpoint, sidecar files
 // and files whose names are not versions are left alone. Errors: a retention that does not
 // parse (naming the property), and a file that cannot be listed or deleted (the files deleted
 // before it stay deleted; the log is valid).
-func (t *Table) CleanupExpiredLogs(now time.Time) (LogCleanupResult, error) {
+func (t *Table) CleanupExpiredLogs(now time.Time, keepFrom int64) (LogCleanupResult, error) {
 	res := LogCleanupResult{Checkpoint: -1}
 	snap, err := t.Snapshot(-1)
 	if err != nil {
@@ -65,6 +67,9 @@ func (t *Table) CleanupExpiredLogs(now time.Time) (LogCleanupResult, error) {
 			break
 		}
 		cutoffCommit = v
+	}
+	if keepFrom >= 0 {
+		cutoffCommit = min(cutoffCommit, keepFrom)
 	}
 	cp := l.checkpointFor(cutoffCommit)
 	if cutoffCommit < 0 || cp == nil {
@@ -132,4 +137,15 @@ func expiredLogVersion(name string, cp int64) (int64, bool) {
 		return version, version <= cp
 	}
 	return 0, false
+}
+
+// FirstCommit returns the version of the oldest commit file in _delta_log: 0 until metadata
+// cleanup (CleanupExpiredLogs) deletes the oldest versions, then the version of the checkpoint the
+// log starts from; -1 when the table has no commit. Errors: the folder cannot be listed.
+func (t *Table) FirstCommit() (int64, error) {
+	vs, err := t.versions()
+	if err != nil || len(vs) == 0 {
+		return -1, err
+	}
+	return vs[0], nil
 }

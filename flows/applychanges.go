@@ -479,16 +479,28 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	commits := map[int64]*delta.Commit{}
 	var nRows int64 // the rows the new commits add, by their statistics
 	dataAdds := 0   // the data files they add
+	start := last + 1
 	if b.view != nil {
 		latest = last // no table versions to read: the view's files are read below
+	} else {
+		// A log metadata cleanup shortened starts with the snapshot at its first version.
+		var init *delta.Commit
+		if init, start, err = firstCommit(p, source, ac.Source, d.Name, last); err != nil {
+			return nil, err
+		}
+		if init != nil {
+			commits[start] = init
+		}
 	}
-	for v := last + 1; v <= latest; v++ {
+	for v := start; v <= latest; v++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		c, err := source.ReadCommit(v)
-		if err != nil {
-			return nil, err
+		c := commits[v]
+		if c == nil {
+			if c, err = source.ReadCommit(v); err != nil {
+				return nil, err
+			}
 		}
 		commits[v] = c
 		for _, r := range c.Removes {
@@ -517,7 +529,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 		// The events are appended in place, group after group: room for all of them at once.
 		b.events = make([]event, 0, nRows)
 	}
-	for v := last + 1; v <= latest; v++ {
+	for v := start; v <= latest; v++ {
 		c := commits[v]
 		var idx int64
 		for _, a := range c.Adds {

@@ -641,13 +641,20 @@ func streamRows(ctx context.Context, env *Env, d *spec.Dataset, snap *delta.Snap
 	if old, ok := before[x].(string); started && ((ok && old != id) || from > latest+1) {
 		return rel, -1, "", false, fmt.Errorf("dataset %s read STREAM(%s) up to version %d, but %s was re-created since; run %s to read it again from the start", d.Name, x, from-1, x, RefreshHint(p, d.Name))
 	}
-	for v := from; v <= latest; v++ {
+	// A log metadata cleanup shortened starts with the snapshot at its first version.
+	init, start, err := firstCommit(p, src, x, d.Name, from-1)
+	if err != nil {
+		return rel, -1, "", false, err
+	}
+	for v := start; v <= latest; v++ {
 		if err := ctx.Err(); err != nil {
 			return rel, -1, "", false, err
 		}
-		c, err := src.ReadCommit(v)
-		if err != nil {
-			return rel, -1, "", false, err
+		c := init
+		if c == nil || v != init.Version {
+			if c, err = src.ReadCommit(v); err != nil {
+				return rel, -1, "", false, err
+			}
 		}
 		changes := false
 		for _, r := range c.Removes {

@@ -2,6 +2,7 @@ package update
 
 import (
 	"fmt"
+	"time"
 
 	"tributary/delta"
 	"tributary/eventlog"
@@ -20,14 +21,14 @@ func Lock(p *spec.Pipeline, what string) (func(), error) {
 	return lk.release, nil
 }
 
-// autoOptimize compacts the table of dataset d after its flow committed, when the table's
+// autoOptimize compacts t, the table of dataset d, after its flow committed, when the table's
 // properties ask for it (delta.Table.AutoOptimize: pipelines.autoOptimize.managed, default on, and
 // pipelines.autoOptimize.minNumFiles small files in a partition). Every flow copes with a
 // compaction: the APPLY CHANGES states rebuild their key-to-file index when a file they name is
 // gone (flows: cdcState.ensureFiles, histState.rebuildIndex). It reports what it did as an INFO event; a failure is a WARN event, never a failed
 // flow (the batch is committed already).
-func autoOptimize(p *spec.Pipeline, d *spec.Dataset, events *eventlog.Log) {
-	res, err := delta.New(flows.TableDir(p.Storage, d.Name)).AutoOptimize()
+func autoOptimize(t *delta.Table, d *spec.Dataset, events *eventlog.Log) {
+	res, err := t.AutoOptimize()
 	if err != nil {
 		events.Emit(eventlog.Warn, eventlog.MaintenanceProgress, d.Name, d.Name,
 			fmt.Sprintf("Automatic OPTIMIZE of %s failed: %v; the next update tries again.", d.Name, err), nil, err.Error())
@@ -43,4 +44,36 @@ func autoOptimize(p *spec.Pipeline, d *spec.Dataset, events *eventlog.Log) {
 			"num_removed_files": res.FilesRemoved, "num_added_files": res.FilesAdded,
 			"num_removed_bytes": res.BytesRemoved, "num_added_bytes": res.BytesAdded,
 		}}, "")
+}
+
+// cleanupLog runs the metadata cleanup of t, dataset d's table (delta.Table.CleanupExpiredLogs:
+// commits and checkpoints older than its delta.logRetentionDuration, default 30 days), after its
+// flow committed version: on the first commit of d in this update, then once per checkpoint
+// interval. It keeps what the pipeline's flows read from the log (flows.LogFloor). What it
+// deleted is an INFO maintenance_progress event; a failure is a WARN event, never a failed flow.
+func (s *session) cleanupLog(t *delta.Table, d *spec.Dataset, version int64) {
+	snap, err := t.Snapshot(-1)
+	if err == nil {
+		n := snap.Metadata.CheckpointInterval()
+		if last, ok := s.cleaned.Load(d.Name); ok && last.(int64)/n == version/n {
+			return
+		}
+		s.cleaned.Store(d.Name, version)
+		var floor int64
+		if floor, err = flows.LogFloor(s.p, d, t, snap); err == nil {
+			var res delta.LogCleanupResult
+			if res, err = t.CleanupExpiredLogs(time.Now(), floor); err == nil && len(res.Files) > 0 {
+				s.events.Emit(eventlog.Info, eventlog.MaintenanceProgress, d.Name, d.Name,
+					fmt.Sprintf("Metadata cleanup of %s deleted %d expired log files; its log now starts at version %d.", d.Name, len(res.Files), res.Checkpoint),
+					map[string]any{"maintenance_progress": map[string]any{
+						"operation": "METADATA CLEANUP", "auto": true, "version": snap.Version,
+						"num_removed_files": len(res.Files), "log_start_version": res.Checkpoint,
+					}}, "")
+			}
+		}
+	}
+	if err != nil {
+		s.events.Emit(eventlog.Warn, eventlog.MaintenanceProgress, d.Name, d.Name,
+			fmt.Sprintf("Metadata cleanup of %s failed: %v; a later update tries again.", d.Name, err), nil, err.Error())
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"tributary/dag"
+	"tributary/delta"
 	"tributary/eventlog"
 	"tributary/flows"
 	"tributary/spec"
@@ -39,6 +40,9 @@ type session struct {
 	env      *flows.Env
 	selected map[string]bool // the datasets of the refresh selection; nil: every dataset
 	noticed  bool            // a summary said the update's notices (Result.ResetDenied, Orphans)
+	// cleaned is, per dataset, the version its table had when this update last ran its metadata
+	// cleanup (cleanupLog): it runs again once a later checkpoint interval is reached.
+	cleaned sync.Map // dataset name -> int64
 }
 
 func (s *session) result() *Result {
@@ -290,7 +294,9 @@ func (s *session) batch(ctx context.Context, only map[string]bool) error {
 		s.flowProgress(eventlog.Info, name, "Flow "+name+" is STARTING.", progress(FlowStarting, nil), "")
 		m, err := s.runWithRetries(ctx, d)
 		if err == nil && m.Version >= 0 {
-			autoOptimize(p, d, events)
+			t := delta.New(flows.TableDir(p.Storage, d.Name)) // one log replay for both
+			autoOptimize(t, d, events)
+			s.cleanupLog(t, d, m.Version)
 		}
 		mu.Lock()
 		fr := s.res.Flows[name]

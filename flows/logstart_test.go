@@ -1,0 +1,72 @@
+package flows
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tributary/delta"
+	"tributary/schema"
+	"tributary/spec"
+)
+
+// TestFirstCommit: a reader of a table whose log starts at version 0 reads on from the version
+// after its last; once the log starts at a checkpoint (metadata cleanup), a reader that has read
+// nothing starts with the snapshot there (its files as adds with dataChange true), one that read
+// versions still in the log reads on, and one that read part of the deleted versions gets an
+// error naming the full refresh.
+func TestFirstCommit(t *testing.T) {
+	t.Parallel()
+	p := &spec.Pipeline{Name: "lc", File: "pipeline.yaml"}
+	tbl := delta.New(t.TempDir())
+	sch, err := schema.ParseDDL("id BIGINT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.Begin(nil)
+	tx.SetMetadata(delta.Metadata{Schema: sch})
+	if _, err := tx.Commit("CREATE TABLE", nil); err != nil {
+		t.Fatal(err)
+	}
+	for v := 1; v <= 12; v++ {
+		snap, err := tbl.Snapshot(-1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := tbl.WriteFile(sch, [][]any{{int64(v)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx := tbl.Begin(snap)
+		tx.Add(a)
+		if _, err := tx.Commit("WRITE", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c, from, err := firstCommit(p, tbl, "raw", "items", -1); c != nil || from != 0 || err != nil {
+		t.Fatalf("whole log, nothing read: %v, %d, %v; want nil, 0", c, from, err)
+	}
+	for v := 0; v < 10; v++ { // as metadata cleanup leaves it: the log starts at the checkpoint at 10
+		if err := os.Remove(filepath.Join(tbl.Dir, delta.LogDir, fmt.Sprintf("%020d.json", v))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, from, err := firstCommit(p, tbl, "raw", "items", -1)
+	if err != nil || c == nil || from != 10 || c.Version != 10 || len(c.Adds) != 10 {
+		t.Fatalf("log from 10, nothing read: %+v, %d, %v; want a commit at 10 with the 10 files of the snapshot there", c, from, err)
+	}
+	for _, a := range c.Adds {
+		if !a.DataChange {
+			t.Fatalf("add %s without dataChange", a.Path)
+		}
+	}
+	if c, from, err := firstCommit(p, tbl, "raw", "items", 10); c != nil || from != 11 || err != nil {
+		t.Fatalf("log from 10, read up to 10: %v, %d, %v; want nil, 11", c, from, err)
+	}
+	_, _, err = firstCommit(p, tbl, "raw", "items", 5)
+	if err == nil || !strings.Contains(err.Error(), "items read raw up to version 5, but the log of raw now starts at version 10") || !strings.Contains(err.Error(), "--full-refresh items") {
+		t.Fatalf("log from 10, read up to 5: %v", err)
+	}
+}

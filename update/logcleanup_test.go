@@ -1,0 +1,206 @@
+package update
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"tributary/delta"
+	"tributary/eventlog"
+	"tributary/flows"
+	"tributary/spec"
+)
+
+const cleanupSpec = `name: lc
+storage: ./storage
+datasets:
+  - name: raw
+    source:
+      path: ./landing
+      format: json
+      schema: "op STRING, id BIGINT, seq BIGINT"
+    table_properties:
+      delta.logRetentionDuration: "interval 1 hours"
+  - name: items
+    apply_changes:
+      source: raw
+      keys: [id]
+      sequence_by: seq
+      apply_as_deletes: op == "D"
+  - name: copy
+    type: streaming_table
+    query: SELECT id, seq FROM STREAM(raw)
+`
+
+// TestMetadataCleanupKeepsWhatFlowsRead: a bronze table with an hour's delta.logRetentionDuration
+// is cleaned up after its flow commits (Delta PROTOCOL.md, "Metadata Cleanup"), but never past a
+// version its readers (an APPLY CHANGES flow and a STREAM query) have not read, even when they
+// were left out of the updates meanwhile (--refresh raw): they then read on without a gap. A full
+// refresh of the readers, when the log no longer starts at version 0, starts from the snapshot at
+// the log's first version, as a Delta streaming read does: the tables come out as the semantics
+// give them from all 25 change events.
+func TestMetadataCleanupKeepsWhatFlowsRead(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(dir, "landing"), 0o755))
+	must(os.WriteFile(filepath.Join(dir, "pipeline.yaml"), []byte(cleanupSpec), 0o644))
+	p, err := spec.Load(filepath.Join(dir, "pipeline.yaml"), nil)
+	must(err)
+	land := func(i int) {
+		t.Helper()
+		line := fmt.Sprintf(`{"op": "U", "id": %d, "seq": %d}`+"\n", i%5, i)
+		must(os.WriteFile(filepath.Join(dir, "landing", fmt.Sprintf("%02d.json", i)), []byte(line), 0o644))
+	}
+	run := func(o Options) {
+		t.Helper()
+		if _, err := Run(context.Background(), p, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw := delta.New(flows.TableDir(p.Storage, "raw"))
+	latest := func() int64 {
+		t.Helper()
+		v, err := raw.LatestVersion()
+		must(err)
+		return v
+	}
+	for i := 1; i <= 12; i++ {
+		land(i)
+		run(Options{})
+	}
+	read := latest() // what items and copy have read
+	for i := 13; i <= 24; i++ {
+		land(i)
+		run(Options{Refresh: []string{"raw"}})
+	}
+	aged := time.Now().Add(-2 * time.Hour)
+	for v := int64(0); v <= latest(); v++ {
+		must(os.Chtimes(filepath.Join(raw.Dir, delta.LogDir, fmt.Sprintf("%020d.json", v)), aged, aged))
+	}
+	land(25)
+	run(Options{Refresh: []string{"raw"}})
+
+	// Every commit up to the one before 25's is expired, but the readers need read+1 on: the log
+	// starts at the newest checkpoint at or before it.
+	first, err := raw.FirstCommit()
+	must(err)
+	if want := (read + 1) / 10 * 10; first != want || want == 0 {
+		t.Fatalf("raw's log starts at version %d, want %d (the checkpoint at or before version %d, the next the readers read)", first, want, read+1)
+	}
+	evs, err := eventlog.Read(filepath.Join(p.Storage, "system", "events"))
+	must(err)
+	cleanups := 0
+	for _, e := range evs {
+		if e.EventType == eventlog.MaintenanceProgress && strings.Contains(e.Message, "Metadata cleanup of raw deleted") {
+			cleanups++
+		}
+	}
+	if cleanups != 1 {
+		t.Errorf("%d metadata cleanup events for raw, want 1", cleanups)
+	}
+
+	// The latest change per key of the 25 events (id i%5, seq i): 25, 21, 22, 23, 24.
+	wantItems := []string{"0/25", "1/21", "2/22", "3/23", "4/24"}
+	var wantCopy []string
+	for i := 1; i <= 25; i++ {
+		wantCopy = append(wantCopy, fmt.Sprintf("%d/%d", i%5, i))
+	}
+	slices.Sort(wantCopy)
+	check := func(when string) {
+		t.Helper()
+		if got := idSeq(t, p, "items"); !slices.Equal(got, wantItems) {
+			t.Errorf("%s: items %v, want %v", when, got, wantItems)
+		}
+		if got := idSeq(t, p, "copy"); !slices.Equal(got, wantCopy) {
+			t.Errorf("%s: copy %v, want %v", when, got, wantCopy)
+		}
+	}
+	run(Options{})
+	check("readers reading on")
+	run(Options{FullRefresh: []string{"items", "copy"}})
+	check("readers fully refreshed from the snapshot at the log's first version")
+}
+
+// idSeq returns the id/seq pairs of dataset's table, sorted.
+func idSeq(t *testing.T, p *spec.Pipeline, dataset string) []string {
+	t.Helper()
+	tbl := delta.New(flows.TableDir(p.Storage, dataset))
+	snap, err := tbl.Snapshot(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tbl.Rows(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, seq := snap.Metadata.Schema.Index("id"), snap.Metadata.Schema.Index("seq")
+	var out []string
+	for _, r := range rows {
+		out = append(out, fmt.Sprintf("%v/%v", r[id], r[seq]))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestMetadataCleanupSnapshotSource: a table an apply_changes_from_snapshot flow reads keeps its
+// whole log whatever its retention (flows.LogFloor): each of its versions is a snapshot, and a
+// full refresh reads them all again to rebuild the history.
+func TestMetadataCleanupSnapshotSource(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	specText := strings.Replace(cleanupSpec, `  - name: items
+    apply_changes:
+      source: raw
+      keys: [id]
+      sequence_by: seq
+      apply_as_deletes: op == "D"
+`, `  - name: items
+    apply_changes_from_snapshot:
+      source: raw
+      keys: [id, seq]
+      stored_as_scd_type: 2
+`, 1)
+	if err := os.WriteFile(filepath.Join(dir, "pipeline.yaml"), []byte(specText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := spec.Load(filepath.Join(dir, "pipeline.yaml"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := delta.New(flows.TableDir(p.Storage, "raw"))
+	for i := 1; i <= 25; i++ {
+		line := fmt.Sprintf(`{"op": "U", "id": %d, "seq": %d}`+"\n", i%5, i)
+		if err := os.WriteFile(filepath.Join(dir, "landing", fmt.Sprintf("%02d.json", i)), []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if i == 24 {
+			latest, _ := raw.LatestVersion()
+			aged := time.Now().Add(-2 * time.Hour)
+			for v := int64(0); v <= latest; v++ {
+				if err := os.Chtimes(filepath.Join(raw.Dir, delta.LogDir, fmt.Sprintf("%020d.json", v)), aged, aged); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if _, err := Run(context.Background(), p, Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if first, err := raw.FirstCommit(); err != nil || first != 0 {
+		t.Fatalf("raw's log starts at version %d (%v), want 0: a snapshot flow reads it", first, err)
+	}
+}
