@@ -29,15 +29,16 @@ type LogCleanupResult struct {
 // compaction file starting at or before it), oldest first, so that a crash part way leaves a log
 // that still starts at a checkpoint. The cutoff checkpoint, its commit and everything after stay,
 // so the latest snapshot and time travel to any version from the cutoff checkpoint on read as
-// before; an older version then fails naming the first version the log keeps. keepFrom, when
-// >= 0, is a version the caller still reads the log from: the cutoff commit is then at most
-// keepFrom, so that version and every later one stay. Nothing is
+// before; an older version then fails naming the first version the log keeps. keepFrom, when not
+// nil, is asked (only when something has expired) for a version the caller still reads the log
+// from: when it returns one >= 0 the cutoff commit is at most that version, so it and every later
+// one stay; its error is returned, and nothing is deleted. Nothing is
 // deleted when delta.enableExpiredLogCleanup is "false", when no checkpoint is old enough, or
 // when the log holds nothing older than the cutoff checkpoint. _last_checkpoint, sidecar files
 // and files whose names are not versions are left alone. Errors: a retention that does not
 // parse (naming the property), and a file that cannot be listed or deleted (the files deleted
 // before it stay deleted; the log is valid).
-func (t *Table) CleanupExpiredLogs(now time.Time, keepFrom int64) (LogCleanupResult, error) {
+func (t *Table) CleanupExpiredLogs(now time.Time, keepFrom func() (int64, error)) (LogCleanupResult, error) {
 	res := LogCleanupResult{Checkpoint: -1}
 	snap, err := t.Snapshot(-1)
 	if err != nil {
@@ -68,8 +69,17 @@ func (t *Table) CleanupExpiredLogs(now time.Time, keepFrom int64) (LogCleanupRes
 		}
 		cutoffCommit = v
 	}
-	if keepFrom >= 0 {
-		cutoffCommit = min(cutoffCommit, keepFrom)
+	if cp := l.checkpointFor(cutoffCommit); cutoffCommit < 0 || cp == nil || cp.version <= l.commits[0] {
+		return res, nil // nothing has expired: keepFrom need not be asked
+	}
+	if keepFrom != nil {
+		from, err := keepFrom()
+		if err != nil {
+			return res, err
+		}
+		if from >= 0 {
+			cutoffCommit = min(cutoffCommit, from)
+		}
 	}
 	cp := l.checkpointFor(cutoffCommit)
 	if cutoffCommit < 0 || cp == nil {

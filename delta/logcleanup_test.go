@@ -97,7 +97,7 @@ func TestCleanupExpiredLogs(t *testing.T) {
 	now := time.Now()
 	ageCommits(t, tbl, 0, 14, now.Add(-40*24*time.Hour))
 
-	res, err := tbl.CleanupExpiredLogs(now, -1)
+	res, err := tbl.CleanupExpiredLogs(now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestCleanupExpiredLogs(t *testing.T) {
 	if _, err := tbl.ReadCommit(3); err == nil || !strings.Contains(err.Error(), "version 3 is no longer in the log, which starts at version 10") || !os.IsNotExist(unwrapAll(err)) {
 		t.Fatalf("ReadCommit(3): %v", err)
 	}
-	if res, err := tbl.CleanupExpiredLogs(now, -1); err != nil || res.Checkpoint != -1 || len(res.Files) != 0 {
+	if res, err := tbl.CleanupExpiredLogs(now, nil); err != nil || res.Checkpoint != -1 || len(res.Files) != 0 {
 		t.Fatalf("second cleanup: %+v, %v; want nothing deleted", res, err)
 	}
 
@@ -136,7 +136,7 @@ func TestCleanupExpiredLogs(t *testing.T) {
 		t.Fatalf("rows at version 12 %v", got)
 	}
 	ageCommits(t, tbl, 15, 25, now.Add(-40*24*time.Hour))
-	res, err = tbl.CleanupExpiredLogs(now, -1)
+	res, err = tbl.CleanupExpiredLogs(now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,38 +193,38 @@ func TestCleanupExpiredLogsProperties(t *testing.T) {
 	// Two hours old, beyond an hour's retention: versions 0-12; the checkpoint at 10 is the cutoff.
 	short := cleanupTable(t, 15, map[string]string{ConfigLogRetention: "interval 1 hours"})
 	ageCommits(t, short, 0, 12, now.Add(-2*time.Hour))
-	if res, err := short.CleanupExpiredLogs(now, -1); err != nil || res.Checkpoint != 10 || !slices.Equal(res.Files, commitNames(0, 9)) {
+	if res, err := short.CleanupExpiredLogs(now, nil); err != nil || res.Checkpoint != 10 || !slices.Equal(res.Files, commitNames(0, 9)) {
 		t.Fatalf("retention of an hour: %+v, %v; want checkpoint 10, commits 0-9 deleted", res, err)
 	}
 	// The default 30 days keeps commits two hours old.
 	def := cleanupTable(t, 15, nil)
 	ageCommits(t, def, 0, 12, now.Add(-2*time.Hour))
-	if res, err := def.CleanupExpiredLogs(now, -1); err != nil || res.Checkpoint != -1 || len(res.Files) != 0 {
+	if res, err := def.CleanupExpiredLogs(now, nil); err != nil || res.Checkpoint != -1 || len(res.Files) != 0 {
 		t.Fatalf("default retention: %+v, %v; want nothing deleted", res, err)
 	}
 	off := cleanupTable(t, 15, map[string]string{ConfigLogRetention: "interval 1 hours", ConfigExpiredLogCleanup: "false"})
 	ageCommits(t, off, 0, 15, now.Add(-2*time.Hour))
-	if res, err := off.CleanupExpiredLogs(now, -1); err != nil || len(res.Files) != 0 {
+	if res, err := off.CleanupExpiredLogs(now, nil); err != nil || len(res.Files) != 0 {
 		t.Fatalf("cleanup turned off: %+v, %v; want nothing deleted", res, err)
 	}
 	// Expired commits 0-8, but the first checkpoint is at 10: nothing to start the log from.
 	early := cleanupTable(t, 15, map[string]string{ConfigLogRetention: "1h"})
 	ageCommits(t, early, 0, 8, now.Add(-2*time.Hour))
-	if res, err := early.CleanupExpiredLogs(now, -1); err != nil || len(res.Files) != 0 {
+	if res, err := early.CleanupExpiredLogs(now, nil); err != nil || len(res.Files) != 0 {
 		t.Fatalf("no checkpoint before the cutoff: %+v, %v; want nothing deleted", res, err)
 	}
 	// A reader still reads from version 15: the cutoff commit is 15, not 25, so the checkpoint
 	// at 10 (not 20) is where the log starts.
 	kept := cleanupTable(t, 25, map[string]string{ConfigLogRetention: "1h"})
 	ageCommits(t, kept, 0, 25, now.Add(-2*time.Hour))
-	if res, err := kept.CleanupExpiredLogs(now, 15); err != nil || res.Checkpoint != 10 || !slices.Equal(res.Files, commitNames(0, 9)) {
+	if res, err := kept.CleanupExpiredLogs(now, func() (int64, error) { return 15, nil }); err != nil || res.Checkpoint != 10 || !slices.Equal(res.Files, commitNames(0, 9)) {
 		t.Fatalf("keepFrom 15: %+v, %v; want checkpoint 10, commits 0-9 deleted", res, err)
 	}
 	if first, err := kept.FirstCommit(); err != nil || first != 10 {
 		t.Fatalf("FirstCommit after cleanup: %d, %v; want 10", first, err)
 	}
 	bad := cleanupTable(t, 1, map[string]string{ConfigLogRetention: "a while"})
-	if _, err := bad.CleanupExpiredLogs(now, -1); err == nil || !strings.Contains(err.Error(), ConfigLogRetention) {
+	if _, err := bad.CleanupExpiredLogs(now, nil); err == nil || !strings.Contains(err.Error(), ConfigLogRetention) {
 		t.Fatalf("unreadable retention: %v, want an error naming %s", err, ConfigLogRetention)
 	}
 }

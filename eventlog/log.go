@@ -176,7 +176,7 @@ func (l *Log) housekeep(before, last int64) {
 	if _, err := l.table.Vacuum(delta.VacuumOptions{Retain: -1, KeepFromVersion: -1, Now: l.now()}); err != nil {
 		slog.Warn("eventlog: vacuuming the event log failed", "table", l.table.Dir, "err", err)
 	}
-	if _, err := l.table.CleanupExpiredLogs(l.now(), -1); err != nil {
+	if _, err := l.table.CleanupExpiredLogs(l.now(), nil); err != nil {
 		slog.Warn("eventlog: deleting expired event log commits failed", "table", l.table.Dir, "err", err)
 	}
 }

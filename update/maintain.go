@@ -59,17 +59,15 @@ func (s *session) cleanupLog(t *delta.Table, d *spec.Dataset, version int64) {
 			return
 		}
 		s.cleaned.Store(d.Name, version)
-		var floor int64
-		if floor, err = flows.LogFloor(s.p, d, t, snap); err == nil {
-			var res delta.LogCleanupResult
-			if res, err = t.CleanupExpiredLogs(time.Now(), floor); err == nil && len(res.Files) > 0 {
-				s.events.Emit(eventlog.Info, eventlog.MaintenanceProgress, d.Name, d.Name,
-					fmt.Sprintf("Metadata cleanup of %s deleted %d expired log files; its log now starts at version %d.", d.Name, len(res.Files), res.Checkpoint),
-					map[string]any{"maintenance_progress": map[string]any{
-						"operation": "METADATA CLEANUP", "auto": true, "version": snap.Version,
-						"num_removed_files": len(res.Files), "log_start_version": res.Checkpoint,
-					}}, "")
-			}
+		floor := func() (int64, error) { return flows.LogFloor(s.p, d, t, snap) }
+		var res delta.LogCleanupResult
+		if res, err = t.CleanupExpiredLogs(time.Now(), floor); err == nil && len(res.Files) > 0 {
+			s.events.Emit(eventlog.Info, eventlog.MaintenanceProgress, d.Name, d.Name,
+				fmt.Sprintf("Metadata cleanup of %s deleted %d expired log files; its log now starts at version %d.", d.Name, len(res.Files), res.Checkpoint),
+				map[string]any{"maintenance_progress": map[string]any{
+					"operation": "METADATA CLEANUP", "auto": true, "version": snap.Version,
+					"num_removed_files": len(res.Files), "log_start_version": res.Checkpoint,
+				}}, "")
 		}
 	}
 	if err != nil {
