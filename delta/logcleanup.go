@@ -2,7 +2,9 @@ package delta
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -158,4 +160,22 @@ func (t *Table) FirstCommit() (int64, error) {
 		return -1, err
 	}
 	return vs[0], nil
+}
+
+// Missing returns the path of the first of adds whose data file is not in the table folder (a
+// file VACUUM deleted after OPTIMIZE compacted it away), or "" when every one is there. Errors:
+// a path that does not resolve to a local file, a failed stat other than a missing file.
+func (t *Table) Missing(adds []Add) (string, error) {
+	for _, a := range adds {
+		name, err := localPath(t.Dir, a.Path)
+		if err != nil {
+			return "", err
+		}
+		if _, err := os.Stat(name); errors.Is(err, fs.ErrNotExist) {
+			return a.Path, nil
+		} else if err != nil {
+			return "", err
+		}
+	}
+	return "", nil
 }

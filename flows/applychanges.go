@@ -485,7 +485,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	} else {
 		// A log metadata cleanup shortened starts with the snapshot at its first version.
 		var init *delta.Commit
-		if init, start, err = firstCommit(p, source, ac.Source, d.Name, last); err != nil {
+		if init, start, err = firstCommit(p, source, b.srcSnap, ac.Source, d.Name, last); err != nil {
 			return nil, err
 		}
 		if init != nil {

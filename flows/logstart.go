@@ -11,43 +11,80 @@ import (
 )
 
 // firstCommit returns, for a flow (reader) that reads the commits of the pipeline's table name
-// after version last (-1: it has read none), a commit standing for the versions metadata cleanup
-// (delta.Table.CleanupExpiredLogs) deleted, and the version to read on from. While the log
-// starts at version 0 it returns nil and last+1. A reader that has read nothing, of a log that
-// starts later, gets a commit at the log's first version (which keeps its checkpoint) whose adds
-// are the files of the snapshot there, all with dataChange true: an append-only table's rows up
-// to that version, as a Delta streaming read begins with the table's snapshot. A reader that
-// read part of the deleted versions cannot go on; that is an error naming the full refresh
-// (LogFloor keeps the versions the pipeline's readers need, so it takes a table changed by
-// another program).
-func firstCommit(p *spec.Pipeline, source *delta.Table, name string, reader string, last int64) (*delta.Commit, int64, error) {
+// (source, at its latest snapshot) after version last (-1: it has read none), a commit standing for versions that cannot be read
+// one by one any more, and the version to read on from. A reader that read some versions reads
+// on from last+1 (nil); one that read part of the versions metadata cleanup
+// (delta.Table.CleanupExpiredLogs) deleted cannot go on: that is an error naming the full
+// refresh (LogFloor keeps the versions the pipeline's readers need, so it takes a table changed
+// by another program). A reader that has read nothing reads the versions one by one from the
+// log's first while it starts at version 0 and every file they added is still there; otherwise
+// it starts, as a Delta streaming read does, from a snapshot: the latest one when a file added
+// by a version was compacted away and vacuumed since (OPTIMIZE, then VACUUM), else the one at
+// the log's first version (which keeps its checkpoint). The stand-in is a commit at the
+// snapshot's version whose adds are its files, all with dataChange true: an append-only
+// table's rows up to that version.
+func firstCommit(p *spec.Pipeline, source *delta.Table, latest *delta.Snapshot, name string, reader string, last int64) (*delta.Commit, int64, error) {
 	first, err := source.FirstCommit()
-	if err != nil || first <= last+1 {
+	if err != nil || first < 0 {
 		return nil, last + 1, err
 	}
 	if last >= 0 {
-		return nil, 0, fmt.Errorf("%s read %s up to version %d, but the log of %s now starts at version %d (metadata cleanup deleted the versions between, %s); run %s to read %s again from its current snapshot", reader, name, last, name, first, delta.ConfigLogRetention, RefreshHint(p, reader), name)
+		if first > last+1 {
+			return nil, 0, fmt.Errorf("%s read %s up to version %d, but the log of %s now starts at version %d (metadata cleanup deleted the versions between, %s); run %s to read %s again from its current snapshot", reader, name, last, name, first, delta.ConfigLogRetention, RefreshHint(p, reader), name)
+		}
+		return nil, last + 1, nil
 	}
-	snap, err := source.Snapshot(first)
-	if err != nil {
+	at := latest
+	if vacuumed, err := removedAndGone(source, latest, first); err != nil {
 		return nil, 0, err
+	} else if !vacuumed {
+		if first == 0 {
+			return nil, 0, nil
+		}
+		if at, err = source.Snapshot(first); err != nil {
+			return nil, 0, err
+		}
 	}
-	c := &delta.Commit{Version: first, Adds: make([]delta.Add, len(snap.Files))}
-	for i, a := range snap.Files {
+	c := &delta.Commit{Version: at.Version, Adds: make([]delta.Add, len(at.Files))}
+	for i, a := range at.Files {
 		a.DataChange = true
 		c.Adds[i] = a
 	}
-	return c, first, nil
+	return c, at.Version, nil
+}
+
+// removedAndGone reports whether a file that a version of source from first on added, and that
+// is no longer in its latest snapshot, is gone from the table folder (vacuumed).
+func removedAndGone(source *delta.Table, latest *delta.Snapshot, first int64) (bool, error) {
+	live := make(map[string]bool, len(latest.Files))
+	for _, a := range latest.Files {
+		live[a.Path] = true
+	}
+	for v := first; v <= latest.Version; v++ {
+		c, err := source.ReadCommit(v)
+		if err != nil {
+			return false, err
+		}
+		var removed []delta.Add
+		for _, a := range c.Adds {
+			if a.DataChange && !live[a.Path] {
+				removed = append(removed, a)
+			}
+		}
+		if gone, err := source.Missing(removed); err != nil || gone != "" {
+			return gone != "", err
+		}
+	}
+	return false, nil
 }
 
 // LogFloor returns the oldest version of dataset d's table (at snap) that a metadata cleanup
 // (delta.Table.CleanupExpiredLogs) must keep so that every flow of p still finds in the log what
 // it reads from there: the newest commit of d that records what its own flow reads back (the
-// CDC state, the source table ids), and for each flow reading d's commits (APPLY CHANGES from
-// d, STREAM(d), a `table:` source on d) that has read some, the version after the last it read.
-// A flow that has read nothing starts from d's snapshot (firstCommit). A table an
-// apply_changes_from_snapshot flow reads is never cleaned up (0): each of its versions is a
-// snapshot, and a full refresh reads them all again.
+// CDC state, the source table ids), and the version after the last one each flow reading d's
+// commits (Readers) has read. A flow that has read nothing starts from d's snapshot
+// (firstCommit). A table an apply_changes_from_snapshot flow reads is never cleaned up (0): each
+// of its versions is a snapshot, and a full refresh reads them all again.
 func LogFloor(p *spec.Pipeline, d *spec.Dataset, t *delta.Table, snap *delta.Snapshot) (int64, error) {
 	floor := snap.Version
 	if d.ApplyChanges != nil || d.ApplyChangesFromSnapshot != nil || (d.Query != nil && len(d.Query.Streams()) > 0) || (d.Source != nil && d.Source.Format == spec.FormatDelta) {
@@ -65,13 +102,45 @@ func LogFloor(p *spec.Pipeline, d *spec.Dataset, t *delta.Table, snap *delta.Sna
 			}
 		}
 	}
-	same := func(name string) bool { return strings.EqualFold(name, d.Name) }
+	readers, err := Readers(p, d.Name)
+	if err != nil {
+		return 0, err
+	}
+	for _, r := range readers {
+		switch {
+		case r.Snapshots:
+			return 0, nil
+		case r.Started:
+			floor = min(floor, r.Next)
+		}
+	}
+	return max(floor, 0), nil
+}
+
+// Reader is a flow of the pipeline that reads a dataset's table from its log: an APPLY CHANGES
+// flow (Snapshots: an apply_changes_from_snapshot flow) or a `table:` source on it, or one
+// STREAM(...) of it in a query.
+type Reader struct {
+	Dataset   string // the reading dataset
+	Snapshots bool   // apply_changes_from_snapshot: every version is one of its snapshots
+	Started   bool   // it has read some versions
+	Next      int64  // the first version it has not read (0 when not started)
+}
+
+// Readers returns the flows of p that read dataset name's table from its log, with the first
+// version each has not read yet (from the txn its table records: AppID, or streamAppID for a
+// STREAM). Errors: a reader's table that cannot be read.
+func Readers(p *spec.Pipeline, name string) ([]Reader, error) {
+	same := func(n string) bool { return strings.EqualFold(n, name) }
+	src := p.Dataset(name)
+	var out []Reader
 	for _, r := range p.Datasets {
 		var ids []string
+		snapshots := false
 		switch {
 		case r.ApplyChangesFromSnapshot != nil && same(r.ApplyChangesFromSnapshot.Source):
-			return 0, nil
-		case r.ApplyChanges != nil && same(r.ApplyChanges.Source) && !d.FileView():
+			ids, snapshots = append(ids, AppID(p, r.Name)), true
+		case r.ApplyChanges != nil && same(r.ApplyChanges.Source) && !src.FileView():
 			ids = append(ids, AppID(p, r.Name))
 		case r.Source != nil && same(r.Source.Table):
 			ids = append(ids, AppID(p, r.Name))
@@ -86,19 +155,20 @@ func LogFloor(p *spec.Pipeline, d *spec.Dataset, t *delta.Table, snap *delta.Sna
 			continue
 		}
 		rs, err := delta.New(TableDir(p.Storage, r.Name)).Snapshot(-1)
-		if errors.Is(err, delta.ErrNoTable) {
-			continue
-		}
-		if err != nil {
-			return 0, err
+		if err != nil && !errors.Is(err, delta.ErrNoTable) {
+			return nil, err
 		}
 		for _, id := range ids {
-			if last, ok := rs.AppTxns[id]; ok {
-				floor = min(floor, last+1)
+			rd := Reader{Dataset: r.Name, Snapshots: snapshots}
+			if rs != nil {
+				if last, ok := rs.AppTxns[id]; ok {
+					rd.Started, rd.Next = true, last+1
+				}
 			}
+			out = append(out, rd)
 		}
 	}
-	return max(floor, 0), nil
+	return out, nil
 }
 
 // flowRecord reports whether commit c records what a flow reads back from its table's log:

@@ -45,7 +45,7 @@ func TestFirstCommit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if c, from, err := firstCommit(p, tbl, "raw", "items", -1); c != nil || from != 0 || err != nil {
+	if c, from, err := firstCommit(p, tbl, latest(t, tbl), "raw", "items", -1); c != nil || from != 0 || err != nil {
 		t.Fatalf("whole log, nothing read: %v, %d, %v; want nil, 0", c, from, err)
 	}
 	for v := 0; v < 10; v++ { // as metadata cleanup leaves it: the log starts at the checkpoint at 10
@@ -53,7 +53,7 @@ func TestFirstCommit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c, from, err := firstCommit(p, tbl, "raw", "items", -1)
+	c, from, err := firstCommit(p, tbl, latest(t, tbl), "raw", "items", -1)
 	if err != nil || c == nil || from != 10 || c.Version != 10 || len(c.Adds) != 10 {
 		t.Fatalf("log from 10, nothing read: %+v, %d, %v; want a commit at 10 with the 10 files of the snapshot there", c, from, err)
 	}
@@ -62,11 +62,20 @@ func TestFirstCommit(t *testing.T) {
 			t.Fatalf("add %s without dataChange", a.Path)
 		}
 	}
-	if c, from, err := firstCommit(p, tbl, "raw", "items", 10); c != nil || from != 11 || err != nil {
+	if c, from, err := firstCommit(p, tbl, latest(t, tbl), "raw", "items", 10); c != nil || from != 11 || err != nil {
 		t.Fatalf("log from 10, read up to 10: %v, %d, %v; want nil, 11", c, from, err)
 	}
-	_, _, err = firstCommit(p, tbl, "raw", "items", 5)
+	_, _, err = firstCommit(p, tbl, latest(t, tbl), "raw", "items", 5)
 	if err == nil || !strings.Contains(err.Error(), "items read raw up to version 5, but the log of raw now starts at version 10") || !strings.Contains(err.Error(), "--full-refresh items") {
 		t.Fatalf("log from 10, read up to 5: %v", err)
 	}
+}
+
+func latest(t *testing.T, tbl *delta.Table) *delta.Snapshot {
+	t.Helper()
+	snap, err := tbl.Snapshot(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
 }

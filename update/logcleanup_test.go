@@ -204,3 +204,93 @@ func TestMetadataCleanupSnapshotSource(t *testing.T) {
 		t.Fatalf("raw's log starts at version %d (%v), want 0: a snapshot flow reads it", first, err)
 	}
 }
+
+// TestFullRefreshAfterVacuum: once a bronze table's small files were compacted (automatic
+// OPTIMIZE) and vacuumed, the files its first versions added are gone; a full refresh of its
+// readers (APPLY CHANGES, a STREAM query) then starts from its latest snapshot, as a Delta
+// streaming read does, rather than failing on a missing file, and rebuilds the tables the
+// semantics give from all the change events.
+func TestFullRefreshAfterVacuum(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	specText := strings.Replace(cleanupSpec, `      delta.logRetentionDuration: "interval 1 hours"`, `      delta.deletedFileRetentionDuration: "interval 0 hours"
+      pipelines.autoOptimize.minNumFiles: "2"`, 1)
+	if err := os.WriteFile(filepath.Join(dir, "pipeline.yaml"), []byte(specText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := spec.Load(filepath.Join(dir, "pipeline.yaml"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 7; i++ {
+		line := fmt.Sprintf(`{"op": "U", "id": %d, "seq": %d}`+"\n", i%3, i)
+		if err := os.WriteFile(filepath.Join(dir, "landing", fmt.Sprintf("%02d.json", i)), []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Run(context.Background(), p, Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw := delta.New(flows.TableDir(p.Storage, "raw"))
+	res, err := raw.Vacuum(delta.VacuumOptions{Retain: 0, KeepFromVersion: -1, Now: time.Now().Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Files) == 0 {
+		t.Fatal("VACUUM deleted no file: the test needs compacted files gone")
+	}
+	if _, err := Run(context.Background(), p, Options{FullRefresh: []string{"items", "copy"}}); err != nil {
+		t.Fatal(err)
+	}
+	// id i%3, seq i for i = 1..7: the latest per key is 6 (id 0), 7 (id 1), 5 (id 2).
+	if got, want := idSeq(t, p, "items"), []string{"0/6", "1/7", "2/5"}; !slices.Equal(got, want) {
+		t.Errorf("items %v, want %v", got, want)
+	}
+	var want []string
+	for i := 1; i <= 7; i++ {
+		want = append(want, fmt.Sprintf("%d/%d", i%3, i))
+	}
+	slices.Sort(want)
+	if got := idSeq(t, p, "copy"); !slices.Equal(got, want) {
+		t.Errorf("copy %v, want %v", got, want)
+	}
+}
+
+// TestReaders: the flows reading a table from its log, with the first version each has not read:
+// none read before the first update, the version after raw's latest once they ran.
+func TestReaders(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pipeline.yaml"), []byte(cleanupSpec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "landing", "1.json"), []byte(`{"op": "U", "id": 1, "seq": 1}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := spec.Load(filepath.Join(dir, "pipeline.yaml"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	show := func(rs []flows.Reader) string { return fmt.Sprintf("%+v", rs) }
+	rs, err := flows.Readers(p, "raw")
+	if want := "[{Dataset:items Snapshots:false Started:false Next:0} {Dataset:copy Snapshots:false Started:false Next:0}]"; err != nil || show(rs) != want {
+		t.Fatalf("before the first update: %s, %v; want %s", show(rs), err, want)
+	}
+	if _, err := Run(context.Background(), p, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	latest, _ := delta.New(flows.TableDir(p.Storage, "raw")).LatestVersion()
+	rs, err = flows.Readers(p, "raw")
+	if want := fmt.Sprintf("[{Dataset:items Snapshots:false Started:true Next:%d} {Dataset:copy Snapshots:false Started:true Next:%d}]", latest+1, latest+1); err != nil || show(rs) != want {
+		t.Fatalf("after an update: %s, %v; want %s", show(rs), err, want)
+	}
+	if rs, err := flows.Readers(p, "items"); err != nil || len(rs) != 0 {
+		t.Fatalf("readers of items: %s, %v; want none", show(rs), err)
+	}
+}

@@ -116,29 +116,18 @@ func vacuum(w io.Writer, p *spec.Pipeline, tables []maintained, retain time.Dura
 	return nil
 }
 
-// unreadFrom returns the first version of dataset name's table that a flow of p reading it has
-// not read yet, or -1 when no flow reads it.
+// unreadFrom returns the first version of dataset name's table that a flow of p reading it from
+// its log (flows.Readers) has not read yet (0 for a flow that has read nothing), or -1 when no
+// flow reads it.
 func unreadFrom(p *spec.Pipeline, name string) (int64, error) {
+	readers, err := flows.Readers(p, name)
+	if err != nil {
+		return -1, err
+	}
 	from := int64(-1)
-	for _, d := range p.Datasets {
-		reads := (d.ApplyChanges != nil && d.ApplyChanges.Source == name) ||
-			(d.ApplyChangesFromSnapshot != nil && d.ApplyChangesFromSnapshot.Source == name)
-		if !reads {
-			continue
-		}
-		next := int64(0)
-		snap, err := delta.New(flows.TableDir(p.Storage, d.Name)).Snapshot(-1)
-		switch {
-		case errors.Is(err, delta.ErrNoTable):
-		case err != nil:
-			return -1, err
-		default:
-			if v, ok := snap.AppTxns[flows.AppID(p, d.Name)]; ok {
-				next = v + 1
-			}
-		}
-		if from < 0 || next < from {
-			from = next
+	for _, r := range readers {
+		if from < 0 || r.Next < from {
+			from = r.Next
 		}
 	}
 	return from, nil
