@@ -416,27 +416,15 @@ func TestCheckpointCache(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ids := func(tbl *Table, v int64) []int64 {
-		rows, err := tbl.Rows(mustSnapshot(t, tbl, v))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []int64
-		for _, r := range rows {
-			out = append(out, r[0].(int64))
-		}
-		slices.Sort(out)
-		return out
-	}
 	build(10)
-	if got := ids(New(dir), 3); !slices.Equal(got, []int64{10, 11, 12}) {
+	if got := ids(t, New(dir), 3); !slices.Equal(got, []int64{10, 11, 12}) {
 		t.Fatalf("version 3: %v", got)
 	}
 	appendRows(t, New(dir), [][]any{{int64(13)}}) // version 4, replayed on a clone of the cached state
-	if got := ids(New(dir), 4); !slices.Equal(got, []int64{10, 11, 12, 13}) {
+	if got := ids(t, New(dir), 4); !slices.Equal(got, []int64{10, 11, 12, 13}) {
 		t.Fatalf("version 4: %v", got)
 	}
-	if got := ids(New(dir), 3); !slices.Equal(got, []int64{10, 11, 12}) {
+	if got := ids(t, New(dir), 3); !slices.Equal(got, []int64{10, 11, 12}) {
 		t.Fatalf("version 3 after version 4 was read: %v", got)
 	}
 	// The table is re-created in the same folder: its checkpoint at version 3 holds other files.
@@ -444,7 +432,7 @@ func TestCheckpointCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	build(20)
-	if got := ids(New(dir), 3); !slices.Equal(got, []int64{20, 21, 22}) {
+	if got := ids(t, New(dir), 3); !slices.Equal(got, []int64{20, 21, 22}) {
 		t.Fatalf("re-created table, version 3: %v", got)
 	}
 }

@@ -59,27 +59,25 @@ func (m Metadata) CheckpointInterval() int64 {
 // DefaultDeletedFileRetention when it is unset. A value that does not parse is an error naming
 // the property.
 func (m Metadata) DeletedFileRetention() (time.Duration, error) {
-	v, ok := m.Configuration[ConfigDeletedFileRetention]
-	if !ok {
-		return DefaultDeletedFileRetention, nil
-	}
-	d, err := ParseInterval(v)
-	if err != nil {
-		return 0, fmt.Errorf("delta: table property %s: %w", ConfigDeletedFileRetention, err)
-	}
-	return d, nil
+	return m.interval(ConfigDeletedFileRetention, DefaultDeletedFileRetention)
 }
 
 // LogRetention returns delta.logRetentionDuration, or DefaultLogRetention when it is unset. A
 // value that does not parse is an error naming the property.
 func (m Metadata) LogRetention() (time.Duration, error) {
-	v, ok := m.Configuration[ConfigLogRetention]
+	return m.interval(ConfigLogRetention, DefaultLogRetention)
+}
+
+// interval returns the interval table property key (ParseInterval), or def when it is unset. A
+// value that does not parse is an error naming the property.
+func (m Metadata) interval(key string, def time.Duration) (time.Duration, error) {
+	v, ok := m.Configuration[key]
 	if !ok {
-		return DefaultLogRetention, nil
+		return def, nil
 	}
 	d, err := ParseInterval(v)
 	if err != nil {
-		return 0, fmt.Errorf("delta: table property %s: %w", ConfigLogRetention, err)
+		return 0, fmt.Errorf("delta: table property %s: %w", key, err)
 	}
 	return d, nil
 }

@@ -37,6 +37,32 @@ datasets:
     query: SELECT id, seq FROM STREAM(raw)
 `
 
+// cleanupPipeline writes specText and an empty landing folder into a new folder and loads it.
+func cleanupPipeline(t *testing.T, specText string) *spec.Pipeline {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pipeline.yaml"), []byte(specText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := spec.Load(filepath.Join(dir, "pipeline.yaml"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// landEvent lands file NN.json of p holding the change event {op U, id, seq}.
+func landEvent(t *testing.T, p *spec.Pipeline, n int, id, seq int) {
+	t.Helper()
+	line := fmt.Sprintf(`{"op": "U", "id": %d, "seq": %d}`+"\n", id, seq)
+	if err := os.WriteFile(filepath.Join(filepath.Dir(p.File), "landing", fmt.Sprintf("%02d.json", n)), []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestMetadataCleanupKeepsWhatFlowsRead: a bronze table with an hour's delta.logRetentionDuration
 // is cleaned up after its flow commits (Delta PROTOCOL.md, "Metadata Cleanup"), but never past a
 // version its readers (an APPLY CHANGES flow and a STREAM query) have not read, even when they
@@ -46,22 +72,14 @@ datasets:
 // give them from all 25 change events.
 func TestMetadataCleanupKeepsWhatFlowsRead(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	must(os.MkdirAll(filepath.Join(dir, "landing"), 0o755))
-	must(os.WriteFile(filepath.Join(dir, "pipeline.yaml"), []byte(cleanupSpec), 0o644))
-	p, err := spec.Load(filepath.Join(dir, "pipeline.yaml"), nil)
-	must(err)
-	land := func(i int) {
-		t.Helper()
-		line := fmt.Sprintf(`{"op": "U", "id": %d, "seq": %d}`+"\n", i%5, i)
-		must(os.WriteFile(filepath.Join(dir, "landing", fmt.Sprintf("%02d.json", i)), []byte(line), 0o644))
-	}
+	p := cleanupPipeline(t, cleanupSpec)
+	land := func(i int) { landEvent(t, p, i, i%5, i) }
 	run := func(o Options) {
 		t.Helper()
 		if _, err := Run(context.Background(), p, o); err != nil {
@@ -158,11 +176,7 @@ func idSeq(t *testing.T, p *spec.Pipeline, dataset string) []string {
 // full refresh reads them all again to rebuild the history.
 func TestMetadataCleanupSnapshotSource(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	specText := strings.Replace(cleanupSpec, `  - name: items
+	p := cleanupPipeline(t, strings.Replace(cleanupSpec, `  - name: items
     apply_changes:
       source: raw
       keys: [id]
@@ -173,20 +187,10 @@ func TestMetadataCleanupSnapshotSource(t *testing.T) {
       source: raw
       keys: [id, seq]
       stored_as_scd_type: 2
-`, 1)
-	if err := os.WriteFile(filepath.Join(dir, "pipeline.yaml"), []byte(specText), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p, err := spec.Load(filepath.Join(dir, "pipeline.yaml"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+`, 1))
 	raw := delta.New(flows.TableDir(p.Storage, "raw"))
 	for i := 1; i <= 25; i++ {
-		line := fmt.Sprintf(`{"op": "U", "id": %d, "seq": %d}`+"\n", i%5, i)
-		if err := os.WriteFile(filepath.Join(dir, "landing", fmt.Sprintf("%02d.json", i)), []byte(line), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		landEvent(t, p, i, i%5, i)
 		if i == 24 {
 			latest, _ := raw.LatestVersion()
 			aged := time.Now().Add(-2 * time.Hour)
@@ -212,24 +216,10 @@ func TestMetadataCleanupSnapshotSource(t *testing.T) {
 // semantics give from all the change events.
 func TestFullRefreshAfterVacuum(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	specText := strings.Replace(cleanupSpec, `      delta.logRetentionDuration: "interval 1 hours"`, `      delta.deletedFileRetentionDuration: "interval 0 hours"
-      pipelines.autoOptimize.minNumFiles: "2"`, 1)
-	if err := os.WriteFile(filepath.Join(dir, "pipeline.yaml"), []byte(specText), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p, err := spec.Load(filepath.Join(dir, "pipeline.yaml"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := cleanupPipeline(t, strings.Replace(cleanupSpec, `      delta.logRetentionDuration: "interval 1 hours"`, `      delta.deletedFileRetentionDuration: "interval 0 hours"
+      pipelines.autoOptimize.minNumFiles: "2"`, 1))
 	for i := 1; i <= 7; i++ {
-		line := fmt.Sprintf(`{"op": "U", "id": %d, "seq": %d}`+"\n", i%3, i)
-		if err := os.WriteFile(filepath.Join(dir, "landing", fmt.Sprintf("%02d.json", i)), []byte(line), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		landEvent(t, p, i, i%3, i)
 		if _, err := Run(context.Background(), p, Options{}); err != nil {
 			t.Fatal(err)
 		}
@@ -263,20 +253,8 @@ func TestFullRefreshAfterVacuum(t *testing.T) {
 // none read before the first update, the version after raw's latest once they ran.
 func TestReaders(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "pipeline.yaml"), []byte(cleanupSpec), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "landing", "1.json"), []byte(`{"op": "U", "id": 1, "seq": 1}`+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p, err := spec.Load(filepath.Join(dir, "pipeline.yaml"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := cleanupPipeline(t, cleanupSpec)
+	landEvent(t, p, 1, 1, 1)
 	show := func(rs []flows.Reader) string { return fmt.Sprintf("%+v", rs) }
 	rs, err := flows.Readers(p, "raw")
 	if want := "[{Dataset:items Snapshots:false Started:false Next:0} {Dataset:copy Snapshots:false Started:false Next:0}]"; err != nil || show(rs) != want {
