@@ -110,7 +110,7 @@ func eachJSONValue(src *spec.Source, filePath string, in io.Reader, fn rowFunc, 
 				return malformed(max(syn.Offset-1, before), err)
 			}
 			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-				return malformed(before, err)
+				return malformed(unfinishedStart(dec), err)
 			}
 			return err
 		}
@@ -124,4 +124,13 @@ func eachJSONValue(src *spec.Source, filePath string, in io.Reader, fn rowFunc, 
 			return err
 		}
 	}
+}
+
+// unfinishedStart returns the input offset where the value dec failed to read for lack of input
+// starts: past the white space (and, in an array, the comma) that precede it, which the
+// decoder holds unread.
+func unfinishedStart(dec *json.Decoder) int64 {
+	off := dec.InputOffset()
+	rest, _ := io.ReadAll(dec.Buffered())
+	return off + int64(len(rest)-len(bytes.TrimLeft(rest, " \t\r\n")))
 }

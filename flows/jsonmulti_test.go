@@ -84,3 +84,27 @@ func TestJSONMultilineMalformed(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONMultilineTruncatedLine: a file that ends inside a value gives its malformed record at
+// the line where that unfinished value starts, not at the line of the value before it, whether
+// the values follow one another or are elements of an array.
+func TestJSONMultilineTruncatedLine(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, input, warn string }{
+		{"values", "{\"id\": 1}\n\n{\"id\": 2,\n \"name\": ", "a.json:3: the file is not valid JSON (unexpected EOF)"},
+		{"array", "[{\"id\": 1}\n,\n  {\"id\": 2,\n \"name\": ", "a.json:3: the file is not valid JSON (unexpected EOF)"},
+	} {
+		p, landing := newMultiline(t, "permissive")
+		write(t, filepath.Join(landing, "a.json"), []byte(tc.input))
+		_, rec, err := ingest(t, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(rec.all(), tc.warn) {
+			t.Errorf("%s: events\n%s\ndo not say %q", tc.name, rec.all(), tc.warn)
+		}
+		if got := strings.Join(rawRows(t, p), ","); got != "1 null,null null" {
+			t.Errorf("%s: rows %s, want 1 null,null null", tc.name, got)
+		}
+	}
+}
