@@ -155,3 +155,21 @@ func TestCSVSafeHeaderMadeNameClash(t *testing.T) {
 		}
 	}
 }
+
+// TestInferHintsAnyCase: a schema hint names its column in any case, as Delta column names and
+// Spark's schema hints match: it sets the type of the inferred column, which keeps the files'
+// spelling (so that its values are read), rather than adding a second column that differs only
+// in case (which Delta refuses when the table is created).
+func TestInferHintsAnyCase(t *testing.T) {
+	t.Parallel()
+	p, _ := inferPipeline(t, "      format: json\n      schema_hints: \"id BIGINT, amt DECIMAL(10,2), NOTE INT\"\n", map[string]string{
+		"a.json": `{"Id": 1, "AMT": "1.5"}` + "\n" + `{"Id": 2, "AMT": 2}` + "\n",
+	})
+	if got := p.Dataset("raw").Schema.DDL(); got != "AMT DECIMAL(10,2), Id BIGINT, NOTE INT, _rescued_data STRING" {
+		t.Fatalf("schema %s", got)
+	}
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, p, `1.50 1 null null`, `2.00 2 null null`)
+}

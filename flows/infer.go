@@ -80,7 +80,7 @@ func resolveInferred(p *spec.Pipeline, d *spec.Dataset) error {
 // the source's infer_column_types says otherwise (see inferTypes; STRING columns hold JSON nested
 // values as their text); a typed column is the narrowest of INT (csv only), BIGINT, DOUBLE, BOOLEAN and STRING that holds every value
 // seen, and for JSON objects STRUCT and arrays ARRAY, nested (see shape.typ). JSON columns are sorted by name; CSV columns are in header order (_c0, _c1, ...
-// without a header). schema_hints then set the type of the columns they name, and add those not
+// without a header). schema_hints then set the type of the columns they name (in any case), and add those not
 // seen.
 func inferSchema(src *spec.Source) (schema.Schema, error) {
 	_, files, _, err := listInputs(src.Path)
@@ -143,8 +143,8 @@ func inferTypes(src *spec.Source) bool {
 // withHints applies the source's schema_hints to inferred columns.
 func withHints(src *spec.Source, out schema.Schema) (schema.Schema, error) {
 	for _, h := range src.SchemaHints.Fields {
-		if i := out.Index(h.Name); i >= 0 {
-			out.Fields[i].Type = h.Type
+		if i := foldIndex(out, h.Name); i >= 0 {
+			out.Fields[i].Type = h.Type // the column keeps the files' spelling, which reads its values
 		} else {
 			out.Fields = append(out.Fields, h)
 		}
@@ -153,6 +153,17 @@ func withHints(src *spec.Source, out schema.Schema) (schema.Schema, error) {
 		return out, fmt.Errorf("cannot infer the schema: no column found in the files of %s; declare `schema:`", src.Path)
 	}
 	return out, nil
+}
+
+// foldIndex returns the index of the column of s named name without regard to case (as Delta
+// column names and Spark's schema hints match), or -1.
+func foldIndex(s schema.Schema, name string) int {
+	for i, f := range s.Fields {
+		if strings.EqualFold(f.Name, name) {
+			return i
+		}
+	}
+	return -1
 }
 
 // limitCounter reads until the shared byte budget is spent.
@@ -492,7 +503,7 @@ func evolveSchema(d *spec.Dataset, todo []inputFile, meta *delta.Metadata, refre
 		if typed {
 			t = inf.typeOf(name, src.Format == spec.FormatCSV)
 		}
-		if i := src.SchemaHints.Index(name); i >= 0 {
+		if i := foldIndex(src.SchemaHints, name); i >= 0 {
 			t = src.SchemaHints.Fields[i].Type
 		}
 		cols = append(cols, schema.Field{Name: name, Type: t, Nullable: true})
@@ -565,7 +576,7 @@ func evolveParquet(d *spec.Dataset, todo []inputFile, meta *delta.Metadata, know
 				return false, newColumnError(d, f.abs, c.Name, refresh)
 			}
 			known[strings.ToLower(c.Name)] = true
-			if i := src.SchemaHints.Index(c.Name); i >= 0 {
+			if i := foldIndex(src.SchemaHints, c.Name); i >= 0 {
 				c.Type = src.SchemaHints.Fields[i].Type
 			}
 			added = append(added, c)
