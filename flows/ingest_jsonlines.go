@@ -19,7 +19,8 @@ var jsonBlockSize = 256 << 10
 // lineBlock is a run of whole lines of the input and, once done is closed, their rows.
 type lineBlock struct {
 	text  string // the lines, each ending in "\n" but perhaps the input's last
-	first int64  // the line number of text's first line
+	first int64  // the line number of text's first line, counting only the lines ended by "\n"
+	ends  int64  // the lines of text ended by a bare "\r" (crLines): the lines after come later
 	rows  []lineRow
 	done  chan struct{}
 
@@ -133,8 +134,10 @@ func (e *cutLine) Error() string {
 func eachJSONLine(lr *lineReader, in io.Reader, pool *blockPool, fn rowFunc) error {
 	workers := runtime.GOMAXPROCS(0)
 	if workers < 2 {
+		var shift lineShift
 		return readBlocks(in, jsonBlockSize, pool, func(b *lineBlock) error {
 			parseBlock(lr, b)
+			shift.apply(b)
 			if err := emitBlock(b, fn); err != nil {
 				return err
 			}
@@ -183,8 +186,10 @@ func eachJSONLine(lr *lineReader, in io.Reader, pool *blockPool, fn rowFunc) err
 		}
 	}()
 	var fnErr error
+	var shift lineShift
 	for b := range ordered {
 		<-b.done
+		shift.apply(b)
 		if fnErr = emitBlock(b, fn); fnErr != nil {
 			break
 		}
@@ -212,6 +217,27 @@ func emitBlock(b *lineBlock, fn rowFunc) error {
 		}
 	}
 	return nil
+}
+
+// lineShift numbers the lines of blocks after lines ended by bare "\r"s: readBlocks numbers a
+// block's lines by the "\n"s before it, and the blocks are parsed at the same time, so the
+// "\r"-ended lines of the blocks before one (lineBlock.ends) are added to its rows' numbers as
+// the blocks are emitted, in order.
+type lineShift int64
+
+// apply adds the lines ended by bare "\r"s in the blocks before b to the numbers of b's rows,
+// then counts b's.
+func (s *lineShift) apply(b *lineBlock) {
+	if *s != 0 {
+		for i := range b.rows {
+			r := &b.rows[i]
+			r.lineNo += int64(*s)
+			for j := range r.bad {
+				r.bad[j].Line += int64(*s)
+			}
+		}
+	}
+	*s += lineShift(b.ends)
 }
 
 // readBlocks reads in to its end and calls fn with its text in blocks of whole lines of about
@@ -305,6 +331,7 @@ func parseBlock(lr *lineReader, b *lineBlock) {
 		b.rows = make([]lineRow, 0, n)
 	}
 	lineNo := b.first
+	b.ends = 0
 	slot := 0 // the rows in the block's memory: one per line at most
 	for t := b.text; t != ""; lineNo++ {
 		line := t
@@ -314,10 +341,16 @@ func parseBlock(lr *lineReader, b *lineBlock) {
 		} else {
 			t, ended = "", false
 		}
+		raw := line // with the "\r"s before its "\n", which may end lines of their own (crLines)
 		for line != "" && line[len(line)-1] == '\r' {
 			line = line[:len(line)-1]
 		}
 		if blank(line) {
+			if strings.IndexByte(raw, '\r') >= 0 {
+				_, ends := crLines(crBodyText(raw, ended))
+				lineNo += ends
+				b.ends += ends
+			}
 			continue
 		}
 		if elems, ok := arrayElements(line); ok {
@@ -336,28 +369,39 @@ func parseBlock(lr *lineReader, b *lineBlock) {
 			clear(row) // a parse sets only the columns its line has
 		}
 		parsed, bad := lr.parseInto(line, lineNo, row, values)
-		if !parsed && strings.IndexByte(line, '\r') >= 0 {
-			if pieces := crLines(line); pieces != nil {
+		if !parsed && strings.IndexByte(raw, '\r') >= 0 {
+			if pieces, ends := crLines(crBodyText(raw, ended)); pieces != nil {
 				// Lines ended by bare "\r"s: a row of each (or of each object of an array),
-				// in memory of their own, in place of the one malformed row.
+				// in memory of their own, in place of the one malformed row, each with its
+				// own line number.
 				slot--
 				clear(row) // the slot goes to the next line
 				for j, p := range pieces {
-					elems, ok := arrayElements(p)
+					elems, ok := arrayElements(p.text)
 					if !ok {
-						elems = []json.RawMessage{json.RawMessage(p)}
+						elems = []json.RawMessage{json.RawMessage(p.text)}
 					}
 					last := j == len(pieces)-1 // of an unended line, it may be cut short
 					for _, e := range elems {
-						row, parsed, bad := lr.parse(e, lineNo)
-						b.rows = append(b.rows, lineRow{row: row, bad: bad, lineNo: lineNo, parsed: parsed, cut: !parsed && !ended && last && cutJSON(p)})
+						row, parsed, bad := lr.parse(e, lineNo+p.off)
+						b.rows = append(b.rows, lineRow{row: row, bad: bad, lineNo: lineNo + p.off, parsed: parsed, cut: !parsed && !ended && last && cutJSON(p.text)})
 					}
 				}
+				lineNo += ends
+				b.ends += ends
 				continue
 			}
 		}
 		b.rows = append(b.rows, lineRow{row: row, bad: bad, lineNo: lineNo, parsed: parsed, cut: !parsed && !ended && cutJSON(line)})
 	}
+}
+
+// crBodyText is crBody of a line of a block, without its "\n": ended says it had one.
+func crBodyText(line string, ended bool) string {
+	if ended && strings.HasSuffix(line, "\r") {
+		return line[:len(line)-1]
+	}
+	return line
 }
 
 // cutJSON reports whether line is the start of a JSON value that ends before the value does

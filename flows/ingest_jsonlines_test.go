@@ -218,13 +218,14 @@ func TestInferEmptyKey(t *testing.T) {
 }
 
 // TestJSONLinesBareCR: lines ended by a bare "\r" (old Mac OS files) are lines, as Spark's line
-// reader splits them: a row of each, of each object of an array among them, blank ones none;
-// a "\r" inside a line that is valid JSON as a whole is white space and splits nothing. Schema
+// reader splits them: a row of each, of each object of an array among them, blank ones none,
+// each with its own line number (blank ones counted, the lines after them numbered on); a "\r"
+// inside a line that is valid JSON as a whole is white space and splits nothing. Schema
 // inference sees the same lines.
 func TestJSONLinesBareCR(t *testing.T) {
 	text := "{\"id\": 1, \"name\": \"a\"}\r{\"id\": 2}\r\r  \r[{\"id\": 3}, {\"id\": 4, \"name\": \"d\"}]\r{\"id\": 5,\r\"name\": \"e\"}\r\n" +
 		"{\"id\": 6,\r\"name\": \"f\"}\r\n{\"id\": 7, \"name\": \"g\"}\n"
-	want := "1:1:a:true 1:2:<nil>:true 1:3:<nil>:true 1:4:d:true 1:<nil>:<nil>:false 1:<nil>:<nil>:false 2:6:f:true 3:7:g:true"
+	want := "1:1:a:true 2:2:<nil>:true 5:3:<nil>:true 5:4:d:true 6:<nil>:<nil>:false 7:<nil>:<nil>:false 8:6:f:true 9:7:g:true"
 	for _, procs := range []int{1, 4} {
 		if got := idNameRows(t, text, procs); strings.Join(got, " ") != want {
 			t.Errorf("%d workers: rows\n%s\nwant\n%s", procs, strings.Join(got, " "), want)
@@ -237,10 +238,26 @@ func TestJSONLinesBareCR(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	wantLines := []string{`1:{"id": 1, "name": "a"}`, `1:{"id": 2}`, `1:[{"id": 3}, {"id": 4, "name": "d"}]`, `1:{"id": 5,`, `1:"name": "e"}`,
-		"2:{\"id\": 6,\r\"name\": \"f\"}", `3:{"id": 7, "name": "g"}`}
+	wantLines := []string{`1:{"id": 1, "name": "a"}`, `2:{"id": 2}`, `5:[{"id": 3}, {"id": 4, "name": "d"}]`, `6:{"id": 5,`, `7:"name": "e"}`,
+		"8:{\"id\": 6,\r\"name\": \"f\"}", `9:{"id": 7, "name": "g"}`}
 	if !slices.Equal(lines, wantLines) {
 		t.Errorf("eachLine gave %q, want %q", lines, wantLines)
+	}
+	// Blocks parsed at the same time number their lines after the bare "\r"s of the blocks
+	// before them: each row's line is its id.
+	saved := jsonBlockSize
+	jsonBlockSize = 64 // a few lines a block
+	defer func() { jsonBlockSize = saved }()
+	var many strings.Builder
+	var wantMany []string
+	for i := 1; i <= 300; i += 3 {
+		fmt.Fprintf(&many, "{\"id\": %d}\r\r{\"id\": %d}\r\n", i, i+2) // a blank line between, ended by "\r"
+		wantMany = append(wantMany, fmt.Sprintf("%d:%d:<nil>:true", i, i), fmt.Sprintf("%d:%d:<nil>:true", i+2, i+2))
+	}
+	for _, procs := range []int{1, 4} {
+		if got := idNameRows(t, many.String(), procs); !slices.Equal(got, wantMany) {
+			t.Errorf("%d workers, small blocks: rows\n%s\nwant\n%s", procs, strings.Join(got, " "), strings.Join(wantMany, " "))
+		}
 	}
 	inf := newInferrer()
 	if err := inf.json(&spec.Source{}, strings.NewReader("{\"id\": 1}\r{\"amount\": 2.5}\r{\"tag\": \"x\"}\r")); err != nil {

@@ -201,21 +201,42 @@ func (r *lineReader) rescue(m map[string]any) string {
 	return string(b)
 }
 
-// crLines returns the lines of line when it holds lines ended by a bare "\r" (as old Mac OS
-// files are, and as Spark's line reader splits them) and is not valid JSON as a whole: its
-// pieces between "\r"s, blank ones left out; nil otherwise. A "\r" inside a valid line is white
-// space between its tokens and splits nothing.
-func crLines(line string) []string {
+// crPiece is one of the lines ended by bare "\r"s that a line holds (crLines).
+type crPiece struct {
+	text string
+	off  int64 // its line number after the line's first: 0 for the first piece
+}
+
+// crLines returns the lines of line (which has no "\n", nor the "\r" of a "\r\n" that ended
+// it) when it holds lines ended by bare "\r" (as old Mac OS files are, and as Spark's line reader
+// splits them) and is not valid JSON as a whole: its pieces between "\r"s, blank ones left out
+// but counted (nil when all are blank), and ends, how many "\r"s ended a line in it (the lines
+// after it come that many lines later); nil and 0 otherwise. A "\r" inside a valid line is white space between its
+// tokens and splits nothing.
+func crLines(line string) (out []crPiece, ends int64) {
 	if strings.IndexByte(line, '\r') < 0 || json.Valid([]byte(line)) {
-		return nil
+		return nil, 0
 	}
-	var out []string
+	var off int64
 	for piece := range strings.SplitSeq(line, "\r") {
 		if !blank(piece) {
-			out = append(out, piece)
+			out = append(out, crPiece{piece, off})
+		}
+		off++
+	}
+	return out, off - 1
+}
+
+// crBody is line without its line end: the "\n" and the "\r" before it, which end one line
+// together; other "\r"s are left for crLines.
+func crBody(line []byte) []byte {
+	if n := len(line); n > 0 && line[n-1] == '\n' {
+		line = line[:n-1]
+		if n := len(line); n > 0 && line[n-1] == '\r' {
+			line = line[:n-1]
 		}
 	}
-	return out
+	return line
 }
 
 // eachLine calls fn for every non-blank line of in with its 1-based line number. Lines may be of
@@ -236,10 +257,11 @@ func eachLineEnded(in io.Reader, fn func(line []byte, lineNo int64, ended bool) 
 			lineNo++
 			ended := line[len(line)-1] == '\n'
 			trimmed := bytes.TrimRight(line, "\r\n")
-			if pieces := crLines(string(trimmed)); pieces != nil {
+			pieces, ends := crLines(string(crBody(line)))
+			if pieces != nil {
 				for j, p := range pieces {
 					// A piece ends at its "\r"; the last one as the line does.
-					if ferr := fn([]byte(p), lineNo, ended || j < len(pieces)-1); ferr != nil {
+					if ferr := fn([]byte(p.text), lineNo+p.off, ended || j < len(pieces)-1); ferr != nil {
 						return ferr
 					}
 				}
@@ -248,6 +270,7 @@ func eachLineEnded(in io.Reader, fn func(line []byte, lineNo int64, ended bool) 
 					return ferr
 				}
 			}
+			lineNo += ends
 		}
 		if err == io.EOF {
 			return nil
