@@ -2,19 +2,23 @@ package flows
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"tributary/delta"
+	"tributary/schema"
 	"tributary/spec"
 )
 
 // eachParquetRow reads a Parquet input file (as Spark, DuckDB or pyarrow write it; the types
 // delta.Table.ReadFile reads, nested STRUCT, LIST and MAP columns included, legacy 2-level lists
 // too) into rows of the declared schema, columns matched by name: a column
-// the file lacks is NULL, file columns not in the schema are ignored. Row i is reported at "line"
+// the file lacks is NULL, file columns not in the schema are ignored, but for those whose names
+// differ only in case from a column, which go to the rescued data column (caseVariants). Row i is reported at "line"
 // i+1. A file that cannot be read (not Parquet, truncated, a column of an incompatible type) is
 // one malformed record: a row of NULLs with the reason (the mode applies), never a crash; when
 // the damage is found in a later row group, the rows of the row groups before it are kept. The
@@ -30,11 +34,21 @@ func eachParquetRow(src *spec.Source, filePath string, fn rowFunc) error {
 	if src.RescuedDataColumn != "" {
 		width++
 	}
+	read, variants := src, caseVariants(src, filePath)
+	if len(variants) > 0 {
+		// Read the variants after the columns, and move their values to the rescued data.
+		c := *src
+		c.Schema = schema.Schema{Fields: append(append([]schema.Field(nil), src.Schema.Fields...), variants...)}
+		read = &c
+	}
+	n := len(src.Schema.Fields)
 	var line int64
 	var fnErr error
-	err := readParquetInput(filePath, src, func(rows [][]any) error {
+	err := readParquetInput(filePath, read, func(rows [][]any) error {
 		for i, r := range rows {
-			if src.RescuedDataColumn != "" {
+			if len(variants) > 0 {
+				r = rescueVariants(r, n, variants, filePath)
+			} else if src.RescuedDataColumn != "" {
 				r = append(r, nil)
 			}
 			line++
@@ -57,6 +71,52 @@ func eachParquetRow(src *spec.Source, filePath string, fn rowFunc) error {
 		return fn(row, false, []badValue{{Line: line + 1, Reason: "the file cannot be read as Parquet (" + err.Error() + ")"}}, line+1)
 	}
 	return nil
+}
+
+// caseVariants returns the columns of the Parquet file at filePath whose names differ only in
+// case from a column of src's schema (whether the file has that column too or not): Delta column
+// names are case-insensitive, so such a column is never a column of its own, and its values go
+// to the source's rescued data column (semantics.md "Ingestion"). Without a rescued data column,
+// or when the file's schema cannot be read (a malformed record when read), it returns none.
+func caseVariants(src *spec.Source, filePath string) []schema.Field {
+	if src.RescuedDataColumn == "" {
+		return nil
+	}
+	fs, err := delta.ParquetSchema(filePath)
+	if err != nil {
+		return nil
+	}
+	var out []schema.Field
+	for _, f := range fs.Fields {
+		if src.Schema.Index(f.Name) >= 0 || strings.EqualFold(f.Name, src.RescuedDataColumn) {
+			continue
+		}
+		if foldIndex(src.Schema, f.Name) >= 0 {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// rescueVariants makes r, a row of the n columns of the schema followed by the values of
+// variants, a row of the n columns followed by the rescued data: the variants' non-NULL values
+// as JSON under their names, with the file's path (NULL when every value is NULL).
+func rescueVariants(r []any, n int, variants []schema.Field, filePath string) []any {
+	var m map[string]any
+	for k, f := range variants {
+		if v := r[n+k]; v != nil {
+			if m == nil {
+				m = map[string]any{"_file_path": filePath}
+			}
+			m[f.Name] = json.RawMessage(schema.AppendJSON(nil, f.Type, v))
+		}
+	}
+	r = r[:n]
+	if m == nil {
+		return append(r, nil)
+	}
+	b, _ := json.Marshal(m)
+	return append(r, string(b))
 }
 
 // readParquetInput reads the file row group by row group, turning a panic of the Parquet

@@ -155,3 +155,44 @@ datasets:
 		t.Errorf("once complete: metrics %+v, events:\n%s", m, rec.all())
 	}
 }
+
+// TestParquetCaseVariants: a Parquet column whose name differs only in case from a declared
+// column is not that column (Delta names are case-insensitive, and a column is read by its own
+// name): its values go to the rescued data column, as JSON under the file's name with the file's
+// path, rather than disappearing; rows whose variants are all NULL rescue nothing.
+func TestParquetCaseVariants(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, `name: t
+storage: ./storage
+datasets:
+  - name: raw
+    source:
+      path: ./landing
+      format: parquet
+      schema: "id BIGINT, amount DECIMAL(10,2), note STRING"
+      rescued_data_column: _rescued
+`)
+	fileA, err := schema.ParseDDL("ID BIGINT, amount DECIMAL(10,2), Note STRUCT<x: STRING>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "landing", "a.parquet"), parquetBytes(t, fileA, [][]any{
+		{int64(1), schema.Decimal(2550), []any{"q"}},
+		{nil, nil, nil},
+	}))
+	fileB, _ := schema.ParseDDL("id BIGINT, ID BIGINT")
+	write(t, filepath.Join(dir, "landing", "b.parquet"), parquetBytes(t, fileB, [][]any{{int64(3), int64(4)}}))
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	a, b := filepath.Join(dir, "landing", "a.parquet"), filepath.Join(dir, "landing", "b.parquet")
+	want := []string{
+		`null 25.50 null "{\"ID\":1,\"Note\":{\"x\":\"q\"},\"_file_path\":\"` + a + `\"}"`,
+		`null null null null`,
+		`3 null null "{\"ID\":4,\"_file_path\":\"` + b + `\"}"`,
+	}
+	if got := rawRows(t, p); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
