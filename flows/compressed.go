@@ -258,3 +258,45 @@ func damaged(err error) bool {
 	var d *damagedInput
 	return errors.As(err, &d) || incomplete(err) != nil
 }
+
+// byteOrderMarks are the byte-order marks of the encodings of Unicode text other than UTF-8,
+// longest first (UTF-32LE's starts with UTF-16LE's).
+var byteOrderMarks = []struct {
+	mark []byte
+	name string
+}{
+	{[]byte{0xFF, 0xFE, 0x00, 0x00}, "UTF-32LE"},
+	{[]byte{0x00, 0x00, 0xFE, 0xFF}, "UTF-32BE"},
+	{[]byte{0xFF, 0xFE}, "UTF-16LE"},
+	{[]byte{0xFE, 0xFF}, "UTF-16BE"},
+}
+
+// sniffEncoding reads the start of in and returns a reader of all of in's text, and the name of
+// its encoding when it starts with the byte-order mark of UTF-16 or UTF-32 (as spreadsheet
+// programs export "Unicode text"), which the text readers, made for UTF-8 (or ISO-8859-1), would
+// read as garbage of NUL bytes; "" otherwise.
+func sniffEncoding(in io.Reader) (io.Reader, string) {
+	head := make([]byte, 4)
+	n, err := io.ReadFull(in, head)
+	head = head[:n]
+	var r io.Reader = bytes.NewReader(head)
+	switch err {
+	case nil:
+		r = io.MultiReader(r, in)
+	case io.EOF, io.ErrUnexpectedEOF:
+	default:
+		r = io.MultiReader(r, readFailure{err})
+	}
+	for _, b := range byteOrderMarks {
+		if bytes.HasPrefix(head, b.mark) {
+			return r, b.name
+		}
+	}
+	return r, ""
+}
+
+// readFailure returns its error on every read: the error that ended a read of a file's start
+// (sniffEncoding), handed on when the rest is read.
+type readFailure struct{ err error }
+
+func (e readFailure) Read([]byte) (int, error) { return 0, e.err }

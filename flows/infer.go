@@ -104,7 +104,12 @@ func inferSchema(src *spec.Source) (schema.Schema, error) {
 		if err != nil {
 			return schema.Schema{}, err
 		}
-		r := io.Reader(&limitCounter{r: in, left: &budget})
+		text, enc := sniffEncoding(in)
+		if enc != "" {
+			in.Close() // not UTF-8 text: a malformed record when read, and no columns
+			continue
+		}
+		r := io.Reader(&limitCounter{r: text, left: &budget})
 		if src.Format == spec.FormatCSV {
 			err = inf.csv(src, r)
 		} else {
@@ -467,8 +472,13 @@ func evolveSchema(d *spec.Dataset, todo []inputFile, meta *delta.Metadata, refre
 		if err != nil {
 			return false, err
 		}
+		text, enc := sniffEncoding(in)
+		if enc != "" {
+			in.Close() // not UTF-8 text: a malformed record when read, and no columns
+			continue
+		}
 		budget := int64(1 << 62)
-		r := &limitCounter{r: in, left: &budget}
+		r := &limitCounter{r: text, left: &budget}
 		seen := len(inf.order)
 		if src.Format == spec.FormatCSV {
 			err = inf.csv(src, r)
