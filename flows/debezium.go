@@ -94,7 +94,7 @@ func (r *debeziumReader) parse(line []byte, lineNo int64) (row []any, ok bool, b
 	if err := dec.Decode(&v); err != nil {
 		return malformed("the line is not valid JSON (" + err.Error() + ")")
 	}
-	if dec.More() {
+	if moreText(string(line), dec) {
 		return malformed("the line has more text after its JSON value")
 	}
 	env, fields, tombstone, reason := unwrapDebezium(v)

@@ -407,7 +407,7 @@ func (inf *inferrer) json(src *spec.Source, in io.Reader) error {
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.UseNumber()
 		var obj map[string]any
-		if dec.Decode(&obj) != nil {
+		if dec.Decode(&obj) != nil || moreText(string(raw), dec) {
 			return // not an object: a malformed record when read
 		}
 		names := make([]string, 0, len(obj))

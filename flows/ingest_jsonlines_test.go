@@ -291,3 +291,29 @@ func idNameRows(t *testing.T, text string, procs int) []string {
 	}
 	return got
 }
+
+// TestJSONLinesClosingBracketAfter: a line with a '}' or ']' after its JSON value (`{"id": 1}}`)
+// is malformed, as one with any other text after it is, with the fast scanner and by way of
+// encoding/json alike (whose Decoder.More is false before a closing bracket); trailing white
+// space is fine. Debezium lines and schema inference see the same.
+func TestJSONLinesClosingBracketAfter(t *testing.T) {
+	text := "{\"id\": 1}}\n{\"id\": 2}]\n[{\"id\": 3}]]\n{\"id\": 4, \"name\": {\"a\": 1}}}\n{\"id\": 5} \t\n{\"id\": 6}\n"
+	want := "1:<nil>:<nil>:false 2:<nil>:<nil>:false 3:<nil>:<nil>:false 4:<nil>:<nil>:false 5:5:<nil>:true 6:6:<nil>:true"
+	for _, procs := range []int{1, 4} {
+		if got := idNameRows(t, text, procs); strings.Join(got, " ") != want {
+			t.Errorf("%d workers: rows\n%s\nwant\n%s", procs, strings.Join(got, " "), want)
+		}
+	}
+	s := schema.Schema{Fields: []schema.Field{{Name: "id", Type: schema.Type{Kind: schema.Long}, Nullable: true}}}
+	r := newDebeziumReader(&spec.Source{Schema: s}, "f.json")
+	if _, ok, bad, _ := r.parse([]byte(`{"op": "c", "after": {"id": 1}}}`), 1); ok || len(bad) != 1 || bad[0].Reason != "the line has more text after its JSON value" {
+		t.Errorf("debezium: ok %v, bad %v; want the line malformed", ok, bad)
+	}
+	inf := newInferrer()
+	if err := inf.json(&spec.Source{}, strings.NewReader("{\"id\": 1, \"odd\": 2}}\n{\"id\": 3}\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(inf.order, ","); got != "id" {
+		t.Errorf("inferred columns %s, want id", got)
+	}
+}

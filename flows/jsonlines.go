@@ -105,7 +105,7 @@ func arrayElements(line string) ([]json.RawMessage, bool) {
 // decodeArray is arrayElements for a line that starts with '['.
 func decodeArray(line string) (elems []json.RawMessage, ok bool) {
 	dec := json.NewDecoder(strings.NewReader(line))
-	if err := dec.Decode(&elems); err != nil || dec.More() {
+	if err := dec.Decode(&elems); err != nil || moreText(line, dec) {
 		return nil, false
 	}
 	for _, e := range elems {
@@ -114,6 +114,13 @@ func decodeArray(line string) (elems []json.RawMessage, ok bool) {
 		}
 	}
 	return elems, true
+}
+
+// moreText reports whether line, from which dec decoded one value, has more than JSON white
+// space after it. (dec.More does not do: it is false before a '}' or ']', which ends an array or
+// object being parsed, and so would take `{"id": 1}}` for one object.)
+func moreText(line string, dec *json.Decoder) bool {
+	return skipSpace(line, int(dec.InputOffset())) != len(line)
 }
 
 // parseDecoded is parseInto by way of encoding/json: the line decoded into a map[string]any
@@ -126,7 +133,7 @@ func (r *lineReader) parseDecoded(line []byte, lineNo int64, row []any) (ok bool
 	var reason string
 	if err := dec.Decode(&v); err != nil {
 		reason = "the line is not valid JSON (" + err.Error() + ")"
-	} else if dec.More() {
+	} else if moreText(string(line), dec) {
 		reason = "the line has more text after its JSON value"
 	}
 	obj, isObj := v.(map[string]any)
