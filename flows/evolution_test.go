@@ -173,3 +173,36 @@ func TestInferHintsAnyCase(t *testing.T) {
 	}
 	wantRows(t, p, `1.50 1 null null`, `2.00 2 null null`)
 }
+
+// TestInferReservedNames: a field named like a column the source adds (its rescued data column,
+// or under include_metadata _file_path and _file_modification_time), in any case, is not an
+// inferred column, at the first run or as a new column later: the table would have two columns
+// of one name (the reading then failed on rows one value short). Its values are rescued.
+func TestInferReservedNames(t *testing.T) {
+	t.Parallel()
+	p, _ := inferPipeline(t, "      format: json\n", map[string]string{"a.json": `{"id": 1, "_rescued_data": "x"}` + "\n"})
+	if got := p.Dataset("raw").Schema.DDL(); got != "id BIGINT, _rescued_data STRING" {
+		t.Fatalf("schema %s", got)
+	}
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	if rows := rawRows(t, p); len(rows) != 1 || !strings.HasPrefix(rows[0], `1 "{`) || !strings.Contains(rows[0], `\"_rescued_data\":\"x\"`) {
+		t.Errorf("rows %q, want id 1 with the field rescued", rows)
+	}
+
+	q, landing := inferPipeline(t, "      format: csv\n      options: {header: true}\n      include_metadata: true\n", map[string]string{"a.csv": "id,_File_Path\n1,x\n"})
+	if got := q.Dataset("raw").Schema.DDL(); got != "id STRING, _rescued_data STRING, _file_path STRING, _file_modification_time TIMESTAMP" {
+		t.Fatalf("schema with metadata %s", got)
+	}
+	if _, _, err := ingest(t, q); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(landing, "b.csv"), []byte("id,_file_modification_time,note\n2,y,z\n"))
+	if _, _, err := ingest(t, q); err != nil {
+		t.Fatal(err)
+	}
+	if got := q.Dataset("raw").Schema.DDL(); got != "id STRING, note STRING, _rescued_data STRING, _file_path STRING, _file_modification_time TIMESTAMP" {
+		t.Fatalf("evolved schema with metadata %s", got)
+	}
+}

@@ -145,8 +145,18 @@ func inferTypes(src *spec.Source) bool {
 	return src.Format != spec.FormatCSV
 }
 
-// withHints applies the source's schema_hints to inferred columns.
+// withHints applies the source's schema_hints to inferred columns, once the columns whose names
+// the source reserves (reservedColumns) are left out: the files' fields of those names are
+// rescued when read, as fields not in the schema are.
 func withHints(src *spec.Source, out schema.Schema) (schema.Schema, error) {
+	reserved := reservedColumns(src)
+	kept := out.Fields[:0]
+	for _, f := range out.Fields {
+		if !reserved[strings.ToLower(f.Name)] {
+			kept = append(kept, f)
+		}
+	}
+	out.Fields = kept
 	for _, h := range src.SchemaHints.Fields {
 		if i := foldIndex(out, h.Name); i >= 0 {
 			out.Fields[i].Type = h.Type // the column keeps the files' spelling, which reads its values
@@ -158,6 +168,23 @@ func withHints(src *spec.Source, out schema.Schema) (schema.Schema, error) {
 		return out, fmt.Errorf("cannot infer the schema: no column found in the files of %s; declare `schema:`", src.Path)
 	}
 	return out, nil
+}
+
+// reservedColumns returns the lower-case names of the columns a file source adds after the
+// files' own: its rescued data column and, under include_metadata, _file_path and
+// _file_modification_time. A field of one of these names in a file is never a column of its own
+// (the table would have two columns of one name).
+func reservedColumns(src *spec.Source) map[string]bool {
+	reserved := map[string]bool{}
+	if src.RescuedDataColumn != "" {
+		reserved[strings.ToLower(src.RescuedDataColumn)] = true
+	}
+	if src.IncludeMetadata {
+		for _, f := range spec.MetadataColumns() {
+			reserved[strings.ToLower(f.Name)] = true
+		}
+	}
+	return reserved
 }
 
 // foldIndex returns the index of the column of s named name without regard to case (as Delta
@@ -456,7 +483,7 @@ func evolveSchema(d *spec.Dataset, todo []inputFile, meta *delta.Metadata, refre
 	if mode != spec.EvolutionAddNewColumns && mode != spec.EvolutionFailOnNewColumns {
 		return false, nil
 	}
-	known := map[string]bool{strings.ToLower(src.RescuedDataColumn): true} // by lower-case name
+	known := reservedColumns(src) // by lower-case name
 	for _, f := range d.Schema.Fields {
 		known[strings.ToLower(f.Name)] = true
 	}
