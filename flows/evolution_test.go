@@ -206,3 +206,24 @@ func TestInferReservedNames(t *testing.T) {
 		t.Fatalf("evolved schema with metadata %s", got)
 	}
 }
+
+// TestEvolutionFailOnNewColumnsInferred: with an inferred schema, failOnNewColumns's error does
+// not ask to add the column to a `schema:` the dataset does not have: it names the full refresh
+// that infers the schema again; nothing of the batch is committed.
+func TestEvolutionFailOnNewColumnsInferred(t *testing.T) {
+	t.Parallel()
+	p, landing := inferPipeline(t, "      format: csv\n      options: {header: true}\n      schema_evolution_mode: failOnNewColumns\n", map[string]string{"a.csv": "id,a\n1,x\n"})
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(landing, "b.csv")
+	write(t, file, []byte("id,a,New\n2,y,z\n"))
+	_, _, err := ingest(t, p)
+	want := file + " has column New, which the schema of raw does not have (schema_evolution_mode: failOnNewColumns); the schema of raw is inferred: run `pipeline run "
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--full-refresh raw` to infer it again from the files") || strings.Contains(err.Error(), "add it to the schema") {
+		t.Fatalf("err %v, want %q", err, want)
+	}
+	if rows := rawRows(t, p); len(rows) != 1 {
+		t.Fatalf("rows %v, want the first file's only", rows)
+	}
+}

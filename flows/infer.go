@@ -591,8 +591,13 @@ func inferParquet(src *spec.Source, files []inputFile) (schema.Schema, error) {
 // newColumnError is the error of schema_evolution_mode failOnNewColumns: file has column name,
 // which the schema of dataset d (a streaming table, or a view over files that another dataset
 // reads) does not have; refresh is the command that rebuilds the table that holds d's rows (d's
-// own, or that of the dataset reading view d), RefreshHint.
+// own, or that of the dataset reading view d), RefreshHint. With an inferred schema there is no
+// `schema:` to add the column to, and the full refresh alone is the fix.
 func newColumnError(d *spec.Dataset, file, name, refresh string) error {
+	if d.Source.InferSchema {
+		// No `schema:` to add it to: a full refresh infers the schema again, from this file too.
+		return fmt.Errorf("%s has column %s, which the schema of %s does not have (schema_evolution_mode: failOnNewColumns); the schema of %s is inferred: run %s to infer it again from the files, which then gives it the column, or choose another schema_evolution_mode", file, name, d.Name, d.Name, refresh)
+	}
 	return fmt.Errorf("%s has column %s, which the schema of %s does not have (schema_evolution_mode: failOnNewColumns); add it to the schema of %s and run %s, or choose another schema_evolution_mode", file, name, d.Name, d.Name, refresh)
 }
 
