@@ -378,8 +378,8 @@ func eachCSVRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc, war
 			}
 			if pos >= len(cols) || cols[pos] < 0 {
 				if text != nil {
-					name := "_c" + strconv.Itoa(pos)
-					if pos < len(names) {
+					name := "_c" + strconv.Itoa(pos) // past the header, or under an empty name
+					if pos < len(names) && names[pos] != "" {
 						name = names[pos]
 					}
 					keep(name, *text)

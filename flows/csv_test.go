@@ -102,6 +102,20 @@ func TestCSVHeaderByName(t *testing.T) {
 	}
 }
 
+// TestCSVEmptyHeaderNameRescued: a field under an empty header name (a header line that ends
+// with the delimiter, as spreadsheets export a blank column) is rescued as _c<position>, the name
+// inference gives such a column (as Spark does), not under the key "".
+func TestCSVEmptyHeaderNameRescued(t *testing.T) {
+	t.Parallel()
+	p, landing := newCSV(t, "id INT, name STRING", "      options: {header: true}\n      rescued_data_column: _rescued\n")
+	write(t, filepath.Join(landing, "a.csv"), []byte("id,name,\n1,a,\n2,b,extra\n"))
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(landing, "a.csv")
+	wantRows(t, p, `1 "a" null`, `2 "b" "{\"_c2\":\"extra\",\"_file_path\":\"`+path+`\"}"`)
+}
+
 // TestCSVMalformedAndModes: a quoted field not closed before the end of the file is a malformed
 // record: a row of NULLs under permissive, dropped under dropmalformed, and failfast names the
 // file and the line the record starts on. Compressed csv is read by extension.
