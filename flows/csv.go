@@ -466,7 +466,7 @@ func eachRow(src *spec.Source, filePath string, in io.Reader, pool *blockPool, f
 	case spec.FormatCSV:
 		return eachCSVRow(src, filePath, in, fn, warn)
 	case spec.FormatParquet:
-		return eachParquetRow(src, filePath, fn)
+		return eachParquetRow(src, filePath, fn, warn)
 	case spec.FormatDebezium:
 		return eachDebeziumRow(src, filePath, in, fn)
 	case "json":

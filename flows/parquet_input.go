@@ -26,7 +26,7 @@ import (
 // next one is decoded while one is read). A file that starts as Parquet does and has no footer
 // yet (parquetUnfinished) is an *incompleteInput instead: still being written, most likely, it
 // is read once complete.
-func eachParquetRow(src *spec.Source, filePath string, fn rowFunc) error {
+func eachParquetRow(src *spec.Source, filePath string, fn rowFunc, warn func(msg string)) error {
 	if reason := parquetUnfinished(filePath); reason != "" {
 		return &incompleteInput{path: filePath, reason: reason}
 	}
@@ -34,7 +34,14 @@ func eachParquetRow(src *spec.Source, filePath string, fn rowFunc) error {
 	if src.RescuedDataColumn != "" {
 		width++
 	}
-	read, variants := src, caseVariants(src, filePath)
+	var variants []schema.Field
+	if fileCols, err := delta.ParquetSchema(filePath); err == nil { // else: a malformed record when read
+		variants = caseVariants(src, fileCols)
+		if msg := parquetMismatch(filePath, src.Schema, fileCols, src.RescuedDataColumn); msg != "" && warn != nil {
+			warn(msg)
+		}
+	}
+	read := src
 	if len(variants) > 0 {
 		// Read the variants after the columns, and move their values to the rescued data.
 		c := *src
@@ -73,17 +80,13 @@ func eachParquetRow(src *spec.Source, filePath string, fn rowFunc) error {
 	return nil
 }
 
-// caseVariants returns the columns of the Parquet file at filePath whose names differ only in
-// case from a column of src's schema (whether the file has that column too or not): Delta column
-// names are case-insensitive, so such a column is never a column of its own, and its values go
-// to the source's rescued data column (semantics.md "Ingestion"). Without a rescued data column,
-// or when the file's schema cannot be read (a malformed record when read), it returns none.
-func caseVariants(src *spec.Source, filePath string) []schema.Field {
+// caseVariants returns the columns fs of a Parquet file whose names differ only in case from a
+// column of src's schema (whether the file has that column too or not): Delta column names are
+// case-insensitive, so such a column is never a column of its own, and its values go to the
+// source's rescued data column (semantics.md "Ingestion"). Without a rescued data column it
+// returns none.
+func caseVariants(src *spec.Source, fs schema.Schema) []schema.Field {
 	if src.RescuedDataColumn == "" {
-		return nil
-	}
-	fs, err := delta.ParquetSchema(filePath)
-	if err != nil {
 		return nil
 	}
 	var out []schema.Field
@@ -96,6 +99,36 @@ func caseVariants(src *spec.Source, filePath string) []schema.Field {
 		}
 	}
 	return out
+}
+
+// parquetMismatch says that the Parquet file at filePath, whose columns are fileCols, has none of
+// the columns of declared (read all the same, its rows NULL in them: a file of another table, or
+// columns renamed), as a CSV header that names none of them is reported (headerMismatch), with
+// the columns that differ only in case (whose values go to rescued, when set); "" when the file
+// has one of them, or no columns.
+func parquetMismatch(filePath string, declared, fileCols schema.Schema, rescued string) string {
+	if len(declared.Fields) == 0 || len(fileCols.Fields) == 0 {
+		return ""
+	}
+	var cases []string
+	for _, f := range declared.Fields {
+		if fileCols.Index(f.Name) >= 0 {
+			return ""
+		}
+		if i := foldIndex(fileCols, f.Name); i >= 0 {
+			cases = append(cases, fileCols.Fields[i].Name+" for "+f.Name)
+		}
+	}
+	msg := fmt.Sprintf("%s: the Parquet file has none of the schema's columns (%s): its columns are %s; every row of the file is read with NULL in those columns. ",
+		filePath, strings.Join(declared.Names(), ", "), strings.Join(fileCols.Names(), ", "))
+	if len(cases) > 0 {
+		keep := "or set rescued_data_column to keep their values"
+		if rescued != "" {
+			keep = "their values are kept in " + rescued
+		}
+		return msg + fmt.Sprintf("Columns are matched by name, case-sensitively, and the file spells some in another case (%s): declare them as the file does; %s", strings.Join(cases, ", "), keep)
+	}
+	return msg + "Check that the file belongs to this source, and the schema's column names"
 }
 
 // rescueVariants makes r, a row of the n columns of the schema followed by the values of

@@ -196,3 +196,34 @@ datasets:
 		t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestParquetNoDeclaredColumn: a Parquet file that has none of the declared columns (a file of
+// another table, or its columns spelt in another case) is read all the same, its rows NULL, as a
+// CSV file whose header names none of them is, and a WARN event names the file, the schema's
+// columns, the file's and those that differ only in case, so that the NULLs are not silent.
+func TestParquetNoDeclaredColumn(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, `name: t
+storage: ./storage
+datasets:
+  - name: raw
+    source:
+      path: ./landing
+      format: parquet
+      schema: "id BIGINT, amount DOUBLE"
+`)
+	other, _ := schema.ParseDDL("ID BIGINT, total DOUBLE")
+	write(t, filepath.Join(dir, "landing", "a.parquet"), parquetBytes(t, other, [][]any{{int64(1), 2.5}}))
+	same, _ := schema.ParseDDL("id BIGINT")
+	write(t, filepath.Join(dir, "landing", "b.parquet"), parquetBytes(t, same, [][]any{{int64(2)}}))
+	_, rec, err := ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, p, `null null`, `2 null`)
+	want := filepath.Join(dir, "landing", "a.parquet") + ": the Parquet file has none of the schema's columns (id, amount): its columns are ID, total; every row of the file is read with NULL in those columns. Columns are matched by name, case-sensitively, and the file spells some in another case (ID for id)"
+	if !strings.Contains(rec.all(), want) || strings.Contains(rec.all(), "b.parquet: the Parquet file") {
+		t.Errorf("events:\n%s\nwant a WARN about a.parquet only: %s", rec.all(), want)
+	}
+}
