@@ -16,10 +16,10 @@ import (
 
 // eachParquetRow reads a Parquet input file (as Spark, DuckDB or pyarrow write it; the types
 // delta.Table.ReadFile reads, nested STRUCT, LIST and MAP columns included, legacy 2-level lists
-// too) into rows of the declared schema, columns matched by name: a column
-// the file lacks is NULL, file columns not in the schema are ignored, but for those whose names
-// differ only in case from a column, which go to the rescued data column (caseVariants). Row i is reported at "line"
-// i+1. A file that cannot be read (not Parquet, truncated, a column of an incompatible type) is
+// too) into rows of the declared schema, columns matched by name: a column the file lacks is
+// NULL, file columns not in the schema are ignored, but for those whose names differ only in case
+// from a column, which go to the rescued data column (caseVariants); a file with none of the
+// columns is reported to warn (parquetMismatch). Row i is reported at "line" i+1. A file that cannot be read (not Parquet, truncated, a column of an incompatible type) is
 // one malformed record: a row of NULLs with the reason (the mode applies), never a crash; when
 // the damage is found in a later row group, the rows of the row groups before it are kept. The
 // file is read one row group at a time, so at most two row groups are in memory at once (the
