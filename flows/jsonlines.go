@@ -218,8 +218,8 @@ type crPiece struct {
 // it) when it holds lines ended by bare "\r" (as old Mac OS files are, and as Spark's line reader
 // splits them) and is not valid JSON as a whole: its pieces between "\r"s, blank ones left out
 // but counted (nil when all are blank), and ends, how many "\r"s ended a line in it (the lines
-// after it come that many lines later); nil and 0 otherwise. A "\r" inside a valid line is white space between its
-// tokens and splits nothing.
+// after it come that many lines later); nil and 0 otherwise. A "\r" inside a valid line is white
+// space between its tokens and splits nothing.
 func crLines(line string) (out []crPiece, ends int64) {
 	if strings.IndexByte(line, '\r') < 0 || json.Valid([]byte(line)) {
 		return nil, 0
