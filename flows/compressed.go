@@ -271,12 +271,29 @@ var byteOrderMarks = []struct {
 	{[]byte{0xFE, 0xFF}, "UTF-16BE"},
 }
 
-// sniffEncoding reads the start of in and returns a reader of all of in's text, and the name of
-// its encoding when it starts with the byte-order mark of UTF-16 or UTF-32 (as spreadsheet
-// programs export "Unicode text"), which the text readers, made for UTF-8 (or ISO-8859-1), would
-// read as garbage of NUL bytes; "" otherwise.
-func sniffEncoding(in io.Reader) (io.Reader, string) {
-	head := make([]byte, 4)
+// compressedMagic are the first bytes of compressed files (each format's specification), with
+// the extension that has such a file decompressed ("" for formats that are not read).
+var compressedMagic = []struct {
+	magic     []byte
+	name, ext string
+}{
+	{[]byte{0x1F, 0x8B}, "gzip", ".gz"},
+	{[]byte{0x28, 0xB5, 0x2F, 0xFD}, "Zstandard", ".zst"},
+	{[]byte{0xFD, '7', 'z', 'X', 'Z', 0x00}, "xz", ""},
+	{[]byte{'P', 'K', 0x03, 0x04}, "zip", ""},
+}
+
+// bzip2Magic is how a bzip2 file starts after its "BZh" and block size digit: the magic number
+// of its first block (or of its end, when it is empty), which no text starts with.
+var bzip2Magic = [][]byte{{0x31, 0x41, 0x59, 0x26, 0x53, 0x59}, {0x17, 0x72, 0x45, 0x38, 0x50, 0x90}}
+
+// sniffText reads the start of in, the text of an input file of format, and returns a reader of
+// all of it and, when its start shows that it is no UTF-8 text, why, with what to do: text that
+// starts with the byte-order mark of UTF-16 or UTF-32 (as spreadsheet programs export "Unicode
+// text"), or a compressed file whose name does not say so; read as UTF-8, its every line would be
+// garbage. The reason is "" otherwise.
+func sniffText(in io.Reader, format string) (io.Reader, string) {
+	head := make([]byte, 10)
 	n, err := io.ReadFull(in, head)
 	head = head[:n]
 	var r io.Reader = bytes.NewReader(head)
@@ -289,14 +306,30 @@ func sniffEncoding(in io.Reader) (io.Reader, string) {
 	}
 	for _, b := range byteOrderMarks {
 		if bytes.HasPrefix(head, b.mark) {
-			return r, b.name
+			return r, fmt.Sprintf("the file is %s text (it starts with a %s byte-order mark), which the %s reader does not read; convert it to UTF-8", b.name, b.name, format)
 		}
 	}
-	return r, ""
+	name, ext := "", ""
+	for _, c := range compressedMagic {
+		if bytes.HasPrefix(head, c.magic) {
+			name, ext = c.name, c.ext
+		}
+	}
+	if len(head) == 10 && bytes.HasPrefix(head, []byte("BZh")) && head[3] >= '1' && head[3] <= '9' &&
+		(bytes.Equal(head[4:], bzip2Magic[0]) || bytes.Equal(head[4:], bzip2Magic[1])) {
+		name = "bzip2"
+	}
+	switch {
+	case name == "":
+		return r, ""
+	case ext == "":
+		return r, fmt.Sprintf("the file is %s-compressed, which is not read (only .gz and .zst files are decompressed); decompress it, or compress it with gzip or zstd", name)
+	}
+	return r, fmt.Sprintf("the file is %s-compressed, though its name does not end in %s (files are decompressed by extension); rename it so that it does, or land it decompressed", name, ext)
 }
 
 // readFailure returns its error on every read: the error that ended a read of a file's start
-// (sniffEncoding), handed on when the rest is read.
+// (sniffText), handed on when the rest is read.
 type readFailure struct{ err error }
 
 func (e readFailure) Read([]byte) (int, error) { return 0, e.err }

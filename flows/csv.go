@@ -452,14 +452,14 @@ type rowFunc func(row []any, parsed bool, bad []badValue, lineNo int64) error
 // pool, when not nil, recycles the memory of JSON-lines rows once the caller releases them
 // (blockPool); the other formats ignore it. warn, when not nil, receives what is wrong with the
 // file as a whole though it reads on (a CSV header that names none of the schema's columns).
-// Text that starts with a UTF-16 or UTF-32 byte-order mark (sniffEncoding) is not read: it is a
-// *damagedInput at line 1.
+// Text that starts as no UTF-8 text does (sniffText: UTF-16, a compressed file not named so) is
+// not read: it is a *damagedInput at line 1.
 func eachRow(src *spec.Source, filePath string, in io.Reader, pool *blockPool, fn rowFunc, warn func(msg string)) error {
 	if src.Format != spec.FormatParquet {
-		var enc string
-		if in, enc = sniffEncoding(in); enc != "" {
+		var reason string
+		if in, reason = sniffText(in, string(src.Format)); reason != "" {
 			// Read as UTF-8, its every line would be garbage: the file is one malformed record.
-			return &damagedInput{path: filePath, line: 1, reason: fmt.Sprintf("the file is %s text (it starts with a %s byte-order mark), which the %s reader does not read; convert it to UTF-8", enc, enc, src.Format)}
+			return &damagedInput{path: filePath, line: 1, reason: reason}
 		}
 	}
 	switch src.Format {

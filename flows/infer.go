@@ -104,8 +104,8 @@ func inferSchema(src *spec.Source) (schema.Schema, error) {
 		if err != nil {
 			return schema.Schema{}, err
 		}
-		text, enc := sniffEncoding(in)
-		if enc != "" {
+		text, why := sniffText(in, string(src.Format))
+		if why != "" {
 			in.Close() // not UTF-8 text: a malformed record when read, and no columns
 			continue
 		}
@@ -499,8 +499,8 @@ func evolveSchema(d *spec.Dataset, todo []inputFile, meta *delta.Metadata, refre
 		if err != nil {
 			return false, err
 		}
-		text, enc := sniffEncoding(in)
-		if enc != "" {
+		text, why := sniffText(in, string(src.Format))
+		if why != "" {
 			in.Close() // not UTF-8 text: a malformed record when read, and no columns
 			continue
 		}
