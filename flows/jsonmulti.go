@@ -11,21 +11,27 @@ import (
 	"tributary/spec"
 )
 
-// lineCounter passes input through and remembers where its line ends are, so that a byte offset
-// already read can be turned into a line number. It keeps only the line ends not yet passed.
+// lineCounter passes input through and remembers where its line ends are (LF, CRLF, or a bare
+// CR, as the other readers count lines), so that a byte offset already read can be turned into a
+// line number. It keeps only the line ends not yet passed.
 type lineCounter struct {
 	r      io.Reader
 	read   int64   // bytes passed through
 	ends   []int64 // offsets of the line ends not yet counted
 	passed int64   // line ends before the last offset asked
+	lastCR bool    // the last byte passed through is a CR, which ends a line with an LF after it
 }
 
 func (c *lineCounter) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	for i, b := range p[:n] {
-		if b == '\n' {
+		switch {
+		case b == '\r':
+			c.ends = append(c.ends, c.read+int64(i))
+		case b == '\n' && !c.lastCR:
 			c.ends = append(c.ends, c.read+int64(i))
 		}
+		c.lastCR = b == '\r'
 	}
 	c.read += int64(n)
 	return n, err

@@ -108,3 +108,26 @@ func TestJSONMultilineTruncatedLine(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONMultilineCRLines: with multiline, lines ended by a bare CR (old Mac OS files) or CRLF
+// count as lines, as the CSV and JSON-lines readers count them: each record is at the line it
+// starts on, and so is a syntax error.
+func TestJSONMultilineCRLines(t *testing.T) {
+	t.Parallel()
+	p, landing := newMultiline(t, "permissive")
+	write(t, filepath.Join(landing, "a.json"), []byte("[\r  {\"id\": 1},\r\n  {\"id\": 2,\r   \"name\": \"b\"},\r\r  {\"id\": 3, \"name\": x}\r]\r"))
+	_, rec, err := ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := readOffsets(CheckpointDir(p.Storage, "raw"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(o.Files[0].Lines); got != "[[2 2] [6 1]]" {
+		t.Errorf("lines %v, want records at lines 2, 3 and the error at 6", got)
+	}
+	if !strings.Contains(rec.all(), "a.json:6: the file is not valid JSON") {
+		t.Errorf("events:\n%s", rec.all())
+	}
+}
