@@ -139,6 +139,21 @@ func Compile(code string, s schema.Schema) (*Program, error) {
 	return &Program{Source: code, prog: p, cols: s, env: make(map[string]any, len(s.Fields)), reads: r, setCols: set, match: matchOf(code, s)}, nil
 }
 
+// CheckSyntax checks code without knowing the columns it reads (a query's result, an inferred
+// schema, known only when the dataset runs): a syntax error, or a result that cannot be a boolean
+// whatever the columns' types (`1 + 2`), is returned as Compile returns it. Names and types are
+// left to Compile at the run.
+func CheckSyntax(code string) error {
+	if strings.TrimSpace(code) == "" {
+		return fmt.Errorf("the expression is empty")
+	}
+	p, err := expr.Compile(code, expr.AllowUndefinedVariables())
+	if err != nil {
+		return err
+	}
+	return checkBool(p, code)
+}
+
 // envTypes gives expr the type of each column: that of sample, or any for a column whose type
 // is unknown (Kind 0).
 func envTypes(s schema.Schema) types.Map {

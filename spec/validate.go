@@ -214,6 +214,8 @@ func (v *validation) output(in *datasetInfo) bool {
 		ok = v.applyOutput(in)
 	case kindSnapshot:
 		ok = v.snapshotOutput(in)
+	case kindQuery:
+		v.expectationSyntax(in)
 	}
 	if ok && in.declared != nil {
 		v.declaredSchema(in)
@@ -272,6 +274,9 @@ func (v *validation) sourceOutput(in *datasetInfo) bool {
 		return v.tableSourceOutput(in)
 	}
 	if !in.source.schemaOK {
+		if src.InferSchema {
+			v.expectationSyntax(in)
+		}
 		return false
 	}
 	v.expectations(in, src.Schema)
@@ -467,13 +472,31 @@ func (v *validation) expectations(in *datasetInfo, s schema.Schema) {
 	}
 }
 
+// expectationSyntax checks the expectations of a dataset whose columns are known only when it
+// runs (a query dataset, a source whose schema is inferred) with expectations.CheckSyntax, so
+// that an expression that can never compile is a spec error before anything runs.
+func (v *validation) expectationSyntax(in *datasetInfo) {
+	for i, x := range in.ds.Expectations {
+		if x.Expect == "" {
+			continue
+		}
+		if err := expectations.CheckSyntax(x.Expect); err != nil {
+			v.report(err, x.Expect, in.expect[i], "write a condition in the expr language, e.g. `amount > 0` or `name != nil` (its columns are checked when the dataset runs)", "expectation "+x.Name)
+		}
+	}
+}
+
 // compile checks a row expression with expectations.Compile and reports expr's message at the
 // place inside the YAML scalar that it names.
 func (v *validation) compile(code string, r ref, s schema.Schema, what string) {
-	_, err := expectations.Compile(code, s)
-	if err == nil {
-		return
+	if _, err := expectations.Compile(code, s); err != nil {
+		v.report(err, code, r, "columns: "+strings.Join(s.Names(), ", "), what)
 	}
+}
+
+// report reports err, the error of compiling the row expression code, at the place inside the
+// YAML scalar that it names; hint is the hint of an error no more specific one fits.
+func (v *validation) report(err error, code string, r ref, hint, what string) {
 	p := v.d.posIn(r.node, 0)
 	msg := err.Error()
 	var fe *file.Error
@@ -486,7 +509,6 @@ func (v *validation) compile(code string, r ref, s schema.Schema, what string) {
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
 		msg = msg[:i]
 	}
-	hint := "columns: " + strings.Join(s.Names(), ", ")
 	if h := sqlIdiomHint(code); h != "" {
 		hint = h
 	}
