@@ -339,25 +339,31 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	// their events are folded, or made.
 	var viewEvents [][]event // a view's events, group by group, when they are not folded
 	consumeAt := func(rows [][]any, originOf func(r []any, i int) origin, done func()) error {
+		// record adds the rows' quality to the flow's, also when a fail rule stops the batch:
+		// the event log counts the rows that passed and failed then too.
+		record := func(q expectations.Quality) {
+			if !checked {
+				m.Quality, checked = q, true
+			} else {
+				m.Quality.Add(q)
+			}
+		}
 		var viewQ expectations.Quality
 		if viewSet != nil {
 			var err error
 			if rows, viewQ, err = viewSet.Check(rows); err != nil {
+				record(viewQ)
 				return err
 			}
 		}
 		kept, q, err := set.Check(rows)
-		if err != nil {
-			return err
-		}
 		if viewSet != nil {
 			q.DroppedRecords += viewQ.DroppedRecords
 			q.Expectations = append(viewQ.Expectations, q.Expectations...)
 		}
-		if !checked {
-			m.Quality, checked = q, true
-		} else {
-			m.Quality.Add(q)
+		record(q)
+		if err != nil {
+			return err
 		}
 		// The events' keys, sequences and rows are windows of three arrays, not three
 		// allocations per event: when they are folded, the arrays of a group folded before;

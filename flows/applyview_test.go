@@ -2,6 +2,7 @@ package flows
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"tributary/delta"
+	"tributary/expectations"
 	"tributary/schema"
 	"tributary/spec"
 )
@@ -276,6 +278,58 @@ func TestViewOverFilesFailExpectation(t *testing.T) {
 	}
 	if snap, rows := readTable(t, p, "target"); len(rows) != 0 || len(snap.AppTxns) != 0 {
 		t.Fatalf("the failed batch left %d rows and progress %v", len(rows), snap.AppTxns)
+	}
+}
+
+// TestApplyChangesFailCountsQuality: when a fail expectation stops an APPLY CHANGES batch, the
+// flow's metrics still count the rows that passed and failed each expectation (the event log's
+// data_quality of the FAILED flow_progress), as an ingest or a query flow's do: from a streaming
+// table and from a view over files (whose own expectations come first).
+func TestApplyChangesFailCountsQuality(t *testing.T) {
+	t.Parallel()
+	extra := "    expectations:\n      - {name: early, expect: 'seq < 3', on_violation: warn}\n      - {name: small_seq, expect: 'seq < 4', on_violation: fail}\n"
+	for _, c := range []struct {
+		bronze string
+		want   string // name:passed/failed of each expectation, then dropped
+	}{
+		// Events seq 1, 2 (no name), 3, 4 (op X, which valid_op drops: at ingest, or as the
+		// view's rule before the target's rules see it) and 5 (a delete, no name).
+		{"streaming_table", "early:2/2 small_seq:3/1 dropped:0"},
+		{"view", "valid_op:4/1 named:4/1 early:2/2 small_seq:3/1 dropped:1"},
+	} {
+		t.Run(c.bronze, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			p := loadPipeline(t, dir, viewSpec(c.bronze, "", extra))
+			write(t, filepath.Join(dir, "landing", "a.json"), []byte(`{"op": "I", "id": 1, "name": "a", "seq": 1}
+{"op": "I", "id": 2, "seq": 2}
+{"op": "U", "id": 1, "name": "b", "seq": 3}
+{"op": "X", "id": 3, "name": "c", "seq": 4}
+{"op": "D", "id": 2, "seq": 5}
+`))
+			env := &Env{Pipeline: p, Events: nopEvents{}}
+			if c.bronze == "streaming_table" {
+				if _, err := Ingest(context.Background(), env, p.Dataset("changes")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m, err := ApplyChanges(context.Background(), env, p.Dataset("target"))
+			var fe *expectations.FailError
+			if !errors.As(err, &fe) || fe.Expectation != "small_seq" {
+				t.Fatalf("the fail expectation gave %v", err)
+			}
+			var got []string
+			for _, r := range m.Quality.Expectations {
+				got = append(got, fmt.Sprintf("%s:%d/%d", r.Name, r.PassedRecords, r.FailedRecords))
+			}
+			got = append(got, fmt.Sprintf("dropped:%d", m.Quality.DroppedRecords))
+			if strings.Join(got, " ") != c.want {
+				t.Errorf("quality %s, want %s", strings.Join(got, " "), c.want)
+			}
+			if snap, rows := readTable(t, p, "target"); len(rows) != 0 || len(snap.AppTxns) != 0 {
+				t.Fatalf("the failed batch left %d rows and progress %v", len(rows), snap.AppTxns)
+			}
+		})
 	}
 }
 
