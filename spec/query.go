@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -375,7 +376,45 @@ func parseQuery(sql string) ([]QueryRef, []QueryFile, []queryProblem) {
 			i = max(i, j-1)
 		}
 	}
-	return refs, files, probs
+	return refs, files, append(probs, statementProblems(toks)...)
+}
+
+// queryStarts are the words a query (a statement that returns rows and changes nothing) may
+// start with in DuckDB's dialect; a parenthesis starts one too: `(SELECT ...) UNION ...`.
+var queryStarts = map[string]bool{
+	"select": true, "with": true, "from": true, "values": true, "table": true, "pivot": true,
+	"pivot_wider": true, "unpivot": true, "pivot_longer": true, "describe": true, "summarize": true,
+	"show": true,
+}
+
+// statementProblems refuses what is not one query: a statement of another kind (CREATE TABLE
+// ... AS, COPY ... TO, INSERT, ATTACH, SET), which DuckDB would run for its effect and whose
+// result (a count) would become the dataset, and statements after the first `;`, of which
+// DuckDB returns only the last result. A `;` at the end is fine.
+func statementProblems(toks []sqlToken) []queryProblem {
+	var probs []queryProblem
+	if len(toks) > 0 {
+		if t := toks[0]; !(t.kind == 'p' && t.text == "(") && !(t.kind == 'w' && queryStarts[strings.ToLower(t.text)]) {
+			probs = append(probs, queryProblem{Offset: t.start,
+				Msg:  fmt.Sprintf("a query is a SELECT (or WITH, FROM, VALUES, PIVOT ...), not a statement starting with %s", t.text),
+				Hint: "write the SELECT alone: the runner stores its result as the dataset's table"})
+		}
+	}
+	for i, t := range toks {
+		if t.kind != 'p' || t.text != ";" {
+			continue
+		}
+		for _, n := range toks[i+1:] {
+			if n.kind != 'p' || n.text != ";" {
+				probs = append(probs, queryProblem{Offset: n.start,
+					Msg:  "a query is one statement, but another starts here, after a `;`",
+					Hint: "remove the `;` and what follows; combine queries with UNION ALL, a join or WITH"})
+				return probs
+			}
+		}
+		break
+	}
+	return probs
 }
 
 // cteScope is a name a WITH clause defines, visible as a CTE at the tokens [from, to).
