@@ -70,6 +70,9 @@ func setupQuery(p *spec.Pipeline, d *spec.Dataset) error {
 	if err != nil {
 		return err
 	}
+	if err := viewResult(p, d, t, snap); err != nil {
+		return err
+	}
 	return setProperties(t, snap, d)
 }
 
@@ -386,7 +389,7 @@ func materialize(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error
 		tx.Add(adds...)
 	}
 	tx.SetCommitInfo(nil, map[string]string{"numOutputRows": strconv.Itoa(len(rows)), "numInsertedRows": strconv.Itoa(len(ins)), "numDeletedRows": strconv.Itoa(len(del))})
-	v, err := tx.Commit("CREATE OR REPLACE TABLE AS SELECT", map[string]any{"isManaged": "true", "queryId": AppID(p, d.Name)})
+	v, err := tx.Commit(replaceOperation, map[string]any{"isManaged": "true", "queryId": AppID(p, d.Name)})
 	if err != nil {
 		return m, err
 	}

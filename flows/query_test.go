@@ -562,3 +562,57 @@ datasets:
 		t.Errorf("events:\n%s\nwant:\n%s", rec.all(), want)
 	}
 }
+
+// TestMaterializedViewBecomesStreamingTable: a materialized view turned into a streaming table
+// of the same name and columns (fed by files, or by a query over STREAM) would append every row
+// of its input to the view's result, which its table still holds: Setup refuses it, naming the
+// full refresh, after which the table is rebuilt as the streaming table from its input alone.
+func TestMaterializedViewBecomesStreamingTable(t *testing.T) {
+	t.Parallel()
+	const bronze = `name: q
+storage: ./storage
+datasets:
+  - name: sales
+    source: {path: ./landing, format: json, schema: "id BIGINT, amount DECIMAL(10,2)"}
+`
+	for _, c := range []struct{ name, now string }{
+		{"files", "  - name: copy\n    source: {path: ./landing, format: json, schema: \"id BIGINT, amount DECIMAL(10,2)\"}\n"},
+		{"stream query", "  - name: copy\n    type: streaming_table\n    query: SELECT * FROM STREAM(sales)\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			p := loadPipeline(t, dir, bronze+"  - name: copy\n    query: SELECT * FROM sales\n")
+			write(t, filepath.Join(dir, "landing", "a.json"), []byte(`{"id": 1, "amount": 2.5}`+"\n"+`{"id": 2, "amount": 4}`+"\n"))
+			update(t, p)
+			check(t, "the view", sortedRows(t, p, "copy"), "1 2.50\n2 4.00")
+
+			if err := os.WriteFile(filepath.Join(dir, "pipeline.yaml"), []byte(bronze+c.now), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p, err := spec.Load(filepath.Join(dir, "pipeline.yaml"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = Setup(p, p.Dataset("copy"))
+			if err == nil || !strings.Contains(err.Error(), "dataset copy is a streaming_table, but its table holds the result of a materialized view") || !strings.Contains(err.Error(), "--full-refresh copy`") {
+				t.Fatalf("Setup of the view's table as a streaming table gave %v", err)
+			}
+			check(t, "the refused table", sortedRows(t, p, "copy"), "1 2.50\n2 4.00")
+
+			if err := Reset(p, p.Dataset("copy")); err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range p.Datasets {
+				if err := Setup(p, d); err != nil {
+					t.Fatal(err)
+				}
+			}
+			update(t, p)
+			check(t, "the rebuilt table", sortedRows(t, p, "copy"), "1 2.50\n2 4.00")
+			if err := Setup(p, p.Dataset("copy")); err != nil {
+				t.Fatalf("Setup once the streaming table has committed: %v", err)
+			}
+		})
+	}
+}

@@ -97,6 +97,9 @@ func Setup(p *spec.Pipeline, d *spec.Dataset) error {
 	t := delta.New(TableDir(p.Storage, d.Name))
 	snap, err := t.Snapshot(-1)
 	if err == nil {
+		if err := viewResult(p, d, t, snap); err != nil {
+			return err
+		}
 		if !snap.Metadata.Schema.Equal(d.Schema) {
 			return fmt.Errorf("dataset %s: %w (%s): the table has (%s) but the spec now gives (%s)",
 				d.Name, ErrSchemaChanged, schemaDiff(snap.Metadata.Schema, d.Schema), snap.Metadata.Schema.DDL(), d.Schema.DDL())
@@ -123,6 +126,38 @@ func Setup(p *spec.Pipeline, d *spec.Dataset) error {
 	tx.SetMetadata(delta.Metadata{Name: d.Name, Description: d.Comment, Schema: d.Schema, PartitionColumns: d.PartitionBy, Configuration: conf})
 	if _, err := tx.Commit("CREATE TABLE", map[string]any{"isManaged": "true", "description": d.Comment}); err != nil && !errors.Is(err, delta.ErrConflict) {
 		return err
+	}
+	return nil
+}
+
+// replaceOperation is the commit operation of a materialized view's result, which replaces
+// every row of its table.
+const replaceOperation = "CREATE OR REPLACE TABLE AS SELECT"
+
+// viewResult refuses a table that d's flow would append to (any flow but a materialized
+// view's) when the table holds a materialized view's result: d was a materialized view of
+// this name, and its flow keeps no progress there, so it would add every row of its input to
+// that result. As Delta Live Tables refuses to change a table's type in place, the error names
+// the full refresh that rebuilds the table as d.
+func viewResult(p *spec.Pipeline, d *spec.Dataset, t *delta.Table, snap *delta.Snapshot) error {
+	if d.Type == spec.MaterializedView || d.Type == spec.View {
+		return nil
+	}
+	own := AppID(p, d.Name)
+	for id := range snap.AppTxns {
+		if id == own || strings.HasPrefix(id, own+":") {
+			return nil // d's flow has committed here
+		}
+	}
+	for v := snap.Version; v >= 0; v-- {
+		c, err := t.ReadCommit(v)
+		if err != nil {
+			return nil // the log before v is gone: nothing more to tell
+		}
+		if c.Info.Operation == replaceOperation {
+			return fmt.Errorf("dataset %s is a %s, but its table holds the result of a materialized view of that name (version %d of %s): its flow would add its rows to that result; run %s to rebuild the table as a %s",
+				d.Name, d.Type, v, t.Dir, RefreshHint(p, d.Name), d.Type)
+		}
 	}
 	return nil
 }
