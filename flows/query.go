@@ -137,7 +137,30 @@ func runSQL(ctx context.Context, env *Env, d *spec.Dataset, streams map[string]s
 	if err != nil {
 		return schema.Schema{}, nil, fmt.Errorf("dataset %s: %w", d.Name, err)
 	}
+	if err := uniqueColumns(d, s); err != nil {
+		return schema.Schema{}, nil, err
+	}
 	return s, rows, nil
+}
+
+// uniqueColumns refuses a query result with two columns of one name, in any case (`SELECT a.id,
+// b.id FROM a JOIN b ...`): a table's columns are named without regard to case (Delta), and an
+// expectation or a query reading the dataset could not tell them apart.
+func uniqueColumns(d *spec.Dataset, s schema.Schema) error {
+	seen := map[string]string{}
+	for _, f := range s.Fields {
+		k := strings.ToLower(f.Name)
+		if first, dup := seen[k]; dup {
+			what := "twice"
+			if first != f.Name {
+				what = "twice (as " + first + " and " + f.Name + ": column names are case-insensitive)"
+			}
+			return fmt.Errorf("dataset %s: the query returns column %s %s; give each a name of its own with AS (e.g. `... %s AS %s_2`)",
+				d.Name, first, what, f.Name, k)
+		}
+		seen[k] = f.Name
+	}
+	return nil
 }
 
 // tableRelation binds a dataset's current table: its snapshot's Parquet files, with the rows

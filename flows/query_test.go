@@ -616,3 +616,41 @@ datasets:
 		})
 	}
 }
+
+// TestQueryDuplicateColumns: a result with two columns of one name, in any case (a join's
+// a.id, b.id), fails the flow naming the dataset, the column and the alias that fixes it, for a
+// materialized view, a streaming table and a view alike; nothing is committed.
+func TestQueryDuplicateColumns(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ name, dataset, want string }{
+		{"materialized view", "  - name: joined\n    query: SELECT a.id, b.id FROM sales a JOIN sales b USING (id)\n",
+			"dataset joined: the query returns column id twice; give each a name of its own with AS (e.g. `... id AS id_2`)"},
+		{"streaming table, case", "  - name: joined\n    type: streaming_table\n    query: SELECT id AS Amount, amount FROM STREAM(sales)\n",
+			"dataset joined: the query returns column Amount twice (as Amount and amount: column names are case-insensitive)"},
+		{"view", "  - name: joined\n    type: view\n    query: SELECT id, id FROM sales\n",
+			"dataset joined: the query returns column id twice"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			p := loadPipeline(t, dir, `name: q
+storage: ./storage
+datasets:
+  - name: sales
+    source: {path: ./landing, format: json, schema: "id BIGINT, amount DECIMAL(10,2)"}
+`+c.dataset)
+			write(t, filepath.Join(dir, "landing", "a.json"), []byte(`{"id": 1, "amount": 2.5}`+"\n"))
+			env := &Env{Pipeline: p, Events: &recorder{}}
+			if _, err := Run(context.Background(), env, p.Dataset("sales")); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Run(context.Background(), env, p.Dataset("joined"))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("the flow gave %v, want %q", err, c.want)
+			}
+			if _, err := delta.New(TableDir(p.Storage, "joined")).Snapshot(-1); !errors.Is(err, delta.ErrNoTable) {
+				t.Fatalf("the failed flow left a table (%v)", err)
+			}
+		})
+	}
+}
