@@ -157,7 +157,9 @@ func expectationSet(d *spec.Dataset, s schema.Schema) (*expectations.Set, error)
 	for _, e := range d.Expectations {
 		p, err := expectations.Compile(e.Expect, s)
 		if err != nil {
-			return nil, fmt.Errorf("dataset %s: expectation %q: %w", d.Name, e.Name, err)
+			// The columns of a query's result (or an inferred schema) are known only now: the
+			// error names the expectation's place in the spec, as validation's errors do.
+			return nil, fmt.Errorf("dataset %s: expectation %q (%s): %w", d.Name, e.Name, e.Pos, err)
 		}
 		on := e.OnViolation
 		if on == "" {

@@ -654,3 +654,31 @@ datasets:
 		})
 	}
 }
+
+// TestQueryExpectationUnknownColumn: an expectation of a query dataset is compiled once the
+// query has run (its columns are known only then); one naming a column the result lacks fails
+// the flow naming the dataset, the expectation, its place in the spec and the result's columns.
+func TestQueryExpectationUnknownColumn(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, `name: q
+storage: ./storage
+datasets:
+  - name: sales
+    source: {path: ./landing, format: json, schema: "id BIGINT, amount DECIMAL(10,2)"}
+  - name: totals
+    query: SELECT sum(amount) AS total FROM sales
+    expectations:
+      - {name: positive, expect: 'total > 0'}
+      - {name: typo, expect: 'amount > 0', on_violation: drop}
+`)
+	env := &Env{Pipeline: p, Events: &recorder{}}
+	if _, err := Run(context.Background(), env, p.Dataset("sales")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Run(context.Background(), env, p.Dataset("totals"))
+	want := fmt.Sprintf(`dataset totals: expectation "typo" (%s:10:9): unknown name amount`, filepath.Join(dir, "pipeline.yaml"))
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "(columns: total)") {
+		t.Fatalf("the flow gave %v, want %q", err, want)
+	}
+}
