@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -663,6 +664,9 @@ func (d *decoder) query(n *yaml.Node, path string) (*Query, *queryInfo) {
 // for a literal block (|) the line and column of the text in the file.
 func (d *decoder) queryPos(n *yaml.Node, off int) Pos {
 	if !strings.Contains(n.Value, "\n") || n.Style&yaml.LiteralStyle == 0 {
+		if p, ok := d.foldedPos(n, off); ok {
+			return p
+		}
 		return d.posInBytes(n, off)
 	}
 	off = min(max(off, 0), len(n.Value))
@@ -682,6 +686,79 @@ func (d *decoder) queryPos(n *yaml.Node, off int) Pos {
 }
 
 func utf8Count(s string) int { return len([]rune(s)) }
+
+// foldedPos places byte off of a scalar that the file writes over several lines other than as
+// a literal block: folded (`>`), or plain or double-quoted and wrapped. Folding changes only
+// white space, so the file holds the value's other characters in order: the position is that
+// of the same non-space character in the file (or just after the last one before off, when off
+// is at white space or the end). ok is false for a scalar on one line, a single-quoted one (”
+// is one ' in the value) or a double-quoted one with a backslash (an escape).
+func (d *decoder) foldedPos(n *yaml.Node, off int) (Pos, bool) {
+	style := n.Style &^ yaml.TaggedStyle
+	line, col := n.Line-1, n.Column-1 // 0-based line and rune column where the text starts
+	switch style {
+	case yaml.FoldedStyle:
+		line, col = n.Line, 0 // the text starts on the line after the `>`
+	case 0:
+	case yaml.DoubleQuotedStyle:
+		col++ // past the opening quote
+	default:
+		return Pos{}, false
+	}
+	if line < 0 || line >= len(d.lines) || (style != yaml.FoldedStyle && !d.wrapped(n)) {
+		return Pos{}, false
+	}
+	off = min(max(off, 0), len(n.Value))
+	target, after := 0, false // the index of the non-space character sought among the value's
+	for _, r := range n.Value[:off] {
+		if !unicode.IsSpace(r) {
+			target++
+		}
+	}
+	if r, _ := utf8.DecodeRuneInString(n.Value[off:]); off == len(n.Value) || unicode.IsSpace(r) {
+		if target == 0 {
+			return Pos{}, false
+		}
+		target, after = target-1, true
+	}
+	for ; line < len(d.lines); line, col = line+1, 0 {
+		rs := []rune(strings.TrimSuffix(d.lines[line], "\r"))
+		if style == yaml.DoubleQuotedStyle && slices.Contains(rs, '\\') {
+			return Pos{}, false
+		}
+		for ; col < len(rs); col++ {
+			if unicode.IsSpace(rs[col]) {
+				continue
+			}
+			if target == 0 {
+				p := Pos{File: d.file, Line: line + 1, Column: col + 1}
+				if after {
+					p.Column++
+				}
+				return p, true
+			}
+			target--
+		}
+	}
+	return Pos{}, false
+}
+
+// wrapped reports whether the plain or double-quoted scalar n continues past its first line in
+// the file (its first line does not hold its whole value).
+func (d *decoder) wrapped(n *yaml.Node) bool {
+	if n.Line < 1 || n.Line > len(d.lines) {
+		return false
+	}
+	rs := []rune(strings.TrimSuffix(d.lines[n.Line-1], "\r"))
+	if n.Column < 1 || n.Column > len(rs) {
+		return false
+	}
+	raw := strings.TrimSpace(string(rs[n.Column-1:]))
+	if n.Style&yaml.DoubleQuotedStyle != 0 {
+		return !strings.HasSuffix(raw, `"`) || raw == `"`
+	}
+	return raw != strings.TrimSpace(n.Value) && !strings.HasPrefix(raw, n.Value)
+}
 
 // queryChecks checks query datasets against the others: every dataset a query reads exists;
 // STREAM only in streaming tables (which need one), and not over views; skip_change_commits only

@@ -105,6 +105,12 @@ func TestQueryValidation(t *testing.T) {
 		// A dataset's own name is never suggested: reading itself would be a cycle.
 		{"unknown dataset, own name close", "  - name: silvers\n    query: SELECT * FROM silverz", []string{"18:26: datasets[2].query: unknown dataset silverz: a query reads datasets of this pipeline (hint: did you mean `silver`?)"}},
 		{"unknown in a block", "  - name: gold\n    query: |\n      SELECT *\n        FROM silver JOIN nope USING (id)", []string{"20:26: datasets[2].query: unknown dataset nope"}},
+		// Folded (>) and wrapped plain or double-quoted scalars: the place in the file, not the
+		// scalar's start.
+		{"unknown in a folded block", "  - name: gold\n    query: >\n      SELECT *\n        FROM silver\n      JOIN nope USING (id)", []string{"21:12: datasets[2].query: unknown dataset nope"}},
+		{"unknown in a wrapped plain scalar", "  - name: gold\n    query: SELECT * FROM silver\n      JOIN nope USING (id)", []string{"19:12: datasets[2].query: unknown dataset nope"}},
+		{"unknown in a wrapped quoted scalar", "  - name: gold\n    query: \"SELECT *\n      FROM nope\"", []string{"19:12: datasets[2].query: unknown dataset nope"}},
+		{"a second statement in a folded block", "  - name: gold\n    query: >-\n      SELECT * FROM silver;\n        SELECT 1", []string{"20:9: datasets[2].query: a query is one statement"}},
 		{"stream in a materialized view", "  - name: gold\n    query: SELECT * FROM STREAM(bronze)", []string{"18:26: datasets[2].query: STREAM(bronze) reads new rows incrementally, which only a streaming_table does; this dataset is a materialized_view"}},
 		{"streaming table without stream", "  - name: gold\n    type: streaming_table\n    query: SELECT * FROM bronze", []string{"19:12: datasets[2].query: a streaming_table defined by a query must read at least one dataset with STREAM(...)"}},
 		{"skip_change_commits on a materialized view", "  - name: gold\n    skip_change_commits: true\n    query: SELECT * FROM bronze", []string{"18:5: datasets[2].skip_change_commits: skip_change_commits applies to a streaming_table"}},
