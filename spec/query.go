@@ -805,6 +805,12 @@ func (v *validation) queryChecks(infos []*datasetInfo) {
 				if target.ds.Type == View {
 					v.d.add(at, path, "read it without STREAM, or make it a table", "%s is a view: it has no table to stream from", r.Name)
 				}
+				if target.ds.Type == MaterializedView {
+					// Each update of a materialized view replaces its rows: after its first
+					// version a stream would find only versions that remove rows.
+					v.d.add(at, path, fmt.Sprintf("read it without STREAM (its current rows), read its changes with table_changes('%s', ...), or make %s a streaming_table", r.Name, r.Name),
+						"%s is a materialized_view: each update replaces its rows, so it has no appends to stream", r.Name)
+				}
 			case RefChanges:
 				if target.ds.Type == View {
 					v.d.add(at, path, "read a table's changes", "%s is a view: it has no change data feed", r.Name)
