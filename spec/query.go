@@ -790,6 +790,9 @@ func (v *validation) queryChecks(infos []*datasetInfo) {
 		streams := 0
 		for _, r := range ds.Query.Refs {
 			at := v.d.queryPos(node, r.Start)
+			if r.Kind == RefStream {
+				streams++ // a STREAM of a misspelt name is one too: its error is enough
+			}
 			target, ok := v.byName[r.Name]
 			if !ok {
 				v.d.add(at, path, didYouMean(r.Name, v.namesBut(ds.Name), "datasets"), "unknown dataset %s: a query reads datasets of this pipeline", r.Name)
@@ -797,7 +800,6 @@ func (v *validation) queryChecks(infos []*datasetInfo) {
 			}
 			switch r.Kind {
 			case RefStream:
-				streams++
 				if ds.Type != StreamingTable {
 					v.d.add(at, path, "make the dataset `type: streaming_table`, or read "+r.Name+" without STREAM",
 						"STREAM(%s) reads new rows incrementally, which only a streaming_table does; this dataset is a %s", r.Name, ds.Type)
