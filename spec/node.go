@@ -268,6 +268,15 @@ func (d *decoder) oneOf(n *yaml.Node, path string, values ...string) (string, bo
 	hint := didYouMean(s, values, "valid values")
 	if !strings.HasPrefix(hint, "did") {
 		hint = ""
+		// A value of several words that starts with a valid one: SQL's `ON VIOLATION DROP ROW`
+		// and `FAIL UPDATE` of Delta Live Tables are `drop` and `fail` here.
+		if f := strings.Fields(s); len(f) > 1 {
+			for _, v := range values {
+				if strings.EqualFold(f[0], v) {
+					hint = "did you mean `" + v + "`?"
+				}
+			}
+		}
 	}
 	d.addAt(resolve(n), path, hint, "%q is not one of %s", s, strings.Join(values, ", "))
 	return "", false
