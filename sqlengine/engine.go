@@ -573,6 +573,21 @@ func primitiveKind(name string) (schema.Type, error) {
 	return schema.Type{}, fmt.Errorf("type %s cannot be stored in a dataset yet; CAST it to BIGINT, INT, DOUBLE, DECIMAL(p,s), STRING, BOOLEAN, DATE, TIMESTAMP, or a LIST, MAP or STRUCT of those", name)
 }
 
+// decimalText writes the unscaled value v of scale scale as a decimal number ("-12.345").
+func decimalText(v *big.Int, scale int) string {
+	digits := new(big.Int).Abs(v).String()
+	if scale > 0 {
+		if len(digits) <= scale {
+			digits = strings.Repeat("0", scale-len(digits)+1) + digits
+		}
+		digits = digits[:len(digits)-scale] + "." + digits[len(digits)-scale:]
+	}
+	if v.Sign() < 0 {
+		return "-" + digits
+	}
+	return digits
+}
+
 // errOverflow reports a value too large for its column.
 var errOverflow = errors.New("value out of range")
 
@@ -686,7 +701,12 @@ func convert(v any, t schema.Type) (any, error) {
 				val.Mul(val, big.NewInt(10))
 			}
 			if !val.IsInt64() || abs(val.Int64()) >= pow10(t.Precision) {
-				return nil, fmt.Errorf("%w: a DECIMAL value has more than %d digits", errOverflow, t.Precision)
+				fix := "CAST it to DOUBLE"
+				if scale := t.Scale - (len(new(big.Int).Abs(val).String()) - t.Precision); scale >= 0 {
+					fix += fmt.Sprintf(", or round it to fewer fraction digits: CAST(... AS DECIMAL(%d,%d))", t.Precision, scale)
+				}
+				return nil, fmt.Errorf("%w: %s has more than the %d digits of DECIMAL(%d,%d), the widest DECIMAL a dataset stores; %s",
+					errOverflow, decimalText(d.Value, int(d.Scale)), t.Precision, t.Precision, t.Scale, fix)
 			}
 			return schema.Decimal(val.Int64()), nil
 		}
