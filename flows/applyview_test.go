@@ -403,3 +403,24 @@ func ownValues(vals []any) {
 		vals[i] = ownValue(v)
 	}
 }
+
+// TestApplyChangesSourceRenamed: a source dataset renamed in the spec is another table to the
+// APPLY CHANGES flow that reads it (it would be read from its start into the target): the flow
+// fails saying that the source was re-created or renamed, and naming the full refresh.
+func TestApplyChangesSourceRenamed(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, viewSpec("streaming_table", "", ""))
+	write(t, filepath.Join(dir, "landing", "a.json"), []byte(`{"op": "I", "id": 1, "name": "a", "seq": 1}`+"\n"))
+	runFlows(t, p, nopEvents{})
+	renamed := strings.NewReplacer("- name: changes", "- name: changes2", "source: changes", "source: changes2").Replace(viewSpec("streaming_table", "", ""))
+	p = loadPipeline(t, dir, renamed)
+	env := &Env{Pipeline: p, Events: nopEvents{}}
+	if _, err := Ingest(context.Background(), env, p.Dataset("changes2")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ApplyChanges(context.Background(), env, p.Dataset("target"))
+	if err == nil || !strings.Contains(err.Error(), "the source table changes2 was re-created (a full refresh) or renamed since target last read it") || !strings.Contains(err.Error(), "--full-refresh target`") {
+		t.Fatalf("reading the renamed source gave %v", err)
+	}
+}
