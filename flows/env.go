@@ -1,6 +1,7 @@
 package flows
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -150,6 +151,11 @@ func (m Metrics) Details() map[string]any {
 	return d
 }
 
+// ErrBadExpectation is wrapped by the error of an expectation that does not compile against
+// the columns of the rows it checks, which a query dataset (or an inferred schema) knows only
+// when its flow runs: a mistake in the spec, which running the flow again cannot fix.
+var ErrBadExpectation = errors.New("does not compile")
+
 // expectationSet compiles a dataset's expectations against the schema of the rows they check
 // (the flow's input rows: semantics.md "Expectations").
 func expectationSet(d *spec.Dataset, s schema.Schema) (*expectations.Set, error) {
@@ -159,7 +165,7 @@ func expectationSet(d *spec.Dataset, s schema.Schema) (*expectations.Set, error)
 		if err != nil {
 			// The columns of a query's result (or an inferred schema) are known only now: the
 			// error names the expectation's place in the spec, as validation's errors do.
-			return nil, fmt.Errorf("dataset %s: expectation %q (%s): %w", d.Name, e.Name, e.Pos, err)
+			return nil, fmt.Errorf("dataset %s: expectation %q (%s) %w: %w", d.Name, e.Name, e.Pos, ErrBadExpectation, err)
 		}
 		on := e.OnViolation
 		if on == "" {

@@ -677,8 +677,8 @@ datasets:
 		t.Fatal(err)
 	}
 	_, err := Run(context.Background(), env, p.Dataset("totals"))
-	want := fmt.Sprintf(`dataset totals: expectation "typo" (%s:10:9): unknown name amount`, filepath.Join(dir, "pipeline.yaml"))
-	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "(columns: total)") {
+	want := fmt.Sprintf(`dataset totals: expectation "typo" (%s:10:9) does not compile: unknown name amount`, filepath.Join(dir, "pipeline.yaml"))
+	if !errors.Is(err, ErrBadExpectation) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "(columns: total)") {
 		t.Fatalf("the flow gave %v, want %q", err, want)
 	}
 }

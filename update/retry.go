@@ -14,24 +14,29 @@ import (
 )
 
 // Retryable reports whether a failed flow may succeed when run again: every error but an
-// expectation with on_violation: fail, a spec error, a schema change, a cancellation, and the
-// flows' validation errors that only new input or a full refresh can fix (NULL keys or
-// sequences, duplicate snapshot keys, failfast lines, a re-created source, an out-of-order
-// snapshot). Those flows errors carry no type of their own, so they are recognised by the
-// remedy their message names.
+// expectation with on_violation: fail or one that does not compile, a spec error, a schema
+// change, a query naming what does not exist (DuckDB's binder and catalog errors), a
+// cancellation, and the flows' validation errors that only new input or a full refresh can fix
+// (NULL keys or sequences, duplicate snapshot keys, failfast lines, a re-created source, an
+// out-of-order snapshot). Those flows errors carry no type of their own, so they are
+// recognised by the remedy their message names.
 func Retryable(err error) bool {
 	var fe *expectations.FailError
 	var se spec.Errors
 	var sv *spec.Error
 	switch {
 	case err == nil, errors.As(err, &fe), errors.As(err, &se), errors.As(err, &sv),
-		errors.Is(err, flows.ErrSchemaChanged), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		errors.Is(err, flows.ErrSchemaChanged), errors.Is(err, flows.ErrBadExpectation),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return false
 	}
 	msg := err.Error()
 	for _, permanent := range []string{
 		"nothing of this batch was applied", "nothing of this snapshot was applied", // NULL keys / sequences
 		"a snapshot holds one row per key", "mode: failfast", "--full-refresh", "sorts before",
+		// DuckDB's errors of the query's text: a column, table or function it names does not
+		// exist, or a type does not fit (sqlengine passes their kind on).
+		"sqlengine: Binder Error", "sqlengine: Parser Error", "sqlengine: Catalog Error",
 	} {
 		if strings.Contains(msg, permanent) {
 			return false

@@ -153,6 +153,10 @@ func TestRetryable(t *testing.T) {
 		{fmt.Errorf("wrapped: %w", &expectations.FailError{Expectation: "e"}), false},
 		{fmt.Errorf("x: %w", flows.ErrSchemaChanged), false},
 		{context.Canceled, false},
+		{fmt.Errorf("dataset c: expectation %q (p.yaml:9:9) %w: unknown name nosuch", "e", flows.ErrBadExpectation), false},
+		{errors.New("dataset d: sqlengine: Binder Error: Referenced column \"nosuch\" not found in FROM clause!"), false},
+		{errors.New("dataset d: sqlengine: Catalog Error: Scalar Function with name nosuch does not exist!"), false},
+		{errors.New("dataset d: sqlengine: IO Error: Cannot open file \"x.csv\": Too many open files"), true},
 		{errors.New("2 change event(s) have a NULL in the key column id (first at f:1); nothing of this batch was applied"), false},
 		{errors.New("f:3: bad line (mode: failfast; fix the line or use mode: permissive)"), false},
 	} {
