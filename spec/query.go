@@ -249,7 +249,11 @@ var fromFunctions = map[string]bool{"extract": true, "trim": true, "substring": 
 // A bare name where a WITH of the query defines it (cteScopes) names the CTE, not a dataset; a
 // `LIVE.` prefix always names a dataset (and is dropped), as STREAM does; any other qualified
 // name is left to DuckDB.
-func parseQuery(sql string) ([]QueryRef, []QueryFile, []queryProblem) {
+//
+// quals are the names qualified by something other than LIVE (`main.x`, `cat.db.x`) where a
+// table reference stands: DuckDB resolves them in its own catalog (queryChecks refuses those
+// whose last part names a dataset).
+func parseQuery(sql string) (refs []QueryRef, files []QueryFile, probs []queryProblem, quals []QueryRef) {
 	toks := tokenize(sql)
 	scopes := cteScopes(toks)
 	isCTE := func(name string, at int) bool {
@@ -260,9 +264,6 @@ func parseQuery(sql string) ([]QueryRef, []QueryFile, []queryProblem) {
 		}
 		return false
 	}
-	var refs []QueryRef
-	var files []QueryFile
-	var probs []queryProblem
 	// file records the string literal at toks[k] as a file path, once.
 	file := func(k int) {
 		if k < len(toks) && toks[k].kind == 's' && (len(files) == 0 || files[len(files)-1].Start < toks[k].start) {
@@ -333,7 +334,11 @@ func parseQuery(sql string) ([]QueryRef, []QueryFile, []queryProblem) {
 			}
 			return j // a table function: not a dataset
 		}
-		if strings.Contains(name, ".") || (!isLive(toks, i) && isCTE(name, i)) {
+		if strings.Contains(name, ".") {
+			quals = append(quals, QueryRef{Name: name, Kind: RefTable, Start: t.start, End: toks[j-1].end})
+			return j
+		}
+		if !isLive(toks, i) && isCTE(name, i) {
 			return j
 		}
 		refs = append(refs, QueryRef{Name: name, Kind: RefTable, Start: t.start, End: toks[j-1].end})
@@ -377,7 +382,7 @@ func parseQuery(sql string) ([]QueryRef, []QueryFile, []queryProblem) {
 			i = max(i, j-1)
 		}
 	}
-	return refs, files, append(probs, statementProblems(toks)...)
+	return refs, files, append(probs, statementProblems(toks)...), quals
 }
 
 // queryStarts are the words a query (a statement that returns rows and changes nothing) may
@@ -637,6 +642,8 @@ func (v *validation) querySyntax(infos []*datasetInfo) {
 type queryInfo struct {
 	node *yaml.Node
 	path string
+	// qualified are the names the query qualifies other than with LIVE (parseQuery's quals).
+	qualified []QueryRef
 }
 
 // query decodes a dataset's `query:`.
@@ -647,7 +654,7 @@ func (d *decoder) query(n *yaml.Node, path string) (*Query, *queryInfo) {
 	}
 	node := resolve(n)
 	q := &Query{SQL: s, Pos: d.pos(node)}
-	refs, files, probs := parseQuery(s)
+	refs, files, probs, quals := parseQuery(s)
 	for _, p := range probs {
 		d.add(d.queryPos(node, p.Offset), path, p.Hint, "%s", p.Msg)
 	}
@@ -657,7 +664,7 @@ func (d *decoder) query(n *yaml.Node, path string) (*Query, *queryInfo) {
 		}
 	}
 	q.Refs, q.Files = refs, files
-	return q, &queryInfo{node: node, path: path}
+	return q, &queryInfo{node: node, path: path, qualified: quals}
 }
 
 // queryPos is the position of byte off of a query: inside the line for a one-line scalar, and
@@ -787,6 +794,13 @@ func (v *validation) queryChecks(infos []*datasetInfo) {
 			continue
 		}
 		node, path := in.query.node, in.query.path
+		for _, r := range in.query.qualified {
+			last := r.Name[strings.LastIndexByte(r.Name, '.')+1:]
+			if target, ok := v.byLower[strings.ToLower(last)]; ok {
+				v.d.add(v.d.queryPos(node, r.Start), path, "write "+target.ds.Name+" or LIVE."+target.ds.Name,
+					"%s names dataset %s with a catalog or schema, which DuckDB looks up in its own catalog, where it does not exist: a query names the datasets of this pipeline alone or with LIVE.", r.Name, target.ds.Name)
+			}
+		}
 		streams := 0
 		for _, r := range ds.Query.Refs {
 			at := v.d.queryPos(node, r.Start)

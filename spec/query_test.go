@@ -42,7 +42,7 @@ func TestParseQuery(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			refs, _, probs := parseQuery(c.sql)
+			refs, _, probs, _ := parseQuery(c.sql)
 			if len(probs) > 0 {
 				t.Fatalf("problems: %+v", probs)
 			}
@@ -113,6 +113,9 @@ func TestQueryValidation(t *testing.T) {
 		{"a second statement in a folded block", "  - name: gold\n    query: >-\n      SELECT * FROM silver;\n        SELECT 1", []string{"20:9: datasets[2].query: a query is one statement"}},
 		{"stream in a materialized view", "  - name: gold\n    query: SELECT * FROM STREAM(bronze)", []string{"18:26: datasets[2].query: STREAM(bronze) reads new rows incrementally, which only a streaming_table does; this dataset is a materialized_view"}},
 		{"stream of a materialized view", "  - name: gold\n    query: SELECT 1 AS x\n  - name: st\n    type: streaming_table\n    query: SELECT * FROM STREAM(gold)", []string{"21:26: datasets[3].query: gold is a materialized_view: each update replaces its rows, so it has no appends to stream (hint: read it without STREAM (its current rows), read its changes with table_changes('gold', ...), or make gold a streaming_table)"}},
+		{"a dataset qualified by a schema", "  - name: gold\n    query: SELECT * FROM main.silver JOIN cat.db.Bronze USING (id) JOIN information_schema.tables ON true", []string{
+			"18:26: datasets[2].query: main.silver names dataset silver with a catalog or schema, which DuckDB looks up in its own catalog, where it does not exist: a query names the datasets of this pipeline alone or with LIVE. (hint: write silver or LIVE.silver)",
+			"18:43: datasets[2].query: cat.db.Bronze names dataset bronze"}},
 		{"stream of an unknown dataset", "  - name: st\n    type: streaming_table\n    query: SELECT * FROM STREAM(bronz)", []string{"19:26: datasets[2].query: unknown dataset bronz"}},
 		{"streaming table without stream", "  - name: gold\n    type: streaming_table\n    query: SELECT * FROM bronze", []string{"19:12: datasets[2].query: a streaming_table defined by a query must read at least one dataset with STREAM(...)"}},
 		{"skip_change_commits on a materialized view", "  - name: gold\n    skip_change_commits: true\n    query: SELECT * FROM bronze", []string{"18:5: datasets[2].skip_change_commits: skip_change_commits applies to a streaming_table"}},
