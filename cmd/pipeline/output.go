@@ -2,19 +2,35 @@ package main
 
 import (
 	"bufio"
-	"encoding/csv"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/mattn/go-runewidth"
 
 	"tributary/schema"
 )
 
+// appendCSVField appends one CSV field of a value that is not NULL (RFC 4180): in double quotes,
+// each quote doubled, when it holds a comma, a quote or a line end or starts with white space,
+// and, as Spark's CSV writer does, when it is the empty string, so that it reads apart from a
+// NULL (an empty field with no quotes), as the CSV reader of a `source:` reads them.
+func appendCSVField(buf []byte, field string) []byte {
+	r, _ := utf8.DecodeRuneInString(field)
+	quote := field == "" || strings.ContainsAny(field, ",\"\r\n") || unicode.IsSpace(r)
+	if !quote {
+		return append(buf, field...)
+	}
+	buf = append(buf, '"')
+	buf = append(buf, strings.ReplaceAll(field, `"`, `""`)...)
+	return append(buf, '"')
+}
+
 // writeRows prints rows of s in one of the formats of spec.md §2: jsonl (one JSON object a line,
-// keys in column order), csv (a header line, NULL as an empty field) or table (aligned columns for
+// keys in column order), csv (a header line, NULL as an empty field, an empty string as "") or table (aligned columns for
 // people, NULL as "NULL").
 func writeRows(w io.Writer, format string, s schema.Schema, rows [][]any) error {
 	bw := bufio.NewWriter(w)
@@ -38,25 +54,31 @@ func writeRows(w io.Writer, format string, s schema.Schema, rows [][]any) error 
 			}
 		}
 	case "csv":
-		cw := csv.NewWriter(bw)
-		if err := cw.Write(s.Names()); err != nil {
-			return err
-		}
-		rec := make([]string, len(s.Fields))
-		for _, r := range rows {
-			for i, f := range s.Fields {
-				if r[i] == nil {
-					rec[i] = ""
-				} else {
-					rec[i] = schema.Text(f.Type, r[i])
-				}
+		var buf []byte
+		for i, n := range s.Names() {
+			if i > 0 {
+				buf = append(buf, ',')
 			}
-			if err := cw.Write(rec); err != nil {
+			buf = appendCSVField(buf, n)
+		}
+		buf = append(buf, '\n')
+		for _, r := range rows {
+			if _, err := bw.Write(buf); err != nil {
 				return err
 			}
+			buf = buf[:0]
+			for i, f := range s.Fields {
+				if i > 0 {
+					buf = append(buf, ',')
+				}
+				if r[i] != nil {
+					buf = appendCSVField(buf, schema.Text(f.Type, r[i]))
+				}
+			}
+			buf = append(buf, '\n')
 		}
-		cw.Flush()
-		return cw.Error()
+		_, err := bw.Write(buf)
+		return err
 	case "table":
 		cells := make([][]string, len(rows)+1)
 		cells[0] = s.Names()
