@@ -837,5 +837,27 @@ func (v *validation) queryChecks(infos []*datasetInfo) {
 			v.d.addAt(node, path, "read the input with STREAM(dataset), or make the dataset `type: materialized_view`",
 				"a streaming_table defined by a query must read at least one dataset with STREAM(...)")
 		}
+		if at := groupBy(ds.Query.SQL); ds.Type == StreamingTable && streams > 0 && at >= 0 {
+			v.d.add(v.d.queryPos(node, at), path, "aggregate in a materialized_view that reads this table (recomputed on every update), or keep one row per group with apply_changes",
+				"a streaming_table appends the result of each update's new rows: a GROUP BY of its query gives a row per group and update, partial counts and sums rather than totals (Delta Live Tables refuses a streaming aggregation without a watermark)")
+		}
 	}
+}
+
+// groupBy returns the offset of the GROUP BY of a query's outermost SELECT (outside
+// parentheses: not in a subquery, a CTE or a window), or -1.
+func groupBy(sql string) int {
+	toks := tokenize(sql)
+	depth := 0
+	for i, t := range toks {
+		switch {
+		case t.kind == 'p' && t.text == "(":
+			depth++
+		case t.kind == 'p' && t.text == ")":
+			depth--
+		case depth == 0 && t.is("group") && i+1 < len(toks) && toks[i+1].is("by"):
+			return t.start
+		}
+	}
+	return -1
 }

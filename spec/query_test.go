@@ -116,6 +116,7 @@ func TestQueryValidation(t *testing.T) {
 		{"a dataset qualified by a schema", "  - name: gold\n    query: SELECT * FROM main.silver JOIN cat.db.Bronze USING (id) JOIN information_schema.tables ON true", []string{
 			"18:26: datasets[2].query: main.silver names dataset silver with a catalog or schema, which DuckDB looks up in its own catalog, where it does not exist: a query names the datasets of this pipeline alone or with LIVE. (hint: write silver or LIVE.silver)",
 			"18:43: datasets[2].query: cat.db.Bronze names dataset bronze"}},
+		{"a GROUP BY over a stream", "  - name: st\n    type: streaming_table\n    query: |\n      SELECT b.op, count(*) AS n\n      FROM STREAM(bronze) b JOIN (SELECT op FROM silver GROUP BY op) s USING (op)\n      GROUP BY b.op", []string{"22:7: datasets[2].query: a streaming_table appends the result of each update's new rows: a GROUP BY of its query gives a row per group and update"}},
 		{"stream of an unknown dataset", "  - name: st\n    type: streaming_table\n    query: SELECT * FROM STREAM(bronz)", []string{"19:26: datasets[2].query: unknown dataset bronz"}},
 		{"streaming table without stream", "  - name: gold\n    type: streaming_table\n    query: SELECT * FROM bronze", []string{"19:12: datasets[2].query: a streaming_table defined by a query must read at least one dataset with STREAM(...)"}},
 		{"skip_change_commits on a materialized view", "  - name: gold\n    skip_change_commits: true\n    query: SELECT * FROM bronze", []string{"18:5: datasets[2].skip_change_commits: skip_change_commits applies to a streaming_table"}},
@@ -270,5 +271,21 @@ func TestQueryFiles(t *testing.T) {
 				t.Errorf("rewritten\n%s\nwant\n%s", rw, c.rewritten)
 			}
 		})
+	}
+}
+
+// TestGroupBy: only a GROUP BY of the outermost SELECT counts, not one in a subquery, a CTE or a
+// string.
+func TestGroupBy(t *testing.T) {
+	t.Parallel()
+	for sql, want := range map[string]int{
+		"SELECT g, count(*) FROM STREAM(x) GROUP BY g":                                    34,
+		"SELECT * FROM STREAM(x) JOIN (SELECT g FROM y GROUP BY g) USING (g)":             -1,
+		"WITH a AS (SELECT g FROM y GROUP BY g) SELECT * FROM STREAM(x) JOIN a USING (g)": -1,
+		"SELECT 'GROUP BY' AS s, sum(v) OVER (PARTITION BY g) FROM STREAM(x)":             -1,
+	} {
+		if got := groupBy(sql); got != want {
+			t.Errorf("groupBy(%q) = %d, want %d", sql, got, want)
+		}
 	}
 }
