@@ -446,13 +446,39 @@ func diffRows(old, now [][]any) (ins, del [][]any) {
 	return ins, del
 }
 
-// rowKey is a row's identity for diffRows: each value with its Go type.
+// rowKey is a row's identity for diffRows: each value with its Go type (appendKey).
 func rowKey(r []any) string {
-	var b strings.Builder
+	var b []byte
 	for _, v := range r {
-		fmt.Fprintf(&b, "%T:%v\x00", v, v)
+		b = appendKey(b, v)
 	}
-	return b.String()
+	return string(b)
+}
+
+// appendKey appends an encoding of v that no other value shares: strings quoted, and a nested
+// value (STRUCT and ARRAY as []any, MAP as schema.Map) element by element, each encoded so, in
+// brackets. With %v alone, the arrays ["a b"] and ["a", "b"] (or a string holding a separator)
+// would print alike, and a view whose result changed so would keep its old rows.
+func appendKey(b []byte, v any) []byte {
+	switch x := v.(type) {
+	case nil:
+		return append(b, "nil;"...)
+	case string:
+		return append(strconv.AppendQuote(append(b, 's'), x), ';')
+	case []any:
+		b = append(b, '[')
+		for _, e := range x {
+			b = appendKey(b, e)
+		}
+		return append(b, "];"...)
+	case schema.Map:
+		b = append(b, '{')
+		for _, e := range x {
+			b = appendKey(appendKey(b, e.Key), e.Value)
+		}
+		return append(b, "};"...)
+	}
+	return fmt.Appendf(b, "%T:%v;", v, v)
 }
 
 // streamAppID is the txn appId under which a query streaming table records how far it read the

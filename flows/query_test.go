@@ -682,3 +682,50 @@ datasets:
 		t.Fatalf("the flow gave %v, want %q", err, want)
 	}
 }
+
+// TestMaterializedViewNestedChange: a materialized view whose result changes in a way that
+// prints alike with %v (an ARRAY ["a", "b"] that becomes ["a b"], a MAP whose key and value trade
+// a space, strings that trade what looked like a separator) is replaced: its change data feed
+// has the old row as a delete and the new one as an insert, and the table the new result.
+func TestMaterializedViewNestedChange(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ name, before, after, want string }{
+		{"array", "['a', 'b'] AS tags", "['a b'] AS tags", `["a b"]`},
+		{"map", "MAP {'k x': 'y'} AS attrs", "MAP {'k': 'x y'} AS attrs", `{"k":"x y"}`},
+		{"strings", "'a' || chr(0) || 'string:b' AS x, 'c' AS y", "'a' AS x, 'b' || chr(0) || 'string:c' AS y", `"a" "b\u0000string:c"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			p := loadPipeline(t, dir, `name: q
+storage: ./storage
+datasets:
+  - name: sales
+    source: {path: ./landing, format: json, schema: "id BIGINT"}
+  - name: v
+    query: SELECT CASE WHEN count(*) > 1 THEN 2 ELSE 1 END AS n FROM sales
+  - name: m
+    query: "SELECT `+c.before+` FROM v WHERE n = 1 UNION ALL SELECT `+c.after+` FROM v WHERE n = 2"
+`)
+			write(t, filepath.Join(dir, "landing", "a.json"), []byte(`{"id": 1}`+"\n"))
+			update(t, p)
+			write(t, filepath.Join(dir, "landing", "b.json"), []byte(`{"id": 2}`+"\n"))
+			if m := update(t, p)["m"]; m.Version != 1 {
+				t.Fatalf("the changed result committed version %d, want 1", m.Version)
+			}
+			check(t, "the view", sortedRows(t, p, "m"), c.want)
+			_, rows, err := delta.New(TableDir(p.Storage, "m")).Changes(1, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kinds []string
+			for _, r := range rows {
+				kinds = append(kinds, r[len(r)-3].(string))
+			}
+			slices.Sort(kinds)
+			if strings.Join(kinds, " ") != "delete insert" {
+				t.Fatalf("the change data feed of version 1 holds %v, want a delete and an insert", kinds)
+			}
+		})
+	}
+}
