@@ -30,8 +30,8 @@ func appendCSVField(buf []byte, field string) []byte {
 }
 
 // writeRows prints rows of s in one of the formats of spec.md §2: jsonl (one JSON object a line,
-// keys in column order), csv (a header line, NULL as an empty field, an empty string as "") or table (aligned columns for
-// people, NULL as "NULL").
+// keys in column order), csv (a header line, NULL as an empty field, an empty string as "") or
+// table (aligned columns for people, NULL as "NULL").
 func writeRows(w io.Writer, format string, s schema.Schema, rows [][]any) error {
 	bw := bufio.NewWriter(w)
 	defer bw.Flush()
