@@ -81,8 +81,8 @@ func removedAndGone(source *delta.Table, latest *delta.Snapshot, first int64) (b
 // LogFloor returns the oldest version of dataset d's table (at snap) that a metadata cleanup
 // (delta.Table.CleanupExpiredLogs) must keep so that every flow of p still finds in the log what
 // it reads from there: the newest commit of d that records what its own flow reads back (the
-// CDC state, the source table ids), and the version after the last one each flow reading d's
-// commits (Readers) has read. A flow that has read nothing starts from d's snapshot
+// CDC state, the source table ids), and, for each flow reading d's commits (Readers), the
+// version it reads next and the one before. A flow that has read nothing starts from d's snapshot
 // (firstCommit). A table an apply_changes_from_snapshot flow reads is never cleaned up (0): each
 // of its versions is a snapshot, and a full refresh reads them all again.
 func LogFloor(p *spec.Pipeline, d *spec.Dataset, t *delta.Table, snap *delta.Snapshot) (int64, error) {
@@ -111,7 +111,9 @@ func LogFloor(p *spec.Pipeline, d *spec.Dataset, t *delta.Table, snap *delta.Sna
 		case r.Snapshots:
 			return 0, nil
 		case r.Started:
-			floor = min(floor, r.Next)
+			// The version before too: the change data feed of a version without change data
+			// files reads the files it removes, live in the version before (VACUUM keeps them).
+			floor = min(floor, r.Next-1)
 		}
 	}
 	return max(floor, 0), nil
@@ -123,8 +125,13 @@ func LogFloor(p *spec.Pipeline, d *spec.Dataset, t *delta.Table, snap *delta.Sna
 type Reader struct {
 	Dataset   string // the reading dataset
 	Snapshots bool   // apply_changes_from_snapshot: every version is one of its snapshots
-	Started   bool   // it has read some versions
-	Next      int64  // the first version it has not read (0 when not started)
+	// Started: it has read some versions, or it will read the log from its starting_version.
+	Started bool
+	// Next is the first version it will read from the log: the one after the last it read; 0
+	// for a flow that has read nothing (its first read starts at version 0, or, when the log
+	// can no longer be read from there, at a snapshot: firstCommit); a `table:` source's
+	// starting_version, or -1 without one (its first read is the table's latest snapshot).
+	Next int64
 }
 
 // Readers returns the flows of p that read dataset name's table from its log, with the first
@@ -136,14 +143,15 @@ func Readers(p *spec.Pipeline, name string) ([]Reader, error) {
 	var out []Reader
 	for _, r := range p.Datasets {
 		var ids []string
-		snapshots := false
+		snapshots, first, fromStart := false, int64(0), false
 		switch {
 		case r.ApplyChangesFromSnapshot != nil && same(r.ApplyChangesFromSnapshot.Source):
 			ids, snapshots = append(ids, AppID(p, r.Name)), true
 		case r.ApplyChanges != nil && same(r.ApplyChanges.Source) && !src.FileView():
 			ids = append(ids, AppID(p, r.Name))
 		case r.Source != nil && same(r.Source.Table):
-			ids = append(ids, AppID(p, r.Name))
+			ids, first = append(ids, AppID(p, r.Name)), r.Source.StartingVersion
+			fromStart = first >= 0
 		case r.Query != nil:
 			for _, x := range r.Query.Streams() {
 				if same(x) {
@@ -159,7 +167,7 @@ func Readers(p *spec.Pipeline, name string) ([]Reader, error) {
 			return nil, err
 		}
 		for _, id := range ids {
-			rd := Reader{Dataset: r.Name, Snapshots: snapshots}
+			rd := Reader{Dataset: r.Name, Snapshots: snapshots, Started: fromStart, Next: first}
 			if rs != nil {
 				if last, ok := rs.AppTxns[id]; ok {
 					rd.Started, rd.Next = true, last+1

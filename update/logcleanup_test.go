@@ -109,12 +109,13 @@ func TestMetadataCleanupKeepsWhatFlowsRead(t *testing.T) {
 	land(25)
 	run(Options{Refresh: []string{"raw"}})
 
-	// Every commit up to the one before 25's is expired, but the readers need read+1 on: the log
-	// starts at the newest checkpoint at or before it.
+	// Every commit up to the one before 25's is expired, but the readers read on from read+1 (and
+	// a change data feed would read the version before): the log starts at the newest
+	// checkpoint at or before version read.
 	first, err := raw.FirstCommit()
 	must(err)
-	if want := (read + 1) / 10 * 10; first != want || want == 0 {
-		t.Fatalf("raw's log starts at version %d, want %d (the checkpoint at or before version %d, the next the readers read)", first, want, read+1)
+	if want := read / 10 * 10; first != want || want == 0 {
+		t.Fatalf("raw's log starts at version %d, want %d (the checkpoint at or before version %d, the last the readers read)", first, want, read)
 	}
 	evs, err := eventlog.Read(filepath.Join(p.Storage, "system", "events"))
 	must(err)

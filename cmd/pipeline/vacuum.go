@@ -117,8 +117,8 @@ func vacuum(w io.Writer, p *spec.Pipeline, tables []maintained, retain time.Dura
 }
 
 // unreadFrom returns the first version of dataset name's table that a flow of p reading it from
-// its log (flows.Readers) has not read yet (0 for a flow that has read nothing), or -1 when no
-// flow reads it.
+// its log (flows.Readers) will read (0 for a flow that has read nothing), or -1 when no flow
+// reads it from the log.
 func unreadFrom(p *spec.Pipeline, name string) (int64, error) {
 	readers, err := flows.Readers(p, name)
 	if err != nil {
@@ -126,7 +126,7 @@ func unreadFrom(p *spec.Pipeline, name string) (int64, error) {
 	}
 	from := int64(-1)
 	for _, r := range readers {
-		if from < 0 || r.Next < from {
+		if r.Next >= 0 && (from < 0 || r.Next < from) {
 			from = r.Next
 		}
 	}
