@@ -2,8 +2,10 @@ package delta
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -434,5 +436,22 @@ func TestCheckpointCache(t *testing.T) {
 	build(20)
 	if got := ids(t, New(dir), 3); !slices.Equal(got, []int64{20, 21, 22}) {
 		t.Fatalf("re-created table, version 3: %v", got)
+	}
+}
+
+// TestReadCommitCleanedUp: reading a commit older than the log (cleaned up after a checkpoint,
+// as in delta-rs's checkpoint-cdf-table, whose log starts at version 3) is an error that names
+// the first version left, as the change data feed's is, and still wraps fs.ErrNotExist; a
+// version past the latest names the latest.
+func TestReadCommitCleanedUp(t *testing.T) {
+	t.Parallel()
+	tab := New("testdata/checkpoint-cdf-table")
+	_, err := tab.ReadCommit(0)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "version 0 is no longer in the log, which starts at version 3") {
+		t.Errorf("ReadCommit(0): %v", err)
+	}
+	_, err = tab.ReadCommit(9)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "version 9 does not exist (latest is 5)") {
+		t.Errorf("ReadCommit(9): %v", err)
 	}
 }
