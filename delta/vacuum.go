@@ -27,8 +27,8 @@ type VacuumOptions struct {
 	// Now is the current time (tests); zero means time.Now().
 	Now time.Time
 	// KeepFromVersion, when >= 0, keeps every data and change data file that commits from this
-	// version on added, live or not: a reader that has not read those versions yet (a
-	// downstream flow) still needs them.
+	// version on added, live or not, and every file of the version before it: a reader that has
+	// not read those versions yet (a downstream flow) still needs them.
 	KeepFromVersion int64
 }
 
@@ -44,8 +44,8 @@ type VacuumResult struct {
 // needs, as Delta's VACUUM does: a file (data, change data or deletion vector file) is deleted
 // when it is not a live file of the latest snapshot or the deletion vector file of one, not a
 // file removed less than Retain ago (its tombstone's deletionTimestamp) or the deletion vector
-// file of such a remove, not added by a version from opts.KeepFromVersion on (with its deletion
-// vector file), and its modification time is older than Retain (so files of a commit in
+// file of such a remove, not added by a version from opts.KeepFromVersion on nor a file of the
+// version before it (with its deletion vector file), and its modification time is older than Retain (so files of a commit in
 // progress, and change data files of recent versions, stay). It walks the table folder except _delta_log and names starting with "." or "_" other than
 // _change_data (a ".…tmp" file left by a crashed write is deleted once older than Retain), and
 // removes partition folders it leaves empty. It never deletes a file the latest snapshot reads,
@@ -123,6 +123,23 @@ func (t *Table) Vacuum(opts VacuumOptions) (VacuumResult, error) {
 				return res, err
 			}
 			if err := keepDV(r.DeletionVector, false); err != nil {
+				return res, err
+			}
+		}
+	}
+	if opts.KeepFromVersion > 0 {
+		// The table as the reader last read it: a reader of whole versions (APPLY CHANGES FROM
+		// SNAPSHOT) reads the files still live at its next version, and the change data feed
+		// of a commit without change data files reads the files it removes.
+		before, err := t.Snapshot(opts.KeepFromVersion - 1)
+		if err != nil {
+			return res, fmt.Errorf("delta: vacuum %s: the version before %d, which a reader has not read yet: %w", t.Dir, opts.KeepFromVersion, err)
+		}
+		for _, f := range before.Files {
+			if err := keepAction(f.Path); err != nil {
+				return res, err
+			}
+			if err := keepDV(f.DeletionVector, false); err != nil {
 				return res, err
 			}
 		}

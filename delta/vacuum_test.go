@@ -100,6 +100,15 @@ func TestVacuumSafety(t *testing.T) {
 	if err != nil || slices.Contains(kept.Files, extra.Path) || slices.Contains(kept.Files, cdc.Path) || len(kept.Files) != len(want)-2 {
 		t.Errorf("keeping versions 6 on: %v, %v", kept.Files, err)
 	}
+	// A reader that has not read versions 4 on (a snapshot flow reads version 4 whole, the
+	// files of versions 1 to 3 with the one version 4 adds) keeps the files of version 3 too.
+	kept, err = tbl.Vacuum(VacuumOptions{Retain: -1, Now: later, DryRun: true, KeepFromVersion: 4})
+	for _, v := range []int64{1, 2, 3, 4} {
+		c, _ := tbl.ReadCommit(v)
+		if err != nil || slices.Contains(kept.Files, c.Adds[0].Path) {
+			t.Errorf("keeping versions 4 on: %v, %v; want the file of version %d kept", kept.Files, err, v)
+		}
+	}
 	res, err := tbl.Vacuum(VacuumOptions{Retain: -1, Now: later, KeepFromVersion: -1})
 	if err != nil || !slices.Equal(res.Files, want) || res.Bytes <= 0 {
 		t.Fatalf("vacuum: %+v, %v", res, err)

@@ -70,3 +70,52 @@ datasets:
 	assertRows(t, "appended", readJSONL(t, mustRun(t, "show", specFile, "appended", "--format", "jsonl")), rowsOf(t,
 		`{"id": 1, "v": "a"}`, `{"id": 2, "v": "c"}`))
 }
+
+// TestVacuumKeepsUnreadSnapshot: an APPLY CHANGES FROM SNAPSHOT flow reads each unread version
+// of its source whole, files added before it included; VACUUM with a zero retention after an
+// OPTIMIZE of the source keeps them, and the next update applies every version.
+func TestVacuumKeepsUnreadSnapshot(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	specFile := filepath.Join(tmp, "pipeline.yaml")
+	snapshots := filepath.Join(tmp, "snapshots")
+	if err := os.MkdirAll(snapshots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := `name: vacuum_snapshot
+storage: ./storage
+datasets:
+  - name: cur
+    apply_changes_from_snapshot:
+      source: {path: ./snapshots, format: json, schema: "id BIGINT, v STRING"}
+      keys: [id]
+    table_properties: {delta.deletedFileRetentionDuration: "interval 0 seconds"}
+  - name: hist
+    apply_changes_from_snapshot: {source: cur, keys: [id], stored_as_scd_type: 2}
+`
+	if err := os.WriteFile(specFile, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	land := func(name string, lines ...string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(snapshots, name), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	land("1.json", `{"id": 1, "v": "a"}`, `{"id": 2, "v": "b"}`)
+	mustRun(t, "run", specFile)
+	// Versions 2 and 3 of cur, which hist has not read: both still read the file of version 1.
+	land("2.json", `{"id": 1, "v": "a"}`, `{"id": 2, "v": "b"}`, `{"id": 3, "v": "c"}`)
+	mustRun(t, "run", specFile, "--refresh", "cur")
+	land("3.json", `{"id": 1, "v": "a"}`, `{"id": 2, "v": "b"}`, `{"id": 3, "v": "C"}`)
+	mustRun(t, "run", specFile, "--refresh", "cur")
+	mustRun(t, "optimize", specFile, "cur")
+	time.Sleep(20 * time.Millisecond) // older than a zero retention
+	mustRun(t, "vacuum", specFile, "cur", "--retain", "0s")
+	mustRun(t, "run", specFile)
+	assertRows(t, "hist", readJSONL(t, mustRun(t, "show", specFile, "hist", "--format", "jsonl")), rowsOf(t,
+		`{"id": 1, "v": "a", "__START_AT": 1, "__END_AT": null}`,
+		`{"id": 2, "v": "b", "__START_AT": 1, "__END_AT": null}`,
+		`{"id": 3, "v": "c", "__START_AT": 2, "__END_AT": 3}`,
+		`{"id": 3, "v": "C", "__START_AT": 3, "__END_AT": null}`))
+}
