@@ -2,7 +2,9 @@ package flows
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 
 	"tributary/delta"
@@ -211,6 +213,10 @@ func (f *snapshotFlow) pendingVersions(snap *delta.Snapshot) ([]pendingSnapshot,
 					return nil, err
 				}
 				rows, err := source.Rows(at)
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil, fmt.Errorf("%s needs a data file that is gone (VACUUM deletes the files that only versions older than the retention need, %s), and %s applies every version of %s in turn: run %s to rebuild %s and its readers: %w",
+						label, delta.ConfigDeletedFileRetention, f.d.Name, name, RefreshWithReaders(p, name), name, err)
+				}
 				if err != nil {
 					return nil, fmt.Errorf("reading %s: %w", label, err)
 				}

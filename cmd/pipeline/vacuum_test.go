@@ -73,7 +73,8 @@ datasets:
 
 // TestVacuumKeepsUnreadSnapshot: an APPLY CHANGES FROM SNAPSHOT flow reads each unread version
 // of its source whole, files added before it included; VACUUM with a zero retention after an
-// OPTIMIZE of the source keeps them, and the next update applies every version.
+// OPTIMIZE of the source keeps them, and the next update applies every version. Once read, they
+// may go: a full refresh of the reader alone then fails naming the tables to rebuild.
 func TestVacuumKeepsUnreadSnapshot(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
@@ -114,6 +115,22 @@ datasets:
 	mustRun(t, "vacuum", specFile, "cur", "--retain", "0s")
 	mustRun(t, "run", specFile)
 	assertRows(t, "hist", readJSONL(t, mustRun(t, "show", specFile, "hist", "--format", "jsonl")), rowsOf(t,
+		`{"id": 1, "v": "a", "__START_AT": 1, "__END_AT": null}`,
+		`{"id": 2, "v": "b", "__START_AT": 1, "__END_AT": null}`,
+		`{"id": 3, "v": "c", "__START_AT": 2, "__END_AT": 3}`,
+		`{"id": 3, "v": "C", "__START_AT": 3, "__END_AT": null}`))
+
+	// hist has read every version: VACUUM may now delete the files of the older ones, and a full
+	// refresh of hist alone, which applies every version of cur again, says what to rebuild.
+	time.Sleep(20 * time.Millisecond)
+	mustRun(t, "vacuum", specFile, "cur", "--retain", "0s")
+	r := pipeline(t, nil, "run", specFile, "--full-refresh", "hist")
+	if r.code != 1 || !strings.Contains(r.stderr, "version 2 of source table cur needs a data file that is gone (VACUUM deletes") ||
+		!strings.Contains(r.stderr, "--full-refresh cur,hist`") {
+		t.Fatalf("full refresh of hist after VACUUM: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	mustRun(t, "run", specFile, "--full-refresh", "cur,hist")
+	assertRows(t, "hist rebuilt", readJSONL(t, mustRun(t, "show", specFile, "hist", "--format", "jsonl")), rowsOf(t,
 		`{"id": 1, "v": "a", "__START_AT": 1, "__END_AT": null}`,
 		`{"id": 2, "v": "b", "__START_AT": 1, "__END_AT": null}`,
 		`{"id": 3, "v": "c", "__START_AT": 2, "__END_AT": 3}`,
