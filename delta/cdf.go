@@ -30,7 +30,8 @@ const (
 // order. from < 0, from > to, or a version past the latest is an error that names the latest
 // version; a version whose commit file was cleaned up is an error naming the first one left; a
 // range holding a version that changed the columns so that the rows before it do not read with
-// them is an error wrapping ErrFeedSchemaChange that names the last such version.
+// them is an error wrapping ErrFeedSchemaChange that names the last such version, and one holding
+// a version without delta.enableChangeDataFeed an error wrapping ErrNoChangeDataFeed.
 func (t *Table) Changes(from, to int64) (schema.Schema, [][]any, error) {
 	vs, err := t.versions()
 	if err != nil {
@@ -82,6 +83,22 @@ func (t *Table) Changes(from, to int64) (schema.Schema, [][]any, error) {
 			return schema.Schema{}, nil, err
 		}
 		commits = append(commits, c)
+	}
+	// Change data is recorded only while delta.enableChangeDataFeed is true: a range holding a
+	// version without it is refused, as Delta's readers refuse it (rows made up from its files
+	// would show rows that an UPDATE left alone as deleted and inserted again).
+	first, err := t.Snapshot(from)
+	if err != nil {
+		return schema.Schema{}, nil, err
+	}
+	enabled := first.Metadata.ChangeDataFeed()
+	for i, c := range commits {
+		if i > 0 && c.Metadata != nil {
+			enabled = c.Metadata.ChangeDataFeed()
+		}
+		if !enabled {
+			return schema.Schema{}, nil, fmt.Errorf("delta: changes from version %d to %d of %s: %w at version %d (%s was not true then); read the versions where it was (`pipeline history` shows the commits that set it)", from, to, t.Dir, ErrNoChangeDataFeed, from+int64(i), ConfigEnableChangeDataFeed)
+		}
 	}
 	breakAt := int64(-1)
 	var breakOld, breakNew schema.Schema
@@ -151,6 +168,11 @@ func (t *Table) Changes(from, to int64) (schema.Schema, [][]any, error) {
 	}
 	return out, rows, nil
 }
+
+// ErrNoChangeDataFeed is wrapped by the error of Changes over a range holding a version at which
+// the table had no change data feed (delta.enableChangeDataFeed not true), whose changes were
+// not recorded.
+var ErrNoChangeDataFeed = errors.New("change data was not recorded")
 
 // ErrFeedSchemaChange is wrapped by the error of Changes over a range that holds a version whose
 // columns cannot be read with those before it (a column dropped, renamed or retyped: a

@@ -1,6 +1,7 @@
 package delta
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -513,13 +514,29 @@ func TestDVReplay(t *testing.T) {
 
 // TestDVChangeDataFeed reads the change data feed of commits that replace a file's deletion
 // vector without cdc files. The DAT case deletion_vectors (Spark: DELETE WHERE letter = 'a' as
-// remove + add with a DV) gives at version 2 exactly the rows of version 1 that the latest
+// remove + add with a DV; its change data feed turned on for the test) gives at version 2 exactly the rows of version 1 that the latest
 // version lacks, as deletes. On a table of this package, two DELETEs by DV give the rows each
 // one deleted, and a commit that takes rows out of the DV gives them back as inserts.
 func TestDVChangeDataFeed(t *testing.T) {
 	t.Parallel()
 	root := filepath.Join(datCases(t), "deletion_vectors")
 	tbl := New(filepath.Join(root, "delta"))
+	// The case's table has no change data feed: its changes were not recorded, and Changes
+	// refuses them as Delta's readers do. Set at the table's creation, the property makes its
+	// version 2 read as a commit without cdc files.
+	if _, _, err := tbl.Changes(2, 2); !errors.Is(err, ErrNoChangeDataFeed) || !strings.Contains(err.Error(), "at version 2") {
+		t.Errorf("changes of a table without a change data feed: %v, want ErrNoChangeDataFeed at version 2", err)
+	}
+	first := filepath.Join(tbl.Dir, LogDir, fmt.Sprintf("%020d.json", 0))
+	b, err := os.ReadFile(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte(`"configuration":{`), []byte(`"configuration":{"delta.enableChangeDataFeed":"true",`), 1)
+	if err := os.WriteFile(first, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tbl = New(tbl.Dir) // without the state it cached
 	cs, rows, err := tbl.Changes(2, 2)
 	if err != nil {
 		t.Fatal(err)
