@@ -2,9 +2,11 @@ package flows
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"reflect"
 	"strings"
 
 	"tributary/delta"
@@ -56,7 +58,9 @@ type snapshotFlow struct {
 	keySch schema.Schema
 	seqSch schema.Schema
 	expect *expectations.Set
-	m      Metrics
+	// rescued is the index in data of a folder source's rescued-data column, or -1.
+	rescued int
+	m       Metrics
 }
 
 // ApplySnapshots runs the APPLY CHANGES FROM SNAPSHOT flow of dataset d: it applies, one commit
@@ -77,6 +81,10 @@ func ApplySnapshots(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, er
 	f.keyIdx = indexes(f.data, s.Keys)
 	f.keySch, _, _ = f.data.Select(s.Keys)
 	f.seqSch = schema.Schema{Fields: []schema.Field{{Name: spec.SnapshotSequenceColumn, Type: schema.Type{Kind: schema.Long}, Nullable: true}}}
+	f.rescued = -1
+	if s.Files != nil && s.Files.RescuedDataColumn != "" {
+		f.rescued = f.data.Index(s.Files.RescuedDataColumn)
+	}
 	var err error
 	if f.expect, err = expectationSet(d, f.data); err != nil {
 		return f.m, err
@@ -421,7 +429,7 @@ func (f *snapshotFlow) apply(ps pendingSnapshot, prev *keyed) (*keyed, error) {
 	var events []event
 	for _, k := range cur.order {
 		r := cur.rows[k]
-		if old, ok := prev.rows[k]; ok && sameRow(old, r) {
+		if old, ok := prev.rows[k]; ok && f.sameRow(old, r) {
 			continue
 		}
 		events = append(events, event{key: pick(r, f.keyIdx), seq: seq, row: r, arrival: len(events)})
@@ -465,6 +473,40 @@ func (f *snapshotFlow) apply(ps pendingSnapshot, prev *keyed) (*keyed, error) {
 	f.m.NumDeletedRows += m.NumDeletedRows
 	f.m.Version = m.Version
 	return cur, nil
+}
+
+// sameRow reports whether a key's row in a snapshot equals its row in the previous one. The
+// rescued-data column of a folder source is compared without its _file_path, which names the
+// snapshot's own file: a row read again from the next file, its rescued fields the same, is
+// unchanged (the table keeps the path of the file that set it).
+func (f *snapshotFlow) sameRow(old, cur []any) bool {
+	if f.rescued < 0 || len(old) != len(cur) {
+		return sameRow(old, cur)
+	}
+	for i := range cur {
+		if i == f.rescued {
+			if !sameRescued(old[i], cur[i]) {
+				return false
+			}
+		} else if !schema.Equal(old[i], cur[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameRescued compares two rescued-data values (JSON objects) without their _file_path.
+func sameRescued(a, b any) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	var x, y map[string]any
+	if json.Unmarshal([]byte(a.(string)), &x) != nil || json.Unmarshal([]byte(b.(string)), &y) != nil {
+		return a == b
+	}
+	delete(x, "_file_path")
+	delete(y, "_file_path")
+	return reflect.DeepEqual(x, y)
 }
 
 // byKey indexes a snapshot's rows (each followed by its position) by key. A NULL in a key column

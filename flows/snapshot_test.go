@@ -215,6 +215,9 @@ func (sc *snapshotScript) exec(s *step) []string {
 			if args["mode"] != "" {
 				mode = ", mode: " + args["mode"]
 			}
+			if args["rescued"] != "" {
+				mode += ", rescued_data_column: " + args["rescued"]
+			}
 			source = `{path: ./snapshots, format: json, schema: "id BIGINT, name STRING, city STRING"` + mode + `}`
 			if err := os.MkdirAll(filepath.Join(sc.dir, "snapshots"), 0o755); err != nil {
 				t.Fatal(err)
@@ -298,7 +301,8 @@ func (sc *snapshotScript) exec(s *step) []string {
 		}
 		var out []string
 		for _, r := range rows {
-			out = append(out, expectations.RowJSON(snap.Metadata.Schema, r))
+			// a rescued-data column names the snapshot file
+			out = append(out, strings.ReplaceAll(expectations.RowJSON(snap.Metadata.Schema, r), sc.dir, "$TMP"))
 		}
 		sort.Strings(out)
 		if len(out) == 0 {
@@ -316,7 +320,7 @@ func (sc *snapshotScript) exec(s *step) []string {
 		data.Fields = sch.Fields[:n]
 		var out []string
 		for _, r := range rows {
-			out = append(out, fmt.Sprintf("v%d %s %s", r[n+1], expectations.RowJSON(data, r), r[n]))
+			out = append(out, fmt.Sprintf("v%d %s %s", r[n+1], strings.ReplaceAll(expectations.RowJSON(data, r), sc.dir, "$TMP"), r[n]))
 		}
 		sort.Strings(out)
 		if len(out) == 0 {
