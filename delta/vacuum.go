@@ -127,7 +127,7 @@ func (t *Table) Vacuum(opts VacuumOptions) (VacuumResult, error) {
 			}
 		}
 	}
-	if opts.KeepFromVersion > 0 {
+	if opts.KeepFromVersion > 0 && opts.KeepFromVersion <= snap.Version+1 {
 		// The table as the reader last read it: a reader of whole versions (APPLY CHANGES FROM
 		// SNAPSHOT) reads the files still live at its next version, and the change data feed
 		// of a commit without change data files reads the files it removes.

@@ -109,6 +109,11 @@ func TestVacuumSafety(t *testing.T) {
 			t.Errorf("keeping versions 4 on: %v, %v; want the file of version %d kept", kept.Files, err, v)
 		}
 	}
+	// A reader waiting for versions the table does not have yet (a starting_version ahead of
+	// it) keeps nothing more.
+	if ahead, err := tbl.Vacuum(VacuumOptions{Retain: -1, Now: later, DryRun: true, KeepFromVersion: 20}); err != nil || !slices.Equal(ahead.Files, want) {
+		t.Errorf("keeping versions 20 on: %v, %v; want %v", ahead.Files, err, want)
+	}
 	res, err := tbl.Vacuum(VacuumOptions{Retain: -1, Now: later, KeepFromVersion: -1})
 	if err != nil || !slices.Equal(res.Files, want) || res.Bytes <= 0 {
 		t.Fatalf("vacuum: %+v, %v", res, err)
