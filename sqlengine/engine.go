@@ -114,6 +114,7 @@ func (e *Engine) Close() error { return e.db.Close() }
 // Query registers rels as temporary views on one connection, runs query and returns the
 // result's schema and rows. Column types map to schema kinds: integers up to 32 bits INT, wider
 // ones BIGINT, FLOAT/DOUBLE DOUBLE, DECIMAL(p,s) DECIMAL (p capped at 18), VARCHAR STRING,
+// BLOB BINARY (a STRING of raw bytes, as a BINARY column of another engine's table reads),
 // BOOLEAN, DATE, TIMESTAMP (with or without time zone, as UTC), LIST (and fixed-size ARRAY)
 // ARRAY, MAP MAP (entries in DuckDB's order), STRUCT STRUCT, nested at any depth. Any other type,
 // or a value that does not fit, is an error that names the column and suggests a CAST.
@@ -351,6 +352,9 @@ func duckType(t schema.Type) (string, error) {
 	case schema.Integer:
 		return "INTEGER", nil
 	case schema.String:
+		if t.Storage == schema.StorageBinary {
+			return "BLOB", nil // the raw bytes, not their text
+		}
 		return "VARCHAR", nil
 	case schema.Double:
 		return "DOUBLE", nil
@@ -407,6 +411,10 @@ func toDuck(v any, t schema.Type) driver.Value {
 		return nil
 	}
 	switch x := v.(type) {
+	case string:
+		if t.Storage == schema.StorageBinary {
+			return []byte(x)
+		}
 	case schema.Decimal:
 		return duckdb.Decimal{Width: uint8(t.Precision), Scale: uint8(t.Scale), Value: big.NewInt(int64(x))}
 	case schema.Date:
@@ -544,6 +552,8 @@ func primitiveKind(name string) (schema.Type, error) {
 		return schema.Type{Kind: schema.Double}, nil
 	case "VARCHAR":
 		return schema.Type{Kind: schema.String}, nil
+	case "BLOB":
+		return schema.Type{Kind: schema.String, Storage: schema.StorageBinary}, nil
 	case "BOOLEAN":
 		return schema.Type{Kind: schema.Boolean}, nil
 	case "DATE":
@@ -635,8 +645,11 @@ func convert(v any, t schema.Type) (any, error) {
 			return float64(x), nil
 		}
 	case schema.String:
-		if s, ok := v.(string); ok {
-			return s, nil
+		switch x := v.(type) {
+		case string:
+			return x, nil
+		case []byte: // a BLOB
+			return string(x), nil
 		}
 	case schema.Boolean:
 		if b, ok := v.(bool); ok {
