@@ -47,7 +47,8 @@ type VacuumResult struct {
 // file of such a remove, not added by a version from opts.KeepFromVersion on nor a file of the
 // version before it (with its deletion vector file), and its modification time is older than Retain (so files of a commit in
 // progress, and change data files of recent versions, stay). It walks the table folder except _delta_log and names starting with "." or "_" other than
-// _change_data (a ".…tmp" file left by a crashed write is deleted once older than Retain), and
+// _change_data and the partition folders of columns so named (a ".…tmp" file left by a crashed
+// write is deleted once older than Retain), and
 // removes partition folders it leaves empty. It never deletes a file the latest snapshot reads,
 // and it does not write a commit. Deletion vector files are deletion_vector_<uuid>.bin in the
 // table folder or in the folder of their random prefix (Delta PROTOCOL.md, "Deletion Vector
@@ -169,6 +170,12 @@ func (t *Table) Vacuum(opts VacuumOptions) (VacuumResult, error) {
 		}
 	}
 
+	// A partition folder "col=value" is not hidden though the column's name starts with "_" or
+	// "." (as Delta's VACUUM tells them apart).
+	var partitionDirs []string
+	for _, c := range snap.Metadata.PartitionColumns {
+		partitionDirs = append(partitionDirs, escapePartitionName(c)+"=")
+	}
 	root := filepath.Clean(t.Dir)
 	var dirs []string
 	err = filepath.WalkDir(root, func(p string, de fs.DirEntry, err error) error {
@@ -181,7 +188,7 @@ func (t *Table) Vacuum(opts VacuumOptions) (VacuumResult, error) {
 		name := de.Name()
 		hidden := strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")
 		if de.IsDir() {
-			if hidden && name != ChangeDataDir {
+			if hidden && name != ChangeDataDir && !slices.ContainsFunc(partitionDirs, func(pre string) bool { return strings.HasPrefix(name, pre) }) {
 				return filepath.SkipDir
 			}
 			dirs = append(dirs, p)

@@ -191,3 +191,46 @@ func TestParseInterval(t *testing.T) {
 		}
 	}
 }
+
+// TestVacuumPartitionColumnWithUnderscore: a partition folder "_tag=x" (a partition column
+// whose name starts with "_") is not a hidden folder: VACUUM deletes the files OPTIMIZE removed
+// from it, as Delta's VACUUM does, and keeps the live one.
+func TestVacuumPartitionColumnWithUnderscore(t *testing.T) {
+	t.Parallel()
+	s := mustDDL(t, "id BIGINT, _tag STRING")
+	tbl := New(t.TempDir())
+	tx := tbl.Begin(nil)
+	tx.SetMetadata(Metadata{Schema: s, PartitionColumns: []string{"_tag"}, Configuration: map[string]string{ConfigDeletedFileRetention: "interval 0 hours"}})
+	if _, err := tx.Commit("CREATE TABLE", nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		snap := mustSnapshot(t, tbl, -1)
+		adds, err := tbl.WriteData(snap.Metadata, [][]any{{int64(i), "x"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx := tbl.Begin(snap)
+		tx.Add(adds...)
+		if _, err := tx.Commit("WRITE", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tbl.Optimize(OptimizeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	res, err := tbl.Vacuum(VacuumOptions{Retain: 0, KeepFromVersion: -1})
+	if err != nil || len(res.Files) != 3 {
+		t.Fatalf("vacuum: %+v, %v; want the 3 compacted files of _tag=x", res, err)
+	}
+	for _, f := range res.Files {
+		if !strings.HasPrefix(f, "_tag=x/") {
+			t.Errorf("vacuum deleted %s, want only files of _tag=x/", f)
+		}
+	}
+	rows, err := tbl.Rows(mustSnapshot(t, tbl, -1))
+	if err != nil || len(rows) != 3 {
+		t.Errorf("%d rows, %v; want 3", len(rows), err)
+	}
+}
