@@ -45,15 +45,15 @@ type VacuumResult struct {
 // when it is not a live file of the latest snapshot or the deletion vector file of one, not a
 // file removed less than Retain ago (its tombstone's deletionTimestamp) or the deletion vector
 // file of such a remove, not added by a version from opts.KeepFromVersion on nor a file of the
-// version before it (with its deletion vector file), and its modification time is older than Retain (so files of a commit in
-// progress, and change data files of recent versions, stay). It walks the table folder except _delta_log and names starting with "." or "_" other than
+// version before it (with its deletion vector file), and its modification time is older than
+// Retain (so files of a commit in progress, and change data files of recent versions, stay). It
+// walks the table folder except _delta_log and names starting with "." or "_" other than
 // _change_data and the partition folders of columns so named (a ".…tmp" file left by a crashed
-// write is deleted once older than Retain), and
-// removes partition folders it leaves empty. It never deletes a file the latest snapshot reads,
-// and it does not write a commit. Deletion vector files are deletion_vector_<uuid>.bin in the
-// table folder or in the folder of their random prefix (Delta PROTOCOL.md, "Deletion Vector
-// Descriptor Schema"). Errors: ErrRetentionTooShort, a deletion vector descriptor whose file
-// name cannot be derived.
+// write is deleted once older than Retain), and removes partition folders it leaves empty. It
+// never deletes a file the latest snapshot reads, and it does not write a commit. Deletion
+// vector files are deletion_vector_<uuid>.bin in the table folder or in the folder of their
+// random prefix (Delta PROTOCOL.md, "Deletion Vector Descriptor Schema"). Errors:
+// ErrRetentionTooShort, a deletion vector descriptor whose file name cannot be derived.
 func (t *Table) Vacuum(opts VacuumOptions) (VacuumResult, error) {
 	res := VacuumResult{}
 	snap, err := t.Snapshot(-1)
