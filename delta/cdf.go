@@ -61,7 +61,7 @@ func (t *Table) Changes(from, to int64) (schema.Schema, [][]any, error) {
 	if err != nil {
 		return schema.Schema{}, nil, err
 	}
-	if err := checkReadable(snap); err != nil {
+	if err := CheckReadable(snap); err != nil {
 		return schema.Schema{}, nil, err
 	}
 	meta := snap.Metadata

@@ -52,7 +52,7 @@ func (t *Table) Optimize(opts OptimizeOptions) (OptimizeResult, error) {
 	if err != nil {
 		return res, err
 	}
-	if err := checkReadable(snap); err != nil {
+	if err := CheckReadable(snap); err != nil {
 		return res, err
 	}
 	target := opts.TargetSize

@@ -18,7 +18,7 @@ import (
 // this package cannot read correctly is an error rather than wrong rows: column mapping, reader
 // features it does not know.
 func (t *Table) Rows(snap *Snapshot) ([][]any, error) {
-	if err := checkReadable(snap); err != nil {
+	if err := CheckReadable(snap); err != nil {
 		return nil, err
 	}
 	parts := make([][][]any, len(snap.Files))
@@ -192,16 +192,16 @@ func (l *fileLayout) widen(rows [][]any) [][]any {
 }
 
 // knownReaderFeatures are the reader table features whose tables this package reads correctly
-// as long as checkReadable finds them unused.
+// as long as CheckReadable finds them unused.
 var knownReaderFeatures = map[string]bool{
 	"columnMapping": true, "deletionVectors": true, "timestampNtz": true,
 	"v2Checkpoint": true, "vacuumProtocolCheck": true,
 }
 
-// checkReadable refuses tables whose data this package would read wrong (Delta PROTOCOL.md,
+// CheckReadable refuses tables whose data this package would read wrong (Delta PROTOCOL.md,
 // "Reader Version Requirements", "Column Mapping"). Deletion vectors are applied by the
 // readers.
-func checkReadable(snap *Snapshot) error {
+func CheckReadable(snap *Snapshot) error {
 	if snap.Protocol.MinReaderVersion > 3 {
 		return fmt.Errorf("delta: the table needs reader version %d; this reader supports up to 3", snap.Protocol.MinReaderVersion)
 	}

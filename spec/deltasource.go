@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"errors"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -47,8 +48,15 @@ func (d *decoder) deltaSource(n *yaml.Node, path string, src *Source, in *source
 		return
 	}
 	snap, err := delta.New(src.Path).Snapshot(-1)
+	if err == nil {
+		err = delta.CheckReadable(snap) // column mapping, an unknown reader feature
+	}
 	if err != nil {
-		d.addAt(pathNode, child(path, "path"), "point path at a Delta table's folder (the one holding _delta_log)", "cannot read the Delta table: %v", err)
+		hint := "point path at a Delta table's folder (the one holding _delta_log)"
+		if !errors.Is(err, delta.ErrNoTable) {
+			hint = "the table uses what this reader cannot read yet (README \"Delta Lake: conformance\" lists what it reads)"
+		}
+		d.addAt(pathNode, child(path, "path"), hint, "cannot read the Delta table: %v", err)
 		return
 	}
 	cols := schema.Schema{Fields: append([]schema.Field(nil), snap.Metadata.Schema.Fields...)}
