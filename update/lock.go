@@ -35,7 +35,7 @@ func acquire(storage, updateID string) (*lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("update: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := flockWait(f); err != nil {
 		var holder lockInfo
 		b, _ := os.ReadFile(path)
 		_ = json.Unmarshal(b, &holder)
@@ -47,6 +47,24 @@ func acquire(storage, updateID string) (*lock, error) {
 	_ = f.Truncate(0)
 	_, _ = f.WriteAt(b, 0)
 	return &lock{f: f}, nil
+}
+
+// lockWait is how long acquire waits for a held lock before it reports ErrLocked: a process
+// killed with SIGKILL keeps its lock until the kernel has torn down its memory, a moment after
+// the kill, and the update started next (a supervisor's restart) would otherwise fail.
+var lockWait = time.Second
+
+// flockWait takes the exclusive flock of f, trying again for up to lockWait while another
+// process holds it.
+func flockWait(f *os.File) error {
+	deadline := time.Now().Add(lockWait)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil || err != syscall.EWOULDBLOCK || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func (l *lock) release() {
