@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -28,6 +29,20 @@ var retriesKeys = keySet{known: []string{"max_attempts", "initial_backoff", "max
 // descriptors, `@every 1m`, and an optional `CRON_TZ=Area/City ` prefix.
 var CronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
+// ParseCron parses expr with CronParser and refuses an expression that never fires
+// (`0 0 30 2 *`: February has no 30th), for which robfig/cron finds no time in the next five
+// years and a scheduler would have no next update to wait for.
+func ParseCron(expr string) (cron.Schedule, error) {
+	sched, err := CronParser.Parse(expr)
+	if err != nil {
+		return nil, err
+	}
+	if sched.Next(time.Now()).IsZero() {
+		return nil, errors.New("it never fires: no time in the next five years matches it")
+	}
+	return sched, nil
+}
+
 // duration reads a Go duration (`5s`, `1m30s`) that must be positive.
 func (d *decoder) duration(n *yaml.Node, path string) (time.Duration, bool) {
 	s, ok := d.nonEmpty(n, path)
@@ -48,7 +63,7 @@ func (d *decoder) schedule(n *yaml.Node, path string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if _, err := CronParser.Parse(s); err != nil {
+	if _, err := ParseCron(s); err != nil {
 		d.addAt(resolve(n), path, `write five fields ("*/15 * * * *"), a descriptor (@hourly, @daily, @every 10m), optionally after CRON_TZ=Europe/Paris`,
 			"schedule %q: %v", s, err)
 		return "", false

@@ -32,6 +32,7 @@ func TestRunModeKeys(t *testing.T) {
 		{"bad interval", "trigger_interval: soon", `2:19: trigger_interval: "soon" is not a duration`},
 		{"bad cron", `schedule: "61 * * * *"`, `2:11: schedule: schedule "61 * * * *"`},
 		{"six fields", `schedule: "0 0 6 * * *"`, `2:11: schedule: schedule "0 0 6 * * *"`},
+		{"never fires", `schedule: "0 0 30 2 *"`, `2:11: schedule: schedule "0 0 30 2 *": it never fires`},
 		{"zero attempts", "retries: {max_attempts: 0}", "2:25: retries.max_attempts: max_attempts must be at least 1"},
 		{"backoffs swapped", "retries: {initial_backoff: 1m, max_backoff: 1s}", "2:10: retries: max_backoff 1s is below initial_backoff 1m0s"},
 		{"unknown retries key", "retries: {attempts: 3}", "2:11: retries.attempts: unknown key attempts"},

@@ -281,7 +281,8 @@ func (s *syncBuffer) String() string {
 
 // TestScheduleCommand: `pipeline schedule --cron "@every 1s"` prints the next run time, runs
 // several updates, keeps the storage locked meanwhile (a `run` beside it fails naming the
-// scheduler's pid), and stops cleanly on SIGINT; a bad expression exits 2.
+// scheduler's pid), and stops cleanly on SIGINT; a bad expression, or one that never fires,
+// exits 2.
 func TestScheduleCommand(t *testing.T) {
 	t.Parallel()
 	spec := modesDir(t, "")
@@ -290,6 +291,20 @@ func TestScheduleCommand(t *testing.T) {
 	}
 	if r := pipeline(t, nil, "schedule", spec, "--cron", "0 0 6 * * *"); r.code != 2 {
 		t.Errorf("schedule with six fields: exit %d, want 2", r.code)
+	}
+	// February has no 30th: the schedule would have no next update, so it is refused rather than
+	// run updates back to back.
+	never := start(t, "schedule", spec, "--cron", "0 0 30 2 *")
+	eventually(t, "the schedule that never fires to end", func() bool {
+		select {
+		case <-never.done:
+			return true
+		default:
+			return false
+		}
+	})
+	if never.code != 2 || !strings.Contains(never.stderr.String(), "never fires") {
+		t.Errorf("schedule that never fires: exit %d, %s; want exit 2 saying it never fires", never.code, never.stderr.String())
 	}
 	land(t, spec, "1.json", 1)
 	p := start(t, "schedule", spec, "--cron", "@every 1s")

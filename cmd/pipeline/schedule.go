@@ -28,7 +28,7 @@ func newScheduleCmd() *cobra.Command {
 			if expr == "" {
 				return usageError(errors.New("no schedule: give --cron EXPR (e.g. \"*/15 * * * *\", @hourly, \"CRON_TZ=Europe/Paris 0 6 * * *\") or `schedule:` in the spec"))
 			}
-			if _, err := spec.CronParser.Parse(expr); err != nil {
+			if _, err := spec.ParseCron(expr); err != nil {
 				return usageError(fmt.Errorf("--cron %q: %v; write five fields (minute hour day-of-month month day-of-week), a descriptor such as @hourly or @every 10m, optionally after CRON_TZ=Area/City", expr, err))
 			}
 			ctx, stop, release := stopSignals()
