@@ -105,6 +105,7 @@ func Dev(ctx context.Context, p *spec.Pipeline, o DevOptions) error {
 		fmt.Fprintf(o.Log, "pipeline %s: watching %s and the input folders for changes (stop with Ctrl-C)\n", p.Name, p.File)
 	}
 	last := fingerprints(p)
+	invalid := false // the last edit of the spec was invalid
 	run(nil, "USER_ACTION")
 	for {
 		var paths []string
@@ -142,6 +143,7 @@ func Dev(ctx context.Context, p *spec.Pipeline, o DevOptions) error {
 			}
 			if err != nil {
 				fmt.Fprintf(o.Log, "pipeline %s: the spec is invalid; the previous version stays in force until it is fixed:\n%v\n", p.Name, err)
+				invalid = true
 				continue
 			}
 			ndefs, ntop := definitions(np.File)
@@ -152,9 +154,14 @@ func Dev(ctx context.Context, p *spec.Pipeline, o DevOptions) error {
 			}
 			p, defs, top = np, ndefs, ntop
 			watch()
-			if len(changed) > 0 {
+			switch {
+			case len(changed) > 0:
 				fmt.Fprintf(o.Log, "pipeline %s: the spec changed: %s\n", p.Name, strings.Join(changed, ", "))
+			case invalid:
+				// Said, so that a fix that restores the spec in force is not met with silence.
+				fmt.Fprintf(o.Log, "pipeline %s: the spec is valid again, with the definitions in force: nothing to re-run\n", p.Name)
 			}
+			invalid = false
 		}
 		now := fingerprints(p)
 		for _, name := range changedInputs(p, last, now) {

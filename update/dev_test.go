@@ -72,6 +72,12 @@ func TestDevSyntheticEvents(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 
+	// Fixing the spec back to the version in force runs nothing, and says that the spec is valid.
+	edit(strings.Replace(failSpec, "  - name: items\n", "  - name: items\n    comment: edited\n", 1))
+	eventuallyLogged(t, log, "the spec is valid again, with the definitions in force: nothing to re-run")
+	edit(strings.Replace(failSpec, "sequence_by: seq", "sequence_by: nope", 1))
+	eventuallyLogged(t, log, "nope")
+
 	// New input re-runs its dataset and the downstream one (the previous valid spec is in force).
 	f := filepath.Join(filepath.Dir(p.File), "landing", "2.json")
 	if err := os.WriteFile(f, []byte(`{"op": "I", "id": 2, "seq": 2}`+"\n"), 0o644); err != nil {
@@ -104,6 +110,18 @@ func TestDevSyntheticEvents(t *testing.T) {
 	close(stop)
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// eventuallyLogged waits until log holds want.
+func eventuallyLogged(t *testing.T, log *lockedBuffer, want string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(log.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("dev did not log %q:\n%s", want, log)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
