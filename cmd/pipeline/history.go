@@ -27,6 +27,9 @@ func newHistoryCmd() *cobra.Command {
 			if format != "table" && format != "jsonl" {
 				return usageError(fmt.Errorf("--format %q: use table or jsonl", format))
 			}
+			if limit < 0 {
+				return usageError(fmt.Errorf("--limit %d: give a number of versions, 0 (all) or more", limit))
+			}
 			p, err := loadRead(args[0], confs)
 			if err != nil {
 				return err
@@ -45,7 +48,7 @@ func newHistoryCmd() *cobra.Command {
 	}
 	cmd.Flags().StringArrayVar(&confs, "conf", nil, "set a configuration value (key=value); repeatable")
 	cmd.Flags().StringVar(&format, "format", "table", "table or jsonl")
-	cmd.Flags().IntVar(&limit, "limit", 0, "print at most the N newest versions (0: all)")
+	cmd.Flags().IntVar(&limit, "limit", 0, "print at most the `N` newest versions (0: all)")
 	return cmd
 }
 

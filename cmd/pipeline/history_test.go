@@ -66,4 +66,7 @@ func TestHistoryAndTimeTravel(t *testing.T) {
 	if r := pipeline(t, nil, append([]string{"history", exampleSpec, "nope"}, conf...)...); r.code != 2 || !strings.Contains(r.stderr, "has no dataset") {
 		t.Errorf("history of an unknown dataset: exit %d, %s", r.code, r.stderr)
 	}
+	if r := pipeline(t, nil, append([]string{"history", exampleSpec, "orders", "--limit", "-3"}, conf...)...); r.code != 2 || !strings.Contains(r.stderr, "--limit -3") {
+		t.Errorf("history --limit -3: exit %d, %s; want exit 2 naming --limit", r.code, r.stderr)
+	}
 }

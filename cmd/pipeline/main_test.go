@@ -197,6 +197,7 @@ func TestFlagHelp(t *testing.T) {
 		{"show", []string{"--limit N ", "--timestamp T ", "--version N ", "(default: all)"}},
 		{"changes", []string{"--from-version N ", "--to-version M ", "(default: the latest)"}},
 		{"run", []string{"      --continuous   "}},
+		{"history", []string{"--limit N "}},
 	} {
 		out := mustRun(t, tc.cmd, "--help")
 		for _, w := range tc.want {
