@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -112,7 +113,14 @@ func Schedule(ctx context.Context, p *spec.Pipeline, expr string, o ScheduleOpti
 			mu.Lock()
 			running, cur = false, nil
 			if err != nil {
-				fmt.Fprintf(o.Log, "pipeline %s: the scheduled update failed: %v\n", p.Name, err)
+				// A failed update's error starts with "the update failed" already.
+				msg := err.Error()
+				if rest, ok := strings.CutPrefix(msg, "the update failed"); ok {
+					msg = "the scheduled update failed" + rest
+				} else {
+					msg = "the scheduled update failed: " + msg
+				}
+				fmt.Fprintf(o.Log, "pipeline %s: %s\n", p.Name, msg)
 			}
 			if announce && ctx.Err() == nil && !closed(o.Stop) {
 				announceNext(o.Log, p, sched.Next(time.Now()), expr)

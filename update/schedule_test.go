@@ -156,3 +156,35 @@ func TestScheduleAnnouncesAfterSummary(t *testing.T) {
 		t.Errorf("no next-update line after the first update's summary:\n%s", out)
 	}
 }
+
+// TestScheduleReportsFailedUpdate: a scheduled update that fails is reported once on the log,
+// naming the flow and its error, and the schedule goes on to the next tick.
+func TestScheduleReportsFailedUpdate(t *testing.T) {
+	t.Parallel()
+	p := setup(t, `{"op": "X", "id": 1, "seq": 1}`+"\n")
+	log := &lockedBuffer{}
+	stop := make(chan struct{})
+	failed := make(chan struct{}, 10)
+	o := ScheduleOptions{Stop: stop, Log: log, Ran: func(res *Result, err error) {
+		if err != nil {
+			failed <- struct{}{}
+		}
+	}}
+	done := make(chan error)
+	go func() { done <- Schedule(context.Background(), p, "@every 1s", o) }()
+	for i := 0; i < 2; i++ {
+		select {
+		case <-failed:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%d scheduled updates failed, want 2:\n%s", i, log)
+		}
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	out := log.String()
+	if !strings.Contains(out, "pipeline t: the scheduled update failed:\n  flow changes: expectation \"known_op\"") || strings.Contains(out, "the update failed") {
+		t.Errorf("the failed updates are not reported as \"the scheduled update failed:\" with the flow's error:\n%s", out)
+	}
+}
