@@ -23,10 +23,13 @@ type ScheduleOptions struct {
 	Log io.Writer
 	// Ran, when set, is called after each update with its result (tests).
 	Ran func(res *Result, err error)
+	// Conf is the --conf map the spec is loaded with again before each update.
+	Conf map[string]string
 }
 
 // Schedule runs triggered updates of p at the times of the cron expression expr
-// (spec.ParseCron) until stopped, holding the storage lock all along so that no other update
+// (spec.ParseCron) until stopped, each with the spec file as it is then (loaded again with
+// o.Conf; an invalid version is reported on Log and the last valid one runs), holding the storage lock all along so that no other update
 // runs on the storage meanwhile. Updates never overlap: a tick that finds the previous update
 // still running is skipped, and a WARN event in that update says so. A failed update is reported
 // on Log and the schedule goes on. It returns nil once stopped, or the error that kept it from
@@ -95,6 +98,15 @@ func Schedule(ctx context.Context, p *spec.Pipeline, expr string, o ScheduleOpti
 		}
 		running = true
 		mu.Unlock()
+		// Each update runs the spec as it is now, as a triggered update of Delta Live Tables
+		// does: an edit made since the last one applies. An invalid edit is reported and the
+		// last valid spec stays in force.
+		if np, err := reload(p, o.Conf); err != nil {
+			fmt.Fprintf(o.Log, "pipeline %s: the spec is invalid; this update runs its last valid version:\n%v\n", p.Name, err)
+		} else {
+			p = np
+		}
+		p := p // the update's, unchanged by a later reload
 		opts := o.Options
 		opts.Held, opts.Cause = held, "SCHEDULED"
 		opts.Started = func(e Emitter) {
@@ -147,4 +159,17 @@ func closed(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// reload loads the spec file of p again with conf and checks it as an update would (its graph,
+// an unchanged storage, which the scheduler holds the lock of).
+func reload(p *spec.Pipeline, conf map[string]string) (*spec.Pipeline, error) {
+	np, err := spec.Load(p.File, conf)
+	if err == nil {
+		_, err = np.Graph()
+	}
+	if err == nil && np.Storage != p.Storage {
+		err = fmt.Errorf("%s: the storage changed from %s to %s: stop `pipeline schedule` and start it again", p.File, p.Storage, np.Storage)
+	}
+	return np, err
 }

@@ -3,6 +3,7 @@ package update
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -186,5 +187,67 @@ func TestScheduleReportsFailedUpdate(t *testing.T) {
 	out := log.String()
 	if !strings.Contains(out, "pipeline t: the scheduled update failed:\n  flow changes: expectation \"known_op\"") || strings.Contains(out, "the update failed") {
 		t.Errorf("the failed updates are not reported as \"the scheduled update failed:\" with the flow's error:\n%s", out)
+	}
+}
+
+// TestScheduleRunsTheSpecAsEdited: each scheduled update loads the spec file again, so a
+// dataset added to it while the scheduler runs is updated by the next tick; an invalid edit is
+// reported and the last valid spec runs.
+func TestScheduleRunsTheSpecAsEdited(t *testing.T) {
+	t.Parallel()
+	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n")
+	log := &lockedBuffer{}
+	stop := make(chan struct{})
+	results := make(chan *Result, 100)
+	o := ScheduleOptions{Stop: stop, Log: log, Ran: func(res *Result, err error) {
+		if err != nil {
+			t.Errorf("scheduled update: %v", err)
+		}
+		results <- res
+	}}
+	done := make(chan error)
+	go func() { done <- Schedule(context.Background(), p, "@every 1s", o) }()
+	next := func(what string) *Result {
+		t.Helper()
+		select {
+		case res := <-results:
+			return res
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no scheduled update after %s:\n%s", what, log)
+		}
+		return nil
+	}
+	if res := next("the start"); res.Flows["more"] != nil {
+		t.Fatalf("the first update ran a dataset the spec does not have yet")
+	}
+	edited := failSpec + "  - name: more\n    apply_changes: {source: changes, keys: [id], sequence_by: seq}\n"
+	if err := os.WriteFile(p.File, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ran := func(name string) bool {
+		for range 5 {
+			if res := next("the edit"); res.Flows[name] != nil {
+				return true
+			}
+		}
+		return false
+	}
+	if !ran("more") {
+		t.Fatalf("no scheduled update after the edit ran the dataset it added:\n%s", log)
+	}
+	if err := os.WriteFile(p.File, []byte(edited+"  - name: broken\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for !strings.Contains(log.String(), "the spec is invalid; this update runs its last valid version") {
+		if res := next("the invalid edit"); res.Flows["more"] == nil {
+			t.Fatalf("an update after the invalid edit did not run the last valid spec")
+		}
+	}
+	if res := next("the invalid edit"); res.Flows["more"] == nil {
+		t.Errorf("the update after the invalid edit did not run the last valid spec")
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -18,6 +18,10 @@ func newScheduleCmd() *cobra.Command {
 		Short: "Run triggered updates on a cron schedule (default: the spec's `schedule`), never two at once, until stopped",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			conf, err := parseConf(confs)
+			if err != nil {
+				return err
+			}
 			p, err := loadChecked(args[0], confs)
 			if err != nil {
 				return err
@@ -37,6 +41,7 @@ func newScheduleCmd() *cobra.Command {
 				Options: update.Options{Out: cmd.OutOrStdout()},
 				Stop:    stop,
 				Log:     cmd.OutOrStdout(),
+				Conf:    conf,
 			})
 			if err != nil {
 				return failure(err)
