@@ -579,7 +579,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 				return nil
 			})
 			if err != nil {
-				return nil, err
+				return nil, vacuumedHint(err, p, d, ac.Source, false)
 			}
 		}
 	}

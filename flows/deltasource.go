@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strconv"
 
 	"tributary/delta"
@@ -86,7 +87,7 @@ func ReadDelta(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) 
 			}
 			return m, fmt.Errorf("%w; %s reads the feed from where it stopped, so run %s to read %s again from its current version", err, d.Name, RefreshHint(p, d.Name), src.Path)
 		} else if err != nil {
-			return m, err
+			return m, vacuumedHint(err, p, d, src.Path, src.StartingVersion >= 0)
 		}
 		if !cs.Equal(d.Schema) {
 			return m, fmt.Errorf("the change data feed of %s has the columns (%s) but %s was set up with (%s); run %s", src.Path, cs.DDL(), d.Name, d.Schema.DDL(), RefreshHint(p, d.Name))
@@ -98,7 +99,7 @@ func ReadDelta(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) 
 			}
 			c, err := source.ReadCommit(v)
 			if err != nil {
-				return m, err
+				return m, vacuumedHint(err, p, d, src.Path, src.StartingVersion >= 0)
 			}
 			changes := false
 			for _, r := range c.Removes {
@@ -120,7 +121,7 @@ func ReadDelta(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) 
 				}
 				fr, err := source.FileRows(vs.Metadata, a)
 				if err != nil {
-					return m, err
+					return m, vacuumedHint(err, p, d, src.Path, src.StartingVersion >= 0)
 				}
 				rows = append(rows, fr...)
 				m.Files++
@@ -180,4 +181,20 @@ func lastDeltaSource(t *delta.Table, snap *delta.Snapshot) string {
 		}
 	}
 	return ""
+}
+
+// vacuumedHint adds to err, when it says that a file of the source table is gone (VACUUM, or a
+// log cleanup, removed what the versions d has not read yet need: d fell behind the source's
+// retention), how d goes on: a full refresh reads the source again from its latest snapshot, as
+// a first read does (from starting_version when d sets one: then a later one is needed), with
+// the datasets that read d, which a rebuilt d is a new source to.
+func vacuumedHint(err error, p *spec.Pipeline, d *spec.Dataset, source string, fromStartingVersion bool) error {
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	how := fmt.Sprintf("run %s to read it again from its latest snapshot", RefreshWithReaders(p, d.Name))
+	if fromStartingVersion {
+		how = fmt.Sprintf("set a later starting_version on %s (one `pipeline history` of the source still reads) and run %s", d.Name, RefreshWithReaders(p, d.Name))
+	}
+	return fmt.Errorf("%s fell behind its source %s, whose files of the versions it has not read yet are gone (VACUUM deletes files older than the source's delta.deletedFileRetentionDuration): %s: %w", d.Name, source, how, err)
 }

@@ -733,7 +733,7 @@ func streamRows(ctx context.Context, env *Env, d *spec.Dataset, snap *delta.Snap
 			}
 			fr, err := src.FileRows(meta, a)
 			if err != nil {
-				return rel, -1, "", false, err
+				return rel, -1, "", false, vacuumedHint(err, p, d, x, false)
 			}
 			rel.Rows = append(rel.Rows, fr...)
 		}
