@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"strings"
 
 	"tributary/delta"
@@ -149,7 +150,7 @@ func Readers(p *spec.Pipeline, name string) ([]Reader, error) {
 			ids, snapshots = append(ids, AppID(p, r.Name)), true
 		case r.ApplyChanges != nil && same(r.ApplyChanges.Source) && !src.FileView():
 			ids = append(ids, AppID(p, r.Name))
-		case r.Source != nil && same(r.Source.Table):
+		case r.Source != nil && r.Source.Format == spec.FormatDelta && (same(r.Source.Table) || filepath.Clean(r.Source.Path) == TableDir(p.Storage, name)):
 			ids, first = append(ids, AppID(p, r.Name)), r.Source.StartingVersion
 			fromStart = first >= 0
 		case r.Query != nil:

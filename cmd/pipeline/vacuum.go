@@ -61,8 +61,11 @@ func vacuum(w io.Writer, p *spec.Pipeline, tables []maintained, retain time.Dura
 		if err != nil {
 			return failure(fmt.Errorf("%s: %w", m.name, err))
 		}
+		pending := pendingRetention(p, m, min)
 		if retain >= 0 && retain < min && len(tables) > 1 {
-			skip[m.name] = fmt.Sprintf("--retain %s is shorter than its delta.deletedFileRetentionDuration (%s)", days(retain), days(min))
+			skip[m.name] = fmt.Sprintf("--retain %s is shorter than its delta.deletedFileRetentionDuration (%s)%s", days(retain), days(min), pending)
+		} else if retain >= 0 && retain < min && pending != "" {
+			short = append(short, fmt.Errorf("%s: --retain %s is shorter than its delta.deletedFileRetentionDuration (%s)%s", m.name, days(retain), days(min), pending))
 		} else if retain >= 0 && retain < min {
 			short = append(short, fmt.Errorf("%s: --retain %s is shorter than its delta.deletedFileRetentionDuration (%s): versions a reader may still use would lose files; lower the property with table_properties (e.g. delta.deletedFileRetentionDuration: \"interval 1 hours\") to allow it", m.name, days(retain), days(min)))
 		}
@@ -114,6 +117,23 @@ func vacuum(w io.Writer, p *spec.Pipeline, tables []maintained, retain time.Dura
 		return failure(errors.Join(errs...))
 	}
 	return nil
+}
+
+// pendingRetention says, when the spec's table_properties give m's dataset another
+// delta.deletedFileRetentionDuration than its table has (current), that the next update sets it:
+// table properties reach a table with its next commit, and VACUUM goes by the table's.
+func pendingRetention(p *spec.Pipeline, m maintained, current time.Duration) string {
+	if m.dataset == nil {
+		return ""
+	}
+	v, ok := m.dataset.TableProperties[delta.ConfigDeletedFileRetention]
+	if !ok {
+		return ""
+	}
+	if d, err := delta.ParseInterval(v); err != nil || d == current {
+		return ""
+	}
+	return fmt.Sprintf("; the spec sets it to %q, which the table takes with the next update: run `pipeline run %s` first", v, p.File)
 }
 
 // unreadFrom returns the first version of dataset name's table that a flow of p reading it from
