@@ -29,10 +29,10 @@ type ScheduleOptions struct {
 
 // Schedule runs triggered updates of p at the times of the cron expression expr
 // (spec.ParseCron) until stopped, each with the spec file as it is then (loaded again with
-// o.Conf; an invalid version is reported on Log and the last valid one runs), holding the storage lock all along so that no other update
-// runs on the storage meanwhile. Updates never overlap: a tick that finds the previous update
-// still running is skipped, and a WARN event in that update says so. A failed update is reported
-// on Log and the schedule goes on. It returns nil once stopped, or the error that kept it from
+// o.Conf; an invalid version is reported on Log and the last valid one runs), holding the
+// storage lock all along so that no other update runs on the storage meanwhile. Updates never
+// overlap: a tick that finds the previous update still running is skipped, and a WARN event in
+// that update says so. A failed update is reported on Log and the schedule goes on. It returns nil once stopped, or the error that kept it from
 // starting (a bad expression, the storage is locked).
 func Schedule(ctx context.Context, p *spec.Pipeline, expr string, o ScheduleOptions) error {
 	sched, err := spec.ParseCron(expr)
