@@ -1,11 +1,13 @@
 package spec
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"tributary/delta"
 	"tributary/internal/suggest"
 	"tributary/schema"
 
@@ -335,6 +337,15 @@ func (d *decoder) tableProperties(n *yaml.Node, path string) map[string]string {
 			}
 		}
 	}
+	for _, c := range valueChecks {
+		v, ok := m[c.name]
+		if !ok {
+			continue
+		}
+		if err := c.check(v); err != nil {
+			d.addAt(valueOf(resolve(n), keys[c.name]), child(path, c.name), c.hint, "%v", err)
+		}
+	}
 	if v, ok := m[TombstoneGCProperty]; ok {
 		if s, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err != nil || s < 0 {
 			val := valueOf(resolve(n), keys[TombstoneGCProperty])
@@ -370,6 +381,38 @@ var pipelinesTableProperties = []string{
 	"pipelines.autoOptimize.managed", "pipelines.autoOptimize.minNumFiles", "pipelines.autoOptimize.zOrderCols",
 	"pipelines.cdc.tombstoneGCFrequencyInSeconds", TombstoneGCProperty, "pipelines.reset.allowed",
 	"pipelines.trigger.interval",
+}
+
+// valueChecks check the values of the table properties this runner reads whose values are not
+// booleans: a value it cannot read would otherwise be written into the table and found only
+// later (VACUUM refused, checkpoints not written, a default used instead).
+var valueChecks = []struct {
+	name  string
+	hint  string
+	check func(v string) error
+}{
+	{delta.ConfigDeletedFileRetention, `write an interval, e.g. "interval 7 days", "interval 12 hours" or "168h"`, func(v string) error {
+		_, err := delta.ParseInterval(v)
+		return err
+	}},
+	{delta.ConfigCheckpointInterval, `write a whole number of commits, e.g. "10"`, func(v string) error {
+		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err != nil || n < 1 {
+			return fmt.Errorf("%q is not a whole number of commits, 1 or more", v)
+		}
+		return nil
+	}},
+	{delta.ConfigTargetFileSize, `write a size in bytes, e.g. "134217728" or "128mb"`, func(v string) error {
+		if n, err := delta.ParseSize(v); err != nil || n < 1 {
+			return fmt.Errorf("%q is not a size in bytes, 1 or more", v)
+		}
+		return nil
+	}},
+	{delta.ConfigAutoOptimizeMinFiles, `write a whole number of files, 2 or more, e.g. "50"`, func(v string) error {
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err != nil || n < 2 {
+			return fmt.Errorf("%q is not a whole number of files, 2 or more", v)
+		}
+		return nil
+	}},
 }
 
 // booleanTableProperties take true or false (Delta parses them ignoring case).

@@ -104,13 +104,15 @@ func TestTableProperties(t *testing.T) {
 		return build(map[string]string{"#MORE": "    table_properties:\n      " + strings.Join(lines, "\n      ")})
 	}
 	p, err := Parse("p.yaml", []byte(props(`delta.enableDeletionVectors: "TRUE"`, `pipelines.autoOptimize.managed: False`,
-		`delta.feature.timestampNtz: supported`, `owner: data-eng`, `delta.targetFileSize: 64mb`)), nil, nil)
+		`delta.feature.timestampNtz: supported`, `owner: data-eng`, `delta.targetFileSize: 64mb`,
+		`delta.deletedFileRetentionDuration: "interval 1 hours"`, `delta.checkpointInterval: "5"`, `pipelines.autoOptimize.minNumFiles: "20"`)), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := p.Datasets[1].TableProperties
 	want := map[string]string{"delta.enableDeletionVectors": "true", "pipelines.autoOptimize.managed": "false",
-		"delta.feature.timestampNtz": "supported", "owner": "data-eng", "delta.targetFileSize": "64mb"}
+		"delta.feature.timestampNtz": "supported", "owner": "data-eng", "delta.targetFileSize": "64mb",
+		"delta.deletedFileRetentionDuration": "interval 1 hours", "delta.checkpointInterval": "5", "pipelines.autoOptimize.minNumFiles": "20"}
 	if !maps.Equal(got, want) {
 		t.Fatalf("table properties %v, want %v", got, want)
 	}
@@ -119,6 +121,12 @@ func TestTableProperties(t *testing.T) {
 		{`pipelines.cdc.tombstoneGCThresholdInSecond: "60"`, "pipelines.cdc.tombstoneGCThresholdInSecond", "unknown table property pipelines.cdc.tombstoneGCThresholdInSecond", "did you mean `pipelines.cdc.tombstoneGCThresholdInSeconds`"},
 		{`delta.whatever: x`, "delta.whatever", "unknown table property delta.whatever", "name a property of your own without those prefixes"},
 		{`delta.enableDeletionVectors: yes please`, "delta.enableDeletionVectors", `delta.enableDeletionVectors takes true or false, found "yes please"`, "write true or false"},
+		{`delta.deletedFileRetentionDuration: soon`, "delta.deletedFileRetentionDuration", `"soon" is not an interval such as "interval 7 days" or "168h"`, `"interval 7 days"`},
+		{`delta.deletedFileRetentionDuration: "interval -1 days"`, "delta.deletedFileRetentionDuration", `"interval -1 days" is not an interval such as "interval 7 days" or "168h"`, `"interval 7 days"`},
+		{`delta.checkpointInterval: ten`, "delta.checkpointInterval", `"ten" is not a whole number of commits, 1 or more`, `"10"`},
+		{`delta.checkpointInterval: 0`, "delta.checkpointInterval", `"0" is not a whole number of commits, 1 or more`, `"10"`},
+		{`delta.targetFileSize: big`, "delta.targetFileSize", `"big" is not a size in bytes, 1 or more`, `"128mb"`},
+		{`pipelines.autoOptimize.minNumFiles: 1`, "pipelines.autoOptimize.minNumFiles", `"1" is not a whole number of files, 2 or more`, `"50"`},
 	}
 	for _, c := range cases {
 		_, err := Parse("p.yaml", []byte(props(c.line)), nil, nil)
