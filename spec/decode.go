@@ -359,7 +359,8 @@ func (d *decoder) tableProperties(n *yaml.Node, path string) map[string]string {
 // deltaTableProperties are the delta. table properties of Delta Lake (its documentation's
 // "Delta table properties reference" and Delta PROTOCOL.md): those this runner reads
 // (delta.enableChangeDataFeed, delta.enableDeletionVectors, delta.checkpointInterval,
-// delta.deletedFileRetentionDuration, delta.targetFileSize, delta.checkpoint.writeStatsAsJson)
+// delta.deletedFileRetentionDuration, delta.logRetentionDuration, delta.enableExpiredLogCleanup,
+// delta.targetFileSize, delta.checkpoint.writeStatsAsJson)
 // and the others, kept in the table's configuration for the engines that read them.
 var deltaTableProperties = []string{
 	"delta.appendOnly", "delta.autoOptimize.autoCompact", "delta.autoOptimize.optimizeWrite",
@@ -392,6 +393,10 @@ var valueChecks = []struct {
 	check func(v string) error
 }{
 	{delta.ConfigDeletedFileRetention, `write an interval, e.g. "interval 7 days", "interval 12 hours" or "168h"`, func(v string) error {
+		_, err := delta.ParseInterval(v)
+		return err
+	}},
+	{delta.ConfigLogRetention, `write an interval, e.g. "interval 30 days" or "720h"`, func(v string) error {
 		_, err := delta.ParseInterval(v)
 		return err
 	}},

@@ -122,6 +122,7 @@ func TestTableProperties(t *testing.T) {
 		{`delta.whatever: x`, "delta.whatever", "unknown table property delta.whatever", "name a property of your own without those prefixes"},
 		{`delta.enableDeletionVectors: yes please`, "delta.enableDeletionVectors", `delta.enableDeletionVectors takes true or false, found "yes please"`, "write true or false"},
 		{`delta.deletedFileRetentionDuration: soon`, "delta.deletedFileRetentionDuration", `"soon" is not an interval such as "interval 7 days" or "168h"`, `"interval 7 days"`},
+		{`delta.logRetentionDuration: a month`, "delta.logRetentionDuration", `"a month" is not an interval such as "interval 7 days" or "168h"`, `"interval 30 days"`},
 		{`delta.deletedFileRetentionDuration: "interval -1 days"`, "delta.deletedFileRetentionDuration", `"interval -1 days" is not an interval such as "interval 7 days" or "168h"`, `"interval 7 days"`},
 		{`delta.checkpointInterval: ten`, "delta.checkpointInterval", `"ten" is not a whole number of commits, 1 or more`, `"10"`},
 		{`delta.checkpointInterval: 0`, "delta.checkpointInterval", `"0" is not a whole number of commits, 1 or more`, `"10"`},
