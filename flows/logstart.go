@@ -35,16 +35,20 @@ func firstCommit(p *spec.Pipeline, source *delta.Table, latest *delta.Snapshot, 
 		}
 		return nil, last + 1, nil
 	}
+	var atFirst *delta.Snapshot // the snapshot at the log's first version, when it is not 0
+	if first > 0 {
+		if atFirst, err = source.Snapshot(first); err != nil {
+			return nil, 0, err
+		}
+	}
 	at := latest
-	if vacuumed, err := removedAndGone(source, latest, first); err != nil {
+	if vacuumed, err := removedAndGone(source, latest, atFirst, first); err != nil {
 		return nil, 0, err
 	} else if !vacuumed {
 		if first == 0 {
 			return nil, 0, nil
 		}
-		if at, err = source.Snapshot(first); err != nil {
-			return nil, 0, err
-		}
+		at = atFirst
 	}
 	c := &delta.Commit{Version: at.Version, Adds: make([]delta.Add, len(at.Files))}
 	for i, a := range at.Files {
@@ -54,12 +58,24 @@ func firstCommit(p *spec.Pipeline, source *delta.Table, latest *delta.Snapshot, 
 	return c, at.Version, nil
 }
 
-// removedAndGone reports whether a file that a version of source from first on added, and that
-// is no longer in its latest snapshot, is gone from the table folder (vacuumed).
-func removedAndGone(source *delta.Table, latest *delta.Snapshot, first int64) (bool, error) {
+// removedAndGone reports whether a file that is no longer in source's latest snapshot, and that
+// a version from first on added or the snapshot atFirst at version first (nil for version 0)
+// holds (added by commits metadata cleanup deleted), is gone from the table folder (vacuumed).
+func removedAndGone(source *delta.Table, latest, atFirst *delta.Snapshot, first int64) (bool, error) {
 	live := make(map[string]bool, len(latest.Files))
 	for _, a := range latest.Files {
 		live[a.Path] = true
+	}
+	if atFirst != nil {
+		var removed []delta.Add
+		for _, a := range atFirst.Files {
+			if !live[a.Path] {
+				removed = append(removed, a)
+			}
+		}
+		if gone, err := source.Missing(removed); err != nil || gone != "" {
+			return gone != "", err
+		}
 	}
 	for v := first; v <= latest.Version; v++ {
 		c, err := source.ReadCommit(v)

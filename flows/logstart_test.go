@@ -79,3 +79,61 @@ func latest(t *testing.T, tbl *delta.Table) *delta.Snapshot {
 	}
 	return snap
 }
+
+// TestFirstCommitCompactedBeforeLogStart: the files of the snapshot at the log's first version
+// (added before it, by commits metadata cleanup deleted) that OPTIMIZE compacted and VACUUM
+// deleted since cannot be read: a reader that has read nothing starts from the latest snapshot,
+// whose one compacted file holds the same rows.
+func TestFirstCommitCompactedBeforeLogStart(t *testing.T) {
+	t.Parallel()
+	p := &spec.Pipeline{Name: "lc", File: "pipeline.yaml"}
+	tbl := delta.New(t.TempDir())
+	sch, err := schema.ParseDDL("id BIGINT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.Begin(nil)
+	tx.SetMetadata(delta.Metadata{Schema: sch})
+	if _, err := tx.Commit("CREATE TABLE", nil); err != nil {
+		t.Fatal(err)
+	}
+	for v := 1; v <= 9; v++ {
+		a, err := tbl.WriteFile(sch, [][]any{{int64(v)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx := tbl.Begin(latest(t, tbl))
+		tx.Add(a)
+		if _, err := tx.Commit("WRITE", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap := latest(t, tbl) // version 10 adds no file
+	tx = tbl.Begin(snap)
+	tx.SetMetadata(delta.Metadata{ID: snap.Metadata.ID, Schema: sch, Configuration: map[string]string{"owner": "x"}})
+	if _, err := tx.Commit("SET TBLPROPERTIES", nil); err != nil {
+		t.Fatal(err)
+	}
+	for v := 0; v < 10; v++ { // metadata cleanup: the log starts at the checkpoint at 10
+		if err := os.Remove(filepath.Join(tbl.Dir, delta.LogDir, fmt.Sprintf("%020d.json", v))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := latest(t, tbl)
+	res, err := tbl.Optimize(delta.OptimizeOptions{})
+	if err != nil || res.Version != 11 {
+		t.Fatalf("optimize: %+v, %v; want version 11", res, err)
+	}
+	for _, a := range before.Files { // VACUUM of the compacted files
+		if err := os.Remove(filepath.Join(tbl.Dir, filepath.FromSlash(a.Path))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, from, err := firstCommit(p, tbl, latest(t, tbl), "raw", "items", -1)
+	if err != nil || c == nil || from != 11 || c.Version != 11 || len(c.Adds) != 1 {
+		t.Fatalf("log from 10, compacted and vacuumed at 11: %+v, %d, %v; want a commit at 11 with the one compacted file", c, from, err)
+	}
+	if gone, err := tbl.Missing(c.Adds); gone != "" || err != nil {
+		t.Fatalf("the stand-in names a missing file %q (%v)", gone, err)
+	}
+}
