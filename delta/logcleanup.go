@@ -151,15 +151,26 @@ func expiredLogVersion(name string, cp int64) (int64, bool) {
 	return 0, false
 }
 
-// FirstCommit returns the version of the oldest commit file in _delta_log: 0 until metadata
-// cleanup (CleanupExpiredLogs) deletes the oldest versions, then the version of the checkpoint the
-// log starts from; -1 when the table has no commit. Errors: the folder cannot be listed.
+// FirstCommit returns the first version of _delta_log a reader can start from: 0 until metadata
+// cleanup (CleanupExpiredLogs) deletes the oldest versions, then the version of the oldest
+// checkpoint the log keeps (a cleanup stopped part way may leave commits before it that cannot
+// be read without the ones it deleted); the oldest commit when no checkpoint follows it; -1 when
+// the table has no commit. Errors: the folder cannot be listed.
 func (t *Table) FirstCommit() (int64, error) {
-	vs, err := t.versions()
-	if err != nil || len(vs) == 0 {
+	l, err := t.listLog()
+	if err != nil || len(l.commits) == 0 {
 		return -1, err
 	}
-	return vs[0], nil
+	first := l.commits[0]
+	if first == 0 {
+		return 0, nil
+	}
+	for _, cp := range l.checkpoints {
+		if cp.version >= first {
+			return cp.version, nil
+		}
+	}
+	return first, nil
 }
 
 // Missing returns the path of the first of adds whose data file is not in the table folder (a

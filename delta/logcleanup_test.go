@@ -255,3 +255,27 @@ func TestExpiredLogVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstCommitAfterInterruptedCleanup: a metadata cleanup stopped part way (a crash after it
+// deleted the commits 0-4 of the 0-9 it was deleting before the checkpoint at 10) leaves a log
+// whose oldest commit file, 5, cannot be read without the commits before it: the log starts,
+// for a reader, at the checkpoint at 10, and the snapshot there has the rows 1-10.
+func TestFirstCommitAfterInterruptedCleanup(t *testing.T) {
+	t.Parallel()
+	tbl := cleanupTable(t, 25, nil)
+	for v := int64(0); v <= 4; v++ {
+		if err := os.Remove(tbl.commitPath(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, err := tbl.FirstCommit()
+	if err != nil || first != 10 {
+		t.Fatalf("FirstCommit = %d, %v; want 10", first, err)
+	}
+	if got := ids(t, tbl, first); !slices.Equal(got, seq(1, 10)) {
+		t.Fatalf("rows at the first version: %v", got)
+	}
+	if got := ids(t, tbl, -1); !slices.Equal(got, seq(1, 25)) {
+		t.Fatalf("latest rows: %v", got)
+	}
+}
