@@ -59,6 +59,18 @@ func ReadDelta(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) 
 		m.Idle = true
 		return m, nil
 	}
+	if !started && from >= 0 {
+		// starting_version names a version metadata cleanup may have deleted.
+		if logStart, err := source.FirstCommit(); err != nil {
+			return m, err
+		} else if from < logStart {
+			what := src.Path
+			if src.Table != "" {
+				what = src.Table
+			}
+			return m, fmt.Errorf("%s reads %s from starting_version %d, but the log of %s now starts at version %d (metadata cleanup deleted the versions before it, %s); set starting_version of %s to %d or more, or leave it out to read %s from its latest snapshot", d.Name, what, from, what, logStart, delta.ConfigLogRetention, d.Name, logStart, what)
+		}
+	}
 	first := from
 	if from < 0 {
 		first = latest

@@ -273,3 +273,51 @@ func TestReaders(t *testing.T) {
 		t.Fatalf("readers of items: %s, %v; want none", show(rs), err)
 	}
 }
+
+// TestStartingVersionBeforeLogStart: a `table:` source whose starting_version metadata cleanup
+// deleted (it had read nothing: left out by --refresh while its source was cleaned up) fails
+// naming the dataset, the first version the log keeps and the fix.
+func TestStartingVersionBeforeLogStart(t *testing.T) {
+	t.Parallel()
+	const specText = `name: lc
+storage: ./storage
+datasets:
+  - name: raw
+    source:
+      path: ./landing
+      format: json
+      schema: "op STRING, id BIGINT, seq BIGINT"
+    table_properties:
+      delta.logRetentionDuration: "interval 1 hours"
+  - name: tap
+    source:
+      table: raw
+      starting_version: 0
+`
+	p := cleanupPipeline(t, specText)
+	for i := 1; i <= 12; i++ { // raw: versions 0 (its creation with the first file) to 11
+		landEvent(t, p, i, i, i)
+		if _, err := Run(context.Background(), p, Options{Refresh: []string{"raw"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw := delta.New(flows.TableDir(p.Storage, "raw"))
+	aged := time.Now().Add(-2 * time.Hour)
+	for v := 0; v <= 11; v++ {
+		if err := os.Chtimes(filepath.Join(raw.Dir, delta.LogDir, fmt.Sprintf("%020d.json", v)), aged, aged); err != nil {
+			t.Fatal(err)
+		}
+	}
+	landEvent(t, p, 13, 13, 13)
+	if _, err := Run(context.Background(), p, Options{Refresh: []string{"raw"}}); err != nil {
+		t.Fatal(err)
+	}
+	if first, err := raw.FirstCommit(); err != nil || first != 10 {
+		t.Fatalf("raw's log starts at %d (%v); want 10, its checkpoint", first, err)
+	}
+	_, err := Run(context.Background(), p, Options{Development: true})
+	if err == nil || !strings.Contains(err.Error(), "tap reads raw from starting_version 0, but the log of raw now starts at version 10") ||
+		!strings.Contains(err.Error(), "set starting_version of tap to 10 or more") {
+		t.Fatalf("tap from a deleted starting_version: %v", err)
+	}
+}
