@@ -29,7 +29,8 @@ type LogCleanupResult struct {
 // than now minus the retention; the cutoff checkpoint is the newest complete checkpoint at or
 // before it; every log file of a version before the cutoff checkpoint is deleted (and a log
 // compaction file starting at or before it), oldest first, so that a crash part way leaves a log
-// that still starts at a checkpoint. The cutoff checkpoint, its commit and everything after stay,
+// without a gap: readers start at its oldest checkpoint (FirstCommit), and the next cleanup
+// deletes the commits before it. The cutoff checkpoint, its commit and everything after stay,
 // so the latest snapshot and time travel to any version from the cutoff checkpoint on read as
 // before; an older version then fails naming the first version the log keeps. keepFrom, when not
 // nil, is asked (only when something has expired) for a version the caller still reads the log
