@@ -174,20 +174,36 @@ func (t *Table) FirstCommit() (int64, error) {
 	return first, nil
 }
 
-// Missing returns the path of the first of adds whose data file is not in the table folder (a
-// file VACUUM deleted after OPTIMIZE compacted it away), or "" when every one is there. Errors:
-// a path that does not resolve to a local file, a failed stat other than a missing file.
+// Missing returns the path of the first of adds whose data file, or deletion vector file, is not
+// in the table folder (a file VACUUM deleted after OPTIMIZE compacted it away, or after a later
+// version gave the file a new deletion vector), or "" when every one is there. Errors: a path
+// that does not resolve to a local file, a failed stat other than a missing file.
 func (t *Table) Missing(adds []Add) (string, error) {
 	for _, a := range adds {
-		name, err := localPath(t.Dir, a.Path)
-		if err != nil {
-			return "", err
+		paths := []string{a.Path}
+		if dv := a.DeletionVector; dv != nil && dv.StorageType != DVStorageInline {
+			rel, err := dv.FilePath()
+			if err != nil {
+				return "", err
+			}
+			paths = append(paths, rel)
 		}
-		if _, err := os.Stat(name); errors.Is(err, fs.ErrNotExist) {
-			return a.Path, nil
-		} else if err != nil {
-			return "", err
+		for _, p := range paths {
+			name, err := localPath(t.Dir, p)
+			if err != nil {
+				return "", err
+			}
+			if _, err := os.Stat(name); errors.Is(err, fs.ErrNotExist) {
+				return p, nil
+			} else if err != nil {
+				return "", err
+			}
 		}
 	}
 	return "", nil
 }
+
+// LogicalKey identifies a logical file of a table: its path and the unique id of its deletion
+// vector (Delta PROTOCOL.md, "Action Reconciliation"); the same data file with another deletion
+// vector is another logical file.
+func (a Add) LogicalKey() string { return fileKey(a.Path, a.DeletionVector) }

@@ -58,18 +58,19 @@ func firstCommit(p *spec.Pipeline, source *delta.Table, latest *delta.Snapshot, 
 	return c, at.Version, nil
 }
 
-// removedAndGone reports whether a file that is no longer in source's latest snapshot, and that
+// removedAndGone reports whether a logical file (a data file with its deletion vector) that is no
+// longer in source's latest snapshot, and that
 // a version from first on added or the snapshot atFirst at version first (nil for version 0)
 // holds (added by commits metadata cleanup deleted), is gone from the table folder (vacuumed).
 func removedAndGone(source *delta.Table, latest, atFirst *delta.Snapshot, first int64) (bool, error) {
-	live := make(map[string]bool, len(latest.Files))
+	live := make(map[string]bool, len(latest.Files)) // logical files: path and deletion vector
 	for _, a := range latest.Files {
-		live[a.Path] = true
+		live[a.LogicalKey()] = true
 	}
 	if atFirst != nil {
 		var removed []delta.Add
 		for _, a := range atFirst.Files {
-			if !live[a.Path] {
+			if !live[a.LogicalKey()] {
 				removed = append(removed, a)
 			}
 		}
@@ -84,7 +85,7 @@ func removedAndGone(source *delta.Table, latest, atFirst *delta.Snapshot, first 
 		}
 		var removed []delta.Add
 		for _, a := range c.Adds {
-			if a.DataChange && !live[a.Path] {
+			if a.DataChange && !live[a.LogicalKey()] {
 				removed = append(removed, a)
 			}
 		}

@@ -321,3 +321,95 @@ datasets:
 		t.Fatalf("tap from a deleted starting_version: %v", err)
 	}
 }
+
+// TestFreshReaderAfterDVVacuum: a deletion vector of the snapshot at the log's first version
+// that a later batch replaced (merge-on-read APPLY CHANGES) and VACUUM deleted cannot be read: a
+// STREAM reader that has read nothing (a full refresh) starts from the latest snapshot instead.
+// Batches 2-7 update ids 1 and 2 (seq 2-7) and insert ids 12-17; batch 8 updates id 3, whose
+// file's deletion vector then changes: the latest rows are ids 1 (b6), 2 (b7), 3 (c8), 4 (a) and
+// 12-17 (n).
+func TestFreshReaderAfterDVVacuum(t *testing.T) {
+	t.Parallel()
+	const specText = `name: dv
+storage: ./storage
+datasets:
+  - name: raw
+    source:
+      path: ./landing
+      format: json
+      schema: "op STRING, id BIGINT, seq BIGINT, v STRING"
+  - name: items
+    apply_changes:
+      source: raw
+      keys: [id]
+      sequence_by: seq
+      apply_as_deletes: op == "D"
+    table_properties:
+      delta.enableDeletionVectors: "true"
+      delta.logRetentionDuration: "interval 1 hours"
+      delta.deletedFileRetentionDuration: "interval 0 hours"
+      delta.checkpointInterval: "3"
+  - name: feed
+    type: streaming_table
+    skip_change_commits: true
+    query: SELECT id, seq, v FROM STREAM(items)
+`
+	p := cleanupPipeline(t, specText)
+	land := func(n int, lines ...string) {
+		t.Helper()
+		name := filepath.Join(filepath.Dir(p.File), "landing", fmt.Sprintf("%02d.json", n))
+		if err := os.WriteFile(name, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Run(context.Background(), p, Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var first []string
+	for id := 1; id <= 4; id++ {
+		first = append(first, fmt.Sprintf(`{"op":"U","id":%d,"seq":1,"v":"a"}`, id))
+	}
+	land(1, first...)
+	for i := 2; i <= 7; i++ {
+		land(i, fmt.Sprintf(`{"op":"U","id":%d,"seq":%d,"v":"b%d"}`, i%2+1, i, i), fmt.Sprintf(`{"op":"U","id":%d,"seq":%d,"v":"n"}`, 10+i, i))
+	}
+	items := delta.New(flows.TableDir(p.Storage, "items"))
+	aged := time.Now().Add(-2 * time.Hour)
+	v, err := items.LatestVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ; v >= 0; v-- {
+		if err := os.Chtimes(filepath.Join(items.Dir, delta.LogDir, fmt.Sprintf("%020d.json", v)), aged, aged); err != nil {
+			t.Fatal(err)
+		}
+	}
+	land(8, `{"op":"U","id":3,"seq":8,"v":"c8"}`)
+	if first, err := items.FirstCommit(); err != nil || first == 0 {
+		t.Fatalf("items' log starts at %d (%v); want it cleaned up", first, err)
+	}
+	if _, err := items.Vacuum(delta.VacuumOptions{Retain: 0, KeepFromVersion: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), p, Options{FullRefresh: []string{"feed"}, Development: true}); err != nil {
+		t.Fatal(err)
+	}
+	feed := delta.New(flows.TableDir(p.Storage, "feed"))
+	snap, err := feed.Snapshot(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := feed.Rows(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rows {
+		got = append(got, fmt.Sprintf("%v:%v", r[0], r[2]))
+	}
+	slices.Sort(got)
+	want := []string{"12:n", "13:n", "14:n", "15:n", "16:n", "17:n", "1:b6", "2:b7", "3:c8", "4:a"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("feed after its full refresh: %v; want %v", got, want)
+	}
+}
