@@ -20,7 +20,8 @@ type HistoryEntry struct {
 // History returns the versions of the table whose commit files are still in the log, newest
 // first, at most limit of them (limit <= 0: all). Timestamps are made strictly increasing with
 // the version (a commit whose clock ran behind its predecessor's is shown 1 ms after it), as
-// Delta does for time travel.
+// Delta does for time travel. Versions a metadata cleanup running meanwhile deletes are left
+// out, not an error.
 func (t *Table) History(limit int) ([]HistoryEntry, error) {
 	all, err := t.commitTimes()
 	if err != nil {
@@ -29,6 +30,9 @@ func (t *Table) History(limit int) ([]HistoryEntry, error) {
 	var out []HistoryEntry
 	for i := len(all) - 1; i >= 0 && (limit <= 0 || len(out) < limit); i-- {
 		c, err := t.ReadCommit(all[i].version)
+		if errors.Is(err, fs.ErrNotExist) {
+			break // this version and the older ones were cleaned up since they were listed
+		}
 		if err != nil {
 			return nil, err
 		}
