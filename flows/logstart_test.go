@@ -20,31 +20,7 @@ import (
 func TestFirstCommit(t *testing.T) {
 	t.Parallel()
 	p := &spec.Pipeline{Name: "lc", File: "pipeline.yaml"}
-	tbl := delta.New(t.TempDir())
-	sch, err := schema.ParseDDL("id BIGINT")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := tbl.Begin(nil)
-	tx.SetMetadata(delta.Metadata{Schema: sch})
-	if _, err := tx.Commit("CREATE TABLE", nil); err != nil {
-		t.Fatal(err)
-	}
-	for v := 1; v <= 12; v++ {
-		snap, err := tbl.Snapshot(-1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := tbl.WriteFile(sch, [][]any{{int64(v)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tx := tbl.Begin(snap)
-		tx.Add(a)
-		if _, err := tx.Commit("WRITE", nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tbl, _ := idTable(t, 12)
 	if c, from, err := firstCommit(p, tbl, latest(t, tbl), "raw", "items", -1); c != nil || from != 0 || err != nil {
 		t.Fatalf("whole log, nothing read: %v, %d, %v; want nil, 0", c, from, err)
 	}
@@ -87,29 +63,9 @@ func latest(t *testing.T, tbl *delta.Table) *delta.Snapshot {
 func TestFirstCommitCompactedBeforeLogStart(t *testing.T) {
 	t.Parallel()
 	p := &spec.Pipeline{Name: "lc", File: "pipeline.yaml"}
-	tbl := delta.New(t.TempDir())
-	sch, err := schema.ParseDDL("id BIGINT")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := tbl.Begin(nil)
-	tx.SetMetadata(delta.Metadata{Schema: sch})
-	if _, err := tx.Commit("CREATE TABLE", nil); err != nil {
-		t.Fatal(err)
-	}
-	for v := 1; v <= 9; v++ {
-		a, err := tbl.WriteFile(sch, [][]any{{int64(v)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tx := tbl.Begin(latest(t, tbl))
-		tx.Add(a)
-		if _, err := tx.Commit("WRITE", nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tbl, sch := idTable(t, 9)
 	snap := latest(t, tbl) // version 10 adds no file
-	tx = tbl.Begin(snap)
+	tx := tbl.Begin(snap)
 	tx.SetMetadata(delta.Metadata{ID: snap.Metadata.ID, Schema: sch, Configuration: map[string]string{"owner": "x"}})
 	if _, err := tx.Commit("SET TBLPROPERTIES", nil); err != nil {
 		t.Fatal(err)
@@ -136,4 +92,32 @@ func TestFirstCommitCompactedBeforeLogStart(t *testing.T) {
 	if gone, err := tbl.Missing(c.Adds); gone != "" || err != nil {
 		t.Fatalf("the stand-in names a missing file %q (%v)", gone, err)
 	}
+}
+
+// idTable makes a table of one BIGINT column id: version 0 creates it, versions 1..n each append
+// the row {v} in a file of its own (checkpoints at every tenth version).
+func idTable(t *testing.T, n int) (*delta.Table, schema.Schema) {
+	t.Helper()
+	tbl := delta.New(t.TempDir())
+	sch, err := schema.ParseDDL("id BIGINT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.Begin(nil)
+	tx.SetMetadata(delta.Metadata{Schema: sch})
+	if _, err := tx.Commit("CREATE TABLE", nil); err != nil {
+		t.Fatal(err)
+	}
+	for v := 1; v <= n; v++ {
+		a, err := tbl.WriteFile(sch, [][]any{{int64(v)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx := tbl.Begin(latest(t, tbl))
+		tx.Add(a)
+		if _, err := tx.Commit("WRITE", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tbl, sch
 }

@@ -63,6 +63,24 @@ func landEvent(t *testing.T, p *spec.Pipeline, n int, id, seq int) {
 	}
 }
 
+// ageLog sets the modification time of the commit files of tbl up to version last (all of them
+// when last < 0) two hours back: older than an hour's delta.logRetentionDuration.
+func ageLog(t *testing.T, tbl *delta.Table, last int64) {
+	t.Helper()
+	if last < 0 {
+		var err error
+		if last, err = tbl.LatestVersion(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	aged := time.Now().Add(-2 * time.Hour)
+	for v := int64(0); v <= last; v++ {
+		if err := os.Chtimes(filepath.Join(tbl.Dir, delta.LogDir, fmt.Sprintf("%020d.json", v)), aged, aged); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestMetadataCleanupKeepsWhatFlowsRead: a bronze table with an hour's delta.logRetentionDuration
 // is cleaned up after its flow commits (Delta PROTOCOL.md, "Metadata Cleanup"), but never past a
 // version its readers (an APPLY CHANGES flow and a STREAM query) have not read, even when they
@@ -102,10 +120,7 @@ func TestMetadataCleanupKeepsWhatFlowsRead(t *testing.T) {
 		land(i)
 		run(Options{Refresh: []string{"raw"}})
 	}
-	aged := time.Now().Add(-2 * time.Hour)
-	for v := int64(0); v <= latest(); v++ {
-		must(os.Chtimes(filepath.Join(raw.Dir, delta.LogDir, fmt.Sprintf("%020d.json", v)), aged, aged))
-	}
+	ageLog(t, raw, -1)
 	land(25)
 	run(Options{Refresh: []string{"raw"}})
 
@@ -193,13 +208,7 @@ func TestMetadataCleanupSnapshotSource(t *testing.T) {
 	for i := 1; i <= 25; i++ {
 		landEvent(t, p, i, i%5, i)
 		if i == 24 {
-			latest, _ := raw.LatestVersion()
-			aged := time.Now().Add(-2 * time.Hour)
-			for v := int64(0); v <= latest; v++ {
-				if err := os.Chtimes(filepath.Join(raw.Dir, delta.LogDir, fmt.Sprintf("%020d.json", v)), aged, aged); err != nil {
-					t.Fatal(err)
-				}
-			}
+			ageLog(t, raw, -1)
 		}
 		if _, err := Run(context.Background(), p, Options{}); err != nil {
 			t.Fatal(err)
@@ -303,12 +312,7 @@ datasets:
 		}
 	}
 	raw := delta.New(flows.TableDir(p.Storage, "raw"))
-	aged := time.Now().Add(-2 * time.Hour)
-	for v := 0; v <= 11; v++ {
-		if err := os.Chtimes(filepath.Join(raw.Dir, delta.LogDir, fmt.Sprintf("%020d.json", v)), aged, aged); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ageLog(t, raw, 11)
 	landEvent(t, p, 13, 13, 13)
 	if _, err := Run(context.Background(), p, Options{Refresh: []string{"raw"}}); err != nil {
 		t.Fatal(err)
@@ -383,16 +387,7 @@ datasets:
 		land(i, fmt.Sprintf(`{"op":"U","id":%d,"seq":%d,"v":"b%d"}`, i%2+1, i, i), fmt.Sprintf(`{"op":"U","id":%d,"seq":%d,"v":"n"}`, 10+i, i))
 	}
 	items := delta.New(flows.TableDir(p.Storage, "items"))
-	aged := time.Now().Add(-2 * time.Hour)
-	v, err := items.LatestVersion()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for ; v >= 0; v-- {
-		if err := os.Chtimes(filepath.Join(items.Dir, delta.LogDir, fmt.Sprintf("%020d.json", v)), aged, aged); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ageLog(t, items, -1)
 	land(8, `{"op":"U","id":3,"seq":8,"v":"c8"}`)
 	if first, err := items.FirstCommit(); err != nil || first == 0 {
 		t.Fatalf("items' log starts at %d (%v); want it cleaned up", first, err)
