@@ -207,3 +207,20 @@ func flowRecord(c *delta.Commit) bool {
 	}
 	return false
 }
+
+// UnreadFrom returns the first version of dataset name's table that a flow of p reading it from
+// its log (Readers) will read (0 for a flow that has read nothing), or -1 when no flow reads it
+// from the log: what VACUUM keeps the files of (delta.VacuumOptions.KeepFromVersion).
+func UnreadFrom(p *spec.Pipeline, name string) (int64, error) {
+	readers, err := Readers(p, name)
+	if err != nil {
+		return -1, err
+	}
+	from := int64(-1)
+	for _, r := range readers {
+		if r.Next >= 0 && (from < 0 || r.Next < from) {
+			from = r.Next
+		}
+	}
+	return from, nil
+}

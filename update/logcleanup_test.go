@@ -417,3 +417,81 @@ datasets:
 		t.Fatalf("feed after its full refresh: %v; want %v", got, want)
 	}
 }
+
+// TestAutoVacuum: an update that writes a checkpoint of a table also vacuums it, as Delta Live
+// Tables' automatic maintenance does: with a zero delta.deletedFileRetentionDuration, the small
+// files automatic OPTIMIZE compacted away in earlier updates are deleted (an INFO
+// maintenance_progress event says so), never what the readers have not read, and the readers'
+// tables are what the semantics give from every change event.
+func TestAutoVacuum(t *testing.T) {
+	t.Parallel()
+	p := cleanupPipeline(t, strings.Replace(cleanupSpec, `      delta.logRetentionDuration: "interval 1 hours"`, `      delta.deletedFileRetentionDuration: "interval 0 hours"
+      delta.checkpointInterval: "4"
+      pipelines.autoOptimize.minNumFiles: "2"`, 1))
+	raw := delta.New(flows.TableDir(p.Storage, "raw"))
+	added := map[string]bool{}
+	for i := 1; i <= 12; i++ {
+		landEvent(t, p, i, i%4, i)
+		if _, err := Run(context.Background(), p, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		v, err := raw.LatestVersion()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ; v >= 0; v-- {
+			c, err := raw.ReadCommit(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range c.Adds {
+				added[a.Path] = true
+			}
+		}
+	}
+	var onDisk int
+	es, err := os.ReadDir(raw.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		if strings.HasSuffix(e.Name(), ".parquet") {
+			onDisk++
+		}
+	}
+	if onDisk >= len(added) {
+		t.Fatalf("%d of the %d data files raw's commits added are on disk: automatic VACUUM deleted none", onDisk, len(added))
+	}
+	evs, err := eventlog.Read(filepath.Join(p.Storage, "system", "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vacuums := 0
+	for _, e := range evs {
+		if e.EventType == eventlog.MaintenanceProgress && strings.HasPrefix(e.Message, "Automatic VACUUM of raw deleted") {
+			vacuums++
+		}
+	}
+	if vacuums == 0 {
+		t.Error("no maintenance_progress event of an automatic VACUUM of raw")
+	}
+	// id i%4, seq i for i = 1..12: the latest per key is 12 (id 0), 9 (1), 10 (2), 11 (3).
+	if got, want := idSeq(t, p, "items"), []string{"0/12", "1/9", "2/10", "3/11"}; !slices.Equal(got, want) {
+		t.Errorf("items %v, want %v", got, want)
+	}
+	var want []string
+	for i := 1; i <= 12; i++ {
+		want = append(want, fmt.Sprintf("%d/%d", i%4, i))
+	}
+	slices.Sort(want)
+	if got := idSeq(t, p, "copy"); !slices.Equal(got, want) {
+		t.Errorf("copy %v, want %v", got, want)
+	}
+	// A full refresh of the readers reads raw from its latest snapshot, all 12 events.
+	if _, err := Run(context.Background(), p, Options{FullRefresh: []string{"items", "copy"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := idSeq(t, p, "copy"); !slices.Equal(got, want) {
+		t.Errorf("copy after a full refresh %v, want %v", got, want)
+	}
+}

@@ -2,6 +2,8 @@ package update
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"tributary/delta"
@@ -73,5 +75,42 @@ func (s *session) cleanupLog(t *delta.Table, d *spec.Dataset, version int64) {
 	if err != nil {
 		s.events.Emit(eventlog.Warn, eventlog.MaintenanceProgress, d.Name, d.Name,
 			fmt.Sprintf("Metadata cleanup of %s failed: %v; a later update tries again.", d.Name, err), nil, err.Error())
+		return
+	}
+	s.autoVacuum(t, d, snap)
+}
+
+// autoVacuum runs VACUUM on t, dataset d's table at snap, as Delta Live Tables' automatic
+// maintenance does, when this update wrote one of its checkpoints (so about once every
+// delta.checkpointInterval commits, however often updates run) and automatic maintenance is on
+// (pipelines.autoOptimize.managed is not "false"): the files no version within the table's
+// delta.deletedFileRetentionDuration (default 7 days) needs go, except those of versions a flow
+// of the pipeline has not read yet (flows.UnreadFrom), as `pipeline vacuum` does. What it
+// deleted is an INFO maintenance_progress event; a failure is a WARN event.
+func (s *session) autoVacuum(t *delta.Table, d *spec.Dataset, snap *delta.Snapshot) {
+	if on, _ := snap.Metadata.AutoOptimize(); !on {
+		return
+	}
+	n := snap.Metadata.CheckpointInterval()
+	cp := filepath.Join(t.Dir, delta.LogDir, fmt.Sprintf("%020d.checkpoint.parquet", snap.Version/n*n))
+	if st, err := os.Stat(cp); err != nil || st.ModTime().Before(s.start) {
+		return // no checkpoint written by this update
+	}
+	from, err := flows.UnreadFrom(s.p, d.Name)
+	var res delta.VacuumResult
+	if err == nil {
+		res, err = t.Vacuum(delta.VacuumOptions{Retain: -1, KeepFromVersion: from})
+	}
+	switch {
+	case err != nil:
+		s.events.Emit(eventlog.Warn, eventlog.MaintenanceProgress, d.Name, d.Name,
+			fmt.Sprintf("Automatic VACUUM of %s failed: %v; a later update tries again.", d.Name, err), nil, err.Error())
+	case len(res.Files) > 0:
+		s.events.Emit(eventlog.Info, eventlog.MaintenanceProgress, d.Name, d.Name,
+			fmt.Sprintf("Automatic VACUUM of %s deleted %d files (%d bytes) that no version of the last %s needs.", d.Name, len(res.Files), res.Bytes, res.Retain),
+			map[string]any{"maintenance_progress": map[string]any{
+				"operation": "VACUUM", "auto": true, "version": snap.Version,
+				"num_deleted_files": len(res.Files), "num_deleted_bytes": res.Bytes,
+			}}, "")
 	}
 }

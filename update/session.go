@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -42,7 +43,8 @@ type session struct {
 	noticed  bool            // a summary said the update's notices (Result.ResetDenied, Orphans)
 	// cleaned is, per dataset, the version its table had when this update last ran its metadata
 	// cleanup (cleanupLog): it runs again once a later checkpoint interval is reached.
-	cleaned sync.Map // dataset name -> int64
+	cleaned sync.Map  // dataset name -> int64
+	start   time.Time // when the update began (autoVacuum: checkpoints written since)
 }
 
 func (s *session) result() *Result {
@@ -90,7 +92,7 @@ func begin(p *spec.Pipeline, opts Options) (*session, error) {
 	if opts.Cause == "" {
 		opts.Cause = "USER_ACTION"
 	}
-	s := &session{p: p, opts: opts, res: &Result{UpdateID: uuid.NewString(), Flows: map[string]*FlowResult{}}}
+	s := &session{p: p, opts: opts, res: &Result{UpdateID: uuid.NewString(), Flows: map[string]*FlowResult{}}, start: time.Now()}
 	if opts.Held != nil {
 		opts.Held.lk.note(s.res.UpdateID + " (" + opts.Held.what + ")")
 	} else {

@@ -87,7 +87,7 @@ func vacuum(w io.Writer, p *spec.Pipeline, tables []maintained, retain time.Dura
 		}
 		opts := delta.VacuumOptions{Retain: retain, DryRun: dryRun, KeepFromVersion: -1}
 		if m.dataset != nil {
-			from, err := unreadFrom(p, m.dataset.Name)
+			from, err := flows.UnreadFrom(p, m.dataset.Name)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", m.name, err))
 				continue
@@ -134,23 +134,6 @@ func pendingRetention(p *spec.Pipeline, m maintained, current time.Duration) str
 		return ""
 	}
 	return fmt.Sprintf("; the spec sets it to %q, which the table takes with the next update: run `pipeline run %s` first", v, p.File)
-}
-
-// unreadFrom returns the first version of dataset name's table that a flow of p reading it from
-// its log (flows.Readers) will read (0 for a flow that has read nothing), or -1 when no flow
-// reads it from the log.
-func unreadFrom(p *spec.Pipeline, name string) (int64, error) {
-	readers, err := flows.Readers(p, name)
-	if err != nil {
-		return -1, err
-	}
-	from := int64(-1)
-	for _, r := range readers {
-		if r.Next >= 0 && (from < 0 || r.Next < from) {
-			from = r.Next
-		}
-	}
-	return from, nil
 }
 
 // days writes a retention for people: "7 days", "36h0m0s".
