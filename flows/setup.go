@@ -17,15 +17,31 @@ import (
 // ErrSchemaChanged is returned (wrapped) by Setup when a table's schema differs from the spec's.
 var ErrSchemaChanged = errors.New("the schema changed")
 
+// resetAllowedProperty is the table property that, set to "false", turns a full refresh of the
+// table into a normal update (update.ResetAllowedProperty).
+const resetAllowedProperty = "pipelines.reset.allowed"
+
 // RefreshHint returns the command that fully refreshes the named datasets of p, with the
 // `--conf` values p was loaded with (spec.Pipeline.Overrides), so that it refreshes the same
-// storage from the same input.
+// storage from the same input. When some of them set pipelines.reset.allowed to "false", which
+// makes their full refresh a normal update, the hint says to set it to "true" first: the command
+// alone would not rebuild them.
 func RefreshHint(p *spec.Pipeline, names ...string) string {
 	cmd := fmt.Sprintf("pipeline run %s --full-refresh %s", shellWord(p.File), strings.Join(names, ","))
 	for _, k := range slices.Sorted(maps.Keys(p.Overrides)) {
 		cmd += " --conf " + shellWord(k+"="+p.Overrides[k])
 	}
-	return "`" + cmd + "`"
+	hint := "`" + cmd + "`"
+	var denied []string
+	for _, name := range names {
+		if d := p.Dataset(name); d != nil && strings.EqualFold(d.TableProperties[resetAllowedProperty], "false") {
+			denied = append(denied, name)
+		}
+	}
+	if len(denied) > 0 {
+		hint += fmt.Sprintf(" (after setting %s to \"true\" in the table_properties of %s, whose full refresh it otherwise makes a normal update)", resetAllowedProperty, strings.Join(denied, ", "))
+	}
+	return hint
 }
 
 // RefreshWithReaders is RefreshHint for dataset name and every dataset that reads it, directly
