@@ -291,7 +291,7 @@ func (f *snapshotFlow) pendingFiles(snap *delta.Snapshot) ([]pendingSnapshot, er
 		}
 		if in.rel < newest {
 			return nil, fmt.Errorf("snapshot file %s is new but sorts before %s, which was applied already: snapshots are applied in name order, and an older snapshot cannot follow a newer one. Move it out of %s, give it a name that sorts after %s to apply it as the newest snapshot, or run %s to rebuild %s from every file in name order",
-				in.abs, newest, src.Path, newest, RefreshHint(p, f.d.Name), f.d.Name)
+				in.abs, newest, src.Path, newest, RefreshWithReaders(p, f.d.Name), f.d.Name)
 		}
 		if f.env.waitingFile(f.d.Name, in.abs, in.size, in.modTime) {
 			// Found incomplete earlier in this update (continuous mode) and unchanged since:

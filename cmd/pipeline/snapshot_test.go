@@ -130,6 +130,36 @@ func TestSnapshotExampleFileByFile(t *testing.T) {
 	}
 }
 
+// TestSnapshotOlderFileRefreshHint: an export landed after a newer one was applied is refused,
+// and the full refresh the error suggests rebuilds customers and customers_history, which reads
+// it (a rebuilt customers is a re-created source to it), in one run: both exports applied in name
+// order, as if they had landed in that order.
+func TestSnapshotOlderFileRefreshHint(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	snaps, storage := filepath.Join(tmp, "snapshots"), filepath.Join(tmp, "storage")
+	conf := snapshotArgs(snaps, storage)
+	dir := filepath.Join(filepath.Dir(snapshotSpec), "snapshots")
+	copyFile(t, filepath.Join(dir, snapshotFiles[1]), filepath.Join(snaps, snapshotFiles[1]))
+	mustRun(t, append([]string{"run", snapshotSpec}, conf...)...)
+	copyFile(t, filepath.Join(dir, snapshotFiles[0]), filepath.Join(snaps, snapshotFiles[0]))
+	r := pipeline(t, nil, append([]string{"run", snapshotSpec}, conf...)...)
+	if r.code != 1 || !strings.Contains(r.stderr, "sorts before "+snapshotFiles[1]) {
+		t.Fatalf("an older export must fail the update (exit 1): exit %d\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "--full-refresh customers,customers_history ") {
+		t.Fatalf("the error must suggest the full refresh of customers and of its reader customers_history:\n%s", r.stderr)
+	}
+	mustRun(t, append([]string{"run", snapshotSpec, "--full-refresh", "customers,customers_history"}, conf...)...)
+	assertRows(t, "customers", showJSONL(t, conf, "show", snapshotSpec, "customers"), rowsOf(t, customersAfter[1]...))
+	assertRows(t, "customers_history", showJSONL(t, conf, "show", snapshotSpec, "customers_history"), rowsOf(t,
+		`{"customer_id": 1, "name": "Ada", "city": "London", "tier": "gold", "__START_AT": 1, "__END_AT": null}`,
+		`{"customer_id": 2, "name": "Ben", "city": "Paris", "tier": "silver", "__START_AT": 1, "__END_AT": 2}`,
+		`{"customer_id": 2, "name": "Ben", "city": "Lyon", "tier": "silver", "__START_AT": 2, "__END_AT": null}`,
+		`{"customer_id": 3, "name": "Cy", "city": "Rome", "tier": "silver", "__START_AT": 1, "__END_AT": 2}`,
+		`{"customer_id": 4, "name": "Dee", "city": "Oslo", "tier": "bronze", "__START_AT": 2, "__END_AT": null}`))
+}
+
 // TestSnapshotExampleAllAtOnce: three exports found by one run are applied in name order, one
 // commit each, and give the same tables as one run per export.
 func TestSnapshotExampleAllAtOnce(t *testing.T) {
