@@ -217,7 +217,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 		if isViewSourceID(sourceID) || isViewSourceID(b.sourceID) {
 			return nil, fmt.Errorf("the source %s of %s is now %s, and %s was built from %s; run %s to rebuild %s from it", ac.Source, d.Name, sourceKind(b.sourceID), d.Name, sourceKind(sourceID), RefreshHint(p, d.Name), d.Name)
 		}
-		return nil, fmt.Errorf("the source table %s was re-created (a full refresh) or renamed since %s last read it: it is another table than the one %s was built from; run %s to rebuild %s from it", ac.Source, d.Name, d.Name, RefreshHint(p, d.Name), d.Name)
+		return nil, fmt.Errorf("the source table %s was re-created (a full refresh) or renamed since %s last read it: it is another table than the one %s was built from; run %s to rebuild %s from it", ac.Source, d.Name, d.Name, RefreshWithReaders(p, d.Name), d.Name)
 	}
 	var todo []inputFile
 	if srcDS.FileView() {

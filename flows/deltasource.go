@@ -47,7 +47,7 @@ func ReadDelta(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) 
 	}
 	if started {
 		if id := lastDeltaSource(target, snap); id != "" && id != srcSnap.Metadata.ID {
-			return m, fmt.Errorf("the source table %s was re-created (its id changed) since %s last read it; run %s to read it again from the start", src.Path, d.Name, RefreshHint(p, d.Name))
+			return m, fmt.Errorf("the source table %s was re-created (its id changed) since %s last read it; run %s to read it again from the start", src.Path, d.Name, RefreshWithReaders(p, d.Name))
 		}
 	}
 	latest := srcSnap.Version

@@ -691,7 +691,7 @@ func streamRows(ctx context.Context, env *Env, d *spec.Dataset, snap *delta.Snap
 	}
 	latest := srcSnap.Version
 	if old, ok := before[x].(string); started && ((ok && old != id) || from > latest+1) {
-		return rel, -1, "", false, fmt.Errorf("dataset %s read STREAM(%s) up to version %d, but %s was re-created since; run %s to read it again from the start", d.Name, x, from-1, x, RefreshHint(p, d.Name))
+		return rel, -1, "", false, fmt.Errorf("dataset %s read STREAM(%s) up to version %d, but %s was re-created since; run %s to read it again from the start", d.Name, x, from-1, x, RefreshWithReaders(p, d.Name))
 	}
 	// A log metadata cleanup shortened starts with the snapshot at its first version.
 	init, start, err := firstCommit(p, src, srcSnap, x, d.Name, from-1)

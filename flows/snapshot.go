@@ -197,7 +197,7 @@ func (f *snapshotFlow) pendingVersions(snap *delta.Snapshot) ([]pendingSnapshot,
 		return nil, err
 	}
 	if sourceID != "" && sourceID != latest.Metadata.ID {
-		return nil, fmt.Errorf("the source table %s was re-created (a full refresh) or renamed since %s last read it: it is another table than the one %s was built from; run %s to rebuild %s from it", name, f.d.Name, f.d.Name, RefreshHint(p, f.d.Name), f.d.Name)
+		return nil, fmt.Errorf("the source table %s was re-created (a full refresh) or renamed since %s last read it: it is another table than the one %s was built from; run %s to rebuild %s from it", name, f.d.Name, f.d.Name, RefreshWithReaders(p, f.d.Name), f.d.Name)
 	}
 	if !latest.Metadata.Schema.Equal(srcDS.Schema) {
 		return nil, fmt.Errorf("the source table %s has the columns (%s), not the (%s) its spec gives; run %s", name, latest.Metadata.Schema.DDL(), srcDS.Schema.DDL(), RefreshHint(p, name, f.d.Name))
