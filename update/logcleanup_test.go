@@ -64,8 +64,8 @@ func landEvent(t *testing.T, p *spec.Pipeline, n int, id, seq int) {
 }
 
 // ageLog sets the modification time of the commit files of tbl up to version last (all of them
-// when last < 0) two hours back: older than an hour's delta.logRetentionDuration.
-func ageLog(t *testing.T, tbl *delta.Table, last int64) {
+// when last < 0) age back (two hours: older than an hour's delta.logRetentionDuration).
+func ageLog(t *testing.T, tbl *delta.Table, last int64, age time.Duration) {
 	t.Helper()
 	if last < 0 {
 		var err error
@@ -73,7 +73,7 @@ func ageLog(t *testing.T, tbl *delta.Table, last int64) {
 			t.Fatal(err)
 		}
 	}
-	aged := time.Now().Add(-2 * time.Hour)
+	aged := time.Now().Add(-age)
 	for v := int64(0); v <= last; v++ {
 		if err := os.Chtimes(filepath.Join(tbl.Dir, delta.LogDir, fmt.Sprintf("%020d.json", v)), aged, aged); err != nil {
 			t.Fatal(err)
@@ -120,7 +120,7 @@ func TestMetadataCleanupKeepsWhatFlowsRead(t *testing.T) {
 		land(i)
 		run(Options{Refresh: []string{"raw"}})
 	}
-	ageLog(t, raw, -1)
+	ageLog(t, raw, -1, 2*time.Hour)
 	land(25)
 	run(Options{Refresh: []string{"raw"}})
 
@@ -208,7 +208,7 @@ func TestMetadataCleanupSnapshotSource(t *testing.T) {
 	for i := 1; i <= 25; i++ {
 		landEvent(t, p, i, i%5, i)
 		if i == 24 {
-			ageLog(t, raw, -1)
+			ageLog(t, raw, -1, 2*time.Hour)
 		}
 		if _, err := Run(context.Background(), p, Options{}); err != nil {
 			t.Fatal(err)
@@ -312,7 +312,7 @@ datasets:
 		}
 	}
 	raw := delta.New(flows.TableDir(p.Storage, "raw"))
-	ageLog(t, raw, 11)
+	ageLog(t, raw, 11, 2*time.Hour)
 	landEvent(t, p, 13, 13, 13)
 	if _, err := Run(context.Background(), p, Options{Refresh: []string{"raw"}}); err != nil {
 		t.Fatal(err)
@@ -387,7 +387,7 @@ datasets:
 		land(i, fmt.Sprintf(`{"op":"U","id":%d,"seq":%d,"v":"b%d"}`, i%2+1, i, i), fmt.Sprintf(`{"op":"U","id":%d,"seq":%d,"v":"n"}`, 10+i, i))
 	}
 	items := delta.New(flows.TableDir(p.Storage, "items"))
-	ageLog(t, items, -1)
+	ageLog(t, items, -1, 2*time.Hour)
 	land(8, `{"op":"U","id":3,"seq":8,"v":"c8"}`)
 	if first, err := items.FirstCommit(); err != nil || first == 0 {
 		t.Fatalf("items' log starts at %d (%v); want it cleaned up", first, err)
@@ -493,5 +493,47 @@ func TestAutoVacuum(t *testing.T) {
 	}
 	if got := idSeq(t, p, "copy"); !slices.Equal(got, want) {
 		t.Errorf("copy after a full refresh %v, want %v", got, want)
+	}
+}
+
+// TestQuarantineMaintenance: a dataset's quarantine table, which its flow writes, gets the
+// maintenance of a dataset's table: past the default 30 days, metadata cleanup deletes its
+// commits before its checkpoint at 10, and every quarantined row stays.
+func TestQuarantineMaintenance(t *testing.T) {
+	t.Parallel()
+	p := cleanupPipeline(t, `name: lq
+storage: ./storage
+datasets:
+  - name: raw
+    source:
+      path: ./landing
+      format: json
+      schema: "op STRING, id BIGINT, seq BIGINT"
+    expectations:
+      - {name: positive, expect: "id > 0", on_violation: quarantine}
+`)
+	q := delta.New(flows.TableDir(p.Storage, "raw"+spec.QuarantineSuffix))
+	for i := 1; i <= 13; i++ {
+		landEvent(t, p, i, -i, i) // one quarantined row a file
+		if i == 13 {
+			ageLog(t, q, -1, 40*24*time.Hour)
+		}
+		if _, err := Run(context.Background(), p, Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if first, err := q.FirstCommit(); err != nil || first != 10 {
+		t.Fatalf("the quarantine table's log starts at %d (%v); want 10, its checkpoint", first, err)
+	}
+	snap, err := q.Snapshot(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := q.Rows(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 13 {
+		t.Fatalf("%d quarantined rows, want 13", len(rows))
 	}
 }

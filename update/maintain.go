@@ -114,3 +114,19 @@ func (s *session) autoVacuum(t *delta.Table, d *spec.Dataset, snap *delta.Snapsh
 			}}, "")
 	}
 }
+
+// maintainQuarantine gives the quarantine table of dataset d (spec.QuarantineSuffix), which d's
+// flow writes, the automatic maintenance of a dataset's table: OPTIMIZE, metadata cleanup and
+// VACUUM. No flow reads it from its log. A missing table (no row quarantined yet) is left alone.
+func (s *session) maintainQuarantine(d *spec.Dataset) {
+	q := &spec.Dataset{Name: d.Name + spec.QuarantineSuffix}
+	t := delta.New(flows.TableDir(s.p.Storage, q.Name))
+	v, err := t.LatestVersion()
+	if err != nil || v < 0 {
+		return
+	}
+	autoOptimize(t, q, s.events)
+	if v, err = t.LatestVersion(); err == nil {
+		s.cleanupLog(t, q, v)
+	}
+}

@@ -299,6 +299,9 @@ func (s *session) batch(ctx context.Context, only map[string]bool) error {
 			t := delta.New(flows.TableDir(p.Storage, d.Name)) // one log replay for both
 			autoOptimize(t, d, events)
 			s.cleanupLog(t, d, m.Version)
+			if d.Quarantines() {
+				s.maintainQuarantine(d)
+			}
 		}
 		mu.Lock()
 		fr := s.res.Flows[name]
