@@ -85,7 +85,8 @@ func (s *session) cleanupLog(t *delta.Table, d *spec.Dataset, version int64) {
 // delta.checkpointInterval commits, however often updates run) and automatic maintenance is on
 // (pipelines.autoOptimize.managed is not "false"): the files no version within the table's
 // delta.deletedFileRetentionDuration (default 7 days) needs go, except those of versions a flow
-// of the pipeline has not read yet (flows.UnreadFrom), as `pipeline vacuum` does. What it
+// of the pipeline has not read yet (flows.UnreadFrom), as `pipeline vacuum` does, and every
+// version of a table an apply_changes_from_snapshot flow reads (autoVacuumFrom). What it
 // deleted is an INFO maintenance_progress event; a failure is a WARN event.
 func (s *session) autoVacuum(t *delta.Table, d *spec.Dataset, snap *delta.Snapshot) {
 	if on, _ := snap.Metadata.AutoOptimize(); !on {
@@ -96,7 +97,7 @@ func (s *session) autoVacuum(t *delta.Table, d *spec.Dataset, snap *delta.Snapsh
 	if st, err := os.Stat(cp); err != nil || st.ModTime().Before(s.start) {
 		return // no checkpoint written by this update
 	}
-	from, err := flows.UnreadFrom(s.p, d.Name)
+	from, err := autoVacuumFrom(s.p, d.Name)
 	var res delta.VacuumResult
 	if err == nil {
 		res, err = t.Vacuum(delta.VacuumOptions{Retain: -1, KeepFromVersion: from})
@@ -113,6 +114,24 @@ func (s *session) autoVacuum(t *delta.Table, d *spec.Dataset, snap *delta.Snapsh
 				"num_deleted_files": len(res.Files), "num_deleted_bytes": res.Bytes,
 			}}, "")
 	}
+}
+
+// autoVacuumFrom returns the first version of dataset name's table whose files automatic VACUUM
+// keeps (delta.VacuumOptions.KeepFromVersion): those a flow of p has not read yet
+// (flows.UnreadFrom), or every version (0) when an apply_changes_from_snapshot flow reads the
+// table: each version is one of its snapshots, and its full refresh applies them all again (so
+// metadata cleanup keeps that table's whole log too, flows.LogFloor).
+func autoVacuumFrom(p *spec.Pipeline, name string) (int64, error) {
+	readers, err := flows.Readers(p, name)
+	if err != nil {
+		return -1, err
+	}
+	for _, r := range readers {
+		if r.Snapshots {
+			return 0, nil
+		}
+	}
+	return flows.UnreadFrom(p, name)
 }
 
 // maintainQuarantine gives the quarantine table of dataset d (spec.QuarantineSuffix), which d's
