@@ -3,7 +3,6 @@ package update
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -158,10 +157,7 @@ datasets:
 `)
 	land := func(n int, o Options, lines ...string) {
 		t.Helper()
-		name := filepath.Join(filepath.Dir(p.File), "landing", fmt.Sprintf("%02d.json", n))
-		if err := os.WriteFile(name, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		landLines(t, p, n, lines...)
 		if _, err := Run(context.Background(), p, o); err != nil {
 			t.Fatal(err)
 		}

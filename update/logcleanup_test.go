@@ -57,8 +57,14 @@ func cleanupPipeline(t *testing.T, specText string) *spec.Pipeline {
 // landEvent lands file NN.json of p holding the change event {op U, id, seq}.
 func landEvent(t *testing.T, p *spec.Pipeline, n int, id, seq int) {
 	t.Helper()
-	line := fmt.Sprintf(`{"op": "U", "id": %d, "seq": %d}`+"\n", id, seq)
-	if err := os.WriteFile(filepath.Join(filepath.Dir(p.File), "landing", fmt.Sprintf("%02d.json", n)), []byte(line), 0o644); err != nil {
+	landLines(t, p, n, fmt.Sprintf(`{"op": "U", "id": %d, "seq": %d}`, id, seq))
+}
+
+// landLines lands file NN.json of p holding lines, one JSON object each.
+func landLines(t *testing.T, p *spec.Pipeline, n int, lines ...string) {
+	t.Helper()
+	name := filepath.Join(filepath.Dir(p.File), "landing", fmt.Sprintf("%02d.json", n))
+	if err := os.WriteFile(name, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -370,10 +376,7 @@ datasets:
 	p := cleanupPipeline(t, specText)
 	land := func(n int, lines ...string) {
 		t.Helper()
-		name := filepath.Join(filepath.Dir(p.File), "landing", fmt.Sprintf("%02d.json", n))
-		if err := os.WriteFile(name, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		landLines(t, p, n, lines...)
 		if _, err := Run(context.Background(), p, Options{}); err != nil {
 			t.Fatal(err)
 		}
