@@ -1,6 +1,7 @@
 package flows
 
 import (
+	"bufio"
 	"bytes"
 	"compress/flate"
 	"compress/gzip"
@@ -36,7 +37,8 @@ func openInput(path string, lines bool) (io.ReadCloser, error) {
 	switch strings.ToLower(ext) {
 	case ".gz":
 		c.kind = "gzip"
-		zr, err := gzip.NewReader(c.file)
+		br := bufio.NewReader(c.file)
+		zr, err := gzip.NewReader(br)
 		switch {
 		case err == io.EOF && c.file.read == 0:
 			// An empty file: gzip never writes one, so it is being created.
@@ -44,7 +46,8 @@ func openInput(path string, lines bool) (io.ReadCloser, error) {
 		case err != nil:
 			c.err, c.badStart = err, true
 		default:
-			c.z, c.zclose = zr, func() { zr.Close() }
+			zr.Multistream(false)
+			c.z, c.zclose = &gzipMembers{zr: zr, br: br}, func() { zr.Close() }
 		}
 	case ".zst":
 		c.kind = "Zstandard"
@@ -59,6 +62,58 @@ func openInput(path string, lines bool) (io.ReadCloser, error) {
 	}
 	c.close = f.Close
 	return c, nil
+}
+
+// gzipMembers is the text of a gzip file of one or more members (RFC 1952 2.2: a gzip file is a
+// series of members, which decompress to their texts one after another), read one member at a
+// time so that zero bytes after the last member, with which tape and block devices and some
+// writers pad a file to a block size, end the text as GNU gzip ("trailing zero bytes ignored")
+// and Spark's reader (java.util.zip.GZIPInputStream) end it, instead of failing as a member
+// header that is not gzip. Any other byte after a member starts the next member, whose header
+// must be gzip's (gzip.ErrHeader otherwise).
+type gzipMembers struct {
+	zr *gzip.Reader // in Multistream(false) mode, reading br
+	br *bufio.Reader
+}
+
+// Read implements io.Reader.
+func (g *gzipMembers) Read(p []byte) (int, error) {
+	for {
+		n, err := g.zr.Read(p)
+		switch {
+		case err != io.EOF:
+			return n, err
+		case n > 0:
+			return n, nil // the member's end is looked past on the next call
+		}
+		// The end of a member: what follows is the end of the file, zero padding, or the next
+		// member.
+		b, err := g.br.ReadByte()
+		for err == nil && b == 0 {
+			b, err = g.br.ReadByte()
+		}
+		switch {
+		case err == io.EOF:
+			return 0, io.EOF
+		case err != nil:
+			return 0, err
+		}
+		if err := g.br.UnreadByte(); err != nil {
+			return 0, err
+		}
+		// Bytes that cannot start a member are not gzip, however few (Reset reads a whole
+		// header before it looks at its magic, and calls a short one cut short).
+		if magic, _ := g.br.Peek(2); magic[0] != 0x1f || len(magic) == 2 && magic[1] != 0x8b {
+			return 0, gzip.ErrHeader
+		}
+		if err := g.zr.Reset(g.br); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF // a member's header cut short
+			}
+			return 0, err
+		}
+		g.zr.Multistream(false)
+	}
 }
 
 // readLines says whether openInput passes a compressed file of src on whole lines at a time:

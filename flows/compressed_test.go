@@ -67,6 +67,32 @@ func TestIngestCompressedExtensionCase(t *testing.T) {
 	wantRows(t, p, `7 "seven"`)
 }
 
+// TestIngestGzipZeroPadding: zero bytes after a gzip file's last member (a file padded to a block
+// size, as tape and block devices and some writers leave it) end its text, as GNU gzip and
+// Spark's reader (java.util.zip.GZIPInputStream) end it: its rows are read and no malformed
+// record is made of the padding. A file of two members, padded or not, reads both; anything
+// but zeros after a member is still not gzip, one malformed record after the member's rows.
+func TestIngestGzipZeroPadding(t *testing.T) {
+	t.Parallel()
+	p, landing := newIngest(t, "permissive", "_rescued_data")
+	zeros := make([]byte, 512)
+	write(t, filepath.Join(landing, "a.json.gz"), append(gzipped(t, `{"id": 1}`+"\n"+`{"id": 2}`+"\n"), zeros[:509]...))
+	two := append(gzipped(t, `{"id": 3}`+"\n"), gzipped(t, `{"id": 4}`)...)
+	write(t, filepath.Join(landing, "b.json.gz"), append(append([]byte{}, two...), zeros...))
+	write(t, filepath.Join(landing, "c.json.gz"), two)
+	write(t, filepath.Join(landing, "d.json.gz"), append(append(gzipped(t, `{"id": 7}`+"\n"), zeros[:3]...), "text\n"...))
+	m, _, err := ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Files != 4 || m.BadRecords != 1 {
+		t.Errorf("metrics = %+v, want 4 files and 1 bad record (d.json.gz's text after its member)", m)
+	}
+	wantRows(t, p, "1 null null null", "2 null null null", "3 null null null", "4 null null null",
+		"3 null null null", "4 null null null", "7 null null null",
+		fmt.Sprintf(`null null null "{\"_corrupt_record\":\"line 2 and after: the file holds data that is not gzip after its gzip stream ends\",\"_file_path\":\"%s\"}"`, filepath.Join(landing, "d.json.gz")))
+}
+
 // storedGzip returns text in a gzip stream of stored (uncompressed) blocks: its bytes are the
 // 10-byte gzip header, a 5-byte block header, then text itself, so that a copy cut at 15+k bytes
 // holds the first k bytes of text.
