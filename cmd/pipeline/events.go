@@ -36,6 +36,11 @@ func newEventsCmd() *cobra.Command {
 			if err != nil {
 				return failure(err)
 			}
+			if len(evs) == 0 && !follow {
+				// Nothing to print is not an answer: the storage is not the one the user meant, or
+				// no update ran yet (--follow waits for the first).
+				return failure(fmt.Errorf("the event log of %s has no update yet at %s: run `pipeline run %s` first", p.Name, filepath.Join(p.Storage, "system", "events"), p.File))
+			}
 			if updateID == "latest" {
 				// This pipeline's latest: specs that share a storage share its event log.
 				updateID = ""
@@ -45,7 +50,7 @@ func newEventsCmd() *cobra.Command {
 					}
 				}
 				if updateID == "" {
-					return failure(fmt.Errorf("the event log of %s has no update yet: run the pipeline first", p.Name))
+					return failure(fmt.Errorf("the event log of %s has no update of it yet: run `pipeline run %s` first", p.Name, p.File))
 				}
 			}
 			if updateID != "" && !hasUpdate(evs, updateID) {

@@ -55,7 +55,8 @@ func TestFlagHintAndVersion(t *testing.T) {
 }
 
 // TestEventsLatestOfSharedStorage: two specs that share a storage share its event log; `events
-// --update latest` shows the latest update of the spec's own pipeline, not the other's.
+// --update latest` shows the latest update of the spec's own pipeline, not the other's, and says
+// so when it has none.
 func TestEventsLatestOfSharedStorage(t *testing.T) {
 	t.Parallel()
 	dir := oneRowLanding(t)
@@ -67,7 +68,19 @@ func TestEventsLatestOfSharedStorage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Before any update, events has nothing to show: an error that says to run first, rather than
+	// an empty table a typo in the storage path would print as well.
+	for _, args := range [][]string{{"events", specs["first"]}, {"events", specs["first"], "--update", "latest"}} {
+		r := pipeline(t, nil, args...)
+		if r.code != 1 || !strings.Contains(r.stderr, "the event log of first has no update") || !strings.Contains(r.stderr, "run `pipeline run "+specs["first"]+"` first") {
+			t.Errorf("%s on a new storage: exit %d\n%s%s\nwant exit 1, no update yet and the command to run", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+		}
+	}
 	mustRun(t, "run", specs["first"])
+	// The log now holds first's update only: second's latest is still none.
+	if r := pipeline(t, nil, "events", specs["second"], "--update", "latest"); r.code != 1 || !strings.Contains(r.stderr, "the event log of second has no update of it yet") {
+		t.Errorf("events --update latest of second before its run: exit %d\n%s", r.code, r.stderr)
+	}
 	mustRun(t, "run", specs["second"])
 	for name, spec := range specs {
 		evs := readJSONL(t, mustRun(t, "events", spec, "--update", "latest", "--format", "jsonl"))
