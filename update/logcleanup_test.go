@@ -540,3 +540,52 @@ datasets:
 		t.Fatalf("%d quarantined rows, want 13", len(rows))
 	}
 }
+
+// TestQuarantineMaintenanceManaged: automatic OPTIMIZE of a quarantine table follows its
+// dataset's pipelines.autoOptimize.managed, as the dataset's own table does: on by default, its
+// 50 small files (pipelines.autoOptimize.minNumFiles' default) are compacted into one; with
+// "false" in the dataset's table_properties, they stay 50, every row kept either way.
+func TestQuarantineMaintenanceManaged(t *testing.T) {
+	t.Parallel()
+	for _, managed := range []string{"", "false"} {
+		t.Run("managed="+managed, func(t *testing.T) {
+			t.Parallel()
+			props := ""
+			if managed != "" {
+				props = "    table_properties:\n      pipelines.autoOptimize.managed: \"" + managed + "\"\n"
+			}
+			p := cleanupPipeline(t, `name: lq
+storage: ./storage
+datasets:
+  - name: raw
+    source:
+      path: ./landing
+      format: json
+      schema: "op STRING, id BIGINT, seq BIGINT"
+    expectations:
+      - {name: positive, expect: "id > 0", on_violation: quarantine}
+`+props)
+			q := delta.New(flows.TableDir(p.Storage, "raw"+spec.QuarantineSuffix))
+			for i := 1; i <= delta.DefaultAutoOptimizeMinFiles; i++ {
+				landEvent(t, p, i, -i, i) // one quarantined row a file
+				if _, err := Run(context.Background(), p, Options{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			snap, err := q.Snapshot(-1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := 1
+			if managed == "false" {
+				want = delta.DefaultAutoOptimizeMinFiles
+			}
+			if len(snap.Files) != want {
+				t.Errorf("the quarantine table has %d files, want %d", len(snap.Files), want)
+			}
+			if rows, err := q.Rows(snap); err != nil || len(rows) != delta.DefaultAutoOptimizeMinFiles {
+				t.Errorf("%d quarantined rows (%v), want %d", len(rows), err, delta.DefaultAutoOptimizeMinFiles)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"tributary/delta"
@@ -89,7 +90,7 @@ func (s *session) cleanupLog(t *delta.Table, d *spec.Dataset, version int64) {
 // version of a table an apply_changes_from_snapshot flow reads (autoVacuumFrom). What it
 // deleted is an INFO maintenance_progress event; a failure is a WARN event.
 func (s *session) autoVacuum(t *delta.Table, d *spec.Dataset, snap *delta.Snapshot) {
-	if on, _ := snap.Metadata.AutoOptimize(); !on {
+	if on, _ := snap.Metadata.AutoOptimize(); !on || !managed(d) {
 		return
 	}
 	n := snap.Metadata.CheckpointInterval()
@@ -134,17 +135,31 @@ func autoVacuumFrom(p *spec.Pipeline, name string) (int64, error) {
 	return flows.UnreadFrom(p, name)
 }
 
+// managed reports whether dataset d's spec leaves automatic OPTIMIZE and VACUUM on: its
+// table_properties do not set pipelines.autoOptimize.managed to "false" (as
+// delta.Metadata.AutoOptimize reads the table's own).
+func managed(d *spec.Dataset) bool {
+	return !strings.EqualFold(strings.TrimSpace(d.TableProperties[delta.ConfigAutoOptimize]), "false")
+}
+
 // maintainQuarantine gives the quarantine table of dataset d (spec.QuarantineSuffix), which d's
 // flow writes, the automatic maintenance of a dataset's table: OPTIMIZE, metadata cleanup and
-// VACUUM. No flow reads it from its log. A missing table (no row quarantined yet) is left alone.
+// VACUUM, OPTIMIZE and VACUUM only when d's are on (managed). No flow reads it from its log. A missing table (no row quarantined yet) is left alone.
 func (s *session) maintainQuarantine(d *spec.Dataset) {
-	q := &spec.Dataset{Name: d.Name + spec.QuarantineSuffix}
+	// The quarantine table has properties of its own (setupQuarantine); d's choice of automatic
+	// maintenance is its too.
+	q := &spec.Dataset{Name: d.Name + spec.QuarantineSuffix, TableProperties: map[string]string{}}
+	if v, ok := d.TableProperties[delta.ConfigAutoOptimize]; ok {
+		q.TableProperties[delta.ConfigAutoOptimize] = v
+	}
 	t := delta.New(flows.TableDir(s.p.Storage, q.Name))
 	v, err := t.LatestVersion()
 	if err != nil || v < 0 {
 		return
 	}
-	autoOptimize(t, q, s.events)
+	if managed(q) {
+		autoOptimize(t, q, s.events)
+	}
 	if v, err = t.LatestVersion(); err == nil {
 		s.cleanupLog(t, q, v)
 	}
