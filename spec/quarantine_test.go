@@ -44,6 +44,16 @@ func TestQuarantine(t *testing.T) {
 	if !errors.As(err, &es) || len(es) != 1 || !strings.Contains(es[0].Error(), "dataset Bronze_Quarantine has the name of the quarantine table of dataset bronze") {
 		t.Fatalf("err = %v", err)
 	}
+	// A query names the quarantine table: not readable by a query, which the error says, with
+	// where the rows can be read (not "unknown dataset", which a user who sees the table on
+	// disk would not understand).
+	_, err = Parse("p.yaml", []byte(build(map[string]string{
+		"#SRC":  "    expectations:\n      - {name: pos, expect: \"id > 0\", on_violation: quarantine}",
+		"#MORE": "  - name: report\n    query: SELECT count(*) AS n FROM BRONZE_quarantine",
+	})), nil, nil)
+	if !errors.As(err, &es) || len(es) != 1 || !strings.Contains(es[0].Error(), "BRONZE_quarantine is the quarantine table of dataset bronze, which a query cannot read in this release (hint: read its rows with `pipeline show SPEC bronze_quarantine`") {
+		t.Fatalf("err = %v", err)
+	}
 }
 
 // TestInferredReads: a dataset cannot read (apply_changes, or `source: {table: ...}`) a dataset

@@ -808,6 +808,13 @@ func (v *validation) queryChecks(infos []*datasetInfo) {
 				streams++ // a STREAM of a misspelt name is one too: its error is enough
 			}
 			target, ok := v.byName[r.Name]
+			if base, isQ := strings.CutSuffix(strings.ToLower(r.Name), QuarantineSuffix); !ok && isQ {
+				if of, found := v.byLower[base]; found && of.ds.Quarantines() {
+					v.d.add(at, path, fmt.Sprintf("read its rows with `pipeline show SPEC %s`, or with a Delta reader at <storage>/tables/%s", of.ds.Name+QuarantineSuffix, of.ds.Name+QuarantineSuffix),
+						"%s is the quarantine table of dataset %s, which a query cannot read in this release", r.Name, of.ds.Name)
+					continue
+				}
+			}
 			if !ok {
 				v.d.add(at, path, didYouMean(r.Name, v.namesBut(ds.Name), "datasets"), "unknown dataset %s: a query reads datasets of this pipeline", r.Name)
 				continue
