@@ -93,7 +93,7 @@ func runSQL(ctx context.Context, env *Env, d *spec.Dataset, streams map[string]s
 		if _, done := names[k]; done {
 			continue
 		}
-		src := p.Dataset(r.Name)
+		src := p.Dataset(r.Dataset())
 		if src == nil {
 			return schema.Schema{}, nil, fmt.Errorf("dataset %s: the query reads %s, which is not a dataset of this pipeline", d.Name, r.Name)
 		}
@@ -113,7 +113,7 @@ func runSQL(ctx context.Context, env *Env, d *spec.Dataset, streams map[string]s
 				return schema.Schema{}, nil, fmt.Errorf("dataset %s: table_changes('%s', ...): %w", d.Name, r.Name, err)
 			}
 		default:
-			if src.Type == spec.View {
+			if r.Quarantine == "" && src.Type == spec.View {
 				rel.Schema, rel.Rows, _, err = viewRows(ctx, env, src, depth+1)
 				rel.RowsOnly = true
 			} else {

@@ -334,8 +334,8 @@ func (ds *Dataset) deps() []string {
 	if ds.Query != nil {
 		var out []string
 		for _, r := range ds.Query.Refs {
-			if !contains(out, r.Name) {
-				out = append(out, r.Name)
+			if !contains(out, r.Dataset()) {
+				out = append(out, r.Dataset())
 			}
 		}
 		return out

@@ -2,13 +2,14 @@ package spec
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
 
 // TestQuarantine: on_violation quarantine is accepted on a dataset fed by a file source, refused
 // as not supported yet on an APPLY CHANGES dataset, and a dataset may not take the name of a
-// quarantine table.
+// quarantine table; a query may read a quarantine table, as a table.
 func TestQuarantine(t *testing.T) {
 	t.Parallel()
 	p, err := Parse("p.yaml", []byte(build(map[string]string{
@@ -44,14 +45,34 @@ func TestQuarantine(t *testing.T) {
 	if !errors.As(err, &es) || len(es) != 1 || !strings.Contains(es[0].Error(), "dataset Bronze_Quarantine has the name of the quarantine table of dataset bronze") {
 		t.Fatalf("err = %v", err)
 	}
-	// A query names the quarantine table: not readable by a query, which the error says, with
-	// where the rows can be read (not "unknown dataset", which a user who sees the table on
-	// disk would not understand).
-	_, err = Parse("p.yaml", []byte(build(map[string]string{
+	// A query reads the quarantine table (in any case, as SQL names tables), after the dataset
+	// whose flow writes it; with STREAM or table_changes it is refused, saying how to read it.
+	p, err = Parse("p.yaml", []byte(build(map[string]string{
 		"#SRC":  "    expectations:\n      - {name: pos, expect: \"id > 0\", on_violation: quarantine}",
 		"#MORE": "  - name: report\n    query: SELECT count(*) AS n FROM BRONZE_quarantine",
 	})), nil, nil)
-	if !errors.As(err, &es) || len(es) != 1 || !strings.Contains(es[0].Error(), "BRONZE_quarantine is the quarantine table of dataset bronze, which a query cannot read in this release (hint: read its rows with `pipeline show SPEC bronze_quarantine`") {
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := p.Graph()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := p.Dataset("report").Query.Refs[0]; r.Name != "bronze_quarantine" || r.Quarantine != "bronze" || fmt.Sprint(g.Deps("report")) != "[bronze]" {
+		t.Fatalf("report reads %+v, depends on %v; want bronze_quarantine of bronze, after bronze", r, g.Deps("report"))
+	}
+	_, err = Parse("p.yaml", []byte(build(map[string]string{
+		"#SRC":  "    expectations:\n      - {name: pos, expect: \"id > 0\", on_violation: quarantine}",
+		"#MORE": "  - name: report\n    type: streaming_table\n    query: SELECT * FROM STREAM(bronze_quarantine)",
+	})), nil, nil)
+	if !errors.As(err, &es) || len(es) != 1 || !strings.Contains(es[0].Error(), "bronze_quarantine is the quarantine table of dataset bronze, which a query reads whole (its current rows), not with STREAM or table_changes (hint: read it as a table: FROM bronze_quarantine)") {
+		t.Fatalf("err = %v", err)
+	}
+	// The quarantine table of a dataset that does not quarantine is an unknown name.
+	_, err = Parse("p.yaml", []byte(build(map[string]string{
+		"#MORE": "  - name: report\n    query: SELECT * FROM bronze_quarantine",
+	})), nil, nil)
+	if !errors.As(err, &es) || len(es) != 1 || !strings.Contains(es[0].Error(), "unknown dataset bronze_quarantine") {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -48,6 +48,18 @@ type QueryRef struct {
 	Start, End int
 	// From and To are the versions of a RefChanges (To -1: the latest).
 	From, To int64
+	// Quarantine is, for a RefTable of the quarantine table of a dataset (Name is then
+	// "<dataset>_quarantine", QuarantineSuffix), that dataset's name; empty otherwise.
+	Quarantine string
+}
+
+// Dataset returns the name of the dataset r reads: the one whose quarantine table it names, or
+// Name.
+func (r QueryRef) Dataset() string {
+	if r.Quarantine != "" {
+		return r.Quarantine
+	}
+	return r.Name
 }
 
 // Rewrite returns the SQL with each reference replaced by name(ref), the relation that holds
@@ -807,14 +819,14 @@ func (v *validation) queryChecks(infos []*datasetInfo) {
 			if r.Kind == RefStream {
 				streams++ // a STREAM of a misspelt name is one too: its error is enough
 			}
-			target, ok := v.byName[r.Name]
-			if base, isQ := strings.CutSuffix(strings.ToLower(r.Name), QuarantineSuffix); !ok && isQ {
-				if of, found := v.byLower[base]; found && of.ds.Quarantines() {
-					v.d.add(at, path, fmt.Sprintf("read its rows with `pipeline show SPEC %s`, or with a Delta reader at <storage>/tables/%s", of.ds.Name+QuarantineSuffix, of.ds.Name+QuarantineSuffix),
-						"%s is the quarantine table of dataset %s, which a query cannot read in this release", r.Name, of.ds.Name)
-					continue
+			if r.Quarantine != "" {
+				if r.Kind != RefTable {
+					v.d.add(at, path, "read it as a table: FROM "+r.Name,
+						"%s is the quarantine table of dataset %s, which a query reads whole (its current rows), not with STREAM or table_changes", r.Name, r.Quarantine)
 				}
+				continue
 			}
+			target, ok := v.byName[r.Name]
 			if !ok {
 				v.d.add(at, path, didYouMean(r.Name, v.namesBut(ds.Name), "datasets"), "unknown dataset %s: a query reads datasets of this pipeline", r.Name)
 				continue

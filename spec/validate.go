@@ -78,7 +78,7 @@ func (v *validation) uniqueNames(infos []*datasetInfo) {
 }
 
 // sqlNames gives each dataset a query reads the name the spec gives it, when the query spells it
-// in another case: SQL names tables without regard to case (as Spark, Delta Live Tables and
+// in another case, and marks a reference to a quarantine table (QueryRef.Quarantine): SQL names tables without regard to case (as Spark, Delta Live Tables and
 // DuckDB do), and dataset names are unique without regard to case (uniqueNames).
 func (v *validation) sqlNames(infos []*datasetInfo) {
 	for _, in := range infos {
@@ -92,6 +92,14 @@ func (v *validation) sqlNames(infos []*datasetInfo) {
 			}
 			if target, ok := v.byLower[strings.ToLower(r.Name)]; ok {
 				q.Refs[i].Name = target.ds.Name
+				continue
+			}
+			// The quarantine table of a dataset that quarantines (in any case too): a table the
+			// dataset's flow writes, read after it.
+			if base, isQ := strings.CutSuffix(strings.ToLower(r.Name), QuarantineSuffix); isQ {
+				if of, ok := v.byLower[base]; ok && of.ds.Quarantines() {
+					q.Refs[i].Name, q.Refs[i].Quarantine = of.ds.Name+QuarantineSuffix, of.ds.Name
+				}
 			}
 		}
 	}

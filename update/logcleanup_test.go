@@ -589,3 +589,56 @@ datasets:
 		})
 	}
 }
+
+// TestQueryReadsQuarantine: a materialized view reads a dataset's quarantine table as a table
+// (README "Expectations"), after the dataset's flow wrote it: its rows are those quarantined so
+// far, with the _failed_expectations column, and a --refresh of the view alone reads it too.
+func TestQueryReadsQuarantine(t *testing.T) {
+	t.Parallel()
+	p := cleanupPipeline(t, `name: qr
+storage: ./storage
+datasets:
+  - name: raw
+    source:
+      path: ./landing
+      format: json
+      schema: "op STRING, id BIGINT, seq BIGINT"
+    expectations:
+      - {name: positive, expect: "id > 0", on_violation: quarantine}
+  - name: rejected
+    query: SELECT count(*) AS n, min(id) AS low, min(_failed_expectations) AS why FROM raw_quarantine
+`)
+	want := func(when, rows string) {
+		t.Helper()
+		tbl := delta.New(flows.TableDir(p.Storage, "rejected"))
+		snap, err := tbl.Snapshot(-1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := tbl.Rows(snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != rows {
+			t.Errorf("%s: rejected = %v, want %s", when, got, rows)
+		}
+	}
+	landLines(t, p, 1, `{"op": "U", "id": 1, "seq": 1}`, `{"op": "U", "id": -2, "seq": 2}`)
+	if _, err := Run(context.Background(), p, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	want("after the first update", `[[1 -2 ["positive"]]]`)
+	landLines(t, p, 2, `{"op": "U", "id": -7, "seq": 3}`, `{"op": "U", "id": 3, "seq": 4}`)
+	if _, err := Run(context.Background(), p, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	want("after the second update", `[[2 -7 ["positive"]]]`)
+	landLines(t, p, 3, `{"op": "U", "id": -9, "seq": 5}`)
+	if _, err := Run(context.Background(), p, Options{Refresh: []string{"raw"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), p, Options{Refresh: []string{"rejected"}}); err != nil {
+		t.Fatal(err)
+	}
+	want("after --refresh raw, then --refresh rejected", `[[3 -9 ["positive"]]]`)
+}
