@@ -40,6 +40,10 @@ func eachParquetRow(src *spec.Source, filePath string, fn rowFunc, warn func(msg
 		if msg := parquetMismatch(filePath, src.Schema, fileCols, src.RescuedDataColumn); msg != "" && warn != nil {
 			warn(msg)
 		}
+		if nested := nestedCaseVariants(src.Schema, fileCols); len(nested) > 0 && warn != nil {
+			warn(fmt.Sprintf("%s: the Parquet file spells nested fields in another case than the schema (%s): fields are matched by name, case-sensitively, so those fields are read as NULL; declare them as the file does",
+				filePath, strings.Join(nested, ", ")))
+		}
 	}
 	read := src
 	if len(variants) > 0 {
@@ -96,6 +100,38 @@ func caseVariants(src *spec.Source, fs schema.Schema) []schema.Field {
 		}
 		if foldIndex(src.Schema, f.Name) >= 0 {
 			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// nestedCaseVariants returns the nested fields of a Parquet file's columns fileCols (inside
+// STRUCT columns, LIST elements and MAP values) whose names differ only in case from a field the
+// declared schema has at the same place and the file lacks ("info.name for info.Name"; an
+// element's fields under "x[]", a value's under "x{}"): read by name, that declared field is
+// NULL in every row. Top-level columns are caseVariants' and parquetMismatch's.
+func nestedCaseVariants(declared, fileCols schema.Schema) []string {
+	var out []string
+	var walk func(d, f schema.Type, path string)
+	walk = func(d, f schema.Type, path string) {
+		switch {
+		case d.Kind == schema.StructKind && f.Kind == schema.StructKind && d.Struct != nil && f.Struct != nil:
+			for _, df := range d.Struct.Fields {
+				if i := f.Struct.Index(df.Name); i >= 0 {
+					walk(df.Type, f.Struct.Fields[i].Type, path+"."+df.Name)
+				} else if i := foldIndex(*f.Struct, df.Name); i >= 0 {
+					out = append(out, path+"."+f.Struct.Fields[i].Name+" for "+path+"."+df.Name)
+				}
+			}
+		case d.Kind == schema.ArrayKind && f.Kind == schema.ArrayKind && d.Elem != nil && f.Elem != nil:
+			walk(*d.Elem, *f.Elem, path+"[]")
+		case d.Kind == schema.MapKind && f.Kind == schema.MapKind && d.Value != nil && f.Value != nil:
+			walk(*d.Value, *f.Value, path+"{}")
+		}
+	}
+	for _, df := range declared.Fields {
+		if i := fileCols.Index(df.Name); i >= 0 {
+			walk(df.Type, fileCols.Fields[i].Type, df.Name)
 		}
 	}
 	return out

@@ -227,3 +227,46 @@ datasets:
 		t.Errorf("events:\n%s\nwant a WARN about a.parquet only: %s", rec.all(), want)
 	}
 }
+
+// TestParquetNestedCaseVariants: a nested field of a Parquet file (in a STRUCT column, a LIST's
+// elements, a MAP's values) whose name differs only in case from the declared field at its place
+// leaves that field NULL (fields are matched by name, case-sensitively), and a WARN names each,
+// so that the NULLs are not silent; fields spelt as declared are read, and a file without such
+// variants gets no WARN.
+func TestParquetNestedCaseVariants(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, `name: t
+storage: ./storage
+datasets:
+  - name: raw
+    source:
+      path: ./landing
+      format: parquet
+      schema: "id BIGINT, info STRUCT<Name: STRING, age: BIGINT>, tags ARRAY<STRUCT<Label: STRING>>, m MAP<STRING, STRUCT<v: BIGINT>>"
+`)
+	fileA, err := schema.ParseDDL("id BIGINT, info STRUCT<name: STRING, age: BIGINT>, tags ARRAY<STRUCT<label: STRING>>, m MAP<STRING, STRUCT<V: BIGINT>>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "landing", "a.parquet"), parquetBytes(t, fileA, [][]any{
+		{int64(1), []any{"ann", int64(30)}, []any{[]any{"x"}}, schema.Map{{Key: "k", Value: []any{int64(5)}}}},
+	}))
+	fileB, err := schema.ParseDDL("id BIGINT, info STRUCT<Name: STRING, age: BIGINT>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "landing", "b.parquet"), parquetBytes(t, fileB, [][]any{
+		{int64(2), []any{"bo", int64(40)}},
+	}))
+	_, rec, err := ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A STRUCT none of whose declared fields the file has (tags' elements, m's values) is NULL.
+	wantRows(t, p, `1 {"Name":null,"age":30} null {"k":null}`, `2 {"Name":"bo","age":40} null null`)
+	want := filepath.Join(dir, "landing", "a.parquet") + ": the Parquet file spells nested fields in another case than the schema (info.name for info.Name, tags[].label for tags[].Label, m{}.V for m{}.v): fields are matched by name, case-sensitively, so those fields are read as NULL; declare them as the file does"
+	if !strings.Contains(rec.all(), want) || strings.Contains(rec.all(), "b.parquet: the Parquet file") {
+		t.Errorf("events:\n%s\nwant a WARN about a.parquet only: %s", rec.all(), want)
+	}
+}
