@@ -124,7 +124,8 @@ type sqlToken struct {
 }
 
 // tokenize splits SQL into tokens, skipping white space and comments (-- and /* */). Strings
-// are quoted with ' or, as in DuckDB and PostgreSQL, dollars: $$...$$ or $tag$...$tag$.
+// are quoted with ' or, as in DuckDB and PostgreSQL, dollars: $$...$$ or $tag$...$tag$, and
+// escape strings E'...' take backslash escapes.
 func tokenize(s string) []sqlToken {
 	var out []sqlToken
 	i := 0
@@ -165,6 +166,31 @@ func tokenize(s string) []sqlToken {
 			}
 			end := min(j+1, len(s))
 			out = append(out, sqlToken{kind: kind, text: b.String(), start: i, end: end})
+			i = end
+		case (c == 'E' || c == 'e') && i+1 < len(s) && s[i+1] == '\'':
+			// An escape string (E'it\'s'), as DuckDB and PostgreSQL read it: a backslash
+			// escapes the character after it, a quote too.
+			j := i + 2
+			var b strings.Builder
+			for j < len(s) {
+				if s[j] == '\\' && j+1 < len(s) {
+					b.WriteByte(s[j+1])
+					j += 2
+					continue
+				}
+				if s[j] == '\'' {
+					if j+1 < len(s) && s[j+1] == '\'' {
+						b.WriteByte('\'')
+						j += 2
+						continue
+					}
+					break
+				}
+				b.WriteByte(s[j])
+				j++
+			}
+			end := min(j+1, len(s))
+			out = append(out, sqlToken{kind: 's', text: b.String(), start: i, end: end})
 			i = end
 		case c == '$' && dollarTag(s[i:]) != "":
 			tag := dollarTag(s[i:])

@@ -36,6 +36,8 @@ func TestParseQuery(t *testing.T) {
 		{"pivot and unpivot FROM items", "SELECT * FROM a PIVOT (sum(v) FOR id IN (1, 2)) JOIN b UNPIVOT INCLUDE NULLS (v FOR k IN (x, y)) ON true", "table:a table:b", "SELECT * FROM <a> PIVOT (sum(v) FOR id IN (1, 2)) JOIN <b> UNPIVOT INCLUDE NULLS (v FOR k IN (x, y)) ON true"},
 		{"a column named pivot", "SELECT pivot FROM a WHERE (x) pivot", "table:a", "SELECT pivot FROM <a> WHERE (x) pivot"},
 		{"dollar-quoted strings", "SELECT $$ FROM a $$ AS t, $q$ it's FROM c $q$ AS u, $1 AS p, id FROM b", "table:b", "SELECT $$ FROM a $$ AS t, $q$ it's FROM c $q$ AS u, $1 AS p, id FROM <b>"},
+		{"escape strings", `SELECT E'it\'s FROM a' AS t, e'\\' AS u, id FROM b WHERE s = E'x''FROM c'`, "table:b", `SELECT E'it\'s FROM a' AS t, e'\\' AS u, id FROM <b> WHERE s = E'x''FROM c'`},
+		{"an E column before a string is no escape string", "SELECT e FROM a WHERE e = 'x'", "table:a", "SELECT e FROM <a> WHERE e = 'x'"},
 		{"an unclosed dollar quote", "SELECT id FROM b WHERE s = $x$ FROM a", "table:b", "SELECT id FROM <b> WHERE s = $x$ FROM a"},
 		{"a CTE of a subquery ends with it", "SELECT * FROM (WITH t AS MATERIALIZED (SELECT 1) SELECT * FROM t) s JOIN t USING (id)", "table:t", "SELECT * FROM (WITH t AS MATERIALIZED (SELECT 1) SELECT * FROM t) s JOIN <t> USING (id)"},
 	}
