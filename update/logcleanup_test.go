@@ -499,12 +499,8 @@ func TestAutoVacuum(t *testing.T) {
 	}
 }
 
-// TestQuarantineMaintenance: a dataset's quarantine table, which its flow writes, gets the
-// maintenance of a dataset's table: past the default 30 days, metadata cleanup deletes its
-// commits before its checkpoint at 10, and every quarantined row stays.
-func TestQuarantineMaintenance(t *testing.T) {
-	t.Parallel()
-	p := cleanupPipeline(t, `name: lq
+// quarantineSpec is a pipeline whose one dataset, raw, quarantines rows with an id below 1.
+const quarantineSpec = `name: lq
 storage: ./storage
 datasets:
   - name: raw
@@ -514,7 +510,14 @@ datasets:
       schema: "op STRING, id BIGINT, seq BIGINT"
     expectations:
       - {name: positive, expect: "id > 0", on_violation: quarantine}
-`)
+`
+
+// TestQuarantineMaintenance: a dataset's quarantine table, which its flow writes, gets the
+// maintenance of a dataset's table: past the default 30 days, metadata cleanup deletes its
+// commits before its checkpoint at 10, and every quarantined row stays.
+func TestQuarantineMaintenance(t *testing.T) {
+	t.Parallel()
+	p := cleanupPipeline(t, quarantineSpec)
 	q := delta.New(flows.TableDir(p.Storage, "raw"+spec.QuarantineSuffix))
 	for i := 1; i <= 13; i++ {
 		landEvent(t, p, i, -i, i) // one quarantined row a file
@@ -554,17 +557,7 @@ func TestQuarantineMaintenanceManaged(t *testing.T) {
 			if managed != "" {
 				props = "    table_properties:\n      pipelines.autoOptimize.managed: \"" + managed + "\"\n"
 			}
-			p := cleanupPipeline(t, `name: lq
-storage: ./storage
-datasets:
-  - name: raw
-    source:
-      path: ./landing
-      format: json
-      schema: "op STRING, id BIGINT, seq BIGINT"
-    expectations:
-      - {name: positive, expect: "id > 0", on_violation: quarantine}
-`+props)
+			p := cleanupPipeline(t, quarantineSpec+props)
 			q := delta.New(flows.TableDir(p.Storage, "raw"+spec.QuarantineSuffix))
 			for i := 1; i <= delta.DefaultAutoOptimizeMinFiles; i++ {
 				landEvent(t, p, i, -i, i) // one quarantined row a file
