@@ -333,6 +333,9 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	// is called then): the fold copies what it keeps. keyAt, seqAt and rowAt are where the
 	// windows start, or -1 for columns that are not side by side.
 	keyAt, seqAt, rowAt := adjacent(keyIdx), adjacent(seqIdx), adjacent(projIdx)
+	// Key columns that hold a DOUBLE are made canonical in the row (-0.0 is 0.0), so that the
+	// event's key and the key column of its target row are the key Spark would match.
+	dblKeys := doubleKeyCols(srcSch, keyIdx)
 	// consumeAt checks rows (source rows, in arrival order) with the expectations and turns the
 	// kept ones into events: appended to b.events, or folded. originOf gives the origin of the
 	// i-th kept row r. done, when not nil, is called once the memory of rows may be reused: once
@@ -398,6 +401,9 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 				for _, j := range ownCols {
 					r[j] = owned.value(r[j])
 				}
+			}
+			for _, j := range dblKeys {
+				r[j], _ = canonicalDouble(r[j])
 			}
 			if copyKey == 0 {
 				ev.key = r[keyAt : keyAt+nk : keyAt+nk]

@@ -391,12 +391,16 @@ func (f *snapshotFlow) previous(snap *delta.Snapshot) (*keyed, error) {
 	out := &keyed{rows: make(map[string][]any, len(rows))}
 	n := len(f.data.Fields)
 	scd2 := f.engine.ApplyChanges.StoredAsSCDType == 2
+	dblKeys := doubleKeyCols(f.data, f.keyIdx)
 	var kb []byte
 	for _, r := range rows {
 		if scd2 && r[n+1] != nil {
 			continue // a closed version
 		}
 		r = r[:n:n]
+		for _, j := range dblKeys {
+			r[j], _ = canonicalDouble(r[j])
+		}
 		kb = schema.AppendKey(kb[:0], pick(r, f.keyIdx))
 		if _, dup := out.rows[string(kb)]; !dup {
 			out.order = append(out.order, string(kb))
@@ -518,10 +522,14 @@ func (f *snapshotFlow) byKey(ps pendingSnapshot, rows [][]any) (*keyed, error) {
 	keys := f.d.ApplyChangesFromSnapshot.Keys
 	nulls := make([]int64, len(keys))
 	firstNull := make([]int64, len(keys))
+	dblKeys := doubleKeyCols(f.data, f.keyIdx)
 	var kb []byte
 	for _, r := range rows {
 		pos := r[n].(int64)
 		r = r[:n:n]
+		for _, j := range dblKeys {
+			r[j], _ = canonicalDouble(r[j])
+		}
 		key := pick(r, f.keyIdx)
 		null := false
 		for j, v := range key {

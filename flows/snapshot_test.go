@@ -7,6 +7,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -507,5 +508,42 @@ func TestSnapshotFileIncompleteNotReadAgainInUpdate(t *testing.T) {
 	}
 	if _, rows := readTable(t, p, "target"); len(rows) != 1 || rows[0][1] != "three" {
 		t.Errorf("target rows %v, want the third snapshot's", rows)
+	}
+}
+
+// TestSnapshotDoubleKeyZero: a DOUBLE key compares as Spark SQL compares it, -0.0 equal to 0.0.
+// A snapshot that holds the previous one's row under -0.0 changes nothing, and one that holds two
+// different rows for 0.0 and -0.0 has two rows for one key, which fails it.
+func TestSnapshotDoubleKeyZero(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, `name: t
+storage: ./storage
+datasets:
+  - name: target
+    apply_changes_from_snapshot:
+      source: {path: ./snapshots, format: json, schema: "d DOUBLE, v STRING"}
+      keys: [d]
+`)
+	snaps := filepath.Join(dir, "snapshots")
+	if err := os.MkdirAll(snaps, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := &Env{Pipeline: p, Events: &recorder{}}
+	write(t, filepath.Join(snaps, "1.json"), []byte(`{"d": 0.0, "v": "a"}`+"\n"))
+	if _, err := Run(context.Background(), env, p.Dataset("target")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(snaps, "2.json"), []byte(`{"d": -0.0, "v": "a"}`+"\n"))
+	m, err := Run(context.Background(), env, p.Dataset("target"))
+	if err != nil || m.NumUpsertedRows != 0 || m.NumDeletedRows != 0 {
+		t.Fatalf("upserted %d, deleted %d, err %v; want the snapshot of -0.0 to change nothing", m.NumUpsertedRows, m.NumDeletedRows, err)
+	}
+	if _, rows := readTable(t, p, "target"); len(rows) != 1 || math.Signbit(rows[0][0].(float64)) || rows[0][1] != "a" {
+		t.Errorf("target rows %v, want [[0 a]]", rows)
+	}
+	write(t, filepath.Join(snaps, "3.json"), []byte(`{"d": -0.0, "v": "a"}`+"\n"+`{"d": 0.0, "v": "b"}`+"\n"))
+	if _, err := Run(context.Background(), env, p.Dataset("target")); err == nil || !strings.Contains(err.Error(), `two different rows for the key {"d": 0}`) {
+		t.Errorf("err %v, want two different rows for one key", err)
 	}
 }
