@@ -136,8 +136,15 @@ func sortErrors(es Errors) Errors {
 }
 
 // didYouMean returns a hint naming the candidates closest to word by edit distance (ignoring
-// case), or, when none is close, listing all of them as "<what>: a, b, c".
+// case), or, when none is close, listing all of them as "<what>: a, b, c". A candidate that is
+// word in another case is the one named, with the reminder that names are case-sensitive (a
+// user of Spark, whose column names are not, writes `ID` for `id`).
 func didYouMean(word string, candidates []string, what string) string {
+	for _, c := range candidates {
+		if strings.EqualFold(c, word) {
+			return "did you mean `" + c + "`? names are case-sensitive"
+		}
+	}
 	if s := suggest.Closest(word, candidates); len(s) > 0 {
 		return "did you mean " + quoteJoin(s, " or ") + "?"
 	}

@@ -68,7 +68,8 @@ func TestDidYouMean(t *testing.T) {
 	}{
 		{"one letter off", "sequnce_by", keys, "did you mean `sequence_by`?"},
 		{"plural", "key", keys, "did you mean `keys`?"},
-		{"case", "Source", keys, "did you mean `source`?"},
+		{"case", "Source", keys, "did you mean `source`? names are case-sensitive"},
+		{"case beats near", "ID", []string{"d", "id", "di"}, "did you mean `id`? names are case-sensitive"},
 		{"two close", "colum_list", []string{"column_list", "colum_lists", "x"}, "did you mean `column_list` or `colum_lists`?"},
 		{"nothing close lists all", "partition", []string{"a", "bb"}, "valid keys: a, bb"},
 		{"no candidates", "x", nil, ""},

@@ -498,9 +498,16 @@ func (v *validation) expectationSyntax(in *datasetInfo) {
 // place inside the YAML scalar that it names.
 func (v *validation) compile(code string, r ref, s schema.Schema, what string) {
 	if _, err := expectations.Compile(code, s); err != nil {
-		v.report(err, code, r, "columns: "+strings.Join(s.Names(), ", "), what)
+		hint := "columns: " + strings.Join(s.Names(), ", ")
+		if m := unknownName.FindStringSubmatch(err.Error()); m != nil {
+			hint = didYouMean(m[1], s.Names(), "columns")
+		}
+		v.report(err, code, r, hint, what)
 	}
 }
+
+// unknownName matches expr's error for a name that is no column, taking the name.
+var unknownName = regexp.MustCompile(`^unknown name ([^\s(]+)`)
 
 // report reports err, the error of compiling the row expression code, at the place inside the
 // YAML scalar that it names; hint is the hint of an error no more specific one fits.
