@@ -436,10 +436,42 @@ func (v *validation) columnsIn(refs []ref, s schema.Schema, from string) bool {
 			continue
 		}
 		ok = false
-		v.d.addAt(r.node, r.path, didYouMean(name, s.Names(), "columns"),
-			"unknown column %s: dataset %s has no such column", name, from)
+		hint := dltFormHint(name)
+		if hint == "" {
+			hint = didYouMean(name, s.Names(), "columns")
+		}
+		v.d.addAt(r.node, r.path, hint, "unknown column %s: dataset %s has no such column", name, from)
 	}
 	return ok
+}
+
+// dltStruct and dltCol match what a Delta Live Tables pipeline writes for columns in
+// its Python or SQL form: `struct(ts, id)` (sequence_by on several columns) and `col("ts")`.
+var (
+	dltStruct = regexp.MustCompile(`(?i)^\s*struct\s*\((.*)\)\s*$`)
+	dltCol    = regexp.MustCompile(`^\s*(?:F\.)?col\s*\(\s*["'](.*)["']\s*\)\s*$`)
+)
+
+// dltFormHint returns, for a column name written as Delta Live Tables writes columns in code
+// (`struct(a, b)`, `col("a")`) or as several names in one string ("a, b"), the hint that says
+// how a spec writes it; "" for any other name.
+func dltFormHint(name string) string {
+	list := func(inner string) string {
+		parts := strings.Split(inner, ",")
+		for i, p := range parts {
+			parts[i] = strings.Trim(strings.TrimSpace(p), `"'`)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
+	switch {
+	case dltStruct.MatchString(name):
+		return "write the columns as a list, compared left to right as a struct is: `" + list(dltStruct.FindStringSubmatch(name)[1]) + "`"
+	case dltCol.MatchString(name):
+		return "write the column's name alone: `" + dltCol.FindStringSubmatch(name)[1] + "`"
+	case strings.Contains(name, ","):
+		return "write several columns as a YAML list: `" + list(name) + "`"
+	}
+	return ""
 }
 
 // noMapColumns reports each column of refs that is a MAP, or holds one, in s: a MAP has no
