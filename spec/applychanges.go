@@ -115,10 +115,12 @@ func isEmptyList(n *yaml.Node) bool {
 
 // columnExamples show each column-list key written right, for hints.
 var columnExamples = map[string]string{
-	"keys":               "keys: [id]",
-	"sequence_by":        "sequence_by: seq",
-	"column_list":        "column_list: [id, name]",
-	"except_column_list": "except_column_list: [op]",
+	"keys":                             "keys: [id]",
+	"sequence_by":                      "sequence_by: seq",
+	"column_list":                      "column_list: [id, name]",
+	"except_column_list":               "except_column_list: [op]",
+	"track_history_column_list":        "track_history_column_list: [status]",
+	"track_history_except_column_list": "track_history_except_column_list: [updated_at]",
 }
 
 // columns reads the value of key (keys, sequence_by, column_list or except_column_list): a list
@@ -151,7 +153,11 @@ func (d *decoder) columns(n *yaml.Node, path, key string, single bool) ([]string
 		if single {
 			want = "a column name or " + want
 		}
-		d.addAt(n, path, nameHint(n, "write `"+columnExamples[key]+"`"), "%s must be %s, got %s", key, want, describe(n))
+		example := columnExamples[key]
+		if isString(n) { // one name where a list is needed: the list of it
+			example = key + ": [" + n.Value + "]"
+		}
+		d.addAt(n, path, nameHint(n, "write `"+example+"`"), "%s must be %s, got %s", key, want, describe(n))
 		return nil, nil
 	}
 	seen := map[string]bool{}
