@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -51,16 +52,41 @@ func ParseDDL(s string) (Schema, error) {
 			return Schema{}, err
 		}
 		p.space()
-		// Optional NOT NULL / COMMENT are not supported; say so clearly.
 		out.Fields = append(out.Fields, Field{Name: name, Type: t, Nullable: true})
 		if p.pos >= len(s) {
 			return out, nil
+		}
+		if c := columnClause(s[p.pos:]); c != "" {
+			advice := columnClauses[c]
+			if c == "not null" {
+				advice = fmt.Sprintf(advice, name)
+			}
+			return Schema{}, &DDLError{p.pos, fmt.Sprintf("%s after column %q is not supported yet: remove it (%s)", strings.ToUpper(c), name, advice)}
 		}
 		if s[p.pos] != ',' {
 			return Schema{}, &DDLError{p.pos, fmt.Sprintf("expected ',' or the end after column %q, found %q", name, rest(s[p.pos:]))}
 		}
 		p.pos++
 	}
+}
+
+// columnClauses are the clauses Spark DDL allows after a column's type (which Delta Live Tables
+// pipelines write in a table's schema), none of which a schema here takes, with what to do instead.
+var columnClauses = map[string]string{
+	"not null":  "every column is nullable; a `fail` expectation `%s != nil` stops NULLs",
+	"comment":   "a column has no comment; the dataset's `comment:` describes the table",
+	"default":   "a column has no default value",
+	"generated": "a column is not generated; compute it in a query dataset",
+	"collate":   "strings compare by their bytes",
+}
+
+// columnClauseRE matches a clause of columnClauses at the start of a string, in any case.
+var columnClauseRE = regexp.MustCompile(`(?i)^(not\s+null|comment|default|generated|collate)\b`)
+
+// columnClause returns the key of columnClauses that rest starts with, or "".
+func columnClause(rest string) string {
+	m := columnClauseRE.FindString(rest)
+	return strings.Join(strings.Fields(strings.ToLower(m)), " ")
 }
 
 type ddlParser struct {
