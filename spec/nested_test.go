@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -61,5 +62,53 @@ datasets:
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("err = %v\nwant %q", err, want)
 		}
+	}
+}
+
+// TestApplyChangesHintsFollowable: the hints of a MAP key and of an apply_changes reading a query
+// dataset name only what an apply_changes flow can do: it reads no query dataset (so no field of
+// a MAP taken out by a query upstream) and no APPLY CHANGES target (whose commits update rows),
+// and following the hint, a dataset with a `source:` reading a target's change feed, validates.
+func TestApplyChangesHintsFollowable(t *testing.T) {
+	t.Parallel()
+	spec := `name: p
+datasets:
+  - name: bronze
+    source: {format: json, path: in, schema: "id BIGINT, m MAP<STRING, INT>, seq BIGINT"}
+  - name: flat
+    type: streaming_table
+    query: SELECT id, seq FROM STREAM(bronze)
+  - name: t
+    apply_changes: {source: bronze, keys: [m], sequence_by: seq}
+  - name: u
+    apply_changes: {source: flat, keys: [id], sequence_by: seq}
+`
+	_, err := Parse("p.yaml", []byte(spec), nil, nil)
+	var es Errors
+	if !errors.As(err, &es) || len(es) != 2 {
+		t.Fatalf("err = %v, want the MAP key and the query source", err)
+	}
+	hints := map[string]string{
+		"datasets[2].apply_changes.keys[0]": "choose a column of another type: a BIGINT, STRING, TIMESTAMP, or a STRUCT or ARRAY of such",
+		"datasets[3].apply_changes.source":  "feed apply_changes from a dataset with a `source:`: files, a Delta table, or another dataset's change feed (`source: {table: x, read: change_feed}`)",
+	}
+	for _, e := range es {
+		if want, ok := hints[e.Path]; !ok || e.Hint != want {
+			t.Errorf("%s: hint %q, want %q", e.Path, e.Hint, want)
+		}
+	}
+	followed := `name: p
+datasets:
+  - name: bronze
+    source: {format: json, path: in, schema: "id BIGINT, m MAP<STRING, INT>, seq BIGINT"}
+  - name: silver
+    apply_changes: {source: bronze, keys: [id], sequence_by: seq}
+  - name: silver_feed
+    source: {table: silver, read: change_feed}
+  - name: u
+    apply_changes: {source: silver_feed, keys: [id], sequence_by: _commit_version, apply_as_deletes: _change_type == "delete"}
+`
+	if _, err := Parse("p.yaml", []byte(followed), nil, nil); err != nil {
+		t.Errorf("the hint followed: %v", err)
 	}
 }

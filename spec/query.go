@@ -818,7 +818,7 @@ func (v *validation) queryChecks(infos []*datasetInfo) {
 		}
 		if ds.ApplyChanges != nil {
 			if src, ok := v.byName[ds.ApplyChanges.Source]; ok && src.kind == kindQuery && in.apply.source.node != nil {
-				v.d.addAt(in.apply.source.node, in.apply.source.path, "feed apply_changes from a `source:` or an APPLY CHANGES dataset",
+				v.d.addAt(in.apply.source.node, in.apply.source.path, "feed apply_changes from a dataset with a `source:`: files, a Delta table, or another dataset's change feed (`source: {table: x, read: change_feed}`)",
 					"apply_changes reading a query dataset (%s) is not supported yet", src.ds.Name)
 			}
 		}

@@ -480,7 +480,7 @@ func dltFormHint(name string) string {
 func (v *validation) noMapColumns(refs []ref, s schema.Schema, role string) {
 	for _, r := range refs {
 		if i := s.Index(r.node.Value); i >= 0 && holdsMap(s.Fields[i].Type) {
-			v.d.addAt(r.node, r.path, "choose a column of another type, or a field of the MAP's value in a query dataset upstream",
+			v.d.addAt(r.node, r.path, "choose a column of another type: a BIGINT, STRING, TIMESTAMP, or a STRUCT or ARRAY of such",
 				"column %s is of type %s, which cannot be %s: a MAP has no order or equality", r.node.Value, s.Fields[i].Type.DDL(), role)
 		}
 	}
