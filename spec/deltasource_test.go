@@ -34,7 +34,7 @@ datasets:
       keys: [id]
       sequence_by: _commit_version
       apply_as_deletes: _change_type == "delete"
-      except_column_list: [_change_type, _commit_timestamp]
+      except_column_list: [_change_type, _commit_version, _commit_timestamp]
 `
 	p, err := Parse("p.yaml", []byte(spec), nil, nil)
 	if err != nil {
@@ -54,7 +54,7 @@ datasets:
 	if len(r.PartitionBy) != 1 || r.PartitionBy[0] != "letter" {
 		t.Errorf("rows: partition_by %v", r.PartitionBy)
 	}
-	if got := p.Dataset("latest").Schema.DDL(); got != "id INT, name STRING, birthday DATE, _commit_version BIGINT" {
+	if got := p.Dataset("latest").Schema.DDL(); got != "id INT, name STRING, birthday DATE" {
 		t.Errorf("latest: schema %s", got)
 	}
 }

@@ -106,7 +106,7 @@ datasets:
   - name: silver_feed
     source: {table: silver, read: change_feed}
   - name: u
-    apply_changes: {source: silver_feed, keys: [id], sequence_by: _commit_version, apply_as_deletes: _change_type == "delete"}
+    apply_changes: {source: silver_feed, keys: [id], sequence_by: _commit_version, apply_as_deletes: _change_type == "delete", except_column_list: [_change_type, _commit_version, _commit_timestamp]}
 `
 	if _, err := Parse("p.yaml", []byte(followed), nil, nil); err != nil {
 		t.Errorf("the hint followed: %v", err)

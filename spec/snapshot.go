@@ -2,6 +2,7 @@ package spec
 
 import (
 	"slices"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -171,6 +172,11 @@ func (v *validation) snapshotOutput(in *datasetInfo) bool {
 	}
 	v.expectations(in, input)
 	out := schema.Schema{Fields: slices.Clone(input.Fields)}
+	if names := feedColumnsIn(out); len(names) > 0 {
+		v.d.addAt(in.snapshot.source.node, in.snapshot.source.path, "rename those columns in the source",
+			"%s has the column(s) %s, which the target's own change data feed adds (Delta reserves the names)", from, strings.Join(names, ", "))
+		return false
+	}
 	if s.StoredAsSCDType == 2 {
 		for _, f := range input.Fields {
 			if f.Name == StartAt || f.Name == EndAt {

@@ -10,6 +10,7 @@ import (
 	"github.com/expr-lang/expr/file"
 
 	"tributary/dag"
+	"tributary/delta"
 	"tributary/expectations"
 	"tributary/schema"
 )
@@ -377,6 +378,15 @@ func (v *validation) applyOutput(in *datasetInfo) bool {
 	for _, list := range [][]ref{in.apply.track, in.apply.trackExcept} {
 		v.columnsIn(list, out, in.ds.Name)
 	}
+	if names := feedColumnsIn(out); len(names) > 0 {
+		hint := "exclude them: `except_column_list: [" + strings.Join(slices.Concat(ac.ExceptColumnList, names), ", ") + "]`"
+		if ac.ColumnList != nil {
+			hint = "remove them from column_list"
+		}
+		v.d.addAt(in.apply.source.node, in.apply.source.path, hint,
+			"the target would get the column(s) %s of dataset %s, which its own change data feed adds (Delta reserves the names)", strings.Join(names, ", "), ac.Source)
+		return false
+	}
 	if ac.StoredAsSCDType == 2 {
 		for _, f := range out.Fields {
 			if f.Name == StartAt || f.Name == EndAt {
@@ -408,6 +418,19 @@ func (v *validation) applyOutput(in *datasetInfo) bool {
 	}
 	in.ds.Schema = out
 	return good
+}
+
+// feedColumnsIn returns the columns of s that a change data feed adds to a table's own
+// (_change_type, _commit_version, _commit_timestamp; Delta PROTOCOL.md "Change Data Files"): a
+// table with a change data feed, as an APPLY CHANGES target is, cannot have them, as in Delta.
+func feedColumnsIn(s schema.Schema) []string {
+	var out []string
+	for _, c := range []string{delta.ChangeTypeColumn, delta.CommitVersionColumn, delta.CommitTimestampColumn} {
+		if s.Index(c) >= 0 {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // parentPath drops the last [i] of a key path: "a.keys[2]" -> "a.keys".
