@@ -376,7 +376,22 @@ func (v *validation) applyOutput(in *datasetInfo) bool {
 		}
 	}
 	for _, list := range [][]ref{in.apply.track, in.apply.trackExcept} {
-		v.columnsIn(list, out, in.ds.Name)
+		var unknown []ref
+		for _, r := range list {
+			switch {
+			case out.Index(r.node.Value) >= 0:
+			case input.Index(r.node.Value) >= 0: // a source column the target leaves out
+				lists, keep := "except_column_list", "remove it from except_column_list"
+				if ac.ColumnList != nil {
+					lists, keep = "column_list", "add it to column_list"
+				}
+				v.d.addAt(r.node, r.path, fmt.Sprintf("remove it from %s, or %s", lastKey(r.path), keep),
+					"column %s of dataset %s is not a column of the target: %s leaves it out", r.node.Value, ac.Source, lists)
+			default:
+				unknown = append(unknown, r)
+			}
+		}
+		v.columnsIn(unknown, out, in.ds.Name)
 	}
 	if names := feedColumnsIn(out); len(names) > 0 {
 		hint := "exclude them: `except_column_list: [" + strings.Join(slices.Concat(ac.ExceptColumnList, names), ", ") + "]`"
