@@ -173,12 +173,25 @@ func (d *decoder) mapping(n *yaml.Node, path string, keys keySet) (entries []ent
 			continue
 		}
 		if !known[k.Value] {
-			d.addAt(k, p, didYouMean(k.Value, keys.all(), "valid keys"), "unknown key %s", k.Value)
+			hint := didYouMean(k.Value, keys.all(), "valid keys")
+			if key, ok := dltNames[strings.ToLower(k.Value)]; ok && known[key] {
+				hint = "write `" + key + ":`, as " + k.Value + " is called here"
+			}
+			d.addAt(k, p, hint, "unknown key %s", k.Value)
 			continue
 		}
 		entries = append(entries, entry{name: k.Value, key: k, val: v, path: p})
 	}
 	return entries, true
+}
+
+// dltNames maps the names newer Delta Live Tables (Lakeflow) releases give the CDC flows, in
+// their Python and SQL forms, to the keys that name them here.
+var dltNames = map[string]string{
+	"auto_cdc":                           "apply_changes",
+	"create_auto_cdc_flow":               "apply_changes",
+	"auto_cdc_from_snapshot":             "apply_changes_from_snapshot",
+	"create_auto_cdc_from_snapshot_flow": "apply_changes_from_snapshot",
 }
 
 // str reads a string scalar. Numbers and booleans are taken as their text.
