@@ -665,15 +665,17 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	}
 	if anyNull {
 		var parts []string
-		first := ""
 		explained := map[string]bool{} // the places already said to be a line that does not parse
 		malformed := false
+		var nullKeys, nullSeqs []string
 		for j, n := range nullCounts {
-			if n > 0 && first == "" {
-				first = nullCols[j]
-			}
 			if n == 0 {
 				continue
+			}
+			if j < len(ac.Keys) {
+				nullKeys = append(nullKeys, nullCols[j])
+			} else {
+				nullSeqs = append(nullSeqs, nullCols[j])
 			}
 			kind := "key column"
 			if j >= len(ac.Keys) {
@@ -690,18 +692,38 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			}
 			parts = append(parts, fmt.Sprintf("%d change event(s) have a NULL in the %s %s (first at %s)", n, kind, nullCols[j], at))
 		}
+		drop := dropNullsExpr(nullKeys, nullSeqs, ac.ApplyAsTruncates)
 		dropMalformed := ""
 		if malformed && b.view != nil {
 			dropMalformed = fmt.Sprintf("; mode: dropmalformed on %s drops the lines that do not parse", ac.Source)
 		}
 		if b.view != nil {
-			return nil, fmt.Errorf("%s; nothing of this batch was applied, and its files count as unread. Drop such events with an expectation on %s or %s (e.g. `%s != nil` with on_violation: drop), or fix the input files, then run again%s",
-				strings.Join(parts, "; "), ac.Source, d.Name, first, dropMalformed)
+			return nil, fmt.Errorf("%s; nothing of this batch was applied, and its files count as unread. Drop such events with an expectation on %s or %s (e.g. `%s` with on_violation: drop), or fix the input files, then run again%s",
+				strings.Join(parts, "; "), ac.Source, d.Name, drop, dropMalformed)
 		}
-		return nil, fmt.Errorf("%s; nothing of this batch was applied. Drop such events with an expectation on %s (e.g. `%s != nil` with on_violation: drop), then run again; the events are already in %s, so fixing the input files needs %s%s",
-			strings.Join(parts, "; "), d.Name, first, ac.Source, RefreshWithReaders(p, ac.Source), dropMalformed)
+		return nil, fmt.Errorf("%s; nothing of this batch was applied. Drop such events with an expectation on %s (e.g. `%s` with on_violation: drop), then run again; the events are already in %s, so fixing the input files needs %s%s",
+			strings.Join(parts, "; "), d.Name, drop, ac.Source, RefreshWithReaders(p, ac.Source), dropMalformed)
 	}
 	return b, nil
+}
+
+// dropNullsExpr is the expectation that drops the events with a NULL in the key columns keys or
+// the sequence_by columns seqs, all of them at once, so that the next run does not fail on the
+// next column: `id != nil and seq != nil`. A truncate event (the expression trunc, when set)
+// needs no key, so a NULL key passes on it, and the expectation keeps the truncates.
+func dropNullsExpr(keys, seqs []string, trunc string) string {
+	var parts []string
+	if len(keys) > 0 {
+		k := strings.Join(keys, " != nil and ") + " != nil"
+		if trunc != "" {
+			k = "(" + k + " or " + trunc + ")"
+		}
+		parts = append(parts, k)
+	}
+	for _, c := range seqs {
+		parts = append(parts, c+" != nil")
+	}
+	return strings.Join(parts, " and ")
 }
 
 // recordEmptyVersions is how many source versions that add no rows an APPLY CHANGES flow leaves
