@@ -209,7 +209,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			{"the tracked columns (track_history_column_list / track_history_except_column_list)", was.TrackHistory, now.TrackHistory},
 		} {
 			if fmt.Sprint(c.old) != fmt.Sprint(c.cur) {
-				return nil, fmt.Errorf("%s of %s changed from %v to %v since the table was built; its CDC state cannot follow: run %s to rebuild it", c.what, d.Name, c.old, c.cur, RefreshHint(p, d.Name))
+				return nil, fmt.Errorf("%s of %s changed from %s to %s since the table was built; its CDC state cannot follow: run %s to rebuild it", c.what, d.Name, settingText(c.old), settingText(c.cur), RefreshHint(p, d.Name))
 			}
 		}
 	}
@@ -705,6 +705,15 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			strings.Join(parts, "; "), d.Name, drop, ac.Source, RefreshWithReaders(p, ac.Source), dropMalformed)
 	}
 	return b, nil
+}
+
+// settingText writes an apply_changes setting as the spec writes it: a list of columns as
+// `[id, name]`, anything else as fmt prints it.
+func settingText(v any) string {
+	if cols, ok := v.([]string); ok {
+		return "[" + strings.Join(cols, ", ") + "]"
+	}
+	return fmt.Sprint(v)
 }
 
 // dropNullsExpr is the expectation that drops the events with a NULL in the key columns keys or

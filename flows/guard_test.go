@@ -13,7 +13,7 @@ import (
 func TestGuardRails(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ change, want string }{
-		{"keys: [id, name]", "keys of items changed from [id] to [id name]"},
+		{"keys: [id, name]", "keys of items changed from [id] to [id, name]"},
 		{"ignore_null_updates: true", "ignore_null_updates of items changed from false to true"},
 	} {
 		dir := t.TempDir()

@@ -155,7 +155,7 @@ func (f *snapshotFlow) checkSettings(snap *delta.Snapshot) error {
 	s := f.d.ApplyChangesFromSnapshot
 	hint := RefreshHint(f.env.Pipeline, f.d.Name)
 	if len(was.SequenceBy) != 1 || was.SequenceBy[0] != spec.SnapshotSequenceColumn {
-		return fmt.Errorf("%s was built by apply_changes (sequence_by %v), not from snapshots; its CDC state cannot follow: run %s to rebuild it", f.d.Name, was.SequenceBy, hint)
+		return fmt.Errorf("%s was built by apply_changes (sequence_by %s), not from snapshots; its CDC state cannot follow: run %s to rebuild it", f.d.Name, settingText(was.SequenceBy), hint)
 	}
 	if fromFiles := sourceID == ""; fromFiles != (s.Files != nil) {
 		return fmt.Errorf("%s was built from snapshots of another kind of source (a dataset, or a folder of files); its progress cannot follow: run %s to rebuild it", f.d.Name, hint)
@@ -168,7 +168,7 @@ func (f *snapshotFlow) checkSettings(snap *delta.Snapshot) error {
 		{"stored_as_scd_type", was.StoredAsSCDType, s.StoredAsSCDType},
 	} {
 		if fmt.Sprint(c.old) != fmt.Sprint(c.cur) {
-			return fmt.Errorf("apply_changes_from_snapshot.%s of %s changed from %v to %v since the table was built; its CDC state cannot follow: run %s to rebuild it", c.what, f.d.Name, c.old, c.cur, hint)
+			return fmt.Errorf("apply_changes_from_snapshot.%s of %s changed from %s to %s since the table was built; its CDC state cannot follow: run %s to rebuild it", c.what, f.d.Name, settingText(c.old), settingText(c.cur), hint)
 		}
 	}
 	return nil
