@@ -86,8 +86,13 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 	if err != nil {
 		return m, fmt.Errorf("dataset %s: connection: %w", d.Name, err)
 	}
+	// The text of values (the snapshot's ::text, pgoutput's tuples) follows the session's settings:
+	// fixed here, whatever the server, database or role sets, so that pgText reads them all.
+	// extra_float_digits above 0 gives a double's shortest exact text; 0, set for a legacy
+	// application, would round it to 15 digits.
 	cfg.RuntimeParams["TimeZone"] = "UTC"
 	cfg.RuntimeParams["DateStyle"] = "ISO, YMD"
+	cfg.RuntimeParams["extra_float_digits"] = "3"
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return m, fmt.Errorf("dataset %s: connecting to PostgreSQL: %w%s", d.Name, err, pgConnectHint(err))

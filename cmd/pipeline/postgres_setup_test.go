@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -247,6 +248,50 @@ func TestPostgresValueErrors(t *testing.T) {
 	r = pgRun(t, args)
 	if out := r.stdout + r.stderr; r.code == 0 || !strings.Contains(out, "the replication slot tributary_pg_offers_offers_changes is gone") || !strings.Contains(out, refresh) {
 		t.Fatalf("exit %d, want the lost slot reported, asking for %s:\n%s", r.code, refresh, out)
+	}
+}
+
+// TestPostgresFloatDigits: a DOUBLE column holds the exact value of a double precision one, in
+// the snapshot and in the stream, even where the database sets extra_float_digits = 0 (as for a
+// legacy application), which makes PostgreSQL's text of a double round it to 15 digits.
+func TestPostgresFloatDigits(t *testing.T) {
+	srv := pgtest.Start(t)
+	ctx := context.Background()
+	conn := srv.Conn(t)
+	pgExec(t, conn, `ALTER DATABASE postgres SET extra_float_digits = 0;
+		CREATE TABLE readings (id INT PRIMARY KEY, v DOUBLE PRECISION);
+		INSERT INTO readings VALUES (1, 0.1::float8 + 0.2::float8), (2, 1e-7::float8 / 3)`)
+	args := pgOneTableSpec(t, srv.URL, "readings", "id INT, v DOUBLE", "id")
+	if r := pgRun(t, args); r.code != 0 {
+		t.Fatalf("snapshot: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	pgExec(t, conn, "INSERT INTO readings VALUES (3, pi()::float8 * 1e10); UPDATE readings SET v = v * 3 WHERE id = 2")
+	if r := pgRun(t, args); r.code != 0 {
+		t.Fatalf("stream: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	rows, err := conn.Query(ctx, "SELECT id, v FROM readings ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{}
+	var id int32
+	var v float64
+	if _, err := pgx.ForEachRow(rows, []any{&id, &v}, func() error {
+		want[fmt.Sprint(id)] = v // the binary value, not PostgreSQL's text of it
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got := pgTableLines(t, args, "readings", "id", "v")
+	if len(got) != len(want) {
+		t.Fatalf("readings = %v, want the %d rows of SELECT * FROM readings", got, len(want))
+	}
+	for _, line := range got {
+		k, text, _ := strings.Cut(line, "|")
+		f, err := strconv.ParseFloat(text, 64)
+		if err != nil || f != want[k] {
+			t.Errorf("readings id %s: v = %s, want %v (the double PostgreSQL holds)", k, text, strconv.FormatFloat(want[k], 'g', -1, 64))
+		}
 	}
 }
 
