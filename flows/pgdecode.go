@@ -2,6 +2,7 @@ package flows
 
 import (
 	"fmt"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -65,6 +66,9 @@ func pgText(t schema.Type, s string) (any, error) {
 		}
 		return nil, fmt.Errorf("%q is not a boolean", s)
 	case schema.DecimalKind:
+		if !pgDecimalFits(s, t.Scale) {
+			return nil, fmt.Errorf("%s has more fraction digits than DECIMAL scale %d", s, t.Scale)
+		}
 		return schema.ParseDecimal(s, t)
 	case schema.DateKind:
 		return schema.ParseDate(s)
@@ -77,6 +81,22 @@ func pgText(t schema.Type, s string) (any, error) {
 		return nil, fmt.Errorf("%q is not a timestamp", s)
 	}
 	return nil, fmt.Errorf("type %s is not supported for format postgres", t.DDL())
+}
+
+// pgDecimalFits reports whether the number s (PostgreSQL's text of a numeric, or of a double)
+// has no nonzero digit past scale digits after the point: the source copies the table, so a
+// value that a DECIMAL of that scale would round (1.235 in DECIMAL(10,2)) is refused, not changed.
+// Text that is no number is left to ParseDecimal to refuse.
+func pgDecimalFits(s string, scale int) bool {
+	if !strings.ContainsAny(s, "eE") {
+		_, frac, _ := strings.Cut(s, ".")
+		return len(strings.TrimRight(frac, "0")) <= scale
+	}
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return true
+	}
+	return r.Mul(r, new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil))).IsInt()
 }
 
 // pgValueError is a value of the PostgreSQL table that its column's declared type cannot hold.

@@ -176,3 +176,20 @@ func TestPGServerVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestPGTextDecimalExact: a DECIMAL column takes PostgreSQL's text of a number only when its
+// scale holds every nonzero digit (trailing zeros are none; a double's exponent form counts as
+// its value), and never rounds it.
+func TestPGTextDecimalExact(t *testing.T) {
+	typ := schema.Type{Kind: schema.DecimalKind, Precision: 10, Scale: 2}
+	for s, want := range map[string]schema.Decimal{"2.5": 250, "2.500": 250, "-0.10": -10, "7": 700, "1.5e-01": 15, "1e+03": 100000} {
+		if v, err := pgText(typ, s); err != nil || v != want {
+			t.Errorf("pgText(%q) = %v, %v; want %d", s, v, err, want)
+		}
+	}
+	for _, s := range []string{"1.235", "0.001", "-9.999", "1.2345e+00", "NaN", "Infinity"} {
+		if v, err := pgText(typ, s); err == nil {
+			t.Errorf("pgText(%q) = %v, want an error (DECIMAL(10,2) cannot hold it)", s, v)
+		}
+	}
+}

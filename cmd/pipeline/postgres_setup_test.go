@@ -251,6 +251,37 @@ func TestPostgresValueErrors(t *testing.T) {
 	}
 }
 
+// TestPostgresDecimalNotRounded: a numeric value with more fraction digits than its DECIMAL
+// column's scale cannot be held by it, so it fails the run naming column, table and value, as
+// 'infinity' in a TIMESTAMP does, in the snapshot and in the stream, rather than landing rounded
+// (the target would then differ from the table); trailing zeros past the scale are no digits.
+func TestPostgresDecimalNotRounded(t *testing.T) {
+	srv := pgtest.Start(t)
+	conn := srv.Conn(t)
+	pgExec(t, conn, `CREATE TABLE prices (id INT PRIMARY KEY, p NUMERIC(10,3));
+		INSERT INTO prices VALUES (1, 2.5), (2, 1.235)`)
+	args := pgOneTableSpec(t, srv.URL, "prices", "id INT, p DECIMAL(10,2)", "id")
+	bad := func(v string) string {
+		return `column p of public.prices holds "` + v + `", which its declared type DECIMAL(10,2) cannot hold`
+	}
+	r := pgRun(t, args)
+	if out := r.stdout + r.stderr; r.code == 0 || !strings.Contains(out, "reading the initial snapshot: "+bad("1.235")) {
+		t.Fatalf("exit %d, want the snapshot failed on 1.235:\n%s", r.code, out)
+	}
+	pgExec(t, conn, "UPDATE prices SET p = 1.24 WHERE id = 2")
+	if r := pgRun(t, args); r.code != 0 {
+		t.Fatalf("after the fix: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	pgExec(t, conn, "INSERT INTO prices VALUES (3, 7.100); UPDATE prices SET p = 0.005 WHERE id = 1")
+	r = pgRun(t, args)
+	if out := r.stdout + r.stderr; r.code == 0 || !strings.Contains(out, bad("0.005")) || !strings.Contains(out, "--full-refresh prices_changes,prices") {
+		t.Fatalf("exit %d, want the stream failed on 0.005, asking for the full refresh:\n%s", r.code, out)
+	}
+	if got, want := pgTableLines(t, args, "prices", "id", "p"), []string{"1|2.50", "2|1.24"}; strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("prices = %v, want %v (nothing of the failed batch)", got, want)
+	}
+}
+
 // TestPostgresFloatDigits: a DOUBLE column holds the exact value of a double precision one, in
 // the snapshot and in the stream, even where the database sets extra_float_digits = 0 (as for a
 // legacy application), which makes PostgreSQL's text of a double round it to 15 digits.
