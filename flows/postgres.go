@@ -138,7 +138,7 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 	rcfg.RuntimeParams["replication"] = "database"
 	repl, err := pgconn.ConnectConfig(ctx, rcfg)
 	if err != nil {
-		return m, fmt.Errorf("dataset %s: opening a replication connection: %w", d.Name, err)
+		return m, fmt.Errorf("dataset %s: opening a replication connection: %w%s", d.Name, err, pgReplicationHint(err, rcfg.User))
 	}
 	defer repl.Close(context.Background())
 
@@ -174,7 +174,7 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 		}
 		res, err := pglogrepl.CreateReplicationSlot(ctx, repl, slot, "pgoutput", pglogrepl.CreateReplicationSlotOptions{SnapshotAction: "EXPORT_SNAPSHOT", Mode: pglogrepl.LogicalReplication})
 		if err != nil {
-			return m, fmt.Errorf("dataset %s: creating the replication slot %s: %w", d.Name, slot, err)
+			return m, fmt.Errorf("dataset %s: creating the replication slot %s: %w%s", d.Name, slot, err, pgReplicationHint(err, rcfg.User))
 		}
 		cp, err := pglogrepl.ParseLSN(res.ConsistentPoint)
 		if err != nil {
@@ -377,6 +377,26 @@ func pgConnectHint(err error) string {
 		return "; correct the database name in the source's connection"
 	}
 	return ""
+}
+
+// pgReplicationHint returns what to do about a failed replication connection or slot creation
+// (err), as "; ..." to end its message, or "": a role without the REPLICATION attribute
+// (PostgreSQL error code 42501; user is the connection's), a server whose wal_level is not
+// logical (55000), no free replication slot (53400) or WAL sender (53300), or what
+// pgConnectHint says of a connection refused.
+func pgReplicationHint(err error, user string) string {
+	var pe *pgconn.PgError
+	switch {
+	case errors.As(err, &pe) && pe.Code == "42501":
+		return fmt.Sprintf("; logical replication needs a role with the REPLICATION attribute: have a superuser run ALTER ROLE %s REPLICATION, or connect as a role that has it", pgx.Identifier{user}.Sanitize())
+	case errors.As(err, &pe) && pe.Code == "55000" && strings.Contains(pe.Message, "wal_level"):
+		return "; set wal_level = logical in the server's configuration (ALTER SYSTEM SET wal_level = logical) and restart the server"
+	case errors.As(err, &pe) && pe.Code == "53400":
+		return "; raise max_replication_slots in the server's configuration and restart it, or drop a slot no longer used (SELECT slot_name, active FROM pg_replication_slots; SELECT pg_drop_replication_slot('...'))"
+	case errors.As(err, &pe) && pe.Code == "53300" && strings.Contains(pe.Message, "max_wal_senders"):
+		return "; raise max_wal_senders in the server's configuration and restart it, or stop a replication connection no longer used"
+	}
+	return pgConnectHint(err)
 }
 
 // pgServerVersion checks that the server (its server_version, e.g. "15.8 (Debian 15.8-1)") is

@@ -188,6 +188,29 @@ func TestPGConnectHint(t *testing.T) {
 	}
 }
 
+// TestPGReplicationHint: a replication connection or slot the server refuses says what to change:
+// the role's REPLICATION attribute, wal_level, max_replication_slots, max_wal_senders; a refused
+// connection gets pgConnectHint's hint.
+func TestPGReplicationHint(t *testing.T) {
+	for _, c := range []struct {
+		err  *pgconn.PgError
+		want string
+	}{
+		{&pgconn.PgError{Code: "42501", Message: "must be superuser or replication role to start walsender"}, `have a superuser run ALTER ROLE "cdc" REPLICATION`},
+		{&pgconn.PgError{Code: "55000", Message: "logical decoding requires wal_level >= logical"}, "set wal_level = logical in the server's configuration (ALTER SYSTEM SET wal_level = logical) and restart the server"},
+		{&pgconn.PgError{Code: "53400", Message: "all replication slots are in use"}, "raise max_replication_slots"},
+		{&pgconn.PgError{Code: "53300", Message: "number of requested standby connections exceeds max_wal_senders (currently 10)"}, "raise max_wal_senders"},
+		{&pgconn.PgError{Code: "28P01"}, "correct the user and password"},
+	} {
+		if h := pgReplicationHint(fmt.Errorf("x: %w", c.err), "cdc"); !strings.Contains(h, c.want) {
+			t.Errorf("%s %q: hint %q, want it to say %q", c.err.Code, c.err.Message, h, c.want)
+		}
+	}
+	if h := pgReplicationHint(errors.New("something else"), "cdc"); h != "" {
+		t.Errorf("another error: hint %q, want none", h)
+	}
+}
+
 // TestPGPublicationSharedWithPartitioned: a plain table's source and a partitioned table's that
 // share a publication run in parallel, and either may make it. Made by the plain table's, it
 // must still publish the partitioned table's changes under the table's own name, or the other

@@ -441,7 +441,8 @@ func TestPostgresSnapshotStatementTimeout(t *testing.T) {
 // TestPostgresSetupErrorHints: the errors a new setup meets say what to do. A table that does not
 // exist asks to check `table:` and the database; a replication role that may not make the
 // publication (it takes owning the table) is told to have the owner make it, and then reads the
-// one the owner made; a role that may not read the table is told the GRANT to run.
+// one the owner made; a role without the REPLICATION attribute is told the ALTER ROLE to run; a
+// role that may not read the table is told the GRANT to run.
 func TestPostgresSetupErrorHints(t *testing.T) {
 	srv := pgtest.Start(t)
 	conn := srv.Conn(t)
@@ -459,7 +460,13 @@ func TestPostgresSetupErrorHints(t *testing.T) {
 	if out := r.stdout + r.stderr; r.code == 0 || !strings.Contains(out, `have the table's owner run CREATE PUBLICATION "tributary_pg_shop_shop_changes" FOR TABLE "public"."shop", which the source then uses`) {
 		t.Fatalf("exit %d, want the role that may not make the publication told who can:\n%s", r.code, out)
 	}
-	pgExec(t, conn, `CREATE PUBLICATION tributary_pg_shop_shop_changes FOR TABLE shop`)
+	pgExec(t, conn, `CREATE PUBLICATION tributary_pg_shop_shop_changes FOR TABLE shop;
+		CREATE ROLE reader LOGIN; GRANT SELECT ON shop TO reader`)
+	readerArgs := pgOneTableSpec(t, strings.Replace(srv.URL, "postgres://postgres@", "postgres://reader@", 1), "shop", "id INT, v STRING", "id")
+	r = pgRun(t, readerArgs)
+	if out := r.stdout + r.stderr; r.code == 0 || !strings.Contains(out, `must be superuser or replication role to start walsender (SQLSTATE 42501); logical replication needs a role with the REPLICATION attribute: have a superuser run ALTER ROLE "reader" REPLICATION`) {
+		t.Fatalf("exit %d, want the role without REPLICATION told the ALTER ROLE to run:\n%s", r.code, out)
+	}
 	r = pgRun(t, args)
 	if out := r.stdout + r.stderr; r.code == 0 || !strings.Contains(out, `permission denied for table shop (SQLSTATE 42501); run GRANT SELECT ON "public"."shop" TO the role of the connection`) {
 		t.Fatalf("exit %d, want the role that may not read the table told the GRANT:\n%s", r.code, out)
