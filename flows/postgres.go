@@ -370,9 +370,9 @@ func pgConnectHint(err error) string {
 		case strings.Contains(pe.Message, "not permitted to log in"):
 			return "; let the role log in (ALTER ROLE ... LOGIN), or connect as another user"
 		case strings.Contains(pe.Message, "pg_hba.conf"):
-			return "; the server's pg_hba.conf does not let this user connect from here: add a line for it (with `replication` too, for logical replication) and reload the server"
+			return "; the server's pg_hba.conf does not let this user connect from here: add a line for it naming the database (a logical replication connection matches such lines, not those of `replication`, which is for physical replication) and reload the server"
 		}
-		return "; check that the user in the source's connection exists and may log in, and that the server's pg_hba.conf lets it connect from here (with `replication` too, for logical replication)"
+		return "; check that the user in the source's connection exists and may log in, and that the server's pg_hba.conf lets it connect from here to the database (a logical replication connection matches lines naming it, not `replication`)"
 	case errors.As(err, &pe) && pe.Code == "3D000":
 		return "; correct the database name in the source's connection"
 	}

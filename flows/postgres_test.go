@@ -183,8 +183,13 @@ func TestPGConnectHint(t *testing.T) {
 		t.Errorf("role without LOGIN: hint %q for %v", h, err)
 	}
 	hba := &pgconn.PgError{Code: "28000", Message: `no pg_hba.conf entry for host "10.0.0.9", user "cdc", database "shop", no encryption`}
-	if h := pgConnectHint(fmt.Errorf("x: %w", hba)); !strings.Contains(h, "pg_hba.conf does not let this user connect from here") {
+	if h := pgConnectHint(fmt.Errorf("x: %w", hba)); !strings.Contains(h, "pg_hba.conf does not let this user connect from here: add a line for it naming the database") {
 		t.Errorf("pg_hba.conf refusal: hint %q", h)
+	}
+	// pg_hba.conf matches a logical replication connection (replication=database) by its
+	// database: a line of `replication` is for physical replication, and would not let it in.
+	if h := pgConnectHint(fmt.Errorf("x: %w", &pgconn.PgError{Code: "28000", Message: "password authentication failed"})); strings.Contains(h, "with `replication` too") {
+		t.Errorf("28000: hint %q asks for a pg_hba.conf line of `replication`, which logical replication does not use", h)
 	}
 }
 
