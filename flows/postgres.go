@@ -191,7 +191,7 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 		var failed *expectations.FailError
 		var checkOnly *expectations.Set // the rules, once a chunk has failed
 		ownTimeout := cfg.RuntimeParams["statement_timeout"] != "" || strings.Contains(cfg.RuntimeParams["options"], "statement_timeout")
-		err = pgSnapshot(ctx, conn, res.SnapshotName, qualified, tbl, !ownTimeout, func(rows [][]any) error {
+		err = pgSnapshot(ctx, conn, res.SnapshotName, pub, qualified, tbl, !ownTimeout, func(rows [][]any) error {
 			if failed != nil {
 				if checkOnly == nil {
 					var err error
@@ -627,8 +627,11 @@ func pgDuplicate(err error) bool {
 // not subject to the statement_timeout of the role or database (set for the application's
 // queries): it reads the whole table in one statement, which cannot be split (the exported
 // snapshot lives as long as it), and a timeout would fail every run; a statement_timeout the
-// connection string sets itself is kept.
-func pgSnapshot(ctx context.Context, conn *pgx.Conn, snapshot, qualified string, tbl *pgTable, noTimeout bool, chunk func(rows [][]any) error) error {
+// connection string sets itself is kept. A row filter that publication pub gives the table
+// (PostgreSQL 15's FOR TABLE ... WHERE) filters the snapshot too: the stream carries the changes
+// of those rows alone (an update that moves a row out of it as a delete), so a snapshot of the
+// others would keep rows whose changes never come.
+func pgSnapshot(ctx context.Context, conn *pgx.Conn, snapshot, pub, qualified string, tbl *pgTable, noTimeout bool, chunk func(rows [][]any) error) error {
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return err
@@ -646,7 +649,23 @@ func pgSnapshot(ctx context.Context, conn *pgx.Conn, snapshot, qualified string,
 	for _, f := range tbl.src.Schema.Fields[:tbl.data] {
 		cols = append(cols, pgx.Identifier{f.Name}.Sanitize()+"::text")
 	}
-	rs, err := tx.Query(ctx, "SELECT "+strings.Join(cols, ", ")+" FROM "+qualified, pgx.QueryExecModeSimpleProtocol)
+	query := "SELECT " + strings.Join(cols, ", ") + " FROM " + qualified
+	var version int
+	if err := tx.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+		return err
+	}
+	if version >= 150000 { // row filters came with PostgreSQL 15
+		var filter *string
+		err := tx.QueryRow(ctx, "SELECT rowfilter FROM pg_publication_tables WHERE pubname = $1 AND schemaname = $2 AND tablename = $3",
+			pub, tbl.src.Postgres.Schema, tbl.src.Postgres.Table).Scan(&filter)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if filter != nil {
+			query += " WHERE (" + *filter + ")"
+		}
+	}
+	rs, err := tx.Query(ctx, query, pgx.QueryExecModeSimpleProtocol)
 	if err != nil {
 		return err
 	}
