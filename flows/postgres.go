@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -259,7 +261,7 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 		PluginArgs: []string{"proto_version '1'", "publication_names '" + pub + "'", "messages 'true'"},
 	})
 	if err != nil {
-		return m, fmt.Errorf("dataset %s: starting replication from slot %s: %w", d.Name, slot, err)
+		return m, fmt.Errorf("dataset %s: starting replication from slot %s: %w%s", d.Name, slot, err, pgStreamHint(ctx, err, slot))
 	}
 	s := &pgStream{repl: repl, tbl: tbl, confirmed: pglogrepl.LSN(committed)}
 	if started && slotFlush != nil {
@@ -284,7 +286,7 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 			case errors.As(err, &me):
 				err = fmt.Errorf("%w; remove the column from the source's schema and run %s to read the table again without it", err, RefreshWithReaders(p, d.Name))
 			}
-			return total, fmt.Errorf("dataset %s: streaming from slot %s: %w", d.Name, slot, err)
+			return total, fmt.Errorf("dataset %s: streaming from slot %s: %w%s", d.Name, slot, err, pgStreamHint(ctx, err, slot))
 		}
 		switch {
 		case b.open:
@@ -397,6 +399,25 @@ func pgReplicationHint(err error, user string) string {
 		return "; raise max_wal_senders in the server's configuration and restart it, or stop a replication connection no longer used"
 	}
 	return pgConnectHint(err)
+}
+
+// pgStreamHint returns what to do about err of starting or reading the replication stream of
+// slot, as "; ..." to end its message, or "": another connection reading the slot (PostgreSQL
+// error code 55006), or the connection lost (the server stopped or restarted: 57P01..57P03, or
+// the connection closed); none once ctx is done (a stop).
+func pgStreamHint(ctx context.Context, err error, slot string) string {
+	if ctx.Err() != nil {
+		return ""
+	}
+	var pe *pgconn.PgError
+	var ne net.Error
+	switch {
+	case errors.As(err, &pe) && pe.Code == "55006":
+		return fmt.Sprintf("; another connection reads the slot: a run killed a moment ago (the server lets go of the slot once it sees that connection gone, within wal_sender_timeout), or another copy of this pipeline; run again later, or end that connection (SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = '%s')", slot)
+	case errors.As(err, &pe) && strings.HasPrefix(pe.Code, "57P"), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.As(err, &ne):
+		return "; the connection to the server was lost (the server stopped, restarted or ended it, or the network failed): nothing after the last committed batch was kept, and the slot still holds it, so run again once the server is up"
+	}
+	return ""
 }
 
 // pgServerVersion checks that the server (its server_version, e.g. "15.8 (Debian 15.8-1)") is

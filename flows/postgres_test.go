@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -212,6 +214,34 @@ func TestPGReplicationHint(t *testing.T) {
 		}
 	}
 	if h := pgReplicationHint(errors.New("something else"), "cdc"); h != "" {
+		t.Errorf("another error: hint %q, want none", h)
+	}
+}
+
+// TestPGStreamHint: a stream that cannot start because another connection reads the slot names
+// the query that ends it; one whose connection is lost (the server stopped, restarted or ended
+// it) says that nothing after the last batch was lost and to run again. A stop says nothing more.
+func TestPGStreamHint(t *testing.T) {
+	ctx := context.Background()
+	busy := &pgconn.PgError{Code: "55006", Message: `replication slot "s1" is active for PID 42`}
+	if h := pgStreamHint(ctx, fmt.Errorf("x: %w", busy), "s1"); !strings.Contains(h, "another connection reads the slot") || !strings.Contains(h, "WHERE slot_name = 's1'") {
+		t.Errorf("slot in use: hint %q", h)
+	}
+	for _, err := range []error{
+		&pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"},
+		fmt.Errorf("receive message failed: %w", io.ErrUnexpectedEOF),
+		&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET},
+	} {
+		if h := pgStreamHint(ctx, fmt.Errorf("x: %w", err), "s1"); !strings.Contains(h, "the connection to the server was lost") || !strings.Contains(h, "run again once the server is up") {
+			t.Errorf("%v: hint %q", err, h)
+		}
+	}
+	stopped, cancel := context.WithCancel(ctx)
+	cancel()
+	if h := pgStreamHint(stopped, fmt.Errorf("x: %w", io.ErrUnexpectedEOF), "s1"); h != "" {
+		t.Errorf("after a stop: hint %q, want none", h)
+	}
+	if h := pgStreamHint(ctx, errors.New("something else"), "s1"); h != "" {
 		t.Errorf("another error: hint %q, want none", h)
 	}
 }
