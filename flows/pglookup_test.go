@@ -51,7 +51,11 @@ func pgBronze(t testing.TB, tbl *pgTable, commits [][][]any, stripStats ...bool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &pgWriter{table: table, snap: snap, tbl: tbl}, files
+	w := &pgWriter{table: table, snap: snap, tbl: tbl}
+	if err := w.openDroppedTable(filepath.Join(t.TempDir(), "dropped"), true); err != nil {
+		t.Fatal(err)
+	}
+	return w, files
 }
 
 // pgRow is a bronze row of pgTestTable: id, note, op and _lsn (amount, time and xid NULL).
@@ -152,7 +156,7 @@ func TestPGStoredRowsOpenTransaction(t *testing.T) {
 	if got, want := notesOf(tbl, stored, 7, 8, 300, 9), "o7b s8 c300 s9"; got != want {
 		t.Fatalf("notes of keys 7 8 300 9 = %q, want %q", got, want)
 	}
-	files, _ := lookupFiles(w.snap, w.open, tbl, map[string]bool{tbl.keyText([]any{int64(300)}): true}, rows)
+	files, _ := lookupFiles([]lookupSet{{w.table, w.snap.Metadata, w.snap.Files}, {w.table, w.snap.Metadata, w.open}}, tbl, map[string]bool{tbl.keyText([]any{int64(300)}): true}, rows)
 	if len(files) != 1 || files[0].add.Path != w.open[0].Path {
 		t.Fatalf("the lookup of key 300 reads %d files, want the one open file whose key bounds hold it", len(files))
 	}
@@ -214,7 +218,7 @@ func TestPGLookupFilesOrder(t *testing.T) {
 	order := func(ids ...string) []int {
 		rows, need := needOf(t, tbl, 90, ids...)
 		var out []int
-		files, _ := lookupFiles(w.snap, nil, tbl, need, rows)
+		files, _ := lookupFiles([]lookupSet{{w.table, w.snap.Metadata, w.snap.Files}}, tbl, need, rows)
 		for _, f := range files {
 			out = append(out, name[f.add.Path])
 		}
@@ -236,7 +240,7 @@ func TestPGLookupFilesOrder(t *testing.T) {
 	}
 	// A needed key the batch names only by its text (an update that changed the key, whose old
 	// key's row is not in the batch) leaves no file out.
-	if got, keys := lookupFiles(w.snap, nil, tbl, map[string]bool{tbl.keyText([]any{int64(2)}): true}, nil); len(got) != len(files) || keys != nil {
+	if got, keys := lookupFiles([]lookupSet{{w.table, w.snap.Metadata, w.snap.Files}}, tbl, map[string]bool{tbl.keyText([]any{int64(2)}): true}, nil); len(got) != len(files) || keys != nil {
 		t.Errorf("a key without its typed value: %d files and keys %v, want all %d files and no keys", len(got), keys, len(files))
 	}
 }
@@ -304,8 +308,8 @@ func BenchmarkPGToastLookup(b *testing.B) {
 // one batch ("an earlier change of the batch"): key 5's note set to "new" by a change dropped in
 // the first chunk, then left unchanged by one kept in the second, is "new", not the snapshot's
 // "s5"; key 6's change dropped in the first chunk and kept in the second fills its third from
-// the kept one's "kept6". The files that hold the dropped rows for the lookup are removed by
-// the commit.
+// the kept one's "kept6". The files that hold the dropped rows for the lookup are the dropped
+// table's: the bronze table's folder holds no file its log does not name.
 func TestPGOpenTransactionDroppedRowFillsToast(t *testing.T) {
 	t.Parallel()
 	tbl := pgTestTable(t)

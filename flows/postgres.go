@@ -145,6 +145,9 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 	defer repl.Close(context.Background())
 
 	w := &pgWriter{env: env, d: d, table: table, snap: snap, appID: appID, tbl: tbl}
+	if err := w.openDroppedTable(pgDroppedDir(p.Storage, d.Name), !started); err != nil {
+		return m, fmt.Errorf("dataset %s: %w", d.Name, err)
+	}
 	// The data files written of a transaction that was not committed: an error stops the run
 	// before its commit.
 	defer w.discardOpen()
@@ -205,14 +208,17 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 				quality.Add(q)
 				return nil
 			}
-			a, n, _, q, err := w.write(rows)
+			a, n, dropped, q, err := w.write(rows)
 			adds, kept = append(adds, a...), kept+n
 			quality.Add(q)
 			if fe, ok := err.(*expectations.FailError); ok {
 				failed = fe
 				return nil
 			}
-			return err
+			if err != nil {
+				return err
+			}
+			return w.writeDropped(dropped)
 		})
 		if err != nil || failed != nil {
 			// Nothing is committed, so the slot goes too: it would hold the server's WAL until a
@@ -244,6 +250,10 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 				err = fmt.Errorf("%w; run GRANT SELECT ON %s TO the role of the connection", err, qualified)
 			}
 			return m, fmt.Errorf("dataset %s: reading the initial snapshot: %w", d.Name, err)
+		}
+		if err := w.commitDropped(); err != nil {
+			removeUncommitted(table, adds)
+			return m, fmt.Errorf("dataset %s: %w", d.Name, err)
 		}
 		bm, err := w.commitFiles(ctx, adds, kept, quality, cp, "snapshot")
 		total.addBatch(bm, true)
@@ -899,13 +909,71 @@ type pgWriter struct {
 	open        []delta.Add
 	openKept    int64
 	openQuality expectations.Quality
-	// openDropped are data files of the open transaction's rows that a drop expectation dropped
-	// from the chunks written so far (writeOpen): no commit ever names them, but the TOAST
-	// lookup reads them with the open files, so that a later chunk's unchanged TOASTed value
-	// takes the value of an earlier change of the transaction even when that change was dropped,
-	// as an earlier change of one batch gives it (fillToast). They are removed with the
-	// transaction's commit, or when it is given up.
+	// openDropped are data files, in the dropped table's folder, of the rows of the batch being
+	// written (the open transaction's chunks, the snapshot's) that a drop expectation dropped:
+	// the TOAST lookup reads them with the open files, so that a later chunk's unchanged
+	// TOASTed value takes the value of an earlier change of the transaction even when that change
+	// was dropped, as an earlier change of one batch gives it (fillToast). The batch's commit
+	// commits them to the dropped table first; a batch given up removes them.
 	openDropped []delta.Add
+
+	// dropped is the Delta table of the rows a drop expectation left out of the bronze table
+	// (pgDroppedDir; deletes and truncates aside), which the TOAST lookup reads as it reads the
+	// bronze table: an unchanged TOASTed value after a dropped change takes that change's value
+	// in a later batch as in the same one, and a key whose insert was dropped still has one.
+	// droppedSnap is its latest snapshot, nil while it has no commit. Tests may leave it nil.
+	dropped     *delta.Table
+	droppedSnap *delta.Snapshot
+}
+
+// pgDroppedDir returns <storage>/system/postgres_dropped/<dataset>: the Delta table of the rows
+// of a postgres source that its drop expectations left out (pgWriter.dropped).
+func pgDroppedDir(storage, dataset string) string {
+	return filepath.Join(storage, "system", "postgres_dropped", dataset)
+}
+
+// openDroppedTable opens the dropped table in dir; fresh (a new snapshot, whose first batch
+// this is) removes what an earlier snapshot's stream dropped, whose LSNs would outrank the new
+// snapshot's rows in the TOAST lookup.
+func (w *pgWriter) openDroppedTable(dir string, fresh bool) error {
+	if fresh {
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("removing the dropped rows of an earlier snapshot: %w", err)
+		}
+	}
+	w.dropped = delta.New(dir)
+	snap, err := w.dropped.Snapshot(-1)
+	if errors.Is(err, delta.ErrNoTable) {
+		return nil
+	}
+	w.droppedSnap = snap
+	return err
+}
+
+// droppedMeta is the metadata of the dropped table: the bronze table's columns.
+func (w *pgWriter) droppedMeta() delta.Metadata {
+	return delta.Metadata{Schema: w.snap.Metadata.Schema}
+}
+
+// commitDropped commits openDropped to the dropped table, before the commit of their batch: a
+// crash in between leaves rows that the batch, read again, drops again, which the lookup takes
+// as the same images.
+func (w *pgWriter) commitDropped() error {
+	if len(w.openDropped) == 0 || w.dropped == nil {
+		return nil
+	}
+	tx := w.dropped.Begin(w.droppedSnap)
+	if w.droppedSnap == nil {
+		tx.SetMetadata(w.droppedMeta())
+	}
+	tx.Add(w.openDropped...)
+	v, err := tx.Commit("WRITE", map[string]any{"mode": "Append"})
+	if err != nil {
+		return fmt.Errorf("recording the rows a drop expectation left out: %w", err)
+	}
+	w.openDropped = nil // the dropped table's now
+	w.droppedSnap, err = w.dropped.Snapshot(v)
+	return err
 }
 
 // writeOpen writes rows, the next rows of a transaction whose commit is still to come, to data
@@ -934,27 +1002,29 @@ func (w *pgWriter) writeOpen(ctx context.Context, rows [][]any) (Metrics, error)
 	return m, nil
 }
 
-// discardOpen removes the data files of the open transaction (writeOpen), which no commit names.
+// discardOpen removes the data files of the open transaction (writeOpen) and of its dropped
+// rows, which no commit names.
 func (w *pgWriter) discardOpen() {
 	removeUncommitted(w.table, w.open)
+	if w.dropped != nil {
+		removeUncommitted(w.dropped, w.openDropped)
+	}
 	w.closeOpen()
 }
 
-// closeOpen ends the open transaction's state: the files of its dropped rows, which only its
-// TOAST lookups read, are removed; its data files are the caller's (committed, or removed).
+// closeOpen ends the open transaction's state; its data files are the caller's (committed, or
+// removed), those of its dropped rows committed (commitDropped) or removed (discardOpen).
 func (w *pgWriter) closeOpen() {
-	removeUncommitted(w.table, w.openDropped)
 	w.open, w.openKept, w.openQuality, w.openDropped = nil, 0, expectations.Quality{}, nil
 }
 
-// writeDropped writes dropped, rows of a chunk of the open transaction that a drop expectation
-// left out of its data files, to data files of openDropped, for the TOAST lookup of the next
-// chunks.
+// writeDropped writes dropped, rows of the batch being written that a drop expectation left out
+// of its data files, to data files of openDropped in the dropped table's folder.
 func (w *pgWriter) writeDropped(dropped [][]any) error {
-	if len(dropped) == 0 {
+	if len(dropped) == 0 || w.dropped == nil {
 		return nil
 	}
-	adds, err := w.table.WriteData(w.snap.Metadata, dropped)
+	adds, err := w.dropped.WriteData(w.droppedMeta(), dropped)
 	w.openDropped = append(w.openDropped, adds...)
 	return err
 }
@@ -968,10 +1038,18 @@ func (w *pgWriter) commit(ctx context.Context, rows [][]any, lsn pglogrepl.LSN, 
 		w.discardOpen()
 		return m, err
 	}
-	adds, kept, _, q, err := w.write(rows)
+	adds, kept, dropped, q, err := w.write(rows)
 	q.Add(w.openQuality)
 	if err != nil {
 		m.Quality.Add(q)
+		w.discardOpen()
+		return m, err
+	}
+	if err = w.writeDropped(dropped); err == nil {
+		err = w.commitDropped()
+	}
+	if err != nil {
+		removeUncommitted(w.table, adds)
 		w.discardOpen()
 		return m, err
 	}
@@ -1052,8 +1130,9 @@ func (w *pgWriter) commitFiles(ctx context.Context, adds []delta.Add, kept int64
 }
 
 // storedRows returns the latest stored row image (by _lsn; snapshot rows first; deletes left
-// out) of each key in need, from the bronze table's data files and those written of the open
-// transaction (w.open and w.openDropped, newer than any committed file). rows is the batch that needs
+// out) of each key in need, from the bronze table's data files, the dropped table's (rows a drop
+// expectation left out) and those written of the open transaction (w.open and w.openDropped,
+// newer than any committed file). rows is the batch that needs
 // them: it gives the keys' typed values, by which files whose key bounds (stats minValues and
 // maxValues) leave a key out are not read. The files that may hold a needed key are read one at a
 // time, newest _lsn first (lookupFiles), and the lookup stops once every key has an image newer
@@ -1066,7 +1145,15 @@ func (w *pgWriter) storedRows(need map[string]bool, rows [][]any) (map[string][]
 		file int
 	}
 	at := map[string]found{}
-	files, keys := lookupFiles(w.snap, slices.Concat(w.open, w.openDropped), w.tbl, need, rows)
+	sets := []lookupSet{{w.table, w.snap.Metadata, w.snap.Files}}
+	if w.droppedSnap != nil {
+		sets = append(sets, lookupSet{w.dropped, w.droppedSnap.Metadata, w.droppedSnap.Files})
+	}
+	sets = append(sets, lookupSet{w.table, w.snap.Metadata, w.open})
+	if w.dropped != nil {
+		sets = append(sets, lookupSet{w.dropped, w.droppedMeta(), w.openDropped})
+	}
+	files, keys := lookupFiles(sets, w.tbl, need, rows)
 	var keySet map[any]bool // the needed keys' values, to pass over other rows without keyText
 	if keys != nil {
 		keySet = make(map[any]bool, len(keys))
@@ -1087,7 +1174,7 @@ func (w *pgWriter) storedRows(need map[string]bool, rows [][]any) (map[string][]
 				break
 			}
 		}
-		err := w.table.FileRowGroupsReused(w.snap.Metadata, f.add, func(group [][]any) error {
+		err := f.set.table.FileRowGroupsReused(f.set.meta, f.add, func(group [][]any) error {
 			for _, r := range group {
 				if keySet != nil && !keySet[r[w.tbl.keyIdx[0]]] {
 					continue
@@ -1119,23 +1206,32 @@ func (w *pgWriter) storedRows(need map[string]bool, rows [][]any) (map[string][]
 	return out, nil
 }
 
-// lookupFile is a data file storedRows reads: its add action, its index in the table's file
-// order (the snapshot's files, then the uncommitted ones) and the highest _lsn its stats give
-// (math.MaxInt64 when they give none).
+// lookupSet is data files storedRows may read, of one table (the bronze table, or the dropped
+// table of the rows a drop expectation left out), with the metadata to read them by.
+type lookupSet struct {
+	table *delta.Table
+	meta  delta.Metadata
+	adds  []delta.Add
+}
+
+// lookupFile is a data file storedRows reads: its add action and set, its index in the file
+// order (the sets' files, in order: the committed ones, then the uncommitted ones) and the
+// highest _lsn its stats give (math.MaxInt64 when they give none).
 type lookupFile struct {
 	add    delta.Add
+	set    *lookupSet
 	index  int
 	maxLSN int64
 }
 
-// lookupFiles returns the data files of snap and the uncommitted files open (written after
-// them, in this order) that may hold a row of a key in need, in the order storedRows reads them:
+// lookupFiles returns the data files of sets (in this order) that may hold a row of a key in
+// need, in the order storedRows reads them:
 // highest _lsn bound first (stats maxValues), then later in the table's file order first. With
 // a one-column key whose values rows gives (need's keys are keyText of those rows' keys), a file
 // whose key bounds leave out every needed key is left out; a file without stats is kept, and
 // read first. It returns the needed keys' values too (nil
 // when it has not them all, or the key is not one column of such a type).
-func lookupFiles(snap *delta.Snapshot, open []delta.Add, tbl *pgTable, need map[string]bool, rows [][]any) ([]lookupFile, []any) {
+func lookupFiles(sets []lookupSet, tbl *pgTable, need map[string]bool, rows [][]any) ([]lookupFile, []any) {
 	lsnCol := tbl.src.Schema.Fields[tbl.data+1]
 	statCols := schema.Schema{Fields: []schema.Field{lsnCol}}
 	// The typed values of the needed keys, when the key is one column of a type whose stats
@@ -1160,37 +1256,15 @@ func lookupFiles(snap *delta.Snapshot, open []delta.Add, tbl *pgTable, need map[
 		}
 	}
 	var out []lookupFile
-	for i, a := range slices.Concat(snap.Files, open) {
-		st, err := delta.ParseStats(a.Stats, statCols)
-		if err != nil || st.NumRecords < 0 {
-			out = append(out, lookupFile{add: a, index: i, maxLSN: math.MaxInt64})
-			continue
-		}
-		if st.NumRecords == 0 {
-			continue
-		}
-		if keys != nil {
-			name := statCols.Fields[1].Name
-			lo, hasLo := st.Min[name]
-			hi, hasHi := st.Max[name]
-			if hasLo && hasHi {
-				inside := false
-				for _, k := range keys {
-					if schema.Compare(k, lo) >= 0 && schema.Compare(k, hi) <= 0 {
-						inside = true
-						break
-					}
-				}
-				if !inside {
-					continue
-				}
+	i := -1
+	for si := range sets {
+		set := &sets[si]
+		for _, a := range set.adds {
+			i++
+			if f, ok := lookupCandidate(a, set, i, statCols, keys); ok {
+				out = append(out, f)
 			}
 		}
-		maxLSN := int64(math.MaxInt64)
-		if v, ok := st.Max[lsnCol.Name].(int64); ok {
-			maxLSN = v
-		}
-		out = append(out, lookupFile{add: a, index: i, maxLSN: maxLSN})
 	}
 	slices.SortFunc(out, func(a, b lookupFile) int {
 		if c := cmp.Compare(b.maxLSN, a.maxLSN); c != 0 {
@@ -1199,6 +1273,42 @@ func lookupFiles(snap *delta.Snapshot, open []delta.Add, tbl *pgTable, need map[
 		return cmp.Compare(b.index, a.index)
 	})
 	return out, keys
+}
+
+// lookupCandidate returns the lookupFile of a, the data file of set at index i in the file
+// order, unless its stats (of statCols: _lsn, then the key column when keys are given) say it
+// holds no row, or no key of keys.
+func lookupCandidate(a delta.Add, set *lookupSet, i int, statCols schema.Schema, keys []any) (lookupFile, bool) {
+	lsnCol := statCols.Fields[0]
+	st, err := delta.ParseStats(a.Stats, statCols)
+	if err != nil || st.NumRecords < 0 {
+		return lookupFile{add: a, set: set, index: i, maxLSN: math.MaxInt64}, true
+	}
+	if st.NumRecords == 0 {
+		return lookupFile{}, false
+	}
+	if keys != nil {
+		name := statCols.Fields[1].Name
+		lo, hasLo := st.Min[name]
+		hi, hasHi := st.Max[name]
+		if hasLo && hasHi {
+			inside := false
+			for _, k := range keys {
+				if schema.Compare(k, lo) >= 0 && schema.Compare(k, hi) <= 0 {
+					inside = true
+					break
+				}
+			}
+			if !inside {
+				return lookupFile{}, false
+			}
+		}
+	}
+	maxLSN := int64(math.MaxInt64)
+	if v, ok := st.Max[lsnCol.Name].(int64); ok {
+		maxLSN = v
+	}
+	return lookupFile{add: a, set: set, index: i, maxLSN: maxLSN}, true
 }
 
 // removeUncommitted removes the data files adds of t that no commit names (a write given up), so

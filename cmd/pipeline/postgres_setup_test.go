@@ -251,6 +251,75 @@ func TestPostgresValueErrors(t *testing.T) {
 	}
 }
 
+// TestPostgresToastAfterDroppedChange: an update that leaves a TOASTed value unchanged takes the
+// value of the key's previous change even when a drop expectation of the source dropped that
+// change in an earlier batch, as it does within one batch: the target never depends on how the
+// changes were split into runs. Before, the lookup found the change before the dropped one (a
+// stale note), or, for a key whose insert was dropped, none, failing every run until a full
+// refresh. A full refresh forgets the dropped changes of the slot before it: its snapshot has
+// the notes of now.
+func TestPostgresToastAfterDroppedChange(t *testing.T) {
+	srv := pgtest.Start(t)
+	conn := srv.Conn(t)
+	pgExec(t, conn, `CREATE TABLE docs (id INT PRIMARY KEY, v INT, note TEXT);
+		ALTER TABLE docs ALTER COLUMN note SET STORAGE EXTERNAL;
+		INSERT INTO docs VALUES (1, 1, repeat('a', 3000)), (2, 1, repeat('a', 3000)), (3, -1, repeat('c', 3000))`)
+	tmp := t.TempDir()
+	specPath := filepath.Join(tmp, "pipeline.yaml")
+	if err := os.WriteFile(specPath, []byte(`name: pg_docs
+storage: ${storage}
+datasets:
+  - name: docs_changes
+    source:
+      format: postgres
+      connection: ${PGURL}
+      table: public.docs
+      schema: "id INT, v INT, note STRING"
+    expectations:
+      - {name: v_not_negative, expect: 'v == nil or v >= 0', on_violation: drop}
+  - name: docs
+    apply_changes:
+      source: docs_changes
+      keys: [id]
+      sequence_by: _lsn
+      apply_as_deletes: _op == "d"
+      except_column_list: [_op, _lsn, _commit_time, _tx_id]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{specPath, "--conf", "storage=" + filepath.Join(tmp, "storage"), "--conf", "PGURL=" + srv.URL}
+	run := func(when string, extra ...string) {
+		t.Helper()
+		if r := pgRun(t, args, extra...); r.code != 0 {
+			t.Fatalf("%s: exit %d\n%s%s", when, r.code, r.stdout, r.stderr)
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		got := pgTableLines(t, args, "docs", "id", "v", "note")
+		want := pgQueryLines(t, conn, "SELECT id, v, note FROM docs")
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("%s: docs differs from SELECT * FROM docs:\n got %.200q\nwant %.200q", when, got, want)
+		}
+	}
+	run("snapshot") // key 3's row is dropped
+	pgExec(t, conn, `UPDATE docs SET v = -1, note = repeat('b', 3000) WHERE id = 1;
+		INSERT INTO docs VALUES (4, -1, repeat('d', 3000))`)
+	run("the batch of the dropped changes")
+	pgExec(t, conn, `UPDATE docs SET v = -1, note = repeat('b', 3000) WHERE id = 2;
+		UPDATE docs SET v = 5 WHERE id IN (1, 2, 3, 4)`)
+	run("the batch that leaves the notes unchanged")
+	check("after the dropped changes")
+
+	pgExec(t, conn, `UPDATE docs SET v = -1, note = repeat('x', 3000) WHERE id = 1`)
+	run("a dropped change before the full refresh")
+	pgExec(t, conn, `UPDATE docs SET v = 6, note = repeat('y', 3000) WHERE id = 1`)
+	run("the full refresh", "--full-refresh", "docs_changes,docs")
+	pgExec(t, conn, `UPDATE docs SET v = 7 WHERE id = 1`)
+	run("after the full refresh")
+	check("after the full refresh")
+}
+
 // TestPostgresRowFilter: a publication of the user's that publishes only some rows of the table
 // (FOR TABLE ... WHERE, PostgreSQL 15) streams the changes of those rows alone, an update that
 // moves a row out of them as a delete and one that moves a row in as an insert. The snapshot
