@@ -15,6 +15,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/parquet-go/parquet-go"
+
+	"tributary/internal/fault"
 )
 
 // Checkpoints (Delta PROTOCOL.md, "Checkpoints", "Checkpoint Schema", "Last Checkpoint File").
@@ -568,6 +570,7 @@ func (t *Table) WriteCheckpoint(snap *Snapshot) error {
 	if err := syncDir(t.logDir()); err != nil {
 		return fmt.Errorf("delta: checkpoint %d: %w", snap.Version, err)
 	}
+	fault.Point("checkpoint.before-last-checkpoint")
 	if t.readLastCheckpoint() >= snap.Version {
 		return nil
 	}
@@ -601,6 +604,7 @@ func (t *Table) checkpointAfter(v, interval int64) error {
 	if v <= 0 || interval <= 0 || v%interval != 0 {
 		return nil
 	}
+	fault.Point("checkpoint.before-write")
 	snap, err := t.Snapshot(v)
 	if err != nil {
 		return err

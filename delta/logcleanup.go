@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"tributary/internal/fault"
 )
 
 // LogCleanupResult is what CleanupExpiredLogs did.
@@ -109,11 +111,14 @@ func (t *Table) CleanupExpiredLogs(now time.Time, keepFrom func() (int64, error)
 	// of one version.
 	slices.SortStableFunc(doomed, func(a, b expired) int { return cmp.Compare(a.version, b.version) })
 	res.Checkpoint = cp.version
-	for _, d := range doomed {
+	for i, d := range doomed {
 		if err := os.Remove(filepath.Join(t.logDir(), d.name)); err != nil && !os.IsNotExist(err) {
 			return res, fmt.Errorf("delta: metadata cleanup of %s: %w", t.Dir, err)
 		}
 		res.Files = append(res.Files, d.name)
+		if i == len(doomed)/2 {
+			fault.Point("cleanup.mid-delete")
+		}
 	}
 	// Replay starts from the cutoff checkpoint (or later) from now on: a cached state older than
 	// it could ask for a commit just deleted.

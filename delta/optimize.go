@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"tributary/internal/fault"
 	"tributary/schema"
 )
 
@@ -93,6 +94,7 @@ func (t *Table) Optimize(opts OptimizeOptions) (OptimizeResult, error) {
 		"numRemovedBytes": strconv.FormatInt(res.BytesRemoved, 10), "numAddedBytes": strconv.FormatInt(res.BytesAdded, 10),
 		"numBatches": strconv.Itoa(len(bins)), "numOutputRows": strconv.FormatInt(res.Rows, 10),
 	})
+	fault.Point("optimize.before-commit")
 	v, err := tx.Commit("OPTIMIZE", map[string]any{"predicate": []string{}, "zOrderBy": []string{}, "auto": opts.Auto, "targetFileSize": strconv.FormatInt(target, 10)})
 	if err != nil {
 		return res, err

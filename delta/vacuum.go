@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"tributary/internal/fault"
 )
 
 // ErrRetentionTooShort is returned (wrapped) by Vacuum when the retention asked for is shorter
@@ -225,9 +227,12 @@ func (t *Table) Vacuum(opts VacuumOptions) (VacuumResult, error) {
 	if opts.DryRun {
 		return res, nil
 	}
-	for _, rel := range res.Files {
+	for i, rel := range res.Files {
 		if err := os.Remove(filepath.Join(root, filepath.FromSlash(rel))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return res, fmt.Errorf("delta: vacuum %s: %w", t.Dir, err)
+		}
+		if i == len(res.Files)/2 {
+			fault.Point("vacuum.mid-delete")
 		}
 	}
 	// Remove the partition folders left empty, deepest first.
