@@ -27,11 +27,7 @@ const resetAllowedProperty = "pipelines.reset.allowed"
 // makes their full refresh a normal update, the hint says to set it to "true" first: the command
 // alone would not rebuild them.
 func RefreshHint(p *spec.Pipeline, names ...string) string {
-	cmd := fmt.Sprintf("pipeline run %s --full-refresh %s", shellWord(p.File), strings.Join(names, ","))
-	for _, k := range slices.Sorted(maps.Keys(p.Overrides)) {
-		cmd += " --conf " + shellWord(k+"="+p.Overrides[k])
-	}
-	hint := "`" + cmd + "`"
+	hint := "`pipeline run " + shellWord(p.File) + " --full-refresh " + strings.Join(names, ",") + confArgs(p) + "`"
 	var denied []string
 	for _, name := range names {
 		if d := p.Dataset(name); d != nil && strings.EqualFold(d.TableProperties[resetAllowedProperty], "false") {
@@ -53,6 +49,23 @@ func RefreshWithReaders(p *spec.Pipeline, name string) string {
 		names = append(names, g.Descendants(name)...)
 	}
 	return RefreshHint(p, names...)
+}
+
+// RunHint returns the command that runs an update of p, with the `--conf` values p was loaded
+// with (spec.Pipeline.Overrides), so that it writes the storage the command that gives the hint
+// read (a `--conf storage=...` left out would run the spec's own storage instead).
+func RunHint(p *spec.Pipeline) string {
+	return "`pipeline run " + shellWord(p.File) + confArgs(p) + "`"
+}
+
+// confArgs writes the `--conf` values p was loaded with as command-line arguments, each after a
+// space, in key order.
+func confArgs(p *spec.Pipeline) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(p.Overrides)) {
+		b.WriteString(" --conf " + shellWord(k+"="+p.Overrides[k]))
+	}
+	return b.String()
 }
 
 // shellWord returns s as one word of a POSIX shell command: as it is when it holds only

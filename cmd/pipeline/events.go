@@ -16,6 +16,7 @@ import (
 
 	"tributary/delta"
 	"tributary/eventlog"
+	"tributary/flows"
 	"tributary/schema"
 )
 
@@ -39,7 +40,7 @@ func newEventsCmd() *cobra.Command {
 			if len(evs) == 0 && !follow {
 				// Nothing to print is not an answer: the storage is not the one the user meant, or
 				// no update ran yet (--follow waits for the first).
-				return failure(fmt.Errorf("the event log of %s has no update yet at %s: run `pipeline run %s` first", p.Name, filepath.Join(p.Storage, "system", "events"), p.File))
+				return failure(fmt.Errorf("the event log of %s has no update yet at %s: run %s first", p.Name, filepath.Join(p.Storage, "system", "events"), flows.RunHint(p)))
 			}
 			if updateID == "latest" {
 				// This pipeline's latest: specs that share a storage share its event log.
@@ -50,7 +51,7 @@ func newEventsCmd() *cobra.Command {
 					}
 				}
 				if updateID == "" {
-					return failure(fmt.Errorf("the event log of %s has no update of it yet: run `pipeline run %s` first", p.Name, p.File))
+					return failure(fmt.Errorf("the event log of %s has no update of it yet: run %s first", p.Name, flows.RunHint(p)))
 				}
 			}
 			if updateID != "" && !hasUpdate(evs, updateID) {

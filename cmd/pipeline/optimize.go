@@ -53,7 +53,7 @@ func maintainedTables(p *spec.Pipeline, name string) ([]maintained, error) {
 		out = append(out, maintained{name: "event log", table: events})
 	}
 	if len(out) == 0 {
-		return nil, failure(fmt.Errorf("pipeline %s has no table yet at %s: run `pipeline run %s` first", p.Name, p.Storage, p.File))
+		return nil, failure(fmt.Errorf("pipeline %s has no table yet at %s: run %s first", p.Name, p.Storage, flows.RunHint(p)))
 	}
 	return out, nil
 }

@@ -28,8 +28,12 @@ func TestMaintenanceCommandErrors(t *testing.T) {
 			t.Errorf("pipeline %s: exit %d\n%s%s\nwant exit %d and %q", strings.Join(args, " "), r.code, r.stdout, r.stderr, code, want)
 		}
 	}
-	check(1, "has no table yet", "optimize", specFile)
-	check(1, "has no table yet", "vacuum", specFile, "raw")
+	// The command to run first is the one that fills the storage these read: with their --conf.
+	runFirst := "run `pipeline run " + specFile + " --conf landing=" + landing + " --conf storage=" + storage + "` first"
+	check(1, "has no table yet at "+storage+": "+runFirst, "optimize", specFile)
+	check(1, "has no table yet at "+filepath.Join(storage, "tables", "raw")+": "+runFirst, "vacuum", specFile, "raw")
+	check(1, "has no table yet at "+filepath.Join(storage, "tables", "raw")+": "+runFirst, "show", specFile, "raw")
+	check(1, "has no update yet at "+filepath.Join(storage, "system", "events")+": "+runFirst, "events", specFile)
 	landBatch(t, landing, 1)
 	mustRun(t, append([]string{"run", specFile}, conf...)...)
 	check(2, "has no dataset", "optimize", specFile, "nope")
@@ -44,7 +48,7 @@ func TestMaintenanceCommandErrors(t *testing.T) {
 	if err := os.WriteFile(specFile, []byte(accountsSpec(map[string]string{"delta.deletedFileRetentionDuration": "interval 30 minutes"})), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	check(2, `raw: --retain 30m0s is shorter than its delta.deletedFileRetentionDuration (1h0m0s); the spec sets it to "interval 30 minutes", which the table takes with the next update: run `+"`pipeline run "+specFile+"` first", "vacuum", specFile, "raw", "--retain", "30m")
+	check(2, `raw: --retain 30m0s is shorter than its delta.deletedFileRetentionDuration (1h0m0s); the spec sets it to "interval 30 minutes", which the table takes with the next update: `+runFirst, "vacuum", specFile, "raw", "--retain", "30m")
 
 	p, err := spec.Load(specFile, map[string]string{"landing": landing, "storage": storage})
 	if err != nil {

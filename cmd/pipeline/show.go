@@ -135,7 +135,7 @@ func datasetTable(p *spec.Pipeline, name string) (*delta.Table, error) {
 		return nil, failure(err)
 	}
 	if v, _ := t.LatestVersion(); v < 0 {
-		return nil, failure(fmt.Errorf("dataset %s has no table yet at %s: run `pipeline run %s` first", name, t.Dir, p.File))
+		return nil, failure(fmt.Errorf("dataset %s has no table yet at %s: run %s first", name, t.Dir, flows.RunHint(p)))
 	}
 	return t, nil
 }

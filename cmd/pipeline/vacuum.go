@@ -133,7 +133,7 @@ func pendingRetention(p *spec.Pipeline, m maintained, current time.Duration) str
 	if d, err := delta.ParseInterval(v); err != nil || d == current {
 		return ""
 	}
-	return fmt.Sprintf("; the spec sets it to %q, which the table takes with the next update: run `pipeline run %s` first", v, p.File)
+	return fmt.Sprintf("; the spec sets it to %q, which the table takes with the next update: run %s first", v, flows.RunHint(p))
 }
 
 // days writes a retention for people: "7 days", "36h0m0s".
