@@ -68,11 +68,12 @@ func TestQuarantine(t *testing.T) {
 	if !errors.As(err, &es) || len(es) != 1 || !strings.Contains(es[0].Error(), "bronze_quarantine is the quarantine table of dataset bronze, which a query reads whole (its current rows), not with STREAM or table_changes (hint: read it as a table: FROM bronze_quarantine)") {
 		t.Fatalf("err = %v", err)
 	}
-	// The quarantine table of a dataset that does not quarantine is an unknown name.
+	// The quarantine table of a dataset that does not quarantine is an unknown name, and the
+	// error says why and what makes the table.
 	_, err = Parse("p.yaml", []byte(build(map[string]string{
 		"#MORE": "  - name: report\n    query: SELECT * FROM bronze_quarantine",
 	})), nil, nil)
-	if !errors.As(err, &es) || len(es) != 1 || !strings.Contains(es[0].Error(), "unknown dataset bronze_quarantine") {
+	if !errors.As(err, &es) || len(es) != 1 || !strings.Contains(es[0].Error(), "unknown dataset bronze_quarantine: dataset bronze has no quarantine table, since none of its expectations has on_violation: quarantine (hint: give an expectation of bronze `on_violation: quarantine`, or read bronze itself)") {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -853,6 +853,14 @@ func (v *validation) queryChecks(infos []*datasetInfo) {
 				continue
 			}
 			target, ok := v.byName[r.Name]
+			if base, isQ := strings.CutSuffix(strings.ToLower(r.Name), QuarantineSuffix); !ok && isQ {
+				if of, ok := v.byLower[base]; ok {
+					// The quarantine table of a dataset that quarantines nothing: there is no such table.
+					v.d.add(at, path, "give an expectation of "+of.ds.Name+" `on_violation: quarantine`, or read "+of.ds.Name+" itself",
+						"unknown dataset %s: dataset %s has no quarantine table, since none of its expectations has on_violation: quarantine", r.Name, of.ds.Name)
+					continue
+				}
+			}
 			if !ok {
 				v.d.add(at, path, didYouMean(r.Name, v.namesBut(ds.Name), "datasets"), "unknown dataset %s: a query reads datasets of this pipeline", r.Name)
 				continue
