@@ -80,3 +80,27 @@ func TestSummaryIncomplete(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryUnsettled: in continuous and dev mode, a file modified less than a second before a
+// batch lists it is left for a later batch (README "Run modes"); the summary line of the update
+// that left it says so, rather than an IDLE with nothing more just after the file landed.
+func TestSummaryUnsettled(t *testing.T) {
+	p := &spec.Pipeline{Name: "q", Datasets: []*spec.Dataset{{Name: "raw", Source: &spec.Source{Path: "/in", Format: "json"}}}}
+	for _, c := range []struct {
+		n     int
+		state string
+		want  string
+	}{
+		{1, FlowIdle, "IDLE       1 file was modified just now (it may still be being written) and is left for a later batch"},
+		{2, FlowIdle, "IDLE       2 files were modified just now (they may still be being written) and are left for a later batch"},
+	} {
+		m := flows.Metrics{Version: -1, Idle: true, Unsettled: c.n}
+		res := &Result{UpdateID: "u1", Flows: map[string]*FlowResult{"raw": {State: c.state, Metrics: m}}}
+		var b strings.Builder
+		printSummary(&b, p, res, []string{"raw"})
+		want := "pipeline q: update u1\n  raw                      " + c.want + "\n"
+		if b.String() != want {
+			t.Fatalf("got:\n%q\nwant:\n%q", b.String(), want)
+		}
+	}
+}

@@ -229,6 +229,11 @@ func printSummary(w io.Writer, p *spec.Pipeline, res *Result, order []string) {
 		} else if m.Incomplete > 1 {
 			parts = append(parts, fmt.Sprintf("%d files are not complete yet and were left unread (see `pipeline events`)", m.Incomplete))
 		}
+		if m.Unsettled == 1 {
+			parts = append(parts, "1 file was modified just now (it may still be being written) and is left for a later batch")
+		} else if m.Unsettled > 1 {
+			parts = append(parts, fmt.Sprintf("%d files were modified just now (they may still be being written) and are left for a later batch", m.Unsettled))
+		}
 		if m.Quality.DroppedRecords > 0 {
 			parts = append(parts, fmt.Sprintf("%d dropped by expectations", m.Quality.DroppedRecords))
 		}
