@@ -69,4 +69,12 @@ func TestHistoryAndTimeTravel(t *testing.T) {
 	if r := pipeline(t, nil, append([]string{"history", exampleSpec, "orders", "--limit", "-3"}, conf...)...); r.code != 2 || !strings.Contains(r.stderr, "--limit -3") {
 		t.Errorf("history --limit -3: exit %d, %s; want exit 2 naming --limit", r.code, r.stderr)
 	}
+	// show --limit in a table says how many rows the table has: the row count alone would read
+	// as the table's size. Without a cut, nothing is added.
+	if out := mustRun(t, append([]string{"show", exampleSpec, "orders", "--limit", "1"}, conf...)...); !strings.HasSuffix(out, "(1 row(s))\n(--limit 1: the table has 2 rows)\n") {
+		t.Errorf("show --limit 1 of 2 rows:\n%s", out)
+	}
+	if out := mustRun(t, append([]string{"show", exampleSpec, "orders", "--limit", "2"}, conf...)...); !strings.HasSuffix(out, "\n(2 row(s))\n") {
+		t.Errorf("show --limit 2 of 2 rows:\n%s", out)
+	}
 }

@@ -68,10 +68,18 @@ func newShowCmd() *cobra.Command {
 			if err != nil {
 				return failure(err)
 			}
+			total := len(rows)
 			if limit >= 0 && len(rows) > limit {
 				rows = rows[:limit]
 			}
-			return writeRows(cmd.OutOrStdout(), format, snap.Metadata.Schema, rows)
+			if err := writeRows(cmd.OutOrStdout(), format, snap.Metadata.Schema, rows); err != nil {
+				return err
+			}
+			if format == "table" && total > len(rows) {
+				// "(1 row(s))" alone would read as the table's size.
+				fmt.Fprintf(cmd.OutOrStdout(), "(--limit %d: the table has %d rows)\n", limit, total)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringArrayVar(&confs, "conf", nil, "set a configuration value (key=value); repeatable")
