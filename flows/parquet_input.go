@@ -40,6 +40,10 @@ func eachParquetRow(src *spec.Source, filePath string, fn rowFunc, warn func(msg
 		if msg := parquetMismatch(filePath, src.Schema, fileCols, src.RescuedDataColumn); msg != "" && warn != nil {
 			warn(msg)
 		}
+		if lost := unrescuedCaseVariants(src, fileCols); len(lost) > 0 && warn != nil && parquetMismatch(filePath, src.Schema, fileCols, src.RescuedDataColumn) == "" {
+			warn(fmt.Sprintf("%s: the Parquet file spells columns in another case than the schema (%s): columns are matched by name, case-sensitively, so those columns are read as NULL; declare them as the file does, or set rescued_data_column to keep their values",
+				filePath, strings.Join(lost, ", ")))
+		}
 		if nested := nestedCaseVariants(src.Schema, fileCols); len(nested) > 0 && warn != nil {
 			warn(fmt.Sprintf("%s: the Parquet file spells nested fields in another case than the schema (%s): fields are matched by name, case-sensitively, so those fields are read as NULL; declare them as the file does",
 				filePath, strings.Join(nested, ", ")))
@@ -100,6 +104,25 @@ func caseVariants(src *spec.Source, fs schema.Schema) []schema.Field {
 		}
 		if foldIndex(src.Schema, f.Name) >= 0 {
 			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// unrescuedCaseVariants returns, for a source without a rescued data column (whose values
+// caseVariants would keep there), the columns of the file fileCols whose names differ only in
+// case from a declared column the file lacks ("ID for id"): that column is NULL in every row.
+func unrescuedCaseVariants(src *spec.Source, fileCols schema.Schema) []string {
+	if src.RescuedDataColumn != "" {
+		return nil
+	}
+	var out []string
+	for _, f := range src.Schema.Fields {
+		if fileCols.Index(f.Name) >= 0 {
+			continue
+		}
+		if i := foldIndex(fileCols, f.Name); i >= 0 {
+			out = append(out, fileCols.Fields[i].Name+" for "+f.Name)
 		}
 	}
 	return out

@@ -270,3 +270,37 @@ datasets:
 		t.Errorf("events:\n%s\nwant a WARN about a.parquet only: %s", rec.all(), want)
 	}
 }
+
+// TestParquetCaseVariantsWithoutRescue: without a rescued data column, a Parquet column whose
+// name differs only in case from a declared column the file lacks leaves that column NULL, and a
+// WARN names it (with a rescued data column its values are kept there: TestParquetCaseVariants);
+// a file with none of the declared columns gets parquetMismatch's WARN alone.
+func TestParquetCaseVariantsWithoutRescue(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, `name: t
+storage: ./storage
+datasets:
+  - name: raw
+    source:
+      path: ./landing
+      format: parquet
+      schema: "id BIGINT, amount DOUBLE"
+`)
+	fileA, err := schema.ParseDDL("id BIGINT, Amount DOUBLE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "landing", "a.parquet"), parquetBytes(t, fileA, [][]any{{int64(1), 2.5}}))
+	fileB, _ := schema.ParseDDL("id BIGINT, amount DOUBLE")
+	write(t, filepath.Join(dir, "landing", "b.parquet"), parquetBytes(t, fileB, [][]any{{int64(2), 3.5}}))
+	_, rec, err := ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, p, `1 null`, `2 3.5`)
+	want := filepath.Join(dir, "landing", "a.parquet") + ": the Parquet file spells columns in another case than the schema (Amount for amount): columns are matched by name, case-sensitively, so those columns are read as NULL; declare them as the file does, or set rescued_data_column to keep their values"
+	if !strings.Contains(rec.all(), want) || strings.Contains(rec.all(), "b.parquet: the Parquet file") {
+		t.Errorf("events:\n%s\nwant a WARN about a.parquet only: %s", rec.all(), want)
+	}
+}
