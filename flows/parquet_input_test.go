@@ -197,12 +197,17 @@ datasets:
 	}
 }
 
-// TestParquetNoDeclaredColumn: a Parquet file that has none of the declared columns (a file of
-// another table, or its columns spelt in another case) is read all the same, its rows NULL, as a
-// CSV file whose header names none of them is, and a WARN event names the file, the schema's
-// columns, the file's and those that differ only in case, so that the NULLs are not silent.
-func TestParquetNoDeclaredColumn(t *testing.T) {
-	t.Parallel()
+// parquetFile is a Parquet input file of a test: its columns (Spark DDL) and rows.
+type parquetFile struct {
+	ddl  string
+	rows [][]any
+}
+
+// parquetWarnCase lands a and b as a.parquet and b.parquet for a parquet source of the declared
+// schema, ingests them, and checks the rows read and that the events hold the WARN want about
+// a.parquet (the text after its path) and none about b.parquet.
+func parquetWarnCase(t *testing.T, declared string, a, b parquetFile, want string, rows ...string) {
+	t.Helper()
 	dir := t.TempDir()
 	p := loadPipeline(t, dir, `name: t
 storage: ./storage
@@ -211,21 +216,37 @@ datasets:
     source:
       path: ./landing
       format: parquet
-      schema: "id BIGINT, amount DOUBLE"
+      schema: "`+declared+`"
 `)
-	other, _ := schema.ParseDDL("ID BIGINT, total DOUBLE")
-	write(t, filepath.Join(dir, "landing", "a.parquet"), parquetBytes(t, other, [][]any{{int64(1), 2.5}}))
-	same, _ := schema.ParseDDL("id BIGINT")
-	write(t, filepath.Join(dir, "landing", "b.parquet"), parquetBytes(t, same, [][]any{{int64(2)}}))
+	for name, f := range map[string]parquetFile{"a.parquet": a, "b.parquet": b} {
+		sch, err := schema.ParseDDL(f.ddl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(dir, "landing", name), parquetBytes(t, sch, f.rows))
+	}
 	_, rec, err := ingest(t, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantRows(t, p, `null null`, `2 null`)
-	want := filepath.Join(dir, "landing", "a.parquet") + ": the Parquet file has none of the schema's columns (id, amount): its columns are ID, total; every row of the file is read with NULL in those columns. Columns are matched by name, case-sensitively, and the file spells some in another case (ID for id)"
+	wantRows(t, p, rows...)
+	want = filepath.Join(dir, "landing", "a.parquet") + ": " + want
 	if !strings.Contains(rec.all(), want) || strings.Contains(rec.all(), "b.parquet: the Parquet file") {
 		t.Errorf("events:\n%s\nwant a WARN about a.parquet only: %s", rec.all(), want)
 	}
+}
+
+// TestParquetNoDeclaredColumn: a Parquet file that has none of the declared columns (a file of
+// another table, or its columns spelt in another case) is read all the same, its rows NULL, as a
+// CSV file whose header names none of them is, and a WARN event names the file, the schema's
+// columns, the file's and those that differ only in case, so that the NULLs are not silent.
+func TestParquetNoDeclaredColumn(t *testing.T) {
+	t.Parallel()
+	parquetWarnCase(t, "id BIGINT, amount DOUBLE",
+		parquetFile{"ID BIGINT, total DOUBLE", [][]any{{int64(1), 2.5}}},
+		parquetFile{"id BIGINT", [][]any{{int64(2)}}},
+		"the Parquet file has none of the schema's columns (id, amount): its columns are ID, total; every row of the file is read with NULL in those columns. Columns are matched by name, case-sensitively, and the file spells some in another case (ID for id)",
+		`null null`, `2 null`)
 }
 
 // TestParquetNestedCaseVariants: a nested field of a Parquet file (in a STRUCT column, a LIST's
@@ -235,40 +256,14 @@ datasets:
 // variants gets no WARN.
 func TestParquetNestedCaseVariants(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	p := loadPipeline(t, dir, `name: t
-storage: ./storage
-datasets:
-  - name: raw
-    source:
-      path: ./landing
-      format: parquet
-      schema: "id BIGINT, info STRUCT<Name: STRING, age: BIGINT>, tags ARRAY<STRUCT<Label: STRING>>, m MAP<STRING, STRUCT<v: BIGINT>>"
-`)
-	fileA, err := schema.ParseDDL("id BIGINT, info STRUCT<name: STRING, age: BIGINT>, tags ARRAY<STRUCT<label: STRING>>, m MAP<STRING, STRUCT<V: BIGINT>>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, filepath.Join(dir, "landing", "a.parquet"), parquetBytes(t, fileA, [][]any{
-		{int64(1), []any{"ann", int64(30)}, []any{[]any{"x"}}, schema.Map{{Key: "k", Value: []any{int64(5)}}}},
-	}))
-	fileB, err := schema.ParseDDL("id BIGINT, info STRUCT<Name: STRING, age: BIGINT>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, filepath.Join(dir, "landing", "b.parquet"), parquetBytes(t, fileB, [][]any{
-		{int64(2), []any{"bo", int64(40)}},
-	}))
-	_, rec, err := ingest(t, p)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// A STRUCT none of whose declared fields the file has (tags' elements, m's values) is NULL.
-	wantRows(t, p, `1 {"Name":null,"age":30} null {"k":null}`, `2 {"Name":"bo","age":40} null null`)
-	want := filepath.Join(dir, "landing", "a.parquet") + ": the Parquet file spells nested fields in another case than the schema (info.name for info.Name, tags[].label for tags[].Label, m{}.V for m{}.v): fields are matched by name, case-sensitively, so those fields are read as NULL; declare them as the file does"
-	if !strings.Contains(rec.all(), want) || strings.Contains(rec.all(), "b.parquet: the Parquet file") {
-		t.Errorf("events:\n%s\nwant a WARN about a.parquet only: %s", rec.all(), want)
-	}
+	parquetWarnCase(t, "id BIGINT, info STRUCT<Name: STRING, age: BIGINT>, tags ARRAY<STRUCT<Label: STRING>>, m MAP<STRING, STRUCT<v: BIGINT>>",
+		parquetFile{"id BIGINT, info STRUCT<name: STRING, age: BIGINT>, tags ARRAY<STRUCT<label: STRING>>, m MAP<STRING, STRUCT<V: BIGINT>>", [][]any{
+			{int64(1), []any{"ann", int64(30)}, []any{[]any{"x"}}, schema.Map{{Key: "k", Value: []any{int64(5)}}}},
+		}},
+		parquetFile{"id BIGINT, info STRUCT<Name: STRING, age: BIGINT>", [][]any{{int64(2), []any{"bo", int64(40)}}}},
+		"the Parquet file spells nested fields in another case than the schema (info.name for info.Name, tags[].label for tags[].Label, m{}.V for m{}.v): fields are matched by name, case-sensitively, so those fields are read as NULL; declare them as the file does",
+		`1 {"Name":null,"age":30} null {"k":null}`, `2 {"Name":"bo","age":40} null null`)
 }
 
 // TestParquetCaseVariantsWithoutRescue: without a rescued data column, a Parquet column whose
@@ -277,30 +272,9 @@ datasets:
 // a file with none of the declared columns gets parquetMismatch's WARN alone.
 func TestParquetCaseVariantsWithoutRescue(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	p := loadPipeline(t, dir, `name: t
-storage: ./storage
-datasets:
-  - name: raw
-    source:
-      path: ./landing
-      format: parquet
-      schema: "id BIGINT, amount DOUBLE"
-`)
-	fileA, err := schema.ParseDDL("id BIGINT, Amount DOUBLE")
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, filepath.Join(dir, "landing", "a.parquet"), parquetBytes(t, fileA, [][]any{{int64(1), 2.5}}))
-	fileB, _ := schema.ParseDDL("id BIGINT, amount DOUBLE")
-	write(t, filepath.Join(dir, "landing", "b.parquet"), parquetBytes(t, fileB, [][]any{{int64(2), 3.5}}))
-	_, rec, err := ingest(t, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantRows(t, p, `1 null`, `2 3.5`)
-	want := filepath.Join(dir, "landing", "a.parquet") + ": the Parquet file spells columns in another case than the schema (Amount for amount): columns are matched by name, case-sensitively, so those columns are read as NULL; declare them as the file does, or set rescued_data_column to keep their values"
-	if !strings.Contains(rec.all(), want) || strings.Contains(rec.all(), "b.parquet: the Parquet file") {
-		t.Errorf("events:\n%s\nwant a WARN about a.parquet only: %s", rec.all(), want)
-	}
+	parquetWarnCase(t, "id BIGINT, amount DOUBLE",
+		parquetFile{"id BIGINT, Amount DOUBLE", [][]any{{int64(1), 2.5}}},
+		parquetFile{"id BIGINT, amount DOUBLE", [][]any{{int64(2), 3.5}}},
+		"the Parquet file spells columns in another case than the schema (Amount for amount): columns are matched by name, case-sensitively, so those columns are read as NULL; declare them as the file does, or set rescued_data_column to keep their values",
+		`1 null`, `2 3.5`)
 }
