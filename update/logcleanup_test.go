@@ -588,17 +588,7 @@ func TestQuarantineMaintenanceManaged(t *testing.T) {
 // far, with the _failed_expectations column, and a --refresh of the view alone reads it too.
 func TestQueryReadsQuarantine(t *testing.T) {
 	t.Parallel()
-	p := cleanupPipeline(t, `name: qr
-storage: ./storage
-datasets:
-  - name: raw
-    source:
-      path: ./landing
-      format: json
-      schema: "op STRING, id BIGINT, seq BIGINT"
-    expectations:
-      - {name: positive, expect: "id > 0", on_violation: quarantine}
-  - name: rejected
+	p := cleanupPipeline(t, quarantineSpec+`  - name: rejected
     query: SELECT count(*) AS n, min(id) AS low, min(_failed_expectations) AS why FROM raw_quarantine
 `)
 	want := func(when, rows string) {
