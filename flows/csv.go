@@ -473,9 +473,13 @@ func eachRow(src *spec.Source, filePath string, in io.Reader, pool *blockPool, f
 		if src.Options[spec.JSONMultiline] == "true" {
 			return eachJSONValue(src, filePath, in, fn, nil)
 		}
-		err := eachJSONLine(newLineReader(src.Schema, src.RescuedDataColumn, filePath), in, pool, fn)
+		lr := newLineReader(src.Schema, src.RescuedDataColumn, filePath)
+		err := eachJSONLine(lr, in, pool, fn)
 		if cut := (*cutLine)(nil); errors.As(err, &cut) {
 			return &incompleteInput{path: filePath, reason: cut.Error()}
+		}
+		if msg := lr.caseVariantsWarning(); msg != "" && warn != nil && err == nil {
+			warn(msg)
 		}
 		return err
 	}

@@ -317,3 +317,38 @@ func TestJSONLinesClosingBracketAfter(t *testing.T) {
 		t.Errorf("inferred columns %s, want id", got)
 	}
 }
+
+// TestJSONLinesCaseVariants: without a rescued data column, a JSON field whose name differs only
+// in case from a column ("ID" for id) is not that column (names are case-sensitive): the column
+// is NULL in its lines, and one WARN for the file names each such spelling, from the fast scanner
+// and from the lines it leaves to encoding/json (a field given twice) alike; a file without such
+// fields gets none. With a rescued data column the field is kept there, without the WARN.
+func TestJSONLinesCaseVariants(t *testing.T) {
+	t.Parallel()
+	p, landing := newIngest(t, "permissive", "")
+	write(t, filepath.Join(landing, "a.json"), []byte(`{"ID": 1, "amount": 2.5}`+"\n"+`{"id": 2, "Amount": 3, "Amount": 4}`+"\n"+`{"id": 3, "ID": 30, "other": 1}`+"\n"))
+	write(t, filepath.Join(landing, "b.json"), []byte(`{"id": 4, "other": 1, "amount": 1}`+"\n"))
+	m, rec, err := ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.BadRecords != 0 {
+		t.Errorf("metrics %+v: a field not in the schema is no bad record", m)
+	}
+	wantRows(t, p, "null 2.50 null", "2 null null", "3 null null", "4 1.00 null")
+	want := filepath.Join(landing, "a.json") + ": the file spells fields in another case than the schema (Amount for amount, ID for id): fields are matched by name, case-sensitively, so those columns are NULL where only the other spelling is given; declare them as the file does, or set rescued_data_column to keep their values"
+	if events := rec.all(); !strings.Contains(events, want) || strings.Contains(events, "b.json: the file spells") {
+		t.Errorf("events:\n%s\nwant a WARN about a.json only: %s", events, want)
+	}
+
+	p, landing = newIngest(t, "permissive", "_rescued_data")
+	write(t, filepath.Join(landing, "a.json"), []byte(`{"ID": 1, "amount": 2.5}`+"\n"))
+	_, rec, err = ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, p, `null 2.50 null "{\"ID\":1,\"_file_path\":\"`+filepath.Join(landing, "a.json")+`\"}"`)
+	if strings.Contains(rec.all(), "spells fields in another case") {
+		t.Errorf("with a rescued data column, events:\n%s", rec.all())
+	}
+}

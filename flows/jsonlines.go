@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 
 	"tributary/schema"
 )
@@ -35,6 +36,53 @@ type lineReader struct {
 	// wordCols and stringCols count the columns whose values a boxSlab holds in words and in
 	// strings: how much room a block's slab needs per line.
 	wordCols, stringCols int
+
+	// Without a rescued data column, a field whose name differs only in case from a column is
+	// skipped (names are case-sensitive), leaving that column NULL: noteField records such
+	// names in variants (field name -> column name), for a WARN once the file is read.
+	// nameLens has bit n set when a column's name is n bytes long (n < 64; bit 63 for longer
+	// names), so that most unknown fields are passed over without a comparison.
+	nameLens uint64
+	mu       sync.Mutex
+	variants map[string]string
+}
+
+// noteField is called for a field of a line that names no column, without a rescued data
+// column: when its name differs only in case from a column's, it is recorded (variants). Safe
+// for the parse workers of one file to call at once.
+func (r *lineReader) noteField(name string) {
+	if r.nameLens&(1<<min(len(name), 63)) == 0 {
+		return
+	}
+	for _, f := range r.schema.Fields {
+		if len(f.Name) == len(name) && strings.EqualFold(f.Name, name) {
+			r.mu.Lock()
+			if _, ok := r.variants[name]; !ok {
+				if r.variants == nil {
+					r.variants = map[string]string{}
+				}
+				r.variants[strings.Clone(name)] = f.Name
+			}
+			r.mu.Unlock()
+			return
+		}
+	}
+}
+
+// caseVariantsWarning is the WARN of the fields noteField recorded, "" when there are none.
+func (r *lineReader) caseVariantsWarning() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.variants) == 0 {
+		return ""
+	}
+	var pairs []string
+	for name, col := range r.variants {
+		pairs = append(pairs, name+" for "+col)
+	}
+	sort.Strings(pairs)
+	return fmt.Sprintf("%s: the file spells fields in another case than the schema (%s): fields are matched by name, case-sensitively, so those columns are NULL where only the other spelling is given; declare them as the file does, or set rescued_data_column to keep their values",
+		r.filePath, strings.Join(pairs, ", "))
 }
 
 func newLineReader(s schema.Schema, rescued, filePath string) *lineReader {
@@ -44,6 +92,7 @@ func newLineReader(s schema.Schema, rescued, filePath string) *lineReader {
 	}
 	r := &lineReader{schema: s, rescued: rescued, filePath: filePath, index: idx, inOrder: len(idx) == len(s.Fields)}
 	for _, f := range s.Fields {
+		r.nameLens |= 1 << min(len(f.Name), 63)
 		switch f.Type.Kind {
 		case schema.Long, schema.Integer, schema.Double, schema.DecimalKind, schema.DateKind, schema.TimestampKind:
 			r.wordCols++
@@ -155,6 +204,8 @@ func (r *lineReader) parseDecoded(line []byte, lineNo int64, row []any) (ok bool
 					rescue = map[string]any{}
 				}
 				rescue[name] = v
+			} else {
+				r.noteField(name)
 			}
 			continue
 		}

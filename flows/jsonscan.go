@@ -66,6 +66,7 @@ func (r *lineReader) scan(line string, lineNo int64, row []any, slab *boxSlab) (
 			if r.rescued != "" {
 				return nil, false
 			}
+			r.noteField(key)
 			if i = skipValue(s, i, 2); i < 0 {
 				return nil, false
 			}
