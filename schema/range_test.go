@@ -7,7 +7,8 @@ import (
 	"testing"
 )
 
-// TestFromJSONRanges: a JSON number beyond a type's range is an error that says so (BIGINT), an
+// TestFromJSONRanges: a JSON number beyond a type's range is an error that says so (BIGINT; a
+// whole number written with an exponent or a fraction gets the integer literal to write), an
 // infinity (DOUBLE, as Spark's JSON reader reads it), or an error (TIMESTAMP epoch seconds
 // outside the years 1 to 9999, which the type does not hold; they once wrapped around to a
 // wrong instant); RFC 3339 text takes T and Z in either case.
@@ -24,6 +25,20 @@ func TestFromJSONRanges(t *testing.T) {
 		{long, "-9223372036854775809", nil, `"-9223372036854775809" does not fit BIGINT`},
 		{long, json.Number("1.5"), nil, "1.5 is not a whole number for BIGINT"},
 		{long, json.Number("99999999999999999999.5"), nil, "99999999999999999999.5 is not a whole number for BIGINT"},
+		// Whole values written with an exponent or a fraction are not integer literals, which is
+		// all Spark's JSON reader takes for an integer column: the error gives the literal.
+		{long, json.Number("1e2"), nil, "1e2 is written with a fraction or an exponent, and BIGINT takes integer literals only, as Spark's JSON reader does: write 100, or declare the column DOUBLE or DECIMAL"},
+		{long, json.Number("-1E+3"), nil, "write -1000,"},
+		{long, json.Number("2.0"), nil, "write 2,"},
+		{long, json.Number("9223372036854775807.0"), nil, "write 9223372036854775807,"},
+		{long, json.Number("0e999"), nil, "write 0,"},
+		{long, json.Number("1e19"), nil, "1e19 does not fit BIGINT"},
+		{long, json.Number("1e401"), nil, "1e401 does not fit BIGINT"},
+		{long, json.Number("9223372036854775808.0"), nil, "9223372036854775808.0 does not fit BIGINT"},
+		{Type{Kind: Integer}, json.Number("3e9"), nil, "3e9 does not fit INT"},
+		{Type{Kind: Integer}, json.Number("3e2"), nil, "INT takes integer literals only, as Spark's JSON reader does: write 300,"},
+		{long, json.Number("1.00000000000000000000001"), nil, "1.00000000000000000000001 is not a whole number for BIGINT"},
+		{long, json.Number("1e-999999999"), nil, "1e-999999999 is not a whole number for BIGINT"},
 		{double, json.Number("1e400"), math.Inf(1), ""},
 		{double, json.Number("-1e400"), math.Inf(-1), ""},
 		{ts, json.Number("10000000000000"), nil, "10000000000000 seconds since 1970 is outside the years 1 to 9999 that a TIMESTAMP holds"},

@@ -186,7 +186,7 @@ func FromJSON(t Type, v any) (any, error) {
 				return nil, fmt.Errorf("%s does not fit %s", x, t.DDL())
 			}
 			if err != nil {
-				return nil, fmt.Errorf("%s is not a whole number for %s", x, t.DDL())
+				return nil, numberNotInteger(x, t)
 			}
 			n = i
 		case string:
@@ -342,6 +342,38 @@ func FromJSON(t Type, v any) (any, error) {
 		return nil, fmt.Errorf("%s is not a timestamp", jsonKind(v))
 	}
 	return nil, fmt.Errorf("unsupported type %s", t.DDL())
+}
+
+// numberNotInteger is FromJSON's error for a JSON number that is not an integer literal, for an
+// integer type t. Spark's JSON reader takes only integer literals for integer columns
+// (JacksonParser, VALUE_NUMBER_INT), so that 1e2 and 2.0 do not fit BIGINT although their values
+// are whole: the error says so, with the literal to write instead when there is one.
+func numberNotInteger(x json.Number, t Type) error {
+	notWhole := fmt.Errorf("%s is not a whole number for %s", x, t.DDL())
+	text := string(x)
+	// big.Rat expands the exponent first: beyond a few hundred, the number is far outside
+	// every integer type, or not whole (1e-999999999), or a mantissa of as many digits.
+	if e := strings.IndexAny(text, "eE"); e >= 0 {
+		exp, err := strconv.Atoi(strings.TrimPrefix(text[e+1:], "+"))
+		switch {
+		case err == nil && exp > 400:
+			if f, _ := strconv.ParseFloat(text, 64); f != 0 {
+				return fmt.Errorf("%s does not fit %s", x, t.DDL())
+			}
+			text = "0" // a zero mantissa
+		case err != nil || exp < -400:
+			return notWhole
+		}
+	}
+	r, ok := new(big.Rat).SetString(text)
+	if !ok || !r.IsInt() {
+		return notWhole
+	}
+	literal := r.Num().String()
+	if _, err := FromJSON(t, json.Number(literal)); err != nil {
+		return fmt.Errorf("%s does not fit %s", x, t.DDL())
+	}
+	return fmt.Errorf("%s is written with a fraction or an exponent, and %s takes integer literals only, as Spark's JSON reader does: write %s, or declare the column DOUBLE or DECIMAL", x, t.DDL(), literal)
 }
 
 func jsonKind(v any) string {
