@@ -13,8 +13,12 @@ func TestParseDDLStruct(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := s.DDL(); got != "id BIGINT, a STRUCT<x: INT, y z: STRUCT<d: DECIMAL(5,2)>>" {
+	// A name that is not a plain identifier prints in backticks, so that the DDL parses back.
+	if got := s.DDL(); got != "id BIGINT, a STRUCT<x: INT, `y z`: STRUCT<d: DECIMAL(5,2)>>" {
 		t.Fatalf("DDL %s", got)
+	}
+	if back, err := ParseDDL(s.DDL()); err != nil || !back.Equal(s) {
+		t.Fatalf("the DDL %s parses back as %s, error %v", s.DDL(), back.DDL(), err)
 	}
 	for ddl, want := range map[string]string{
 		"a STRUCT":               "expected '<' after STRUCT",

@@ -152,7 +152,7 @@ func (t Type) DDL() string {
 	case StructKind:
 		parts := make([]string, len(t.Struct.Fields))
 		for i, f := range t.Struct.Fields {
-			parts[i] = f.Name + ": " + f.Type.DDL()
+			parts[i] = DDLName(f.Name) + ": " + f.Type.DDL()
 		}
 		return "STRUCT<" + strings.Join(parts, ", ") + ">"
 	case ArrayKind:
@@ -226,9 +226,26 @@ func (s Schema) Names() []string {
 func (s Schema) DDL() string {
 	parts := make([]string, len(s.Fields))
 	for i, f := range s.Fields {
-		parts[i] = f.Name + " " + f.Type.DDL()
+		parts[i] = DDLName(f.Name) + " " + f.Type.DDL()
 	}
 	return strings.Join(parts, ", ")
+}
+
+// DDLName returns a column name as DDL writes it: as it is when it is a plain identifier (a letter
+// or _, then letters, digits or _), else in backticks (`Company Name`, a backtick doubled), as
+// Spark SQL quotes names.
+func DDLName(name string) string {
+	plain := name != ""
+	for i, c := range name {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return name
+	}
+	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
 }
 
 // Equal reports whether two schemas have the same column names and types in the same order.
