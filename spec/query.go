@@ -223,6 +223,19 @@ func tokenize(s string) []sqlToken {
 	return out
 }
 
+// backtickName returns the first name that sql quotes with backticks, as Spark SQL does
+// (`Company Name`), outside strings, quoted names and comments; ok is false when there is none.
+func backtickName(sql string) (name string, ok bool) {
+	for _, t := range tokenize(sql) {
+		if t.kind == 'p' && t.text == "`" {
+			if j := strings.IndexByte(sql[t.end:], '`'); j >= 0 {
+				return sql[t.end : t.end+j], true
+			}
+		}
+	}
+	return "", false
+}
+
 // dollarTag returns the opening delimiter of a dollar-quoted string at the start of s, `$$` or
 // `$tag$` (tag a letter or _ then letters, digits or _), or "" when s starts with none ($1 is a
 // parameter).
@@ -672,7 +685,11 @@ func (v *validation) querySyntax(infos []*datasetInfo) {
 			off = end // "at end of input": where the text ends, not past its last line break
 		}
 		off = max(off, 0)
-		v.d.add(v.d.queryPos(in.query.node, off), in.query.path, "queries are DuckDB SQL (README \"SQL datasets\")", "the SQL does not parse: %s", se.Message)
+		hint := "queries are DuckDB SQL (README \"SQL datasets\")"
+		if name, ok := backtickName(in.ds.Query.SQL); ok {
+			hint = fmt.Sprintf("queries are DuckDB SQL, which quotes names with double quotes, not Spark SQL's backticks: write \"%s\" for `%s`", strings.ReplaceAll(name, `"`, `""`), name)
+		}
+		v.d.add(v.d.queryPos(in.query.node, off), in.query.path, hint, "the SQL does not parse: %s", se.Message)
 	}
 }
 

@@ -98,7 +98,7 @@ func TestGraph(t *testing.T) {
 // TestValidateSQLSyntax: a query that does not parse is a spec error (exit 2) at its place in the
 // spec (the line and column of the text DuckDB's parser points at, in a one-line query and in a
 // block), reported with the spec's other problems, from validate, and from run, dev and schedule
-// before anything runs.
+// before anything runs. A name in Spark SQL's backticks gets a hint with DuckDB's quoting.
 func TestValidateSQLSyntax(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -106,7 +106,7 @@ func TestValidateSQLSyntax(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(spec, []byte(`name: sqlv
+	if err := os.WriteFile(spec, []byte(strings.ReplaceAll(`name: sqlv
 storage: ./storage
 datasets:
   - name: raw
@@ -121,13 +121,17 @@ datasets:
       WHERE
   - name: c
     query: SELECT count(*) AS n FROM raw
-`), 0o644); err != nil {
+  - name: d
+    query: SELECT id AS ~Order "Id"~ FROM raw -- not ~this~
+`, "~", "`")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
 		spec + ":5:5: datasets[0].commnt: unknown key commnt",
 		spec + `:8:12: datasets[1].query: the SQL does not parse: syntax error at or near "SELEC" (hint: queries are DuckDB SQL (README "SQL datasets"))`,
 		spec + `:13:12: datasets[2].query: the SQL does not parse: syntax error at end of input`,
+		// Spark SQL's backticks: the hint gives the DuckDB spelling of the first such name.
+		spec + `:17:25: datasets[4].query: the SQL does not parse: syntax error at or near "` + "`" + `" (hint: queries are DuckDB SQL, which quotes names with double quotes, not Spark SQL's backticks: write "Order ""Id""" for ` + "`Order \"Id\"`" + `)`,
 	}
 	for _, args := range [][]string{{"validate"}, {"run"}, {"dev"}, {"schedule", "--cron", "@every 1h"}} {
 		cmd := args[0]
