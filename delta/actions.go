@@ -46,6 +46,36 @@ type Metadata struct {
 	PartitionColumns []string
 	Configuration    map[string]string
 	CreatedTime      int64
+
+	// physical is Schema by physical names (schema.ParsePhysicalSparkJSON), set when the table
+	// read uses column mapping by name (mapped).
+	physical schema.Schema
+	mapped   bool
+}
+
+// ConfigColumnMappingMode is the table property that says how data files name the columns
+// (Delta PROTOCOL.md, "Column Mapping"): "none" (or unset) by their names, "name" by the
+// physical names of the schema's field metadata, "id" by the field ids.
+const ConfigColumnMappingMode = "delta.columnMapping.mode"
+
+// ColumnMappingMode returns the table's delta.columnMapping.mode in lower case, "none" when it is
+// unset.
+func (m Metadata) ColumnMappingMode() string {
+	mode := strings.ToLower(strings.TrimSpace(m.Configuration[ConfigColumnMappingMode]))
+	if mode == "" {
+		return "none"
+	}
+	return mode
+}
+
+// fileSchema returns the schema that names the columns as the table's data files, partition
+// values and statistics name them: Schema, or Schema by physical names under column mapping by
+// name (Delta PROTOCOL.md, "Column Mapping").
+func (m Metadata) fileSchema() schema.Schema {
+	if m.mapped {
+		return m.physical
+	}
+	return m.Schema
 }
 
 // ConfigEnableChangeDataFeed is the table property that makes writers produce change data
@@ -370,6 +400,12 @@ func (w wireMetadata) metadata() (Metadata, error) {
 	}
 	if m.Configuration == nil {
 		m.Configuration = map[string]string{}
+	}
+	if m.ColumnMappingMode() == "name" {
+		if m.physical, err = schema.ParsePhysicalSparkJSON(w.SchemaString); err != nil {
+			return Metadata{}, err
+		}
+		m.mapped = true
 	}
 	return m, nil
 }

@@ -56,6 +56,11 @@ func (t *Table) Optimize(opts OptimizeOptions) (OptimizeResult, error) {
 	if err := CheckReadable(snap); err != nil {
 		return res, err
 	}
+	if mode := snap.Metadata.ColumnMappingMode(); mode != "none" {
+		// This package writes data files by column name only (and its commits refuse the
+		// columnMapping feature): refused before any file is read or written.
+		return res, fmt.Errorf("delta: the table uses column mapping (mode %s), and this writer does not write such tables; run OPTIMIZE on it with the engine that wrote it", mode)
+	}
 	target := opts.TargetSize
 	if target <= 0 {
 		target = snap.Metadata.TargetFileSize()

@@ -132,21 +132,23 @@ type fileLayout struct {
 }
 
 func newFileLayout(m Metadata, path string, partValues map[string]string, extra []schema.Field) (*fileLayout, error) {
+	// Under column mapping, the file's columns and the partition values go by physical names.
+	fileSch := m.fileSchema()
 	if len(m.PartitionColumns) == 0 && len(extra) == 0 {
-		return &fileLayout{fileSchema: m.Schema, direct: true}, nil
+		return &fileLayout{fileSchema: fileSch, direct: true}, nil
 	}
 	l := &fileLayout{nTable: len(m.Schema.Fields), width: len(m.Schema.Fields) + len(extra)}
 	isPart := map[string]bool{}
 	for _, p := range m.PartitionColumns {
 		isPart[p] = true
 	}
-	for _, f := range m.Schema.Fields {
+	for i, f := range m.Schema.Fields {
 		if isPart[f.Name] {
 			l.from = append(l.from, -1)
 			continue
 		}
 		l.from = append(l.from, len(l.fileSchema.Fields))
-		l.fileSchema.Fields = append(l.fileSchema.Fields, f)
+		l.fileSchema.Fields = append(l.fileSchema.Fields, fileSch.Fields[i])
 	}
 	l.firstExtra = len(l.fileSchema.Fields)
 	l.fileSchema.Fields = append(l.fileSchema.Fields, extra...)
@@ -155,7 +157,7 @@ func newFileLayout(m Metadata, path string, partValues map[string]string, extra 
 		if l.from[i] >= 0 {
 			continue
 		}
-		s, ok := partValues[f.Name]
+		s, ok := partValues[fileSch.Fields[i].Name]
 		if !ok {
 			return nil, fmt.Errorf("delta: %s: no partition value for partition column %q", path, f.Name)
 		}
@@ -210,8 +212,12 @@ func CheckReadable(snap *Snapshot) error {
 			return fmt.Errorf("delta: the table needs reader feature %q, which this reader does not support", f)
 		}
 	}
-	if mode := snap.Metadata.Configuration["delta.columnMapping.mode"]; mode != "" && mode != "none" {
-		return fmt.Errorf("delta: the table uses column mapping (mode %s), which this reader does not support", mode)
+	switch mode := snap.Metadata.ColumnMappingMode(); mode {
+	case "none", "name":
+	case "id":
+		return fmt.Errorf("delta: the table uses column mapping by field id (delta.columnMapping.mode = id), which this reader does not support (it reads column mapping by name)")
+	default:
+		return fmt.Errorf("delta: the table's delta.columnMapping.mode is %q, which is not a column mapping mode (none, name, id)", mode)
 	}
 	return nil
 }

@@ -76,26 +76,51 @@ func ParseSparkJSON(s string) (Schema, error) {
 	if err := json.Unmarshal([]byte(s), &st); err != nil {
 		return Schema{}, fmt.Errorf("schema: schemaString is not valid JSON: %w", err)
 	}
-	return fromSparkStruct(st)
+	return fromSparkStruct(st, false)
 }
 
-func fromSparkStruct(st sparkStruct) (Schema, error) {
+// PhysicalNameKey is the field metadata key of a column's physical name: the name its values
+// have in the table's data files when the table uses column mapping (Delta PROTOCOL.md, "Column
+// Mapping").
+const PhysicalNameKey = "delta.columnMapping.physicalName"
+
+// ParsePhysicalSparkJSON reads a Delta schemaString as ParseSparkJSON does, but names every field,
+// nested struct fields included (inside arrays and maps too), by its physical name: the
+// PhysicalNameKey of its metadata, or its name when it has none (Delta PROTOCOL.md, "Column
+// Mapping": a column-mapped table's data files, partition values and statistics name columns so).
+// The result has the shape of ParseSparkJSON's, field for field.
+func ParsePhysicalSparkJSON(s string) (Schema, error) {
+	var st sparkStruct
+	if err := json.Unmarshal([]byte(s), &st); err != nil {
+		return Schema{}, fmt.Errorf("schema: schemaString is not valid JSON: %w", err)
+	}
+	return fromSparkStruct(st, true)
+}
+
+// fromSparkStruct reads the fields of a struct of a schemaString, by their physical names when
+// physical is set (ParsePhysicalSparkJSON).
+func fromSparkStruct(st sparkStruct, physical bool) (Schema, error) {
 	if st.Type != "struct" {
 		return Schema{}, fmt.Errorf("schema: schemaString has type %q, want \"struct\"", st.Type)
 	}
 	out := Schema{}
 	for _, f := range st.Fields {
-		t, err := typeFromSparkJSON(f.Type)
+		t, err := typeFromSparkJSON(f.Type, physical)
 		if err != nil {
 			return Schema{}, fmt.Errorf("schema: column %q: %w", f.Name, err)
 		}
-		out.Fields = append(out.Fields, Field{Name: f.Name, Type: t, Nullable: f.Nullable})
+		name := f.Name
+		if pn, ok := f.Metadata[PhysicalNameKey].(string); physical && ok && pn != "" {
+			name = pn
+		}
+		out.Fields = append(out.Fields, Field{Name: name, Type: t, Nullable: f.Nullable})
 	}
 	return out, nil
 }
 
-// typeFromSparkJSON reads the "type" of a schemaString field, array element or map key/value.
-func typeFromSparkJSON(raw json.RawMessage) (Type, error) {
+// typeFromSparkJSON reads the "type" of a schemaString field, array element or map key/value;
+// physical: as fromSparkStruct.
+func typeFromSparkJSON(raw json.RawMessage, physical bool) (Type, error) {
 	var name string
 	if err := json.Unmarshal(raw, &name); err == nil {
 		return typeFromSparkName(name)
@@ -116,7 +141,7 @@ func typeFromSparkJSON(raw json.RawMessage) (Type, error) {
 		if err := json.Unmarshal(raw, &inner); err != nil {
 			return Type{}, fmt.Errorf("struct type %s: %w", string(raw), err)
 		}
-		is, err := fromSparkStruct(inner)
+		is, err := fromSparkStruct(inner, physical)
 		if err != nil {
 			return Type{}, err
 		}
@@ -125,7 +150,7 @@ func typeFromSparkJSON(raw json.RawMessage) (Type, error) {
 		if head.ElementType == nil {
 			return Type{}, fmt.Errorf("array type %s has no elementType", string(raw))
 		}
-		et, err := typeFromSparkJSON(head.ElementType)
+		et, err := typeFromSparkJSON(head.ElementType, physical)
 		if err != nil {
 			return Type{}, fmt.Errorf("array element: %w", err)
 		}
@@ -134,11 +159,11 @@ func typeFromSparkJSON(raw json.RawMessage) (Type, error) {
 		if head.KeyType == nil || head.ValueType == nil {
 			return Type{}, fmt.Errorf("map type %s needs keyType and valueType", string(raw))
 		}
-		kt, err := typeFromSparkJSON(head.KeyType)
+		kt, err := typeFromSparkJSON(head.KeyType, physical)
 		if err != nil {
 			return Type{}, fmt.Errorf("map key: %w", err)
 		}
-		vt, err := typeFromSparkJSON(head.ValueType)
+		vt, err := typeFromSparkJSON(head.ValueType, physical)
 		if err != nil {
 			return Type{}, fmt.Errorf("map value: %w", err)
 		}

@@ -125,8 +125,8 @@ datasets:
 	}
 }
 
-// TestDeltaSourceUnreadable: a Delta table this reader cannot read (column mapping, as
-// Databricks writes it) is refused when the spec is loaded, as a type it does not support is,
+// TestDeltaSourceUnreadable: a Delta table this reader cannot read (column mapping by field id;
+// by name it reads) is refused when the spec is loaded, as a type it does not support is,
 // with a hint that says so rather than to point path at a Delta table's folder.
 func TestDeltaSourceUnreadable(t *testing.T) {
 	t.Parallel()
@@ -135,7 +135,7 @@ func TestDeltaSourceUnreadable(t *testing.T) {
 	if err := os.MkdirAll(log, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	commit := `{"metaData":{"id":"592de637-dd77-4aaa-af00-97d723a7f1f1","format":{"provider":"parquet","options":{}},"schemaString":"{\"type\":\"struct\",\"fields\":[{\"name\":\"Super Name\",\"type\":\"string\",\"nullable\":true,\"metadata\":{\"delta.columnMapping.id\":1,\"delta.columnMapping.physicalName\":\"col-3877fd94-0973-4941-ac6b-646849a1ff65\"}}]}","partitionColumns":[],"configuration":{"delta.columnMapping.mode":"name","delta.columnMapping.maxColumnId":"1"},"createdTime":1699946083038}}
+	commit := `{"metaData":{"id":"592de637-dd77-4aaa-af00-97d723a7f1f1","format":{"provider":"parquet","options":{}},"schemaString":"{\"type\":\"struct\",\"fields\":[{\"name\":\"Super Name\",\"type\":\"string\",\"nullable\":true,\"metadata\":{\"delta.columnMapping.id\":1,\"delta.columnMapping.physicalName\":\"col-3877fd94-0973-4941-ac6b-646849a1ff65\"}}]}","partitionColumns":[],"configuration":{"delta.columnMapping.mode":"id","delta.columnMapping.maxColumnId":"1"},"createdTime":1699946083038}}
 {"protocol":{"minReaderVersion":2,"minWriterVersion":5}}
 `
 	if err := os.WriteFile(filepath.Join(log, "00000000000000000000.json"), []byte(commit), 0o644); err != nil {
@@ -150,11 +150,11 @@ datasets:
 `
 	_, err := Parse(filepath.Join(dir, "p.yaml"), []byte(spec), nil, nil)
 	if err == nil {
-		t.Fatal("a table with column mapping was accepted")
+		t.Fatal("a table with column mapping by id was accepted")
 	}
 	got := err.Error()
 	for _, want := range []string{
-		"p.yaml:4:35: datasets[0].source.path: cannot read the Delta table: delta: the table uses column mapping (mode name)",
+		"p.yaml:4:35: datasets[0].source.path: cannot read the Delta table: delta: the table uses column mapping by field id (delta.columnMapping.mode = id), which this reader does not support (it reads column mapping by name)",
 		`(hint: the table uses what this reader cannot read yet (README "Delta Lake: conformance" lists what it reads))`,
 		"p.yaml:6:35: datasets[1].source.path: cannot read the Delta table: ",
 		"(hint: point path at a Delta table's folder (the one holding _delta_log))",

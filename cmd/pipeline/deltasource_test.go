@@ -174,3 +174,32 @@ func TestDeltaSourceAppendAndSnapshot(t *testing.T) {
 		t.Errorf("%d live rows, want 9 (10 inserted, 1 deleted)", len(latest))
 	}
 }
+
+// TestDeltaSourceColumnMapping reads table_with_column_mapping, which Databricks wrote with
+// column mapping by name (its files, partition values and statistics name the columns col-<uuid>;
+// the table names them "Company Very Short", its partition column, and "Super Name"), as a
+// streaming table, and a query groups it by the partition column: the rows are the five
+// delta-rs's tests expect, by their logical names.
+func TestDeltaSourceColumnMapping(t *testing.T) {
+	t.Parallel()
+	spec, conf := feedSpec(t, "table_with_column_mapping", "")
+	body, err := os.ReadFile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body = append(body, "  - name: by_company\n    query: SELECT \"Company Very Short\" AS company, count(*) AS n FROM feed GROUP BY 1\n"...)
+	if err := os.WriteFile(spec, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, append([]string{"run", spec}, conf...)...)
+	row := func(company, name string) map[string]any {
+		return map[string]any{"Company Very Short": company, "Super Name": name}
+	}
+	assertRows(t, "feed", readJSONL(t, mustRun(t, append([]string{"show", spec, "feed", "--format", "jsonl"}, conf...)...)), []map[string]any{
+		row("BMS", "Anthony Johnson"), row("BMS", "Mr. Daniel Ferguson MD"), row("BMS", "Nathan Bennett"),
+		row("BMS", "Stephanie Mcgrath"), row("BME", "Timothy Lamb"),
+	})
+	assertRows(t, "by_company", readJSONL(t, mustRun(t, append([]string{"show", spec, "by_company", "--format", "jsonl"}, conf...)...)), []map[string]any{
+		{"company": "BMS", "n": json.Number("4")}, {"company": "BME", "n": json.Number("1")},
+	})
+}
