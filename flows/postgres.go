@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"tributary/delta"
+	"tributary/eventlog"
 	"tributary/expectations"
 	"tributary/internal/fault"
 	"tributary/schema"
@@ -145,7 +146,7 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 	defer repl.Close(context.Background())
 
 	w := &pgWriter{env: env, d: d, table: table, snap: snap, appID: appID, tbl: tbl}
-	if err := w.openDroppedTable(pgDroppedDir(p.Storage, d.Name), !started); err != nil {
+	if err := w.openDroppedTable(PostgresDroppedDir(p.Storage, d.Name), !started); err != nil {
 		return m, fmt.Errorf("dataset %s: %w", d.Name, err)
 	}
 	// The data files written of a transaction that was not committed: an error stops the run
@@ -260,6 +261,7 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 		if err != nil {
 			return total, err
 		}
+		w.maintainDropped()
 		first, committed = false, int64(cp)
 	}
 
@@ -918,7 +920,7 @@ type pgWriter struct {
 	openDropped []delta.Add
 
 	// dropped is the Delta table of the rows a drop expectation left out of the bronze table
-	// (pgDroppedDir; deletes and truncates aside), which the TOAST lookup reads as it reads the
+	// (PostgresDroppedDir; deletes and truncates aside), which the TOAST lookup reads as it reads the
 	// bronze table: an unchanged TOASTed value after a dropped change takes that change's value
 	// in a later batch as in the same one, and a key whose insert was dropped still has one.
 	// droppedSnap is its latest snapshot, nil while it has no commit. Tests may leave it nil.
@@ -926,9 +928,11 @@ type pgWriter struct {
 	droppedSnap *delta.Snapshot
 }
 
-// pgDroppedDir returns <storage>/system/postgres_dropped/<dataset>: the Delta table of the rows
-// of a postgres source that its drop expectations left out (pgWriter.dropped).
-func pgDroppedDir(storage, dataset string) string {
+// PostgresDroppedDir returns <storage>/system/postgres_dropped/<dataset>: the Delta table of
+// the rows of a postgres source that its drop expectations left out (pgWriter.dropped), which
+// the source's flow compacts (pgWriter.compactDropped) and the update's automatic maintenance
+// cleans up (metadata cleanup, VACUUM).
+func PostgresDroppedDir(storage, dataset string) string {
 	return filepath.Join(storage, "system", "postgres_dropped", dataset)
 }
 
@@ -974,6 +978,163 @@ func (w *pgWriter) commitDropped() error {
 	w.openDropped = nil // the dropped table's now
 	w.droppedSnap, err = w.dropped.Snapshot(v)
 	return err
+}
+
+// droppedCompaction says what compactDropped did: Version is its commit, -1 when it did nothing;
+// it rewrote Files data files of Rows rows into Added files of the Kept rows the TOAST lookup
+// may still take.
+type droppedCompaction struct {
+	Version           int64
+	Files, Added      int
+	Rows, Kept        int64
+	BytesIn, BytesOut int64
+}
+
+// compactDropped keeps the dropped table bounded: once it has pipelines.autoOptimize.minNumFiles
+// data files (the dataset's table property, default 50; none while pipelines.autoOptimize.managed
+// is "false"), it rewrites its newer files (droppedCompactFrom) into files that keep, of each
+// key, only its latest row among them. The TOAST lookup (storedRows) takes a key's row of the
+// highest _lsn from the bronze and the dropped tables, of equal LSNs the later in file order, and
+// never an older one: a dropped row with a later one of its key in the dropped table is never
+// taken, and the rows kept are those it takes (of equal LSNs, the later in file order, as the
+// lookup does). One commit removes the old files and adds the new ones, so a kill at any point
+// leaves either table whole (new files no commit names are VACUUM's, after the retention); the
+// old files stay on disk for VACUUM too. Memory holds a key and its LSN per key of the files
+// rewritten, and one row group.
+func (w *pgWriter) compactDropped() (droppedCompaction, error) {
+	res := droppedCompaction{Version: -1}
+	if w.dropped == nil || w.droppedSnap == nil || len(w.openDropped) > 0 {
+		return res, nil
+	}
+	var props map[string]string
+	if w.d != nil {
+		props = w.d.TableProperties
+	}
+	on, minFiles := delta.Metadata{Configuration: props}.AutoOptimize()
+	files := w.droppedSnap.Files
+	if !on || len(files) < minFiles {
+		return res, nil
+	}
+	bin := files[droppedCompactFrom(files):]
+	meta := w.droppedSnap.Metadata
+	type latest struct {
+		lsn       int64
+		file, row int
+	}
+	best := map[string]latest{}
+	for fi, a := range bin {
+		row := 0
+		err := w.dropped.FileRowGroupsReused(meta, a, func(group [][]any) error {
+			for _, r := range group {
+				k := w.tbl.keyText(r)
+				lsn, _ := r[w.tbl.data+1].(int64)
+				if old, ok := best[k]; !ok || lsn >= old.lsn { // a tie: the later row in file order
+					best[k] = latest{lsn: lsn, file: fi, row: row}
+				}
+				row++
+			}
+			return nil
+		})
+		if err != nil {
+			return res, err
+		}
+		res.Files, res.BytesIn = res.Files+1, res.BytesIn+a.Size
+		res.Rows += int64(row)
+	}
+	dw, err := w.dropped.NewDataWriter(meta)
+	if err != nil {
+		return res, err
+	}
+	var kept [][]any
+	for fi, a := range bin {
+		row := 0
+		err := w.dropped.FileRowGroupsReused(meta, a, func(group [][]any) error {
+			kept = kept[:0]
+			for _, r := range group {
+				if b := best[w.tbl.keyText(r)]; b.file == fi && b.row == row {
+					kept = append(kept, r)
+				}
+				row++
+			}
+			return dw.Write(kept)
+		})
+		if err != nil {
+			dw.Abort()
+			return res, err
+		}
+	}
+	adds, err := dw.Close()
+	if err != nil {
+		return res, err
+	}
+	fault.Point("postgres.dropped-compact.before-commit")
+	tx := w.dropped.Begin(w.droppedSnap)
+	now := time.Now().UnixMilli()
+	for _, a := range bin {
+		tx.Remove(w.dropped.RemoveFor(a, now))
+	}
+	tx.Add(adds...)
+	for _, a := range adds {
+		res.BytesOut += a.Size
+	}
+	res.Added, res.Kept = len(adds), int64(len(best))
+	tx.SetCommitInfo(nil, map[string]string{
+		"numRemovedFiles": strconv.Itoa(res.Files), "numAddedFiles": strconv.Itoa(res.Added),
+		"numDeletedRows": strconv.FormatInt(res.Rows-res.Kept, 10), "numOutputRows": strconv.FormatInt(res.Kept, 10),
+	})
+	v, err := tx.Commit("DELETE", map[string]any{"predicate": []string{"a later dropped change of the same key"}})
+	if err != nil {
+		removeUncommitted(w.dropped, adds)
+		return res, err
+	}
+	fault.Point("postgres.dropped-compact.after-commit")
+	res.Version = v
+	w.droppedSnap, err = w.dropped.Snapshot(v)
+	return res, err
+}
+
+// droppedCompactFrom returns the index of the first of files (the dropped table's, in snapshot
+// order) that compactDropped rewrites with all after it: the first whose rows (stats numRecords)
+// are at most those of the files after it, so that a large file of earlier compactions is
+// rewritten only once as many rows came after it, and the work stays proportional to the rows
+// written; 0 when there is none.
+func droppedCompactFrom(files []delta.Add) int {
+	after := make([]int64, len(files)+1) // after[i]: the rows of files[i:]
+	for i := len(files) - 1; i >= 0; i-- {
+		n, _ := files[i].NumRecords()
+		after[i] = after[i+1] + max(n, 0)
+	}
+	for i := range files {
+		if after[i]-after[i+1] <= after[i+1] {
+			return i
+		}
+	}
+	return 0
+}
+
+// maintainDropped runs compactDropped after a batch's commit and reports it as an event of the
+// dataset: INFO for a compaction, WARN for a failure, which does not fail the flow (the batch is
+// committed; the next batch tries again).
+func (w *pgWriter) maintainDropped() {
+	res, err := w.compactDropped()
+	if w.env == nil || w.env.Events == nil {
+		return
+	}
+	name := w.d.Name
+	switch {
+	case err != nil:
+		w.env.Events.Emit(eventlog.Warn, eventlog.MaintenanceProgress, name, name,
+			fmt.Sprintf("Compacting the changes a drop expectation left out of %s (%s) failed: %v; the next batch tries again.", name, w.dropped.Dir, err), nil, err.Error())
+	case res.Version >= 0:
+		w.env.Events.Emit(eventlog.Info, eventlog.MaintenanceProgress, name, name,
+			fmt.Sprintf("Compacted the changes a drop expectation left out of %s: %d files of %d rows into %d files of the latest row of each of %d keys (version %d of %s).", name, res.Files, res.Rows, res.Added, res.Kept, res.Version, w.dropped.Dir),
+			map[string]any{"maintenance_progress": map[string]any{
+				"operation": "OPTIMIZE", "auto": true, "table": w.dropped.Dir, "version": res.Version,
+				"num_removed_files": res.Files, "num_added_files": res.Added,
+				"num_removed_bytes": res.BytesIn, "num_added_bytes": res.BytesOut,
+				"num_removed_rows": res.Rows - res.Kept,
+			}}, "")
+	}
 }
 
 // writeOpen writes rows, the next rows of a transaction whose commit is still to come, to data
@@ -1056,7 +1217,11 @@ func (w *pgWriter) commit(ctx context.Context, rows [][]any, lsn pglogrepl.LSN, 
 	adds, kept = append(w.open, adds...), kept+w.openKept
 	// From here the files are commitFiles': it removes them when it gives up before the commit.
 	w.closeOpen()
-	return w.commitFiles(ctx, adds, kept, q, lsn, kind)
+	m, err = w.commitFiles(ctx, adds, kept, q, lsn, kind)
+	if err == nil {
+		w.maintainDropped()
+	}
+	return m, err
 }
 
 // write fills the unchanged TOASTed values of rows, checks the expectations and writes the rows
