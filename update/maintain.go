@@ -49,24 +49,51 @@ func autoOptimize(t *delta.Table, d *spec.Dataset, events *eventlog.Log) {
 		}}, "")
 }
 
-// cleanupLog runs the metadata cleanup of t, dataset d's table (delta.Table.CleanupExpiredLogs:
+// maintained is a table the automatic maintenance after a flow's commit looks after: a dataset's
+// own (datasetTable; a quarantine table is one), or the dropped changes of a postgres source
+// (droppedTable), which only its own flow reads, as a snapshot.
+type maintained struct {
+	d    *spec.Dataset // the events' flow and dataset, whose table_properties say whether VACUUM runs (managed)
+	name string        // the table as the events' messages name it
+	key  string        // its key in session.cleaned
+	// logRead says flows of the pipeline may read the table from its log (flows.LogFloor,
+	// autoVacuumFrom); without it no version before the latest is kept for a reader.
+	logRead bool
+}
+
+// datasetTable is the table of dataset d, as maintained.
+func datasetTable(d *spec.Dataset) maintained {
+	return maintained{d: d, name: d.Name, key: d.Name, logRead: true}
+}
+
+// droppedTable is the table of the changes postgres source d's drop expectations left out
+// (flows.PostgresDroppedDir), as maintained: no flow reads its log.
+func droppedTable(p *spec.Pipeline, d *spec.Dataset) maintained {
+	return maintained{d: d, name: "the dropped changes of " + d.Name + " (" + flows.PostgresDroppedDir(p.Storage, d.Name) + ")", key: "\x00postgres_dropped\x00" + d.Name}
+}
+
+// cleanupLog runs the metadata cleanup of t, the table m (delta.Table.CleanupExpiredLogs:
 // commits and checkpoints older than its delta.logRetentionDuration, default 30 days), after its
-// flow committed version: on the first commit of d in this update, then once per checkpoint
-// interval. It keeps what the pipeline's flows read from the log (flows.LogFloor). What it
-// deleted is an INFO maintenance_progress event; a failure is a WARN event, never a failed flow.
-func (s *session) cleanupLog(t *delta.Table, d *spec.Dataset, version int64) {
+// flow committed version: on the first commit of the table in this update, then once per
+// checkpoint interval. It keeps what the pipeline's flows read from the log (flows.LogFloor). What
+// it deleted is an INFO maintenance_progress event; a failure is a WARN event, never a failed flow.
+func (s *session) cleanupLog(t *delta.Table, m maintained, version int64) {
+	d := m.d
 	snap, err := t.Snapshot(-1)
 	if err == nil {
 		n := snap.Metadata.CheckpointInterval()
-		if last, ok := s.cleaned.Load(d.Name); ok && last.(int64)/n == version/n {
+		if last, ok := s.cleaned.Load(m.key); ok && last.(int64)/n == version/n {
 			return
 		}
-		s.cleaned.Store(d.Name, version)
-		floor := func() (int64, error) { return flows.LogFloor(s.p, d, t, snap) }
+		s.cleaned.Store(m.key, version)
+		floor := func() (int64, error) { return snap.Version, nil }
+		if m.logRead {
+			floor = func() (int64, error) { return flows.LogFloor(s.p, d, t, snap) }
+		}
 		var res delta.LogCleanupResult
 		if res, err = t.CleanupExpiredLogs(time.Now(), floor); err == nil && len(res.Files) > 0 {
 			s.events.Emit(eventlog.Info, eventlog.MaintenanceProgress, d.Name, d.Name,
-				fmt.Sprintf("Metadata cleanup of %s deleted %d expired log files; its log now starts at version %d.", d.Name, len(res.Files), res.Checkpoint),
+				fmt.Sprintf("Metadata cleanup of %s deleted %d expired log files; its log now starts at version %d.", m.name, len(res.Files), res.Checkpoint),
 				map[string]any{"maintenance_progress": map[string]any{
 					"operation": "METADATA CLEANUP", "auto": true, "version": snap.Version,
 					"num_removed_files": len(res.Files), "log_start_version": res.Checkpoint,
@@ -75,21 +102,23 @@ func (s *session) cleanupLog(t *delta.Table, d *spec.Dataset, version int64) {
 	}
 	if err != nil {
 		s.events.Emit(eventlog.Warn, eventlog.MaintenanceProgress, d.Name, d.Name,
-			fmt.Sprintf("Metadata cleanup of %s failed: %v; a later update tries again.", d.Name, err), nil, err.Error())
+			fmt.Sprintf("Metadata cleanup of %s failed: %v; a later update tries again.", m.name, err), nil, err.Error())
 		return
 	}
-	s.autoVacuum(t, d, snap)
+	s.autoVacuum(t, m, snap)
 }
 
-// autoVacuum runs VACUUM on t, dataset d's table at snap, as Delta Live Tables' automatic
+// autoVacuum runs VACUUM on t, the table m at snap, as Delta Live Tables' automatic
 // maintenance does, when this update wrote one of its checkpoints (so about once every
 // delta.checkpointInterval commits, however often updates run) and automatic maintenance is on
 // (pipelines.autoOptimize.managed is not "false"): the files no version within the table's
-// delta.deletedFileRetentionDuration (default 7 days) needs go, except those of versions a flow
-// of the pipeline has not read yet (flows.UnreadFrom), as `pipeline vacuum` does, and every
-// version of a table an apply_changes_from_snapshot flow reads (autoVacuumFrom). What it
+// delta.deletedFileRetentionDuration (default 7 days) needs go (and those no version names, such
+// as the data files of a write killed before its commit, once older than that), except those of
+// versions a flow of the pipeline has not read yet (flows.UnreadFrom), as `pipeline vacuum` does,
+// and every version of a table an apply_changes_from_snapshot flow reads (autoVacuumFrom). What it
 // deleted is an INFO maintenance_progress event; a failure is a WARN event.
-func (s *session) autoVacuum(t *delta.Table, d *spec.Dataset, snap *delta.Snapshot) {
+func (s *session) autoVacuum(t *delta.Table, m maintained, snap *delta.Snapshot) {
+	d := m.d
 	if on, _ := snap.Metadata.AutoOptimize(); !on || !managed(d) {
 		return
 	}
@@ -98,7 +127,10 @@ func (s *session) autoVacuum(t *delta.Table, d *spec.Dataset, snap *delta.Snapsh
 	if st, err := os.Stat(cp); err != nil || st.ModTime().Before(s.start) {
 		return // no checkpoint written by this update
 	}
-	from, err := autoVacuumFrom(s.p, d.Name)
+	from, err := int64(-1), error(nil)
+	if m.logRead {
+		from, err = autoVacuumFrom(s.p, d.Name)
+	}
 	var res delta.VacuumResult
 	if err == nil {
 		res, err = t.Vacuum(delta.VacuumOptions{Retain: -1, KeepFromVersion: from})
@@ -106,10 +138,10 @@ func (s *session) autoVacuum(t *delta.Table, d *spec.Dataset, snap *delta.Snapsh
 	switch {
 	case err != nil:
 		s.events.Emit(eventlog.Warn, eventlog.MaintenanceProgress, d.Name, d.Name,
-			fmt.Sprintf("Automatic VACUUM of %s failed: %v; a later update tries again.", d.Name, err), nil, err.Error())
+			fmt.Sprintf("Automatic VACUUM of %s failed: %v; a later update tries again.", m.name, err), nil, err.Error())
 	case len(res.Files) > 0:
 		s.events.Emit(eventlog.Info, eventlog.MaintenanceProgress, d.Name, d.Name,
-			fmt.Sprintf("Automatic VACUUM of %s deleted %d files (%d bytes) that no version of the last %s needs.", d.Name, len(res.Files), res.Bytes, res.Retain),
+			fmt.Sprintf("Automatic VACUUM of %s deleted %d files (%d bytes) that no version of the last %s needs.", m.name, len(res.Files), res.Bytes, res.Retain),
 			map[string]any{"maintenance_progress": map[string]any{
 				"operation": "VACUUM", "auto": true, "version": snap.Version,
 				"num_deleted_files": len(res.Files), "num_deleted_bytes": res.Bytes,
@@ -161,6 +193,20 @@ func (s *session) maintainQuarantine(d *spec.Dataset) {
 		autoOptimize(t, q, s.events)
 	}
 	if v, err = t.LatestVersion(); err == nil {
-		s.cleanupLog(t, q, v)
+		s.cleanupLog(t, datasetTable(q), v)
 	}
+}
+
+// maintainPostgresDropped gives the table of the changes postgres source d's drop expectations
+// left out (flows.PostgresDroppedDir) the metadata cleanup and VACUUM of a dataset's table, VACUUM
+// only when d's automatic maintenance is on (managed): d's flow compacts it itself, keeping the
+// latest row of each key, which leaves the rows it replaced to VACUUM, with the data files of a
+// run killed before its commit. A missing table (nothing dropped since the snapshot) is left alone.
+func (s *session) maintainPostgresDropped(d *spec.Dataset) {
+	t := delta.New(flows.PostgresDroppedDir(s.p.Storage, d.Name))
+	v, err := t.LatestVersion()
+	if err != nil || v < 0 {
+		return
+	}
+	s.cleanupLog(t, droppedTable(s.p, d), v)
 }

@@ -298,9 +298,12 @@ func (s *session) batch(ctx context.Context, only map[string]bool) error {
 		if err == nil && m.Version >= 0 {
 			t := delta.New(flows.TableDir(p.Storage, d.Name)) // one log replay for both
 			autoOptimize(t, d, events)
-			s.cleanupLog(t, d, m.Version)
+			s.cleanupLog(t, datasetTable(d), m.Version)
 			if d.Quarantines() {
 				s.maintainQuarantine(d)
+			}
+			if d.Source != nil && d.Source.Format == spec.FormatPostgres {
+				s.maintainPostgresDropped(d)
 			}
 		}
 		mu.Lock()
