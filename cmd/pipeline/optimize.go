@@ -16,12 +16,17 @@ import (
 
 // maintained is one table a maintenance command works on: a dataset's table, or the event log.
 type maintained struct {
-	name    string // the dataset, or "event log"
+	name    string // the dataset, "event log", or the folder of a postgres source's dropped changes
 	table   *delta.Table
-	dataset *spec.Dataset // nil for the event log
+	dataset *spec.Dataset // nil for the event log, a quarantine table and dropped changes
+	// vacuumOnly: the dropped changes of a postgres source, which its flow compacts itself
+	// (keeping the latest row of each key, which needs the source's primary key): OPTIMIZE
+	// leaves them alone.
+	vacuumOnly bool
 }
 
-// maintainedTables lists the tables of p that exist, in spec order, then the event log; or,
+// maintainedTables lists the tables of p that exist, in spec order (each dataset's, then its
+// quarantine table and, for a postgres source, its dropped changes), then the event log; or,
 // when name is given, that dataset's table alone (an unknown dataset is a usage error, a table
 // never created a failure).
 func maintainedTables(p *spec.Pipeline, name string) ([]maintained, error) {
@@ -43,6 +48,11 @@ func maintainedTables(p *spec.Pipeline, name string) ([]maintained, error) {
 		if q := d.Name + spec.QuarantineSuffix; d.Quarantines() {
 			if qt := delta.New(flows.TableDir(p.Storage, q)); latest(qt) >= 0 {
 				out = append(out, maintained{name: q, table: qt}) // its quarantine table
+			}
+		}
+		if d.Source != nil && d.Source.Format == spec.FormatPostgres {
+			if dt := delta.New(flows.PostgresDroppedDir(p.Storage, d.Name)); latest(dt) >= 0 {
+				out = append(out, maintained{name: filepath.ToSlash(filepath.Join("system", "postgres_dropped", d.Name)), table: dt, vacuumOnly: true})
 			}
 		}
 	}
@@ -124,6 +134,9 @@ func newOptimizeCmd() *cobra.Command {
 func optimize(w io.Writer, tables []maintained, named bool) error {
 	var errs []error
 	for _, m := range tables {
+		if m.vacuumOnly {
+			continue
+		}
 		res, err := m.table.Optimize(delta.OptimizeOptions{})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", m.name, err))

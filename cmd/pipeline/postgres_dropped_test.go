@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"tributary/internal/pgtest"
 )
@@ -94,6 +95,30 @@ datasets:
 			if killed < rounds/2 {
 				t.Fatalf("%d updates were killed at %s, want at least %d", killed, point, rounds/2)
 			}
+
+			// pipeline vacuum deletes a file of the dropped changes that no version names once
+			// older than the retention, and pipeline optimize leaves that table to the flow.
+			dir := filepath.Join(tmp, "storage", "system", "postgres_dropped", "docs_changes")
+			orphan := filepath.Join(dir, "part-00000-00000000-0000-0000-0000-000000000000-c000.snappy.parquet")
+			if err := os.WriteFile(orphan, []byte("PAR1"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			old := time.Now().Add(-8 * 24 * time.Hour)
+			if err := os.Chtimes(orphan, old, old); err != nil {
+				t.Fatal(err)
+			}
+			vacuumArgs := append([]string{"vacuum", specPath, "--dry-run"}, args[1:]...)
+			if out := mustRun(t, vacuumArgs...); !strings.Contains(out, "system/postgres_dropped/docs_changes: would delete 1 files") || !strings.Contains(out, filepath.Base(orphan)) {
+				t.Fatalf("pipeline vacuum --dry-run does not name the uncommitted file of the dropped changes:\n%s", out)
+			}
+			mustRun(t, append([]string{"vacuum", specPath}, args[1:]...)...)
+			if _, err := os.Stat(orphan); err == nil {
+				t.Fatalf("pipeline vacuum left %s", orphan)
+			}
+			if out := mustRun(t, append([]string{"optimize", specPath}, args[1:]...)...); strings.Contains(out, "postgres_dropped") {
+				t.Fatalf("pipeline optimize compacted the dropped changes:\n%s", out)
+			}
+			check("after vacuum and optimize", true)
 		})
 	}
 }
