@@ -923,6 +923,8 @@ type pgWriter struct {
 	// (PostgresDroppedDir; deletes and truncates aside), which the TOAST lookup reads as it reads the
 	// bronze table: an unchanged TOASTed value after a dropped change takes that change's value
 	// in a later batch as in the same one, and a key whose insert was dropped still has one.
+	// compactDropped keeps only the latest row of each key of its newer files once it has
+	// pipelines.autoOptimize.minNumFiles of them; the update vacuums it (update/maintain.go).
 	// droppedSnap is its latest snapshot, nil while it has no commit. Tests may leave it nil.
 	dropped     *delta.Table
 	droppedSnap *delta.Snapshot
