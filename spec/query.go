@@ -686,8 +686,8 @@ func (v *validation) querySyntax(infos []*datasetInfo) {
 		}
 		off = max(off, 0)
 		hint := "queries are DuckDB SQL (README \"SQL datasets\")"
-		if name, ok := backtickName(in.ds.Query.SQL); ok {
-			hint = fmt.Sprintf("queries are DuckDB SQL, which quotes names with double quotes, not Spark SQL's backticks: write \"%s\" for `%s`", strings.ReplaceAll(name, `"`, `""`), name)
+		if h, ok := sparkSyntaxHint(in.ds.Query.SQL); ok {
+			hint = h
 		}
 		v.d.add(v.d.queryPos(in.query.node, off), in.query.path, hint, "the SQL does not parse: %s", se.Message)
 	}
@@ -849,6 +849,14 @@ func (v *validation) queryChecks(infos []*datasetInfo) {
 			continue
 		}
 		node, path := in.query.node, in.query.path
+		for _, c := range sparkCalls(ds.Query.SQL) {
+			form := c.name + "(...)"
+			if c.args > 0 {
+				form = fmt.Sprintf("%s with %d arguments", c.name, c.args)
+			}
+			v.d.add(v.d.queryPos(node, c.at), path, "write "+c.duck,
+				"%s is Spark SQL, which DuckDB, the engine that runs queries, does not take: the update would fail here", form)
+		}
 		for _, r := range in.query.qualified {
 			last := r.Name[strings.LastIndexByte(r.Name, '.')+1:]
 			if target, ok := v.byLower[strings.ToLower(last)]; ok {

@@ -124,6 +124,13 @@ func TestQueryValidation(t *testing.T) {
 		{"skip_change_commits on a materialized view", "  - name: gold\n    skip_change_commits: true\n    query: SELECT * FROM bronze", []string{"18:5: datasets[2].skip_change_commits: skip_change_commits applies to a streaming_table"}},
 		{"bad table_changes", "  - name: gold\n    query: SELECT * FROM table_changes(silver)", []string{"18:26: datasets[2].query: table_changes takes a dataset name in quotes"}},
 		{"a cycle", "  - name: gold\n    query: SELECT * FROM gold2\n  - name: gold2\n    query: SELECT * FROM gold", []string{"17:5: datasets[2]: dataset gold is part of a cycle", "19:5: datasets[3]: dataset gold2 is part of a cycle"}},
+		// Spark SQL functions DuckDB does not take, each at its place; not in strings, quoted
+		// names, after a dot or as a column, nor datediff and date_sub in DuckDB's three-argument
+		// form.
+		{"spark functions", "  - name: gold\n    query: SELECT explode(tags) AS t, size, 'nvl(x)' AS s, \"size\"(1), x.size(1), datediff('day', a, b), DATEDIFF(b, a), date_sub(d, 3) FROM silver", []string{
+			"18:19: datasets[2].query: explode(...) is Spark SQL, which DuckDB, the engine that runs queries, does not take: the update would fail here (hint: write unnest(arr) in the SELECT list (it drops empty and NULL arrays))",
+			"18:105: datasets[2].query: DATEDIFF with 2 arguments is Spark SQL, which DuckDB, the engine that runs queries, does not take: the update would fail here (hint: write datediff('day', start, end): DuckDB's takes the unit first and start before end (Spark's is datediff(end, start)))",
+			"18:121: datasets[2].query: date_sub with 2 arguments is Spark SQL"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
