@@ -192,6 +192,60 @@ func (e *Engine) Query(ctx context.Context, query string, rels []Relation) (_ sc
 	return out, result, nil
 }
 
+// Describe binds query against rels as Query would run it, without running it (DuckDB's
+// DESCRIBE), and returns the schema of its result. A query DuckDB cannot bind (a column, table or
+// function it does not know, arguments of the wrong types) is an error whose BindError is true;
+// so is nothing else.
+func (e *Engine) Describe(ctx context.Context, query string, rels []Relation) (schema.Schema, error) {
+	conn, err := e.db.Conn(ctx)
+	if err != nil {
+		return schema.Schema{}, fmt.Errorf("sqlengine: %w", err)
+	}
+	defer conn.Close()
+	defer func() {
+		for _, r := range rels {
+			conn.ExecContext(context.Background(), "DROP VIEW IF EXISTS "+Quote(r.Name))
+			conn.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+Quote(r.Name))
+		}
+	}()
+	for _, r := range rels {
+		r.Files, r.Rows, r.Deleted = nil, nil, nil // an empty table of its columns binds alike
+		if err := register(ctx, conn, r); err != nil {
+			return schema.Schema{}, err
+		}
+	}
+	rows, err := conn.QueryContext(ctx, "DESCRIBE "+query)
+	if err != nil {
+		return schema.Schema{}, queryError(err)
+	}
+	defer rows.Close()
+	var out schema.Schema
+	for rows.Next() {
+		var name, typ string
+		var rest [4]any
+		if err := rows.Scan(&name, &typ, &rest[0], &rest[1], &rest[2], &rest[3]); err != nil {
+			return schema.Schema{}, queryError(err)
+		}
+		t, err := kindOf(typ)
+		if err != nil {
+			return schema.Schema{}, fmt.Errorf("sqlengine: result column %s: %w", name, err)
+		}
+		out.Fields = append(out.Fields, schema.Field{Name: name, Type: t, Nullable: true})
+	}
+	if err := rows.Err(); err != nil {
+		return schema.Schema{}, queryError(err)
+	}
+	return out, nil
+}
+
+// BindError reports whether err is DuckDB refusing to bind a query (a Binder or Catalog error:
+// a column, table, function or argument types it does not know), which Describe finds as the
+// query would fail when run, rather than a failure to read or run it.
+func BindError(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Binder Error: ") || strings.Contains(msg, "Catalog Error: ")
+}
+
 // RelationRef returns the SQL that names the relation Query registers as name, for the text of
 // a query: the quoted name qualified by DuckDB's temporary catalog (temp.main), where Query
 // registers it, so that a CTE of the same name does not hide it (`WITH a AS (SELECT * FROM

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"tributary/flows"
 	"tributary/internal/suggest"
 	"tributary/spec"
 	"tributary/sqlengine"
@@ -66,7 +68,35 @@ func newRootProfiled() (*cobra.Command, *profiles) {
 // the SQL alone: they neither need it valid nor pay for the parser.
 func loadChecked(path string, confs []string) (*spec.Pipeline, error) {
 	spec.SQLParser = parseSQL
-	return load(path, confs)
+	p, err := load(path, confs)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkQueries(p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// checkQueries binds the queries of p as the update would run them (flows.CheckQueries): a query
+// DuckDB refuses (a misspelt column, a function it does not have) is a spec error at the query,
+// before anything runs, rather than a failed flow once the flows before it have run.
+func checkQueries(p *spec.Pipeline) error {
+	problems, err := flows.CheckQueries(context.Background(), p)
+	if err != nil {
+		return err
+	}
+	var es spec.Errors
+	for _, pr := range problems {
+		i := slices.Index(p.Datasets, pr.Dataset)
+		es = append(es, &spec.Error{Pos: pr.Dataset.Query.Pos, Path: fmt.Sprintf("datasets[%d].query", i),
+			Msg:  "the query does not bind: " + pr.Err.Error(),
+			Hint: "its inputs have the columns the spec declares for them (a query dataset's, its query's); queries are DuckDB SQL (README \"SQL datasets\")"})
+	}
+	if len(es) > 0 {
+		return usageError(es)
+	}
+	return nil
 }
 
 // parseSQL is spec.SQLParser: DuckDB's parser (sqlengine.Syntax), so that SQL that does not

@@ -1,0 +1,155 @@
+package flows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"tributary/delta"
+	"tributary/schema"
+	"tributary/spec"
+	"tributary/sqlengine"
+)
+
+// QueryProblem is a query dataset whose query DuckDB would refuse when the update runs it: Err
+// says why, in DuckDB's words (a column, table or function it does not know, arguments of the
+// wrong types).
+type QueryProblem struct {
+	Dataset *spec.Dataset
+	Err     error
+}
+
+// CheckQueries binds the query of every query dataset of p, as the update would run it, against
+// empty tables with the columns its inputs will have (tableSchema), without running it
+// (sqlengine.Describe), and returns those DuckDB refuses, in spec order. A query that reads a
+// dataset whose columns are known only once it runs is not checked; nor is one DuckDB cannot
+// describe. The error is one of opening DuckDB or reading a quarantine table's log.
+func CheckQueries(ctx context.Context, p *spec.Pipeline) ([]QueryProblem, error) {
+	c := &queryChecker{p: p, known: map[string]*boundSchema{}}
+	var out []QueryProblem
+	for _, d := range p.Datasets {
+		if d.Query == nil {
+			continue
+		}
+		b, err := c.bind(ctx, d, 0)
+		if err != nil {
+			return nil, err
+		}
+		if b.err != nil {
+			out = append(out, QueryProblem{Dataset: d, Err: b.err})
+		}
+	}
+	if c.eng != nil {
+		c.eng.Close()
+	}
+	return out, nil
+}
+
+// boundSchema is what CheckQueries knows of a dataset's columns: s when ok; err when its query
+// does not bind.
+type boundSchema struct {
+	s   schema.Schema
+	ok  bool
+	err error
+}
+
+// queryChecker binds the queries of p (CheckQueries), each once.
+type queryChecker struct {
+	p     *spec.Pipeline
+	known map[string]*boundSchema // by dataset name, its table's columns
+	eng   *sqlengine.Engine
+}
+
+// tableSchema returns the columns a query reading dataset name's table (or, for a view, its rows)
+// finds once the flows before it have run: what the spec declares or derives for the dataset (as
+// its flow creates or evolves the table; a table on disk may still have the columns of an older
+// spec), a query dataset's query result; for a quarantine table, its table's. ok is false when
+// they are known only once the dataset's flow runs (a file source that infers its schema, which
+// a new file may widen; a quarantine table not written yet).
+func (c *queryChecker) tableSchema(ctx context.Context, name string, depth int) (boundSchema, error) {
+	d := c.p.Dataset(name)
+	switch {
+	case d == nil: // a quarantine table
+		snap, err := delta.New(TableDir(c.p.Storage, name)).Snapshot(-1)
+		if errors.Is(err, delta.ErrNoTable) {
+			return boundSchema{}, nil
+		} else if err != nil {
+			return boundSchema{}, err
+		}
+		return boundSchema{s: snap.Metadata.Schema, ok: true}, nil
+	case d.Query != nil:
+		b, err := c.bind(ctx, d, depth+1)
+		return boundSchema{s: b.s, ok: b.ok}, err
+	case d.Source != nil && d.Source.InferSchema, len(d.Schema.Fields) == 0:
+		return boundSchema{}, nil
+	}
+	return boundSchema{s: d.Schema, ok: true}, nil
+}
+
+// bind binds dataset d's query (memoized): ok with the result's columns, err when DuckDB refuses
+// it, neither when it cannot be checked.
+func (c *queryChecker) bind(ctx context.Context, d *spec.Dataset, depth int) (boundSchema, error) {
+	if b, ok := c.known[d.Name]; ok {
+		return *b, nil
+	}
+	c.known[d.Name] = &boundSchema{} // a cycle, refused by validation, binds to nothing
+	if depth > maxViewDepth {
+		return boundSchema{}, nil
+	}
+	var rels []sqlengine.Relation
+	names := map[string]string{}
+	key := func(r spec.QueryRef) string { return fmt.Sprintf("%s|%s|%d|%d", r.Kind, r.Name, r.From, r.To) }
+	for _, r := range d.Query.Refs {
+		k := key(r)
+		if _, done := names[k]; done {
+			continue
+		}
+		in, err := c.tableSchema(ctx, r.Name, depth)
+		if err != nil || !in.ok {
+			return boundSchema{}, err
+		}
+		rel := sqlengine.Relation{Name: r.Name, Schema: in.s}
+		switch r.Kind {
+		case spec.RefStream:
+			rel.Name = "__stream_" + r.Name
+		case spec.RefChanges:
+			rel.Name = fmt.Sprintf("__changes_%d_%s", len(rels), r.Name)
+			rel.Schema = schema.Schema{Fields: append(append([]schema.Field(nil), in.s.Fields...),
+				schema.Field{Name: delta.ChangeTypeColumn, Type: schema.Type{Kind: schema.String}, Nullable: true},
+				schema.Field{Name: delta.CommitVersionColumn, Type: schema.Type{Kind: schema.Long}, Nullable: true},
+				schema.Field{Name: delta.CommitTimestampColumn, Type: schema.Type{Kind: schema.TimestampKind}, Nullable: true})}
+		}
+		names[k] = rel.Name
+		rels = append(rels, rel)
+	}
+	if c.eng == nil {
+		var err error
+		if c.eng, err = sqlengine.Open(c.p.Dir); err != nil {
+			return boundSchema{}, err
+		}
+	}
+	sql := d.Query.Rewrite(func(r spec.QueryRef) string { return sqlengine.RelationRef(names[key(r)]) })
+	s, err := c.eng.Describe(ctx, sql, rels)
+	b := &boundSchema{s: s, ok: err == nil}
+	if err != nil && sqlengine.BindError(err) {
+		b.err = bindMessage(err)
+	}
+	c.known[d.Name] = b
+	return *b, nil
+}
+
+// bindMessage keeps DuckDB's words of a bind error, without the query text it quotes (the
+// rewritten query, whose relation names are not the spec's), and the runner's relation names
+// replaced by the spec's.
+func bindMessage(err error) error {
+	msg := strings.TrimPrefix(err.Error(), "sqlengine: ")
+	if i := strings.Index(msg, "\n\nLINE "); i >= 0 {
+		msg = msg[:i]
+	} else if i := strings.Index(msg, "\nLINE "); i >= 0 {
+		msg = msg[:i]
+	}
+	msg = strings.ReplaceAll(msg, "temp.main.", "")
+	msg = strings.ReplaceAll(msg, "__stream_", "")
+	return errors.New(strings.Join(strings.Fields(msg), " ")) // one line: DuckDB lists candidates on lines of their own
+}
