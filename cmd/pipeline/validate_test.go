@@ -152,3 +152,70 @@ datasets:
 		t.Error("run made the storage before refusing the spec")
 	}
 }
+
+// TestValidateBindsQueries: validate, and run before anything runs, binds each query against
+// the columns its inputs will have: the declared schema of a source, a table_changes relation's
+// change columns, the result of the query a dataset is (a chain of them). A misspelt column or
+// a function over the wrong type is a spec error at the query, with DuckDB's candidates; a query
+// over a file source that infers its schema, or over a query that does not bind, is not checked
+// (its columns are not known), so it is not refused.
+func TestValidateBindsQueries(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, sub := range []string{"landing", "inferred"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := filepath.Join(dir, "pipeline.yaml")
+	if err := os.WriteFile(spec, []byte(`name: bindv
+storage: ./storage
+datasets:
+  - name: raw
+    source: {path: ./landing, format: json, schema: "id BIGINT, name STRING, ts TIMESTAMP"}
+  - name: inf
+    source: {path: ./inferred, format: json}
+  - name: a
+    query: SELECT id, nme FROM raw
+  - name: b
+    query: SELECT * FROM inf WHERE whatever = 1
+  - name: c
+    type: view
+    query: SELECT id, upper(ts) AS u FROM raw
+  - name: d
+    query: SELECT u FROM c
+  - name: e
+    query: SELECT * FROM table_changes('raw', 0) WHERE _change_typ = 'insert'
+  - name: f
+    query: SELECT name, count(*) AS n FROM raw GROUP BY name
+  - name: g
+    query: SELECT n FROM f
+  - name: h
+    query: SELECT m FROM f
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		spec + `:9:12: datasets[2].query: the query does not bind: Binder Error: Referenced column "nme" not found in FROM clause! Candidate bindings: "name"`,
+		spec + `:14:12: datasets[4].query: the query does not bind: Binder Error: No function matches the given name and argument types 'upper(TIMESTAMP WITH TIME ZONE)'.`,
+		spec + `:18:12: datasets[6].query: the query does not bind: Binder Error: Referenced column "_change_typ" not found in FROM clause! Candidate bindings: "_change_type"`,
+		spec + `:24:12: datasets[9].query: the query does not bind: Binder Error: Referenced column "m" not found in FROM clause! Candidate bindings: "n"`,
+	}
+	for _, cmd := range []string{"validate", "run"} {
+		r := pipeline(t, nil, cmd, spec)
+		if r.code != 2 {
+			t.Errorf("%s: exit %d, want 2\n%s", cmd, r.code, r.stderr)
+		}
+		for _, w := range want {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("%s: stderr\n%s\ndoes not say\n%s", cmd, r.stderr, w)
+			}
+		}
+		if got := strings.Count(r.stderr, "does not bind"); got != len(want) {
+			t.Errorf("%s: %d queries refused, want %d (b, d, f and g bind or cannot be checked):\n%s", cmd, got, len(want), r.stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "storage")); err == nil {
+		t.Error("run made the storage before refusing the spec")
+	}
+}
