@@ -470,13 +470,15 @@ func eachRow(src *spec.Source, filePath string, in io.Reader, pool *blockPool, f
 	case spec.FormatDebezium:
 		return eachDebeziumRow(src, filePath, in, fn)
 	case "json":
-		if src.Options[spec.JSONMultiline] == "true" {
-			return eachJSONValue(src, filePath, in, fn, nil)
-		}
 		lr := newLineReader(src.Schema, src.RescuedDataColumn, filePath)
-		err := eachJSONLine(lr, in, pool, fn)
-		if cut := (*cutLine)(nil); errors.As(err, &cut) {
-			return &incompleteInput{path: filePath, reason: cut.Error()}
+		var err error
+		if src.Options[spec.JSONMultiline] == "true" {
+			err = eachJSONValue(lr, in, fn, nil)
+		} else {
+			err = eachJSONLine(lr, in, pool, fn)
+			if cut := (*cutLine)(nil); errors.As(err, &cut) {
+				return &incompleteInput{path: filePath, reason: cut.Error()}
+			}
 		}
 		if msg := lr.caseVariantsWarning(); msg != "" && warn != nil && err == nil {
 			warn(msg)

@@ -456,7 +456,7 @@ func (inf *inferrer) json(src *spec.Source, in io.Reader) error {
 		}
 	}
 	if src.Options[spec.JSONMultiline] == "true" {
-		return eachJSONValue(&spec.Source{}, "", in, func([]any, bool, []badValue, int64) error { return nil }, record)
+		return eachJSONValue(newLineReader(schema.Schema{}, "", ""), in, func([]any, bool, []badValue, int64) error { return nil }, record)
 	}
 	return eachLine(in, func(line []byte, _ int64) error {
 		if elems, ok := arrayElements(string(line)); ok {

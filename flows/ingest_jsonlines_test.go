@@ -352,3 +352,81 @@ func TestJSONLinesCaseVariants(t *testing.T) {
 		t.Errorf("with a rescued data column, events:\n%s", rec.all())
 	}
 }
+
+// TestJSONCaseVariantsNestedAndMultiline: multiline JSON gets the WARN of JSON lines for a field
+// spelt in another case than a column (TestJSONLinesCaseVariants), and so does a field inside an
+// object column ("Name" in info for info.name, in an ARRAY's structs too), from the scanner and
+// from encoding/json (a line with a field given twice) alike, one WARN a file naming each
+// spelling by its path. A nested field is not rescued, so a rescued data column does not keep
+// its value and the WARN comes with one too; a file that spells its fields as declared gets none.
+func TestJSONCaseVariantsNestedAndMultiline(t *testing.T) {
+	t.Parallel()
+	const nestedSchema = "id BIGINT, info STRUCT<name: STRING, tags: ARRAY<STRUCT<k: STRING>>>"
+	topLevel := ": the file spells fields in another case than the schema (ID for id): fields are matched by name, case-sensitively, so those columns are NULL where only the other spelling is given; declare them as the file does, or set rescued_data_column to keep their values"
+	nested := func(pairs string) string {
+		return ": the file spells fields in another case than the schema (" + pairs + "): fields are matched by name, case-sensitively, so those fields are NULL where only the other spelling is given; declare them as the file does (a rescued_data_column keeps only top-level fields)"
+	}
+	for _, c := range []struct {
+		name, schema, opts string
+		files              map[string]string
+		rows               []string
+		warns              map[string]string // file -> the WARN's text after its path
+	}{
+		{
+			name: "multiline top-level", schema: "id BIGINT, amount DOUBLE", opts: "      options: {multiline: true}\n",
+			files: map[string]string{
+				"a.json": "[\n  {\"ID\": 1, \"amount\": 2.5},\n  {\"id\": 2, \"amount\": 3}\n]\n",
+				"b.json": "{\"id\": 3,\n \"amount\": 1}\n",
+			},
+			rows:  []string{"null 2.5", "2 3", "3 1"},
+			warns: map[string]string{"a.json": topLevel},
+		},
+		{
+			name: "lines nested", schema: nestedSchema,
+			files: map[string]string{
+				"a.json": `{"id": 1, "info": {"Name": "x", "tags": [{"K": "a"}, {"k": "b"}]}}` + "\n" + `{"id": 2, "info": {"name": "y"}}` + "\n",
+				"b.json": `{"id": 3, "id": 4, "info": {"NAME": "z"}}` + "\n",
+				"c.json": `{"id": 5, "info": {"name": "w", "tags": [{"k": "c"}]}}` + "\n",
+			},
+			rows: []string{`1 {"name":null,"tags":[{"k":null},{"k":"b"}]}`, `2 {"name":"y","tags":null}`, `4 {"name":null,"tags":null}`, `5 {"name":"w","tags":[{"k":"c"}]}`},
+			warns: map[string]string{
+				"a.json": nested("info.Name for info.name, info.tags[].K for info.tags[].k"),
+				"b.json": nested("info.NAME for info.name"),
+			},
+		},
+		{
+			name: "multiline nested with a rescued data column", schema: nestedSchema, opts: "      options: {multiline: true}\n      rescued_data_column: _rescued\n",
+			files: map[string]string{
+				"a.json": "[{\"id\": 1,\n  \"info\": {\"Name\": \"x\"}}]\n",
+			},
+			rows:  []string{`1 {"name":null,"tags":null} null`},
+			warns: map[string]string{"a.json": nested("info.Name for info.name")},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			p := loadPipeline(t, dir, "name: t\nstorage: ./storage\ndatasets:\n  - name: raw\n    source:\n      path: ./landing\n      format: json\n"+
+				"      schema: \""+c.schema+"\"\n"+c.opts)
+			for name, body := range c.files {
+				write(t, filepath.Join(dir, "landing", name), []byte(body))
+			}
+			m, rec, err := ingest(t, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.BadRecords != 0 {
+				t.Errorf("metrics %+v: a field not in the schema is no bad record", m)
+			}
+			wantRows(t, p, c.rows...)
+			events := rec.all()
+			for name := range c.files {
+				path := filepath.Join(dir, "landing", name)
+				want, warned := c.warns[name]
+				if got := strings.Count(events, path+": the file spells"); !warned && got != 0 || warned && (got != 1 || !strings.Contains(events, path+want)) {
+					t.Errorf("events:\n%s\nwant for %s: %q", events, name, want)
+				}
+			}
+		})
+	}
+}

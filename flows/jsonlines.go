@@ -41,10 +41,15 @@ type lineReader struct {
 	// skipped (names are case-sensitive), leaving that column NULL: noteField records such
 	// names in variants (field name -> column name), for a WARN once the file is read.
 	// nameLens has bit n set when a column's name is n bytes long (n < 64; bit 63 for longer
-	// names), so that most unknown fields are passed over without a comparison.
-	nameLens uint64
-	mu       sync.Mutex
-	variants map[string]string
+	// names), so that most unknown fields are passed over without a comparison. A field of an
+	// object inside a column (a STRUCT's, in an ARRAY or MAP too) so spelt is skipped with or
+	// without one: noteNested records it under its path ("info.Name" -> "info.name").
+	// nestedCols[i] is set when column i's type holds a STRUCT (nil when none does).
+	nameLens       uint64
+	nestedCols     []bool
+	mu             sync.Mutex
+	variants       map[string]string
+	nestedVariants bool // variants holds a nested field's
 }
 
 // noteField is called for a field of a line that names no column, without a rescued data
@@ -56,17 +61,80 @@ func (r *lineReader) noteField(name string) {
 	}
 	for _, f := range r.schema.Fields {
 		if len(f.Name) == len(name) && strings.EqualFold(f.Name, name) {
-			r.mu.Lock()
-			if _, ok := r.variants[name]; !ok {
-				if r.variants == nil {
-					r.variants = map[string]string{}
-				}
-				r.variants[strings.Clone(name)] = f.Name
-			}
-			r.mu.Unlock()
+			r.record(name, f.Name, false)
 			return
 		}
 	}
+}
+
+// record adds to variants the name a file gives (field, a path when nested) to the column or
+// nested field col.
+func (r *lineReader) record(field, col string, nested bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.nestedVariants = r.nestedVariants || nested
+	if _, ok := r.variants[field]; !ok {
+		if r.variants == nil {
+			r.variants = map[string]string{}
+		}
+		r.variants[strings.Clone(field)] = col
+	}
+}
+
+// noteNested is called with the value x that encoding/json decoded for column col, whose type
+// holds a STRUCT (nestedCols): it records (variants) each field of the objects in x that names
+// no field of its STRUCT but differs only in case from one, which FromJSON leaves NULL, under
+// the paths nestedCaseVariants gives a Parquet file's ("info.Name" for "info.name", "pts[].X",
+// "m{}.X"). Safe for the parse workers of one file to call at once.
+func (r *lineReader) noteNested(col int, x any) {
+	var walk func(t *schema.Type, x any, path string)
+	walk = func(t *schema.Type, x any, path string) {
+		switch t.Kind {
+		case schema.StructKind:
+			obj, _ := x.(map[string]any)
+			if t.Struct == nil || obj == nil {
+				return
+			}
+			for name, v := range obj {
+				if i := t.Struct.Index(name); i >= 0 {
+					if hasStruct(&t.Struct.Fields[i].Type) {
+						walk(&t.Struct.Fields[i].Type, v, path+"."+name)
+					}
+				} else if i := foldIndex(*t.Struct, name); i >= 0 {
+					r.record(path+"."+name, path+"."+t.Struct.Fields[i].Name, true)
+				}
+			}
+		case schema.ArrayKind:
+			if arr, _ := x.([]any); len(arr) > 0 {
+				path += "[]"
+				for _, e := range arr {
+					walk(t.Elem, e, path)
+				}
+			}
+		case schema.MapKind:
+			if obj, _ := x.(map[string]any); len(obj) > 0 {
+				path += "{}"
+				for _, v := range obj {
+					walk(t.Value, v, path)
+				}
+			}
+		}
+	}
+	f := &r.schema.Fields[col]
+	walk(&f.Type, x, f.Name)
+}
+
+// hasStruct reports whether t is a STRUCT or holds one (as an ARRAY's element, a MAP's value).
+func hasStruct(t *schema.Type) bool {
+	switch t.Kind {
+	case schema.StructKind:
+		return true
+	case schema.ArrayKind:
+		return t.Elem != nil && hasStruct(t.Elem)
+	case schema.MapKind:
+		return t.Value != nil && hasStruct(t.Value)
+	}
+	return false
 }
 
 // caseVariantsWarning is the WARN of the fields noteField recorded, "" when there are none.
@@ -81,6 +149,11 @@ func (r *lineReader) caseVariantsWarning() string {
 		pairs = append(pairs, name+" for "+col)
 	}
 	sort.Strings(pairs)
+	if r.nestedVariants {
+		// A rescued data column keeps top-level fields only: nested ones are lost either way.
+		return fmt.Sprintf("%s: the file spells fields in another case than the schema (%s): fields are matched by name, case-sensitively, so those fields are NULL where only the other spelling is given; declare them as the file does (a rescued_data_column keeps only top-level fields)",
+			r.filePath, strings.Join(pairs, ", "))
+	}
 	return fmt.Sprintf("%s: the file spells fields in another case than the schema (%s): fields are matched by name, case-sensitively, so those columns are NULL where only the other spelling is given; declare them as the file does, or set rescued_data_column to keep their values",
 		r.filePath, strings.Join(pairs, ", "))
 }
@@ -91,8 +164,14 @@ func newLineReader(s schema.Schema, rescued, filePath string) *lineReader {
 		idx[f.Name] = i
 	}
 	r := &lineReader{schema: s, rescued: rescued, filePath: filePath, index: idx, inOrder: len(idx) == len(s.Fields)}
-	for _, f := range s.Fields {
+	for i, f := range s.Fields {
 		r.nameLens |= 1 << min(len(f.Name), 63)
+		if hasStruct(&f.Type) {
+			if r.nestedCols == nil {
+				r.nestedCols = make([]bool, len(s.Fields))
+			}
+			r.nestedCols[i] = true
+		}
 		switch f.Type.Kind {
 		case schema.Long, schema.Integer, schema.Double, schema.DecimalKind, schema.DateKind, schema.TimestampKind:
 			r.wordCols++
@@ -210,6 +289,9 @@ func (r *lineReader) parseDecoded(line []byte, lineNo int64, row []any) (ok bool
 			continue
 		}
 		f := r.schema.Fields[i]
+		if r.nestedCols != nil && r.nestedCols[i] {
+			r.noteNested(i, v)
+		}
 		val, err := schema.FromJSON(f.Type, v)
 		if err != nil {
 			bad = append(bad, badValue{Line: lineNo, Column: name, Reason: err.Error()})

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"io"
 	"strconv"
-
-	"tributary/spec"
 )
 
 // lineCounter passes input through and remembers where its line ends are (LF, CRLF, or a bare
@@ -53,9 +51,10 @@ func (c *lineCounter) lineAt(off int64) int64 {
 // Each record is parsed as a line of JSON-lines input is, with the line it starts on. A file
 // that stops being valid JSON gives one malformed record at the line of the syntax error (for a
 // truncated file, the line where the unfinished value starts), and the rest of the file is not read (Spark's multiLine reader makes such a file one
-// corrupt record). With onRaw, each record's JSON text goes to onRaw instead of being parsed.
-func eachJSONValue(src *spec.Source, filePath string, in io.Reader, fn rowFunc, onRaw func([]byte)) error {
-	lr := newLineReader(src.Schema, src.RescuedDataColumn, filePath)
+// corrupt record). lr parses the records (and notes the fields spelt in another case than its
+// columns, lineReader.caseVariantsWarning). With onRaw, each record's JSON text goes to onRaw
+// instead of being parsed.
+func eachJSONValue(lr *lineReader, in io.Reader, fn rowFunc, onRaw func([]byte)) error {
 	lc := &lineCounter{r: in}
 	br := bufio.NewReaderSize(lc, 1<<16)
 	var base int64 // bytes skipped before the decoder's input: a UTF-8 byte-order mark

@@ -86,10 +86,13 @@ func (r *lineReader) scan(line string, lineNo int64, row []any, slab *boxSlab) (
 				seenWide[col] = true
 			}
 			next = col + 1
-			var v any
+			var v, nested any
 			var err error
-			if i, v, err = scanValue(&fields[col].Type, s, i, slab); i < 0 {
+			if i, v, nested, err = scanValue(&fields[col].Type, s, i, slab); i < 0 {
 				return nil, false
+			}
+			if nested != nil && r.nestedCols != nil && r.nestedCols[col] {
+				r.noteNested(col, nested)
 			}
 			if err != nil {
 				if r.rescued != "" {
@@ -123,25 +126,27 @@ func (r *lineReader) scan(line string, lineNo int64, row []any, slab *boxSlab) (
 // what encoding/json (with UseNumber) decodes from it. end is the index after the value, or -1
 // when s[i:] does not start with a valid value (or one nested deeper than maxScanDepth); err says
 // why the value does not fit t, in schema.FromJSON's words. Primitive values are boxed in slab.
-func scanValue(t *schema.Type, s string, i int, slab *boxSlab) (end int, v any, err error) {
+// decoded is what encoding/json decoded of an object or array (nil for other values), for
+// lineReader.noteNested.
+func scanValue(t *schema.Type, s string, i int, slab *boxSlab) (end int, v, decoded any, err error) {
 	if i == len(s) {
-		return -1, nil, nil
+		return -1, nil, nil, nil
 	}
 	switch c := s[i]; {
 	case c == '"':
 		str, end, ok := scanString(s, i)
 		if !ok {
-			return -1, nil, nil
+			return -1, nil, nil, nil
 		}
 		v, err = textValue(t, str, slab)
-		return end, v, err
+		return end, v, nil, err
 	case c == '-' || c >= '0' && c <= '9':
 		end, isInt := scanNumber(s, i)
 		if end < 0 {
-			return -1, nil, nil
+			return -1, nil, nil, nil
 		}
 		v, err = numberValue(t, s[i:end], isInt, slab)
-		return end, v, err
+		return end, v, nil, err
 	case c == 't' || c == 'f':
 		b := c == 't'
 		lit := "false"
@@ -149,31 +154,31 @@ func scanValue(t *schema.Type, s string, i int, slab *boxSlab) (end int, v any, 
 			lit = "true"
 		}
 		if !strings.HasPrefix(s[i:], lit) {
-			return -1, nil, nil
+			return -1, nil, nil, nil
 		}
 		v, err = boolValue(t, b)
-		return i + len(lit), v, err
+		return i + len(lit), v, nil, err
 	case c == 'n':
 		if !strings.HasPrefix(s[i:], "null") {
-			return -1, nil, nil
+			return -1, nil, nil, nil
 		}
 		v, err = schema.FromJSON(*t, nil)
-		return i + 4, v, err
+		return i + 4, v, nil, err
 	case c == '{' || c == '[':
 		end := skipValue(s, i, 2)
 		if end < 0 {
-			return -1, nil, nil
+			return -1, nil, nil, nil
 		}
 		dec := json.NewDecoder(strings.NewReader(s[i:end]))
 		dec.UseNumber()
 		var x any
 		if dec.Decode(&x) != nil {
-			return -1, nil, nil // not expected once skipValue accepted it; parseDecoded says why
+			return -1, nil, nil, nil // not expected once skipValue accepted it; parseDecoded says why
 		}
 		v, err = schema.FromJSON(*t, x)
-		return end, v, err
+		return end, v, x, err
 	}
-	return -1, nil, nil
+	return -1, nil, nil, nil
 }
 
 // textValue converts a JSON string, already unquoted, to type t as schema.FromJSON does.
