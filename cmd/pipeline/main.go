@@ -26,6 +26,9 @@ import (
 type exitError struct {
 	code int
 	err  error
+	// said: the command reported err on stdout in the form asked for (`validate --json`), so it
+	// is not repeated on stderr.
+	said bool
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
@@ -192,6 +195,9 @@ func main() {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		code = ee.code
+		if ee.said {
+			os.Exit(code)
+		}
 	}
 	msg := err.Error()
 	if !strings.HasPrefix(msg, "pipeline:") {

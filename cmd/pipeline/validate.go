@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -23,11 +24,7 @@ func newValidateCmd() *cobra.Command {
 			out := cmd.OutOrStdout()
 			if err != nil {
 				if asJSON {
-					var list spec.Errors
-					if errors.As(err, &list) {
-						b, _ := json.MarshalIndent(list, "", "  ")
-						fmt.Fprintln(out, string(b))
-					}
+					return validateJSON(out, args[0], err)
 				}
 				return err
 			}
@@ -42,4 +39,28 @@ func newValidateCmd() *cobra.Command {
 	cmd.Flags().StringArrayVar(&confs, "conf", nil, "set a configuration value (key=value); repeatable")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the problems as a JSON array")
 	return cmd
+}
+
+// validateJSON prints the problems of err, the error of loading the spec at path, as the JSON
+// array of `validate --json`: a spec.Errors as it is, any other error (a --conf that is not
+// key=value) as one problem of the spec. The error returned keeps err's exit status and is not
+// printed again on stderr, which tells only of a failure to write the JSON.
+func validateJSON(out io.Writer, path string, err error) error {
+	var list spec.Errors
+	if !errors.As(err, &list) {
+		list = spec.Errors{{Pos: spec.Pos{File: path}, Msg: err.Error()}}
+	}
+	b, merr := json.MarshalIndent(list, "", "  ")
+	if merr != nil {
+		return failure(fmt.Errorf("writing the problems as JSON: %w", merr))
+	}
+	if _, werr := fmt.Fprintln(out, string(b)); werr != nil {
+		return failure(fmt.Errorf("writing the problems as JSON: %w", werr))
+	}
+	code := 2
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	return &exitError{code: code, err: err, said: true}
 }

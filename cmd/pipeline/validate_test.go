@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -217,5 +219,58 @@ datasets:
 	}
 	if _, err := os.Stat(filepath.Join(dir, "storage")); err == nil {
 		t.Error("run made the storage before refusing the spec")
+	}
+}
+
+// TestValidateJSONOnStdoutOnly: `validate --json` prints the problems as a JSON array on stdout
+// and nothing on stderr, with the exit status of the problems (2): the spec's problems, each
+// with its file, line and column; a --conf that is not key=value, as one problem of the spec;
+// none, as [] with exit 0.
+func TestValidateJSONOnStdoutOnly(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "pipeline.yaml")
+	if err := os.WriteFile(bad, []byte(badSpec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(t.TempDir(), "shop")
+	mustRun(t, "init", good)
+	type problem struct {
+		File    string `json:"file"`
+		Line    int    `json:"line"`
+		Column  int    `json:"column"`
+		Path    string `json:"path"`
+		Message string `json:"message"`
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want problem // one of the problems printed; zero: none
+	}{
+		{"spec problems", []string{"validate", "--json", bad}, 2, problem{File: bad, Line: 9, Column: 7, Path: "datasets[0].source.sheme", Message: "unknown key sheme"}},
+		{"bad --conf", []string{"validate", "--json", "--conf", "novalue", bad}, 2, problem{File: bad, Message: `--conf "novalue": write it as key=value`}},
+		{"valid spec", []string{"validate", "--json", filepath.Join(good, "pipeline.yaml")}, 0, problem{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			r := pipeline(t, nil, c.args...)
+			if r.code != c.code || r.stderr != "" {
+				t.Fatalf("exit %d, stderr %q; want exit %d and nothing on stderr\nstdout: %s", r.code, r.stderr, c.code, r.stdout)
+			}
+			var got []problem
+			if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+				t.Fatalf("stdout is not a JSON array of problems: %v\n%s", err, r.stdout)
+			}
+			if c.want == (problem{}) {
+				if len(got) != 0 {
+					t.Errorf("problems %+v, want none", got)
+				}
+				return
+			}
+			if !slices.Contains(got, c.want) {
+				t.Errorf("problems:\n%+v\nwant among them %+v", got, c.want)
+			}
+		})
 	}
 }
