@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mattn/go-runewidth"
 	"github.com/spf13/cobra"
 
 	"tributary/delta"
@@ -37,10 +40,14 @@ func newEventsCmd() *cobra.Command {
 			if err != nil {
 				return failure(err)
 			}
-			if len(evs) == 0 && !follow {
+			if len(evs) == 0 {
 				// Nothing to print is not an answer: the storage is not the one the user meant, or
-				// no update ran yet (--follow waits for the first).
-				return failure(fmt.Errorf("the event log of %s has no update yet at %s: run %s first", p.Name, filepath.Join(p.Storage, "system", "events"), flows.RunHint(p)))
+				// no update ran yet. --follow says so once and waits for the first.
+				empty := fmt.Sprintf("the event log of %s has no update yet at %s: run %s first", p.Name, filepath.Join(p.Storage, "system", "events"), flows.RunHint(p))
+				if !follow {
+					return failure(errors.New(empty))
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "pipeline: %s; waiting for its events (Ctrl-C to stop)\n", empty)
 			}
 			if updateID == "latest" {
 				// This pipeline's latest: specs that share a storage share its event log.
@@ -81,7 +88,11 @@ func newEventsCmd() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return followEvents(ctx, cmd.OutOrStdout(), filepath.Join(p.Storage, "system", "events"), format, evs, keep, time.Second)
+			flowWidth := 0
+			for _, d := range p.Datasets {
+				flowWidth = max(flowWidth, runewidth.StringWidth(d.Name))
+			}
+			return followEvents(ctx, cmd.OutOrStdout(), filepath.Join(p.Storage, "system", "events"), format, evs, keep, flowWidth, time.Second)
 		},
 	}
 	cmd.Flags().StringArrayVar(&confs, "conf", nil, "set a configuration value (key=value); repeatable")
@@ -94,11 +105,23 @@ func newEventsCmd() *cobra.Command {
 
 // followEvents prints the events of the log at dir that keep accepts: first those of evs (the
 // log as read), then, until ctx ends, each new one as it is committed, checking the log's
-// version every poll. jsonl prints one event a line; table one line an event (time, level,
-// type, flow, message), as `tail -f` would. It returns nil when ctx ends (an interrupt).
-func followEvents(ctx context.Context, w io.Writer, dir, format string, evs []eventlog.Event, keep func(eventlog.Event) bool, poll time.Duration) error {
+// version every poll. jsonl prints one event a line; table the columns of the events table
+// (eventTable) in its layout, its header first, then one line an event as `tail -f` would, the
+// columns as wide as their longest possible values (flow: flowWidth, the longest dataset name,
+// or the longest flow of evs). It returns nil when ctx ends (an interrupt).
+func followEvents(ctx context.Context, w io.Writer, dir, format string, evs []eventlog.Event, keep func(eventlog.Event) bool, flowWidth int, poll time.Duration) error {
 	if format != "jsonl" && format != "table" {
 		return usageError(fmt.Errorf("--format %q: use table or jsonl", format))
+	}
+	bw := bufio.NewWriter(w)
+	var widths []int
+	if format == "table" {
+		for _, e := range evs {
+			flowWidth = max(flowWidth, runewidth.StringWidth(e.Origin.FlowName))
+		}
+		widths = eventTableWidths(flowWidth)
+		writeTableLine(bw, eventTable.Names(), widths)
+		writeTableRule(bw, widths)
 	}
 	last := int64(-1)
 	emit := func(evs []eventlog.Event) error {
@@ -111,20 +134,19 @@ func followEvents(ctx context.Context, w io.Writer, dir, format string, evs []ev
 				continue
 			}
 			if format == "jsonl" {
-				if err := writeRows(w, "jsonl", eventlog.Schema, [][]any{e.Row()}); err != nil {
+				if err := writeRows(bw, "jsonl", eventlog.Schema, [][]any{e.Row()}); err != nil {
 					return err
 				}
 				continue
 			}
-			flow := e.Origin.FlowName
-			if flow == "" {
-				flow = "-"
+			row := eventTableRow(e.Row())
+			cells := make([]string, len(row))
+			for i, f := range eventTable.Fields {
+				cells[i] = tableEscaper.Replace(schema.Text(f.Type, row[i]))
 			}
-			if _, err := fmt.Fprintf(w, "%s  %-7s  %-20s  %-20s  %s\n", e.Timestamp.UTC().Format("2006-01-02T15:04:05.000Z"), e.Level, e.EventType, flow, eventMessage(e)); err != nil {
-				return err
-			}
+			writeTableLine(bw, cells, widths)
 		}
-		return nil
+		return bw.Flush()
 	}
 	if err := emit(evs); err != nil {
 		return failure(err)
@@ -220,18 +242,37 @@ func recentUpdates(evs []eventlog.Event) string {
 	return "recent updates: " + strings.Join(ids, ", ") + " (or use --update latest)"
 }
 
-// writeEventTable prints the events people usually look at: time, level, type, origin and message.
+// eventTable holds the columns of the events people usually look at (`pipeline events` in
+// --format table, with --follow too): time, level, type, flow and message.
+var eventTable, _ = schema.ParseDDL("timestamp TIMESTAMP, level STRING, event_type STRING, flow STRING, message STRING")
+
+// eventTableRow is the row of eventTable of the event log's row r: the flow NULL when the event
+// has none, the message with a flow's metrics (eventMessage).
+func eventTableRow(r []any) []any {
+	e := eventlog.FromRow(r)
+	var flow any
+	if e.Origin.FlowName != "" {
+		flow = e.Origin.FlowName
+	}
+	return []any{r[2], e.Level, e.EventType, flow, eventMessage(e)}
+}
+
+// eventTableWidths are the widths of eventTable's columns when the events to come are not known
+// (--follow): a timestamp's (microseconds, UTC), the longest level and event type, flowWidth
+// (at least the header's), and the message's header (the last column is not padded).
+func eventTableWidths(flowWidth int) []int {
+	widths := []int{len("2006-01-02T15:04:05.000000Z"), len(eventlog.Metrics), 0, max(flowWidth, len("flow")), len("message")}
+	for typ := range knownTypes {
+		widths[2] = max(widths[2], len(typ))
+	}
+	return widths
+}
+
+// writeEventTable prints evs, the rows of the event log, as eventTable.
 func writeEventTable(cmd *cobra.Command, _ []eventlog.Event, rows [][]any) error {
-	s, _ := schema.ParseDDL("timestamp TIMESTAMP, level STRING, event_type STRING, flow STRING, message STRING")
 	out := make([][]any, len(rows))
 	for i, r := range rows {
-		e := eventlog.FromRow(r)
-		msg := eventMessage(e)
-		var flow any
-		if e.Origin.FlowName != "" {
-			flow = e.Origin.FlowName
-		}
-		out[i] = []any{r[2], e.Level, e.EventType, flow, msg}
+		out[i] = eventTableRow(r)
 	}
-	return writeRows(cmd.OutOrStdout(), "table", s, out)
+	return writeRows(cmd.OutOrStdout(), "table", eventTable, out)
 }

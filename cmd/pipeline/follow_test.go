@@ -79,3 +79,91 @@ func TestEventsFollow(t *testing.T) {
 		t.Errorf("events --follow after an interrupt: %v (want exit 0); stderr: %s", err, stderr.String())
 	}
 }
+
+// TestEventsFollowBeforeFirstRun: `pipeline events SPEC --follow` on a storage where no update
+// ran says once on stderr what plain `events` fails with (no update yet, run first) and waits;
+// the events of the first update then come in the layout of plain `events` (its header, and per
+// event the same cells: time, level, type, flow or NULL, message).
+func TestEventsFollowBeforeFirstRun(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "shop")
+	mustRun(t, "init", dir)
+	spec := filepath.Join(dir, "pipeline.yaml")
+	plain := pipeline(t, nil, "events", spec)
+	if plain.code != 1 || !strings.Contains(plain.stderr, "has no update yet") {
+		t.Fatalf("events before the first run: exit %d, stderr %q; want exit 1 saying there is no update yet", plain.code, plain.stderr)
+	}
+	hint := strings.TrimSpace(strings.TrimPrefix(plain.stderr, "pipeline: "))
+
+	cmd := exec.Command(binary, "events", spec, "--follow")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() }) // when the test stops early; a no-op once it exited
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	next := func(what string) string {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("%s: events --follow ended: %s", what, stderr.String())
+			}
+			return l
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: nothing within 30 s", what)
+		}
+		return ""
+	}
+	followed := []string{next("the header"), next("the rule under the header")}
+	mustRun(t, "run", spec)
+	for !strings.Contains(followed[len(followed)-1], "is COMPLETED.") {
+		followed = append(followed, next("the first update's events"))
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	for range lines {
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("events --follow after an interrupt: %v (want exit 0); stderr: %s", err, stderr.String())
+	}
+	if got := stderr.String(); got != "pipeline: "+hint+"; waiting for its events (Ctrl-C to stop)\n" {
+		t.Errorf("stderr of events --follow before the first run:\n%q\nwant the hint of plain events once, and that it waits", got)
+	}
+
+	// The same layout as plain events: the same cells line by line, the rule as many columns.
+	cells := func(line string) []string {
+		cs := strings.Split(line, " | ")
+		for i := range cs {
+			cs[i] = strings.TrimRight(cs[i], " ")
+		}
+		return cs
+	}
+	want := strings.Split(mustRun(t, "events", spec), "\n")
+	if len(want) < len(followed) {
+		t.Fatalf("plain events has %d lines, --follow printed %d:\n%s", len(want), len(followed), strings.Join(followed, "\n"))
+	}
+	for i, line := range followed {
+		if i == 1 {
+			if strings.Count(line, "-+-") != strings.Count(want[1], "-+-") || strings.Trim(line, "-+") != "" {
+				t.Errorf("the rule under the header: %q, plain events has %q", line, want[1])
+			}
+			continue
+		}
+		if got, w := cells(line), cells(want[i]); strings.Join(got, "\x00") != strings.Join(w, "\x00") {
+			t.Errorf("line %d of events --follow:\n%q\nplain events:\n%q", i+1, line, want[i])
+		}
+	}
+}

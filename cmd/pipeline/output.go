@@ -95,24 +95,9 @@ func writeRows(w io.Writer, format string, s schema.Schema, rows [][]any) error 
 			cells[j+1] = line
 		}
 		for j, line := range cells {
-			for i, c := range line {
-				if i > 0 {
-					bw.WriteString(" | ")
-				}
-				bw.WriteString(c)
-				if i < len(line)-1 {
-					bw.WriteString(strings.Repeat(" ", widths[i]-runewidth.StringWidth(c)))
-				}
-			}
-			bw.WriteByte('\n')
+			writeTableLine(bw, line, widths)
 			if j == 0 {
-				for i, wd := range widths {
-					if i > 0 {
-						bw.WriteString("-+-")
-					}
-					bw.WriteString(strings.Repeat("-", wd))
-				}
-				bw.WriteByte('\n')
+				writeTableRule(bw, widths)
 			}
 		}
 		fmt.Fprintf(bw, "(%d row(s))\n", len(rows))
@@ -120,6 +105,32 @@ func writeRows(w io.Writer, format string, s schema.Schema, rows [][]any) error 
 		return usageError(fmt.Errorf("--format %q: use table, jsonl or csv", format))
 	}
 	return nil
+}
+
+// writeTableLine writes one line of a table: the cells separated by " | ", each but the last
+// padded to its column's width (a cell wider than it is written whole).
+func writeTableLine(bw *bufio.Writer, cells []string, widths []int) {
+	for i, c := range cells {
+		if i > 0 {
+			bw.WriteString(" | ")
+		}
+		bw.WriteString(c)
+		if i < len(cells)-1 {
+			bw.WriteString(strings.Repeat(" ", max(widths[i]-runewidth.StringWidth(c), 0)))
+		}
+	}
+	bw.WriteByte('\n')
+}
+
+// writeTableRule writes the line under a table's header: dashes the width of each column.
+func writeTableRule(bw *bufio.Writer, widths []int) {
+	for i, wd := range widths {
+		if i > 0 {
+			bw.WriteString("-+-")
+		}
+		bw.WriteString(strings.Repeat("-", wd))
+	}
+	bw.WriteByte('\n')
 }
 
 // tableEscaper writes a value on one line of a table: a line break as \n (\r, \t likewise) and a
