@@ -58,6 +58,12 @@ func RunHint(p *spec.Pipeline) string {
 	return "`pipeline run " + shellWord(p.File) + confArgs(p) + "`"
 }
 
+// EventsHint is the command that prints the event log of p with args (such as "--level WARN")
+// after the spec, in backquotes as RunHint writes it.
+func EventsHint(p *spec.Pipeline, args string) string {
+	return "`pipeline events " + shellWord(p.File) + confArgs(p) + " " + args + "`"
+}
+
 // confArgs writes the `--conf` values p was loaded with as command-line arguments, each after a
 // space, in key order.
 func confArgs(p *spec.Pipeline) string {

@@ -30,7 +30,7 @@ func Lock(p *spec.Pipeline, what string) (func(), error) {
 // compaction: the APPLY CHANGES states rebuild their key-to-file index when a file they name is
 // gone (flows: cdcState.ensureFiles, histState.rebuildIndex). It reports what it did as an INFO event; a failure is a WARN event, never a failed
 // flow (the batch is committed already).
-func autoOptimize(t *delta.Table, d *spec.Dataset, events *eventlog.Log) {
+func autoOptimize(t *delta.Table, d *spec.Dataset, events Emitter) {
 	res, err := t.AutoOptimize()
 	if err != nil {
 		events.Emit(eventlog.Warn, eventlog.MaintenanceProgress, d.Name, d.Name,
@@ -101,7 +101,7 @@ func (s *session) cleanupLog(t *delta.Table, m maintained, version int64) {
 		}
 	}
 	if err != nil {
-		s.events.Emit(eventlog.Warn, eventlog.MaintenanceProgress, d.Name, d.Name,
+		s.warns.Emit(eventlog.Warn, eventlog.MaintenanceProgress, d.Name, d.Name,
 			fmt.Sprintf("Metadata cleanup of %s failed: %v; a later update tries again.", m.name, err), nil, err.Error())
 		return
 	}
@@ -137,7 +137,7 @@ func (s *session) autoVacuum(t *delta.Table, m maintained, snap *delta.Snapshot)
 	}
 	switch {
 	case err != nil:
-		s.events.Emit(eventlog.Warn, eventlog.MaintenanceProgress, d.Name, d.Name,
+		s.warns.Emit(eventlog.Warn, eventlog.MaintenanceProgress, d.Name, d.Name,
 			fmt.Sprintf("Automatic VACUUM of %s failed: %v; a later update tries again.", m.name, err), nil, err.Error())
 	case len(res.Files) > 0:
 		s.events.Emit(eventlog.Info, eventlog.MaintenanceProgress, d.Name, d.Name,
@@ -190,7 +190,7 @@ func (s *session) maintainQuarantine(d *spec.Dataset) {
 		return
 	}
 	if managed(q) {
-		autoOptimize(t, q, s.events)
+		autoOptimize(t, q, s.warns)
 	}
 	if v, err = t.LatestVersion(); err == nil {
 		s.cleanupLog(t, datasetTable(q), v)

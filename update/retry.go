@@ -92,6 +92,7 @@ func (s *session) runWithRetries(ctx context.Context, d *spec.Dataset) (flows.Me
 			return m, err
 		}
 		wait := Backoff(pol, attempt)
+		s.warns.add(name)
 		s.flowProgress(eventlog.Warn, name,
 			fmt.Sprintf("Flow %s failed (attempt %d of %d) and is retried in %s: %v", name, attempt, pol.MaxAttempts, wait, err),
 			map[string]any{"flow_progress": map[string]any{"status": FlowRunning, "attempt": attempt, "max_attempts": pol.MaxAttempts, "retry_in_ms": wait.Milliseconds()}}, err.Error())

@@ -37,6 +37,7 @@ type session struct {
 	res      *Result
 	lk       *lock // the lock this session took itself (nil under Options.Held)
 	events   *eventlog.Log
+	warns    *warnCounter // the Emitter of the flows and their maintenance: events, counting WARNs
 	g        *dag.Graph
 	env      *flows.Env
 	selected map[string]bool // the datasets of the refresh selection; nil: every dataset
@@ -259,7 +260,8 @@ func begin(p *spec.Pipeline, opts Options) (*session, error) {
 			s.flowProgress(eventlog.Info, name, "Flow "+name+" is EXCLUDED: it is not in the refresh selection.", progress(FlowExcluded, nil), "")
 		}
 	}
-	s.env = &flows.Env{Pipeline: p, UpdateID: s.res.UpdateID, Events: events, Now: opts.Now, Settle: opts.Settle}
+	s.warns = &warnCounter{log: events}
+	s.env = &flows.Env{Pipeline: p, UpdateID: s.res.UpdateID, Events: s.warns, Now: opts.Now, Settle: opts.Settle}
 	return s, nil
 }
 
@@ -284,6 +286,7 @@ func (s *session) batch(ctx context.Context, only map[string]bool) error {
 			continue
 		}
 		ran = append(ran, name)
+		s.warns.take(name) // count this batch's warnings only
 		s.res.Flows[name] = &FlowResult{State: FlowQueued}
 		s.flowProgress(eventlog.Info, name, "Flow "+name+" is QUEUED.", progress(FlowQueued, nil), "")
 	}
@@ -297,7 +300,7 @@ func (s *session) batch(ctx context.Context, only map[string]bool) error {
 		m, err := s.runWithRetries(ctx, d)
 		if err == nil && m.Version >= 0 {
 			t := delta.New(flows.TableDir(p.Storage, d.Name)) // one log replay for both
-			autoOptimize(t, d, events)
+			autoOptimize(t, d, s.warns)
 			s.cleanupLog(t, datasetTable(d), m.Version)
 			if d.Quarantines() {
 				s.maintainQuarantine(d)
@@ -308,7 +311,7 @@ func (s *session) batch(ctx context.Context, only map[string]bool) error {
 		}
 		mu.Lock()
 		fr := s.res.Flows[name]
-		fr.Metrics, fr.Err = m, err
+		fr.Metrics, fr.Err, fr.Warnings = m, err, s.warns.take(name)
 		switch {
 		case err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()):
 			fr.State = FlowStopped

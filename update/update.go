@@ -88,6 +88,10 @@ type FlowResult struct {
 	State   string
 	Metrics flows.Metrics
 	Err     error
+	// Warnings counts the WARN events of the flow's run in this update (in this batch, for a
+	// continuous update): what its reads and writes warned of, its retried attempts, and its
+	// table's maintenance that failed.
+	Warnings int
 }
 
 // Result is the outcome of an update.
@@ -188,8 +192,12 @@ func progress(status string, m *flows.Metrics) map[string]any {
 	return map[string]any{"flow_progress": fp}
 }
 
+// printSummary writes the update's summary to w: a line per flow of order (its state, what it
+// wrote, what went wrong, how many warnings it had), with the command that lists the warnings
+// when a flow had some, the update's notices, and the data-quality table.
 func printSummary(w io.Writer, p *spec.Pipeline, res *Result, order []string) {
 	fmt.Fprintf(w, "pipeline %s: update %s\n", p.Name, res.UpdateID)
+	warned := false
 	for _, name := range order {
 		fr := res.Flows[name]
 		m := fr.Metrics
@@ -240,7 +248,14 @@ func printSummary(w io.Writer, p *spec.Pipeline, res *Result, order []string) {
 		if m.Quality.QuarantinedRecords > 0 {
 			parts = append(parts, fmt.Sprintf("%d quarantined (in %s)", m.Quality.QuarantinedRecords, name+spec.QuarantineSuffix))
 		}
+		if fr.Warnings > 0 {
+			parts = append(parts, plural(int64(fr.Warnings), "warning"))
+			warned = true
+		}
 		fmt.Fprintf(w, "  %-24s %-10s %s\n", name, fr.State, strings.Join(parts, ", "))
+	}
+	if warned {
+		fmt.Fprintf(w, "  to see the warnings: %s\n", flows.EventsHint(p, "--update "+res.UpdateID[:8]+" --level WARN"))
 	}
 	if len(res.Orphans) > 0 {
 		fmt.Fprintf(w, "  %s\n", orphanMessage(p, res.Orphans))

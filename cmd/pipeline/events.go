@@ -25,11 +25,11 @@ import (
 
 func newEventsCmd() *cobra.Command {
 	var confs []string
-	var format, updateID, typ string
+	var format, updateID, typ, level string
 	var follow bool
 	cmd := &cobra.Command{
 		Use:   "events SPEC",
-		Short: "Print the event log (all updates, or --update ID|latest; --type to filter; --follow for new events as they come)",
+		Short: "Print the event log (all updates, or --update ID|latest; --type and --level to filter; --follow for new events as they come)",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := loadRead(args[0], confs)
@@ -71,8 +71,12 @@ func newEventsCmd() *cobra.Command {
 			if typ != "" && !knownTypes[typ] {
 				return usageError(fmt.Errorf("--type %s: not an event type; use one of create_update, update_progress, dataset_definition, flow_definition, flow_progress, planning_information, user_action, maintenance_progress", typ))
 			}
+			level = strings.ToUpper(level)
+			if level != "" && !knownLevels[level] {
+				return usageError(fmt.Errorf("--level %s: not an event level; use one of INFO, WARN, ERROR, METRICS", level))
+			}
 			keep := func(e eventlog.Event) bool {
-				return (updateID == "" || e.Origin.UpdateID == updateID) && (typ == "" || e.EventType == typ)
+				return (updateID == "" || e.Origin.UpdateID == updateID) && (typ == "" || e.EventType == typ) && (level == "" || e.Level == level)
 			}
 			var rows [][]any
 			for _, e := range evs {
@@ -99,6 +103,7 @@ func newEventsCmd() *cobra.Command {
 	cmd.Flags().StringVar(&format, "format", "table", "table or jsonl")
 	cmd.Flags().StringVar(&updateID, "update", "", "only this update's events (an update id, or latest)")
 	cmd.Flags().StringVar(&typ, "type", "", "only events of this type (e.g. flow_progress)")
+	cmd.Flags().StringVar(&level, "level", "", "only events of this level: INFO, WARN, ERROR or METRICS")
 	cmd.Flags().BoolVar(&follow, "follow", false, "after the events so far, print new ones as updates log them, until interrupted (Ctrl-C)")
 	return cmd
 }
@@ -197,6 +202,9 @@ var knownTypes = map[string]bool{
 	eventlog.FlowProgress: true, eventlog.PlanningInformation: true, eventlog.UserAction: true,
 	eventlog.MaintenanceProgress: true,
 }
+
+// knownLevels are the event levels --level takes.
+var knownLevels = map[string]bool{eventlog.Info: true, eventlog.Warn: true, eventlog.Error: true, eventlog.Metrics: true}
 
 func hasUpdate(evs []eventlog.Event, id string) bool {
 	for _, e := range evs {
