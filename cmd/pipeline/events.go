@@ -40,14 +40,12 @@ func newEventsCmd() *cobra.Command {
 			if err != nil {
 				return failure(err)
 			}
-			if len(evs) == 0 {
-				// Nothing to print is not an answer: the storage is not the one the user meant, or
-				// no update ran yet. --follow says so once and waits for the first.
-				empty := fmt.Sprintf("the event log of %s has no update yet at %s: run %s first", p.Name, filepath.Join(p.Storage, "system", "events"), flows.RunHint(p))
-				if !follow {
-					return failure(errors.New(empty))
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "pipeline: %s; waiting for its events (Ctrl-C to stop)\n", empty)
+			// Nothing to print is not an answer: the storage is not the one the user meant, or no
+			// update ran yet. --follow says so once (below, when its flags are valid) and waits
+			// for the first.
+			empty := fmt.Sprintf("the event log of %s has no update yet at %s: run %s first", p.Name, filepath.Join(p.Storage, "system", "events"), flows.RunHint(p))
+			if len(evs) == 0 && !follow {
+				return failure(errors.New(empty))
 			}
 			if updateID == "latest" {
 				// This pipeline's latest: specs that share a storage share its event log.
@@ -89,6 +87,12 @@ func newEventsCmd() *cobra.Command {
 					return writeEventTable(cmd, evs, rows)
 				}
 				return writeRows(cmd.OutOrStdout(), format, eventlog.Schema, rows)
+			}
+			if format != "jsonl" && format != "table" {
+				return usageError(fmt.Errorf("--format %q: use table or jsonl", format))
+			}
+			if len(evs) == 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "pipeline: %s; waiting for its events (Ctrl-C to stop)\n", empty)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
