@@ -65,8 +65,8 @@ func TestKindOfNested(t *testing.T) {
 		`INTEGER[]`:                         "ARRAY<INT>",
 		`INTEGER[2]`:                        "ARRAY<INT>",
 		`MAP(VARCHAR, DECIMAL(10,2)[])`:     "MAP<STRING, ARRAY<DECIMAL(10,2)>>",
-		`STRUCT("x" INTEGER, "y z" DATE[])`: "STRUCT<x: INT, y z: ARRAY<DATE>>",
-		`STRUCT(a VARCHAR, "b,""c" BIGINT)`: `STRUCT<a: STRING, b,"c: BIGINT>`,
+		`STRUCT("x" INTEGER, "y z" DATE[])`: "STRUCT<x: INT, `y z`: ARRAY<DATE>>",
+		`STRUCT(a VARCHAR, "b,""c" BIGINT)`: "STRUCT<a: STRING, `b,\"c`: BIGINT>",
 		`MAP(INTEGER, DATE[])[]`:            "ARRAY<MAP<INT, ARRAY<DATE>>>",
 	} {
 		got, err := kindOf(name)
