@@ -433,7 +433,7 @@ func parseQuery(sql string) (refs []QueryRef, files []QueryFile, probs []queryPr
 			i = max(i, j-1)
 		}
 	}
-	return refs, files, append(probs, statementProblems(toks)...), quals
+	return refs, files, append(probs, statementProblems(sql, toks)...), quals
 }
 
 // queryStarts are the words a query (a statement that returns rows and changes nothing) may
@@ -448,13 +448,17 @@ var queryStarts = map[string]bool{
 // ... AS, COPY ... TO, INSERT, ATTACH, SET), which DuckDB would run for its effect and whose
 // result (a count) would become the dataset, and statements after the first `;`, of which
 // DuckDB returns only the last result. A `;` at the end is fine.
-func statementProblems(toks []sqlToken) []queryProblem {
+func statementProblems(sql string, toks []sqlToken) []queryProblem {
 	var probs []queryProblem
 	if len(toks) > 0 {
 		if t := toks[0]; !(t.kind == 'p' && t.text == "(") && !(t.kind == 'w' && queryStarts[strings.ToLower(t.text)]) {
+			hint := "write the SELECT alone: the runner stores its result as the dataset's table"
+			if h, ok := dltDefinition(sql); ok {
+				hint = h
+			}
 			probs = append(probs, queryProblem{Offset: t.start,
 				Msg:  fmt.Sprintf("a query is a SELECT (or WITH, FROM, VALUES, PIVOT ...), not a statement starting with %s", t.text),
-				Hint: "write the SELECT alone: the runner stores its result as the dataset's table"})
+				Hint: hint})
 		}
 	}
 	for i, t := range toks {
@@ -677,8 +681,8 @@ func (v *validation) querySyntax(infos []*datasetInfo) {
 	}
 	for i, in := range ins {
 		se, ok := bad[i]
-		if !ok {
-			continue
+		if _, dlt := dltDefinition(in.ds.Query.SQL); !ok || dlt {
+			continue // a Delta Live Tables definition is reported with what to write instead
 		}
 		off := se.Offset
 		if end := len(strings.TrimRight(in.ds.Query.SQL, " \t\r\n")); off > end {

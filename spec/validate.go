@@ -621,12 +621,19 @@ var sqlIdioms = []struct {
 	{regexp.MustCompile(`\b(AND|OR|NOT)\b`), "`AND`, `OR`, `NOT` are `and`, `or`, `not` (or `&&`, `||`, `!`)"},
 }
 
+// isNotNull matches SQL's IS NOT NULL.
+var isNotNull = regexp.MustCompile(`(?i)\bIS\s+NOT\s+NULL\b`)
+
 // sqlIdiomHint returns, for a row expression written in SQL, the hint that names its forms in
 // the expression language; "" when code has none of them.
 func sqlIdiomHint(code string) string {
 	var found []string
 	for _, s := range sqlIdioms {
-		if s.re.MatchString(code) {
+		c := code
+		if strings.Contains(s.expr, "`NOT`") {
+			c = isNotNull.ReplaceAllString(c, "") // the NOT of IS NOT NULL is its own idiom's
+		}
+		if s.re.MatchString(c) {
 			found = append(found, s.expr)
 		}
 	}
