@@ -3,6 +3,8 @@ package spec
 import (
 	"fmt"
 	"strings"
+
+	"tributary/expectations"
 )
 
 // dltDefinition reads a Delta Live Tables SQL definition written where a query goes (`CREATE OR
@@ -46,7 +48,10 @@ name:
 			end := closing(toks, i)
 			for _, part := range splitTopLevel(toks[i+1 : end]) {
 				if e, expr, ok := constraintExpectation(sql, part); ok {
-					expectations, idioms = append(expectations, e), append(idioms, expr)
+					expectations = append(expectations, e)
+					if expr != "" {
+						idioms = append(idioms, expr)
+					}
 				}
 			}
 			i = end + 1
@@ -78,8 +83,8 @@ name:
 			keys = append(keys, "`query: "+q+"`")
 			if len(expectations) > 0 {
 				keys = append(keys, "`expectations: ["+strings.Join(expectations, ", ")+"]`")
-				if len(idioms) > 0 {
-					keys[len(keys)-1] += " (" + sqlIdiomHint(strings.Join(idioms, " ")) + ")"
+				if h := sqlIdiomHint(strings.Join(idioms, " ")); h != "" {
+					keys[len(keys)-1] += " (" + h + ")"
 				}
 			}
 			return "this is a Delta Live Tables definition; the spec says it with keys of the dataset: " + strings.Join(keys, ", "), true
@@ -134,9 +139,9 @@ func splitTopLevel(toks []sqlToken) [][]sqlToken {
 }
 
 // constraintExpectation turns `CONSTRAINT name EXPECT (expr) [ON VIOLATION DROP ROW | FAIL
-// UPDATE]` into the spec's expectation, with expr, the SQL expression it keeps (which
-// sqlIdiomHint then says how to write); ok is false for another part of the list (a column
-// definition).
+// UPDATE]` into the spec's expectation, with expr, the SQL expression it keeps when sqlCondition
+// cannot write it as a row expression ("" when it can; sqlIdiomHint then says how); ok is false
+// for another part of the list (a column definition).
 func constraintExpectation(sql string, part []sqlToken) (e, expr string, ok bool) {
 	if len(part) < 4 || !part[0].is("constraint") || !part[2].is("expect") || part[3].text != "(" {
 		return "", "", false
@@ -156,5 +161,212 @@ func constraintExpectation(sql string, part []sqlToken) (e, expr string, ok bool
 	if strings.Contains(expr, "'") {
 		quoted = fmt.Sprintf("%q", expr)
 	}
+	if e, ok := sqlCondition(expr); ok {
+		quoted, expr = "'"+e+"'", "" // nothing left to say about its SQL
+	}
 	return fmt.Sprintf("{name: %s, expect: %s, on_violation: %s}", part[1].text, quoted, action), expr, true
+}
+
+// dltStatement reports whether sql is a Delta Live Tables statement rather than a query
+// (dltDefinition, dltApplyChanges): its hint says what to write, and the checks of a query's
+// references do not apply to it.
+func dltStatement(sql string) bool {
+	if _, ok := dltApplyChanges(sql); ok {
+		return true
+	}
+	_, ok := dltDefinition(sql)
+	return ok
+}
+
+// dltApplyChanges reads a Delta Live Tables APPLY CHANGES INTO (or AUTO CDC INTO) statement
+// written where a query goes, alone or in a `CREATE FLOW f AS` (Databricks, "APPLY CHANGES
+// INTO", "AUTO CDC INTO": KEYS, APPLY AS DELETE WHEN, APPLY AS TRUNCATE WHEN, SEQUENCE BY,
+// COLUMNS [* EXCEPT], STORED AS SCD TYPE, TRACK HISTORY ON [* EXCEPT], IGNORE NULL UPDATES) and
+// returns the dataset's `apply_changes:` that says the same, as a hint (conditions in SQL, with
+// how to write them as row expressions); ok is false when sql holds no such statement.
+func dltApplyChanges(sql string) (hint string, ok bool) {
+	toks := tokenize(sql)
+	start := -1
+	for i := 0; i+2 < len(toks); i++ {
+		if (toks[i].is("apply") && toks[i+1].is("changes") || toks[i].is("auto") && toks[i+1].is("cdc")) && toks[i+2].is("into") {
+			start = i + 3
+			break
+		}
+	}
+	if start < 0 {
+		return "", false
+	}
+	// until returns the text of the tokens from i to the next clause keyword at the top level
+	// (or a `;`), and the index of that keyword.
+	clause := map[string]bool{"from": true, "keys": true, "apply": true, "ignore": true, "sequence": true,
+		"columns": true, "stored": true, "track": true, "where": true}
+	until := func(i int) (string, int) {
+		j, depth := i, 0
+		for ; j < len(toks); j++ {
+			t := toks[j]
+			if t.kind == 'p' {
+				switch t.text {
+				case "(", "[":
+					depth++
+				case ")", "]":
+					depth--
+				case ";":
+					if depth == 0 {
+						goto done
+					}
+				}
+			}
+			if depth == 0 && t.kind == 'w' && clause[strings.ToLower(t.text)] && j > i {
+				break
+			}
+		}
+	done:
+		if j == i {
+			return "", j
+		}
+		return strings.TrimSpace(sql[toks[i].start:toks[j-1].end]), j
+	}
+	// list reads "(a, b)" or "a, b" as a YAML flow list.
+	list := func(s string) string {
+		s = strings.TrimSpace(s)
+		if strings.HasPrefix(s, "(") && strings.HasSuffix(s, ")") {
+			s = s[1 : len(s)-1]
+		}
+		parts := strings.Split(s, ",")
+		for i, p := range parts {
+			parts[i] = strings.Trim(strings.TrimSpace(p), "`\"")
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
+	dequalify := func(name string) string {
+		name = strings.TrimSpace(name)
+		if inner, ok := strings.CutPrefix(strings.ToUpper(name), "STREAM"); ok && strings.HasPrefix(strings.TrimSpace(inner), "(") {
+			name = strings.TrimSpace(name[len(name)-len(inner):])
+			name = strings.TrimSuffix(strings.TrimPrefix(name, "("), ")")
+		} else if strings.HasPrefix(strings.ToUpper(name), "STREAM ") {
+			name = name[len("STREAM "):]
+		}
+		name = strings.TrimSpace(name)
+		return name[strings.LastIndexByte(name, '.')+1:]
+	}
+	var keys, conds []string
+	i := start
+	_, i = until(i) // the target: the dataset itself
+	for i < len(toks) {
+		t := toks[i]
+		switch {
+		case t.is("from"):
+			var src string
+			src, i = until(i + 1)
+			keys = append(keys, "source: "+dequalify(src))
+		case t.is("keys"):
+			var k string
+			k, i = until(i + 1)
+			keys = append(keys, "keys: "+list(k))
+		case t.is("apply") && i+3 < len(toks) && toks[i+1].is("as") && toks[i+3].is("when"):
+			key := "apply_as_deletes"
+			if toks[i+2].is("truncate") {
+				key = "apply_as_truncates"
+			}
+			var cond string
+			cond, i = until(i + 4)
+			if e, ok := sqlCondition(cond); ok {
+				keys = append(keys, key+": '"+e+"'")
+			} else {
+				keys = append(keys, key+": <"+cond+" as a row expression>")
+				conds = append(conds, cond)
+			}
+		case t.is("sequence") && i+1 < len(toks) && toks[i+1].is("by"):
+			var s string
+			s, i = until(i + 2)
+			if inner, ok := strings.CutPrefix(strings.ToLower(s), "struct"); ok && strings.HasPrefix(strings.TrimSpace(inner), "(") {
+				s = list(strings.TrimSpace(s[len("struct"):]))
+			}
+			keys = append(keys, "sequence_by: "+s)
+		case t.is("columns"):
+			var c string
+			c, i = until(i + 1)
+			if rest, ok := strings.CutPrefix(c, "*"); ok {
+				if ex, ok := cutWord(rest, "except"); ok {
+					keys = append(keys, "except_column_list: "+list(ex))
+				}
+			} else {
+				keys = append(keys, "column_list: "+list(c))
+			}
+		case t.is("stored"):
+			var s string
+			s, i = until(i + 1)
+			if f := strings.Fields(s); len(f) > 0 {
+				keys = append(keys, "stored_as_scd_type: "+f[len(f)-1])
+			}
+		case t.is("track"):
+			var s string
+			s, i = until(i + 1)
+			s = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(s[len("history"):]), "ON"))
+			s = strings.TrimSpace(strings.TrimPrefix(s, "on"))
+			if rest, ok := strings.CutPrefix(s, "*"); ok {
+				if ex, ok := cutWord(rest, "except"); ok {
+					keys = append(keys, "track_history_except_column_list: "+list(ex))
+				}
+			} else {
+				keys = append(keys, "track_history_column_list: "+list(s))
+			}
+		case t.is("ignore"):
+			_, i = until(i + 1)
+			keys = append(keys, "ignore_null_updates: true")
+		default:
+			_, i = until(i + 1)
+		}
+	}
+	hint = "this is a Delta Live Tables APPLY CHANGES statement; the spec says it with the dataset's `apply_changes:` {" + strings.Join(keys, ", ") + "}, and no query"
+	if h := sqlIdiomHint(strings.Join(conds, " ")); h != "" {
+		hint += " (" + h + ")"
+	}
+	return hint, true
+}
+
+// cutWord cuts word (in any case) and the space around it from the start of s.
+func cutWord(s, word string) (string, bool) {
+	s = strings.TrimSpace(s)
+	if len(s) >= len(word) && strings.EqualFold(s[:len(word)], word) {
+		return strings.TrimSpace(s[len(word):]), true
+	}
+	return s, false
+}
+
+// sqlCondition writes a SQL condition of a Delta Live Tables statement as a row expression
+// (expectations.CheckSyntax) when its forms are the simple ones: 'x' and "x" strings, =, <>,
+// AND, OR, NOT, IS [NOT] NULL; ok is false when the result does not parse as one.
+func sqlCondition(cond string) (string, bool) {
+	toks := tokenize(cond)
+	var b strings.Builder
+	prevEnd := 0
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		b.WriteString(cond[prevEnd:t.start])
+		prevEnd = t.end
+		adjacent := func(j int) bool { return j < len(toks) && toks[j].start == toks[j-1].end }
+		switch {
+		case t.kind == 's' || t.kind == 'q':
+			fmt.Fprintf(&b, "%q", t.text)
+		case t.is("is") && i+2 < len(toks) && toks[i+1].is("not") && toks[i+2].is("null"):
+			b.WriteString("!= nil")
+			prevEnd, i = toks[i+2].end, i+2
+		case t.is("is") && i+1 < len(toks) && toks[i+1].is("null"):
+			b.WriteString("== nil")
+			prevEnd, i = toks[i+1].end, i+1
+		case t.is("and"), t.is("or"), t.is("not"):
+			b.WriteString(strings.ToLower(t.text))
+		case t.kind == 'p' && t.text == "<" && adjacent(i+1) && toks[i+1].text == ">":
+			b.WriteString("!=")
+			prevEnd, i = toks[i+1].end, i+1
+		case t.kind == 'p' && t.text == "=" && !(i > 0 && adjacent(i) && strings.Contains("<>!=", toks[i-1].text)) && !(adjacent(i+1) && toks[i+1].text == "="):
+			b.WriteString("==")
+		default:
+			b.WriteString(cond[t.start:t.end])
+		}
+	}
+	b.WriteString(cond[prevEnd:])
+	out := strings.TrimSpace(b.String())
+	return out, expectations.CheckSyntax(out) == nil
 }

@@ -453,7 +453,9 @@ func statementProblems(sql string, toks []sqlToken) []queryProblem {
 	if len(toks) > 0 {
 		if t := toks[0]; !(t.kind == 'p' && t.text == "(") && !(t.kind == 'w' && queryStarts[strings.ToLower(t.text)]) {
 			hint := "write the SELECT alone: the runner stores its result as the dataset's table"
-			if h, ok := dltDefinition(sql); ok {
+			if h, ok := dltApplyChanges(sql); ok {
+				hint = h
+			} else if h, ok := dltDefinition(sql); ok {
 				hint = h
 			}
 			probs = append(probs, queryProblem{Offset: t.start,
@@ -681,7 +683,7 @@ func (v *validation) querySyntax(infos []*datasetInfo) {
 	}
 	for i, in := range ins {
 		se, ok := bad[i]
-		if _, dlt := dltDefinition(in.ds.Query.SQL); !ok || dlt {
+		if !ok || dltStatement(in.ds.Query.SQL) {
 			continue // a Delta Live Tables definition is reported with what to write instead
 		}
 		off := se.Offset
@@ -849,8 +851,8 @@ func (v *validation) queryChecks(infos []*datasetInfo) {
 					"apply_changes_from_snapshot reading a query dataset (%s) is not supported yet", src.ds.Name)
 			}
 		}
-		if ds.Query == nil || in.query == nil {
-			continue
+		if ds.Query == nil || in.query == nil || dltStatement(ds.Query.SQL) {
+			continue // a Delta Live Tables statement is reported with what to write instead
 		}
 		node, path := in.query.node, in.query.path
 		for _, c := range sparkCalls(ds.Query.SQL) {
