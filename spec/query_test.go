@@ -219,7 +219,8 @@ datasets:
 }
 
 // TestSQLIdiomHint: an expectation written in SQL gets a hint naming each SQL form it uses in
-// the expression language; expressions without SQL forms get none.
+// the expression language, or the row expression itself when its forms are simple
+// (sqlCondition); expressions without SQL forms get none.
 func TestSQLIdiomHint(t *testing.T) {
 	t.Parallel()
 	for code, want := range map[string]string{
@@ -242,8 +243,27 @@ datasets:
       - {name: has_amt, expect: amt IS NOT NULL}
 `
 	_, err := Parse("p.yaml", []byte(spec), nil, nil)
-	if err == nil || !strings.Contains(err.Error(), "expectation has_amt does not compile") || !strings.Contains(err.Error(), "`x IS NOT NULL` is `x != nil`") {
+	if err == nil || !strings.Contains(err.Error(), "expectation has_amt does not compile") || !strings.Contains(err.Error(), "(hint: row expressions use the expr language, not SQL: write amt != nil)") {
 		t.Fatalf("a SQL expectation: %v", err)
+	}
+	// sqlCondition writes the simple SQL forms as a row expression, and says when it cannot.
+	for code, want := range map[string]string{
+		"amt IS NOT NULL AND op <> 'D'":   `amt != nil and op != "D"`,
+		"op = 'D' OR op = \"X\"":          `op == "D" or op == "X"`,
+		"NOT (amt >= 10) AND note IS NULL": `not (amt >= 10) and note == nil`,
+		"amt <= 5 AND amt != 3":            `amt <= 5 and amt != 3`,
+		"name = 'it''s'":                   `name == "it's"`,
+		"amt BETWEEN 1 AND 2":              "",
+		"op IN ('I', 'U')":                 "",
+	} {
+		got, ok := sqlCondition(code)
+		if want == "" {
+			if ok {
+				t.Errorf("sqlCondition(%q) = %q, want none", code, got)
+			}
+		} else if !ok || got != want {
+			t.Errorf("sqlCondition(%q) = %q, %v; want %q", code, got, ok, want)
+		}
 	}
 }
 

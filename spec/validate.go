@@ -596,6 +596,9 @@ func (v *validation) report(err error, code string, r ref, hint, what string) {
 	}
 	if h := sqlIdiomHint(code); h != "" {
 		hint = h
+		if e, ok := sqlCondition(code); ok && e != code {
+			hint = "row expressions use the expr language, not SQL: write " + e
+		}
 	}
 	if errors.Is(err, expectations.ErrNotBool) {
 		hint = "write a condition that is true for a good row, e.g. `amount > 0`, `name != nil` or `op in [\"I\", \"U\"]`"
