@@ -46,7 +46,7 @@ name:
 		switch {
 		case t.kind == 'p' && t.text == "(":
 			end := closing(toks, i)
-			for _, part := range splitTopLevel(toks[i+1 : end]) {
+			for _, part := range splitTopLevel(toks[i+1 : min(end, len(toks))]) {
 				if e, expr, ok := constraintExpectation(sql, part); ok {
 					expectations = append(expectations, e)
 					if expr != "" {
@@ -63,7 +63,7 @@ name:
 		case t.is("tblproperties") && i+1 < len(toks) && toks[i+1].text == "(":
 			end := closing(toks, i+1)
 			var props []string
-			for _, part := range splitTopLevel(toks[i+2 : end]) {
+			for _, part := range splitTopLevel(toks[i+2 : min(end, len(toks))]) {
 				for j, pt := range part {
 					if pt.kind == 'p' && pt.text == "=" && j > 0 && j+1 < len(part) {
 						k := strings.Trim(sql[part[0].start:part[j-1].end], "\"'`")
@@ -95,8 +95,8 @@ name:
 	return "", false
 }
 
-// closing returns the index of the token that closes the bracket at toks[open], or the last
-// token when none does.
+// closing returns the index of the token that closes the bracket at toks[open], or len(toks)
+// when none does.
 func closing(toks []sqlToken, open int) int {
 	depth := 0
 	for j := open; j < len(toks); j++ {
@@ -112,7 +112,16 @@ func closing(toks []sqlToken, open int) int {
 			}
 		}
 	}
-	return len(toks) - 1
+	return len(toks)
+}
+
+// inside returns the text of sql between the bracket at toks[open] and toks[end], which closes
+// it (closing), or to the end of sql when nothing does.
+func inside(sql string, toks []sqlToken, open, end int) string {
+	if end >= len(toks) {
+		return strings.TrimSpace(sql[toks[open].end:])
+	}
+	return strings.TrimSpace(sql[toks[open].end:toks[end].start])
 }
 
 // splitTopLevel splits toks at their commas outside brackets.
@@ -147,9 +156,9 @@ func constraintExpectation(sql string, part []sqlToken) (e, expr string, ok bool
 		return "", "", false
 	}
 	end := closing(part, 3)
-	expr = strings.TrimSpace(sql[part[3].end:part[end].start])
+	expr = inside(sql, part, 3, end)
 	action := "warn"
-	for _, t := range part[end+1:] {
+	for _, t := range part[min(end+1, len(part)):] {
 		switch {
 		case t.is("drop"):
 			action = "drop"
@@ -250,6 +259,17 @@ func dltApplyChanges(sql string) (hint string, ok bool) {
 		return name[strings.LastIndexByte(name, '.')+1:]
 	}
 	var keys, conds []string
+	// columns adds the key of a COLUMNS or TRACK HISTORY ON list c: `* EXCEPT (a, b)` as except
+	// (nothing for `*` alone: every column), another list as only.
+	columns := func(c, only, except string) {
+		if rest, ok := strings.CutPrefix(c, "*"); ok {
+			if ex, ok := cutWord(rest, "except"); ok {
+				keys = append(keys, except+": "+list(ex))
+			}
+			return
+		}
+		keys = append(keys, only+": "+list(c))
+	}
 	i := start
 	_, i = until(i) // the target: the dataset itself
 	for i < len(toks) {
@@ -286,13 +306,7 @@ func dltApplyChanges(sql string) (hint string, ok bool) {
 		case t.is("columns"):
 			var c string
 			c, i = until(i + 1)
-			if rest, ok := strings.CutPrefix(c, "*"); ok {
-				if ex, ok := cutWord(rest, "except"); ok {
-					keys = append(keys, "except_column_list: "+list(ex))
-				}
-			} else {
-				keys = append(keys, "column_list: "+list(c))
-			}
+			columns(c, "column_list", "except_column_list")
 		case t.is("stored"):
 			var s string
 			s, i = until(i + 1)
@@ -302,14 +316,10 @@ func dltApplyChanges(sql string) (hint string, ok bool) {
 		case t.is("track"):
 			var s string
 			s, i = until(i + 1)
-			s = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(s[len("history"):]), "ON"))
-			s = strings.TrimSpace(strings.TrimPrefix(s, "on"))
-			if rest, ok := strings.CutPrefix(s, "*"); ok {
-				if ex, ok := cutWord(rest, "except"); ok {
-					keys = append(keys, "track_history_except_column_list: "+list(ex))
+			if s, ok := cutWord(s, "history"); ok {
+				if s, ok := cutWord(s, "on"); ok {
+					columns(s, "track_history_column_list", "track_history_except_column_list")
 				}
-			} else {
-				keys = append(keys, "track_history_column_list: "+list(s))
 			}
 		case t.is("ignore"):
 			_, i = until(i + 1)
