@@ -248,8 +248,8 @@ datasets:
 	}
 	// sqlCondition writes the simple SQL forms as a row expression, and says when it cannot.
 	for code, want := range map[string]string{
-		"amt IS NOT NULL AND op <> 'D'":   `amt != nil and op != "D"`,
-		"op = 'D' OR op = \"X\"":          `op == "D" or op == "X"`,
+		"amt IS NOT NULL AND op <> 'D'":    `amt != nil and op != "D"`,
+		"op = 'D' OR op = \"X\"":           `op == "D" or op == "X"`,
 		"NOT (amt >= 10) AND note IS NULL": `not (amt >= 10) and note == nil`,
 		"amt <= 5 AND amt != 3":            `amt <= 5 and amt != 3`,
 		"name = 'it''s'":                   `name == "it's"`,
