@@ -683,7 +683,7 @@ func (v *validation) querySyntax(infos []*datasetInfo) {
 	}
 	for i, in := range ins {
 		se, ok := bad[i]
-		if !ok || dltStatement(in.ds.Query.SQL) {
+		if !ok || dltStatement(in.ds.Query.SQL) || autoLoaderCall(in.ds.Query.SQL) {
 			continue // a Delta Live Tables definition is reported with what to write instead
 		}
 		off := se.Offset
@@ -716,6 +716,9 @@ func (d *decoder) query(n *yaml.Node, path string) (*Query, *queryInfo) {
 	node := resolve(n)
 	q := &Query{SQL: s, Pos: d.pos(node)}
 	refs, files, probs, quals := parseQuery(s)
+	if autoLoaderCall(s) {
+		probs = nil // queryChecks says what to write instead
+	}
 	for _, p := range probs {
 		d.add(d.queryPos(node, p.Offset), path, p.Hint, "%s", p.Msg)
 	}
@@ -862,6 +865,9 @@ func (v *validation) queryChecks(infos []*datasetInfo) {
 			}
 			v.d.add(v.d.queryPos(node, c.at), path, "write "+c.duck,
 				"%s is Spark SQL, which DuckDB, the engine that runs queries, does not take: the update would fail here", form)
+		}
+		if autoLoaderCall(ds.Query.SQL) {
+			continue // its references and STREAM are Databricks SQL too
 		}
 		for _, r := range in.query.qualified {
 			last := r.Name[strings.LastIndexByte(r.Name, '.')+1:]

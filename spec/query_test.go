@@ -132,6 +132,9 @@ func TestQueryValidation(t *testing.T) {
 			"19:7: datasets[2].query: a query is a SELECT (or WITH, FROM, VALUES, PIVOT ...), not a statement starting with APPLY (hint: this is a Delta Live Tables APPLY CHANGES statement; the spec says it with the dataset's `apply_changes:` {source: bronze, keys: [id, region], apply_as_deletes: 'op == \"D\" or deleted != nil', sequence_by: [ts, seq], except_column_list: [op, deleted], stored_as_scd_type: 2, track_history_except_column_list: [note]}, and no query)"}},
 		{"a DLT live table definition", "  - name: gold\n    query: |\n      CREATE OR REFRESH LIVE TABLE gold\n      COMMENT \"by op\"\n      PARTITIONED BY (op)\n      TBLPROPERTIES ('quality' = 'gold', delta.enableChangeDataFeed = true)\n      AS SELECT op, count(*) AS n FROM LIVE.silver GROUP BY op;", []string{
 			"19:7: datasets[2].query: a query is a SELECT (or WITH, FROM, VALUES, PIVOT ...), not a statement starting with CREATE (hint: this is a Delta Live Tables definition; the spec says it with keys of the dataset: `type: materialized_view`, `comment: \"by op\"`, `table_properties: {quality: \"gold\", delta.enableChangeDataFeed: \"true\"}`, `query: SELECT op, count(*) AS n FROM LIVE.silver GROUP BY op`)"}},
+		// Auto Loader's table functions: the one problem of the query is what to write instead.
+		{"auto loader in a query", "  - name: st\n    type: streaming_table\n    query: SELECT * FROM STREAM read_files('/landing', format => 'json')", []string{
+			"19:33: datasets[2].query: read_files(...) is Spark SQL, which DuckDB, the engine that runs queries, does not take: the update would fail here (hint: write a dataset with `source: {path: ..., format: json|csv|parquet}` (Auto Loader's incremental file reads), which queries then read by name)"}},
 		// Spark SQL functions DuckDB does not take, each at its place; not in strings, quoted
 		// names, after a dot or as a column, nor datediff and date_sub in DuckDB's three-argument
 		// form.

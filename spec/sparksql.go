@@ -39,6 +39,8 @@ var sparkFunctions = map[string]sparkFunction{
 	"sha2":                        {duck: "sha256(x) for sha2(x, 256)"},
 	"monotonically_increasing_id": {duck: "row_number() OVER ()"},
 	"input_file_name":             {duck: "the _file_path column a file source adds with include_metadata: true"},
+	"read_files":                  {duck: "a dataset with `source: {path: ..., format: json|csv|parquet}` (Auto Loader's incremental file reads), which queries then read by name"},
+	"cloud_files":                 {duck: "a dataset with `source: {path: ..., format: json|csv|parquet}` (Auto Loader's incremental file reads), which queries then read by name"},
 	"substring_index":             {duck: "array_to_string(string_split(s, delim)[1:n], delim) (split_part(s, delim, n) for the n-th part alone)"},
 	"named_struct":                {duck: "{'a': x, 'b': y} (or struct_pack(a := x, b := y))"},
 	"percentile_approx":           {duck: "approx_quantile(x, 0.5)"},
@@ -66,6 +68,18 @@ var sparkSyntax = []struct{ word, next, duck string }{
 	{"double", "(", "CAST(x AS DOUBLE) for double(x)"},
 	{"timestamp", "(", "CAST(x AS TIMESTAMP) for timestamp(x)"},
 	{"boolean", "(", "CAST(x AS BOOLEAN) for boolean(x)"},
+}
+
+// autoLoaderCall reports whether sql reads files with Auto Loader's table functions (read_files,
+// cloud_files), which the spec says with a `source:`: that is the one problem reported of such a
+// query, whose references, STREAM and syntax are Databricks SQL.
+func autoLoaderCall(sql string) bool {
+	for _, c := range sparkCalls(sql) {
+		if n := strings.ToLower(c.name); n == "read_files" || n == "cloud_files" {
+			return true
+		}
+	}
+	return false
 }
 
 // sparkCall is a call in a query of a function of sparkFunctions: its name as written, its

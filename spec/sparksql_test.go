@@ -41,6 +41,8 @@ var sparkExamples = []struct {
 	{"sha2", "SELECT sha2('abc', 256)", "SELECT sha256('abc')", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
 	{"monotonically_increasing_id", "SELECT monotonically_increasing_id()", "SELECT row_number() OVER ()", "1"},
 	{"input_file_name", "SELECT input_file_name()", "", ""},
+	{"read_files", "SELECT * FROM read_files('landing', format => 'json')", "", ""},
+	{"cloud_files", "SELECT * FROM cloud_files('landing', 'json')", "", ""},
 	{"substring_index", "SELECT substring_index('a.b.c', '.', 2)", "SELECT array_to_string(string_split('a.b.c', '.')[1:2], '.')", "a.b"},
 	{"named_struct", "SELECT named_struct('a', 1, 'b', 'x')", "SELECT {'a': 1, 'b': 'x'}", "{'a': 1, 'b': x}"},
 	{"percentile_approx", "SELECT percentile_approx(x, 0.5) FROM (VALUES (1), (2), (3)) t(x)", "SELECT approx_quantile(x, 0.5) FROM (VALUES (1), (2), (3)) t(x)", "2"},
