@@ -156,6 +156,8 @@ func (p *ddlParser) typ() (Type, error) {
 		return Type{Kind: DateKind}, nil
 	case "TIMESTAMP":
 		return Type{Kind: TimestampKind}, nil
+	case "TIMESTAMP_NTZ":
+		return TimestampNTZ, nil
 	case "DECIMAL", "DEC", "NUMERIC":
 		t := Type{Kind: DecimalKind, Precision: 10, Scale: 0} // Spark's default DECIMAL is (10,0)
 		p.space()
@@ -200,7 +202,7 @@ func (p *ddlParser) typ() (Type, error) {
 		return p.arrayType()
 	case "MAP":
 		return p.mapType()
-	case "FLOAT", "SMALLINT", "TINYINT", "BINARY", "TIMESTAMP_NTZ", "VOID", "INTERVAL", "CHAR", "VARCHAR":
+	case "FLOAT", "SMALLINT", "TINYINT", "BINARY", "VOID", "INTERVAL", "CHAR", "VARCHAR":
 		return Type{}, &DDLError{start, fmt.Sprintf("type %s is not supported yet; supported: "+supportedTypes, w)}
 	case "":
 		return Type{}, &DDLError{start, fmt.Sprintf("expected a type after the column name, found %q", rest(p.s[start:]))}
@@ -212,10 +214,10 @@ func (p *ddlParser) typ() (Type, error) {
 }
 
 // typeNames are the type keywords offered for a misspelt type.
-var typeNames = []string{"BIGINT", "INT", "STRING", "DOUBLE", "BOOLEAN", "DECIMAL", "DATE", "TIMESTAMP", "STRUCT", "ARRAY", "MAP"}
+var typeNames = []string{"BIGINT", "INT", "STRING", "DOUBLE", "BOOLEAN", "DECIMAL", "DATE", "TIMESTAMP", "TIMESTAMP_NTZ", "STRUCT", "ARRAY", "MAP"}
 
 // supportedTypes lists the DDL types ParseDDL accepts, for errors.
-const supportedTypes = "BIGINT, INT, STRING, DOUBLE, BOOLEAN, DECIMAL(p,s), DATE, TIMESTAMP, STRUCT<name: TYPE, ...>, ARRAY<TYPE>, MAP<KEY, VALUE>"
+const supportedTypes = "BIGINT, INT, STRING, DOUBLE, BOOLEAN, DECIMAL(p,s), DATE, TIMESTAMP, TIMESTAMP_NTZ, STRUCT<name: TYPE, ...>, ARRAY<TYPE>, MAP<KEY, VALUE>"
 
 // open consumes the '<' after the keyword kw, or returns the error showing the expected form.
 func (p *ddlParser) open(kw, form string) error {

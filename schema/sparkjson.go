@@ -194,6 +194,8 @@ func typeFromSparkName(n string) (Type, error) {
 		return Type{Kind: Double, Storage: n}, nil
 	case StorageBinary:
 		return Type{Kind: String, Storage: n}, nil
+	case StorageTimestampNTZ:
+		return TimestampNTZ, nil
 	}
 	if m := decimalName.FindStringSubmatch(n); m != nil {
 		p, _ := strconv.Atoi(m[1])
@@ -202,9 +204,6 @@ func typeFromSparkName(n string) (Type, error) {
 			return Type{}, fmt.Errorf("type %s is not supported yet (precision above %d)", n, MaxDecimalPrecision)
 		}
 		return Type{Kind: DecimalKind, Precision: p, Scale: sc}, nil
-	}
-	if n == "timestamp_ntz" {
-		return Type{}, fmt.Errorf("type %q (the timestampNtz table feature) is not supported yet", n)
 	}
 	return Type{}, fmt.Errorf("type %q is not supported yet", n)
 }

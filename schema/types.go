@@ -11,7 +11,8 @@ type Kind int
 // The supported kinds. The Go value of each (see the package invariant) is:
 // Long int64, Integer int32, String string, Double float64, Boolean bool,
 // Decimal Decimal (unscaled int64), Date Date (days since 1970-01-01), Timestamp Timestamp
-// (microseconds since the Unix epoch, UTC).
+// (microseconds since the Unix epoch, UTC; for a TIMESTAMP_NTZ column, Storage timestamp_ntz,
+// the wall-clock time read as if it were UTC).
 const (
 	Long Kind = iota + 1
 	Integer
@@ -51,7 +52,8 @@ type Type struct {
 	// Storage, when set, is the narrower Spark type a table written by another engine declares
 	// for the column, read into the values of a wider kind: StorageByte or StorageShort (Integer,
 	// int32 values), StorageFloat (Double, float64 values holding a float32) or StorageBinary
-	// (String, values holding the raw bytes). Only Delta schemaStrings set it; Spark DDL does not.
+	// (String, values holding the raw bytes). Only Delta schemaStrings set these; Spark DDL does
+	// not. StorageTimestampNTZ (TimestampKind) marks a TIMESTAMP_NTZ column, set by both.
 	Storage string
 }
 
@@ -61,7 +63,46 @@ const (
 	StorageShort  = "short"
 	StorageFloat  = "float"
 	StorageBinary = "binary"
+	// StorageTimestampNTZ marks a TimestampKind column as TIMESTAMP_NTZ, a timestamp without
+	// time zone (Delta PROTOCOL.md, "Timestamp without timezone (TimestampNtz)"; Spark's
+	// TimestampNTZType): its Timestamp values are a local date and wall-clock time, stored as the
+	// microseconds since 1970-01-01 00:00:00 of that wall clock read as if it were UTC, and it is
+	// written and shown without a zone or offset.
+	StorageTimestampNTZ = "timestamp_ntz"
 )
+
+// TimestampNTZ is the TIMESTAMP_NTZ column type.
+var TimestampNTZ = Type{Kind: TimestampKind, Storage: StorageTimestampNTZ}
+
+// IsNTZ reports whether t is TIMESTAMP_NTZ (a TimestampKind with Storage timestamp_ntz).
+func (t Type) IsNTZ() bool { return t.Kind == TimestampKind && t.Storage == StorageTimestampNTZ }
+
+// HasNTZ reports whether t is TIMESTAMP_NTZ or holds one (a STRUCT field, ARRAY element or MAP
+// key or value at any depth): a Delta table with such a column needs the timestampNtz table
+// feature (Delta PROTOCOL.md, "Timestamp without timezone (TimestampNtz)").
+func (t Type) HasNTZ() bool {
+	switch {
+	case t.IsNTZ():
+		return true
+	case t.Kind == StructKind && t.Struct != nil:
+		return t.Struct.HasNTZ()
+	case t.Kind == ArrayKind && t.Elem != nil:
+		return t.Elem.HasNTZ()
+	case t.Kind == MapKind && t.Key != nil && t.Value != nil:
+		return t.Key.HasNTZ() || t.Value.HasNTZ()
+	}
+	return false
+}
+
+// HasNTZ reports whether any column of s is or holds a TIMESTAMP_NTZ (see Type.HasNTZ).
+func (s Schema) HasNTZ() bool {
+	for _, f := range s.Fields {
+		if f.Type.HasNTZ() {
+			return true
+		}
+	}
+	return false
+}
 
 // Equal reports whether two types are the same, comparing STRUCT fields deeply.
 func (t Type) Equal(o Type) bool {
@@ -119,7 +160,7 @@ type Schema struct {
 }
 
 // DDL returns the type in Spark DDL form: BIGINT, INT, STRING, DOUBLE, BOOLEAN, DECIMAL(p,s),
-// DATE, TIMESTAMP, STRUCT<a: INT, b: STRING>, ARRAY<INT>, MAP<STRING, BIGINT> (as Spark's
+// DATE, TIMESTAMP, TIMESTAMP_NTZ, STRUCT<a: INT, b: STRING>, ARRAY<INT>, MAP<STRING, BIGINT> (as Spark's
 // DataType.sql prints them, with ": " between a field's name and type).
 func (t Type) DDL() string {
 	switch t.Storage {
@@ -131,6 +172,8 @@ func (t Type) DDL() string {
 		return "FLOAT"
 	case StorageBinary:
 		return "BINARY"
+	case StorageTimestampNTZ:
+		return "TIMESTAMP_NTZ"
 	}
 	switch t.Kind {
 	case Long:
@@ -170,7 +213,7 @@ func (t Type) DDL() string {
 }
 
 // SparkName returns the type's name in a Delta schemaString: long, integer, string, double,
-// boolean, decimal(p,s), date, timestamp (Delta PROTOCOL.md, "Primitive Types"); struct, array
+// boolean, decimal(p,s), date, timestamp, timestamp_ntz (Delta PROTOCOL.md, "Primitive Types"); struct, array
 // and map for nested types, whose schemaString is a JSON object (see Schema.SparkJSON).
 func (t Type) SparkName() string {
 	if t.Storage != "" {

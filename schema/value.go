@@ -155,6 +155,32 @@ func FormatTimestamp(v Timestamp) string {
 	return time.UnixMicro(int64(v)).UTC().Format("2006-01-02T15:04:05.000000Z")
 }
 
+// ParseTimestampNTZ reads the text of a TIMESTAMP_NTZ value: a date and a wall-clock time
+// without zone, "2024-01-31T10:00:00", "2024-01-31 10:00:00.123456" (T or a space; the
+// fraction optional, up to 9 digits, beyond microseconds truncated) or a date alone (midnight),
+// and returns the microseconds of that wall clock read as if it were UTC. Text with a zone
+// ("Z", "+02:00") is an error, as Spark's JSON and CSV readers refuse it for a TIMESTAMP_NTZ
+// column (TimestampFormatter.parseWithoutTimeZone with allowTimeZone false): the offset would
+// have to be either dropped or applied, and each reads another instant as the same value.
+func ParseTimestampNTZ(s string) (Timestamp, error) {
+	text := strings.ToUpper(strings.TrimSpace(s))
+	for _, layout := range []string{"2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999", "2006-01-02"} {
+		if t, err := time.Parse(layout, text); err == nil {
+			return Timestamp(t.UnixMicro()), nil
+		}
+	}
+	if _, err := ParseTimestamp(s); err == nil {
+		return 0, fmt.Errorf("%q has a time zone, which a TIMESTAMP_NTZ does not hold: write the local time without Z or offset (e.g. 2024-01-31T10:00:00), or declare the column TIMESTAMP", s)
+	}
+	return 0, fmt.Errorf("%q is not a timestamp without time zone (e.g. 2024-01-31T10:00:00)", s)
+}
+
+// FormatTimestampNTZ writes a TIMESTAMP_NTZ value (the microseconds of a wall clock read as if
+// UTC) as ISO 8601 without zone, with six fraction digits ("2024-01-31T10:00:00.000000").
+func FormatTimestampNTZ(v Timestamp) string {
+	return time.UnixMicro(int64(v)).UTC().Format("2006-01-02T15:04:05.000000")
+}
+
 // FormatDate writes days since the epoch as "YYYY-MM-DD".
 func FormatDate(v Date) string {
 	return time.Unix(int64(v)*86400, 0).UTC().Format("2006-01-02")
@@ -162,7 +188,9 @@ func FormatDate(v Date) string {
 
 // FromJSON converts one decoded JSON value (decoded with json.Decoder.UseNumber, so numbers
 // arrive as json.Number) to the Go value of type t. A JSON null is nil. DECIMAL takes a number or
-// a numeric string; TIMESTAMP takes RFC 3339 text or epoch seconds; DATE takes "YYYY-MM-DD";
+// a numeric string; TIMESTAMP takes RFC 3339 text or epoch seconds; TIMESTAMP_NTZ takes text
+// without zone (ParseTimestampNTZ: text with a zone and numbers do not fit, as in Spark's JSON
+// reader); DATE takes "YYYY-MM-DD";
 // STRUCT takes an object, its fields by name (others ignored, missing ones NULL; a field that
 // does not fit makes the whole value not fit); ARRAY takes an array, each element converted to
 // the element type (a JSON null is a NULL element); MAP takes an object, each key text converted
@@ -333,6 +361,12 @@ func FromJSON(t Type, v any) (any, error) {
 		}
 		return out, nil
 	case TimestampKind:
+		if t.IsNTZ() {
+			if x, ok := v.(string); ok {
+				return ParseTimestampNTZ(x)
+			}
+			return nil, fmt.Errorf("%s is not a timestamp text for TIMESTAMP_NTZ (e.g. \"2024-01-31T10:00:00\")", jsonKind(v))
+		}
 		switch x := v.(type) {
 		case string:
 			return ParseTimestamp(x)
@@ -395,7 +429,7 @@ func jsonKind(v any) string {
 // AppendJSON appends v as JSON in the `jsonl` form of spec.md §2: BIGINT/INT as numbers, DOUBLE
 // as a number (NaN and infinities as "NaN", "Infinity", "-Infinity"), DECIMAL as a number with
 // exactly the column's scale, DATE as "YYYY-MM-DD", TIMESTAMP as RFC 3339 UTC
-// with microseconds, NULL as null; a BINARY column (Storage binary) as base64 text, as Spark's
+// with microseconds, TIMESTAMP_NTZ as the same without zone (FormatTimestampNTZ), NULL as null; a BINARY column (Storage binary) as base64 text, as Spark's
 // to_json writes it; a STRUCT as an object of its fields, an ARRAY as an array, a MAP as an
 // object whose keys are the key values as Text prints them, in entry order (Spark's to_json).
 func AppendJSON(buf []byte, t Type, v any) []byte {
@@ -430,6 +464,9 @@ func AppendJSON(buf []byte, t Type, v any) []byte {
 	case Date:
 		return strconv.AppendQuote(buf, FormatDate(x))
 	case Timestamp:
+		if t.IsNTZ() {
+			return strconv.AppendQuote(buf, FormatTimestampNTZ(x))
+		}
 		return strconv.AppendQuote(buf, FormatTimestamp(x))
 	case []any:
 		if t.Kind == StructKind {
@@ -474,7 +511,7 @@ func AppendJSON(buf []byte, t Type, v any) []byte {
 }
 
 // Text returns v as people read it in a table: NULL as "NULL", decimals with their scale,
-// timestamps in RFC 3339 UTC.
+// timestamps in RFC 3339 UTC, TIMESTAMP_NTZ values without zone (FormatTimestampNTZ).
 func Text(t Type, v any) string {
 	switch x := v.(type) {
 	case nil:
@@ -487,6 +524,9 @@ func Text(t Type, v any) string {
 	case Date:
 		return FormatDate(x)
 	case Timestamp:
+		if t.IsNTZ() {
+			return FormatTimestampNTZ(x)
+		}
 		return FormatTimestamp(x)
 	case float64:
 		return strconv.FormatFloat(x, 'g', -1, t.floatBits())
