@@ -69,6 +69,11 @@ func fromDuckJSON(t schema.Type, v any) (any, error) {
 		}
 		return string(b), nil
 	}
+	if s, ok := v.(string); ok && t.IsNTZ() {
+		// DuckDB reads a Parquet TIMESTAMP(isAdjustedToUTC=false) as its TIMESTAMP, printed
+		// without offset; an offset here means the file holds an instant, not a wall clock.
+		return schema.ParseTimestampNTZ(s)
+	}
 	if s, ok := v.(string); ok && t.Kind == schema.TimestampKind {
 		for _, layout := range []string{"2006-01-02 15:04:05.999999-07", "2006-01-02 15:04:05.999999-07:00"} {
 			if tm, err := time.Parse(layout, s); err == nil {
