@@ -15,7 +15,7 @@ import (
 // (Delta PROTOCOL.md, "Protocol Evolution"). The feature lists of reader version 3 / writer
 // version 7 tables ("Table Features") are read into Snapshot.ReaderFeatures and
 // Snapshot.WriterFeatures, and written with Transaction.SetProtocolFeatures or when a table
-// enables deletion vectors (DeletionVectorProtocol).
+// enables deletion vectors or gets a TIMESTAMP_NTZ column (FeatureProtocol).
 type Protocol struct {
 	MinReaderVersion int
 	MinWriterVersion int

@@ -46,8 +46,9 @@ func (t *Table) Begin(read *Snapshot) *Transaction {
 // When the transaction creates the table, an empty ID gets a new UUID, an empty CreatedTime the
 // current time, Configuration gets "delta.enableChangeDataFeed":"true" unless the key is set,
 // and the protocol defaults to DefaultProtocol. When m enables deletion vectors
-// (ConfigEnableDeletionVectors) and the table's protocol lacks the feature, the commit also
-// writes the protocol of DeletionVectorProtocol. On an existing table an empty ID and a zero
+// (ConfigEnableDeletionVectors) or its schema has a TIMESTAMP_NTZ column, and the table's
+// protocol lacks the feature (deletionVectors, timestampNtz), the commit also writes the
+// protocol of FeatureProtocol with it. On an existing table an empty ID and a zero
 // CreatedTime are taken from the snapshot read.
 func (tx *Transaction) SetMetadata(m Metadata) {
 	m.Configuration = maps.Clone(m.Configuration)
@@ -252,13 +253,14 @@ func (tx *Transaction) commit(operation string, params map[string]any) *Commit {
 // supportedWriterFeatures are the table features (writer version 7) this package writes
 // correctly (Delta PROTOCOL.md, "Valid Feature Names in Table Features"): it honours
 // delta.appendOnly and delta.enableChangeDataFeed, refuses tables with CHECK constraints, writes
-// deletion vectors with the physical numRecords. invariants and generatedColumns are accepted as
+// deletion vectors with the physical numRecords, writes TIMESTAMP_NTZ columns as
+// TIMESTAMP(isAdjustedToUTC=false) with stats and partition values without zone. invariants and generatedColumns are accepted as
 // on the legacy writer versions 2-4 (which imply them): the schema package keeps no column
 // metadata, so delta.invariants and delta.generationExpression are neither seen nor enforced;
 // tables this package creates have neither.
 var supportedWriterFeatures = map[string]bool{
 	"appendOnly": true, "changeDataFeed": true, "checkConstraints": true, FeatureDeletionVectors: true,
-	"generatedColumns": true, "invariants": true,
+	"generatedColumns": true, "invariants": true, FeatureTimestampNTZ: true,
 }
 
 func (tx *Transaction) validate() error {

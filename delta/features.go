@@ -36,16 +36,29 @@ var legacyWriterFeatures = [][]string{
 	6: {"identityColumns"},
 }
 
+// FeatureTimestampNTZ is the name of the table feature a table with a TIMESTAMP_NTZ column
+// needs, a reader and writer feature (Delta PROTOCOL.md, "Timestamp without timezone
+// (TimestampNtz)"): Commit adds it, with reader version 3 and writer version 7, when the
+// metadata it commits has such a column (at any depth) and the protocol lacks it.
+const FeatureTimestampNTZ = "timestampNtz"
+
 // DeletionVectorProtocol returns the protocol of a table whose protocol is cur (with its table
 // features readerFeatures and writerFeatures, nil below reader version 3 / writer version 7)
-// once deletion vectors are enabled: reader version 3 and writer version 7; readerFeatures are
-// the current ones (columnMapping for a legacy reader version 2) plus deletionVectors;
-// writerFeatures are the current ones, or for a legacy writer version every feature that
-// version implies (version 4, the protocol of the tables this package creates: appendOnly,
-// changeDataFeed, checkConstraints, generatedColumns, invariants), plus deletionVectors and the
-// reader features. Both lists are sorted. Delta PROTOCOL.md, "Table Features for New and Existing
-// Tables": an upgrade must assume every feature of the old protocol is used.
+// once deletion vectors are enabled: FeatureProtocol with deletionVectors.
 func DeletionVectorProtocol(cur Protocol, readerFeatures, writerFeatures []string) (Protocol, []string, []string) {
+	return FeatureProtocol(cur, readerFeatures, writerFeatures, FeatureDeletionVectors)
+}
+
+// FeatureProtocol returns the protocol of a table whose protocol is cur (with its table features
+// readerFeatures and writerFeatures, nil below reader version 3 / writer version 7) once the
+// reader-and-writer features named by add (deletionVectors, timestampNtz) are added: reader
+// version 3 and writer version 7; readerFeatures are the current ones (columnMapping for a
+// legacy reader version 2) plus add; writerFeatures are the current ones, or for a legacy writer
+// version every feature that version implies (version 4, the protocol of the tables this package
+// creates: appendOnly, changeDataFeed, checkConstraints, generatedColumns, invariants), plus the
+// reader features. Both lists are sorted, without duplicates. Delta PROTOCOL.md, "Table Features
+// for New and Existing Tables": an upgrade must assume every feature of the old protocol is used.
+func FeatureProtocol(cur Protocol, readerFeatures, writerFeatures []string, add ...string) (Protocol, []string, []string) {
 	var rf, wf []string
 	if cur.MinReaderVersion >= 3 {
 		rf = append(rf, readerFeatures...)
@@ -59,7 +72,7 @@ func DeletionVectorProtocol(cur Protocol, readerFeatures, writerFeatures []strin
 			wf = append(wf, legacyWriterFeatures[v]...)
 		}
 	}
-	rf = append(rf, FeatureDeletionVectors)
+	rf = append(rf, add...)
 	wf = append(wf, rf...)
 	slices.Sort(rf)
 	slices.Sort(wf)
@@ -71,25 +84,39 @@ func hasFeature(features []string, name string) bool { return slices.Contains(fe
 
 // plannedProtocol returns the protocol action the transaction writes (nil for none) and its
 // feature lists: the one SetProtocol set; else DefaultProtocol for a new table; upgraded by
-// DeletionVectorProtocol when the metadata the transaction commits enables deletion vectors on a
-// table whose protocol lacks the feature.
+// FeatureProtocol when the metadata the transaction commits needs a reader-and-writer feature
+// the protocol lacks: deletionVectors when it enables deletion vectors, timestampNtz when its
+// schema has a TIMESTAMP_NTZ column.
 func (tx *Transaction) plannedProtocol() (*Protocol, []string, []string) {
 	proto, rf, wf := tx.protocol, tx.readerFeat, tx.writerFeat
 	if proto == nil && tx.read == nil {
 		p := DefaultProtocol
 		proto = &p
 	}
-	if tx.metadata == nil || !tx.metadata.DeletionVectors() {
+	if tx.metadata == nil {
 		return proto, rf, wf
+	}
+	var need []string
+	if tx.metadata.DeletionVectors() {
+		need = append(need, FeatureDeletionVectors)
+	}
+	if tx.metadata.Schema.HasNTZ() {
+		need = append(need, FeatureTimestampNTZ)
 	}
 	cur, crf, cwf := proto, rf, wf
 	if cur == nil {
 		cur, crf, cwf = &tx.read.Protocol, tx.read.ReaderFeatures, tx.read.WriterFeatures
 	}
-	if cur.MinReaderVersion >= 3 && cur.MinWriterVersion >= 7 && hasFeature(crf, FeatureDeletionVectors) && hasFeature(cwf, FeatureDeletionVectors) {
+	var missing []string
+	for _, f := range need {
+		if cur.MinReaderVersion < 3 || cur.MinWriterVersion < 7 || !hasFeature(crf, f) || !hasFeature(cwf, f) {
+			missing = append(missing, f)
+		}
+	}
+	if len(missing) == 0 {
 		return proto, rf, wf
 	}
-	p, nrf, nwf := DeletionVectorProtocol(*cur, crf, cwf)
+	p, nrf, nwf := FeatureProtocol(*cur, crf, cwf, missing...)
 	return &p, nrf, nwf
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/deprecated"
 
 	"tributary/schema"
 )
@@ -260,6 +261,8 @@ func parquetNode(t schema.Type) (parquet.Node, error) {
 		return parquet.Leaf(parquet.FloatType), nil
 	case schema.StorageBinary:
 		return parquet.Encoded(parquet.Leaf(parquet.ByteArrayType), &parquet.Plain), nil
+	case schema.StorageTimestampNTZ:
+		return parquet.Leaf(localTimestampType{parquet.TimestampAdjusted(parquet.Microsecond, false).Type()}), nil
 	case "":
 	default:
 		return nil, fmt.Errorf("type %s is not supported", t.DDL())
@@ -292,6 +295,15 @@ func parquetNode(t schema.Type) (parquet.Node, error) {
 	}
 	return nil, fmt.Errorf("type %s is not supported", t.DDL())
 }
+
+// localTimestampType is the Parquet type of a TIMESTAMP_NTZ column: INT64 with the logical type
+// TIMESTAMP(isAdjustedToUTC=false, unit=MICROS) (Delta PROTOCOL.md, "Timestamp without timezone
+// (TimestampNtz)") and no converted type: the converted type TIMESTAMP_MICROS means
+// isAdjustedToUTC=true (Parquet LogicalTypes.md, "Timestamp"), which parquet-go writes for either.
+type localTimestampType struct{ parquet.Type }
+
+// ConvertedType is nil: see localTimestampType.
+func (localTimestampType) ConvertedType() *deprecated.ConvertedType { return nil }
 
 // orderedGroup is a Parquet group whose fields keep the order of the table schema
 // (parquet.Group orders them by name).

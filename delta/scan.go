@@ -225,7 +225,9 @@ func CheckReadable(snap *Snapshot) error {
 // FormatPartitionValue serializes v, the Go value of a column of type t, as a partition value
 // (Delta PROTOCOL.md, "Partition Value Serialization"): NULL as "", numbers in decimal, DECIMAL
 // with its scale, DATE "2024-01-31", TIMESTAMP as ISO 8601 in UTC with microseconds
-// ("2024-01-31T10:00:00.000000Z"), BOOLEAN "true"/"false".
+// ("2024-01-31T10:00:00.000000Z"), TIMESTAMP_NTZ without zone as the protocol spells it
+// ("2024-01-31 10:00:00", or "2024-01-31 10:00:00.123456" when the fraction is not zero),
+// BOOLEAN "true"/"false".
 func FormatPartitionValue(t schema.Type, v any) string {
 	switch x := v.(type) {
 	case nil:
@@ -235,6 +237,13 @@ func FormatPartitionValue(t schema.Type, v any) string {
 	case schema.Date:
 		return schema.FormatDate(x)
 	case schema.Timestamp:
+		if t.IsNTZ() {
+			layout := "2006-01-02 15:04:05"
+			if x%1_000_000 != 0 {
+				layout += ".000000"
+			}
+			return time.UnixMicro(int64(x)).UTC().Format(layout)
+		}
 		return schema.FormatTimestamp(x)
 	case float64:
 		if t.Storage == schema.StorageFloat {
@@ -247,8 +256,9 @@ func FormatPartitionValue(t schema.Type, v any) string {
 
 // ParsePartitionValue reads a serialized partition value of a column of type t (Delta
 // PROTOCOL.md, "Partition Value Serialization"): "" is NULL; a TIMESTAMP may be
-// "2024-01-31 10:00:00[.ffffff]" (taken as UTC) or ISO 8601. A value that does not parse is an
-// error.
+// "2024-01-31 10:00:00[.ffffff]" (taken as UTC) or ISO 8601; a TIMESTAMP_NTZ is
+// "2024-01-31 10:00:00[.ffffff]" or the same with T, without zone (schema.ParseTimestampNTZ).
+// A value that does not parse is an error.
 func ParsePartitionValue(t schema.Type, s string) (any, error) {
 	if s == "" {
 		return nil, nil
@@ -282,6 +292,9 @@ func parsePartitionValue(t schema.Type, s string) (any, error) {
 	case schema.DateKind:
 		return schema.ParseDate(s)
 	case schema.TimestampKind:
+		if t.IsNTZ() {
+			return schema.ParseTimestampNTZ(s)
+		}
 		for _, layout := range []string{"2006-01-02 15:04:05.999999999", time.RFC3339Nano} {
 			if ts, err := time.Parse(layout, s); err == nil {
 				return schema.Timestamp(ts.UnixMicro()), nil

@@ -82,7 +82,7 @@ func (c *colStats) str(v string) {
 // Spark writes them: numRecords; minValues and maxValues for each column with a non-NULL value,
 // except BOOLEAN (Spark keeps no bounds for it); nullCount for every column. DECIMAL bounds are
 // JSON numbers with the column's scale, DATE "2024-01-31", TIMESTAMP truncated down to
-// milliseconds "2024-01-31T10:00:00.000Z", strings cut to StatsStringPrefix characters (the max
+// milliseconds "2024-01-31T10:00:00.000Z" (TIMESTAMP_NTZ without the Z), strings cut to StatsStringPrefix characters (the max
 // gets a tie-breaker character so that it stays an upper bound, or is left out). STRUCT columns
 // get nested objects, mirroring the schema; ARRAY and MAP columns get only their nullCount (the
 // rows where the column is NULL), as Spark's stats collection does. cols holds the statistics of the leaves of s, in
@@ -186,6 +186,9 @@ func (c *colStats) bound(t schema.Type, max bool) (string, bool) {
 		ms := v / 1000
 		if v%1000 < 0 {
 			ms--
+		}
+		if t.IsNTZ() { // no zone, as Spark writes a TIMESTAMP_NTZ bound
+			return `"` + time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000") + `"`, true
 		}
 		return `"` + time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") + `"`, true
 	case schema.String:
