@@ -115,7 +115,8 @@ func (e *Engine) Close() error { return e.db.Close() }
 // result's schema and rows. Column types map to schema kinds: integers up to 32 bits INT, wider
 // ones BIGINT, FLOAT/DOUBLE DOUBLE, DECIMAL(p,s) DECIMAL (p capped at 18), VARCHAR STRING,
 // BLOB BINARY (a STRING of raw bytes, as a BINARY column of another engine's table reads),
-// BOOLEAN, DATE, TIMESTAMP (with or without time zone, as UTC), LIST (and fixed-size ARRAY)
+// BOOLEAN, DATE, TIMESTAMPTZ TIMESTAMP, TIMESTAMP (without time zone) TIMESTAMP_NTZ when a
+// relation has a TIMESTAMP_NTZ column and else TIMESTAMP (see resultNTZ), LIST (and fixed-size ARRAY)
 // ARRAY, MAP MAP (entries in DuckDB's order), STRUCT STRUCT, nested at any depth. Any other type,
 // or a value that does not fit, is an error that names the column and suggests a CAST.
 //
@@ -161,8 +162,9 @@ func (e *Engine) Query(ctx context.Context, query string, rels []Relation) (_ sc
 		return schema.Schema{}, nil, queryError(err)
 	}
 	var out schema.Schema
+	ntz := resultNTZ(rels)
 	for _, ct := range cts {
-		t, err := kindOf(ct.DatabaseTypeName())
+		t, err := kindOf(ct.DatabaseTypeName(), ntz)
 		if err != nil {
 			return schema.Schema{}, nil, fmt.Errorf("sqlengine: result column %s: %w", ct.Name(), err)
 		}
@@ -190,6 +192,23 @@ func (e *Engine) Query(ctx context.Context, query string, rels []Relation) (_ sc
 		return schema.Schema{}, nil, queryError(err)
 	}
 	return out, result, nil
+}
+
+// resultNTZ reports whether a query over rels gives DuckDB TIMESTAMP results the type
+// TIMESTAMP_NTZ: when some relation has a TIMESTAMP_NTZ column (at any depth). A TIMESTAMP_NTZ
+// column enters DuckDB as its TIMESTAMP (without time zone) and a TIMESTAMP column as its
+// TIMESTAMPTZ, so that a TIMESTAMP_NTZ column selected, compared, aggregated or shifted by an
+// interval stays TIMESTAMP_NTZ, as in Spark SQL. Without such a relation, a DuckDB TIMESTAMP
+// (CAST(s AS TIMESTAMP), make_timestamp, strptime) is TIMESTAMP, as it was before TIMESTAMP_NTZ
+// existed, so that the schemas of existing datasets do not change. Within a query that reads a
+// TIMESTAMP_NTZ column, CAST(x AS TIMESTAMPTZ) gives a TIMESTAMP result.
+func resultNTZ(rels []Relation) bool {
+	for _, r := range rels {
+		if r.Schema.HasNTZ() {
+			return true
+		}
+	}
+	return false
 }
 
 // Describe binds query against rels as Query would run it, without running it (DuckDB's
@@ -226,7 +245,7 @@ func (e *Engine) Describe(ctx context.Context, query string, rels []Relation) (s
 		if err := rows.Scan(&name, &typ, &rest[0], &rest[1], &rest[2], &rest[3]); err != nil {
 			return schema.Schema{}, queryError(err)
 		}
-		t, err := kindOf(typ)
+		t, err := kindOf(typ, resultNTZ(rels))
 		if err != nil {
 			return schema.Schema{}, fmt.Errorf("sqlengine: result column %s: %w", name, err)
 		}
@@ -419,6 +438,9 @@ func duckType(t schema.Type) (string, error) {
 	case schema.DateKind:
 		return "DATE", nil
 	case schema.TimestampKind:
+		if t.IsNTZ() {
+			return "TIMESTAMP", nil // DuckDB's timestamp without time zone
+		}
 		return "TIMESTAMPTZ", nil
 	case schema.StructKind:
 		if t.Struct == nil || len(t.Struct.Fields) == 0 {
@@ -505,12 +527,12 @@ func toDuck(v any, t schema.Type) driver.Value {
 // kindOf maps a DuckDB result type name to a column type: nested types by their DuckDB
 // spelling (DuckDB "Data Types": LIST "T[]" and ARRAY "T[n]" to ARRAY, "MAP(K, V)" to MAP,
 // "STRUCT(name T, ...)" to STRUCT, names quoted with double quotes), the rest as primitiveKind
-// says.
-func kindOf(name string) (schema.Type, error) {
+// says; ntz is primitiveKind's (see resultNTZ).
+func kindOf(name string, ntz bool) (schema.Type, error) {
 	name = strings.TrimSpace(name)
 	if strings.HasSuffix(name, "]") {
 		if i := strings.LastIndexByte(name, '['); i > 0 {
-			et, err := kindOf(name[:i])
+			et, err := kindOf(name[:i], ntz)
 			if err != nil {
 				return schema.Type{}, err
 			}
@@ -520,11 +542,11 @@ func kindOf(name string) (schema.Type, error) {
 	if inner, ok := strings.CutPrefix(name, "MAP("); ok && strings.HasSuffix(inner, ")") {
 		parts := splitTop(strings.TrimSuffix(inner, ")"))
 		if len(parts) == 2 {
-			kt, err := kindOf(parts[0])
+			kt, err := kindOf(parts[0], ntz)
 			if err != nil {
 				return schema.Type{}, err
 			}
-			vt, err := kindOf(parts[1])
+			vt, err := kindOf(parts[1], ntz)
 			if err != nil {
 				return schema.Type{}, err
 			}
@@ -538,7 +560,7 @@ func kindOf(name string) (schema.Type, error) {
 			if err != nil {
 				return schema.Type{}, fmt.Errorf("type %s: %w", name, err)
 			}
-			ft, err := kindOf(ftype)
+			ft, err := kindOf(ftype, ntz)
 			if err != nil {
 				return schema.Type{}, err
 			}
@@ -548,7 +570,7 @@ func kindOf(name string) (schema.Type, error) {
 			return schema.Type{Kind: schema.StructKind, Struct: &fields}, nil
 		}
 	}
-	return primitiveKind(name)
+	return primitiveKind(name, ntz)
 }
 
 // splitTop splits s at the commas outside parentheses and double quotes.
@@ -595,8 +617,10 @@ func structField(s string) (name, typ string, err error) {
 	return name, strings.TrimSpace(typ), nil
 }
 
-// primitiveKind maps the name of a DuckDB primitive type to a column type.
-func primitiveKind(name string) (schema.Type, error) {
+// primitiveKind maps the name of a DuckDB primitive type to a column type. DuckDB's TIMESTAMP
+// (without time zone) is TIMESTAMP_NTZ when ntz is true, else TIMESTAMP (see resultNTZ);
+// TIMESTAMPTZ and the other precisions are TIMESTAMP.
+func primitiveKind(name string, ntz bool) (schema.Type, error) {
 	switch name {
 	case "BIGINT", "HUGEINT", "UBIGINT", "UINTEGER", "UHUGEINT":
 		return schema.Type{Kind: schema.Long}, nil
@@ -612,7 +636,12 @@ func primitiveKind(name string) (schema.Type, error) {
 		return schema.Type{Kind: schema.Boolean}, nil
 	case "DATE":
 		return schema.Type{Kind: schema.DateKind}, nil
-	case "TIMESTAMP", "TIMESTAMPTZ", "TIMESTAMP WITH TIME ZONE", "TIMESTAMP_MS", "TIMESTAMP_S", "TIMESTAMP_NS":
+	case "TIMESTAMP":
+		if ntz {
+			return schema.TimestampNTZ, nil
+		}
+		return schema.Type{Kind: schema.TimestampKind}, nil
+	case "TIMESTAMPTZ", "TIMESTAMP WITH TIME ZONE", "TIMESTAMP_MS", "TIMESTAMP_S", "TIMESTAMP_NS":
 		return schema.Type{Kind: schema.TimestampKind}, nil
 	}
 	if strings.HasPrefix(name, "DECIMAL(") && strings.HasSuffix(name, ")") {
