@@ -177,3 +177,30 @@ func checkNTZParquet(t *testing.T, path, col string) {
 	}
 	t.Errorf("no Parquet column %s in %s", col, path)
 }
+
+// TestTimestampNTZRefusesInstants: a Parquet column of instants (TIMESTAMP adjusted to UTC) is
+// not read as TIMESTAMP_NTZ, as Spark's Parquet reader refuses it, while a TIMESTAMP_NTZ file
+// column reads as TIMESTAMP_NTZ and, its wall clock read as UTC, as TIMESTAMP.
+func TestTimestampNTZRefusesInstants(t *testing.T) {
+	t.Parallel()
+	tbl := New(t.TempDir())
+	wall := ts("2024-01-31T10:00:00Z")
+	inst, err := tbl.WriteFile(mustDDL(t, "at TIMESTAMP"), [][]any{{wall}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := tbl.WriteFile(mustDDL(t, "at TIMESTAMP_NTZ"), [][]any{{wall}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tbl.ReadFile(filepath.Join(tbl.Dir, inst.Path), mustDDL(t, "at TIMESTAMP_NTZ"))
+	if err == nil || !strings.Contains(err.Error(), "cannot be read as TIMESTAMP_NTZ") || !strings.Contains(err.Error(), "declare the column TIMESTAMP") {
+		t.Errorf("reading TIMESTAMP as TIMESTAMP_NTZ: error %v, want one saying it cannot", err)
+	}
+	for _, ddl := range []string{"at TIMESTAMP_NTZ", "at TIMESTAMP"} {
+		rows, err := tbl.ReadFile(filepath.Join(tbl.Dir, local.Path), mustDDL(t, ddl))
+		if err != nil || len(rows) != 1 || rows[0][0] != wall {
+			t.Errorf("reading TIMESTAMP_NTZ as %s: %v, %v; want %d", ddl, rows, err, wall)
+		}
+	}
+}

@@ -210,6 +210,13 @@ func converter(ft parquet.Type, t schema.Type) (convertFunc, error) {
 			}
 		}
 	case schema.TimestampKind:
+		if ts, ok := lt.(*format.TimestampType); t.IsNTZ() && (kind != parquet.Int64 || !ok || ts.IsAdjustedToUTC) {
+			// An instant (INT96, INT64 adjusted to UTC or without logical type) has no wall
+			// clock of its own: Spark's Parquet reader refuses it for TIMESTAMP_NTZ too
+			// (ParquetVectorUpdaterFactory, validateTimestampNTZType).
+			c, err := bad()
+			return c, fmt.Errorf("%w (it holds instants, not the wall clock without time zone of TIMESTAMP_NTZ, the logical type TIMESTAMP(isAdjustedToUTC=false)); declare the column TIMESTAMP", err)
+		}
 		return timestampConverter(kind, lt, bad)
 	case schema.DecimalKind:
 		return decimalConverter(kind, lt, t, bad)
