@@ -199,7 +199,11 @@ func textValue(t *schema.Type, str string, slab *boxSlab) (any, error) {
 		}
 		return slab.date(d), nil
 	case schema.TimestampKind:
-		ts, err := schema.ParseTimestamp(str)
+		parse := schema.ParseTimestamp
+		if t.IsNTZ() {
+			parse = schema.ParseTimestampNTZ
+		}
+		ts, err := parse(str)
 		if err != nil {
 			return nil, err
 		}
@@ -234,6 +238,9 @@ func numberValue(t *schema.Type, raw string, isInt bool, slab *boxSlab) (any, er
 		}
 		return slab.decimal(d), nil
 	case schema.TimestampKind:
+		if t.IsNTZ() {
+			break // not a TIMESTAMP_NTZ: schema.FromJSON says why
+		}
 		ts, err := schema.EpochSeconds(raw)
 		if err != nil {
 			return nil, err

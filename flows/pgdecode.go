@@ -73,6 +73,11 @@ func pgText(t schema.Type, s string) (any, error) {
 	case schema.DateKind:
 		return schema.ParseDate(s)
 	case schema.TimestampKind:
+		if t.IsNTZ() {
+			// A timestamp without time zone column prints no offset; a timestamptz one does,
+			// and its instant is not a wall clock: schema.ParseTimestampNTZ refuses it.
+			return schema.ParseTimestampNTZ(s)
+		}
 		for _, layout := range []string{"2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999Z07", "2006-01-02 15:04:05.999999999"} {
 			if tm, err := time.Parse(layout, s); err == nil {
 				return schema.Timestamp(tm.UnixMicro()), nil

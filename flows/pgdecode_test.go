@@ -193,3 +193,18 @@ func TestPGTextDecimalExact(t *testing.T) {
 		}
 	}
 }
+
+// TestPGTextTimestampNTZ: a TIMESTAMP_NTZ column takes the text of a PostgreSQL timestamp
+// without time zone as its wall clock, and refuses a timestamptz's text (with an offset), whose
+// instant is not a wall clock; a TIMESTAMP column applies the offset.
+func TestPGTextTimestampNTZ(t *testing.T) {
+	if v, err := pgText(schema.TimestampNTZ, "2024-01-31 10:00:00.5"); err != nil || v != schema.Timestamp(1706695200_500000) {
+		t.Errorf("pgText(TIMESTAMP_NTZ) = %v, %v; want 1706695200500000", v, err)
+	}
+	if v, err := pgText(schema.TimestampNTZ, "2024-01-31 10:00:00+02"); err == nil {
+		t.Errorf("pgText(TIMESTAMP_NTZ, with offset) = %v, want an error", v)
+	}
+	if v, err := pgText(schema.Type{Kind: schema.TimestampKind}, "2024-01-31 12:00:00.5+02"); err != nil || v != schema.Timestamp(1706695200_500000) {
+		t.Errorf("pgText(TIMESTAMP, +02) = %v, %v; want 1706695200500000", v, err)
+	}
+}
