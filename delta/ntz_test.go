@@ -204,3 +204,44 @@ func TestTimestampNTZRefusesInstants(t *testing.T) {
 		}
 	}
 }
+
+// TestTimestampNTZPartitionedWriteData: WriteData partitions by a TIMESTAMP_NTZ column with the
+// partition values of Delta PROTOCOL.md (no zone, the fraction only when not zero), and the
+// table reads back the same wall clocks, here and in the independent reader.
+func TestTimestampNTZPartitionedWriteData(t *testing.T) {
+	t.Parallel()
+	s := mustDDL(t, "id BIGINT, hour TIMESTAMP_NTZ")
+	tbl := createTable(t, s, "hour")
+	snap := mustSnapshot(t, tbl, -1)
+	rows := [][]any{{int64(1), ts("2024-01-31T10:00:00Z")}, {int64(2), ts("2024-01-31T10:00:00.25Z")}, {int64(3), nil}}
+	adds, err := tbl.WriteData(snap.Metadata, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	for _, a := range adds {
+		parts = append(parts, a.PartitionValues["hour"])
+	}
+	slices.Sort(parts)
+	if want := []string{"", "2024-01-31 10:00:00", "2024-01-31 10:00:00.250000"}; !slices.Equal(parts, want) {
+		t.Errorf("partition values %q, want %q", parts, want)
+	}
+	tx := tbl.Begin(snap)
+	tx.Add(adds...)
+	if _, err := tx.Commit("WRITE", nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := tbl.Rows(mustSnapshot(t, tbl, -1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`[1,"2024-01-31T10:00:00.000000"]`, `[2,"2024-01-31T10:00:00.250000"]`, `[3,null]`}
+	if c := canonical(s, got); !slices.Equal(c, want) {
+		t.Errorf("rows %v, want %v", c, want)
+	}
+	if os.Getenv("DELTACHECK") != "" {
+		if c := canonical(s, parseDeltacheck(t, s, deltacheck(t, "rows", tbl.Dir))); !slices.Equal(c, want) {
+			t.Errorf("deltacheck rows %v, want %v", c, want)
+		}
+	}
+}
