@@ -24,7 +24,8 @@ type QueryProblem struct {
 // empty tables with the columns its inputs will have (tableSchema), without running it
 // (sqlengine.Describe), and returns those DuckDB refuses, in spec order. A query that reads a
 // dataset whose columns are known only once it runs is not checked; nor is one DuckDB cannot
-// describe. The error is one of opening DuckDB or reading a quarantine table's log.
+// describe, nor one with a PIVOT whose columns are its input's values (spec.Query.DynamicPivot),
+// nor one reading it. The error is one of opening DuckDB.
 func CheckQueries(ctx context.Context, p *spec.Pipeline) ([]QueryProblem, error) {
 	c := &queryChecker{p: p, known: map[string]*boundSchema{}}
 	var out []QueryProblem
@@ -64,20 +65,20 @@ type queryChecker struct {
 // tableSchema returns the columns a query reading dataset name's table (or, for a view, its rows)
 // finds once the flows before it have run: what the spec declares or derives for the dataset (as
 // its flow creates or evolves the table; a table on disk may still have the columns of an older
-// spec), a query dataset's query result; for a quarantine table, its table's. ok is false when
-// they are known only once the dataset's flow runs (a file source that infers its schema, which
-// a new file may widen; a quarantine table not written yet).
+// spec), a query dataset's query result; for a quarantine table, its dataset's and
+// _failed_expectations (quarantineSchema: the update creates it so before the dataset's flow
+// runs, and refuses one on disk with other columns, which a full refresh rebuilds so). ok is
+// false when they are known only once the dataset's flow runs (a file source that infers its
+// schema, which a new file may widen, and its quarantine table).
 func (c *queryChecker) tableSchema(ctx context.Context, name string, depth int) (boundSchema, error) {
 	d := c.p.Dataset(name)
 	switch {
 	case d == nil: // a quarantine table
-		snap, err := delta.New(TableDir(c.p.Storage, name)).Snapshot(-1)
-		if errors.Is(err, delta.ErrNoTable) {
+		q := c.p.QuarantineOf(name)
+		if q == nil || (q.Source != nil && q.Source.InferSchema) || len(q.Schema.Fields) == 0 {
 			return boundSchema{}, nil
-		} else if err != nil {
-			return boundSchema{}, err
 		}
-		return boundSchema{s: snap.Metadata.Schema, ok: true}, nil
+		return boundSchema{s: quarantineSchema(q), ok: true}, nil
 	case d.Query != nil:
 		b, err := c.bind(ctx, d, depth+1)
 		return boundSchema{s: b.s, ok: b.ok}, err
@@ -95,6 +96,11 @@ func (c *queryChecker) bind(ctx context.Context, d *spec.Dataset, depth int) (bo
 	}
 	c.known[d.Name] = &boundSchema{} // a cycle, refused by validation, binds to nothing
 	if depth > maxViewDepth {
+		return boundSchema{}, nil
+	}
+	if d.Query.DynamicPivot() {
+		// Over empty tables the PIVOT has none of the columns its input's values make, which
+		// the query (or one reading it) may name: neither binds as it runs.
 		return boundSchema{}, nil
 	}
 	var rels []sqlengine.Relation

@@ -106,6 +106,113 @@ func (q *Query) Streams() []string {
 	return out
 }
 
+// DynamicPivot reports whether the query holds a PIVOT whose new columns are values of its
+// input: an ON column without an IN list of values (`PIVOT t ON name USING sum(v)`, or `ON name
+// IN (SELECT ...)`), of the statement or of a PIVOT after a FROM item. Such a result's columns
+// are known only once the query runs: over empty tables it has none of them.
+func (q *Query) DynamicPivot() bool {
+	toks := tokenize(q.SQL)
+	for i, t := range toks {
+		if t.is("pivot") || t.is("pivot_wider") {
+			if i+1 < len(toks) && toks[i+1].text == "(" && toks[i+1].kind == 'p' && !subqueryAt(toks, i+2) {
+				if pivotForDynamic(toks, i+1) {
+					return true
+				}
+			} else if pivotOnDynamic(toks, i+1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// subqueryAt reports whether toks[i] starts a query inside parentheses (SELECT, WITH, FROM, ...).
+func subqueryAt(toks []sqlToken, i int) bool {
+	return i < len(toks) && toks[i].kind == 'w' && queryStarts[strings.ToLower(toks[i].text)]
+}
+
+// pivotForDynamic reports whether the SQL-standard PIVOT whose "(" is toks[open] (`PIVOT (sum(v)
+// FOR name IN (...))`) takes the values of a FOR column from a subquery.
+func pivotForDynamic(toks []sqlToken, open int) bool {
+	depth := 0
+	for j := open; j < len(toks); j++ {
+		switch t := toks[j]; {
+		case t.kind == 'p' && t.text == "(":
+			depth++
+		case t.kind == 'p' && t.text == ")":
+			if depth--; depth == 0 {
+				return false
+			}
+		case depth == 1 && t.is("in") && !valueList(toks, j+1):
+			return true
+		}
+	}
+	return false
+}
+
+// pivotOnDynamic reports whether the ON clause of the PIVOT statement whose source starts at
+// toks[from] (`PIVOT t ON a IN ('x', 'y'), b USING ...`) has a column without an IN list of
+// values. A PIVOT without ON (`PIVOT t USING sum(v) GROUP BY k`) adds no column.
+func pivotOnDynamic(toks []sqlToken, from int) bool {
+	depth, on := 0, -1
+	for j := from; j < len(toks) && on < 0; j++ {
+		t := toks[j]
+		switch {
+		case t.kind == 'p' && t.text == "(":
+			depth++
+		case t.kind == 'p' && t.text == ")":
+			if depth--; depth < 0 {
+				return false
+			}
+		case t.kind == 'p' && t.text == ";":
+			return false
+		case depth == 0 && t.is("on"):
+			on = j
+		case depth == 0 && (t.is("using") || t.is("group") || t.is("order") || t.is("limit")):
+			return false
+		}
+	}
+	if on < 0 {
+		return false
+	}
+	depth, hasIn := 0, false
+	for j := on + 1; j < len(toks); j++ {
+		t := toks[j]
+		end := false
+		switch {
+		case t.kind == 'p' && (t.text == "(" || t.text == "[" || t.text == "{"):
+			depth++
+		case t.kind == 'p' && (t.text == ")" || t.text == "]" || t.text == "}"):
+			depth--
+			end = depth < 0
+		case depth == 0 && t.kind == 'p' && t.text == ";":
+			end = true
+		case depth == 0 && (t.is("using") || t.is("group") || t.is("order") || t.is("limit")):
+			end = true
+		case depth == 0 && t.kind == 'p' && t.text == ",":
+			if !hasIn {
+				return true
+			}
+			hasIn = false
+		case depth == 0 && t.is("in"):
+			if !valueList(toks, j+1) {
+				return true
+			}
+			hasIn = true
+		}
+		if end {
+			break
+		}
+	}
+	return !hasIn
+}
+
+// valueList reports whether toks[i] opens a list of values, not a subquery: "(" not followed by
+// the start of a query.
+func valueList(toks []sqlToken, i int) bool {
+	return i < len(toks) && toks[i].kind == 'p' && toks[i].text == "(" && !subqueryAt(toks, i+1)
+}
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {

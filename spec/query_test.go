@@ -329,3 +329,34 @@ func TestGroupBy(t *testing.T) {
 		}
 	}
 }
+
+// TestDynamicPivot: a PIVOT whose ON column has no IN list of values (or takes them from a
+// subquery) makes columns of its input's values; one with value lists for every ON column, no
+// ON clause, UNPIVOT and queries without PIVOT do not.
+func TestDynamicPivot(t *testing.T) {
+	for sql, want := range map[string]bool{
+		"PIVOT raw ON name USING sum(v) GROUP BY id":                                        true,
+		"pivot raw on name":                                                                 true,
+		"PIVOT_WIDER raw ON name USING sum(v)":                                              true,
+		"PIVOT raw ON name IN ('a', 'b') USING sum(v)":                                      false,
+		"PIVOT raw ON name IN ('a', 'b'), kind USING sum(v)":                                true,
+		"PIVOT raw ON name IN ('a', 'b'), kind IN (1, 2) USING sum(v)":                      false,
+		"PIVOT raw ON name IN (SELECT name FROM raw) USING sum(v)":                          true,
+		"PIVOT raw ON name || '_x' USING sum(v)":                                            true,
+		"PIVOT raw USING sum(v) GROUP BY name":                                              false,
+		"PIVOT (SELECT * FROM raw JOIN k ON raw.id = k.id) ON name IN ('a') USING count(*)": false,
+		"PIVOT (SELECT * FROM raw JOIN k ON raw.id = k.id) ON name USING count(*)":          true,
+		"WITH p AS (PIVOT raw ON name USING sum(v) GROUP BY id) SELECT id, alice FROM p":    true,
+		"SELECT * FROM (PIVOT raw ON name IN ('alice') USING sum(v)) p":                     false,
+		"FROM raw PIVOT (sum(v) FOR name IN ('a', 'b'))":                                    false,
+		"FROM raw PIVOT (sum(v) FOR name IN (SELECT name FROM raw))":                        true,
+		"UNPIVOT raw ON a, b INTO NAME k VALUE v":                                           false,
+		"SELECT 'PIVOT raw ON name' AS s FROM raw":                                          false,
+		"SELECT * FROM raw JOIN k ON raw.id = k.id":                                         false,
+	} {
+		q := &Query{SQL: sql}
+		if got := q.DynamicPivot(); got != want {
+			t.Errorf("DynamicPivot(%q) = %v, want %v", sql, got, want)
+		}
+	}
+}

@@ -274,3 +274,47 @@ func TestValidateJSONOnStdoutOnly(t *testing.T) {
 		})
 	}
 }
+
+// TestBindQuarantineAfterSchemaChange: a column added to a source's schema is refused by the
+// update while its quarantine table has the old columns, naming the full refresh to run; that
+// full refresh, which rebuilds the quarantine table with the new column, is not refused by
+// the query that reads the column from the quarantine table, and its result has it.
+func TestBindQuarantineAfterSchemaChange(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "landing", "a.json"), []byte(`{"id": 1, "extra": "x"}`+"\n"+`{"id": -1, "extra": "y"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := filepath.Join(dir, "pipeline.yaml")
+	write := func(schema, query string) {
+		t.Helper()
+		if err := os.WriteFile(spec, []byte(`name: quar
+storage: ./storage
+datasets:
+  - name: raw
+    source: {path: ./landing, format: json, schema: "`+schema+`"}
+    expectations:
+      - {name: pos, expect: 'id > 0', on_violation: quarantine}
+  - name: bad
+    query: `+query+`
+`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("id BIGINT", "SELECT id FROM raw_quarantine")
+	mustRun(t, "run", spec)
+	write("id BIGINT, extra STRING", "SELECT id, extra FROM raw_quarantine")
+	r := pipeline(t, nil, "run", spec)
+	if r.code != 1 || !strings.Contains(r.stderr, "--full-refresh raw,bad") {
+		t.Fatalf("run after the schema change: exit %d, want 1 naming --full-refresh raw,bad\n%s", r.code, r.stderr)
+	}
+	if r := pipeline(t, nil, "validate", spec); r.code != 0 {
+		t.Fatalf("validate: exit %d\n%s", r.code, r.stderr)
+	}
+	mustRun(t, "run", spec, "--full-refresh", "raw,bad")
+	out := mustRun(t, "show", spec, "bad", "--format", "jsonl")
+	assertRows(t, "bad", readJSONL(t, out), rowsOf(t, `{"id": -1, "extra": "y"}`))
+}

@@ -1,0 +1,95 @@
+package flows
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tributary/spec"
+)
+
+// checkQueries parses the pipeline text in dir and returns, by dataset, the problems
+// CheckQueries finds.
+func checkQueries(t *testing.T, dir, text string) map[string]string {
+	t.Helper()
+	p, err := spec.Parse(filepath.Join(dir, "pipeline.yaml"), []byte(text), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems, err := CheckQueries(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, pr := range problems {
+		out[pr.Dataset.Name] = pr.Err.Error()
+	}
+	return out
+}
+
+// TestCheckQueriesDynamicPivot: a PIVOT whose columns are its input's values (no IN list) has
+// none of them over empty tables, so neither a query that names one after the PIVOT nor a query
+// reading its result is refused (both run); a PIVOT with IN lists is checked, and so are its
+// readers.
+func TestCheckQueriesDynamicPivot(t *testing.T) {
+	got := checkQueries(t, t.TempDir(), `name: t
+storage: ./storage
+datasets:
+  - name: raw
+    source: {path: ./landing, format: json, schema: "id BIGINT, name STRING, v BIGINT"}
+  - name: wide
+    query: PIVOT raw ON name USING sum(v) GROUP BY id
+  - name: alice
+    query: SELECT id, alice FROM wide
+  - name: inline
+    query: |
+      WITH p AS (PIVOT raw ON name USING sum(v) GROUP BY id)
+      SELECT id, alice + bob AS total FROM p
+  - name: fixed
+    query: PIVOT raw ON name IN ('alice', 'bob') USING sum(v) GROUP BY id
+  - name: fixed_ok
+    query: SELECT id, alice + bob AS total FROM fixed
+  - name: fixed_typo
+    query: SELECT id, carol FROM fixed
+`)
+	if len(got) != 1 || !strings.Contains(got["fixed_typo"], `Referenced column "carol" not found`) {
+		t.Errorf("problems %v, want fixed_typo's column carol alone", got)
+	}
+}
+
+// TestCheckQueriesQuarantineSpecColumns: a query reading a quarantine table binds against the
+// columns the update gives it, its dataset's as the spec declares them now and
+// _failed_expectations, even when the table on disk has an older spec's (the full refresh the
+// update asks for rebuilds it), and before the table exists.
+func TestCheckQueriesQuarantineSpecColumns(t *testing.T) {
+	dir := t.TempDir()
+	const pipeline = `name: t
+storage: ./storage
+datasets:
+  - name: raw
+    source: {path: ./landing, format: json, schema: "%s"}
+    expectations:
+      - {name: pos, expect: 'id > 0', on_violation: quarantine}
+  - name: bad
+    query: SELECT extra, _failed_expectations FROM raw_quarantine
+  - name: typo
+    query: SELECT extr FROM raw_quarantine
+`
+	text := func(schema string) string { return strings.Replace(pipeline, "%s", schema, 1) }
+	got := checkQueries(t, dir, text("id BIGINT, extra STRING"))
+	if len(got) != 1 || !strings.Contains(got["typo"], `Referenced column "extr" not found`) {
+		t.Errorf("before the quarantine table exists: problems %v, want typo's column extr alone", got)
+	}
+	old, err := spec.Parse(filepath.Join(dir, "pipeline.yaml"), []byte(text("id BIGINT")), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Setup(old, old.Dataset("raw")); err != nil { // raw_quarantine with id alone
+		t.Fatal(err)
+	}
+	got = checkQueries(t, dir, text("id BIGINT, extra STRING"))
+	if len(got) != 1 || !strings.Contains(got["typo"], `Referenced column "extr" not found`) {
+		t.Errorf("over an older quarantine table: problems %v, want typo's column extr alone", got)
+	}
+}
