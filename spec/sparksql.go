@@ -92,15 +92,20 @@ type sparkCall struct {
 }
 
 // sparkCalls returns the calls of sparkFunctions in sql, in order: a name (not quoted, not after
-// a dot) followed by "(", with the argument count the entry names when it names one.
+// a dot) followed by "(", with the argument count the entry names when it names one. A name
+// with a list of column names, of a CTE or a table alias (columnAliases), is no call.
 func sparkCalls(sql string) []sparkCall {
 	toks := tokenize(sql)
+	ctes := cteNames(toks)
 	var out []sparkCall
 	for i, t := range toks {
 		if t.kind != 'w' || i+1 >= len(toks) || toks[i+1].kind != 'p' || toks[i+1].text != "(" {
 			continue
 		}
 		if i > 0 && toks[i-1].kind == 'p' && toks[i-1].text == "." {
+			continue
+		}
+		if columnAliases(toks, i, ctes) {
 			continue
 		}
 		f, ok := sparkFunctions[strings.ToLower(t.text)]
@@ -110,6 +115,83 @@ func sparkCalls(sql string) []sparkCall {
 		out = append(out, sparkCall{name: t.text, at: t.start, args: f.args, duck: f.duck})
 	}
 	return out
+}
+
+// columnAliases reports whether the name toks[i], followed by "(", names a relation and its
+// columns rather than calls a function: a CTE (ctes: `WITH sequence(n) AS (...)`) or a table
+// alias (`FROM (VALUES (1, 2)) AS size(a, b)`, `FROM read_csv('x.csv') explode(x)`): after AS,
+// or after a closing parenthesis or quoted name (a FROM item).
+func columnAliases(toks []sqlToken, i int, ctes map[int]bool) bool {
+	if ctes[i] {
+		return true
+	}
+	if i == 0 {
+		return false
+	}
+	prev := toks[i-1]
+	return prev.is("as") || prev.kind == 'q' || (prev.kind == 'p' && prev.text == ")")
+}
+
+// cteNames returns the token indexes of the names of the CTEs of sql: after WITH [RECURSIVE],
+// each `name [(columns)] AS [[NOT] MATERIALIZED] (query)`, separated by commas.
+func cteNames(toks []sqlToken) map[int]bool {
+	out := map[int]bool{}
+	for i, t := range toks {
+		if !t.is("with") {
+			continue
+		}
+		j := i + 1
+		if j < len(toks) && toks[j].is("recursive") {
+			j++
+		}
+		for j < len(toks) && toks[j].isName() {
+			name := j
+			j++
+			if j < len(toks) && toks[j].kind == 'p' && toks[j].text == "(" {
+				j = closing(toks, j) + 1
+			}
+			if j >= len(toks) || !toks[j].is("as") {
+				break
+			}
+			j++
+			if j < len(toks) && toks[j].is("not") {
+				j++
+			}
+			if j < len(toks) && toks[j].is("materialized") {
+				j++
+			}
+			if j >= len(toks) || toks[j].kind != 'p' || toks[j].text != "(" {
+				break
+			}
+			out[name] = true
+			j = closing(toks, j) + 1
+			if j >= len(toks) || toks[j].kind != 'p' || toks[j].text != "," {
+				break
+			}
+			j++
+		}
+	}
+	return out
+}
+
+// closing returns the index of the token that closes the bracket toks[open] opens (len(toks)
+// when none does).
+func closing(toks []sqlToken, open int) int {
+	depth := 0
+	for j := open; j < len(toks); j++ {
+		if toks[j].kind != 'p' {
+			continue
+		}
+		switch toks[j].text {
+		case "(", "[", "{":
+			depth++
+		case ")", "]", "}":
+			if depth--; depth == 0 {
+				return j
+			}
+		}
+	}
+	return len(toks)
 }
 
 // callArgs counts the arguments of the call whose "(" is toks[open]: the commas at its top
@@ -148,6 +230,16 @@ func callArgs(toks []sqlToken, open int) int {
 	return n
 }
 
+// duckParenthesized reports whether the word toks[i] of sparkSyntax, followed by "(", is DuckDB
+// SQL: a type after AS or :: (`CAST(x AS STRUCT(a INT))`, `x::STRUCT(a INT)`), or an ARRAY
+// subquery (`ARRAY(SELECT ...)`).
+func duckParenthesized(toks []sqlToken, i int) bool {
+	if i > 0 && (toks[i-1].is("as") || (toks[i-1].kind == 'p' && toks[i-1].text == ":")) {
+		return true
+	}
+	return toks[i].is("array") && subqueryAt(toks, i+2)
+}
+
 // sparkSyntaxHint returns the hint for a query that does not parse when it holds a Spark SQL form
 // DuckDB's parser refuses (sparkSyntax, or a name in backticks); ok is false otherwise.
 func sparkSyntaxHint(sql string) (hint string, ok bool) {
@@ -161,6 +253,9 @@ func sparkSyntaxHint(sql string) (hint string, ok bool) {
 				continue
 			}
 			if s.next != "" && (i+1 >= len(toks) || !strings.EqualFold(toks[i+1].text, s.next)) {
+				continue
+			}
+			if s.next == "(" && duckParenthesized(toks, i) {
 				continue
 			}
 			return "queries are DuckDB SQL: write " + s.duck, true

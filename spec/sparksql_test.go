@@ -175,3 +175,58 @@ func TestSparkFunctionsFailInDuckDB(t *testing.T) {
 		}
 	}
 }
+
+// TestSparkNamesAsRelations: a CTE or a table alias named like a Spark function, with a list
+// of column names (`WITH RECURSIVE sequence(n) AS (...)`, `AS size(a, b)`), is no call: DuckDB
+// runs each of these queries, and sparkCalls finds nothing in them, while it still finds the
+// call of a query that calls such a function next to such a name, or names the columns of a
+// call with AS (...) as Spark does.
+func TestSparkNamesAsRelations(t *testing.T) {
+	db, err := sqlengine.OpenDB(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, sql := range []string{
+		"WITH RECURSIVE sequence(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM sequence WHERE n < 3) SELECT n FROM sequence",
+		"WITH a AS (SELECT 1), transform(x, y) AS MATERIALIZED (SELECT 1, 2) SELECT x FROM transform",
+		"WITH explode(v) AS NOT MATERIALIZED (SELECT 1) SELECT v FROM explode",
+		"SELECT size.a FROM (VALUES (1, 2)) AS size(a, b)",
+		"SELECT x FROM (VALUES (1)) explode(x)",
+		`SELECT y FROM (SELECT 1) "t", (SELECT 2) AS nvl(y)`,
+	} {
+		if _, err := duckText(db, sql); err != nil {
+			t.Errorf("DuckDB does not run %q: %v", sql, err)
+		}
+		if calls := sparkCalls(sql); len(calls) != 0 {
+			t.Errorf("sparkCalls(%q) = %v, want none", sql, calls)
+		}
+	}
+	for sql, name := range map[string]string{
+		"WITH sequence(n) AS (SELECT [1, 2]) SELECT size(n) FROM sequence": "size",
+		// Spark's aliases of a generator's columns: a call, for all its AS (.
+		"SELECT id, explode(m) AS (k, v) FROM t":                   "explode",
+		"WITH x AS (SELECT posexplode(a) AS (p, v) FROM t) FROM x": "posexplode",
+	} {
+		if calls := sparkCalls(sql); len(calls) != 1 || calls[0].name != name || calls[0].at != strings.Index(sql, name+"(") {
+			t.Errorf("sparkCalls(%q) = %v, want the call of %s alone", sql, calls, name)
+		}
+	}
+}
+
+// TestSparkSyntaxHintDuckForms: a query that does not parse gets no Spark hint for DuckDB's own
+// parenthesized forms of the words of sparkSyntax (an ARRAY subquery, a STRUCT type after AS or
+// ::), and still gets it for Spark's array(...) and struct(...) calls.
+func TestSparkSyntaxHintDuckForms(t *testing.T) {
+	for sql, want := range map[string]string{
+		"SELECT ARRAY(SELECT 1) AS xs FROM":                 "",
+		"SELECT CAST(x AS STRUCT(a INT)) AS s FROM t WHERE": "",
+		"SELECT x::STRUCT(a INT, b INT) FROM t WHERE":       "",
+		"SELECT array(1, 2) FROM t WHERE":                   "queries are DuckDB SQL: write [a, b] (or list_value(a, b)) for array(a, b)",
+		"SELECT struct(x AS a) FROM t WHERE":                "queries are DuckDB SQL: write {'a': x} (or struct_pack(a := x)) for struct(x AS a)",
+	} {
+		if got, _ := sparkSyntaxHint(sql); got != want {
+			t.Errorf("sparkSyntaxHint(%q) = %q, want %q", sql, got, want)
+		}
+	}
+}
