@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"tributary/delta"
@@ -145,9 +146,14 @@ func (c *queryChecker) bind(ctx context.Context, d *spec.Dataset, depth int) (bo
 	return *b, nil
 }
 
+// internalRelation matches the names under which the runner registers STREAM(x) and
+// table_changes('x', ...) (bind), whose default alias in a query they are.
+var internalRelation = regexp.MustCompile(`__stream_(\w+)|__changes_\d+_(\w+)`)
+
 // bindMessage keeps DuckDB's words of a bind error, without the query text it quotes (the
 // rewritten query, whose relation names are not the spec's), and the runner's relation names
-// replaced by the spec's.
+// replaced by the spec's forms: STREAM(x) and table_changes('x', ...), which have no name of
+// their own to qualify a column with, so the message then says to give them an alias.
 func bindMessage(err error) error {
 	msg := strings.TrimPrefix(err.Error(), "sqlengine: ")
 	if i := strings.Index(msg, "\n\nLINE "); i >= 0 {
@@ -156,6 +162,21 @@ func bindMessage(err error) error {
 		msg = msg[:i]
 	}
 	msg = strings.ReplaceAll(msg, "temp.main.", "")
-	msg = strings.ReplaceAll(msg, "__stream_", "")
-	return errors.New(strings.Join(strings.Fields(msg), " ")) // one line: DuckDB lists candidates on lines of their own
+	msg = strings.Join(strings.Fields(msg), " ") // one line: DuckDB lists candidates on lines of their own
+	first := ""
+	msg = internalRelation.ReplaceAllStringFunc(msg, func(name string) string {
+		m := internalRelation.FindStringSubmatch(name)
+		form := "STREAM(" + m[1] + ")"
+		if m[1] == "" {
+			form = "table_changes('" + m[2] + "', ...)"
+		}
+		if first == "" {
+			first = form
+		}
+		return form
+	})
+	if first != "" {
+		msg += fmt.Sprintf(" (%s has no name of its own: give it an alias to qualify its columns, as in FROM %s AS s ... s.id)", first, first)
+	}
+	return errors.New(msg)
 }

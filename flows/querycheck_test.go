@@ -93,3 +93,34 @@ datasets:
 		t.Errorf("over an older quarantine table: problems %v, want typo's column extr alone", got)
 	}
 }
+
+// TestCheckQueriesStreamMessage: a bind error that names the relation of STREAM(x) or
+// table_changes('x', ...) names it so, not by the runner's name for it nor by x (which does not
+// qualify its columns), and says to give it an alias.
+func TestCheckQueriesStreamMessage(t *testing.T) {
+	got := checkQueries(t, t.TempDir(), `name: t
+storage: ./storage
+datasets:
+  - name: raw
+    source: {path: ./landing, format: json, schema: "id BIGINT, v BIGINT"}
+  - name: dim
+    source: {path: ./landing, format: json, schema: "id BIGINT, label STRING"}
+  - name: s
+    type: streaming_table
+    query: SELECT id FROM STREAM(raw) JOIN dim ON true
+  - name: c
+    query: SELECT id FROM table_changes('raw', 0) JOIN dim ON true
+`)
+	want := map[string]string{
+		"s": `Binder Error: Ambiguous reference to column name "id" (use: "STREAM(raw).id" or "dim.id") (STREAM(raw) has no name of its own: give it an alias to qualify its columns, as in FROM STREAM(raw) AS s ... s.id)`,
+		"c": `Binder Error: Ambiguous reference to column name "id" (use: "table_changes('raw', ...).id" or "dim.id") (table_changes('raw', ...) has no name of its own: give it an alias to qualify its columns, as in FROM table_changes('raw', ...) AS s ... s.id)`,
+	}
+	if len(got) != len(want) {
+		t.Errorf("problems %v, want s and c", got)
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s: %q, want %q", name, got[name], w)
+		}
+	}
+}
