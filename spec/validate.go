@@ -226,7 +226,14 @@ func (v *validation) output(in *datasetInfo) bool {
 	case kindQuery:
 		v.expectationSyntax(in)
 	}
-	if ok && in.declared != nil {
+	switch {
+	case in.declared == nil:
+	case in.kind == kindQuery:
+		// A query dataset's columns are its query's: a schema beside it would be ignored.
+		r := in.declaredRef
+		v.d.addAt(r.node, r.path, "remove it: a query dataset's columns are its query's result (CAST in the SELECT list to give a column a type)",
+			"a dataset-level schema is for APPLY CHANGES targets")
+	case ok || (in.kind != kindApplyChanges && in.kind != kindSnapshot):
 		v.declaredSchema(in)
 	}
 	v.state[in], v.ok[in] = visited, ok
