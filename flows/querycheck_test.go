@@ -124,3 +124,24 @@ datasets:
 		}
 	}
 }
+
+// TestCheckQueriesDuplicateColumnsUpstream: a query whose result has two columns of one name
+// fails its own flow when it runs; a query reading it is not refused for it (DuckDB cannot
+// make a table of those columns to bind it against, which is no fault of that query).
+func TestCheckQueriesDuplicateColumnsUpstream(t *testing.T) {
+	got := checkQueries(t, t.TempDir(), `name: t
+storage: ./storage
+datasets:
+  - name: a
+    source: {path: ./landing, format: json, schema: "id BIGINT, v BIGINT"}
+  - name: b
+    source: {path: ./landing, format: json, schema: "id BIGINT, w BIGINT"}
+  - name: joined
+    query: SELECT * FROM a JOIN b ON a.id = b.id
+  - name: reader
+    query: SELECT v, w FROM joined
+`)
+	if len(got) != 0 {
+		t.Errorf("problems %v, want none", got)
+	}
+}

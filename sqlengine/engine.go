@@ -230,7 +230,7 @@ func (e *Engine) Describe(ctx context.Context, query string, rels []Relation) (s
 	for _, r := range rels {
 		r.Files, r.Rows, r.Deleted = nil, nil, nil // an empty table of its columns binds alike
 		if err := register(ctx, conn, r); err != nil {
-			return schema.Schema{}, err
+			return schema.Schema{}, inputError{err}
 		}
 	}
 	rows, err := conn.QueryContext(ctx, "DESCRIBE "+query)
@@ -257,10 +257,20 @@ func (e *Engine) Describe(ctx context.Context, query string, rels []Relation) (s
 	return out, nil
 }
 
+// inputError is Describe failing to register a relation (columns DuckDB cannot hold: two of one
+// name), which is no fault of the query: BindError is false for it, whatever DuckDB said.
+type inputError struct{ err error }
+
+func (e inputError) Error() string { return e.err.Error() }
+func (e inputError) Unwrap() error { return e.err }
+
 // BindError reports whether err is DuckDB refusing to bind a query (a Binder or Catalog error:
 // a column, table, function or argument types it does not know), which Describe finds as the
-// query would fail when run, rather than a failure to read or run it.
+// query would fail when run, rather than a failure to read or run it, or to register its inputs.
 func BindError(err error) bool {
+	if errors.As(err, new(inputError)) {
+		return false
+	}
 	msg := err.Error()
 	return strings.Contains(msg, "Binder Error: ") || strings.Contains(msg, "Catalog Error: ")
 }

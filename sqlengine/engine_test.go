@@ -347,3 +347,32 @@ func TestQueryBinary(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeBindErrors: Describe returns the result's columns of a query that binds; a
+// misspelt column is a BindError; a relation DuckDB cannot register (two columns of one name,
+// as a join's SELECT * gives) is an error, but no BindError of the query reading it.
+func TestDescribeBindErrors(t *testing.T) {
+	e, err := Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	rels := []Relation{{Name: "t", Schema: mustDDL(t, "id BIGINT, name STRING")}}
+	s, err := e.Describe(ctx, "SELECT id, upper(name) AS u FROM temp.main.t", rels)
+	if err != nil || s.DDL() != "id BIGINT, u STRING" {
+		t.Errorf("Describe: %q, %v; want id BIGINT, u STRING", s.DDL(), err)
+	}
+	_, err = e.Describe(ctx, "SELECT nme FROM temp.main.t", rels)
+	if err == nil || !BindError(err) || !strings.Contains(err.Error(), `Referenced column "nme" not found`) {
+		t.Errorf("misspelt column: %v (BindError %v), want a bind error", err, err != nil && BindError(err))
+	}
+	dup := schema.Schema{Fields: []schema.Field{
+		{Name: "id", Type: schema.Type{Kind: schema.Long}, Nullable: true},
+		{Name: "id", Type: schema.Type{Kind: schema.Long}, Nullable: true},
+	}}
+	_, err = e.Describe(ctx, "SELECT 1 FROM temp.main.d", []Relation{{Name: "d", Schema: dup}})
+	if err == nil || BindError(err) || !strings.Contains(err.Error(), "registering dataset d") {
+		t.Errorf("duplicate columns: %v (BindError %v), want an error registering d that is no bind error", err, err != nil && BindError(err))
+	}
+}
