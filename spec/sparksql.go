@@ -174,26 +174,6 @@ func cteNames(toks []sqlToken) map[int]bool {
 	return out
 }
 
-// closing returns the index of the token that closes the bracket toks[open] opens (len(toks)
-// when none does).
-func closing(toks []sqlToken, open int) int {
-	depth := 0
-	for j := open; j < len(toks); j++ {
-		if toks[j].kind != 'p' {
-			continue
-		}
-		switch toks[j].text {
-		case "(", "[", "{":
-			depth++
-		case ")", "]", "}":
-			if depth--; depth == 0 {
-				return j
-			}
-		}
-	}
-	return len(toks)
-}
-
 // callArgs counts the arguments of the call whose "(" is toks[open]: the commas at its top
 // level plus one, 0 for an empty list.
 func callArgs(toks []sqlToken, open int) int {
