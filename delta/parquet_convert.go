@@ -186,6 +186,18 @@ func converter(ft parquet.Type, t schema.Type) (convertFunc, error) {
 		}
 	case schema.Integer:
 		if kind == parquet.Int32 && !isTemporal(lt) {
+			if lo, hi, narrow := narrowRange(t); narrow {
+				if it, ok := lt.(*format.IntType); !ok || int(it.BitWidth) > narrowBits(t) || !it.IsSigned {
+					// A wider column read as SMALLINT or TINYINT: a value beyond the type's
+					// range would be stored as what it cannot hold.
+					return convertFunc{typ: typeInt32, fn32: func(v parquet.Value) (uint32, error) {
+						if n := v.Int32(); n < lo || n > hi {
+							return 0, fmt.Errorf("%d does not fit %s", n, t.DDL())
+						}
+						return v.Uint32(), nil
+					}}, nil
+				}
+			}
 			return convertFunc{typ: typeInt32, fn32: func(v parquet.Value) (uint32, error) { return v.Uint32(), nil }}, nil
 		}
 	case schema.String:
@@ -195,6 +207,9 @@ func converter(ft parquet.Type, t schema.Type) (convertFunc, error) {
 	case schema.Double:
 		switch kind {
 		case parquet.Double:
+			if t.Storage == schema.StorageFloat { // a DOUBLE column read as FLOAT: rounded
+				return convertFunc{typ: typeFloat64, fn64: func(v parquet.Value) (uint64, error) { return math.Float64bits(t.Float(v.Double())), nil }}, nil
+			}
 			return convertFunc{typ: typeFloat64, fn64: func(v parquet.Value) (uint64, error) { return math.Float64bits(v.Double()), nil }}, nil
 		case parquet.Float:
 			return convertFunc{typ: typeFloat64, fn64: func(v parquet.Value) (uint64, error) { return math.Float64bits(float64(v.Float())), nil }}, nil
@@ -222,6 +237,29 @@ func converter(ft parquet.Type, t schema.Type) (convertFunc, error) {
 		return decimalConverter(kind, lt, t, bad)
 	}
 	return bad()
+}
+
+// narrowRange returns the range of an INT column stored narrower (SMALLINT, TINYINT: Storage);
+// narrow is false for INT.
+func narrowRange(t schema.Type) (lo, hi int32, narrow bool) {
+	switch t.Storage {
+	case schema.StorageShort:
+		return math.MinInt16, math.MaxInt16, true
+	case schema.StorageByte:
+		return math.MinInt8, math.MaxInt8, true
+	}
+	return 0, 0, false
+}
+
+// narrowBits returns the bits of an INT column stored narrower (16 or 8), 32 for INT.
+func narrowBits(t schema.Type) int {
+	switch t.Storage {
+	case schema.StorageShort:
+		return 16
+	case schema.StorageByte:
+		return 8
+	}
+	return 32
 }
 
 func isTemporal(lt format.LogicalTypeValue) bool {

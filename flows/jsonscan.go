@@ -229,7 +229,7 @@ func numberValue(t *schema.Type, raw string, isInt bool, slab *boxSlab) (any, er
 		return slab.string(raw), nil
 	case schema.Double:
 		if f, err := strconv.ParseFloat(raw, 64); err == nil {
-			return slab.float64(f), nil
+			return slab.float64(t.Float(f)), nil
 		}
 	case schema.DecimalKind:
 		d, err := schema.ParseDecimal(raw, *t)

@@ -51,12 +51,16 @@ func pgText(t schema.Type, s string) (any, error) {
 	case schema.Long:
 		return strconv.ParseInt(s, 10, 64)
 	case schema.Integer:
+		if t.Storage != "" {
+			return schema.FromJSON(t, s) // SMALLINT, TINYINT: the range is checked
+		}
 		n, err := strconv.ParseInt(s, 10, 32)
 		return int32(n), err
 	case schema.String:
 		return s, nil
 	case schema.Double:
-		return strconv.ParseFloat(s, 64)
+		f, err := strconv.ParseFloat(s, 64)
+		return t.Float(f), err
 	case schema.Boolean:
 		switch s {
 		case "t", "true":

@@ -150,6 +150,12 @@ func (p *ddlParser) typ() (Type, error) {
 		return Type{Kind: String}, nil
 	case "DOUBLE":
 		return Type{Kind: Double}, nil
+	case "FLOAT", "REAL":
+		return Type{Kind: Double, Storage: StorageFloat}, nil
+	case "SMALLINT", "SHORT":
+		return Type{Kind: Integer, Storage: StorageShort}, nil
+	case "TINYINT", "BYTE":
+		return Type{Kind: Integer, Storage: StorageByte}, nil
 	case "BOOLEAN", "BOOL":
 		return Type{Kind: Boolean}, nil
 	case "DATE":
@@ -202,7 +208,7 @@ func (p *ddlParser) typ() (Type, error) {
 		return p.arrayType()
 	case "MAP":
 		return p.mapType()
-	case "FLOAT", "SMALLINT", "TINYINT", "BINARY", "VOID", "INTERVAL", "CHAR", "VARCHAR":
+	case "BINARY", "VOID", "INTERVAL", "CHAR", "VARCHAR":
 		return Type{}, &DDLError{start, fmt.Sprintf("type %s is not supported yet; supported: "+supportedTypes, w)}
 	case "":
 		return Type{}, &DDLError{start, fmt.Sprintf("expected a type after the column name, found %q", rest(p.s[start:]))}
@@ -214,10 +220,10 @@ func (p *ddlParser) typ() (Type, error) {
 }
 
 // typeNames are the type keywords offered for a misspelt type.
-var typeNames = []string{"BIGINT", "INT", "STRING", "DOUBLE", "BOOLEAN", "DECIMAL", "DATE", "TIMESTAMP", "TIMESTAMP_NTZ", "STRUCT", "ARRAY", "MAP"}
+var typeNames = []string{"BIGINT", "INT", "SMALLINT", "TINYINT", "STRING", "DOUBLE", "FLOAT", "BOOLEAN", "DECIMAL", "DATE", "TIMESTAMP", "TIMESTAMP_NTZ", "STRUCT", "ARRAY", "MAP"}
 
 // supportedTypes lists the DDL types ParseDDL accepts, for errors.
-const supportedTypes = "BIGINT, INT, STRING, DOUBLE, BOOLEAN, DECIMAL(p,s), DATE, TIMESTAMP, TIMESTAMP_NTZ, STRUCT<name: TYPE, ...>, ARRAY<TYPE>, MAP<KEY, VALUE>"
+const supportedTypes = "BIGINT, INT, SMALLINT, TINYINT, STRING, DOUBLE, FLOAT, BOOLEAN, DECIMAL(p,s), DATE, TIMESTAMP, TIMESTAMP_NTZ, STRUCT<name: TYPE, ...>, ARRAY<TYPE>, MAP<KEY, VALUE>"
 
 // open consumes the '<' after the keyword kw, or returns the error showing the expected form.
 func (p *ddlParser) open(kw, form string) error {

@@ -97,3 +97,49 @@ func TestAppendJSONNonFinite(t *testing.T) {
 		t.Errorf("AppendJSON(NaN) = %s, want \"NaN\"", got)
 	}
 }
+
+// TestNarrowTypesDDL: FLOAT (REAL), SMALLINT (SHORT) and TINYINT (BYTE) parse to the narrower
+// storage of DOUBLE and INT and print back as Spark names them; a FLOAT value from JSON is the
+// nearest float32, an infinity beyond its range; SMALLINT and TINYINT refuse values beyond theirs.
+func TestNarrowTypesDDL(t *testing.T) {
+	t.Parallel()
+	s, err := ParseDDL("a FLOAT, b real, c SMALLINT, d short, e TINYINT, f byte")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.DDL(), "a FLOAT, b FLOAT, c SMALLINT, d SMALLINT, e TINYINT, f TINYINT"; got != want {
+		t.Errorf("DDL %s, want %s", got, want)
+	}
+	if got, want := s.SparkJSON(), `"type":"float"`; !strings.Contains(got, want) {
+		t.Errorf("schemaString %s lacks %s", got, want)
+	}
+	fl, sh, by := s.Fields[0].Type, s.Fields[2].Type, s.Fields[4].Type
+	for _, tc := range []struct {
+		typ  Type
+		in   any
+		want any
+		err  string
+	}{
+		{fl, json.Number("0.1"), float64(float32(0.1)), ""},
+		{fl, "2.5", 2.5, ""},
+		{fl, json.Number("3.5e39"), math.Inf(1), ""},
+		{sh, json.Number("-32768"), int32(-32768), ""},
+		{sh, json.Number("32768"), nil, "32768 does not fit SMALLINT"},
+		{by, "127", int32(127), ""},
+		{by, json.Number("-129"), nil, "-129 does not fit TINYINT"},
+	} {
+		got, err := FromJSON(tc.typ, tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s %v: %v, error %v; want %q", tc.typ.DDL(), tc.in, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s %v: %v, error %v; want %v", tc.typ.DDL(), tc.in, got, err, tc.want)
+		}
+	}
+	if _, err := ParseDDL("b BINARY"); err == nil || !strings.Contains(err.Error(), "type BINARY is not supported yet") {
+		t.Errorf("BINARY: %v", err)
+	}
+}

@@ -263,15 +263,15 @@ func FromJSON(t Type, v any) (any, error) {
 			if err != nil && !errors.Is(err, strconv.ErrRange) {
 				return nil, fmt.Errorf("%s is not a number", x)
 			}
-			return f, nil
+			return t.Float(f), nil
 		case string:
 			f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
 			if err != nil {
-				return nil, fmt.Errorf("%q is not a number for DOUBLE", x)
+				return nil, fmt.Errorf("%q is not a number for %s", x, t.DDL())
 			}
-			return f, nil
+			return t.Float(f), nil
 		}
-		return nil, fmt.Errorf("%s is not a number for DOUBLE", jsonKind(v))
+		return nil, fmt.Errorf("%s is not a number for %s", jsonKind(v), t.DDL())
 	case Boolean:
 		switch x := v.(type) {
 		case bool:
@@ -408,6 +408,16 @@ func numberNotInteger(x json.Number, t Type) error {
 		return fmt.Errorf("%s does not fit %s", x, t.DDL())
 	}
 	return fmt.Errorf("%s is written with a fraction or an exponent, and %s takes integer literals only, as Spark's JSON reader does: write %s, or declare the column DOUBLE or DECIMAL", x, t.DDL(), literal)
+}
+
+// Float returns f as a DOUBLE column of type t holds it: f itself, or for a FLOAT column
+// (StorageFloat) f rounded to the nearest float32, an infinity beyond its range (as Spark's
+// readers parse a FloatType value), so that the value is the one the column's Parquet file keeps.
+func (t Type) Float(f float64) float64 {
+	if t.Storage == StorageFloat {
+		return float64(float32(f))
+	}
+	return f
 }
 
 func jsonKind(v any) string {
