@@ -135,6 +135,9 @@ func runSQL(ctx context.Context, env *Env, d *spec.Dataset, streams map[string]s
 	defer eng.Close()
 	s, rows, err := eng.Query(ctx, sql, rels)
 	if err != nil {
+		if sqlengine.BindError(err) {
+			err = bindMessage(err) // the spec's names, not the runner's relations
+		}
 		return schema.Schema{}, nil, fmt.Errorf("dataset %s: %w", d.Name, err)
 	}
 	if err := uniqueColumns(d, s); err != nil {

@@ -99,6 +99,11 @@ func (c *queryChecker) bind(ctx context.Context, d *spec.Dataset, depth int) (bo
 	if depth > maxViewDepth {
 		return boundSchema{}, nil
 	}
+	if len(d.Query.Files) > 0 {
+		// A query that reads files binds against what they hold when it runs, which is data,
+		// not spec: a lookup file empty or absent now may be filled before a scheduled update.
+		return boundSchema{}, nil
+	}
 	if d.Query.DynamicPivot() {
 		// Over empty tables the PIVOT has none of the columns its input's values make, which
 		// the query (or one reading it) may name: neither binds as it runs.

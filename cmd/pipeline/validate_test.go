@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 const badSpec = `name: broken
@@ -317,4 +318,43 @@ datasets:
 	mustRun(t, "run", spec, "--full-refresh", "raw,bad")
 	out := mustRun(t, "show", spec, "bad", "--format", "jsonl")
 	assertRows(t, "bad", readJSONL(t, out), rowsOf(t, `{"id": -1, "extra": "y"}`))
+}
+
+// TestBindAtRun: a query that validation cannot bind (its input infers its schema) and that
+// DuckDB refuses when it runs fails its flow with the spec's names in DuckDB's words: STREAM(raw)
+// rather than the relation the runner registers it as, with the alias to give it. A query that
+// reads a file is not bound at validation, whatever the file holds then (an empty lookup file
+// may be filled before the update runs).
+func TestBindAtRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "landing"), "a.json", `{"id": 1}`+"\n")
+	writeFile(t, filepath.Join(dir, "dim"), "d.json", `{"id": 1, "name": "one"}`+"\n")
+	writeFile(t, dir, "lookup.csv", "")
+	spec := filepath.Join(dir, "pipeline.yaml")
+	writeFile(t, dir, "pipeline.yaml", `name: bindrun
+storage: ./storage
+datasets:
+  - name: raw
+    source: {path: ./landing, format: json}
+  - name: dim
+    source: {path: ./dim, format: json, schema: "id BIGINT, name STRING"}
+  - name: joined
+    type: streaming_table
+    query: SELECT raw.id, dim.name FROM STREAM(raw) JOIN dim ON raw.id = dim.id
+  - name: looked_up
+    query: SELECT code, label FROM read_csv('lookup.csv', header = true)
+`)
+	if r := pipeline(t, nil, "validate", spec); r.code != 0 {
+		t.Fatalf("validate: exit %d\n%s", r.code, r.stderr)
+	}
+	time.Sleep(1100 * time.Millisecond) // files older than a second are read
+	r := pipeline(t, nil, "run", spec)
+	if r.code != 1 {
+		t.Fatalf("run: exit %d, want 1 (joined fails)\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	want := `flow joined: dataset joined: Binder Error: Referenced table "raw" not found! Candidate tables: "STREAM(raw)"`
+	if !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "give it an alias") || strings.Contains(r.stderr, "__stream_") {
+		t.Errorf("run: stderr\n%s\nwant %q, an alias hint and no __stream_ name", r.stderr, want)
+	}
 }
