@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"tributary/eventlog"
+	"tributary/spec"
 )
 
 // warnCounter is the Emitter of an update's flows and of their tables' maintenance: it records
@@ -34,11 +35,14 @@ func (w *warnCounter) add(flow string) {
 }
 
 // take returns the number of WARN events of flow counted since the last take, and starts again
-// from zero.
+// from zero. The events of the flow's quarantine table (its maintenance, under the table's name,
+// spec.QuarantineSuffix) count as the flow's: the table has no line of its own in the summary.
 func (w *warnCounter) take(flow string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	n := w.n[flow]
+	q := flow + spec.QuarantineSuffix
+	n := w.n[flow] + w.n[q]
 	delete(w.n, flow)
+	delete(w.n, q)
 	return n
 }

@@ -103,3 +103,28 @@ func TestSummaryCountsWarnings(t *testing.T) {
 		})
 	}
 }
+
+// TestWarnCounterQuarantine: the WARN events of a flow's quarantine table (its automatic
+// maintenance, logged under the table's name) count as the flow's, which has the summary line;
+// take starts both again from zero, and other flows' events are not counted.
+func TestWarnCounterQuarantine(t *testing.T) {
+	t.Parallel()
+	log, err := eventlog.Open(t.TempDir(), "p", "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &warnCounter{log: log}
+	w.Emit(eventlog.Warn, eventlog.MaintenanceProgress, "orders"+spec.QuarantineSuffix, "orders"+spec.QuarantineSuffix, "Automatic VACUUM failed", nil, "x")
+	w.Emit(eventlog.Warn, eventlog.FlowProgress, "orders", "orders", "a bad value", nil, "")
+	w.Emit(eventlog.Info, eventlog.FlowProgress, "orders", "orders", "fine", nil, "")
+	w.Emit(eventlog.Warn, eventlog.FlowProgress, "items", "items", "a bad value", nil, "")
+	if got := w.take("orders"); got != 2 {
+		t.Errorf("orders: %d warnings, want 2 (its own and its quarantine table's)", got)
+	}
+	if got := w.take("orders"); got != 0 {
+		t.Errorf("orders after take: %d, want 0", got)
+	}
+	if got := w.take("items"); got != 1 {
+		t.Errorf("items: %d, want 1", got)
+	}
+}
