@@ -590,6 +590,7 @@ func statementProblems(sql string, toks []sqlToken) []queryProblem {
 // cteScope is a name a WITH clause defines, visible as a CTE at the tokens [from, to).
 type cteScope struct {
 	name     string
+	at       int // the token of the name, in its definition
 	from, to int
 }
 
@@ -636,7 +637,7 @@ func cteScopes(toks []sqlToken) []cteScope {
 			j++
 		}
 		for j < len(toks) && toks[j].isName() {
-			name := toks[j].text
+			name, at := toks[j].text, j
 			j++
 			if isP(j, "(") {
 				j = match[j] + 1 // the column list
@@ -658,7 +659,7 @@ func cteScopes(toks []sqlToken) []cteScope {
 			if recursive {
 				from = j
 			}
-			out = append(out, cteScope{name: name, from: from, to: end})
+			out = append(out, cteScope{name: name, at: at, from: from, to: end})
 			j = match[j] + 1
 			if !isP(j, ",") {
 				break

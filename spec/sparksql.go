@@ -132,44 +132,12 @@ func columnAliases(toks []sqlToken, i int, ctes map[int]bool) bool {
 	return prev.is("as") || prev.kind == 'q' || (prev.kind == 'p' && prev.text == ")")
 }
 
-// cteNames returns the token indexes of the names of the CTEs of sql: after WITH [RECURSIVE],
-// each `name [(columns)] AS [[NOT] MATERIALIZED] (query)`, separated by commas.
+// cteNames returns the token indexes of the names of the CTEs of toks, where each is defined
+// (cteScopes: after WITH [RECURSIVE], each `name [(columns)] AS [[NOT] MATERIALIZED] (query)`).
 func cteNames(toks []sqlToken) map[int]bool {
 	out := map[int]bool{}
-	for i, t := range toks {
-		if !t.is("with") {
-			continue
-		}
-		j := i + 1
-		if j < len(toks) && toks[j].is("recursive") {
-			j++
-		}
-		for j < len(toks) && toks[j].isName() {
-			name := j
-			j++
-			if j < len(toks) && toks[j].kind == 'p' && toks[j].text == "(" {
-				j = closing(toks, j) + 1
-			}
-			if j >= len(toks) || !toks[j].is("as") {
-				break
-			}
-			j++
-			if j < len(toks) && toks[j].is("not") {
-				j++
-			}
-			if j < len(toks) && toks[j].is("materialized") {
-				j++
-			}
-			if j >= len(toks) || toks[j].kind != 'p' || toks[j].text != "(" {
-				break
-			}
-			out[name] = true
-			j = closing(toks, j) + 1
-			if j >= len(toks) || toks[j].kind != 'p' || toks[j].text != "," {
-				break
-			}
-			j++
-		}
+	for _, c := range cteScopes(toks) {
+		out[c.at] = true
 	}
 	return out
 }
