@@ -564,11 +564,17 @@ func statementProblems(sql string, toks []sqlToken) []queryProblem {
 				hint = h
 			} else if h, ok := dltDefinition(sql); ok {
 				hint = h
+				if autoLoaderCall(sql) {
+					hint += "; its Auto Loader read (read_files or cloud_files) is not a query either: make the dataset a `source: {path: ..., format: json|csv|parquet}` with those keys except `query:`"
+				}
 			}
 			probs = append(probs, queryProblem{Offset: t.start,
 				Msg:  fmt.Sprintf("a query is a SELECT (or WITH, FROM, VALUES, PIVOT ...), not a statement starting with %s", t.text),
 				Hint: hint})
 		}
+	}
+	if _, ok := dltApplyChanges(sql); ok {
+		return probs // CREATE ...; APPLY CHANGES INTO ...: the hint says both in the spec's keys
 	}
 	for i, t := range toks {
 		if t.kind != 'p' || t.text != ";" {
@@ -824,7 +830,7 @@ func (d *decoder) query(n *yaml.Node, path string) (*Query, *queryInfo) {
 	node := resolve(n)
 	q := &Query{SQL: s, Pos: d.pos(node)}
 	refs, files, probs, quals := parseQuery(s)
-	if autoLoaderCall(s) {
+	if autoLoaderCall(s) && !dltStatement(s) {
 		probs = nil // queryChecks says what to write instead
 	}
 	for _, p := range probs {

@@ -135,6 +135,15 @@ func TestQueryValidation(t *testing.T) {
 		// Auto Loader's table functions: the one problem of the query is what to write instead.
 		{"auto loader in a query", "  - name: st\n    type: streaming_table\n    query: SELECT * FROM STREAM read_files('/landing', format => 'json')", []string{
 			"19:33: datasets[2].query: read_files(...) is Spark SQL, which DuckDB, the engine that runs queries, does not take: the update would fail here (hint: write a dataset with `source: {path: ..., format: json|csv|parquet}` (Auto Loader's incremental file reads), which queries then read by name)"}},
+		// A DLT definition over Auto Loader: the definition's keys and the `source:` to write
+		// (it was valid before: the Auto Loader rule dropped the CREATE error, and the DLT rule
+		// the read_files one).
+		{"a DLT streaming table over auto loader", "  - name: st\n    query: CREATE OR REFRESH STREAMING LIVE TABLE st COMMENT 'raw' AS SELECT * FROM cloud_files('/landing', 'json')", []string{
+			"18:12: datasets[2].query: a query is a SELECT (or WITH, FROM, VALUES, PIVOT ...), not a statement starting with CREATE (hint: this is a Delta Live Tables definition; the spec says it with keys of the dataset: `type: streaming_table`, `comment: \"raw\"`, `query: SELECT * FROM cloud_files('/landing', 'json')`; its Auto Loader read (read_files or cloud_files) is not a query either: make the dataset a `source: {path: ..., format: json|csv|parquet}` with those keys except `query:`)"}},
+		// The DLT pair `CREATE ... TABLE x; APPLY CHANGES INTO x ...`: one problem, whose hint says
+		// both, not a second one telling to remove the APPLY CHANGES after the `;`.
+		{"a DLT target and its APPLY CHANGES", "  - name: tgt\n    query: |\n      CREATE OR REFRESH STREAMING TABLE tgt;\n      APPLY CHANGES INTO LIVE.tgt FROM STREAM(LIVE.bronze) KEYS (id) SEQUENCE BY ts;", []string{
+			"19:7: datasets[2].query: a query is a SELECT (or WITH, FROM, VALUES, PIVOT ...), not a statement starting with CREATE (hint: this is a Delta Live Tables APPLY CHANGES statement; the spec says it with the dataset's `apply_changes:` {source: bronze, keys: [id], sequence_by: ts}, and no query)"}},
 		// Spark SQL functions DuckDB does not take, each at its place; not in strings, quoted
 		// names, after a dot or as a column, nor datediff and date_sub in DuckDB's three-argument
 		// form.
