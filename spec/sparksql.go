@@ -191,8 +191,8 @@ func duckParenthesized(toks []sqlToken, i int) bool {
 // sparkSyntaxHint returns the hint for a query that does not parse when it holds a Spark SQL form
 // DuckDB's parser refuses (sparkSyntax, or a name in backticks); ok is false otherwise.
 func sparkSyntaxHint(sql string) (hint string, ok bool) {
-	if name, ok := backtickName(sql); ok {
-		return fmt.Sprintf("queries are DuckDB SQL, which quotes names with double quotes, not Spark SQL's backticks: write \"%s\" for `%s`", strings.ReplaceAll(name, `"`, `""`), name), true
+	if h, ok := BacktickHint(sql); ok {
+		return h, true
 	}
 	toks := tokenize(sql)
 	for _, s := range sparkSyntax {
@@ -210,4 +210,16 @@ func sparkSyntaxHint(sql string) (hint string, ok bool) {
 		}
 	}
 	return "", false
+}
+
+// BacktickHint is the hint for a query that quotes a name with Spark SQL's backticks, which
+// DuckDB may parse (as an operator) and then fail to bind with words about `__postfix` that
+// do not say what is wrong; ok is false when sql holds no backtick outside strings and quoted
+// names.
+func BacktickHint(sql string) (hint string, ok bool) {
+	name, ok := backtickName(sql)
+	if !ok {
+		return "", false
+	}
+	return fmt.Sprintf("queries are DuckDB SQL, which quotes names with double quotes, not Spark SQL's backticks: write \"%s\" for `%s`", strings.ReplaceAll(name, `"`, `""`), name), true
 }

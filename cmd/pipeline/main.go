@@ -92,9 +92,12 @@ func checkQueries(p *spec.Pipeline) error {
 	var es spec.Errors
 	for _, pr := range problems {
 		i := slices.Index(p.Datasets, pr.Dataset)
+		hint := "its inputs have the columns the spec declares for them (a query dataset's, its query's); queries are DuckDB SQL (README \"SQL datasets\")"
+		if h, ok := spec.BacktickHint(pr.Dataset.Query.SQL); ok {
+			hint = h + "; its inputs have the columns the spec declares for them"
+		}
 		es = append(es, &spec.Error{Pos: pr.Dataset.Query.Pos, Path: fmt.Sprintf("datasets[%d].query", i),
-			Msg:  "the query does not bind: " + pr.Err.Error(),
-			Hint: "its inputs have the columns the spec declares for them (a query dataset's, its query's); queries are DuckDB SQL (README \"SQL datasets\")"})
+			Msg: "the query does not bind: " + pr.Err.Error(), Hint: hint})
 	}
 	if len(es) > 0 {
 		return usageError(es)

@@ -223,6 +223,43 @@ datasets:
 	}
 }
 
+// TestValidateBindBackticks: a Spark SQL backtick name that DuckDB parses (as an operator) and
+// cannot bind is refused with the double-quoted name to write, not only DuckDB's words about a
+// `__postfix function.
+func TestValidateBindBackticks(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := filepath.Join(dir, "pipeline.yaml")
+	if err := os.WriteFile(spec, []byte(`name: bindbt
+storage: ./storage
+datasets:
+  - name: raw
+    source: {path: ./landing, format: json, schema: "id BIGINT, name STRING"}
+  - name: a
+    query: SELECT `+"`id`"+`, name FROM raw
+  - name: b
+    query: SELECT nme FROM raw
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := pipeline(t, nil, "validate", spec)
+	if r.code != 2 {
+		t.Fatalf("exit %d, want 2\n%s", r.code, r.stderr)
+	}
+	for _, w := range []string{
+		spec + `:7:12: datasets[1].query: the query does not bind: `,
+		"(hint: queries are DuckDB SQL, which quotes names with double quotes, not Spark SQL's backticks: write \"id\" for `id`; its inputs have the columns the spec declares for them)",
+		spec + `:9:12: datasets[2].query: the query does not bind: Binder Error: Referenced column "nme" not found in FROM clause! Candidate bindings: "name" (hint: its inputs have the columns the spec declares for them (a query dataset's, its query's); queries are DuckDB SQL (README "SQL datasets"))`,
+	} {
+		if !strings.Contains(r.stderr, w) {
+			t.Errorf("stderr\n%s\ndoes not say\n%s", r.stderr, w)
+		}
+	}
+}
+
 // TestValidateJSONOnStdoutOnly: `validate --json` prints the problems as a JSON array on stdout
 // and nothing on stderr, with the exit status of the problems (2): the spec's problems, each
 // with its file, line and column; a --conf that is not key=value, as one problem of the spec;
