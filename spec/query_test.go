@@ -127,7 +127,7 @@ func TestQueryValidation(t *testing.T) {
 		// A Delta Live Tables SQL definition where a query goes: the keys that say it, and no
 		// parse error besides.
 		{"a DLT streaming table definition", "  - name: st\n    type: streaming_table\n    query: CREATE OR REFRESH STREAMING TABLE st (CONSTRAINT valid_id EXPECT (id IS NOT NULL AND op <> 'X') ON VIOLATION DROP ROW, CONSTRAINT has_op EXPECT (op IS NOT NULL), CONSTRAINT odd EXPECT (amt BETWEEN 1 AND 2) ON VIOLATION FAIL UPDATE) AS SELECT * FROM STREAM(LIVE.bronze)", []string{
-			"19:12: datasets[2].query: a query is a SELECT (or WITH, FROM, VALUES, PIVOT ...), not a statement starting with CREATE (hint: this is a Delta Live Tables definition; the spec says it with keys of the dataset: `type: streaming_table`, `query: SELECT * FROM STREAM(LIVE.bronze)`, `expectations: [{name: valid_id, expect: 'id != nil and op != \"X\"', on_violation: drop}, {name: has_op, expect: 'op != nil', on_violation: warn}, {name: odd, expect: 'amt BETWEEN 1 AND 2', on_violation: fail}]` (row expressions use the expr language, not SQL: `AND`, `OR`, `NOT` are `and`, `or`, `not` (or `&&`, `||`, `!`)))"}},
+			"19:12: datasets[2].query: a query is a SELECT (or WITH, FROM, VALUES, PIVOT ...), not a statement starting with CREATE (hint: this is a Delta Live Tables definition; the spec says it with keys of the dataset: `type: streaming_table`, `query: SELECT * FROM STREAM(LIVE.bronze)`, `expectations: [{name: valid_id, expect: 'id != nil and op != \"X\"', on_violation: drop}, {name: has_op, expect: 'op != nil', on_violation: warn}, {name: odd, expect: 'amt BETWEEN 1 AND 2', on_violation: fail}]` (row expressions use the expr language, not SQL: `x BETWEEN 1 AND 9` is `x >= 1 and x <= 9`, `AND`, `OR`, `NOT` are `and`, `or`, `not` (or `&&`, `||`, `!`)))"}},
 		{"a DLT APPLY CHANGES statement", "  - name: tgt\n    query: |\n      APPLY CHANGES INTO LIVE.tgt FROM STREAM(LIVE.bronze) KEYS (id, region)\n      APPLY AS DELETE WHEN op = 'D' OR deleted IS NOT NULL\n      SEQUENCE BY struct(ts, seq) COLUMNS * EXCEPT (op, deleted)\n      STORED AS SCD TYPE 2 TRACK HISTORY ON * EXCEPT (note);", []string{
 			"19:7: datasets[2].query: a query is a SELECT (or WITH, FROM, VALUES, PIVOT ...), not a statement starting with APPLY (hint: this is a Delta Live Tables APPLY CHANGES statement; the spec says it with the dataset's `apply_changes:` {source: bronze, keys: [id, region], apply_as_deletes: 'op == \"D\" or deleted != nil', sequence_by: [ts, seq], except_column_list: [op, deleted], stored_as_scd_type: 2, track_history_except_column_list: [note]}, and no query)"}},
 		{"a DLT live table definition", "  - name: gold\n    query: |\n      CREATE OR REFRESH LIVE TABLE gold\n      COMMENT \"by op\"\n      PARTITIONED BY (op)\n      TBLPROPERTIES ('quality' = 'gold', delta.enableChangeDataFeed = true)\n      AS SELECT op, count(*) AS n FROM LIVE.silver GROUP BY op;", []string{
@@ -236,12 +236,17 @@ datasets:
 func TestSQLIdiomHint(t *testing.T) {
 	t.Parallel()
 	for code, want := range map[string]string{
-		"amt IS NOT NULL AND op <> 'D'": "row expressions use the expr language, not SQL: `x IS NOT NULL` is `x != nil`, `<>` is `!=`, `AND`, `OR`, `NOT` are `and`, `or`, `not` (or `&&`, `||`, `!`)",
-		"op IN ('I', 'U')":              "row expressions use the expr language, not SQL: `x IN ('a', 'b')` is `x in [\"a\", \"b\"]`",
-		"op = 'D'":                      "row expressions use the expr language, not SQL: `=` is `==`",
-		"name is null":                  "row expressions use the expr language, not SQL: `x IS NULL` is `x == nil`",
-		"amt >= 0 && op != \"D\"":       "",
-		"amt > 0 AND op != \"D\"":       "row expressions use the expr language, not SQL: `AND`, `OR`, `NOT` are `and`, `or`, `not` (or `&&`, `||`, `!`)",
+		"amt IS NOT NULL AND op <> 'D'":          "row expressions use the expr language, not SQL: `x IS NOT NULL` is `x != nil`, `<>` is `!=`, `AND`, `OR`, `NOT` are `and`, `or`, `not` (or `&&`, `||`, `!`)",
+		"op IN ('I', 'U')":                       "row expressions use the expr language, not SQL: `x IN ('a', 'b')` is `x in [\"a\", \"b\"]`",
+		"op = 'D'":                               "row expressions use the expr language, not SQL: `=` is `==`",
+		"name is null":                           "row expressions use the expr language, not SQL: `x IS NULL` is `x == nil`",
+		"amt >= 0 && op != \"D\"":                "",
+		"name RLIKE '^a'":                        "row expressions use the expr language, not SQL: `x RLIKE '^a'` is `x matches \"^a\"`",
+		"coalesce(amt, 0) >= 0":                  "row expressions use the expr language, not SQL: `coalesce(x, 0)` is `(x ?? 0)`",
+		"nvl (amt, 0) >= 0":                      "row expressions use the expr language, not SQL: `coalesce(x, 0)` is `(x ?? 0)`",
+		"amt between 1 and 9":                    "row expressions use the expr language, not SQL: `x BETWEEN 1 AND 9` is `x >= 1 and x <= 9`",
+		"name matches \"^a\" && (amt ?? 0) >= 1": "",
+		"amt > 0 AND op != \"D\"":                "row expressions use the expr language, not SQL: `AND`, `OR`, `NOT` are `and`, `or`, `not` (or `&&`, `||`, `!`)",
 	} {
 		if got := sqlIdiomHint(code); got != want {
 			t.Errorf("sqlIdiomHint(%q) = %q, want %q", code, got, want)
@@ -257,6 +262,19 @@ datasets:
 	_, err := Parse("p.yaml", []byte(spec), nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "expectation has_amt does not compile") || !strings.Contains(err.Error(), "(hint: row expressions use the expr language, not SQL: write amt != nil)") {
 		t.Fatalf("a SQL expectation: %v", err)
+	}
+	// The forms the hints give compile as row expressions.
+	const written = `name: t
+datasets:
+  - name: raw
+    source: {path: ./in, format: json, schema: "amt BIGINT, name STRING"}
+    expectations:
+      - {name: a, expect: 'name matches "^a"'}
+      - {name: b, expect: '(amt ?? 0) >= 0'}
+      - {name: c, expect: 'amt >= 1 and amt <= 9'}
+`
+	if _, err := Parse("p.yaml", []byte(written), nil, nil); err != nil {
+		t.Fatalf("the hints' forms: %v", err)
 	}
 	// sqlCondition writes the simple SQL forms as a row expression, and says when it cannot.
 	for code, want := range map[string]string{

@@ -627,6 +627,9 @@ var sqlIdioms = []struct {
 	{regexp.MustCompile(`<>`), "`<>` is `!=`"},
 	{regexp.MustCompile(`(?i)\bIN\s*\(`), "`x IN ('a', 'b')` is `x in [\"a\", \"b\"]`"},
 	{regexp.MustCompile(`(?i)\bLIKE\b`), "`x LIKE 'a%'` is `x startsWith \"a\"` (or `x matches \"^a\"`)"},
+	{regexp.MustCompile(`(?i)\b(RLIKE|REGEXP)\b`), "`x RLIKE '^a'` is `x matches \"^a\"`"},
+	{regexp.MustCompile(`(?i)\b(coalesce|nvl|ifnull)\s*\(`), "`coalesce(x, 0)` is `(x ?? 0)`"},
+	{regexp.MustCompile(`(?i)\bBETWEEN\b`), "`x BETWEEN 1 AND 9` is `x >= 1 and x <= 9`"},
 	{regexp.MustCompile(`[^=!<>]=[^=]`), "`=` is `==`"},
 	{regexp.MustCompile(`\b(AND|OR|NOT)\b`), "`AND`, `OR`, `NOT` are `and`, `or`, `not` (or `&&`, `||`, `!`)"},
 }
