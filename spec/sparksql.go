@@ -191,9 +191,20 @@ func duckParenthesized(toks []sqlToken, i int) bool {
 // sparkSyntaxHint returns the hint for a query that does not parse when it holds a Spark SQL form
 // DuckDB's parser refuses (sparkSyntax, or a name in backticks); ok is false otherwise.
 func sparkSyntaxHint(sql string) (hint string, ok bool) {
-	if h, ok := BacktickHint(sql); ok {
+	bt, hasBT := BacktickHint(sql)
+	if h, ok := sparkWordHint(sql); ok {
+		if hasBT {
+			// DuckDB parses some backticks (as an operator): the word may be what it refused
+			return bt + "; and " + strings.TrimPrefix(h, "queries are DuckDB SQL: "), true
+		}
 		return h, true
 	}
+	return bt, hasBT
+}
+
+// sparkWordHint returns the hint for the first form of sparkSyntax that sql holds; ok is false
+// when it holds none.
+func sparkWordHint(sql string) (hint string, ok bool) {
 	toks := tokenize(sql)
 	for _, s := range sparkSyntax {
 		for i, t := range toks {

@@ -224,6 +224,9 @@ func TestSparkSyntaxHintDuckForms(t *testing.T) {
 		"SELECT x::STRUCT(a INT, b INT) FROM t WHERE":       "",
 		"SELECT array(1, 2) FROM t WHERE":                   "queries are DuckDB SQL: write [a, b] (or list_value(a, b)) for array(a, b)",
 		"SELECT struct(x AS a) FROM t WHERE":                "queries are DuckDB SQL: write {'a': x} (or struct_pack(a := x)) for struct(x AS a)",
+		// Backticks DuckDB parses and a word it refuses: both forms, the word's too.
+		"SELECT `id`, s FROM t WHERE s RLIKE '^p'": "queries are DuckDB SQL, which quotes names with double quotes, not Spark SQL's backticks: write \"id\" for `id`; and write regexp_matches(s, pattern) for s RLIKE pattern",
+		"SELECT `a b` FROM t":                      "queries are DuckDB SQL, which quotes names with double quotes, not Spark SQL's backticks: write \"a b\" for `a b`",
 	} {
 		if got, _ := sparkSyntaxHint(sql); got != want {
 			t.Errorf("sparkSyntaxHint(%q) = %q, want %q", sql, got, want)
