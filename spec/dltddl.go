@@ -36,6 +36,9 @@ func dltDefinition(sql string) (hint string, ok bool) {
 		}
 	}
 name:
+	if i+1 < len(toks) && toks[i].is("flow") {
+		return dltAppendFlow(sql, toks, i)
+	}
 	// The name, possibly qualified (a.b.c).
 	for i++; i+1 < len(toks) && toks[i].kind == 'p' && toks[i].text == "." && toks[i+1].isName(); i += 2 {
 	}
@@ -91,6 +94,36 @@ name:
 		default:
 			i++
 		}
+	}
+	return "", false
+}
+
+// dltAppendFlow reads a Delta Live Tables append flow, `CREATE FLOW f AS INSERT INTO x [BY NAME]
+// SELECT ...` (toks[at] is FLOW), and returns the spec's keys for it as a hint: the spec has one
+// flow per dataset, so x is a streaming_table whose query is the SELECT (that of several append
+// flows into x are one query, a UNION ALL BY NAME). ok is false when sql holds no INSERT INTO
+// (an APPLY CHANGES flow is dltApplyChanges's).
+func dltAppendFlow(sql string, toks []sqlToken, at int) (hint string, ok bool) {
+	for i := at + 1; i+2 < len(toks); i++ {
+		if !toks[i].is("insert") || !toks[i+1].is("into") {
+			continue
+		}
+		j := i + 2
+		target := toks[j].text
+		for j++; j+1 < len(toks) && toks[j].kind == 'p' && toks[j].text == "." && toks[j+1].isName(); j += 2 {
+			target = toks[j+1].text // LIVE.x, catalog.schema.x: the dataset is the last part
+		}
+		if j+1 < len(toks) && toks[j].is("by") && toks[j+1].is("name") {
+			j += 2
+		}
+		if j >= len(toks) {
+			return "", false
+		}
+		q := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(sql[toks[j].start:]), ";"))
+		if len(q) > 160 {
+			q = q[:157] + "..."
+		}
+		return fmt.Sprintf("this is a Delta Live Tables append flow into %s; the spec has one flow per dataset, so say it with keys of dataset %s: `type: streaming_table`, `query: %s` (the SELECTs of several append flows into %s are one query joined by UNION ALL BY NAME)", target, target, q, target), true
 	}
 	return "", false
 }

@@ -144,6 +144,10 @@ func TestQueryValidation(t *testing.T) {
 		// both, not a second one telling to remove the APPLY CHANGES after the `;`.
 		{"a DLT target and its APPLY CHANGES", "  - name: tgt\n    query: |\n      CREATE OR REFRESH STREAMING TABLE tgt;\n      APPLY CHANGES INTO LIVE.tgt FROM STREAM(LIVE.bronze) KEYS (id) SEQUENCE BY ts;", []string{
 			"19:7: datasets[2].query: a query is a SELECT (or WITH, FROM, VALUES, PIVOT ...), not a statement starting with CREATE (hint: this is a Delta Live Tables APPLY CHANGES statement; the spec says it with the dataset's `apply_changes:` {source: bronze, keys: [id], sequence_by: ts}, and no query)"}},
+		// A DLT append flow: its target, a streaming table whose query is the flow's SELECT (it
+		// was a materialized view whose query was the INSERT INTO).
+		{"a DLT append flow", "  - name: tgt\n    query: CREATE FLOW f AS INSERT INTO LIVE.tgt BY NAME SELECT * FROM STREAM(LIVE.bronze);", []string{
+			"18:12: datasets[2].query: a query is a SELECT (or WITH, FROM, VALUES, PIVOT ...), not a statement starting with CREATE (hint: this is a Delta Live Tables append flow into tgt; the spec has one flow per dataset, so say it with keys of dataset tgt: `type: streaming_table`, `query: SELECT * FROM STREAM(LIVE.bronze)` (the SELECTs of several append flows into tgt are one query joined by UNION ALL BY NAME))"}},
 		// Spark SQL functions DuckDB does not take, each at its place; not in strings, quoted
 		// names, after a dot or as a column, nor datediff and date_sub in DuckDB's three-argument
 		// form.
