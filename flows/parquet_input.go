@@ -50,10 +50,16 @@ func eachParquetRow(src *spec.Source, filePath string, fn rowFunc, warn func(msg
 		}
 	}
 	read := src
-	if len(variants) > 0 {
-		// Read the variants after the columns, and move their values to the rescued data.
+	narrow := narrowColumns(src.Schema)
+	if len(variants) > 0 || len(narrow) > 0 {
+		// Read the variants after the columns, and move their values to the rescued data; read
+		// SMALLINT and TINYINT columns as INT, so that a value beyond their range is one bad
+		// value (checkNarrow), not a file that cannot be read.
 		c := *src
 		c.Schema = schema.Schema{Fields: append(append([]schema.Field(nil), src.Schema.Fields...), variants...)}
+		for _, j := range narrow {
+			c.Schema.Fields[j].Type.Storage = ""
+		}
 		read = &c
 	}
 	n := len(src.Schema.Fields)
@@ -67,7 +73,11 @@ func eachParquetRow(src *spec.Source, filePath string, fn rowFunc, warn func(msg
 				r = append(r, nil)
 			}
 			line++
-			if fnErr = fn(r, true, nil, line); fnErr != nil {
+			var bad []badValue
+			if len(narrow) > 0 {
+				bad = checkNarrow(r, src, narrow, filePath, line)
+			}
+			if fnErr = fn(r, true, bad, line); fnErr != nil {
 				return fnErr
 			}
 			rows[i] = nil // release the row as soon as it is handed on
@@ -86,6 +96,50 @@ func eachParquetRow(src *spec.Source, filePath string, fn rowFunc, warn func(msg
 		return fn(row, false, []badValue{{Line: line + 1, Reason: "the file cannot be read as Parquet (" + err.Error() + ")"}}, line+1)
 	}
 	return nil
+}
+
+// narrowColumns returns the columns of s stored narrower than INT (SMALLINT, TINYINT), by index.
+func narrowColumns(s schema.Schema) []int {
+	var out []int
+	for j, f := range s.Fields {
+		if f.Type.Kind == schema.Integer && f.Type.Storage != "" {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// checkNarrow sets to NULL each value of row r (a row of src, read with its narrow columns as
+// INT) that its SMALLINT or TINYINT column cannot hold, as the other sources do with a value that
+// does not fit (semantics.md "Ingestion"): it is kept in the rescued data column when the source
+// has one, and returned as a bad value of the row's line.
+func checkNarrow(r []any, src *spec.Source, narrow []int, filePath string, line int64) []badValue {
+	var bad []badValue
+	var rescued map[string]any
+	for _, j := range narrow {
+		f := src.Schema.Fields[j]
+		v, ok := r[j].(int32)
+		if !ok || fitsInteger(&f.Type, int64(v)) {
+			continue
+		}
+		bad = append(bad, badValue{Line: line, Column: f.Name, Reason: fmt.Sprintf("%d does not fit %s", v, f.Type.DDL())})
+		if src.RescuedDataColumn != "" {
+			if rescued == nil {
+				rescued = map[string]any{}
+				if prev, ok := r[len(src.Schema.Fields)].(string); ok {
+					json.Unmarshal([]byte(prev), &rescued)
+				}
+				rescued["_file_path"] = filePath
+			}
+			rescued[f.Name] = r[j]
+		}
+		r[j] = nil
+	}
+	if rescued != nil {
+		b, _ := json.Marshal(rescued)
+		r[len(src.Schema.Fields)] = string(b)
+	}
+	return bad
 }
 
 // caseVariants returns the columns fs of a Parquet file whose names differ only in case from a

@@ -278,3 +278,45 @@ func TestParquetCaseVariantsWithoutRescue(t *testing.T) {
 		"the Parquet file spells columns in another case than the schema (Amount for amount): columns are matched by name, case-sensitively, so those columns are read as NULL; declare them as the file does, or set rescued_data_column to keep their values",
 		`1 null`, `2 3.5`)
 }
+
+// TestParquetNarrowRange: a Parquet INT32 column declared SMALLINT or TINYINT keeps the values in
+// the type's range; one beyond it is NULL, a bad value of its row (kept in the rescued data column
+// when the source has one), as a JSON or CSV value that does not fit is, and the rest of the file
+// is read: it is not a file that cannot be read.
+func TestParquetNarrowRange(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, `name: t
+storage: ./storage
+datasets:
+  - name: raw
+    source:
+      path: ./landing
+      format: parquet
+      schema: "id INT, s SMALLINT, b TINYINT"
+      rescued_data_column: _rescued
+`)
+	file, err := schema.ParseDDL("id INT, s INT, b INT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "landing", "a.parquet")
+	write(t, path, parquetBytes(t, file, [][]any{
+		{int32(1), int32(-32768), int32(127)},
+		{int32(2), int32(40000), int32(-129)},
+		{int32(3), nil, int32(5)},
+	}))
+	_, rec, err := ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, p,
+		`1 -32768 127 null`,
+		`2 null null "{\"_file_path\":\"`+path+`\",\"b\":-129,\"s\":40000}"`,
+		`3 null 5 null`)
+	for _, w := range []string{"40000 does not fit SMALLINT", "-129 does not fit TINYINT"} {
+		if !strings.Contains(rec.all(), w) {
+			t.Errorf("events:\n%s\nwant a WARN saying %q", rec.all(), w)
+		}
+	}
+}
