@@ -15,7 +15,7 @@ import (
 
 // ErrNoTable means the folder holds no Delta table: _delta_log has no commit file. Test it with
 // errors.Is.
-var ErrNoTable = errors.New("delta: no table (no commit in _delta_log)")
+var ErrNoTable = errors.New("no table (no commit in _delta_log)")
 
 // ErrConflict means a concurrent writer committed a version that conflicts with this
 // transaction (Delta PROTOCOL.md leaves the rules to writers; see Transaction.Commit). The

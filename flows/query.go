@@ -315,8 +315,25 @@ func warnColumnNames(env *Env, d *spec.Dataset, s schema.Schema) {
 		return
 	}
 	env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, d.Name, d.Name,
-		fmt.Sprintf("dataset %s: the column name(s) %s hold characters (space , ; { } ( ) tab newline =) that Spark's Delta writer refuses without column mapping (readers take them); name such columns in the query, e.g. count(*) AS n", d.Name, strings.Join(bad, ", ")),
+		fmt.Sprintf("dataset %s: the column name(s) %s hold characters (space , ; { } ( ) tab newline =) that Spark's Delta writer refuses without column mapping (readers take them); name such columns in the query, e.g. %s", d.Name, strings.Join(bad, ", "), aliasExample(strings.Trim(bad[0], "`"))),
 		map[string]any{"columns": bad}, "")
+}
+
+// aliasExample is the alias warnColumnNames suggests for a column named name: count(*) AS n for
+// a column DuckDB named after an expression (count_star(), sum(x): a parenthesis, no space),
+// otherwise the column quoted and
+// given the plain name of its words ("Company Name" AS company_name).
+func aliasExample(name string) string {
+	if strings.Contains(name, "(") && !strings.Contains(name, " ") {
+		return "count(*) AS n"
+	}
+	plain := strings.Join(strings.FieldsFunc(strings.ToLower(name), func(r rune) bool {
+		return !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+	}), "_")
+	if plain == "" || plain[0] >= '0' && plain[0] <= '9' {
+		plain = "c_" + plain
+	}
+	return sqlengine.Quote(name) + " AS " + plain
 }
 
 // reservesFeedName says whether s has a column named as a change data feed's own columns

@@ -561,6 +561,18 @@ datasets:
 	if rec.all() != want {
 		t.Errorf("events:\n%s\nwant:\n%s", rec.all(), want)
 	}
+	// A column named with words gets its own alias as the example.
+	for name, want := range map[string]string{
+		"Company Very Short": `"Company Very Short" AS company_very_short`,
+		"net (EUR)":          `"net (EUR)" AS net_eur`,
+		"sum(amount)":        "count(*) AS n",
+		"2024 sales":         `"2024 sales" AS c_2024_sales`,
+		`a "b"=c`:            `"a ""b""=c" AS a_b_c`,
+	} {
+		if got := aliasExample(name); got != want {
+			t.Errorf("aliasExample(%q) = %s, want %s", name, got, want)
+		}
+	}
 }
 
 // TestMaterializedViewBecomesStreamingTable: a materialized view turned into a streaming table
