@@ -95,7 +95,7 @@ func ReadDelta(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) 
 			// As a Delta stream of a change feed stops at such a version: the reader starts
 			// again past it, or from the table as it is now.
 			if src.StartingVersion >= 0 {
-				return m, fmt.Errorf("%w; %s reads the feed from starting_version %d, so set starting_version to %d (past the change: the rows version %d wrote are then not read) and run %s", err, d.Name, src.StartingVersion, fsc.Version+1, fsc.Version, RefreshHint(p, d.Name))
+				return m, fmt.Errorf("%w; %s reads the feed from starting_version %d, so set starting_version to %d (the first version past the change; version %d and the versions before it are then not read) and run %s", err, d.Name, src.StartingVersion, fsc.Version+1, fsc.Version, RefreshHint(p, d.Name))
 			}
 			return m, fmt.Errorf("%w; %s reads the feed from where it stopped, so run %s to read %s again from its current version", err, d.Name, RefreshHint(p, d.Name), src.Path)
 		} else if err != nil {

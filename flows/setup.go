@@ -136,8 +136,14 @@ func Setup(p *spec.Pipeline, d *spec.Dataset) error {
 			return err
 		}
 		if !snap.Metadata.Schema.Equal(d.Schema) {
-			return fmt.Errorf("dataset %s: %w (%s): the table has (%s) but the spec now gives (%s)",
-				d.Name, ErrSchemaChanged, schemaDiff(snap.Metadata.Schema, d.Schema), snap.Metadata.Schema.DDL(), d.Schema.DDL())
+			// A Delta source's columns are its table's, read when the spec is: that table
+			// changed, not the spec.
+			gives := "the spec now gives"
+			if d.Source != nil && d.Source.Format == spec.FormatDelta {
+				gives = "its source table " + d.Source.Path + " now has"
+			}
+			return fmt.Errorf("dataset %s: %w (%s): the table has (%s) but %s (%s)",
+				d.Name, ErrSchemaChanged, schemaDiff(snap.Metadata.Schema, d.Schema), snap.Metadata.Schema.DDL(), gives, d.Schema.DDL())
 		}
 		if !slices.Equal(snap.Metadata.PartitionColumns, d.PartitionBy) && (len(snap.Metadata.PartitionColumns) > 0 || len(d.PartitionBy) > 0) {
 			return fmt.Errorf("dataset %s: %w: the table is partitioned by [%s] but the spec now gives partition_by [%s]",

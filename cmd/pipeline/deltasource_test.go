@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // deltaTestdata is where the delta-rs test tables and their expected change rows are
@@ -202,4 +203,28 @@ func TestDeltaSourceColumnMapping(t *testing.T) {
 	assertRows(t, "by_company", readJSONL(t, mustRun(t, append([]string{"show", spec, "by_company", "--format", "jsonl"}, conf...)...)), []map[string]any{
 		{"company": "BMS", "n": json.Number("4")}, {"company": "BME", "n": json.Number("1")},
 	})
+}
+
+// TestDeltaSourceTableSchemaChanged: when the Delta table a `format: delta` source reads gains a
+// column (its writer's schema evolution), the source's table no longer matches, and the error
+// says that the source table changed (naming it and its columns), not the spec, with the full
+// refresh to run.
+func TestDeltaSourceTableSchemaChanged(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	writeFile(t, filepath.Join(tmp, "in"), "1.json", `{"id": 1}`+"\n")
+	writeFile(t, tmp, "up.yaml", "name: up\nstorage: ./up\ndatasets:\n  - name: up\n    source: {path: ./in, format: json}\n")
+	upTable := filepath.Join(tmp, "up", "tables", "up")
+	writeFile(t, tmp, "down.yaml", fmt.Sprintf("name: down\nstorage: ./down\ndatasets:\n  - name: feed\n    source: {format: delta, path: %q}\n", upTable))
+	time.Sleep(1100 * time.Millisecond) // files older than a second are read
+	mustRun(t, "run", filepath.Join(tmp, "up.yaml"))
+	mustRun(t, "run", filepath.Join(tmp, "down.yaml"))
+	writeFile(t, filepath.Join(tmp, "in"), "2.json", `{"id": 2, "name": "b"}`+"\n")
+	time.Sleep(1100 * time.Millisecond)
+	mustRun(t, "run", filepath.Join(tmp, "up.yaml")) // inferred schema: name is added
+	r := pipeline(t, nil, "run", filepath.Join(tmp, "down.yaml"))
+	want := "the table has (id BIGINT, _rescued_data STRING) but its source table " + upTable + " now has (id BIGINT, name STRING, _rescued_data STRING)"
+	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, want) || strings.Contains(r.stdout+r.stderr, "the spec now gives") {
+		t.Errorf("exit %d\n%s%s\nwant an error saying %q", r.code, r.stdout, r.stderr, want)
+	}
 }
