@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -66,7 +67,13 @@ type jsonError struct {
 // MarshalJSON writes the problem as {"file", "line", "column", "path", "message", "hint"}; a
 // missing part is "" or 0.
 func (e *Error) MarshalJSON() ([]byte, error) {
-	return json.Marshal(jsonError{File: e.Pos.File, Line: e.Pos.Line, Column: e.Pos.Column, Path: e.Path, Message: e.Msg, Hint: e.Hint})
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // hints hold `a >= b` and `x != nil`: as written, not \u003e
+	if err := enc.Encode(jsonError{File: e.Pos.File, Line: e.Pos.Line, Column: e.Pos.Column, Path: e.Path, Message: e.Msg, Hint: e.Hint}); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
 
 // UnmarshalJSON reads the form MarshalJSON writes.

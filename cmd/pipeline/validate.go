@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,11 +51,14 @@ func validateJSON(out io.Writer, path string, err error) error {
 	if !errors.As(err, &list) {
 		list = spec.Errors{{Pos: spec.Pos{File: path}, Msg: err.Error()}}
 	}
-	b, merr := json.MarshalIndent(list, "", "  ")
-	if merr != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // hints hold `>=` and `!=` as written
+	enc.SetIndent("", "  ")
+	if merr := enc.Encode(list); merr != nil {
 		return failure(fmt.Errorf("writing the problems as JSON: %w", merr))
 	}
-	if _, werr := fmt.Fprintln(out, string(b)); werr != nil {
+	if _, werr := out.Write(b.Bytes()); werr != nil {
 		return failure(fmt.Errorf("writing the problems as JSON: %w", werr))
 	}
 	code := 2

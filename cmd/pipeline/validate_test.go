@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -393,5 +394,31 @@ datasets:
 	want := `flow joined: dataset joined: Binder Error: Referenced table "raw" not found! Candidate tables: "STREAM(raw)"`
 	if !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "give it an alias") || strings.Contains(r.stderr, "__stream_") {
 		t.Errorf("run: stderr\n%s\nwant %q, an alias hint and no __stream_ name", r.stderr, want)
+	}
+}
+
+// TestValidateJSONKeepsOperators: `validate --json` writes a hint's operators as they are
+// (`>=`, `<`, `&`), not as the \u003e escapes of Go's default HTML-safe JSON, and the JSON reads
+// back to the same text.
+func TestValidateJSONKeepsOperators(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "pipeline.yaml", `name: ops
+datasets:
+  - name: raw
+    source: {path: ./in, format: json, schema: "amt BIGINT, op STRING"}
+    expectations:
+      - {name: sql, expect: "amt >= 0 AND op = 'D'"}
+`)
+	r := pipeline(t, nil, "validate", "--json", filepath.Join(dir, "pipeline.yaml"))
+	if r.code != 2 {
+		t.Fatalf("exit %d, want 2\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, `write amt >= 0 and op == \"D\"`) || strings.Contains(r.stdout, `\u003e`) {
+		t.Errorf("stdout:\n%s\nwant the hint with >= as written", r.stdout)
+	}
+	var got []map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || len(got) != 1 || !strings.Contains(fmt.Sprint(got[0]["hint"]), `amt >= 0 and op == "D"`) {
+		t.Errorf("the JSON does not read back: %v %v", got, err)
 	}
 }
