@@ -15,10 +15,30 @@ import (
 
 // QueryProblem is a query dataset whose query DuckDB would refuse when the update runs it: Err
 // says why, in DuckDB's words (a column, table or function it does not know, arguments of the
-// wrong types).
+// wrong types); At is the byte offset in the query's SQL of the name DuckDB refused, -1 when
+// the message names none the SQL holds.
 type QueryProblem struct {
 	Dataset *spec.Dataset
 	Err     error
+	At      int
+}
+
+// refusedName matches the name a DuckDB bind error refuses: a column or table it does not find,
+// a function it does not have, or one whose arguments it cannot take.
+var refusedName = regexp.MustCompile(`Referenced column "([^"]+)" not found|Referenced table "([^"]+)" not found|Function with name "?([^" ]+?)"? does not exist|argument types '([A-Za-z_][A-Za-z0-9_]*)\(`)
+
+// problemAt returns the offset in q's SQL of the name bind error msg refuses (NameAt), or -1.
+func problemAt(q *spec.Query, msg string) int {
+	m := refusedName.FindStringSubmatch(msg)
+	if m == nil {
+		return -1
+	}
+	for _, name := range m[1:] {
+		if name != "" {
+			return q.NameAt(name)
+		}
+	}
+	return -1
 }
 
 // CheckQueries binds the query of every query dataset of p, as the update would run it, against
@@ -39,7 +59,7 @@ func CheckQueries(ctx context.Context, p *spec.Pipeline) ([]QueryProblem, error)
 			return nil, err
 		}
 		if b.err != nil {
-			out = append(out, QueryProblem{Dataset: d, Err: b.err})
+			out = append(out, QueryProblem{Dataset: d, Err: b.err, At: problemAt(d.Query, b.err.Error())})
 		}
 	}
 	if c.eng != nil {

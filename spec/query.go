@@ -21,6 +21,31 @@ type Query struct {
 	// text; Rewrite puts each relative one as the spec's folder resolves it.
 	Files []QueryFile
 	Pos   Pos
+	// posAt is the position in the spec's file of a byte offset of SQL (as the query's own
+	// problems are placed), nil for a Query not decoded from a spec.
+	posAt func(off int) Pos
+}
+
+// PosAt returns the position in the spec's file of the byte offset off of the query's SQL:
+// its line and column inside a one-line, folded or literal block scalar; Pos when the query was
+// not decoded from a spec or off is outside the SQL.
+func (q *Query) PosAt(off int) Pos {
+	if q.posAt == nil || off < 0 || off > len(q.SQL) {
+		return q.Pos
+	}
+	return q.posAt(off)
+}
+
+// NameAt returns the byte offset in the query's SQL of the first word (an identifier or keyword,
+// not inside a string, a quoted name or a comment) spelt name in any case, or of the first quoted
+// name spelt so exactly; -1 when there is none. It places a problem DuckDB reports by name.
+func (q *Query) NameAt(name string) int {
+	for _, t := range tokenize(q.SQL) {
+		if t.kind == 'w' && strings.EqualFold(t.text, name) || t.kind == 'q' && t.text == name {
+			return t.start
+		}
+	}
+	return -1
 }
 
 // QueryFile is a file path a query names with a string literal where DuckDB reads files: the
@@ -829,6 +854,7 @@ func (d *decoder) query(n *yaml.Node, path string) (*Query, *queryInfo) {
 	}
 	node := resolve(n)
 	q := &Query{SQL: s, Pos: d.pos(node)}
+	q.posAt = func(off int) Pos { return d.queryPos(node, off) }
 	refs, files, probs, quals := parseQuery(s)
 	if autoLoaderCall(s) && !dltStatement(s) {
 		probs = nil // queryChecks says what to write instead

@@ -391,3 +391,37 @@ func TestDynamicPivot(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryNameAtPosAt: NameAt finds a name as a word or a quoted name, not inside a string or a
+// comment, in any case for a word; PosAt places an offset of the SQL at its line and column in
+// the spec file, inside a literal block too, and at the query's start for -1.
+func TestQueryNameAtPosAt(t *testing.T) {
+	t.Parallel()
+	p, err := Parse("p.yaml", []byte(`name: t
+datasets:
+  - name: raw
+    source: {path: ./in, format: json, schema: "id BIGINT, nme STRING"}
+  - name: q
+    query: |
+      SELECT 'nme' AS s, -- nme
+        NME, "nme"
+      FROM raw
+`), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := p.Dataset("q").Query
+	at := q.NameAt("nme")
+	if at < 0 || q.SQL[at:at+3] != "NME" {
+		t.Fatalf("NameAt(nme) = %d in %q, want the NME of the second line", at, q.SQL)
+	}
+	if got := q.PosAt(at).String(); got != "p.yaml:8:9" {
+		t.Errorf("PosAt = %s, want p.yaml:8:9", got)
+	}
+	if q.NameAt("missing") != -1 {
+		t.Error("NameAt finds a name the SQL lacks")
+	}
+	if got, want := q.PosAt(-1), q.Pos; got != want {
+		t.Errorf("PosAt(-1) = %v, want the query's position %v", got, want)
+	}
+}

@@ -96,7 +96,7 @@ func checkQueries(p *spec.Pipeline) error {
 		if h, ok := spec.BacktickHint(pr.Dataset.Query.SQL); ok {
 			hint = h + "; its inputs have the columns the spec declares for them"
 		}
-		es = append(es, &spec.Error{Pos: pr.Dataset.Query.Pos, Path: fmt.Sprintf("datasets[%d].query", i),
+		es = append(es, &spec.Error{Pos: pr.Dataset.Query.PosAt(pr.At), Path: fmt.Sprintf("datasets[%d].query", i),
 			Msg: "the query does not bind: " + pr.Err.Error(), Hint: hint})
 	}
 	if len(es) > 0 {

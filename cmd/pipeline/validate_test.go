@@ -160,7 +160,8 @@ datasets:
 // TestValidateBindsQueries: validate, and run before anything runs, binds each query against
 // the columns its inputs will have: the declared schema of a source, a table_changes relation's
 // change columns, the result of the query a dataset is (a chain of them). A misspelt column or
-// a function over the wrong type is a spec error at the query, with DuckDB's candidates; a query
+// a function over the wrong type is a spec error at its place in the query (the line and column
+// of the name DuckDB refuses), with DuckDB's candidates; a query
 // over a file source that infers its schema, or over a query that does not bind, is not checked
 // (its columns are not known), so it is not refused.
 func TestValidateBindsQueries(t *testing.T) {
@@ -200,10 +201,10 @@ datasets:
 		t.Fatal(err)
 	}
 	want := []string{
-		spec + `:9:12: datasets[2].query: the query does not bind: Binder Error: Referenced column "nme" not found in FROM clause! Candidate bindings: "name"`,
-		spec + `:14:12: datasets[4].query: the query does not bind: Binder Error: No function matches the given name and argument types 'upper(TIMESTAMP WITH TIME ZONE)'.`,
-		spec + `:18:12: datasets[6].query: the query does not bind: Binder Error: Referenced column "_change_typ" not found in FROM clause! Candidate bindings: "_change_type"`,
-		spec + `:24:12: datasets[9].query: the query does not bind: Binder Error: Referenced column "m" not found in FROM clause! Candidate bindings: "n"`,
+		spec + `:9:23: datasets[2].query: the query does not bind: Binder Error: Referenced column "nme" not found in FROM clause! Candidate bindings: "name"`,
+		spec + `:14:23: datasets[4].query: the query does not bind: Binder Error: No function matches the given name and argument types 'upper(TIMESTAMP WITH TIME ZONE)'.`,
+		spec + `:18:56: datasets[6].query: the query does not bind: Binder Error: Referenced column "_change_typ" not found in FROM clause! Candidate bindings: "_change_type"`,
+		spec + `:24:19: datasets[9].query: the query does not bind: Binder Error: Referenced column "m" not found in FROM clause! Candidate bindings: "n"`,
 	}
 	for _, cmd := range []string{"validate", "run"} {
 		r := pipeline(t, nil, cmd, spec)
@@ -253,7 +254,7 @@ datasets:
 	for _, w := range []string{
 		spec + `:7:12: datasets[1].query: the query does not bind: `,
 		"(hint: queries are DuckDB SQL, which quotes names with double quotes, not Spark SQL's backticks: write \"id\" for `id`; its inputs have the columns the spec declares for them)",
-		spec + `:9:12: datasets[2].query: the query does not bind: Binder Error: Referenced column "nme" not found in FROM clause! Candidate bindings: "name" (hint: its inputs have the columns the spec declares for them (a query dataset's, its query's); queries are DuckDB SQL (README "SQL datasets"))`,
+		spec + `:9:19: datasets[2].query: the query does not bind: Binder Error: Referenced column "nme" not found in FROM clause! Candidate bindings: "name" (hint: its inputs have the columns the spec declares for them (a query dataset's, its query's); queries are DuckDB SQL (README "SQL datasets"))`,
 	} {
 		if !strings.Contains(r.stderr, w) {
 			t.Errorf("stderr\n%s\ndoes not say\n%s", r.stderr, w)
