@@ -49,11 +49,11 @@ type Type struct {
 	Elem      *Type   // ARRAY only: the element type
 	Key       *Type   // MAP only: the key type
 	Value     *Type   // MAP only: the value type
-	// Storage, when set, is the narrower Spark type a table written by another engine declares
-	// for the column, read into the values of a wider kind: StorageByte or StorageShort (Integer,
-	// int32 values), StorageFloat (Double, float64 values holding a float32) or StorageBinary
-	// (String, values holding the raw bytes). Only Delta schemaStrings set these; Spark DDL does
-	// not. StorageTimestampNTZ (TimestampKind) marks a TIMESTAMP_NTZ column, set by both.
+	// Storage, when set, is the narrower Spark type of the column, its values held in a wider
+	// kind: StorageByte or StorageShort (Integer, int32 values; DDL TINYINT, SMALLINT),
+	// StorageFloat (Double, float64 values holding a float32; DDL FLOAT) or StorageBinary
+	// (String, values holding the raw bytes; only Delta schemaStrings set it, DDL refuses
+	// BINARY). StorageTimestampNTZ (TimestampKind) marks a TIMESTAMP_NTZ column.
 	Storage string
 }
 

@@ -134,23 +134,10 @@ func (e *Engine) Query(ctx context.Context, query string, rels []Relation) (_ sc
 		return schema.Schema{}, nil, fmt.Errorf("sqlengine: %w", err)
 	}
 	defer conn.Close()
-	// The pool keeps the connection, and its temporary views and tables with it: drop them so
-	// that nothing a query registers outlives it.
-	var registered []Relation
-	defer func() {
-		for _, r := range registered {
-			conn.ExecContext(context.Background(), "DROP VIEW IF EXISTS "+Quote(r.Name))
-			conn.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+Quote(r.Name))
-			if len(r.Deleted) > 0 {
-				conn.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+Quote(deletedTable(r.Name)))
-			}
-		}
-	}()
-	for _, r := range rels {
-		registered = append(registered, r)
-		if err := register(ctx, conn, r); err != nil {
-			return schema.Schema{}, nil, err
-		}
+	drop, err := registerAll(ctx, conn, rels)
+	defer drop()
+	if err != nil {
+		return schema.Schema{}, nil, err
 	}
 	rows, err := conn.QueryContext(ctx, query)
 	if err != nil {
@@ -221,18 +208,16 @@ func (e *Engine) Describe(ctx context.Context, query string, rels []Relation) (s
 		return schema.Schema{}, fmt.Errorf("sqlengine: %w", err)
 	}
 	defer conn.Close()
-	defer func() {
-		for _, r := range rels {
-			conn.ExecContext(context.Background(), "DROP VIEW IF EXISTS "+Quote(r.Name))
-			conn.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+Quote(r.Name))
-		}
-	}()
-	for _, r := range rels {
-		r.Files, r.Rows, r.Deleted = nil, nil, nil // an empty table of its columns binds alike
-		if err := register(ctx, conn, r); err != nil {
-			return schema.Schema{}, inputError{err}
-		}
+	empty := make([]Relation, len(rels))
+	for i, r := range rels {
+		empty[i] = Relation{Name: r.Name, Schema: r.Schema} // an empty table of its columns binds alike
 	}
+	drop, err := registerAll(ctx, conn, empty)
+	defer drop()
+	if err != nil {
+		return schema.Schema{}, inputError{err}
+	}
+	ntz := resultNTZ(rels)
 	rows, err := conn.QueryContext(ctx, "DESCRIBE "+query)
 	if err != nil {
 		return schema.Schema{}, queryError(err)
@@ -245,7 +230,7 @@ func (e *Engine) Describe(ctx context.Context, query string, rels []Relation) (s
 		if err := rows.Scan(&name, &typ, &rest[0], &rest[1], &rest[2], &rest[3]); err != nil {
 			return schema.Schema{}, queryError(err)
 		}
-		t, err := kindOf(typ, resultNTZ(rels))
+		t, err := kindOf(typ, ntz)
 		if err != nil {
 			return schema.Schema{}, fmt.Errorf("sqlengine: result column %s: %w", name, err)
 		}
@@ -255,6 +240,29 @@ func (e *Engine) Describe(ctx context.Context, query string, rels []Relation) (s
 		return schema.Schema{}, queryError(err)
 	}
 	return out, nil
+}
+
+// registerAll registers rels on conn (register) and returns the function that drops what it
+// registered: the pool keeps the connection, and its temporary views and tables with it, so
+// nothing a query registers may outlive it. drop is to be called also when err is not nil.
+func registerAll(ctx context.Context, conn *sql.Conn, rels []Relation) (drop func(), err error) {
+	var registered []Relation
+	drop = func() {
+		for _, r := range registered {
+			conn.ExecContext(context.Background(), "DROP VIEW IF EXISTS "+Quote(r.Name))
+			conn.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+Quote(r.Name))
+			if len(r.Deleted) > 0 {
+				conn.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+Quote(deletedTable(r.Name)))
+			}
+		}
+	}
+	for _, r := range rels {
+		registered = append(registered, r)
+		if err := register(ctx, conn, r); err != nil {
+			return drop, err
+		}
+	}
+	return drop, nil
 }
 
 // inputError is Describe failing to register a relation (columns DuckDB cannot hold: two of one
