@@ -15,6 +15,17 @@ const (
 	CommitTimestampColumn = "_commit_timestamp"
 )
 
+// FeedColumns returns the columns a change data feed adds after the table's own, in order
+// (Delta PROTOCOL.md, "Change Data Files"; Spark's table_changes): _change_type STRING,
+// _commit_version BIGINT, _commit_timestamp TIMESTAMP. Each call returns a new slice.
+func FeedColumns() []schema.Field {
+	return []schema.Field{
+		{Name: ChangeTypeColumn, Type: schema.Type{Kind: schema.String}, Nullable: true},
+		{Name: CommitVersionColumn, Type: schema.Type{Kind: schema.Long}, Nullable: true},
+		{Name: CommitTimestampColumn, Type: schema.Type{Kind: schema.TimestampKind}, Nullable: true},
+	}
+}
+
 // Changes returns the change data feed of versions from..to (inclusive; to < 0 means the
 // latest), as Spark's table_changes does (Delta PROTOCOL.md, "Change Data Files" and "Reader
 // Requirements for AddCDCFile"). The schema is the table's columns at version to followed by
@@ -114,11 +125,7 @@ func (t *Table) Changes(from, to int64) (schema.Schema, [][]any, error) {
 	if breakAt >= 0 {
 		return schema.Schema{}, nil, t.feedBreakError(from, to, breakAt, breakOld, breakNew)
 	}
-	out := schema.Schema{Fields: append(append([]schema.Field(nil), meta.Schema.Fields...),
-		schema.Field{Name: ChangeTypeColumn, Type: schema.Type{Kind: schema.String}, Nullable: true},
-		schema.Field{Name: CommitVersionColumn, Type: schema.Type{Kind: schema.Long}, Nullable: true},
-		schema.Field{Name: CommitTimestampColumn, Type: schema.Type{Kind: schema.TimestampKind}, Nullable: true},
-	)}
+	out := schema.Schema{Fields: append(append([]schema.Field(nil), meta.Schema.Fields...), FeedColumns()...)}
 	width := len(out.Fields)
 	changeType := []schema.Field{out.Fields[len(meta.Schema.Fields)]}
 	var rows [][]any

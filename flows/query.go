@@ -85,11 +85,8 @@ func runSQL(ctx context.Context, env *Env, d *spec.Dataset, streams map[string]s
 	p := env.Pipeline
 	var rels []sqlengine.Relation
 	names := map[string]string{}
-	key := func(r spec.QueryRef) string {
-		return fmt.Sprintf("%s|%s|%d|%d", r.Kind, r.Name, r.From, r.To)
-	}
 	for _, r := range d.Query.Refs {
-		k := key(r)
+		k := relationKey(r)
 		if _, done := names[k]; done {
 			continue
 		}
@@ -102,9 +99,9 @@ func runSQL(ctx context.Context, env *Env, d *spec.Dataset, streams map[string]s
 		switch r.Kind {
 		case spec.RefStream:
 			rel = streams[r.Name]
-			rel.Name = "__stream_" + r.Name
+			rel.Name = relationName(r, len(rels))
 		case spec.RefChanges:
-			rel.Name = fmt.Sprintf("__changes_%d_%s", len(rels), r.Name)
+			rel.Name = relationName(r, len(rels))
 			rel.RowsOnly = true
 			t := delta.New(TableDir(p.Storage, r.Name))
 			if rel.Schema, rel.Rows, err = t.Changes(r.From, r.To); errors.Is(err, delta.ErrFeedSchemaChange) {
@@ -127,7 +124,7 @@ func runSQL(ctx context.Context, env *Env, d *spec.Dataset, streams map[string]s
 		names[k] = rel.Name
 		rels = append(rels, rel)
 	}
-	sql := d.Query.Rewrite(func(r spec.QueryRef) string { return sqlengine.RelationRef(names[key(r)]) })
+	sql := d.Query.Rewrite(func(r spec.QueryRef) string { return sqlengine.RelationRef(names[relationKey(r)]) })
 	eng, err := sqlengine.Open(p.Dir)
 	if err != nil {
 		return schema.Schema{}, nil, err
@@ -144,6 +141,25 @@ func runSQL(ctx context.Context, env *Env, d *spec.Dataset, streams map[string]s
 		return schema.Schema{}, nil, err
 	}
 	return s, rows, nil
+}
+
+// relationKey identifies the relation a reference of a query reads: the references of one kind,
+// dataset and versions share one.
+func relationKey(r spec.QueryRef) string {
+	return fmt.Sprintf("%s|%s|%d|%d", r.Kind, r.Name, r.From, r.To)
+}
+
+// relationName is the name under which a query's relation for reference r, the n-th relation
+// registered, is registered in DuckDB: STREAM(x) as __stream_x, table_changes('x', ...) as
+// __changes_<n>_x (internalRelation reads both back), a table or view as its dataset's name.
+func relationName(r spec.QueryRef, n int) string {
+	switch r.Kind {
+	case spec.RefStream:
+		return "__stream_" + r.Name
+	case spec.RefChanges:
+		return fmt.Sprintf("__changes_%d_%s", n, r.Name)
+	}
+	return r.Name
 }
 
 // uniqueColumns refuses a query result with two columns of one name, in any case (`SELECT a.id,
@@ -321,8 +337,8 @@ func warnColumnNames(env *Env, d *spec.Dataset, s schema.Schema) {
 
 // aliasExample is the alias warnColumnNames suggests for a column named name: count(*) AS n for
 // a column DuckDB named after an expression (count_star(), sum(x): a parenthesis, no space),
-// otherwise the column quoted and
-// given the plain name of its words ("Company Name" AS company_name).
+// otherwise the column quoted and given the plain name of its words ("Company Name" AS
+// company_name).
 func aliasExample(name string) string {
 	if strings.Contains(name, "(") && !strings.Contains(name, " ") {
 		return "count(*) AS n"

@@ -131,9 +131,8 @@ func (c *queryChecker) bind(ctx context.Context, d *spec.Dataset, depth int) (bo
 	}
 	var rels []sqlengine.Relation
 	names := map[string]string{}
-	key := func(r spec.QueryRef) string { return fmt.Sprintf("%s|%s|%d|%d", r.Kind, r.Name, r.From, r.To) }
 	for _, r := range d.Query.Refs {
-		k := key(r)
+		k := relationKey(r)
 		if _, done := names[k]; done {
 			continue
 		}
@@ -141,16 +140,9 @@ func (c *queryChecker) bind(ctx context.Context, d *spec.Dataset, depth int) (bo
 		if err != nil || !in.ok {
 			return boundSchema{}, err
 		}
-		rel := sqlengine.Relation{Name: r.Name, Schema: in.s}
-		switch r.Kind {
-		case spec.RefStream:
-			rel.Name = "__stream_" + r.Name
-		case spec.RefChanges:
-			rel.Name = fmt.Sprintf("__changes_%d_%s", len(rels), r.Name)
-			rel.Schema = schema.Schema{Fields: append(append([]schema.Field(nil), in.s.Fields...),
-				schema.Field{Name: delta.ChangeTypeColumn, Type: schema.Type{Kind: schema.String}, Nullable: true},
-				schema.Field{Name: delta.CommitVersionColumn, Type: schema.Type{Kind: schema.Long}, Nullable: true},
-				schema.Field{Name: delta.CommitTimestampColumn, Type: schema.Type{Kind: schema.TimestampKind}, Nullable: true})}
+		rel := sqlengine.Relation{Name: relationName(r, len(rels)), Schema: in.s}
+		if r.Kind == spec.RefChanges {
+			rel.Schema = schema.Schema{Fields: append(append([]schema.Field(nil), in.s.Fields...), delta.FeedColumns()...)}
 		}
 		names[k] = rel.Name
 		rels = append(rels, rel)
@@ -161,7 +153,7 @@ func (c *queryChecker) bind(ctx context.Context, d *spec.Dataset, depth int) (bo
 			return boundSchema{}, err
 		}
 	}
-	sql := d.Query.Rewrite(func(r spec.QueryRef) string { return sqlengine.RelationRef(names[key(r)]) })
+	sql := d.Query.Rewrite(func(r spec.QueryRef) string { return sqlengine.RelationRef(names[relationKey(r)]) })
 	s, err := c.eng.Describe(ctx, sql, rels)
 	b := &boundSchema{s: s, ok: err == nil}
 	if err != nil && sqlengine.BindError(err) {
@@ -172,7 +164,7 @@ func (c *queryChecker) bind(ctx context.Context, d *spec.Dataset, depth int) (bo
 }
 
 // internalRelation matches the names under which the runner registers STREAM(x) and
-// table_changes('x', ...) (bind), whose default alias in a query they are.
+// table_changes('x', ...) (relationName), whose default alias in a query they are.
 var internalRelation = regexp.MustCompile(`__stream_(\w+)|__changes_\d+_(\w+)`)
 
 // bindMessage keeps DuckDB's words of a bind error, without the query text it quotes (the

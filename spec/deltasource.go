@@ -66,11 +66,7 @@ func (d *decoder) deltaSource(n *yaml.Node, path string, src *Source, in *source
 				"the Delta table at %s has no change data feed (delta.enableChangeDataFeed is not true)", src.Path)
 			return
 		}
-		for _, f := range []schema.Field{
-			{Name: delta.ChangeTypeColumn, Type: schema.Type{Kind: schema.String}, Nullable: true},
-			{Name: delta.CommitVersionColumn, Type: schema.Type{Kind: schema.Long}, Nullable: true},
-			{Name: delta.CommitTimestampColumn, Type: schema.Type{Kind: schema.TimestampKind}, Nullable: true},
-		} {
+		for _, f := range delta.FeedColumns() {
 			if cols.Index(f.Name) >= 0 {
 				d.addAt(pathNode, child(path, "path"), "read it with `read: append`", "the Delta table already has a column %s, which the change feed adds", f.Name)
 				return

@@ -65,11 +65,7 @@ func (v *validation) tableSourceOutput(in *datasetInfo) bool {
 	}
 	cols := schema.Schema{Fields: append([]schema.Field(nil), target.ds.Schema.Fields...)}
 	if src.Read == ReadChangeFeed {
-		for _, f := range []schema.Field{
-			{Name: delta.ChangeTypeColumn, Type: schema.Type{Kind: schema.String}, Nullable: true},
-			{Name: delta.CommitVersionColumn, Type: schema.Type{Kind: schema.Long}, Nullable: true},
-			{Name: delta.CommitTimestampColumn, Type: schema.Type{Kind: schema.TimestampKind}, Nullable: true},
-		} {
+		for _, f := range delta.FeedColumns() {
 			if cols.Index(f.Name) >= 0 {
 				v.d.addAt(in.source.tableNode, child(in.source.path, "table"), "read it with `read: append`",
 					"dataset %s already has a column %s, which the change feed adds", src.Table, f.Name)
