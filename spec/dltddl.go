@@ -20,6 +20,7 @@ func dltDefinition(sql string) (hint string, ok bool) {
 	}
 	typ := "materialized_view"
 	i := 1
+words:
 	for ; i < len(toks); i++ {
 		t := toks[i]
 		switch {
@@ -32,10 +33,9 @@ func dltDefinition(sql string) (hint string, ok bool) {
 				typ = "view"
 			}
 		default:
-			goto name
+			break words // the name, or FLOW
 		}
 	}
-name:
 	if i+1 < len(toks) && toks[i].is("flow") {
 		return dltAppendFlow(sql, toks, i)
 	}

@@ -622,7 +622,7 @@ var sqlIdioms = []struct {
 	re   *regexp.Regexp
 	expr string
 }{
-	{regexp.MustCompile(`(?i)\bIS\s+NOT\s+NULL\b`), "`x IS NOT NULL` is `x != nil`"},
+	{isNotNull, "`x IS NOT NULL` is `x != nil`"},
 	{regexp.MustCompile(`(?i)\bIS\s+NULL\b`), "`x IS NULL` is `x == nil`"},
 	{regexp.MustCompile(`<>`), "`<>` is `!=`"},
 	{regexp.MustCompile(`(?i)\bIN\s*\(`), "`x IN ('a', 'b')` is `x in [\"a\", \"b\"]`"},
