@@ -47,15 +47,13 @@ func newEventsCmd() *cobra.Command {
 			if len(evs) == 0 && !follow {
 				return failure(errors.New(empty))
 			}
-			if updateID == "latest" {
-				// This pipeline's latest: specs that share a storage share its event log.
-				updateID = ""
-				for _, e := range evs {
-					if e.EventType == eventlog.CreateUpdate && e.Origin.PipelineName == p.Name {
-						updateID = e.Origin.UpdateID
-					}
-				}
-				if updateID == "" {
+			// --update latest is this pipeline's latest update (specs that share a storage share
+			// its event log). Followed, it is the latest as updates start: each new update of the
+			// pipeline takes the place of the one before.
+			latest := updateID == "latest"
+			if latest {
+				updateID = latestUpdate(evs, p.Name)
+				if updateID == "" && !follow {
 					return failure(fmt.Errorf("the event log of %s has no update of it yet: run %s first", p.Name, flows.RunHint(p)))
 				}
 			}
@@ -74,6 +72,9 @@ func newEventsCmd() *cobra.Command {
 				return usageError(fmt.Errorf("--level %s: not an event level; use one of INFO, WARN, ERROR, METRICS", level))
 			}
 			keep := func(e eventlog.Event) bool {
+				if latest && updateID == "" {
+					return false // following: no update of this pipeline has started yet
+				}
 				return (updateID == "" || e.Origin.UpdateID == updateID) && (typ == "" || e.EventType == typ) && (level == "" || e.Level == level)
 			}
 			var rows [][]any
@@ -100,7 +101,20 @@ func newEventsCmd() *cobra.Command {
 			for _, d := range p.Datasets {
 				flowWidth = max(flowWidth, runewidth.StringWidth(d.Name))
 			}
-			return followEvents(ctx, cmd.OutOrStdout(), filepath.Join(p.Storage, "system", "events"), format, evs, keep, flowWidth, time.Second)
+			followed := keep
+			if latest {
+				seen := int64(-1)
+				if len(evs) > 0 {
+					seen = evs[len(evs)-1].Sequence
+				}
+				followed = func(e eventlog.Event) bool {
+					if e.Sequence > seen && e.EventType == eventlog.CreateUpdate && e.Origin.PipelineName == p.Name {
+						updateID = e.Origin.UpdateID
+					}
+					return keep(e)
+				}
+			}
+			return followEvents(ctx, cmd.OutOrStdout(), filepath.Join(p.Storage, "system", "events"), format, evs, followed, flowWidth, time.Second)
 		},
 	}
 	cmd.Flags().StringArrayVar(&confs, "conf", nil, "set a configuration value (key=value); repeatable")
@@ -185,6 +199,18 @@ func followEvents(ctx context.Context, w io.Writer, dir, format string, evs []ev
 			return failure(err)
 		}
 	}
+}
+
+// latestUpdate returns the id of the last update of the pipeline named name that evs (an event
+// log, in order) records the start of, or "" when it records none.
+func latestUpdate(evs []eventlog.Event, name string) string {
+	id := ""
+	for _, e := range evs {
+		if e.EventType == eventlog.CreateUpdate && e.Origin.PipelineName == name {
+			id = e.Origin.UpdateID
+		}
+	}
+	return id
 }
 
 // eventMessage is an event's message, with a flow's metrics after it as in the events table.

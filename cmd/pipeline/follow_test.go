@@ -167,3 +167,102 @@ func TestEventsFollowBeforeFirstRun(t *testing.T) {
 		}
 	}
 }
+
+// TestEventsFollowLatest: `events SPEC --follow --update latest` prints the events of the
+// pipeline's latest update only (not those of the updates before it), and then those of each
+// update that starts while it follows: the latest moves with them.
+func TestEventsFollowLatest(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "shop")
+	mustRun(t, "init", dir)
+	spec := filepath.Join(dir, "pipeline.yaml")
+	mustRun(t, "run", spec)
+	copyFile(t, filepath.Join(dir, "landing", "batch-0001.json"), filepath.Join(dir, "landing", "batch-0005.json"))
+	mustRun(t, "run", spec) // the latest update when following starts
+
+	cmd := exec.Command(binary, "events", spec, "--follow", "--update", "latest", "--format", "jsonl")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	lines := make(chan map[string]any)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				lines <- m
+			}
+		}
+	}()
+	// update reads events up to the one that says an update COMPLETED and returns the update
+	// ids of the events read, in order.
+	update := func(what string) []string {
+		var ids []string
+		deadline := time.After(30 * time.Second)
+		for {
+			select {
+			case m, ok := <-lines:
+				if !ok {
+					t.Fatalf("%s: events --follow ended: %s", what, stderr.String())
+				}
+				ids = append(ids, fmt.Sprint(m["origin"].(map[string]any)["update_id"]))
+				if m["event_type"] == "update_progress" && strings.HasSuffix(fmt.Sprint(m["message"]), "is COMPLETED.") {
+					return ids
+				}
+			case <-deadline:
+				t.Fatalf("%s: no COMPLETED update within 30 s", what)
+			}
+		}
+	}
+	before := update("the latest update so far")
+	copyFile(t, filepath.Join(dir, "landing", "batch-0001.json"), filepath.Join(dir, "landing", "batch-0006.json"))
+	mustRun(t, "run", spec)
+	after := update("the update run while following")
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	for range lines {
+	}
+	cmd.Wait()
+
+	// The event log holds three updates; the followed output has the last two, each whole.
+	var all []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(mustRun(t, "events", spec, "--format", "jsonl")), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, m)
+	}
+	var order []string
+	count := map[string]int{}
+	for _, m := range all {
+		id := fmt.Sprint(m["origin"].(map[string]any)["update_id"])
+		if count[id] == 0 {
+			order = append(order, id)
+		}
+		count[id]++
+	}
+	if len(order) != 3 {
+		t.Fatalf("the event log has updates %v, want 3", order)
+	}
+	for i, got := range [][]string{before, after} {
+		want := order[i+1]
+		for _, id := range got {
+			if id != want {
+				t.Fatalf("followed update %d: an event of update %s among those of %s (%v)", i+1, id, want, got)
+			}
+		}
+		if len(got) != count[want] {
+			t.Errorf("followed update %d (%s): %d events, the event log has %d", i+1, want, len(got), count[want])
+		}
+	}
+}
