@@ -119,8 +119,9 @@ func sparkCalls(sql string) []sparkCall {
 
 // columnAliases reports whether the name toks[i], followed by "(", names a relation and its
 // columns rather than calls a function: a CTE (ctes: `WITH sequence(n) AS (...)`) or a table
-// alias (`FROM (VALUES (1, 2)) AS size(a, b)`, `FROM read_csv('x.csv') explode(x)`): after AS,
-// or after a closing parenthesis or quoted name (a FROM item).
+// alias (`FROM (VALUES (1, 2)) AS size(a, b)`, `FROM read_csv('x.csv') explode(x)`,
+// `FROM orders size(a, b)`): after AS, after a closing parenthesis or quoted name (a FROM
+// item), or after a table name that follows FROM, JOIN or a FROM list's comma (aliasAfterTable).
 func columnAliases(toks []sqlToken, i int, ctes map[int]bool) bool {
 	if ctes[i] {
 		return true
@@ -129,7 +130,30 @@ func columnAliases(toks []sqlToken, i int, ctes map[int]bool) bool {
 		return false
 	}
 	prev := toks[i-1]
-	return prev.is("as") || prev.kind == 'q' || (prev.kind == 'p' && prev.text == ")")
+	return prev.is("as") || prev.kind == 'q' || (prev.kind == 'p' && prev.text == ")") || aliasAfterTable(toks, i)
+}
+
+// aliasAfterTable reports whether toks[i] follows a bare table name of a FROM item: a name,
+// maybe qualified (LIVE.orders) or after STREAM, right after FROM, JOIN or a comma, as in
+// `FROM orders size(a, b)` or `FROM a, LIVE.b explode(x)`. A function is never called there
+// (`FROM t WHERE size(a) > 0` has WHERE before the call, which follows no FROM itself); STREAM
+// or a clause word right after FROM is no table name (`FROM STREAM read_files(...)` calls).
+func aliasAfterTable(toks []sqlToken, i int) bool {
+	j := i - 1
+	if j < 1 || !toks[j].isName() || toks[j].is("stream") || (toks[j].kind == 'w' && clauseEnd[strings.ToLower(toks[j].text)]) {
+		return false
+	}
+	for j >= 2 && toks[j-1].kind == 'p' && toks[j-1].text == "." && toks[j-2].isName() {
+		j -= 2
+	}
+	if j >= 1 && toks[j-1].is("stream") {
+		j--
+	}
+	if j < 1 {
+		return false
+	}
+	before := toks[j-1]
+	return before.is("from") || before.is("join") || (before.kind == 'p' && before.text == ",")
 }
 
 // cteNames returns the token indexes of the names of the CTEs of toks, where each is defined

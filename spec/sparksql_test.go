@@ -177,7 +177,7 @@ func TestSparkFunctionsFailInDuckDB(t *testing.T) {
 }
 
 // TestSparkNamesAsRelations: a CTE or a table alias named like a Spark function, with a list
-// of column names (`WITH RECURSIVE sequence(n) AS (...)`, `AS size(a, b)`), is no call: DuckDB
+// of column names (`WITH RECURSIVE sequence(n) AS (...)`, `AS size(a, b)`, `FROM orders size(a, b)`), is no call: DuckDB
 // runs each of these queries, and sparkCalls finds nothing in them, while it still finds the
 // call of a query that calls such a function next to such a name, or names the columns of a
 // call with AS (...) as Spark does.
@@ -194,6 +194,10 @@ func TestSparkNamesAsRelations(t *testing.T) {
 		"SELECT size.a FROM (VALUES (1, 2)) AS size(a, b)",
 		"SELECT x FROM (VALUES (1)) explode(x)",
 		`SELECT y FROM (SELECT 1) "t", (SELECT 2) AS nvl(y)`,
+		// A bare table name, plain, qualified or after a comma or JOIN, then its alias's columns.
+		"WITH orders AS (SELECT 1, 2) SELECT size.a FROM orders size(a, b)",
+		"WITH orders AS (SELECT 1, 2) SELECT e.x FROM orders size(a, b), orders explode(x, y) JOIN orders AS e(x, z) ON true",
+		"WITH orders AS (SELECT 1, 2) SELECT sequence.n FROM orders AS o(p, q) JOIN orders sequence(n, m) ON o.p = sequence.n",
 	} {
 		if _, err := duckText(db, sql); err != nil {
 			t.Errorf("DuckDB does not run %q: %v", sql, err)
@@ -207,6 +211,10 @@ func TestSparkNamesAsRelations(t *testing.T) {
 		// Spark's aliases of a generator's columns: a call, for all its AS (.
 		"SELECT id, explode(m) AS (k, v) FROM t":                   "explode",
 		"WITH x AS (SELECT posexplode(a) AS (p, v) FROM t) FROM x": "posexplode",
+		// A call after a FROM item's clause words, not after the table name itself.
+		"SELECT * FROM orders WHERE size(items) > 0":           "size",
+		"SELECT * FROM orders o JOIN t ON nvl(o.id, 0) = t.id": "nvl",
+		"SELECT DISTINCT size(items) FROM orders":              "size",
 	} {
 		if calls := sparkCalls(sql); len(calls) != 1 || calls[0].name != name || calls[0].at != strings.Index(sql, name+"(") {
 			t.Errorf("sparkCalls(%q) = %v, want the call of %s alone", sql, calls, name)
