@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
+	"tributary/dag"
 	"tributary/delta"
 	"tributary/schema"
 	"tributary/spec"
@@ -43,27 +45,31 @@ func problemAt(q *spec.Query, msg string) int {
 
 // CheckQueries binds the query of every query dataset of p, as the update would run it, against
 // empty tables with the columns its inputs will have (tableSchema), without running it
-// (sqlengine.Describe), and returns those DuckDB refuses, in spec order. A query that reads a
-// dataset whose columns are known only once it runs is not checked; nor is one DuckDB cannot
-// describe, nor one with a PIVOT whose columns are its input's values (spec.Query.DynamicPivot),
-// nor one reading it. The error is one of opening DuckDB.
+// (sqlengine.Describe), and returns those DuckDB refuses, in spec order. The queries are bound
+// in dependency order (dag.Graph.Order), each once, so that a query dataset's columns, which
+// its readers bind against, are its query's result, however long the chain of queries. A query
+// that reads a dataset whose columns are known only once it runs is not checked; nor is one
+// DuckDB cannot describe, nor one with a PIVOT whose columns are its input's values
+// (spec.Query.DynamicPivot), nor one reading it. The error is one of opening DuckDB.
 func CheckQueries(ctx context.Context, p *spec.Pipeline) ([]QueryProblem, error) {
 	c := &queryChecker{p: p, known: map[string]*boundSchema{}}
-	var out []QueryProblem
-	for _, d := range p.Datasets {
-		if d.Query == nil {
-			continue
+	defer func() {
+		if c.eng != nil {
+			c.eng.Close()
 		}
-		b, err := c.bind(ctx, d, 0)
-		if err != nil {
+	}()
+	bound := map[*spec.Dataset]bool{}
+	for _, d := range c.order() {
+		if err := c.bind(ctx, d); err != nil {
 			return nil, err
 		}
-		if b.err != nil {
+		bound[d] = true
+	}
+	var out []QueryProblem
+	for _, d := range p.Datasets {
+		if b := c.known[d.Name]; bound[d] && b.err != nil {
 			out = append(out, QueryProblem{Dataset: d, Err: b.err, At: problemAt(d.Query, b.err.Error())})
 		}
-	}
-	if c.eng != nil {
-		c.eng.Close()
 	}
 	return out, nil
 }
@@ -79,55 +85,87 @@ type boundSchema struct {
 // queryChecker binds the queries of p (CheckQueries), each once.
 type queryChecker struct {
 	p     *spec.Pipeline
-	known map[string]*boundSchema // by dataset name, its table's columns
+	known map[string]*boundSchema // by dataset name, the result of its query
 	eng   *sqlengine.Engine
+}
+
+// order returns the query datasets to bind, each after the query datasets it reads: the order of
+// the graph of those datasets (their names unique, as validation makes them; a repeat is not
+// bound). A graph the dag package refuses, a cycle that validation reports, is bound in spec
+// order: a query whose input is not bound yet is then not checked.
+func (c *queryChecker) order() []*spec.Dataset {
+	byName := map[string]*spec.Dataset{}
+	var queries []*spec.Dataset
+	for _, d := range c.p.Datasets {
+		if _, dup := byName[d.Name]; dup || d.Query == nil {
+			continue
+		}
+		byName[d.Name] = d
+		queries = append(queries, d)
+	}
+	nodes := make([]dag.Node, len(queries))
+	for i, d := range queries {
+		nodes[i].Name = d.Name
+		for _, r := range d.Query.Refs {
+			if _, ok := byName[r.Name]; ok && r.Quarantine == "" && !slices.Contains(nodes[i].Deps, r.Name) {
+				nodes[i].Deps = append(nodes[i].Deps, r.Name)
+			}
+		}
+	}
+	g, err := dag.New(nodes)
+	if err != nil {
+		return queries
+	}
+	out := make([]*spec.Dataset, 0, len(queries))
+	for _, name := range g.Order() {
+		out = append(out, byName[name])
+	}
+	return out
 }
 
 // tableSchema returns the columns a query reading dataset name's table (or, for a view, its rows)
 // finds once the flows before it have run: what the spec declares or derives for the dataset (as
 // its flow creates or evolves the table; a table on disk may still have the columns of an older
-// spec), a query dataset's query result; for a quarantine table, its dataset's and
-// _failed_expectations (quarantineSchema: the update creates it so before the dataset's flow
-// runs, and refuses one on disk with other columns, which a full refresh rebuilds so). ok is
-// false when they are known only once the dataset's flow runs (a file source that infers its
-// schema, which a new file may widen, and its quarantine table).
-func (c *queryChecker) tableSchema(ctx context.Context, name string, depth int) (boundSchema, error) {
+// spec), a query dataset's query result (bound before, in dependency order); for a quarantine
+// table, its dataset's and _failed_expectations (quarantineSchema: the update creates it so
+// before the dataset's flow runs, and refuses one on disk with other columns, which a full
+// refresh rebuilds so). ok is false when they are known only once the dataset's flow runs (a
+// file source that infers its schema, which a new file may widen, and its quarantine table), or
+// not at all (a query that does not bind or was not bound).
+func (c *queryChecker) tableSchema(name string) boundSchema {
 	d := c.p.Dataset(name)
 	switch {
 	case d == nil: // a quarantine table
 		q := c.p.QuarantineOf(name)
 		if q == nil || (q.Source != nil && q.Source.InferSchema) || len(q.Schema.Fields) == 0 {
-			return boundSchema{}, nil
+			return boundSchema{}
 		}
-		return boundSchema{s: quarantineSchema(q), ok: true}, nil
+		return boundSchema{s: quarantineSchema(q), ok: true}
 	case d.Query != nil:
-		b, err := c.bind(ctx, d, depth+1)
-		return boundSchema{s: b.s, ok: b.ok}, err
+		if b, ok := c.known[d.Name]; ok {
+			return boundSchema{s: b.s, ok: b.ok}
+		}
+		return boundSchema{}
 	case d.Source != nil && d.Source.InferSchema, len(d.Schema.Fields) == 0:
-		return boundSchema{}, nil
+		return boundSchema{}
 	}
-	return boundSchema{s: d.Schema, ok: true}, nil
+	return boundSchema{s: d.Schema, ok: true}
 }
 
-// bind binds dataset d's query (memoized): ok with the result's columns, err when DuckDB refuses
-// it, neither when it cannot be checked.
-func (c *queryChecker) bind(ctx context.Context, d *spec.Dataset, depth int) (boundSchema, error) {
-	if b, ok := c.known[d.Name]; ok {
-		return *b, nil
-	}
-	c.known[d.Name] = &boundSchema{} // a cycle, refused by validation, binds to nothing
-	if depth > maxViewDepth {
-		return boundSchema{}, nil
-	}
+// bind binds dataset d's query against its inputs (tableSchema), bound before it, and records
+// the result in c.known: ok with the result's columns, err when DuckDB refuses it, neither when
+// it cannot be checked. The error is one of opening DuckDB.
+func (c *queryChecker) bind(ctx context.Context, d *spec.Dataset) error {
+	c.known[d.Name] = &boundSchema{}
 	if len(d.Query.Files) > 0 {
 		// A query that reads files binds against what they hold when it runs, which is data,
 		// not spec: a lookup file empty or absent now may be filled before a scheduled update.
-		return boundSchema{}, nil
+		return nil
 	}
 	if d.Query.DynamicPivot() {
 		// Over empty tables the PIVOT has none of the columns its input's values make, which
 		// the query (or one reading it) may name: neither binds as it runs.
-		return boundSchema{}, nil
+		return nil
 	}
 	var rels []sqlengine.Relation
 	names := map[string]string{}
@@ -136,9 +174,9 @@ func (c *queryChecker) bind(ctx context.Context, d *spec.Dataset, depth int) (bo
 		if _, done := names[k]; done {
 			continue
 		}
-		in, err := c.tableSchema(ctx, r.Name, depth)
-		if err != nil || !in.ok {
-			return boundSchema{}, err
+		in := c.tableSchema(r.Name)
+		if !in.ok {
+			return nil
 		}
 		rel := sqlengine.Relation{Name: relationName(r, len(rels)), Schema: in.s}
 		if r.Kind == spec.RefChanges {
@@ -150,7 +188,7 @@ func (c *queryChecker) bind(ctx context.Context, d *spec.Dataset, depth int) (bo
 	if c.eng == nil {
 		var err error
 		if c.eng, err = sqlengine.Open(c.p.Dir); err != nil {
-			return boundSchema{}, err
+			return err
 		}
 	}
 	sql := d.Query.Rewrite(func(r spec.QueryRef) string { return sqlengine.RelationRef(names[relationKey(r)]) })
@@ -160,7 +198,7 @@ func (c *queryChecker) bind(ctx context.Context, d *spec.Dataset, depth int) (bo
 		b.err = bindMessage(err)
 	}
 	c.known[d.Name] = b
-	return *b, nil
+	return nil
 }
 
 // internalRelation matches the names under which the runner registers STREAM(x) and

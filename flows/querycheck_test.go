@@ -2,7 +2,10 @@ package flows
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -143,5 +146,42 @@ datasets:
 `)
 	if len(got) != 0 {
 		t.Errorf("problems %v, want none", got)
+	}
+}
+
+// TestCheckQueriesDeepChain: a chain of 40 query datasets, each reading the one before, is
+// bound to its end in dependency order, whatever the order of the spec: the misspelt column of
+// the last query is found, with DuckDB's candidate from the query before it.
+func TestCheckQueriesDeepChain(t *testing.T) {
+	const n = 40
+	var entries []string
+	for i := 1; i <= n; i++ {
+		q := fmt.Sprintf("SELECT id, v%d + 1 AS v%d FROM q%d", i-1, i, i-1)
+		if i == n {
+			q = fmt.Sprintf("SELECT id, v%d FROM q%d", n, i-1) // q39 has v39, not v40
+		}
+		entries = append(entries, fmt.Sprintf("  - name: q%d\n    query: %s\n", i, q))
+	}
+	for _, c := range []struct {
+		name  string
+		order func([]string)
+	}{
+		{"in dependency order", func([]string) {}},
+		{"last first", slices.Reverse[[]string]},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := slices.Clone(entries)
+			c.order(e)
+			got := checkQueries(t, t.TempDir(), `name: t
+storage: ./storage
+datasets:
+  - name: q0
+    source: {path: ./landing, format: json, schema: "id BIGINT, v0 BIGINT"}
+`+strings.Join(e, ""))
+			want := map[string]string{"q40": `Binder Error: Referenced column "v40" not found in FROM clause! Candidate bindings: "v39"`}
+			if !maps.Equal(got, want) {
+				t.Errorf("problems %v, want %v", got, want)
+			}
+		})
 	}
 }
