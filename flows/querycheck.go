@@ -52,7 +52,24 @@ func problemAt(q *spec.Query, msg string) int {
 // DuckDB cannot describe, nor one with a PIVOT whose columns are its input's values
 // (spec.Query.DynamicPivot), nor one reading it. The error is one of opening DuckDB.
 func CheckQueries(ctx context.Context, p *spec.Pipeline) ([]QueryProblem, error) {
-	c := &queryChecker{p: p, known: map[string]*boundSchema{}}
+	return bindQueries(ctx, p, nil)
+}
+
+// CheckDraftQueries is CheckQueries for a spec that may have problems (spec.LoadDraft): it binds
+// the queries d.Bindable allows against the datasets d.Sound accepts, so that `pipeline
+// validate` reports them with the spec's other problems. A query that reads a dataset with
+// problems (or one whose columns are not known because of them) is not checked: one mistake
+// makes one problem. A draft whose Pipeline is nil has no query to bind.
+func CheckDraftQueries(ctx context.Context, d *spec.Draft) ([]QueryProblem, error) {
+	if d.Pipeline == nil {
+		return nil, nil
+	}
+	return bindQueries(ctx, d.Pipeline, d)
+}
+
+// bindQueries is CheckQueries, for the queries draft allows when it is not nil.
+func bindQueries(ctx context.Context, p *spec.Pipeline, draft *spec.Draft) ([]QueryProblem, error) {
+	c := &queryChecker{p: p, draft: draft, known: map[string]*boundSchema{}}
 	defer func() {
 		if c.eng != nil {
 			c.eng.Close()
@@ -85,8 +102,19 @@ type boundSchema struct {
 // queryChecker binds the queries of p (CheckQueries), each once.
 type queryChecker struct {
 	p     *spec.Pipeline
+	draft *spec.Draft             // nil: p is valid, every query is bound
 	known map[string]*boundSchema // by dataset name, the result of its query
 	eng   *sqlengine.Engine
+}
+
+// bindable reports whether d's query is to be bound (spec.Draft.Bindable).
+func (c *queryChecker) bindable(d *spec.Dataset) bool {
+	return d.Query != nil && (c.draft == nil || c.draft.Bindable(d))
+}
+
+// sound reports whether the columns of d may be bound against (spec.Draft.Sound).
+func (c *queryChecker) sound(d *spec.Dataset) bool {
+	return c.draft == nil || c.draft.Sound(d)
 }
 
 // order returns the query datasets to bind, each after the query datasets it reads: the order of
@@ -97,7 +125,7 @@ func (c *queryChecker) order() []*spec.Dataset {
 	byName := map[string]*spec.Dataset{}
 	var queries []*spec.Dataset
 	for _, d := range c.p.Datasets {
-		if _, dup := byName[d.Name]; dup || d.Query == nil {
+		if _, dup := byName[d.Name]; dup || !c.bindable(d) {
 			continue
 		}
 		byName[d.Name] = d
@@ -131,16 +159,18 @@ func (c *queryChecker) order() []*spec.Dataset {
 // before the dataset's flow runs, and refuses one on disk with other columns, which a full
 // refresh rebuilds so). ok is false when they are known only once the dataset's flow runs (a
 // file source that infers its schema, which a new file may widen, and its quarantine table), or
-// not at all (a query that does not bind or was not bound).
+// not at all (a dataset that is not sound, a query that does not bind or was not bound).
 func (c *queryChecker) tableSchema(name string) boundSchema {
 	d := c.p.Dataset(name)
 	switch {
 	case d == nil: // a quarantine table
 		q := c.p.QuarantineOf(name)
-		if q == nil || (q.Source != nil && q.Source.InferSchema) || len(q.Schema.Fields) == 0 {
+		if q == nil || !c.sound(q) || (q.Source != nil && q.Source.InferSchema) || len(q.Schema.Fields) == 0 {
 			return boundSchema{}
 		}
 		return boundSchema{s: quarantineSchema(q), ok: true}
+	case !c.sound(d):
+		return boundSchema{}
 	case d.Query != nil:
 		if b, ok := c.known[d.Name]; ok {
 			return boundSchema{s: b.s, ok: b.ok}

@@ -38,6 +38,7 @@ type datasetInfo struct {
 	declared    *schema.Schema
 	declaredRef ref
 	ds          *Dataset
+	node        *yaml.Node // the dataset's entry
 	path        string     // "datasets[i]"
 	nameNode    *yaml.Node // nil when the name is missing or invalid
 	kind        string     // how the dataset gets its data; "" when that is missing or ambiguous
@@ -131,7 +132,7 @@ func (d *decoder) dataset(n *yaml.Node, path string) *datasetInfo {
 	if !ok {
 		return nil
 	}
-	in := &datasetInfo{ds: &Dataset{Pos: d.pos(n), TableProperties: map[string]string{}}, path: path}
+	in := &datasetInfo{ds: &Dataset{Pos: d.pos(n), TableProperties: map[string]string{}}, node: n, path: path}
 	ds := in.ds
 	var kinds []entry
 	var typeEntry *entry

@@ -127,6 +127,14 @@ func (es Errors) Unwrap() []error {
 	return out
 }
 
+// With returns the problems of es and more in one list, sorted by position as Load sorts its
+// problems (file, line, column, then key path and message), exact repeats dropped: the report of
+// a check that runs after Load (the query bind check) merged with the spec's own problems. es is
+// left as it is.
+func (es Errors) With(more ...*Error) Errors {
+	return sortErrors(append(append(Errors(nil), es...), more...))
+}
+
 // sortErrors orders problems by file, line, column, then path and message, and drops exact
 // repeats.
 func sortErrors(es Errors) Errors {

@@ -233,37 +233,57 @@ func (ds *Dataset) TombstoneGCSeconds() int64 {
 // environment. Positions in errors name the file as path was given. On any problem Load returns
 // nil and an Errors with every problem found.
 func Load(path string, conf map[string]string) (*Pipeline, error) {
+	d := LoadDraft(path, conf)
+	if len(d.Errors) > 0 {
+		return nil, d.Errors
+	}
+	return d.Pipeline, nil
+}
+
+// LoadDraft is Load that also returns what it decoded of a spec with problems (Draft), for the
+// checks that go on past them.
+func LoadDraft(path string, conf map[string]string) *Draft {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return nil, Errors{{Pos: Pos{File: path}, Msg: fmt.Sprintf("cannot read the spec: %v", err)}}
+		return &Draft{Errors: Errors{{Pos: Pos{File: path}, Msg: fmt.Sprintf("cannot read the spec: %v", err)}}}
 	}
-	return Parse(path, data, conf, os.LookupEnv)
+	return ParseDraft(path, data, conf, os.LookupEnv)
 }
 
 // Parse is Load for a spec already read: file names it (for positions and, made absolute
 // against the working directory, for File, Dir and relative paths), env looks up environment
 // variables (nil means none is set).
 func Parse(file string, data []byte, conf map[string]string, env func(string) (string, bool)) (*Pipeline, error) {
+	d := ParseDraft(file, data, conf, env)
+	if len(d.Errors) > 0 {
+		return nil, d.Errors
+	}
+	return d.Pipeline, nil
+}
+
+// ParseDraft is Parse that also returns what it decoded of a spec with problems (Draft), for
+// the checks that go on past them.
+func ParseDraft(file string, data []byte, conf map[string]string, env func(string) (string, bool)) *Draft {
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
 	abs, err := filepath.Abs(file)
 	if err != nil {
-		return nil, Errors{{Pos: Pos{File: file}, Msg: fmt.Sprintf("cannot locate the spec: %v", err)}}
+		return &Draft{Errors: Errors{{Pos: Pos{File: file}, Msg: fmt.Sprintf("cannot locate the spec: %v", err)}}}
 	}
 	d := newDecoder(file, filepath.Dir(abs), data)
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		d.errs = append(d.errs, syntaxError(file, data, err))
-		return nil, d.errs
+		return &Draft{Errors: d.errs}
 	}
 	if len(root.Content) == 0 {
 		d.add(Pos{File: file, Line: 1, Column: 1}, "", "write at least `name:` and `datasets:`", "the spec is empty")
-		return nil, d.errs
+		return &Draft{Errors: d.errs}
 	}
 	doc := resolve(root.Content[0])
 	inConfig := configNames(doc)
@@ -275,17 +295,22 @@ func Parse(file string, data []byte, conf map[string]string, env func(string) (s
 	}, cfgNode, brokenVars)
 	d.unusedConf(file, conf, cfgNode, used, inConfig)
 	p, info := d.pipeline(doc, abs, vars)
+	var v *validation
 	if p != nil {
-		d.validate(p, info)
+		v = d.validate(p, info)
 		d.validatePartitions(info)
 	}
 	if len(d.errs) > 0 {
-		return nil, sortErrors(d.errs)
+		draft := &Draft{Pipeline: p, Errors: sortErrors(d.errs)}
+		if p != nil {
+			draft.judge(d, v, info)
+		}
+		return draft
 	}
 	if len(conf) > 0 {
 		p.Overrides = maps.Clone(conf)
 	}
-	return p, nil
+	return &Draft{Pipeline: p}
 }
 
 // Dataset returns the dataset named name, or nil.

@@ -24,7 +24,12 @@ type Query struct {
 	// posAt is the position in the spec's file of a byte offset of SQL (as the query's own
 	// problems are placed), nil for a Query not decoded from a spec.
 	posAt func(off int) Pos
+	path  string // the key path of the query, "datasets[i].query"
 }
+
+// Path returns the key path of the query in the spec ("datasets[2].query", as Error.Path
+// names it), "" for a Query not decoded from a spec.
+func (q *Query) Path() string { return q.path }
 
 // PosAt returns the position in the spec's file of the byte offset off of the query's SQL:
 // its line and column inside a one-line, folded or literal block scalar; Pos when the query was
@@ -853,7 +858,7 @@ func (d *decoder) query(n *yaml.Node, path string) (*Query, *queryInfo) {
 		return nil, nil
 	}
 	node := resolve(n)
-	q := &Query{SQL: s, Pos: d.pos(node)}
+	q := &Query{SQL: s, Pos: d.pos(node), path: path}
 	q.posAt = func(off int) Pos { return d.queryPos(node, off) }
 	refs, files, probs, quals := parseQuery(s)
 	if autoLoaderCall(s) && !dltStatement(s) {

@@ -33,8 +33,9 @@ const (
 	visited  = 2
 )
 
-// validate runs every cross-dataset check on the decoded pipeline and fills Dataset.Schema.
-func (d *decoder) validate(p *Pipeline, infos []*datasetInfo) {
+// validate runs every cross-dataset check on the decoded pipeline and fills Dataset.Schema. It
+// returns the validation, which knows the datasets by name (byName).
+func (d *decoder) validate(p *Pipeline, infos []*datasetInfo) *validation {
 	v := &validation{d: d, byName: map[string]*datasetInfo{}, byLower: map[string]*datasetInfo{}, state: map[*datasetInfo]int{}, ok: map[*datasetInfo]bool{}}
 	v.uniqueNames(infos)
 	v.postgresSlots(p, infos)
@@ -50,6 +51,7 @@ func (d *decoder) validate(p *Pipeline, infos []*datasetInfo) {
 	for _, in := range infos {
 		v.output(in)
 	}
+	return v
 }
 
 // uniqueNames reports every repeated dataset name at the repeat, naming the first use. Names

@@ -67,42 +67,60 @@ func newRootProfiled() (*cobra.Command, *profiles) {
 
 // loadChecked is load for the commands that run updates or check a spec (run, validate, dev,
 // schedule): the spec's SQL is parsed too (parseSQL), in this spec and in every one the command
-// loads after it (dev's edits). The commands that only read tables (show, events, ...) leave
-// the SQL alone: they neither need it valid nor pay for the parser.
+// loads after it (dev's edits), and its queries are bound (checkQueries), those of a spec with
+// other problems too, as far as they can be (flows.CheckDraftQueries): one report holds the
+// spec's problems and the queries', in the order of their positions. The commands that only
+// read tables (show, events, ...) leave the SQL alone: they neither need it valid nor pay for
+// the parser.
 func loadChecked(path string, confs []string) (*spec.Pipeline, error) {
 	spec.SQLParser = parseSQL
-	p, err := load(path, confs)
+	conf, err := parseConf(confs)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkQueries(p); err != nil {
-		return nil, err
+	d := spec.LoadDraft(path, conf)
+	if len(d.Errors) == 0 {
+		if _, err := d.Pipeline.Graph(); err != nil {
+			return nil, usageError(err)
+		}
 	}
-	return p, nil
+	bound, err := checkQueries(d)
+	if err != nil {
+		if len(d.Errors) == 0 {
+			return nil, err
+		}
+		// The spec's own problems are the report; that the queries could not be bound is one more.
+		bound = spec.Errors{{Pos: spec.Pos{File: path}, Msg: fmt.Sprintf("the queries could not be bound against their inputs' columns: %v", err)}}
+	}
+	if problems := d.Errors.With(bound...); len(problems) > 0 {
+		return nil, usageError(problems)
+	}
+	return d.Pipeline, nil
 }
 
-// checkQueries binds the queries of p as the update would run them (flows.CheckQueries): a query
-// DuckDB refuses (a misspelt column, a function it does not have) is a spec error at the query,
-// before anything runs, rather than a failed flow once the flows before it have run.
-func checkQueries(p *spec.Pipeline) error {
-	problems, err := flows.CheckQueries(context.Background(), p)
+// checkQueries binds the queries of d as the update would run them (flows.CheckDraftQueries): a
+// query DuckDB refuses (a misspelt column, a function it does not have) is a spec error at the
+// query, before anything runs, rather than a failed flow once the flows before it have run.
+// The error is one of opening DuckDB.
+func checkQueries(d *spec.Draft) (spec.Errors, error) {
+	problems, err := flows.CheckDraftQueries(context.Background(), d)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var es spec.Errors
 	for _, pr := range problems {
-		i := slices.Index(p.Datasets, pr.Dataset)
+		path := pr.Dataset.Query.Path()
+		if path == "" {
+			path = fmt.Sprintf("datasets[%d].query", slices.Index(d.Pipeline.Datasets, pr.Dataset))
+		}
 		hint := "its inputs have the columns the spec declares for them (a query dataset's, its query's); queries are DuckDB SQL (README \"SQL datasets\")"
 		if h, ok := spec.BacktickHint(pr.Dataset.Query.SQL); ok {
 			hint = h + "; its inputs have the columns the spec declares for them"
 		}
-		es = append(es, &spec.Error{Pos: pr.Dataset.Query.PosAt(pr.At), Path: fmt.Sprintf("datasets[%d].query", i),
+		es = append(es, &spec.Error{Pos: pr.Dataset.Query.PosAt(pr.At), Path: path,
 			Msg: "the query does not bind: " + pr.Err.Error(), Hint: hint})
 	}
-	if len(es) > 0 {
-		return usageError(es)
-	}
-	return nil
+	return es, nil
 }
 
 // parseSQL is spec.SQLParser: DuckDB's parser (sqlengine.Syntax), so that SQL that does not

@@ -423,3 +423,116 @@ datasets:
 		t.Errorf("the JSON does not read back: %v %v", got, err)
 	}
 }
+
+// TestValidateBindsDespiteSpecProblems: the queries are bound even when the spec has other
+// problems, and their bind errors come in the one report, in the order of their positions, from
+// validate (its --json too) and from run before anything runs; a query that reads a dataset with
+// a problem, or one whose own SQL has one, is not bound, so that a mistake is reported once
+// (a misspelt source key that leaves a rescued column out, a query over a query that does not
+// parse, over a misspelt dataset name, over a ${} not set, or a dataset entry that is no
+// mapping, which shifts no path).
+func TestValidateBindsDespiteSpecProblems(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, spec string
+		want       []string // line:col: path: message (hint: ...)
+	}{
+		{"every problem at once", `name: gaps
+storage: ./storage
+datasets:
+  - name: raw
+    source: {path: ./landing, format: json, schema: "id BIGINT, name STRING"}
+  - name: a
+    query: SELECT id FROM raw WHERE
+  - name: b
+    source: {path: ./landing, format: json, schema: "id BIGINT"}
+    coment: a typo
+  - name: c
+    query: SELECT id, nme FROM raw
+`, []string{
+			`7:36: datasets[1].query: the SQL does not parse: syntax error at end of input (hint: queries are DuckDB SQL (README "SQL datasets"))`,
+			"10:5: datasets[2].coment: unknown key coment (hint: did you mean `comment`?)",
+			`12:23: datasets[3].query: the query does not bind: Binder Error: Referenced column "nme" not found in FROM clause! Candidate bindings: "name" (hint: its inputs have the columns the spec declares for them (a query dataset's, its query's); queries are DuckDB SQL (README "SQL datasets"))`,
+		}},
+		{"no cascade", `name: cascade
+storage: ./storage
+datasets:
+  - name: raw
+    source: {path: ./landing, format: json, schema: "id BIGINT", rescued_data_colum: _bad}
+  - name: a
+    query: SELECT id, _bad FROM raw
+  - name: b
+    query: SELECT id FROM raww
+  - name: c
+    query: SELECT id FROM a WHERE
+  - name: d
+    query: SELECT nope FROM c
+  - name: e
+    query: SELECT * FROM ${tributary_test_unset}
+  - name: f
+    query: SELECT nope FROM e
+`, []string{
+			"5:66: datasets[0].source.rescued_data_colum: unknown key rescued_data_colum (hint: did you mean `rescued_data_column`?)",
+			"9:27: datasets[2].query: unknown dataset raww: a query reads datasets of this pipeline (hint: did you mean `raw`?)",
+			`11:34: datasets[3].query: the SQL does not parse: syntax error at end of input (hint: queries are DuckDB SQL (README "SQL datasets"))`,
+			"15:26: datasets[5].query: ${tributary_test_unset} is not set (hint: define it under `configuration:`, pass --conf tributary_test_unset=VALUE, or set the environment variable tributary_test_unset)",
+		}},
+		{"an entry that is no mapping", `name: paths
+storage: ./storage
+datasets:
+  - just a name
+  - name: raw
+    source: {path: ./landing, format: json, schema: "id BIGINT"}
+  - name: a
+    query: SELECT idd FROM raw
+`, []string{
+			"4:5: datasets[0]: expected a mapping of keys, found \"just a name\"",
+			`8:19: datasets[2].query: the query does not bind: Binder Error: Referenced column "idd" not found in FROM clause! Candidate bindings: "id" (hint: its inputs have the columns the spec declares for them (a query dataset's, its query's); queries are DuckDB SQL (README "SQL datasets"))`,
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			spec := filepath.Join(dir, "pipeline.yaml")
+			if err := os.WriteFile(spec, []byte(c.spec), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var lines []string
+			for _, w := range c.want {
+				lines = append(lines, spec+":"+w)
+			}
+			want := "pipeline: " + strings.Join(lines, "\n") + "\n"
+			for _, cmd := range []string{"validate", "run"} {
+				r := pipeline(t, nil, cmd, spec)
+				if r.code != 2 || r.stderr != want {
+					t.Errorf("%s: exit %d, stderr\n%s\nwant exit 2 and\n%s", cmd, r.code, r.stderr, want)
+				}
+			}
+			r := pipeline(t, nil, "validate", "--json", spec)
+			var got []struct {
+				File         string
+				Line, Column int
+				Path         string
+				Message      string
+				Hint         string
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+				t.Fatalf("validate --json: %v\n%s", err, r.stdout)
+			}
+			var gotLines []string
+			for _, p := range got {
+				line := fmt.Sprintf("%s:%d:%d: %s: %s", p.File, p.Line, p.Column, p.Path, p.Message)
+				if p.Hint != "" {
+					line += " (hint: " + p.Hint + ")"
+				}
+				gotLines = append(gotLines, line)
+			}
+			if !slices.Equal(gotLines, lines) {
+				t.Errorf("validate --json:\n%s\nwant\n%s", strings.Join(gotLines, "\n"), strings.Join(lines, "\n"))
+			}
+		})
+	}
+}
