@@ -536,3 +536,31 @@ datasets:
 		})
 	}
 }
+
+// TestValidateElementAtHint: Spark's element_at over an array, which DuckDB has for a MAP only,
+// is refused at the name with DuckDB's candidates and the hint with the DuckDB form; over a MAP
+// it binds (DuckDB runs it).
+func TestValidateElementAtHint(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := filepath.Join(dir, "pipeline.yaml")
+	if err := os.WriteFile(spec, []byte(`name: elementat
+storage: ./storage
+datasets:
+  - name: raw
+    source: {path: ./landing, format: json, schema: "id BIGINT, tags ARRAY<STRING>, attrs MAP<STRING, STRING>"}
+  - name: first_tag
+    query: SELECT id, element_at(tags, 1) AS tag FROM raw
+  - name: colour
+    query: SELECT id, element_at(attrs, 'colour') AS colour FROM raw
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "pipeline: " + spec + `:7:23: datasets[1].query: the query does not bind: Binder Error: No function matches the given name and argument types 'element_at(VARCHAR[], INTEGER_LITERAL)'. You might need to add explicit type casts. Candidate functions: element_at(MAP(K, V), K) -> V[] (hint: element_at(arr, ...) over an array is Spark SQL; DuckDB has element_at for a MAP only: write arr[i] (or list_extract(arr, i)), 1-based, a negative i counting from the end, as Spark's)` + "\n"
+	if r := pipeline(t, nil, "validate", spec); r.code != 2 || r.stderr != want {
+		t.Errorf("exit %d, stderr\n%s\nwant exit 2 and\n%s", r.code, r.stderr, want)
+	}
+}
