@@ -1008,8 +1008,12 @@ func (v *validation) queryChecks(infos []*datasetInfo) {
 			if c.args > 0 {
 				form = fmt.Sprintf("%s with %d arguments", c.name, c.args)
 			}
+			what := "does not take: the update would fail here"
+			if c.other != "" {
+				what = c.other
+			}
 			v.d.add(v.d.queryPos(node, c.at), path, "write "+c.duck,
-				"%s is Spark SQL, which DuckDB, the engine that runs queries, does not take: the update would fail here", form)
+				"%s is Spark SQL, which DuckDB, the engine that runs queries, %s", form, what)
 		}
 		if autoLoaderCall(ds.Query.SQL) {
 			continue // its references and STREAM are Databricks SQL too

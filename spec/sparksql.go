@@ -10,11 +10,9 @@ import (
 type sparkFunction struct {
 	args int    // the Spark form's argument count that DuckDB refuses; 0: any
 	duck string // the DuckDB form, as a hint
-	// listArg: DuckDB refuses the Spark form only when its first argument is a LIST (an array),
-	// and has the function for other types (element_at over a MAP). The text does not say which
-	// it is: sparkCalls leaves the call alone, and the query check's bind error, which names the
-	// argument types, gets the hint (SparkBindHint).
-	listArg bool
+	// other is what DuckDB does with the Spark form when that is not only a failure ("" when
+	// DuckDB refuses it): it runs some forms with another result.
+	other string
 }
 
 // sparkFunctions are Spark SQL functions that queries ported from Delta Live Tables use and the
@@ -59,7 +57,7 @@ var sparkFunctions = map[string]sparkFunction{
 	"current_timestamp":           {duck: "current_timestamp, without parentheses"},
 	"datediff":                    {args: 2, duck: "datediff('day', start, end): DuckDB's takes the unit first and start before end (Spark's is datediff(end, start))"},
 	"date_sub":                    {args: 2, duck: "d - n (a DATE minus a number of days): DuckDB's date_sub(unit, start, end) counts units between two dates"},
-	"element_at":                  {listArg: true, duck: "arr[i] (or list_extract(arr, i)), 1-based, a negative i counting from the end, as Spark's"},
+	"element_at":                  {duck: "arr[i] for an array (1-based, a negative i counting from the end, as Spark's) and m[key] for a map", other: "has for a MAP only, where it returns a list of the value, not the value: over an array the update would fail here, over a map the column would hold lists"},
 }
 
 // sparkSyntax are Spark SQL forms that DuckDB's parser refuses, by lower-case word, with the
@@ -91,16 +89,16 @@ func autoLoaderCall(sql string) bool {
 // sparkCall is a call in a query of a function of sparkFunctions: its name as written, its
 // byte offset, the argument count that makes it Spark's form (0: any) and the DuckDB form.
 type sparkCall struct {
-	name string
-	at   int
-	args int
-	duck string
+	name  string
+	at    int
+	args  int
+	duck  string
+	other string // sparkFunction.other
 }
 
 // sparkCalls returns the calls of sparkFunctions in sql, in order: a name (not quoted, not after
 // a dot) followed by "(", with the argument count the entry names when it names one. A name
-// with a list of column names, of a CTE or a table alias (columnAliases), is no call; nor is a
-// function that DuckDB refuses for a LIST argument only (listArg: SparkBindHint).
+// with a list of column names, of a CTE or a table alias (columnAliases), is no call.
 func sparkCalls(sql string) []sparkCall {
 	toks := tokenize(sql)
 	ctes := cteNames(toks)
@@ -116,10 +114,10 @@ func sparkCalls(sql string) []sparkCall {
 			continue
 		}
 		f, ok := sparkFunctions[strings.ToLower(t.text)]
-		if !ok || f.listArg || (f.args > 0 && callArgs(toks, i+1) != f.args) {
+		if !ok || (f.args > 0 && callArgs(toks, i+1) != f.args) {
 			continue
 		}
-		out = append(out, sparkCall{name: t.text, at: t.start, args: f.args, duck: f.duck})
+		out = append(out, sparkCall{name: t.text, at: t.start, args: f.args, duck: f.duck, other: f.other})
 	}
 	return out
 }
@@ -264,49 +262,4 @@ func BacktickHint(sql string) (hint string, ok bool) {
 		return "", false
 	}
 	return fmt.Sprintf("queries are DuckDB SQL, which quotes names with double quotes, not Spark SQL's backticks: write \"%s\" for `%s`", strings.ReplaceAll(name, `"`, `""`), name), true
-}
-
-// SparkBindHint returns the hint for a DuckDB bind error, msg, that refuses the argument types
-// of a call of a Spark SQL function that DuckDB has for other types only (sparkFunctions entries
-// with listArg): "No function matches the given name and argument types
-// 'element_at(VARCHAR[], INTEGER_LITERAL)'", whose first argument is a LIST. ok is false for any
-// other message (the function over a MAP, with a key of the wrong type, is DuckDB's own).
-func SparkBindHint(msg string) (hint string, ok bool) {
-	const marker = "argument types '"
-	i := strings.Index(msg, marker)
-	if i < 0 {
-		return "", false
-	}
-	rest := msg[i+len(marker):]
-	open := strings.IndexByte(rest, '(')
-	if open < 0 {
-		return "", false
-	}
-	name := strings.ToLower(rest[:open])
-	f, known := sparkFunctions[name]
-	if !known || !f.listArg {
-		return "", false
-	}
-	// The first argument's type: up to the first comma or closing parenthesis outside the
-	// parentheses of a type such as DECIMAL(18,3) or STRUCT(a INTEGER).
-	depth, end := 0, -1
-	for j := open + 1; j < len(rest) && end < 0; j++ {
-		switch rest[j] {
-		case '(':
-			depth++
-		case ')':
-			if depth == 0 {
-				end = j
-			}
-			depth--
-		case ',':
-			if depth == 0 {
-				end = j
-			}
-		}
-	}
-	if end < 0 || !strings.HasSuffix(strings.TrimSpace(rest[open+1:end]), "]") {
-		return "", false // not a LIST (VARCHAR[]) or ARRAY (INTEGER[3])
-	}
-	return fmt.Sprintf("%s(arr, ...) over an array is Spark SQL; DuckDB has %s for a MAP only: write %s", rest[:open], rest[:open], f.duck), true
 }

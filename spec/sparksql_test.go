@@ -56,7 +56,7 @@ var sparkExamples = []struct {
 	{"current_timestamp", "SELECT current_timestamp() IS NOT NULL", "SELECT current_timestamp IS NOT NULL", "true"},
 	{"datediff", "SELECT datediff(DATE '2024-01-10', DATE '2024-01-01')", "SELECT datediff('day', DATE '2024-01-01', DATE '2024-01-10')", "9"},
 	{"date_sub", "SELECT date_sub(DATE '2024-01-10', 3)", "SELECT DATE '2024-01-10' - 3", "2024-01-07"},
-	// Over an array (listArg; over a MAP DuckDB has element_at: TestSparkBindHint).
+	// Over an array; over a MAP, TestElementAtMap.
 	{"element_at", "SELECT element_at([10, 20, 30], 2)", "SELECT [10, 20, 30][2]", "20"},
 	{"element_at, from the end", "SELECT element_at(['a', 'b', 'c'], -1)", "SELECT list_extract(['a', 'b', 'c'], -1)", "c"},
 	// sparkSyntax
@@ -245,43 +245,26 @@ func TestSparkSyntaxHintDuckForms(t *testing.T) {
 	}
 }
 
-// TestSparkBindHint: the bind error of DuckDB for element_at over an array (a LIST of any type,
-// a fixed-size ARRAY) gets the hint with the DuckDB form, and sparkCalls does not flag the call,
-// which DuckDB runs over a MAP; a bind error of another function, or of element_at over a MAP,
-// gets none.
-func TestSparkBindHint(t *testing.T) {
+// TestElementAtMap: element_at over a MAP runs in DuckDB but returns a list of the value where
+// Spark returns the value, so sparkCalls flags it too; the hint's m[key] returns Spark's value
+// (NULL for a key the map does not have, as Spark's element_at with ANSI mode off).
+func TestElementAtMap(t *testing.T) {
 	db, err := sqlengine.OpenDB(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	const hint = "element_at(arr, ...) over an array is Spark SQL; DuckDB has element_at for a MAP only: write arr[i] (or list_extract(arr, i)), 1-based, a negative i counting from the end, as Spark's"
-	for _, c := range []struct{ sql, want string }{
-		{"SELECT element_at(a, 1) FROM (SELECT ['x', 'y'] AS a)", hint},
-		{"SELECT ELEMENT_AT(a, -1) FROM (SELECT [[1.5::DECIMAL(18,3)]] AS a)", hint},
-		{"SELECT element_at(a, 1) FROM (SELECT [{'k': 1}]::STRUCT(k INTEGER)[] AS a)", hint},
-		{"SELECT element_at(a, 1) FROM (SELECT [1, 2]::INTEGER[2] AS a)", hint},
-		{"SELECT element_at(s, 1) FROM (SELECT 'abc' AS s)", ""},
-		{"SELECT upper(x) FROM (SELECT [1] AS x)", ""},
+	for sql, want := range map[string]string{
+		"SELECT element_at(MAP {'a': 1}, 'a')": "[1]",
+		"SELECT (MAP {'a': 1})['a']":           "1",
+		"SELECT (MAP {'a': 1})['z']":           "NULL",
 	} {
-		_, err := duckText(db, c.sql)
-		if err == nil {
-			t.Errorf("DuckDB runs %q", c.sql)
-			continue
-		}
-		if got, _ := SparkBindHint(err.Error()); got != c.want {
-			t.Errorf("SparkBindHint(%q) = %q, want %q", err, got, c.want)
-		}
-		if calls := sparkCalls(c.sql); len(calls) != 0 {
-			t.Errorf("sparkCalls(%q) = %v, want none (the bind error says whether the argument is an array)", c.sql, calls)
+		if got, err := duckText(db, sql); err != nil || got != want {
+			t.Errorf("%s = %q, %v; want %s", sql, got, err, want)
 		}
 	}
-	// DuckDB's element_at over a MAP runs (it returns a list of the value, Spark's the value).
-	const mapForm = "SELECT element_at(MAP {'a': 1}, 'a')"
-	if got, err := duckText(db, mapForm); err != nil || got != "[1]" {
-		t.Errorf("%s = %q, %v; want [1]", mapForm, got, err)
-	}
-	if calls := sparkCalls(mapForm); len(calls) != 0 {
-		t.Errorf("sparkCalls(%q) = %v, want none", mapForm, calls)
+	calls := sparkCalls("SELECT element_at(attrs, 'colour') AS colour FROM raw")
+	if len(calls) != 1 || calls[0].name != "element_at" {
+		t.Errorf("sparkCalls of element_at over a map = %v, want the call", calls)
 	}
 }

@@ -537,9 +537,9 @@ datasets:
 	}
 }
 
-// TestValidateElementAtHint: Spark's element_at over an array, which DuckDB has for a MAP only,
-// is refused at the name with DuckDB's candidates and the hint with the DuckDB form; over a MAP
-// it binds (DuckDB runs it).
+// TestValidateElementAtHint: Spark's element_at is a spec error at the name, over an array
+// (which DuckDB refuses) and over a map (where DuckDB's returns a list of the value, not the
+// value), each with the DuckDB form.
 func TestValidateElementAtHint(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -559,7 +559,8 @@ datasets:
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	want := "pipeline: " + spec + `:7:23: datasets[1].query: the query does not bind: Binder Error: No function matches the given name and argument types 'element_at(VARCHAR[], INTEGER_LITERAL)'. You might need to add explicit type casts. Candidate functions: element_at(MAP(K, V), K) -> V[] (hint: element_at(arr, ...) over an array is Spark SQL; DuckDB has element_at for a MAP only: write arr[i] (or list_extract(arr, i)), 1-based, a negative i counting from the end, as Spark's)` + "\n"
+	const msg = `element_at(...) is Spark SQL, which DuckDB, the engine that runs queries, has for a MAP only, where it returns a list of the value, not the value: over an array the update would fail here, over a map the column would hold lists (hint: write arr[i] for an array (1-based, a negative i counting from the end, as Spark's) and m[key] for a map)`
+	want := "pipeline: " + spec + ":7:23: datasets[1].query: " + msg + "\n" + spec + ":9:23: datasets[2].query: " + msg + "\n"
 	if r := pipeline(t, nil, "validate", spec); r.code != 2 || r.stderr != want {
 		t.Errorf("exit %d, stderr\n%s\nwant exit 2 and\n%s", r.code, r.stderr, want)
 	}
