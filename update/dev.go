@@ -32,6 +32,9 @@ type DevOptions struct {
 	Watch func(dirs []string)
 	// Log receives status lines and, for an invalid edit, the spec's errors.
 	Log io.Writer
+	// Load loads the spec file again after an edit, with Conf; nil is spec.Load. The CLI's also
+	// binds the queries against their inputs' columns, as `pipeline validate` does.
+	Load func(path string, conf map[string]string) (*spec.Pipeline, error)
 	// Ran, when set, is called after each update with the datasets it ran, its result and error.
 	Ran func(only []string, res *Result, err error)
 }
@@ -134,7 +137,7 @@ func Dev(ctx context.Context, p *spec.Pipeline, o DevOptions) error {
 		}
 		var changed []string
 		if containsPath(paths, p.File) {
-			np, err := spec.Load(p.File, o.Conf)
+			np, err := loadSpec(o.Load, p.File, o.Conf)
 			if err == nil {
 				_, err = np.Graph()
 			}

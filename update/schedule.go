@@ -25,6 +25,9 @@ type ScheduleOptions struct {
 	Ran func(res *Result, err error)
 	// Conf is the --conf map the spec is loaded with again before each update.
 	Conf map[string]string
+	// Load loads the spec file again before each update, with Conf; nil is spec.Load. The
+	// CLI's also binds the queries against their inputs' columns, as `pipeline validate` does.
+	Load func(path string, conf map[string]string) (*spec.Pipeline, error)
 }
 
 // Schedule runs triggered updates of p at the times of the cron expression expr
@@ -101,7 +104,7 @@ func Schedule(ctx context.Context, p *spec.Pipeline, expr string, o ScheduleOpti
 		// Each update runs the spec as it is now, as a triggered update of Delta Live Tables
 		// does: an edit made since the last one applies. An invalid edit is reported and the
 		// last valid spec stays in force.
-		if np, err := reload(p, o.Conf); err != nil {
+		if np, err := reload(p, o.Conf, o.Load); err != nil {
 			fmt.Fprintf(o.Log, "pipeline %s: the spec is invalid; this update runs its last valid version:\n%v\n", p.Name, err)
 		} else {
 			p = np
@@ -161,10 +164,10 @@ func closed(ch <-chan struct{}) bool {
 	}
 }
 
-// reload loads the spec file of p again with conf and checks it as an update would (its graph,
-// an unchanged storage, which the scheduler holds the lock of).
-func reload(p *spec.Pipeline, conf map[string]string) (*spec.Pipeline, error) {
-	np, err := spec.Load(p.File, conf)
+// reload loads the spec file of p again with conf (by load; nil is spec.Load) and checks it as
+// an update would (its graph, an unchanged storage, which the scheduler holds the lock of).
+func reload(p *spec.Pipeline, conf map[string]string, load func(string, map[string]string) (*spec.Pipeline, error)) (*spec.Pipeline, error) {
+	np, err := loadSpec(load, p.File, conf)
 	if err == nil {
 		_, err = np.Graph()
 	}
@@ -172,4 +175,12 @@ func reload(p *spec.Pipeline, conf map[string]string) (*spec.Pipeline, error) {
 		err = fmt.Errorf("%s: the storage changed from %s to %s: stop `pipeline schedule` and start it again", p.File, p.Storage, np.Storage)
 	}
 	return np, err
+}
+
+// loadSpec loads the spec file path with conf by load, or by spec.Load when load is nil.
+func loadSpec(load func(string, map[string]string) (*spec.Pipeline, error), path string, conf map[string]string) (*spec.Pipeline, error) {
+	if load == nil {
+		return spec.Load(path, conf)
+	}
+	return load(path, conf)
 }

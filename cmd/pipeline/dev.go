@@ -35,6 +35,7 @@ func newDevCmd() *cobra.Command {
 			err = update.Dev(ctx, p, update.DevOptions{
 				Options: update.Options{Out: cmd.OutOrStdout()},
 				Conf:    conf,
+				Load:    loadCheckedConf,
 				Stop:    stop,
 				Changes: watch.Debounce(w.Events, 200*time.Millisecond),
 				Watch: func(dirs []string) {

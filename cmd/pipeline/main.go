@@ -73,11 +73,17 @@ func newRootProfiled() (*cobra.Command, *profiles) {
 // read tables (show, events, ...) leave the SQL alone: they neither need it valid nor pay for
 // the parser.
 func loadChecked(path string, confs []string) (*spec.Pipeline, error) {
-	spec.SQLParser = parseSQL
 	conf, err := parseConf(confs)
 	if err != nil {
 		return nil, err
 	}
+	return loadCheckedConf(path, conf)
+}
+
+// loadCheckedConf is loadChecked with the --conf values parsed: what dev and schedule load the
+// spec again with (update.DevOptions.Load, update.ScheduleOptions.Load).
+func loadCheckedConf(path string, conf map[string]string) (*spec.Pipeline, error) {
+	spec.SQLParser = parseSQL
 	d := spec.LoadDraft(path, conf)
 	if len(d.Errors) == 0 {
 		if _, err := d.Pipeline.Graph(); err != nil {

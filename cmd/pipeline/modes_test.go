@@ -325,7 +325,7 @@ func TestScheduleCommand(t *testing.T) {
 }
 
 // TestDevCommand: `pipeline dev` runs an update, re-runs after a spec edit, reports an invalid
-// edit with file:line:column and keeps watching, picks up a new input file, holds the storage
+// edit (a query that does not bind too) with file:line:column and keeps watching, picks up a new input file, holds the storage
 // lock meanwhile, and stops cleanly on SIGTERM.
 func TestDevCommand(t *testing.T) {
 	t.Parallel()
@@ -364,6 +364,15 @@ func TestDevCommand(t *testing.T) {
 	eventually(t, "the invalid edit reported", func() bool {
 		return strings.Contains(p.stderr.String(), "pipeline.yaml:") && strings.Contains(p.stderr.String(), "nope")
 	})
+	// A query that does not bind is an invalid edit too (as validate reports it), not a failed
+	// update.
+	save(text + "  - name: names\n    query: SELECT nme FROM items\n")
+	eventually(t, "the query that does not bind reported", func() bool {
+		return strings.Contains(p.stderr.String(), "the query does not bind: Binder Error: Referenced column \"nme\" not found")
+	})
+	if strings.Contains(p.stderr.String(), "the update failed") {
+		t.Errorf("the edit with a query that does not bind ran an update:\n%s", p.stderr)
+	}
 	land(t, spec, "2.json", 2)
 	// The spec is invalid now: read the table through a valid copy beside it.
 	view := filepath.Join(filepath.Dir(spec), "view.yaml")

@@ -42,6 +42,7 @@ func newScheduleCmd() *cobra.Command {
 				Stop:    stop,
 				Log:     cmd.OutOrStdout(),
 				Conf:    conf,
+				Load:    loadCheckedConf,
 			})
 			if err != nil {
 				return failure(err)
