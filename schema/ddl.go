@@ -164,6 +164,8 @@ func (p *ddlParser) typ() (Type, error) {
 		return Type{Kind: TimestampKind}, nil
 	case "TIMESTAMP_NTZ":
 		return TimestampNTZ, nil
+	case "BINARY":
+		return Binary, nil
 	case "DECIMAL", "DEC", "NUMERIC":
 		t := Type{Kind: DecimalKind, Precision: 10, Scale: 0} // Spark's default DECIMAL is (10,0)
 		p.space()
@@ -208,8 +210,12 @@ func (p *ddlParser) typ() (Type, error) {
 		return p.arrayType()
 	case "MAP":
 		return p.mapType()
-	case "BINARY", "VOID", "INTERVAL", "CHAR", "VARCHAR":
-		return Type{}, &DDLError{start, fmt.Sprintf("type %s is not supported yet; supported: "+supportedTypes, w)}
+	case "CHAR", "VARCHAR":
+		return Type{}, p.charVarchar(start, w)
+	case "INTERVAL":
+		return Type{}, &DDLError{start, "type INTERVAL is not supported: a table cannot hold an interval (Spark: \"Cannot use interval type in the table schema\"; Delta Lake has no interval type); declare the length as a number, e.g. `duration_seconds BIGINT`, or as STRING"}
+	case "VOID":
+		return Type{}, &DDLError{start, "type VOID is not supported: a column that is always NULL has no use in a table (Spark refuses VOID in a table schema too); leave the column out, or give it the type its values will have, e.g. STRING"}
 	case "":
 		return Type{}, &DDLError{start, fmt.Sprintf("expected a type after the column name, found %q", rest(p.s[start:]))}
 	}
@@ -220,10 +226,10 @@ func (p *ddlParser) typ() (Type, error) {
 }
 
 // typeNames are the type keywords offered for a misspelt type.
-var typeNames = []string{"BIGINT", "INT", "SMALLINT", "TINYINT", "STRING", "DOUBLE", "FLOAT", "BOOLEAN", "DECIMAL", "DATE", "TIMESTAMP", "TIMESTAMP_NTZ", "STRUCT", "ARRAY", "MAP"}
+var typeNames = []string{"BIGINT", "INT", "SMALLINT", "TINYINT", "STRING", "BINARY", "DOUBLE", "FLOAT", "BOOLEAN", "DECIMAL", "DATE", "TIMESTAMP", "TIMESTAMP_NTZ", "STRUCT", "ARRAY", "MAP"}
 
 // supportedTypes lists the DDL types ParseDDL accepts, for errors.
-const supportedTypes = "BIGINT, INT, SMALLINT, TINYINT, STRING, DOUBLE, FLOAT, BOOLEAN, DECIMAL(p,s), DATE, TIMESTAMP, TIMESTAMP_NTZ, STRUCT<name: TYPE, ...>, ARRAY<TYPE>, MAP<KEY, VALUE>"
+const supportedTypes = "BIGINT, INT, SMALLINT, TINYINT, STRING, BINARY, DOUBLE, FLOAT, BOOLEAN, DECIMAL(p,s), DATE, TIMESTAMP, TIMESTAMP_NTZ, STRUCT<name: TYPE, ...>, ARRAY<TYPE>, MAP<KEY, VALUE>"
 
 // open consumes the '<' after the keyword kw, or returns the error showing the expected form.
 func (p *ddlParser) open(kw, form string) error {
@@ -340,4 +346,28 @@ func (p *ddlParser) int() (int, error) {
 		return 0, &DDLError{start, "expected a number"}
 	}
 	return n, nil
+}
+
+// charVarchar reads the (n) after the keyword w (CHAR or VARCHAR, which starts at start) and
+// returns the error for it: a schema that ParseDDL reads is read from the data, and Spark takes
+// CHAR(n) and VARCHAR(n) only in a table's schema (CharVarcharUtils.failIfHasCharVarchar,
+// which DataFrameReader.schema and DataStreamReader.schema call: "char/varchar type can only be
+// used in the table schema"), reading text as STRING.
+func (p *ddlParser) charVarchar(start int, w string) error {
+	p.space()
+	if p.pos >= len(p.s) || p.s[p.pos] != '(' {
+		return &DDLError{p.pos, fmt.Sprintf("expected '(' after %s: %s(length)", w, w)}
+	}
+	p.pos++
+	p.space()
+	n, err := p.int()
+	if err != nil {
+		return err
+	}
+	p.space()
+	if p.pos >= len(p.s) || p.s[p.pos] != ')' {
+		return &DDLError{p.pos, fmt.Sprintf("expected ')' to close %s(length)", w)}
+	}
+	p.pos++
+	return &DDLError{start, fmt.Sprintf("type %s(%d) cannot be used in a schema the data is read with: Spark takes CHAR and VARCHAR only in a table's schema (\"char/varchar type can only be used in the table schema\") and reads text as STRING; declare the column STRING", w, n)}
 }

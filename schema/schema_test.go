@@ -38,7 +38,7 @@ func TestParseDDLErrors(t *testing.T) {
 		{"a DECIMAL(40,2)", 2},
 		{"a DECIMAL(5,6)", 2},
 		{"", 0},
-		{"a ARRAY<BINARY>", 8},
+		{"a ARRAY<INTERVAL>", 8},
 	}
 	for _, c := range cases {
 		_, err := ParseDDL(c.in)

@@ -52,16 +52,18 @@ type Type struct {
 	// Storage, when set, is the narrower Spark type of the column, its values held in a wider
 	// kind: StorageByte or StorageShort (Integer, int32 values; DDL TINYINT, SMALLINT),
 	// StorageFloat (Double, float64 values holding a float32; DDL FLOAT) or StorageBinary
-	// (String, values holding the raw bytes; only Delta schemaStrings set it, DDL refuses
-	// BINARY). StorageTimestampNTZ (TimestampKind) marks a TIMESTAMP_NTZ column.
+	// (String, values holding the raw bytes; DDL BINARY, see Binary). StorageTimestampNTZ
+	// (TimestampKind) marks a TIMESTAMP_NTZ column.
 	Storage string
 }
 
 // The values of Type.Storage (Delta PROTOCOL.md, "Primitive Types").
 const (
-	StorageByte   = "byte"
-	StorageShort  = "short"
-	StorageFloat  = "float"
+	StorageByte  = "byte"
+	StorageShort = "short"
+	StorageFloat = "float"
+	// StorageBinary marks a String column as BINARY, Spark's BinaryType (Delta type binary): its
+	// string values hold bytes, any bytes, not text.
 	StorageBinary = "binary"
 	// StorageTimestampNTZ marks a TimestampKind column as TIMESTAMP_NTZ, a timestamp without
 	// time zone (Delta PROTOCOL.md, "Timestamp without timezone (TimestampNtz)"; Spark's
@@ -73,6 +75,15 @@ const (
 
 // TimestampNTZ is the TIMESTAMP_NTZ column type.
 var TimestampNTZ = Type{Kind: TimestampKind, Storage: StorageTimestampNTZ}
+
+// Binary is the BINARY column type, Spark's BinaryType: a String kind with Storage binary, whose
+// Go values are strings holding the bytes as they are (not UTF-8 text), so that every path that
+// moves, compares or keys strings moves binary values unchanged. It is written as a Parquet
+// BYTE_ARRAY without logical type and Delta type binary (Delta PROTOCOL.md, "Primitive Types").
+var Binary = Type{Kind: String, Storage: StorageBinary}
+
+// IsBinary reports whether t is BINARY (a String kind with Storage binary).
+func (t Type) IsBinary() bool { return t.Kind == String && t.Storage == StorageBinary }
 
 // IsNTZ reports whether t is TIMESTAMP_NTZ (a TimestampKind with Storage timestamp_ntz).
 func (t Type) IsNTZ() bool { return t.Kind == TimestampKind && t.Storage == StorageTimestampNTZ }
@@ -159,7 +170,7 @@ type Schema struct {
 	Fields []Field
 }
 
-// DDL returns the type in Spark DDL form: BIGINT, INT, STRING, DOUBLE, BOOLEAN, DECIMAL(p,s),
+// DDL returns the type in Spark DDL form: BIGINT, INT, STRING, BINARY, DOUBLE, BOOLEAN, DECIMAL(p,s),
 // DATE, TIMESTAMP, TIMESTAMP_NTZ, STRUCT<a: INT, b: STRING>, ARRAY<INT>, MAP<STRING, BIGINT> (as Spark's
 // DataType.sql prints them, with ": " between a field's name and type).
 func (t Type) DDL() string {
@@ -212,7 +223,7 @@ func (t Type) DDL() string {
 	return fmt.Sprintf("UNKNOWN(%d)", int(t.Kind))
 }
 
-// SparkName returns the type's name in a Delta schemaString: long, integer, string, double,
+// SparkName returns the type's name in a Delta schemaString: long, integer, string, binary, double,
 // boolean, decimal(p,s), date, timestamp, timestamp_ntz (Delta PROTOCOL.md, "Primitive Types"); struct, array
 // and map for nested types, whose schemaString is a JSON object (see Schema.SparkJSON).
 func (t Type) SparkName() string {

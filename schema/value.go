@@ -244,6 +244,17 @@ func FromJSON(t Type, v any) (any, error) {
 		}
 		return n, nil
 	case String:
+		if t.IsBinary() {
+			x, ok := v.(string)
+			if !ok {
+				return nil, fmt.Errorf("%s is not a base64 string for BINARY", jsonKind(v))
+			}
+			b, err := DecodeBase64(x)
+			if err != nil {
+				return nil, err
+			}
+			return string(b), nil
+		}
 		switch x := v.(type) {
 		case string:
 			return x, nil
@@ -376,6 +387,61 @@ func FromJSON(t Type, v any) (any, error) {
 		return nil, fmt.Errorf("%s is not a timestamp", jsonKind(v))
 	}
 	return nil, fmt.Errorf("unsupported type %s", t.DDL())
+}
+
+// DecodeBase64 returns the bytes of s, the JSON string of a BINARY column, decoded as Spark's
+// JSON reader decodes it (JacksonParser reads a BinaryType value with getBinaryValue, in Jackson's
+// default Base64Variant, MIME-NO-LINEFEEDS): groups of four characters of the standard alphabet
+// (A-Z, a-z, 0-9, +, /), white space (a character up to U+0020) allowed before each group, the
+// last group padded with '=' (that variant requires the padding when reading); bits past the
+// last byte are ignored. "AQL/" is the bytes 01 02 FF, "AQI=" 01 02, "" no bytes. Any other
+// string is an error saying why: FromJSON's caller then treats the value as one that does not
+// fit its column, as Spark makes it a bad record.
+func DecodeBase64(s string) ([]byte, error) {
+	out := make([]byte, 0, len(s)/4*3)
+	var quad [4]byte
+	for i := 0; ; {
+		for i < len(s) && s[i] <= ' ' {
+			i++
+		}
+		if i == len(s) {
+			return out, nil
+		}
+		n := copy(quad[:], s[i:])
+		if n < 4 {
+			if strings.ContainsRune(s[i:], '=') {
+				return nil, fmt.Errorf("%q is not base64 for BINARY: it ends in a group of %d characters; a group has 4", shortText(s), n)
+			}
+			return nil, fmt.Errorf("%q is not base64 for BINARY: it ends without its '=' padding (a group has 4 characters; e.g. \"AQI=\" for the bytes 01 02)", shortText(s))
+		}
+		var dec [3]byte
+		k, err := base64.StdEncoding.Decode(dec[:], quad[:])
+		if err != nil {
+			at := i
+			if ce, ok := err.(base64.CorruptInputError); ok {
+				at += int(ce)
+			}
+			return nil, fmt.Errorf("%q is not base64 for BINARY: %s at character %d (base64 takes A-Z, a-z, 0-9, + and /, '=' only as padding at the end of a group of 4)", shortText(s), badBase64Char(s, at), at+1)
+		}
+		out = append(out, dec[:k]...)
+		i += 4
+	}
+}
+
+// badBase64Char describes the character of s at byte i for DecodeBase64's errors.
+func badBase64Char(s string, i int) string {
+	if i >= len(s) {
+		return "the end"
+	}
+	return fmt.Sprintf("%q", s[i:i+1])
+}
+
+// shortText returns s cut to its first 40 bytes (with "..." when cut), for errors.
+func shortText(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
 }
 
 // numberNotInteger is FromJSON's error for a JSON number that is not an integer literal, for an
@@ -520,8 +586,9 @@ func AppendJSON(buf []byte, t Type, v any) []byte {
 	return append(buf, b...)
 }
 
-// Text returns v as people read it in a table: NULL as "NULL", decimals with their scale,
-// timestamps in RFC 3339 UTC, TIMESTAMP_NTZ values without zone (FormatTimestampNTZ).
+// Text returns v as text: NULL as "NULL", decimals with their scale, timestamps in RFC 3339
+// UTC, TIMESTAMP_NTZ values without zone (FormatTimestampNTZ), BINARY as base64 (as AppendJSON
+// writes it; Show gives the hexadecimal form of a table).
 func Text(t Type, v any) string {
 	switch x := v.(type) {
 	case nil:
@@ -542,6 +609,26 @@ func Text(t Type, v any) string {
 		return strconv.FormatFloat(x, 'g', -1, t.floatBits())
 	}
 	return string(AppendJSON(nil, t, v))
+}
+
+// Show returns v as a table for people shows it (`pipeline show --format table`): Text's form,
+// except that a BINARY value is its bytes in hexadecimal, two upper-case digits each, between
+// brackets and separated by spaces ("[01 02 FF]"; "[]" for no bytes), as Spark's Dataset.show
+// prints a BinaryType value. A BINARY value nested in a STRUCT, ARRAY or MAP keeps Text's
+// JSON form, base64.
+func Show(t Type, v any) string {
+	if x, ok := v.(string); ok && t.IsBinary() {
+		b := make([]byte, 0, 2+3*len(x))
+		b = append(b, '[')
+		for i := 0; i < len(x); i++ {
+			if i > 0 {
+				b = append(b, ' ')
+			}
+			b = append(b, "0123456789ABCDEF"[x[i]>>4], "0123456789ABCDEF"[x[i]&15])
+		}
+		return string(append(b, ']'))
+	}
+	return Text(t, v)
 }
 
 // floatBits is 32 for a FLOAT column (Storage float), whose values print as the shortest text
