@@ -185,6 +185,9 @@ func scanValue(t *schema.Type, s string, i int, slab *boxSlab) (end int, v, deco
 func textValue(t *schema.Type, str string, slab *boxSlab) (any, error) {
 	switch t.Kind {
 	case schema.String:
+		if t.IsBinary() {
+			break // base64: schema.FromJSON decodes it
+		}
 		return slab.string(str), nil
 	case schema.DecimalKind:
 		d, err := schema.ParseDecimal(str, *t)
@@ -226,6 +229,9 @@ func numberValue(t *schema.Type, raw string, isInt bool, slab *boxSlab) (any, er
 			return slab.int32(int32(n)), nil
 		}
 	case schema.String:
+		if t.IsBinary() {
+			break // not a base64 string: schema.FromJSON says why
+		}
 		return slab.string(raw), nil
 	case schema.Double:
 		if f, err := strconv.ParseFloat(raw, 64); err == nil {
@@ -256,6 +262,9 @@ func boolValue(t *schema.Type, b bool) (any, error) {
 	case schema.Boolean:
 		return b, nil
 	case schema.String:
+		if t.IsBinary() {
+			break // not a base64 string: schema.FromJSON says why
+		}
 		return strconv.FormatBool(b), nil
 	}
 	return schema.FromJSON(*t, b)

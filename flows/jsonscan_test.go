@@ -82,7 +82,7 @@ func TestScanMatchesDecoded(t *testing.T) {
 		name, line string
 		fast       bool
 	}{
-		{"all kinds", `{"id":1,"n":-2,"s":"x","d":1.5,"big":-12345678901234.5678,"f":2.5e-3,"b":true,"day":"2024-02-29","at":"2024-01-31T10:00:00.123456Z","st":{"x":1,"y":"a"},"sh":-32768,"ti":127,"fl":0.1,"bin":"raw"}`, true},
+		{"all kinds", `{"id":1,"n":-2,"s":"x","d":1.5,"big":-12345678901234.5678,"f":2.5e-3,"b":true,"day":"2024-02-29","at":"2024-01-31T10:00:00.123456Z","st":{"x":1,"y":"a"},"sh":-32768,"ti":127,"fl":0.1,"bin":"AQL/"}`, true},
 		{"empty object", `{}`, true},
 		{"empty object with space", " { \t} ", true},
 		{"nulls", `{"id":null,"s":null,"d":null,"st":null,"b":null}`, true},
@@ -129,6 +129,13 @@ func TestScanMatchesDecoded(t *testing.T) {
 		{"numbers as text", `{"id":" 42 ","n":"+7","f":"1e3","b":" TRUE "}`, true},
 		{"text not a number", `{"id":"4x","n":"","f":"NaN"}`, true},
 		{"booleans", `{"b":false,"s":true,"bin":false}`, true},
+		{"BINARY base64", `{"bin":"AQI="}`, true},
+		{"BINARY base64 with white space", `{"bin":" AQL/\nAQ=="}`, true},
+		{"BINARY base64 escaped", `{"bin":"\u0041QL\/"}`, true},
+		{"BINARY empty", `{"bin":""}`, true},
+		{"BINARY without padding", `{"bin":"AQI","id":1}`, true},
+		{"BINARY not base64", `{"bin":"raw text"}`, true},
+		{"BINARY from an object", `{"bin":{"a":1}}`, true},
 		{"boolean into a number", `{"id":true,"d":false,"at":true,"day":false}`, true},
 		{"number into a boolean", `{"b":1}`, true},
 		{"number into text", `{"s":1.50e3,"bin":-0}`, true},
@@ -202,7 +209,7 @@ func TestScanMatchesDecoded(t *testing.T) {
 func TestScanSharesLineMemory(t *testing.T) {
 	t.Parallel()
 	lr := newLineReader(scanSchema(t), "", "f")
-	line := `{"s":"shared","bin":"a\nb"}`
+	line := `{"s":"shared","bin":"YQpi"}`
 	row := make([]any, lr.width())
 	if _, done := lr.scan(line, 1, row, nil); !done {
 		t.Fatal("not scanned")
@@ -210,7 +217,7 @@ func TestScanSharesLineMemory(t *testing.T) {
 	if got, want := row[2].(string), line[6:12]; got != want || unsafe.StringData(got) != unsafe.StringData(want) {
 		t.Errorf("s = %q, want %q in the line's memory", got, want)
 	}
-	if got := row[len(row)-1]; got != "a\nb" {
+	if got := row[len(row)-1]; got != "a\nb" { // base64 "YQpi" is the bytes of "a\nb"
 		t.Errorf("bin = %q, want %q", got, "a\nb")
 	}
 }

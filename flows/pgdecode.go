@@ -1,6 +1,7 @@
 package flows
 
 import (
+	"encoding/hex"
 	"fmt"
 	"math/big"
 	"slices"
@@ -57,6 +58,9 @@ func pgText(t schema.Type, s string) (any, error) {
 		n, err := strconv.ParseInt(s, 10, 32)
 		return int32(n), err
 	case schema.String:
+		if t.IsBinary() {
+			return pgBytea(s)
+		}
 		return s, nil
 	case schema.Double:
 		f, err := strconv.ParseFloat(s, 64)
@@ -91,6 +95,41 @@ func pgText(t schema.Type, s string) (any, error) {
 	}
 	return nil, fmt.Errorf("type %s is not supported for format postgres", t.DDL())
 }
+
+// pgBytea returns the bytes of s, PostgreSQL's text output of a bytea value (PostgreSQL
+// documentation, "Binary Data Types"): the hex format, "\x" then two hex digits a byte
+// (bytea_output hex, the default, which the source sets), or the escape format, printable bytes
+// as they are, a backslash as "\\" and other bytes as "\ooo" in octal (bytea_output escape).
+func pgBytea(s string) (string, error) {
+	if hexText, ok := strings.CutPrefix(s, `\x`); ok {
+		b, err := hex.DecodeString(hexText)
+		if err != nil {
+			return "", fmt.Errorf("%q is not a bytea in hex format: %w", s, err)
+		}
+		return string(b), nil
+	}
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			out = append(out, s[i])
+			continue
+		}
+		switch {
+		case i+1 < len(s) && s[i+1] == '\\':
+			out = append(out, '\\')
+			i++
+		case i+3 < len(s) && isOctal(s[i+1]) && isOctal(s[i+2]) && isOctal(s[i+3]) && s[i+1] <= '3':
+			out = append(out, (s[i+1]-'0')<<6|(s[i+2]-'0')<<3|(s[i+3]-'0'))
+			i += 3
+		default:
+			return "", fmt.Errorf("%q is not a bytea in escape format: a backslash at byte %d is not followed by a backslash or three octal digits", s, i+1)
+		}
+	}
+	return string(out), nil
+}
+
+// isOctal reports whether c is an octal digit.
+func isOctal(c byte) bool { return c >= '0' && c <= '7' }
 
 // pgDecimalFits reports whether the number s (PostgreSQL's text of a numeric, or of a double)
 // has no nonzero digit past scale digits after the point: the source copies the table, so a
