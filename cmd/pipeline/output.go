@@ -31,7 +31,8 @@ func appendCSVField(buf []byte, field string) []byte {
 
 // writeRows prints rows of s in one of the formats of spec.md §2: jsonl (one JSON object a line,
 // keys in column order), csv (a header line, NULL as an empty field, an empty string as "") or
-// table (aligned columns for people, NULL as "NULL").
+// table (aligned columns for people, NULL as "NULL", BINARY as Spark's show prints it,
+// "[01 02 FF]": schema.Show).
 func writeRows(w io.Writer, format string, s schema.Schema, rows [][]any) error {
 	bw := bufio.NewWriter(w)
 	defer bw.Flush()
@@ -89,7 +90,7 @@ func writeRows(w io.Writer, format string, s schema.Schema, rows [][]any) error 
 		for j, r := range rows {
 			line := make([]string, len(s.Fields))
 			for i, f := range s.Fields {
-				line[i] = tableEscaper.Replace(schema.Text(f.Type, r[i]))
+				line[i] = tableEscaper.Replace(schema.Show(f.Type, r[i]))
 				widths[i] = max(widths[i], runewidth.StringWidth(line[i]))
 			}
 			cells[j+1] = line
