@@ -55,6 +55,12 @@ func (d *decoder) validatePartitions(infos []*datasetInfo) {
 			case s.Fields[i].Type.Nested():
 				d.addAt(r.node, r.path, "partition by a column of a primitive type",
 					"column %s is of type %s, which cannot be a partition column", r.node.Value, s.Fields[i].Type.DDL())
+			case s.Fields[i].Type.IsBinary():
+				// A partition value is text in the Delta log (PROTOCOL.md, "Partition Value
+				// Serialization": a binary one is its bytes read as a string), and bytes that
+				// are not UTF-8 would not come back from it as they were.
+				d.addAt(r.node, r.path, "partition by another column, or by a STRING column holding the bytes' text (e.g. their hex)",
+					"column %s is BINARY, which cannot be a partition column: its value would be written as text in the Delta log, and bytes that are not UTF-8 would not read back", r.node.Value)
 			}
 		}
 		inPartition := 0
