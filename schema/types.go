@@ -9,7 +9,8 @@ import (
 type Kind int
 
 // The supported kinds. The Go value of each (see the package invariant) is:
-// Long int64, Integer int32, String string, Double float64, Boolean bool,
+// Long int64, Integer int32, String string (for BINARY, Storage binary, a string of any bytes),
+// Double float64, Boolean bool,
 // Decimal Decimal (unscaled int64), Date Date (days since 1970-01-01), Timestamp Timestamp
 // (microseconds since the Unix epoch, UTC; for a TIMESTAMP_NTZ column, Storage timestamp_ntz,
 // the wall-clock time read as if it were UTC).
