@@ -20,10 +20,6 @@ import (
 	"tributary/sqlengine"
 )
 
-// maxViewDepth bounds how deep views may read other views (a cycle is refused by validation;
-// this is a backstop).
-const maxViewDepth = 32
-
 // Query runs the flow of a `query:` dataset (spec.Query) on DuckDB (package sqlengine):
 //   - a materialized view is recomputed: its table then holds exactly the query's result,
 //     replaced in one commit whose change data feed holds the rows that left (delete) and the
@@ -79,8 +75,10 @@ func setupQuery(p *spec.Pipeline, d *spec.Dataset) error {
 // runSQL runs d's query with its references bound: plain ones to the referenced datasets'
 // current contents, table_changes to change feeds, STREAM(x) to streams[x] (rows of x's schema).
 func runSQL(ctx context.Context, env *Env, d *spec.Dataset, streams map[string]sqlengine.Relation, depth int) (schema.Schema, [][]any, error) {
-	if depth > maxViewDepth {
-		return schema.Schema{}, nil, fmt.Errorf("dataset %s: views read each other more than %d deep", d.Name, maxViewDepth)
+	// Validation refuses a cycle, so a chain of views is never deeper than the pipeline has
+	// datasets: a backstop, not a limit.
+	if depth > len(env.Pipeline.Datasets) {
+		return schema.Schema{}, nil, fmt.Errorf("dataset %s: views read each other in a cycle", d.Name)
 	}
 	p := env.Pipeline
 	var rels []sqlengine.Relation
