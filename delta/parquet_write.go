@@ -263,7 +263,7 @@ func parquetNode(t schema.Type) (parquet.Node, error) {
 		return parquet.Encoded(parquet.Leaf(parquet.ByteArrayType), &parquet.Plain), nil
 	case schema.StorageTimestampNTZ:
 		return parquet.Leaf(localTimestampType{parquet.TimestampAdjusted(parquet.Microsecond, false).Type()}), nil
-	case "", schema.StorageChar, schema.StorageVarchar: // CHAR and VARCHAR are strings in Parquet, as Spark writes them
+	case "":
 	default:
 		return nil, fmt.Errorf("type %s is not supported", t.DDL())
 	}

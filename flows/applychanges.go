@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 
 	"tributary/delta"
 	"tributary/eventlog"
@@ -337,10 +336,6 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	// Key columns that hold a DOUBLE are made canonical in the row (-0.0 is 0.0), so that the
 	// event's key and the key column of its target row are the key Spark would match.
 	dblKeys := doubleKeyCols(srcSch, keyIdx)
-	// The target's CHAR and VARCHAR columns take their values as Spark writes them: fitted in the
-	// row (CHAR padded), or the batch fails (tooLong).
-	charCols := charVarcharCols(b.dataSch, srcSch)
-	var tooLong charVarcharError
 	// consumeAt checks rows (source rows, in arrival order) with the expectations and turns the
 	// kept ones into events: appended to b.events, or folded. originOf gives the origin of the
 	// i-th kept row r. done, when not nil, is called once the memory of rows may be reused: once
@@ -409,18 +404,6 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			}
 			for _, j := range dblKeys {
 				r[j], _ = canonicalDouble(r[j])
-			}
-			for _, c := range charCols {
-				if s, ok := r[c.src].(string); ok {
-					fit, ok := c.typ.FitCharVarchar(s)
-					if !ok && tooLong.n == 0 {
-						tooLong.col, tooLong.typ, tooLong.value, tooLong.at = c.name, c.typ, s, originOf(r, i)
-					}
-					if !ok {
-						tooLong.n++
-					}
-					r[c.src] = fit
-				}
 			}
 			if copyKey == 0 {
 				ev.key = r[keyAt : keyAt+nk : keyAt+nk]
@@ -666,14 +649,6 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 		}
 		return locate(p, ac.Source, commits[o.version], o)
 	}
-	if tooLong.n > 0 {
-		v := tooLong.value
-		if len(v) > 60 {
-			v = v[:60] + "..."
-		}
-		return nil, fmt.Errorf("%d change event(s) have a value too long for the column %s %s of %s (first at %s: %q, %d characters): Exceeds char/varchar type length limitation: %d, as Spark fails such a write; nothing of this batch was applied. Declare the column longer (or STRING) in the schema of %s and run %s, or drop such events with an expectation on %s",
-			tooLong.n, tooLong.col, tooLong.typ.DDL(), d.Name, where(tooLong.at), v, utf8.RuneCountInString(tooLong.value), tooLong.typ.Length, d.Name, RefreshHint(p, d.Name), d.Name)
-	}
 	if evalErrs.del.n+evalErrs.trunc.n > 0 {
 		// Said, not failed: an expression that reads into a nested value errs on a NULL inside
 		// it (a struct field, a map key that is not there), which is no delete.
@@ -730,36 +705,6 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			strings.Join(parts, "; "), d.Name, drop, ac.Source, RefreshWithReaders(p, ac.Source), dropMalformed)
 	}
 	return b, nil
-}
-
-// charVarcharCol is a CHAR or VARCHAR column of an APPLY CHANGES target: its name and type, and
-// the index of the source column that fills it.
-type charVarcharCol struct {
-	name string
-	typ  schema.Type
-	src  int
-}
-
-// charVarcharCols returns the CHAR and VARCHAR columns of data (a target's columns) that src (its
-// source's columns) fills.
-func charVarcharCols(data, src schema.Schema) []charVarcharCol {
-	var out []charVarcharCol
-	for _, f := range data.Fields {
-		if j := src.Index(f.Name); j >= 0 && f.Type.IsCharVarchar() {
-			out = append(out, charVarcharCol{f.Name, f.Type, j})
-		}
-	}
-	return out
-}
-
-// charVarcharError counts the values too long for their CHAR or VARCHAR column in a batch, and
-// keeps the first: its column, type, value and origin.
-type charVarcharError struct {
-	n     int64
-	col   string
-	typ   schema.Type
-	value string
-	at    origin
 }
 
 // settingText writes an apply_changes setting as the spec writes it: a list of columns as

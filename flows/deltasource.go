@@ -101,7 +101,7 @@ func ReadDelta(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) 
 		} else if err != nil {
 			return m, vacuumedHint(err, p, d, src.Path, src.StartingVersion >= 0)
 		}
-		if !cs.CharVarcharAsString().Equal(d.Schema) { // CHAR and VARCHAR read as STRING (spec: deltaSource)
+		if !cs.Equal(d.Schema) {
 			return m, fmt.Errorf("the change data feed of %s has the columns (%s) but %s was set up with (%s); run %s", src.Path, cs.DDL(), d.Name, d.Schema.DDL(), RefreshHint(p, d.Name))
 		}
 	default:

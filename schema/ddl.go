@@ -2,7 +2,6 @@ package schema
 
 import (
 	"fmt"
-	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -27,24 +26,9 @@ func (e *DDLError) Error() string { return fmt.Sprintf("at character %d: %s", e.
 // MAP<KEY, VALUE> nest at any depth ("tags ARRAY<STRUCT<a: INT, b: ARRAY<STRING>>>"), in upper or
 // lower case as Spark prints them ("array<int>"). A MAP key cannot be a MAP (Spark refuses map
 // types as keys).
-// CHAR(n) and VARCHAR(n) are refused, as Spark refuses them in the schema data is read with (see
-// ParseTableDDL for a table's schema).
 // Errors are *DDLError with the offset of the problem.
 func ParseDDL(s string) (Schema, error) {
-	return parseDDL(s, false)
-}
-
-// ParseTableDDL parses the DDL schema of a table, as ParseDDL does, and also takes CHAR(n) and
-// VARCHAR(n) for a column (not inside a STRUCT, ARRAY or MAP): Spark takes them in a table's
-// schema only (CharVarcharUtils), a STRING whose values the table's writes check (see
-// Type.FitCharVarchar). n is a number of characters, 0 to 2147483647.
-func ParseTableDDL(s string) (Schema, error) {
-	return parseDDL(s, true)
-}
-
-// parseDDL is ParseDDL, and ParseTableDDL when table is set.
-func parseDDL(s string, table bool) (Schema, error) {
-	p := &ddlParser{s: s, table: table}
+	p := &ddlParser{s: s}
 	var out Schema
 	seen := map[string]bool{}
 	p.space()
@@ -63,7 +47,6 @@ func parseDDL(s string, table bool) (Schema, error) {
 		}
 		seen[name] = true
 		p.space()
-		p.column = true
 		t, err := p.typ()
 		if err != nil {
 			return Schema{}, err
@@ -109,9 +92,6 @@ func columnClause(rest string) string {
 type ddlParser struct {
 	s   string
 	pos int
-	// table: CHAR(n) and VARCHAR(n) are taken for a column (ParseTableDDL); column: the type
-	// typ reads next is a column's, not one nested in it.
-	table, column bool
 }
 
 func rest(s string) string {
@@ -160,8 +140,6 @@ func (p *ddlParser) word() string {
 
 func (p *ddlParser) typ() (Type, error) {
 	start := p.pos
-	column := p.column
-	p.column = false
 	w := strings.ToUpper(p.word())
 	switch w {
 	case "BIGINT", "LONG":
@@ -233,7 +211,7 @@ func (p *ddlParser) typ() (Type, error) {
 	case "MAP":
 		return p.mapType()
 	case "CHAR", "VARCHAR":
-		return p.charVarchar(start, w, column)
+		return Type{}, p.charVarchar(start, w)
 	case "INTERVAL":
 		return Type{}, &DDLError{start, "type INTERVAL is not supported: a table cannot hold an interval (Spark: \"Cannot use interval type in the table schema\"; Delta Lake has no interval type); declare the length as a number, e.g. `duration_seconds BIGINT`, or as STRING"}
 	case "VOID":
@@ -370,41 +348,26 @@ func (p *ddlParser) int() (int, error) {
 	return n, nil
 }
 
-// charVarchar reads the (n) after the keyword w (CHAR or VARCHAR, which starts at start), the type
-// of a column when column is set. Only a table's schema (ParseTableDDL) takes it, for a column:
-// a schema that ParseDDL reads is the one data is read with, and Spark takes CHAR(n) and
-// VARCHAR(n) only in a table's schema (CharVarcharUtils.failIfHasCharVarchar, which
-// DataFrameReader.schema and DataStreamReader.schema call: "char/varchar type can only be used
-// in the table schema"), reading text as STRING.
-func (p *ddlParser) charVarchar(start int, w string, column bool) (Type, error) {
+// charVarchar reads the (n) after the keyword w (CHAR or VARCHAR, which starts at start) and
+// returns the error for it: a schema that ParseDDL reads is read from the data, and Spark takes
+// CHAR(n) and VARCHAR(n) only in a table's schema (CharVarcharUtils.failIfHasCharVarchar,
+// which DataFrameReader.schema and DataStreamReader.schema call: "char/varchar type can only be
+// used in the table schema"), reading text as STRING.
+func (p *ddlParser) charVarchar(start int, w string) error {
 	p.space()
 	if p.pos >= len(p.s) || p.s[p.pos] != '(' {
-		return Type{}, &DDLError{p.pos, fmt.Sprintf("expected '(' after %s: %s(length)", w, w)}
+		return &DDLError{p.pos, fmt.Sprintf("expected '(' after %s: %s(length)", w, w)}
 	}
 	p.pos++
 	p.space()
-	at := p.pos
 	n, err := p.int()
 	if err != nil {
-		return Type{}, err
-	}
-	if n > math.MaxInt32 {
-		return Type{}, &DDLError{at, fmt.Sprintf("%s length %d is above %d", w, n, math.MaxInt32)}
+		return err
 	}
 	p.space()
 	if p.pos >= len(p.s) || p.s[p.pos] != ')' {
-		return Type{}, &DDLError{p.pos, fmt.Sprintf("expected ')' to close %s(length)", w)}
+		return &DDLError{p.pos, fmt.Sprintf("expected ')' to close %s(length)", w)}
 	}
 	p.pos++
-	switch {
-	case !p.table:
-		return Type{}, &DDLError{start, fmt.Sprintf("type %s(%d) cannot be used in a schema the data is read with: Spark takes CHAR and VARCHAR only in a table's schema (\"char/varchar type can only be used in the table schema\") and reads text as STRING; declare the column STRING", w, n)}
-	case !column:
-		return Type{}, &DDLError{start, fmt.Sprintf("type %s(%d) inside a STRUCT, ARRAY or MAP is not supported yet; declare it STRING", w, n)}
-	}
-	storage := StorageVarchar
-	if w == "CHAR" {
-		storage = StorageChar
-	}
-	return Type{Kind: String, Storage: storage, Length: n}, nil
+	return &DDLError{start, fmt.Sprintf("type %s(%d) cannot be used in a schema the data is read with: Spark takes CHAR and VARCHAR only in a table's schema (\"char/varchar type can only be used in the table schema\") and reads text as STRING; declare the column STRING", w, n)}
 }

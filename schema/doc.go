@@ -1,7 +1,6 @@
 // Package schema holds the column types of Tributary tables and the Go values that carry them.
 //
-// It parses Spark DDL schema strings ("id BIGINT, amount DECIMAL(10,2)"; a table's schema may
-// also have CHAR(n) and VARCHAR(n) columns: ParseTableDDL), renders and reads the
+// It parses Spark DDL schema strings ("id BIGINT, amount DECIMAL(10,2)"), renders and reads the
 // Delta Lake schemaString (Delta PROTOCOL.md, "Schema Serialization Format"), converts JSON input
 // to typed values, and writes values in the `jsonl` form of spec.md §2.
 //

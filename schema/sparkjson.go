@@ -3,10 +3,8 @@ package schema
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"regexp"
 	"strconv"
-	"strings"
 )
 
 type sparkField struct {
@@ -22,8 +20,7 @@ type sparkStruct struct {
 }
 
 // SparkJSON renders the schema as a Delta schemaString: a Spark StructType in JSON
-// (Delta PROTOCOL.md, "Schema Serialization Format"). A CHAR or VARCHAR column is written as
-// Spark writes it, type string with its own type under CharVarcharKey in the field's metadata.
+// (Delta PROTOCOL.md, "Schema Serialization Format").
 func (s Schema) SparkJSON() string {
 	b, _ := json.Marshal(s.sparkStruct())
 	return string(b)
@@ -33,11 +30,7 @@ func (s Schema) sparkStruct() sparkStruct {
 	st := sparkStruct{Type: "struct", Fields: make([]sparkField, len(s.Fields))}
 	for i, f := range s.Fields {
 		tj, _ := json.Marshal(f.Type.sparkType())
-		meta := map[string]any{}
-		if f.Type.IsCharVarchar() {
-			meta[CharVarcharKey] = fmt.Sprintf("%s(%d)", f.Type.Storage, f.Type.Length)
-		}
-		st.Fields[i] = sparkField{Name: f.Name, Type: tj, Nullable: f.Nullable, Metadata: meta}
+		st.Fields[i] = sparkField{Name: f.Name, Type: tj, Nullable: f.Nullable, Metadata: map[string]any{}}
 	}
 	return st
 }
@@ -73,14 +66,9 @@ func (t Type) sparkType() any {
 
 var decimalName = regexp.MustCompile(`^decimal\((\d+),\s*(\d+)\)$`)
 
-// charVarcharName matches the CharVarcharKey metadata of a CHAR or VARCHAR column ("varchar(10)");
-// a nested one ("array<char(2)>") does not match, and its column is read as its type says.
-var charVarcharName = regexp.MustCompile(`^(char|varchar)\((\d+)\)$`)
-
 // ParseSparkJSON reads a Delta schemaString, nested struct, array and map types included at any
 // depth (Delta PROTOCOL.md, "Schema Serialization Format"; containsNull and valueContainsNull are
-// read as true, since every value Tributary holds may be NULL). A string field whose metadata
-// has CharVarcharKey "char(n)" or "varchar(n)" is read as CHAR(n) or VARCHAR(n), as Spark reads it. Unsupported types are an error
+// read as true, since every value Tributary holds may be NULL). Unsupported types are an error
 // naming the column and the type, so that a table Tributary cannot read is refused rather than
 // read wrong.
 func ParseSparkJSON(s string) (Schema, error) {
@@ -124,13 +112,6 @@ func fromSparkStruct(st sparkStruct, physical bool) (Schema, error) {
 		name := f.Name
 		if pn, ok := f.Metadata[PhysicalNameKey].(string); physical && ok && pn != "" {
 			name = pn
-		}
-		if raw, ok := f.Metadata[CharVarcharKey].(string); ok && t.Kind == String && t.Storage == "" {
-			if m := charVarcharName.FindStringSubmatch(strings.ToLower(strings.TrimSpace(raw))); m != nil {
-				if n, err := strconv.Atoi(m[2]); err == nil && n <= math.MaxInt32 {
-					t = Type{Kind: String, Storage: m[1], Length: n}
-				}
-			}
 		}
 		out.Fields = append(out.Fields, Field{Name: name, Type: t, Nullable: f.Nullable})
 	}

@@ -3,7 +3,6 @@ package schema
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
 )
 
 // Kind is a column's primitive type, named after Spark SQL's type names.
@@ -51,13 +50,11 @@ type Type struct {
 	Elem      *Type   // ARRAY only: the element type
 	Key       *Type   // MAP only: the key type
 	Value     *Type   // MAP only: the value type
-	Length    int     // CHAR and VARCHAR only (Storage char, varchar): the most characters, 0..2^31-1
 	// Storage, when set, is the narrower Spark type of the column, its values held in a wider
 	// kind: StorageByte or StorageShort (Integer, int32 values; DDL TINYINT, SMALLINT),
 	// StorageFloat (Double, float64 values holding a float32; DDL FLOAT) or StorageBinary
 	// (String, values holding the raw bytes; DDL BINARY, see Binary). StorageTimestampNTZ
-	// (TimestampKind) marks a TIMESTAMP_NTZ column; StorageChar and StorageVarchar (String) a
-	// table's CHAR(Length) or VARCHAR(Length) column.
+	// (TimestampKind) marks a TIMESTAMP_NTZ column.
 	Storage string
 }
 
@@ -75,20 +72,7 @@ const (
 	// microseconds since 1970-01-01 00:00:00 of that wall clock read as if it were UTC, and it is
 	// written and shown without a zone or offset.
 	StorageTimestampNTZ = "timestamp_ntz"
-	// StorageChar and StorageVarchar mark a String column of a table as CHAR(Length) or
-	// VARCHAR(Length), Spark's CharType and VarcharType (only a table's schema has them:
-	// ParseTableDDL). As Spark stores them, the Delta schemaString gives such a column the type
-	// string and the field metadata CharVarcharKey (CharVarcharUtils); a value written to it is
-	// checked by FitCharVarchar.
-	StorageChar    = "char"
-	StorageVarchar = "varchar"
 )
-
-// CharVarcharKey is the field metadata key under which a Delta schemaString keeps the type of a
-// CHAR or VARCHAR column, whose type it gives as string: "char(5)", "varchar(10)" (Spark's
-// CharVarcharUtils.CHAR_VARCHAR_TYPE_STRING_METADATA_KEY; Spark reads the column back as that
-// type).
-const CharVarcharKey = "__CHAR_VARCHAR_TYPE_STRING"
 
 // TimestampNTZ is the TIMESTAMP_NTZ column type.
 var TimestampNTZ = Type{Kind: TimestampKind, Storage: StorageTimestampNTZ}
@@ -101,39 +85,6 @@ var Binary = Type{Kind: String, Storage: StorageBinary}
 
 // IsBinary reports whether t is BINARY (a String kind with Storage binary).
 func (t Type) IsBinary() bool { return t.Kind == String && t.Storage == StorageBinary }
-
-// IsCharVarchar reports whether t is CHAR(n) or VARCHAR(n) (a String kind with Storage char or
-// varchar).
-func (t Type) IsCharVarchar() bool {
-	return t.Kind == String && (t.Storage == StorageChar || t.Storage == StorageVarchar)
-}
-
-// FitCharVarchar returns s as a CHAR(n) or VARCHAR(n) column t stores it, as Spark's writes do
-// (CharVarcharCodegenUtils.charTypeWriteSideCheck, varcharTypeWriteSideCheck; n and lengths
-// count characters, not bytes): a value of more than n characters loses trailing spaces (U+0020)
-// down to n, and if it still has more than n, it does not fit (ok false: Spark fails the write,
-// "Exceeds char/varchar type length limitation: n"); a CHAR value of fewer than n characters is
-// padded with spaces to n. Any other type returns s as it is.
-func (t Type) FitCharVarchar(s string) (v string, ok bool) {
-	if !t.IsCharVarchar() {
-		return s, true
-	}
-	n := utf8.RuneCountInString(s)
-	if n > t.Length {
-		trimmed := strings.TrimRight(s, " ")
-		if len(s)-len(trimmed) > n-t.Length {
-			trimmed = s[:len(s)-(n-t.Length)] // only the spaces past n
-		}
-		if utf8.RuneCountInString(trimmed) > t.Length {
-			return s, false
-		}
-		return trimmed, true
-	}
-	if t.Storage == StorageChar && n < t.Length {
-		return s + strings.Repeat(" ", t.Length-n), true
-	}
-	return s, true
-}
 
 // IsNTZ reports whether t is TIMESTAMP_NTZ (a TimestampKind with Storage timestamp_ntz).
 func (t Type) IsNTZ() bool { return t.Kind == TimestampKind && t.Storage == StorageTimestampNTZ }
@@ -167,7 +118,7 @@ func (s Schema) HasNTZ() bool {
 
 // Equal reports whether two types are the same, comparing STRUCT fields deeply.
 func (t Type) Equal(o Type) bool {
-	if t.Kind != o.Kind || t.Precision != o.Precision || t.Scale != o.Scale || t.Storage != o.Storage || t.Length != o.Length {
+	if t.Kind != o.Kind || t.Precision != o.Precision || t.Scale != o.Scale || t.Storage != o.Storage {
 		return false
 	}
 	switch t.Kind {
@@ -235,8 +186,6 @@ func (t Type) DDL() string {
 		return "BINARY"
 	case StorageTimestampNTZ:
 		return "TIMESTAMP_NTZ"
-	case StorageChar, StorageVarchar:
-		return fmt.Sprintf("%s(%d)", strings.ToUpper(t.Storage), t.Length)
 	}
 	switch t.Kind {
 	case Long:
@@ -277,13 +226,8 @@ func (t Type) DDL() string {
 
 // SparkName returns the type's name in a Delta schemaString: long, integer, string, binary, double,
 // boolean, decimal(p,s), date, timestamp, timestamp_ntz (Delta PROTOCOL.md, "Primitive Types"); struct, array
-// and map for nested types, whose schemaString is a JSON object (see Schema.SparkJSON); string
-// for CHAR and VARCHAR, as Spark stores them (their own type goes in the field's metadata,
-// CharVarcharKey).
+// and map for nested types, whose schemaString is a JSON object (see Schema.SparkJSON).
 func (t Type) SparkName() string {
-	if t.IsCharVarchar() {
-		return "string"
-	}
 	if t.Storage != "" {
 		return t.Storage
 	}
@@ -312,19 +256,6 @@ func (t Type) SparkName() string {
 		return "map"
 	}
 	return "unknown"
-}
-
-// CharVarcharAsString returns s with its CHAR and VARCHAR columns made STRING (the others as
-// they are): the columns a read of the table gives, as Spark reads them as StringType
-// (CharVarcharUtils.replaceCharVarcharWithString). s is not changed.
-func (s Schema) CharVarcharAsString() Schema {
-	out := Schema{Fields: append([]Field(nil), s.Fields...)}
-	for i, f := range out.Fields {
-		if f.Type.IsCharVarchar() {
-			out.Fields[i].Type = Type{Kind: String}
-		}
-	}
-	return out
 }
 
 // Index returns the position of the column named name (exact, case-sensitive match), or -1.

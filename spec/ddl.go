@@ -19,18 +19,7 @@ import (
 // column names is complete: false when a column's name cannot be read or a bracket, quote or
 // backtick is never closed (then the parts after it are unknown).
 func parseColumns(ddl string) (s schema.Schema, problems []*schema.DDLError, complete bool) {
-	return parseColumnsWith(ddl, schema.ParseDDL)
-}
-
-// parseTableColumns is parseColumns for a table's schema (a dataset-level `schema:`), which may
-// declare CHAR(n) and VARCHAR(n) columns (schema.ParseTableDDL).
-func parseTableColumns(ddl string) (s schema.Schema, problems []*schema.DDLError, complete bool) {
-	return parseColumnsWith(ddl, schema.ParseTableDDL)
-}
-
-// parseColumnsWith is parseColumns, each part parsed with parse.
-func parseColumnsWith(ddl string, parse func(string) (schema.Schema, error)) (s schema.Schema, problems []*schema.DDLError, complete bool) {
-	whole, err := parse(ddl)
+	whole, err := schema.ParseDDL(ddl)
 	if err == nil {
 		return whole, nil, true
 	}
@@ -54,7 +43,7 @@ func parseColumnsWith(ddl string, parse func(string) (schema.Schema, error)) (s 
 			problems = append(problems, &schema.DDLError{Offset: p.start + len(text) - len(strings.TrimLeft(text, " \t\r\n")), Msg: msg})
 			continue
 		}
-		cols, problem, named := parseColumn(text, parse)
+		cols, problem, named := parseColumn(text)
 		if problem != nil {
 			problem.Offset += p.start
 			problems = append(problems, problem)
@@ -96,10 +85,10 @@ type column struct {
 // still returns what it can read: the column with its type when only what follows the type is
 // wrong (a missing comma: the rest is then read as more columns, without reporting their
 // problems), else the column by name with an unknown type. named is false when the part has a
-// problem and no readable column name. Each part is parsed with parse.
-func parseColumn(part string, parse func(string) (schema.Schema, error)) (cols []column, problem *schema.DDLError, named bool) {
+// problem and no readable column name.
+func parseColumn(part string) (cols []column, problem *schema.DDLError, named bool) {
 	name, off, ok := columnName(part)
-	s, err := parse(part)
+	s, err := schema.ParseDDL(part)
 	if err == nil {
 		for _, f := range s.Fields {
 			cols = append(cols, column{f, off})
@@ -112,7 +101,7 @@ func parseColumn(part string, parse func(string) (schema.Schema, error)) (cols [
 	if !ok {
 		return nil, problem, false
 	}
-	if head, err := parse(part[:problem.Offset]); err == nil && len(head.Fields) == 1 && problem.Offset > 0 {
+	if head, err := schema.ParseDDL(part[:problem.Offset]); err == nil && len(head.Fields) == 1 && problem.Offset > 0 {
 		cols = append(cols, column{head.Fields[0], off})
 		rest := part[problem.Offset:]
 		trimmed := strings.TrimLeft(rest, " \t\r\n,")
@@ -122,7 +111,7 @@ func parseColumn(part string, parse func(string) (schema.Schema, error)) (cols [
 			parts, balanced := splitColumns(trimmed)
 			named = balanced
 			for _, p := range parts {
-				more, _, ok := parseColumn(trimmed[p.start:p.end], parse)
+				more, _, ok := parseColumn(trimmed[p.start:p.end])
 				named = named && ok
 				for _, c := range more {
 					c.off += base + p.start

@@ -169,7 +169,7 @@ func (d *decoder) dataset(n *yaml.Node, path string) *datasetInfo {
 			ds.PartitionBy, in.partitionBy = d.partitionBy(e)
 		case "schema":
 			if s, ok := d.nonEmpty(e.val, e.path); ok {
-				declared, problems, complete := parseTableColumns(s)
+				declared, problems, complete := parseColumns(s)
 				node := resolve(e.val)
 				for _, pr := range problems {
 					d.add(d.posInBytes(node, pr.Offset), e.path, "write Spark DDL: \"name TYPE, ...\"", "invalid schema: %s", pr.Msg)

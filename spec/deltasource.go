@@ -7,6 +7,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"tributary/delta"
+	"tributary/schema"
 )
 
 // deltaSource finishes a `source:` with `format: delta` (spec.md §1: "a source may also read a
@@ -58,8 +59,7 @@ func (d *decoder) deltaSource(n *yaml.Node, path string, src *Source, in *source
 		d.addAt(pathNode, child(path, "path"), hint, "cannot read the Delta table: %v", err)
 		return
 	}
-	// A CHAR or VARCHAR column reads as STRING, as Spark reads a table's.
-	cols := snap.Metadata.Schema.CharVarcharAsString()
+	cols := schema.Schema{Fields: append([]schema.Field(nil), snap.Metadata.Schema.Fields...)}
 	if src.Read == ReadChangeFeed {
 		if !snap.Metadata.ChangeDataFeed() {
 			d.addAt(pathNode, child(path, "path"), "set the table property delta.enableChangeDataFeed = true on that table, or use `read: append`",

@@ -153,7 +153,7 @@ func (v *validation) snapshotOutput(in *datasetInfo) bool {
 		if !known || !v.output(src) {
 			return false
 		}
-		input, from = src.ds.Schema.CharVarcharAsString(), "dataset "+s.Source // CHAR and VARCHAR read as STRING
+		input, from = src.ds.Schema, "dataset "+s.Source
 	default:
 		return false
 	}

@@ -63,8 +63,7 @@ func (v *validation) tableSourceOutput(in *datasetInfo) bool {
 	if !ok || target.kind == kindQuery || target.ds.Type == View || !v.output(target) {
 		return false
 	}
-	// A CHAR or VARCHAR column reads as STRING, as Spark reads a table's.
-	cols := target.ds.Schema.CharVarcharAsString()
+	cols := schema.Schema{Fields: append([]schema.Field(nil), target.ds.Schema.Fields...)}
 	if src.Read == ReadChangeFeed {
 		for _, f := range delta.FeedColumns() {
 			if cols.Index(f.Name) >= 0 {

@@ -245,10 +245,7 @@ func (v *validation) output(in *datasetInfo) bool {
 // declaredSchema checks a dataset-level `schema:` against the columns the dataset's flow
 // produces: it is allowed on APPLY CHANGES targets, must name exactly those columns with their
 // types (in any order; the table keeps the flow's order), and under SCD type 2 must contain
-// __START_AT and __END_AT of the sequence's type. It is the table's schema: an APPLY CHANGES
-// target's column the flow produces as STRING may be declared CHAR(n) or VARCHAR(n), which the
-// dataset's schema then has, and whose values its writes check, as Spark checks a write to such
-// a column (flows: FitCharVarchar).
+// __START_AT and __END_AT of the sequence's type.
 func (v *validation) declaredSchema(in *datasetInfo) {
 	r := in.declaredRef
 	if in.kind != kindApplyChanges && in.kind != kindSnapshot {
@@ -256,7 +253,6 @@ func (v *validation) declaredSchema(in *datasetInfo) {
 		return
 	}
 	out, decl := in.ds.Schema, *in.declared
-	out.Fields = slices.Clone(out.Fields) // CHAR and VARCHAR columns are set in it
 	scd2 := out.Index(StartAt) >= 0
 	for _, c := range []string{StartAt, EndAt} {
 		if scd2 && decl.Index(c) < 0 {
@@ -277,12 +273,6 @@ func (v *validation) declaredSchema(in *datasetInfo) {
 			v.d.addAt(r.node, r.path, "remove it, or use `stored_as_scd_type: 2`", "%s belongs to SCD type 2 targets", f.Name)
 		case i < 0:
 			v.d.addAt(r.node, r.path, didYouMean(f.Name, out.Names(), "columns"), "the schema declares %s, which the flow does not produce (it produces %s)", f.Name, strings.Join(out.Names(), ", "))
-		case f.Type.IsCharVarchar() && out.Fields[i].Type.Equal(schema.Type{Kind: schema.String}):
-			if in.kind == kindSnapshot {
-				v.d.addAt(r.node, r.path, "declare it STRING", "column %s: %s is not supported yet in the schema of an apply_changes_from_snapshot target", f.Name, f.Type.DDL())
-				break
-			}
-			out.Fields[i].Type = f.Type
 		case !out.Fields[i].Type.Equal(f.Type):
 			v.d.addAt(r.node, r.path, fmt.Sprintf("declare it as %s", out.Fields[i].Type.DDL()), "column %s is declared %s but the flow produces %s", f.Name, f.Type.DDL(), out.Fields[i].Type.DDL())
 		}
@@ -292,7 +282,6 @@ func (v *validation) declaredSchema(in *datasetInfo) {
 			v.d.addAt(r.node, r.path, fmt.Sprintf("add `%s %s`", f.Name, f.Type.DDL()), "the schema does not declare %s, which the flow produces", f.Name)
 		}
 	}
-	in.ds.Schema = out
 }
 
 // sourceOutput: the declared schema plus the rescued-data column; expectations see the declared
