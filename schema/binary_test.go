@@ -135,9 +135,9 @@ func TestDDLRefusedTypes(t *testing.T) {
 		offset int
 		want   []string
 	}{
-		{"id INT, name VARCHAR(10)", 13, []string{"type VARCHAR(10) cannot be used", "char/varchar type can only be used in the table schema", "declare the column STRING"}},
-		{"code char( 3 )", 5, []string{"type CHAR(3) cannot be used", "declare the column STRING"}},
-		{"s STRUCT<n: VARCHAR(5)>", 12, []string{"type VARCHAR(5) cannot be used"}},
+		{"id INT, name VARCHAR(10)", 13, []string{"type VARCHAR(10) is not supported", "char/varchar type can only be used in the table schema", "declare the column STRING"}},
+		{"code char( 3 )", 5, []string{"type CHAR(3) is not supported", "declare the column STRING"}},
+		{"s STRUCT<n: VARCHAR(5)>", 12, []string{"type VARCHAR(5) is not supported"}},
 		{"name VARCHAR", 12, []string{"expected '(' after VARCHAR: VARCHAR(length)"}},
 		{"name VARCHAR(x)", 13, []string{"expected a number"}},
 		{"name CHAR(3", 11, []string{"expected ')' to close CHAR(length)"}},

@@ -369,5 +369,5 @@ func (p *ddlParser) charVarchar(start int, w string) error {
 		return &DDLError{p.pos, fmt.Sprintf("expected ')' to close %s(length)", w)}
 	}
 	p.pos++
-	return &DDLError{start, fmt.Sprintf("type %s(%d) cannot be used in a schema the data is read with: Spark takes CHAR and VARCHAR only in a table's schema (\"char/varchar type can only be used in the table schema\") and reads text as STRING; declare the column STRING", w, n)}
+	return &DDLError{start, fmt.Sprintf("type %s(%d) is not supported: declare the column STRING (Spark refuses CHAR and VARCHAR in a schema the data is read with, \"char/varchar type can only be used in the table schema\", and its readers see a table's CHAR and VARCHAR columns as STRING)", w, n)}
 }

@@ -22,7 +22,7 @@ func TestParseColumns(t *testing.T) {
 		{"bad type keeps the others", "op STRING, id BIGINT, amount DECIMAL(40,2), seq BIGINT",
 			"op:STRING id:BIGINT amount:? seq:BIGINT", "29:DECIMAL precision 40", true},
 		{"every bad column", "a VOID, b INT, c VARCHAR(3), d", "a:? b:INT c:? d:?",
-			"2:type VOID | 17:type VARCHAR(3) cannot | 30:expected a type", true},
+			"2:type VOID | 17:type VARCHAR(3) is not supported | 30:expected a type", true},
 		{"missing comma", "id BIGINT v STRING, w INT", "id:BIGINT v:STRING w:INT", "10:expected ','", true},
 		{"missing comma and a bad type after it", "id BIGINT v VOID", "id:BIGINT v:?", "10:expected ','", true},
 		{"commas inside brackets and backticks", "`a,b` INT, s STRUCT<x: INT, y: INT>, m MAP<STRING,INTERVAL>, n INT",
