@@ -227,12 +227,24 @@ func (r *csvReader) field() (f csvField, end bool, malformed string, err error) 
 	}
 }
 
-// validUTF8 returns b as a string, with invalid UTF-8 replaced by U+FFFD as Spark decodes it.
+// validUTF8 returns b as a string, with each byte of invalid UTF-8 replaced by U+FFFD, as the
+// JSON readers replace it (scanString) and as Java's decoder, which Spark's CSV reader reads
+// with, replaces a byte that starts no character (FF FE is two U+FFFD, not one).
 func validUTF8(b []byte) string {
 	if utf8.Valid(b) {
 		return string(b)
 	}
-	return strings.ToValidUTF8(string(b), "\uFFFD")
+	out := make([]byte, 0, len(b)+8)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, b[:n]...)
+		}
+		b = b[n:]
+	}
+	return string(out)
 }
 
 // latin1Reader decodes ISO-8859-1 input to UTF-8.
@@ -390,12 +402,12 @@ func eachCSVRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc, war
 				continue
 			}
 			c := declared.Fields[cols[pos]]
-			if c.Type.Kind != schema.String && *text == "" {
-				continue
+			if (c.Type.Kind != schema.String || c.Type.IsBinary()) && *text == "" {
+				continue // NULL, as Spark's nullSafeDatum reads an empty value of a BinaryType too
 			}
 			if c.Type.IsBinary() {
-				// The field's bytes as they are: Spark's CSV reader takes a BinaryType value
-				// so (UnivocityParser: the text's getBytes), not as base64 as its JSON reader.
+				// The field's text as UTF-8 bytes: Spark's CSV reader takes a BinaryType value so
+				// (UnivocityParser: the decoded text's getBytes), not as base64 as its JSON reader.
 				row[cols[pos]] = *text
 				continue
 			}
