@@ -565,3 +565,28 @@ datasets:
 		t.Errorf("exit %d, stderr\n%s\nwant exit 2 and\n%s", r.code, r.stderr, want)
 	}
 }
+
+// TestValidateParseErrorOnly: a query that does not parse because a keyword stands where a
+// dataset's name belongs (`JOIN ON`, `FROM WHERE`) has the parse error as its one problem, not
+// an unknown dataset named after the keyword too.
+func TestValidateParseErrorOnly(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "pipeline.yaml")
+	if err := os.WriteFile(spec, []byte(`name: r5
+datasets:
+  - name: raw
+    source: {path: ./l, format: json, schema: "id BIGINT, status STRING"}
+  - name: a
+    query: SELECT id FROM raw JOIN ON raw.id = raw.id
+  - name: b
+    query: SELECT id, FROM WHERE raw
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "pipeline: " + spec + `:6:36: datasets[1].query: the SQL does not parse: syntax error at or near "ON" (hint: queries are DuckDB SQL (README "SQL datasets"))` + "\n" +
+		spec + `:8:28: datasets[2].query: the SQL does not parse: syntax error at or near "WHERE" (hint: queries are DuckDB SQL (README "SQL datasets"))` + "\n"
+	if r := pipeline(t, nil, "validate", spec); r.code != 2 || r.stderr != want {
+		t.Errorf("exit %d, stderr\n%s\nwant exit 2 and\n%s", r.code, r.stderr, want)
+	}
+}
