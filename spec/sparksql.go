@@ -252,6 +252,24 @@ func sparkWordHint(sql string) (hint string, ok bool) {
 	return "", false
 }
 
+// DoubleQuoteHint is the hint for a bind error, msg, of DuckDB's ("Referenced column "paid" not
+// found ...") where sql writes that name in double quotes: Spark SQL reads "paid" as a string
+// (unless spark.sql.ansi.doubleQuotedIdentifiers), DuckDB as a column's name, so a ported
+// `status = "paid"` fails to bind (or, where a column has that name, compares with the column).
+// ok is false when msg names no column or sql does not double-quote it.
+func DoubleQuoteHint(sql, msg string) (hint string, ok bool) {
+	const marker = `Referenced column "`
+	i := strings.Index(msg, marker)
+	if i < 0 {
+		return "", false
+	}
+	name, _, found := strings.Cut(msg[i+len(marker):], `" not found`)
+	if !found || name == "" || !strings.Contains(sql, `"`+name+`"`) {
+		return "", false
+	}
+	return fmt.Sprintf("queries are DuckDB SQL, where \"%s\" is a column's name, not a string as in Spark SQL: write the string '%s'", name, strings.ReplaceAll(name, "'", "''")), true
+}
+
 // BacktickHint is the hint for a query that quotes a name with Spark SQL's backticks, which
 // DuckDB may parse (as an operator) and then fail to bind with words about `__postfix` that
 // do not say what is wrong; ok is false when sql holds no backtick outside strings and quoted

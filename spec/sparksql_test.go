@@ -268,3 +268,21 @@ func TestElementAtMap(t *testing.T) {
 		t.Errorf("sparkCalls of element_at over a map = %v, want the call", calls)
 	}
 }
+
+// TestDoubleQuoteHint: a bind error naming a column the query writes in double quotes (Spark
+// SQL's string) gets the single-quoted string to write; one naming a column written bare, or no
+// column, gets none.
+func TestDoubleQuoteHint(t *testing.T) {
+	for _, c := range []struct{ sql, msg, want string }{
+		{`SELECT id FROM raw WHERE status = "paid"`, `Binder Error: Referenced column "paid" not found in FROM clause! Candidate bindings: "status"`,
+			`queries are DuckDB SQL, where "paid" is a column's name, not a string as in Spark SQL: write the string 'paid'`},
+		{`SELECT id FROM raw WHERE name = "O'Brien"`, `Binder Error: Referenced column "O'Brien" not found in FROM clause!`,
+			`queries are DuckDB SQL, where "O'Brien" is a column's name, not a string as in Spark SQL: write the string 'O''Brien'`},
+		{`SELECT id FROM raw WHERE stat = 'paid'`, `Binder Error: Referenced column "stat" not found in FROM clause! Candidate bindings: "status"`, ""},
+		{`SELECT "x" FROM raw`, `Binder Error: No function matches the given name and argument types 'f(INTEGER)'`, ""},
+	} {
+		if got, _ := DoubleQuoteHint(c.sql, c.msg); got != c.want {
+			t.Errorf("DoubleQuoteHint(%q, %q) = %q, want %q", c.sql, c.msg, got, c.want)
+		}
+	}
+}

@@ -120,7 +120,9 @@ func checkQueries(d *spec.Draft) (spec.Errors, error) {
 			path = fmt.Sprintf("datasets[%d].query", slices.Index(d.Pipeline.Datasets, pr.Dataset))
 		}
 		hint := "its inputs have the columns the spec declares for them (a query dataset's, its query's); queries are DuckDB SQL (README \"SQL datasets\")"
-		if h, ok := spec.BacktickHint(pr.Dataset.Query.SQL); ok {
+		if h, ok := spec.DoubleQuoteHint(pr.Dataset.Query.SQL, pr.Err.Error()); ok {
+			hint = h
+		} else if h, ok := spec.BacktickHint(pr.Dataset.Query.SQL); ok {
 			hint = h + "; its inputs have the columns the spec declares for them"
 		}
 		es = append(es, &spec.Error{Pos: pr.Dataset.Query.PosAt(pr.At), Path: path,

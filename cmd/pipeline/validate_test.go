@@ -590,3 +590,24 @@ datasets:
 		t.Errorf("exit %d, stderr\n%s\nwant exit 2 and\n%s", r.code, r.stderr, want)
 	}
 }
+
+// TestValidateDoubleQuotedString: Spark SQL's double-quoted string, which DuckDB reads as a
+// column's name, is reported where it is with the single-quoted string to write.
+func TestValidateDoubleQuotedString(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "pipeline.yaml")
+	if err := os.WriteFile(spec, []byte(`name: dq
+datasets:
+  - name: raw
+    source: {path: ./l, format: json, schema: "id BIGINT, status STRING"}
+  - name: paid
+    query: SELECT id FROM raw WHERE status = "paid"
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "pipeline: " + spec + `:6:46: datasets[1].query: the query does not bind: Binder Error: Referenced column "paid" not found in FROM clause! Candidate bindings: "status" (hint: queries are DuckDB SQL, where "paid" is a column's name, not a string as in Spark SQL: write the string 'paid')` + "\n"
+	if r := pipeline(t, nil, "validate", spec); r.code != 2 || r.stderr != want {
+		t.Errorf("exit %d, stderr\n%s\nwant exit 2 and\n%s", r.code, r.stderr, want)
+	}
+}
