@@ -32,6 +32,10 @@ var otherParserProblems = []string{
 	"found duplicate %TAG directive", "did not find expected <stream-start>",
 }
 
+// unquotedVar matches a ${...} that starts a plain scalar of a flow collection: after `{`, `[`,
+// `,` or `: `, not inside quotes.
+var unquotedVar = regexp.MustCompile(`[{\[,:]\s*\$\{`)
+
 const indentHint = "check the indentation of this line and of the lines above it: the keys of one mapping must start in the same column, and so must the `-` of one list"
 
 // syntaxError turns a YAML parser error ("yaml: line 3: ...") on data into an Error at the most
@@ -58,6 +62,10 @@ func syntaxError(file string, data []byte, err error) *Error {
 	} else if what, ok := flowProblems[msg]; ok {
 		line++
 		hint = "check the " + what + " that starts on this line: separate its items with `,` and close it with `" + what[len(what)-1:] + "`"
+		if l := min(max(line, 1), len(lines)); unquotedVar.MatchString(lines[l-1]) {
+			// ${name} inside {...} or [...]: its braces end the flow collection for YAML.
+			hint = "quote a ${...} inside " + what + ": write \"${name}\" (its braces are YAML's flow syntax otherwise)"
+		}
 	} else if slices.Contains(otherParserProblems, msg) {
 		line++
 	}
