@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Closest returns up to three of candidates within a Levenshtein distance of 1 + len(word)/4 of
+// Closest returns up to three of candidates within an edit distance (Distance) of 1 + len(word)/4 of
 // word (in runes, ignoring case), nearest first, ties in candidate order; nil when none is that
 // close.
 func Closest(word string, candidates []string) []string {
@@ -31,9 +31,14 @@ func Closest(word string, candidates []string) []string {
 	return names
 }
 
-// Distance is the Levenshtein edit distance between a and b, in runes (case-sensitive).
+// Distance is the edit distance between a and b, in runes (case-sensitive): the least number of
+// insertions, deletions, substitutions and swaps of two adjacent runes that turn a into b (the
+// optimal string alignment distance, Levenshtein's with the swap that typing makes most often:
+// "rwa" is one edit from "raw").
 func Distance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
+	// rows i-2, i-1 and i of the table of distances between ra[:i] and rb[:j]
+	prev2 := make([]int, len(rb)+1)
 	prev := make([]int, len(rb)+1)
 	cur := make([]int, len(rb)+1)
 	for j := range prev {
@@ -47,8 +52,11 @@ func Distance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
+		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(rb)]
 }

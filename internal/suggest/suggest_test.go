@@ -12,6 +12,7 @@ func TestDistance(t *testing.T) {
 		want int
 	}{
 		{"", "", 0}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"sequnce", "sequence", 1}, {"héllo", "hello", 1},
+		{"rwa", "raw", 1}, {"sequnece", "sequence", 1}, {"ab", "ba", 1}, {"abc", "ca", 3},
 	}
 	for _, c := range cases {
 		if got := Distance(c.a, c.b); got != c.want {
