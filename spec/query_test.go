@@ -249,6 +249,10 @@ func TestSQLIdiomHint(t *testing.T) {
 		"coalesce(amt, 0) >= 0":                  "row expressions use the expr language, not SQL: `coalesce(x, 0)` is `(x ?? 0)`",
 		"nvl (amt, 0) >= 0":                      "row expressions use the expr language, not SQL: `coalesce(x, 0)` is `(x ?? 0)`",
 		"amt between 1 and 9":                    "row expressions use the expr language, not SQL: `x BETWEEN 1 AND 9` is `x >= 1 and x <= 9`",
+		"length(name) > 0":                       "row expressions use the expr language, not SQL: `length(s)` and `size(arr)` are `len(s)` and `len(arr)`",
+		"SIZE (tags) > 0":                        "row expressions use the expr language, not SQL: `length(s)` and `size(arr)` are `len(s)` and `len(arr)`",
+		"ucase(op) == \"D\"":                     "row expressions use the expr language, not SQL: `lcase(s)` and `ucase(s)` are `lower(s)` and `upper(s)`",
+		"len(name) > 0 && lower(op) == \"d\"":    "",
 		"name matches \"^a\" && (amt ?? 0) >= 1": "",
 		"amt > 0 AND op != \"D\"":                "row expressions use the expr language, not SQL: `AND`, `OR`, `NOT` are `and`, `or`, `not` (or `&&`, `||`, `!`)",
 	} {

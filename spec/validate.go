@@ -632,6 +632,8 @@ var sqlIdioms = []struct {
 	{regexp.MustCompile(`(?i)\b(RLIKE|REGEXP)\b`), "`x RLIKE '^a'` is `x matches \"^a\"`"},
 	{regexp.MustCompile(`(?i)\b(coalesce|nvl|ifnull)\s*\(`), "`coalesce(x, 0)` is `(x ?? 0)`"},
 	{regexp.MustCompile(`(?i)\bBETWEEN\b`), "`x BETWEEN 1 AND 9` is `x >= 1 and x <= 9`"},
+	{regexp.MustCompile(`(?i)\b(length|char_length|character_length|size|cardinality|array_size)\s*\(`), "`length(s)` and `size(arr)` are `len(s)` and `len(arr)`"},
+	{regexp.MustCompile(`(?i)\b(lcase|ucase)\s*\(`), "`lcase(s)` and `ucase(s)` are `lower(s)` and `upper(s)`"},
 	{regexp.MustCompile(`[^=!<>]=[^=]`), "`=` is `==`"},
 	{regexp.MustCompile(`\b(AND|OR|NOT)\b`), "`AND`, `OR`, `NOT` are `and`, `or`, `not` (or `&&`, `||`, `!`)"},
 }
