@@ -44,7 +44,8 @@ type DevOptions struct {
 // and everything downstream of them. A changed spec file is loaded and validated again: errors
 // are written to Log with file:line:column and the previous spec stays in force; a valid spec
 // re-runs the datasets whose definition changed (all of them when a pipeline-level key such as
-// `configuration` changed). New input re-runs the datasets that read it. Failed updates are
+// `configuration` changed). New input re-runs the datasets that read it, once the new files have
+// settled (Options.Settle). Failed updates are
 // reported on Log and Dev goes on. It holds the storage lock throughout, and returns nil once
 // stopped or the error that kept it from starting.
 func Dev(ctx context.Context, p *spec.Pipeline, o DevOptions) error {
@@ -166,14 +167,28 @@ func Dev(ctx context.Context, p *spec.Pipeline, o DevOptions) error {
 			}
 			invalid = false
 		}
+		edited := len(changed) > 0
 		now := fingerprints(p)
-		for _, name := range changedInputs(p, last, now) {
+		inputs := changedInputs(p, last, now)
+		for _, name := range inputs {
 			if !contains(changed, name) {
 				changed = append(changed, name)
 			}
 		}
 		last = now
 		if len(changed) == 0 {
+			continue
+		}
+		if wait := settleWait(paths, cmp.Or(o.Settle, settleTime), time.Now()); wait > 0 && !edited {
+			// New input still being written, perhaps: an update now would leave it for later
+			// and read nothing. Its datasets run once it has had the time (the settled timer).
+			if unsettled == nil {
+				unsettled = map[string]bool{}
+			}
+			for _, n := range inputs {
+				unsettled[n] = true
+			}
+			settled = time.After(wait)
 			continue
 		}
 		g, _ := p.Graph()
@@ -186,6 +201,24 @@ func Dev(ctx context.Context, p *spec.Pipeline, o DevOptions) error {
 		}
 		run(only, "FILE_CHANGE")
 	}
+}
+
+// settleWait returns how long from now the youngest of the files paths (modified at most
+// settle before now) needs to have been left alone for settle, and a little more, so that an
+// update then reads it rather than leaving it for later (Options.Settle); 0 when none is that
+// young, or settle is negative (no settle time).
+func settleWait(paths []string, settle time.Duration, now time.Time) time.Duration {
+	var wait time.Duration
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil || fi.IsDir() || settle < 0 {
+			continue
+		}
+		if w := fi.ModTime().Add(settle).Sub(now); w > 0 {
+			wait = max(wait, w+50*time.Millisecond)
+		}
+	}
+	return wait
 }
 
 // containsPath reports whether paths holds file (compared as cleaned absolute paths).

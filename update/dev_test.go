@@ -175,3 +175,64 @@ func TestDevFailureLine(t *testing.T) {
 		}
 	}
 }
+
+// TestDevWaitsForNewInput: a new input file, modified within the settle time when dev hears of
+// it, is read by one update of its datasets once it has settled, not by an update at once that
+// would leave it for later and read nothing.
+func TestDevWaitsForNewInput(t *testing.T) {
+	t.Parallel()
+	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n")
+	// The first file is old enough: the first update reads it.
+	old := time.Now().Add(-time.Minute)
+	first := filepath.Join(filepath.Dir(p.File), "landing")
+	entries, err := os.ReadDir(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if err := os.Chtimes(filepath.Join(first, e.Name()), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	changes := make(chan []string)
+	stop := make(chan struct{})
+	type ran struct {
+		only []string
+		res  *Result
+	}
+	runs := make(chan ran, 10)
+	done := make(chan error)
+	go func() {
+		done <- Dev(context.Background(), p, DevOptions{Options: Options{Settle: time.Second}, Changes: changes, Stop: stop,
+			Ran: func(only []string, res *Result, err error) { runs <- ran{only, res} }})
+	}()
+	<-runs
+	f := filepath.Join(first, "2.json")
+	if err := os.WriteFile(f, []byte(`{"op": "I", "id": 2, "seq": 2}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	changes <- []string{f}
+	var r ran
+	select {
+	case r = <-runs:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no update after the new file")
+	}
+	if !slices.Equal(r.only, []string{"changes", "items"}) {
+		t.Fatalf("the update after the new file ran %v, want [changes items]", r.only)
+	}
+	if n := r.res.Flows["changes"].Metrics.Unsettled; n != 0 {
+		t.Errorf("the update after the new file left %d file(s) for later, want it to wait until the file settled", n)
+	}
+	if n := tableRows(t, p, "items"); n != 2 {
+		t.Errorf("items has %d rows after the update, want 2", n)
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	close(runs)
+	for extra := range runs {
+		t.Errorf("one more update ran: %v", extra.only)
+	}
+}
