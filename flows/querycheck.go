@@ -235,6 +235,21 @@ func (c *queryChecker) bind(ctx context.Context, d *spec.Dataset) error {
 // table_changes('x', ...) (relationName), whose default alias in a query they are.
 var internalRelation = regexp.MustCompile(`__stream_(\w+)|__changes_\d+_(\w+)`)
 
+// fewerCandidates keeps the first n of the candidate functions DuckDB lists, one a line, after
+// "Candidate functions:" (about 40 for an operator such as - over a wrong type), and says how many
+// it left out.
+func fewerCandidates(msg string, n int) string {
+	head, list, ok := strings.Cut(msg, "Candidate functions:\n")
+	if !ok {
+		return msg
+	}
+	lines := strings.Split(strings.TrimRight(list, "\n"), "\n")
+	if len(lines) <= n {
+		return msg
+	}
+	return head + "Candidate functions:\n" + strings.Join(lines[:n], "\n") + fmt.Sprintf("\n(and %d more)", len(lines)-n)
+}
+
 // bindMessage keeps DuckDB's words of a bind error, without the query text it quotes (the
 // rewritten query, whose relation names are not the spec's), and the runner's relation names
 // replaced by the spec's forms: STREAM(x) and table_changes('x', ...), which have no name of
@@ -247,6 +262,7 @@ func bindMessage(err error) error {
 		msg = msg[:i]
 	}
 	msg = strings.ReplaceAll(msg, "temp.main.", "")
+	msg = fewerCandidates(msg, 5)
 	msg = strings.Join(strings.Fields(msg), " ") // one line: DuckDB lists candidates on lines of their own
 	first := ""
 	msg = internalRelation.ReplaceAllStringFunc(msg, func(name string) string {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -183,5 +184,27 @@ datasets:
 				t.Errorf("problems %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// TestBindMessageFewerCandidates: DuckDB's list of candidate functions for an operator over a
+// wrong type (about 40) is cut to its first five, saying how many were left out.
+func TestBindMessageFewerCandidates(t *testing.T) {
+	got := checkQueries(t, t.TempDir(), `name: t
+storage: ./storage
+datasets:
+  - name: raw
+    source: {path: ./landing, format: json, schema: "id BIGINT, ts STRING"}
+  - name: q
+    query: SELECT ts - 1 AS x FROM raw
+`)["q"]
+	if !strings.HasPrefix(got, "Binder Error: No function matches the given name and argument types '-(VARCHAR, INTEGER_LITERAL)'") {
+		t.Fatalf("message %q", got)
+	}
+	if n := strings.Count(got, " -> "); n != 5 || !regexp.MustCompile(`\(and \d+ more\)$`).MatchString(got) {
+		t.Errorf("message %q: %d candidates, want 5 and how many more", got, n)
+	}
+	if short := fewerCandidates("x Candidate functions:\n\ta() -> A\n\tb() -> B", 5); short != "x Candidate functions:\n\ta() -> A\n\tb() -> B" {
+		t.Errorf("a short list changed: %q", short)
 	}
 }
