@@ -194,11 +194,8 @@ func (p *ddlParser) typ() (Type, error) {
 			}
 			p.pos++
 		}
-		if t.Precision < 1 || t.Precision > 38 {
-			return Type{}, &DDLError{start, fmt.Sprintf("DECIMAL precision %d is out of range 1..38", t.Precision)}
-		}
-		if t.Precision > MaxDecimalPrecision {
-			return Type{}, &DDLError{start, fmt.Sprintf("DECIMAL(%d,%d) is not supported yet: precision above %d; use DECIMAL(%d,%d) or DOUBLE", t.Precision, t.Scale, MaxDecimalPrecision, MaxDecimalPrecision, min(t.Scale, MaxDecimalPrecision))}
+		if t.Precision < 1 || t.Precision > MaxDecimalPrecision {
+			return Type{}, &DDLError{start, fmt.Sprintf("DECIMAL precision %d is out of range 1..%d, the digits a DECIMAL holds (as in Spark); use DECIMAL(%d,%d), or DOUBLE for a wider range with fewer exact digits", t.Precision, MaxDecimalPrecision, MaxDecimalPrecision, min(t.Scale, MaxDecimalPrecision))}
 		}
 		if t.Scale > t.Precision {
 			return Type{}, &DDLError{start, fmt.Sprintf("DECIMAL scale %d is larger than its precision %d", t.Scale, t.Precision)}

@@ -200,8 +200,8 @@ func typeFromSparkName(n string) (Type, error) {
 	if m := decimalName.FindStringSubmatch(n); m != nil {
 		p, _ := strconv.Atoi(m[1])
 		sc, _ := strconv.Atoi(m[2])
-		if p > MaxDecimalPrecision {
-			return Type{}, fmt.Errorf("type %s is not supported yet (precision above %d)", n, MaxDecimalPrecision)
+		if p < 1 || p > MaxDecimalPrecision || sc > p {
+			return Type{}, fmt.Errorf("type %s is not a valid decimal: its precision must be 1..%d and its scale 0..precision (Spark's DecimalType)", n, MaxDecimalPrecision)
 		}
 		return Type{Kind: DecimalKind, Precision: p, Scale: sc}, nil
 	}

@@ -11,7 +11,8 @@ type Kind int
 // The supported kinds. The Go value of each (see the package invariant) is:
 // Long int64, Integer int32, String string (for BINARY, Storage binary, a string of any bytes),
 // Double float64, Boolean bool,
-// Decimal Decimal (unscaled int64), Date Date (days since 1970-01-01), Timestamp Timestamp
+// Decimal Decimal (unscaled int64) for a precision up to MaxLongDecimalPrecision (18) and
+// Decimal128 (unscaled 128-bit) above it, Date Date (days since 1970-01-01), Timestamp Timestamp
 // (microseconds since the Unix epoch, UTC; for a TIMESTAMP_NTZ column, Storage timestamp_ntz,
 // the wall-clock time read as if it were UTC).
 const (
@@ -35,9 +36,9 @@ const (
 	MapKind
 )
 
-// MaxDecimalPrecision is the largest DECIMAL precision supported: the unscaled value must fit in
-// an int64 (Parquet stores such decimals as INT32/INT64, Parquet LogicalTypes.md DECIMAL).
-const MaxDecimalPrecision = 18
+// MaxDecimalPrecision is the largest DECIMAL precision, Spark's DecimalType.MAX_PRECISION: 38
+// digits, whose unscaled values fit in 128 bits (Decimal128).
+const MaxDecimalPrecision = 38
 
 // Type is a column type: a Kind plus, for decimals, precision and scale, and for nested kinds
 // the types they hold. Array elements and map values may always be NULL (Spark's containsNull
@@ -150,7 +151,8 @@ type MapEntry struct {
 // order of the key_value entries of a Parquet MAP, LogicalTypes.md "Maps"). Keys are distinct.
 type Map []MapEntry
 
-// Decimal is the value of a DECIMAL(p,s) column: the unscaled integer (25.50 in DECIMAL(10,2) is 2550).
+// Decimal is the value of a DECIMAL(p,s) column with p up to MaxLongDecimalPrecision: the
+// unscaled integer (25.50 in DECIMAL(10,2) is 2550). A wider DECIMAL's values are Decimal128.
 type Decimal int64
 
 // Date is the value of a DATE column: days since 1970-01-01.

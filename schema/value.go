@@ -25,7 +25,8 @@ var pow10 = func() [19]int64 {
 
 // ParseDecimal converts decimal text ("25.5", "-3", "1e2") to the unscaled value of a
 // DECIMAL(precision, scale). Extra fraction digits are rounded half away from zero (HALF_UP), as
-// Spark's JSON and CSV readers do; a value with more than precision digits is an error.
+// Spark's JSON and CSV readers do; a value with more than precision digits is an error. The
+// precision is at most MaxLongDecimalPrecision: a wider DECIMAL's values are ParseDecimal128's.
 func ParseDecimal(s string, t Type) (Decimal, error) {
 	if v, ok := parsePlainDecimal(s, t.Scale); ok {
 		if v <= -pow10[t.Precision] || v >= pow10[t.Precision] {
@@ -33,22 +34,9 @@ func ParseDecimal(s string, t Type) (Decimal, error) {
 		}
 		return Decimal(v), nil
 	}
-	r, ok := new(big.Rat).SetString(strings.TrimSpace(s))
-	if !ok {
-		return 0, fmt.Errorf("%q is not a number", s)
-	}
-	r.Mul(r, new(big.Rat).SetInt64(pow10[t.Scale]))
-	n := new(big.Int)
-	if r.IsInt() {
-		n.Set(r.Num())
-	} else {
-		// HALF_UP: |r| + 1/2, truncated toward zero, with r's sign.
-		abs := new(big.Rat).Abs(r)
-		abs.Add(abs, big.NewRat(1, 2))
-		n.Quo(abs.Num(), abs.Denom())
-		if r.Sign() < 0 {
-			n.Neg(n)
-		}
+	n, err := parseDecimalBig(s, t.Scale)
+	if err != nil {
+		return 0, err
 	}
 	lim := big.NewInt(pow10[t.Precision])
 	if new(big.Int).Abs(n).Cmp(lim) >= 0 {
@@ -300,9 +288,9 @@ func FromJSON(t Type, v any) (any, error) {
 	case DecimalKind:
 		switch x := v.(type) {
 		case json.Number:
-			return ParseDecimal(string(x), t)
+			return ParseDecimalValue(string(x), t)
 		case string:
-			return ParseDecimal(x, t)
+			return ParseDecimalValue(x, t)
 		}
 		return nil, fmt.Errorf("%s is not a number for %s", jsonKind(v), t.DDL())
 	case DateKind:
@@ -537,6 +525,8 @@ func AppendJSON(buf []byte, t Type, v any) []byte {
 		return strconv.AppendBool(buf, x)
 	case Decimal:
 		return append(buf, FormatDecimal(x, t.Scale)...)
+	case Decimal128:
+		return AppendDecimal128(buf, x, t.Scale)
 	case Date:
 		return strconv.AppendQuote(buf, FormatDate(x))
 	case Timestamp:
@@ -677,6 +667,8 @@ func Compare(a, b any) int {
 		}
 	case Decimal:
 		return cmp3(x, b.(Decimal))
+	case Decimal128:
+		return x.Cmp(b.(Decimal128))
 	case Date:
 		return cmp3(x, b.(Date))
 	case Timestamp:
@@ -780,6 +772,9 @@ func AppendKey(buf []byte, vals []any) []byte {
 			for _, e := range x {
 				buf = AppendKey(buf, []any{e.Key, e.Value})
 			}
+		case Decimal128:
+			buf = binary.LittleEndian.AppendUint64(append(buf, 11), uint64(x.Hi))
+			buf = binary.LittleEndian.AppendUint64(buf, x.Lo)
 		default:
 			panic(fmt.Sprintf("schema.AppendKey: unsupported value %T", v))
 		}
