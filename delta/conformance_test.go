@@ -40,8 +40,7 @@ func TestConformanceSharedTables(t *testing.T) {
 	}
 	// Tables refused on purpose, and the words that say why.
 	refused := map[string]string{
-		"multi_partitioned_2": "not supported", // decimal(38,18)
-		"checkpoints":         "no such file",  // the data files are not in the test data
+		"checkpoints": "no such file", // the data files are not in the test data
 	}
 	for _, d := range dirs {
 		name := filepath.Base(d)

@@ -80,6 +80,10 @@ func fromDuckJSON(t schema.Type, v any) (any, error) {
 				return schema.Timestamp(tm.UnixMicro()), nil
 			}
 		}
+		// deltacheck prints a partition value as the log's text ("1970-01-01 00:00:00").
+		if v, err := ParsePartitionValue(t, s); err == nil {
+			return v, nil
+		}
 		return nil, fmt.Errorf("timestamp %q", s)
 	}
 	return schema.FromJSON(t, v)

@@ -50,16 +50,23 @@ func (c convertFunc) one(v parquet.Value) (any, error) {
 		}
 	case c.fnBool != nil:
 		return c.fnBool(v), nil
+	case c.fn128 != nil:
+		x, err := c.fn128(v)
+		if err != nil {
+			return nil, err
+		}
+		return x, nil
 	}
 	return nil, errors.New("internal error: no conversion")
 }
 
 // convertFunc turns non-NULL Parquet values into the Go values of a column. Exactly one of
-// fn64 (8-byte Go types: int64, float64 as bits, Decimal, Timestamp), fn32 (int32, Date), fnBool
-// or str is set; typ is the type word of the column's Go type (see box).
+// fn64 (8-byte Go types: int64, float64 as bits, Decimal, Timestamp), fn32 (int32, Date), fnBool,
+// fn128 (Decimal128) or str is set; typ is the type word of the column's Go type (see box).
 type convertFunc struct {
 	fn64   func(parquet.Value) (uint64, error)
 	fn32   func(parquet.Value) (uint32, error)
+	fn128  func(parquet.Value) (schema.Decimal128, error)
 	fnBool func(parquet.Value) bool
 	str    bool
 	typ    unsafe.Pointer
@@ -125,6 +132,20 @@ func (c convertFunc) batch(vals []parquet.Value, maxDef int, rows [][]any, j, ba
 				n++
 			}
 		}
+	case c.fn128 != nil:
+		slab := make([]schema.Decimal128, len(vals))
+		n := 0
+		for i, v := range vals {
+			if v.DefinitionLevel() == maxDef {
+				x, err := c.fn128(v)
+				if err != nil {
+					return fmt.Errorf("row %d: %w", base+i, err)
+				}
+				slab[n] = x
+				box(&rows[i][j], c.typ, unsafe.Pointer(&slab[n]))
+				n++
+			}
+		}
 	default:
 		for i, v := range vals {
 			if v.DefinitionLevel() == maxDef {
@@ -146,13 +167,14 @@ type eface struct {
 func typeWord(x any) unsafe.Pointer { return (*eface)(unsafe.Pointer(&x)).typ }
 
 var (
-	typeInt64     = typeWord(int64(0))
-	typeInt32     = typeWord(int32(0))
-	typeFloat64   = typeWord(float64(0))
-	typeString    = typeWord("")
-	typeDecimal   = typeWord(schema.Decimal(0))
-	typeDate      = typeWord(schema.Date(0))
-	typeTimestamp = typeWord(schema.Timestamp(0))
+	typeInt64      = typeWord(int64(0))
+	typeInt32      = typeWord(int32(0))
+	typeFloat64    = typeWord(float64(0))
+	typeString     = typeWord("")
+	typeDecimal    = typeWord(schema.Decimal(0))
+	typeDecimal128 = typeWord(schema.Decimal128{})
+	typeDate       = typeWord(schema.Date(0))
+	typeTimestamp  = typeWord(schema.Timestamp(0))
 )
 
 // box sets *dst to an interface of type typ whose value is the memory at p, as the compiler
@@ -324,6 +346,9 @@ func decimalConverter(kind parquet.Kind, lt format.LogicalTypeValue, t schema.Ty
 		fileScale = int(d.Scale)
 	} else if lt != nil || (kind != parquet.Int32 && kind != parquet.Int64) {
 		return bad()
+	}
+	if t.WideDecimal() {
+		return decimal128Converter(kind, fileScale, t, bad)
 	}
 	limit := int64(pow10[t.Precision])
 	rescale := func(u int64) (uint64, error) {

@@ -104,7 +104,7 @@ func parquetType(ft parquet.Type) (schema.Type, error) {
 	switch x := lt.(type) {
 	case *format.DecimalType:
 		if x.Precision < 1 || x.Precision > schema.MaxDecimalPrecision || x.Scale < 0 || x.Scale > x.Precision {
-			return schema.Type{}, fmt.Errorf("DECIMAL(%d,%d) is not supported yet (precision above %d)", x.Precision, x.Scale, schema.MaxDecimalPrecision)
+			return schema.Type{}, fmt.Errorf("DECIMAL(%d,%d) is not a valid decimal: its precision must be 1..%d and its scale 0..precision", x.Precision, x.Scale, schema.MaxDecimalPrecision)
 		}
 		return schema.Type{Kind: schema.DecimalKind, Precision: int(x.Precision), Scale: int(x.Scale)}, nil
 	case *format.DateType:

@@ -284,6 +284,9 @@ func parquetNode(t schema.Type) (parquet.Node, error) {
 		if t.Precision < 1 || t.Precision > schema.MaxDecimalPrecision || t.Scale < 0 || t.Scale > t.Precision {
 			return nil, fmt.Errorf("type %s is not supported", t.DDL())
 		}
+		if t.WideDecimal() {
+			return wideDecimalNode(t), nil
+		}
 		if t.Precision <= 9 {
 			return parquet.Decimal(t.Scale, t.Precision, parquet.Int32Type), nil
 		}
@@ -603,6 +606,10 @@ func appendValues(buf []parquet.Value, slots []slot, l leaf, rows [][]any, j int
 			}
 			pv = parquet.BooleanValue(x)
 		case schema.DecimalKind:
+			if t.WideDecimal() {
+				pv, err = wideDecimalValue(t, v, st)
+				break
+			}
 			x, ok := v.(schema.Decimal)
 			if !ok {
 				err = typeError(t, v)

@@ -288,7 +288,7 @@ func parsePartitionValue(t schema.Type, s string) (any, error) {
 	case schema.Boolean:
 		return strconv.ParseBool(strings.ToLower(s))
 	case schema.DecimalKind:
-		return schema.ParseDecimal(s, t)
+		return schema.ParseDecimalValue(s, t)
 	case schema.DateKind:
 		return schema.ParseDate(s)
 	case schema.TimestampKind:

@@ -27,6 +27,21 @@ type colStats struct {
 	posInf     bool // DOUBLE: +Inf or NaN seen, so no JSON max
 	negInf     bool // DOUBLE: -Inf seen, so no JSON min
 	minS, maxS string
+	minD, maxD schema.Decimal128 // DECIMAL of precision above 18
+}
+
+// dec128 folds a wide DECIMAL value into the bounds.
+func (c *colStats) dec128(v schema.Decimal128) {
+	if !c.has {
+		c.minD, c.maxD, c.has = v, v, true
+		return
+	}
+	if v.Cmp(c.minD) < 0 {
+		c.minD = v
+	}
+	if v.Cmp(c.maxD) > 0 {
+		c.maxD = v
+	}
 }
 
 func (c *colStats) int(v int64) {
@@ -170,6 +185,12 @@ func (c *colStats) bound(t schema.Type, max bool) (string, bool) {
 	}
 	if !c.has {
 		return "", false
+	}
+	if t.WideDecimal() {
+		if max {
+			return schema.FormatDecimal128(c.maxD, t.Scale), true
+		}
+		return schema.FormatDecimal128(c.minD, t.Scale), true
 	}
 	v := c.minI
 	if max {

@@ -1,0 +1,180 @@
+package delta
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go/format"
+
+	"tributary/schema"
+)
+
+// wide parses decimal text as a value of the DECIMAL column t (precision above 18).
+func wide(t *testing.T, typ schema.Type, s string) schema.Decimal128 {
+	t.Helper()
+	d, err := schema.ParseDecimal128(s, typ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestWideDecimalRoundTrip writes DECIMAL(38,18), DECIMAL(38,0) and DECIMAL(19,2) values,
+// the extremes ±(10^38-1) among them, and a DECIMAL(38,18) partition column; it checks the
+// Parquet layout Spark writes (FIXED_LEN_BYTE_ARRAY of 16 and 9 bytes, DECIMAL logical type,
+// signed column chunk bounds), the Delta statistics (JSON numbers with every digit), the rows
+// read back, and, with $DELTACHECK, the rows the independent reader sees.
+func TestWideDecimalRoundTrip(t *testing.T) {
+	t.Parallel()
+	s := mustDDL(t, "id BIGINT, amount DECIMAL(38,18), big DECIMAL(38,0), n DECIMAL(19,2), part DECIMAL(38,18)")
+	data := mustDDL(t, "id BIGINT, amount DECIMAL(38,18), big DECIMAL(38,0), n DECIMAL(19,2)")
+	a, b, n := s.Fields[1].Type, s.Fields[2].Type, s.Fields[3].Type
+	nines := strings.Repeat("9", 38)
+	rows := [][]any{
+		{int64(1), wide(t, a, "12345678901234567890.123456789012345678"), wide(t, b, nines), wide(t, n, "99999999999999999.99")},
+		{int64(2), wide(t, a, "-0.000000000000000001"), wide(t, b, "-"+nines), wide(t, n, "-99999999999999999.99")},
+		{int64(3), wide(t, a, "-99999999999999999999.999999999999999999"), wide(t, b, "0"), wide(t, n, "0.01")},
+		{int64(4), nil, nil, nil},
+	}
+	tbl := createTable(t, s, "part")
+	tx := tbl.Begin(mustSnapshot(t, tbl, -1))
+	add, err := tbl.WriteFile(data, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	partValue := wide(t, a, "-12345678901234567890.000000000000000001")
+	part := FormatPartitionValue(a, partValue)
+	if part != "-12345678901234567890.000000000000000001" {
+		t.Errorf("partition value %q", part)
+	}
+	add.PartitionValues = map[string]string{"part": part}
+	tx.Add(add)
+	if _, err := tx.Commit("WRITE", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`"minValues":{"id":1,"amount":-99999999999999999999.999999999999999999,"big":-` + nines + `,"n":-99999999999999999.99}`,
+		`"maxValues":{"id":4,"amount":12345678901234567890.123456789012345678,"big":` + nines + `,"n":99999999999999999.99}`,
+	} {
+		if !strings.Contains(add.Stats, want) {
+			t.Errorf("stats %s, want %s", add.Stats, want)
+		}
+	}
+	st, err := ParseStats(add.Stats, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Min["amount"] != rows[2][1] || st.Max["big"] != rows[0][2] || st.Min["n"] != rows[1][3] {
+		t.Errorf("parsed stats min %v, max %v", st.Min, st.Max)
+	}
+
+	// The Parquet layout, and the column chunk bounds in signed order.
+	f, pf, err := openParquet(filepath.Join(tbl.Dir, add.Path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	lens := map[string]int32{"amount": 16, "big": 16, "n": 9}
+	for _, e := range pf.Metadata().Schema {
+		want, ok := lens[e.Name]
+		if !ok {
+			continue
+		}
+		typ, _ := e.Type.Get()
+		tl, _ := e.TypeLength.Get()
+		dt, _ := e.LogicalType.Value.(*format.DecimalType)
+		if typ != format.FixedLenByteArray || tl != want || dt == nil {
+			t.Errorf("Parquet column %s: %v(%d) %s, want FIXED_LEN_BYTE_ARRAY(%d) DECIMAL", e.Name, typ, tl, e.LogicalType.String(), want)
+		}
+	}
+	for i, cc := range pf.Metadata().RowGroups[0].Columns {
+		md := cc.MetaData
+		if i == 0 {
+			continue
+		}
+		lo, ok1 := schema.Decimal128FromBytes(md.Statistics.MinValue)
+		hi, ok2 := schema.Decimal128FromBytes(md.Statistics.MaxValue)
+		var want [2]any
+		switch i {
+		case 1:
+			want = [2]any{rows[2][1], rows[0][1]}
+		case 2:
+			want = [2]any{rows[1][2], rows[0][2]}
+		case 3:
+			want = [2]any{rows[1][3], rows[0][3]}
+		}
+		if !ok1 || !ok2 || lo != want[0] || hi != want[1] {
+			t.Errorf("Parquet column %d bounds %v..%v, want %v..%v", i, lo.Big(), hi.Big(), want[0].(schema.Decimal128).Big(), want[1].(schema.Decimal128).Big())
+		}
+	}
+
+	got, err := tbl.Rows(mustSnapshot(t, tbl, -1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`[1,12345678901234567890.123456789012345678,` + nines + `,99999999999999999.99,-12345678901234567890.000000000000000001]`,
+		`[2,-0.000000000000000001,-` + nines + `,-99999999999999999.99,-12345678901234567890.000000000000000001]`,
+		`[3,-99999999999999999999.999999999999999999,0,0.01,-12345678901234567890.000000000000000001]`,
+		`[4,null,null,null,-12345678901234567890.000000000000000001]`,
+	}
+	if c := canonical(s, got); !slices.Equal(c, want) {
+		t.Errorf("rows\n%s\nwant\n%s", strings.Join(c, "\n"), strings.Join(want, "\n"))
+	}
+	if got[0][4] != partValue {
+		t.Errorf("partition value read as %v (%T)", got[0][4], got[0][4])
+	}
+	if os.Getenv("DELTACHECK") != "" {
+		theirs := parseDeltacheck(t, s, deltacheck(t, "rows", tbl.Dir))
+		if c := canonical(s, theirs); !slices.Equal(c, want) {
+			t.Errorf("deltacheck rows\n%s\nwant\n%s", strings.Join(c, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}
+
+// TestWideDecimalRescale reads DECIMAL(38,18) files as DECIMAL(38,20) (more fraction digits:
+// exact) and as DECIMAL(38,2), where a value with more fraction digits does not fit, and a
+// DECIMAL(18,2) file (INT64) as DECIMAL(38,2).
+func TestWideDecimalRescale(t *testing.T) {
+	t.Parallel()
+	s := mustDDL(t, "amount DECIMAL(38,18)")
+	tbl := createTable(t, s)
+	_, add := appendRows(t, tbl, [][]any{{wide(t, s.Fields[0].Type, "-1.5")}})
+	path := filepath.Join(tbl.Dir, add.Path)
+	wider := mustDDL(t, "amount DECIMAL(38,20)")
+	rows, err := tbl.ReadFile(path, wider)
+	if err != nil || len(rows) != 1 || schema.Text(wider.Fields[0].Type, rows[0][0]) != "-1.50000000000000000000" {
+		t.Errorf("as DECIMAL(38,20): %v, %v", rows, err)
+	}
+	narrow := mustDDL(t, "amount DECIMAL(38,0)")
+	if _, err := tbl.ReadFile(path, narrow); err == nil || !strings.Contains(err.Error(), "decimal -1.500000000000000000 has more than 0 digits after the point for DECIMAL(38,0)") {
+		t.Errorf("as DECIMAL(38,0): %v", err)
+	}
+
+	s18 := mustDDL(t, "amount DECIMAL(18,2)")
+	t18 := createTable(t, s18)
+	_, add = appendRows(t, t18, [][]any{{schema.Decimal(-999999999999999999)}})
+	d382 := mustDDL(t, "amount DECIMAL(38,2)")
+	rows, err = t18.ReadFile(filepath.Join(t18.Dir, add.Path), d382)
+	if err != nil || len(rows) != 1 || schema.Text(d382.Fields[0].Type, rows[0][0]) != "-9999999999999999.99" {
+		t.Errorf("DECIMAL(18,2) as DECIMAL(38,2): %v, %v", rows, err)
+	}
+}
+
+// TestWideDecimalWriteChecks: a value of more digits than the precision, or of the int64
+// Decimal type, is refused by the writer with the column type in the error.
+func TestWideDecimalWriteChecks(t *testing.T) {
+	t.Parallel()
+	s := mustDDL(t, "amount DECIMAL(20,0)")
+	tbl := createTable(t, s)
+	big := wide(t, mustDDL(t, "x DECIMAL(38,0)").Fields[0].Type, "123456789012345678901")
+	if _, err := tbl.WriteFile(s, [][]any{{big}}); err == nil || !strings.Contains(err.Error(), "123456789012345678901 does not fit DECIMAL(20,0)") {
+		t.Errorf("21 digits in DECIMAL(20,0): %v", err)
+	}
+	if _, err := tbl.WriteFile(s, [][]any{{schema.Decimal(1)}}); err == nil || !strings.Contains(err.Error(), "is not a value of DECIMAL(20,0)") {
+		t.Errorf("an int64 Decimal in DECIMAL(20,0): %v", err)
+	}
+}
