@@ -149,9 +149,9 @@ func (e *Engine) Query(ctx context.Context, query string, rels []Relation) (_ sc
 		return schema.Schema{}, nil, queryError(err)
 	}
 	var out schema.Schema
-	ntz := resultNTZ(rels)
+	rt := resultTypesOf(rels)
 	for _, ct := range cts {
-		t, err := kindOf(ct.DatabaseTypeName(), ntz)
+		t, err := kindOf(ct.DatabaseTypeName(), rt)
 		if err != nil {
 			return schema.Schema{}, nil, fmt.Errorf("sqlengine: result column %s: %w", ct.Name(), err)
 		}
@@ -198,6 +198,31 @@ func resultNTZ(rels []Relation) bool {
 	return false
 }
 
+// resultWide reports whether a query over rels gives DuckDB DECIMAL results of precision above
+// 18 their own precision (up to 38, a schema.Decimal128 column): when some relation has a DECIMAL
+// column of precision above 18 (at any depth). DuckDB types sum(x) of any DECIMAL as
+// DECIMAL(38,s); without such a relation such a result is DECIMAL(18,s), as it was when 18 digits
+// were the most a dataset stored, so that the schemas of existing datasets do not change (and a
+// value beyond 18 digits is an error that says how to CAST it).
+func resultWide(rels []Relation) bool {
+	for _, r := range rels {
+		if r.Schema.HasWideDecimal() {
+			return true
+		}
+	}
+	return false
+}
+
+// resultTypes are the choices of result types that depend on a query's relations.
+type resultTypes struct {
+	ntz  bool // DuckDB TIMESTAMP is TIMESTAMP_NTZ (resultNTZ)
+	wide bool // DuckDB DECIMAL keeps a precision above 18 (resultWide)
+}
+
+func resultTypesOf(rels []Relation) resultTypes {
+	return resultTypes{ntz: resultNTZ(rels), wide: resultWide(rels)}
+}
+
 // Describe binds query against rels as Query would run it, without running it (DuckDB's
 // DESCRIBE), and returns the schema of its result. A query DuckDB cannot bind (a column, table or
 // function it does not know, arguments of the wrong types) is an error whose BindError is true;
@@ -217,7 +242,7 @@ func (e *Engine) Describe(ctx context.Context, query string, rels []Relation) (s
 	if err != nil {
 		return schema.Schema{}, inputError{err}
 	}
-	ntz := resultNTZ(rels)
+	rt := resultTypesOf(rels)
 	rows, err := conn.QueryContext(ctx, "DESCRIBE "+query)
 	if err != nil {
 		return schema.Schema{}, queryError(err)
@@ -230,7 +255,7 @@ func (e *Engine) Describe(ctx context.Context, query string, rels []Relation) (s
 		if err := rows.Scan(&name, &typ, &rest[0], &rest[1], &rest[2], &rest[3]); err != nil {
 			return schema.Schema{}, queryError(err)
 		}
-		t, err := kindOf(typ, ntz)
+		t, err := kindOf(typ, rt)
 		if err != nil {
 			return schema.Schema{}, fmt.Errorf("sqlengine: result column %s: %w", name, err)
 		}
@@ -511,6 +536,8 @@ func toDuck(v any, t schema.Type) driver.Value {
 		}
 	case schema.Decimal:
 		return duckdb.Decimal{Width: uint8(t.Precision), Scale: uint8(t.Scale), Value: big.NewInt(int64(x))}
+	case schema.Decimal128:
+		return duckdb.Decimal{Width: uint8(t.Precision), Scale: uint8(t.Scale), Value: x.Big()}
 	case schema.Date:
 		return time.Unix(int64(x)*86400, 0).UTC()
 	case schema.Timestamp:
@@ -545,12 +572,12 @@ func toDuck(v any, t schema.Type) driver.Value {
 // kindOf maps a DuckDB result type name to a column type: nested types by their DuckDB
 // spelling (DuckDB "Data Types": LIST "T[]" and ARRAY "T[n]" to ARRAY, "MAP(K, V)" to MAP,
 // "STRUCT(name T, ...)" to STRUCT, names quoted with double quotes), the rest as primitiveKind
-// says; ntz is primitiveKind's (see resultNTZ).
-func kindOf(name string, ntz bool) (schema.Type, error) {
+// says, with the choices rt.
+func kindOf(name string, rt resultTypes) (schema.Type, error) {
 	name = strings.TrimSpace(name)
 	if strings.HasSuffix(name, "]") {
 		if i := strings.LastIndexByte(name, '['); i > 0 {
-			et, err := kindOf(name[:i], ntz)
+			et, err := kindOf(name[:i], rt)
 			if err != nil {
 				return schema.Type{}, err
 			}
@@ -560,11 +587,11 @@ func kindOf(name string, ntz bool) (schema.Type, error) {
 	if inner, ok := strings.CutPrefix(name, "MAP("); ok && strings.HasSuffix(inner, ")") {
 		parts := splitTop(strings.TrimSuffix(inner, ")"))
 		if len(parts) == 2 {
-			kt, err := kindOf(parts[0], ntz)
+			kt, err := kindOf(parts[0], rt)
 			if err != nil {
 				return schema.Type{}, err
 			}
-			vt, err := kindOf(parts[1], ntz)
+			vt, err := kindOf(parts[1], rt)
 			if err != nil {
 				return schema.Type{}, err
 			}
@@ -578,7 +605,7 @@ func kindOf(name string, ntz bool) (schema.Type, error) {
 			if err != nil {
 				return schema.Type{}, fmt.Errorf("type %s: %w", name, err)
 			}
-			ft, err := kindOf(ftype, ntz)
+			ft, err := kindOf(ftype, rt)
 			if err != nil {
 				return schema.Type{}, err
 			}
@@ -588,7 +615,7 @@ func kindOf(name string, ntz bool) (schema.Type, error) {
 			return schema.Type{Kind: schema.StructKind, Struct: &fields}, nil
 		}
 	}
-	return primitiveKind(name, ntz)
+	return primitiveKind(name, rt)
 }
 
 // splitTop splits s at the commas outside parentheses and double quotes.
@@ -638,7 +665,7 @@ func structField(s string) (name, typ string, err error) {
 // primitiveKind maps the name of a DuckDB primitive type to a column type. DuckDB's TIMESTAMP
 // (without time zone) is TIMESTAMP_NTZ when ntz is true, else TIMESTAMP (see resultNTZ);
 // TIMESTAMPTZ and the other precisions are TIMESTAMP.
-func primitiveKind(name string, ntz bool) (schema.Type, error) {
+func primitiveKind(name string, rt resultTypes) (schema.Type, error) {
 	switch name {
 	case "BIGINT", "HUGEINT", "UBIGINT", "UINTEGER", "UHUGEINT":
 		return schema.Type{Kind: schema.Long}, nil
@@ -655,7 +682,7 @@ func primitiveKind(name string, ntz bool) (schema.Type, error) {
 	case "DATE":
 		return schema.Type{Kind: schema.DateKind}, nil
 	case "TIMESTAMP":
-		if ntz {
+		if rt.ntz {
 			return schema.TimestampNTZ, nil
 		}
 		return schema.Type{Kind: schema.TimestampKind}, nil
@@ -668,11 +695,11 @@ func primitiveKind(name string, ntz bool) (schema.Type, error) {
 			p, err1 := strconv.Atoi(strings.TrimSpace(ps[0]))
 			s, err2 := strconv.Atoi(strings.TrimSpace(ps[1]))
 			if err1 == nil && err2 == nil {
-				if p > schema.MaxDecimalPrecision {
-					p = schema.MaxDecimalPrecision
+				if p > schema.MaxLongDecimalPrecision && !rt.wide {
+					p = schema.MaxLongDecimalPrecision
 				}
 				if s > p {
-					return schema.Type{}, fmt.Errorf("type %s has more fraction digits than DECIMAL(18,s) holds; CAST it", name)
+					return schema.Type{}, fmt.Errorf("type %s has more fraction digits than DECIMAL(%d,s) holds; CAST it", name, p)
 				}
 				return schema.Type{Kind: schema.DecimalKind, Precision: p, Scale: s}, nil
 			}
@@ -814,12 +841,20 @@ func convert(v any, t schema.Type) (any, error) {
 			for s := int(d.Scale); s < t.Scale; s++ {
 				val.Mul(val, big.NewInt(10))
 			}
+			if t.WideDecimal() {
+				x, ok := schema.Decimal128FromBig(val)
+				if !ok || !x.FitsPrecision(t.Precision) {
+					return nil, fmt.Errorf("%w: %s has more than the %d digits of %s; CAST it to DOUBLE, or to a DECIMAL of fewer fraction digits",
+						errOverflow, decimalText(d.Value, int(d.Scale)), t.Precision, t.DDL())
+				}
+				return x, nil
+			}
 			if !val.IsInt64() || abs(val.Int64()) >= pow10(t.Precision) {
 				fix := "CAST it to DOUBLE"
 				if scale := t.Scale - (len(new(big.Int).Abs(val).String()) - t.Precision); scale >= 0 {
 					fix += fmt.Sprintf(", or round it to fewer fraction digits: CAST(... AS DECIMAL(%d,%d))", t.Precision, scale)
 				}
-				return nil, fmt.Errorf("%w: %s has more than the %d digits of DECIMAL(%d,%d), the widest DECIMAL a dataset stores; %s",
+				return nil, fmt.Errorf("%w: %s has more than the %d digits of DECIMAL(%d,%d), the widest DECIMAL of a query that reads no DECIMAL column of more than 18 digits; %s",
 					errOverflow, decimalText(d.Value, int(d.Scale)), t.Precision, t.Precision, t.Scale, fix)
 			}
 			return schema.Decimal(val.Int64()), nil

@@ -288,7 +288,7 @@ func TestQueryCanceled(t *testing.T) {
 	}
 }
 
-// TestDecimalOverflow: a DECIMAL result wider than a dataset stores (18 digits) fails naming the
+// TestDecimalOverflow: a DECIMAL result wider than a query over narrow decimals stores (18 digits) fails naming the
 // column, the value and how to make it fit: a DOUBLE, or fewer fraction digits when that is
 // enough.
 func TestDecimalOverflow(t *testing.T) {
@@ -300,9 +300,9 @@ func TestDecimalOverflow(t *testing.T) {
 	defer e.Close()
 	for _, c := range []struct{ sql, want string }{
 		{"SELECT CAST(99999999.99 AS DECIMAL(38,2)) * CAST(99999999.99 AS DECIMAL(10,2)) AS sq",
-			"sqlengine: result column sq: value out of range: 9999999998000000.0001 has more than the 18 digits of DECIMAL(18,4), the widest DECIMAL a dataset stores; CAST it to DOUBLE, or round it to fewer fraction digits: CAST(... AS DECIMAL(18,2))"},
+			"sqlengine: result column sq: value out of range: 9999999998000000.0001 has more than the 18 digits of DECIMAL(18,4), the widest DECIMAL of a query that reads no DECIMAL column of more than 18 digits; CAST it to DOUBLE, or round it to fewer fraction digits: CAST(... AS DECIMAL(18,2))"},
 		{"SELECT CAST(-1e20 AS DECIMAL(30,1)) AS big",
-			"sqlengine: result column big: value out of range: -100000000000000000000.0 has more than the 18 digits of DECIMAL(18,1), the widest DECIMAL a dataset stores; CAST it to DOUBLE"},
+			"sqlengine: result column big: value out of range: -100000000000000000000.0 has more than the 18 digits of DECIMAL(18,1), the widest DECIMAL of a query that reads no DECIMAL column of more than 18 digits; CAST it to DOUBLE"},
 	} {
 		_, _, err := e.Query(context.Background(), c.sql, nil)
 		if err == nil || err.Error() != c.want {

@@ -69,12 +69,12 @@ func TestKindOfNested(t *testing.T) {
 		`STRUCT(a VARCHAR, "b,""c" BIGINT)`: "STRUCT<a: STRING, `b,\"c`: BIGINT>",
 		`MAP(INTEGER, DATE[])[]`:            "ARRAY<MAP<INT, ARRAY<DATE>>>",
 	} {
-		got, err := kindOf(name, false)
+		got, err := kindOf(name, resultTypes{})
 		if err != nil || got.DDL() != want {
 			t.Errorf("%s: %s, %v; want %s", name, got.DDL(), err, want)
 		}
 	}
-	if _, err := kindOf("UNION(a INTEGER)[]", false); err == nil {
+	if _, err := kindOf("UNION(a INTEGER)[]", resultTypes{}); err == nil {
 		t.Error("a list of UNION is accepted")
 	}
 }
