@@ -32,7 +32,8 @@ type Program struct {
 }
 
 // sample returns a value of the Go type an expression sees for a column of type t.
-// DECIMAL and DOUBLE are float64, BIGINT and INT are int, DATE is a "YYYY-MM-DD" string,
+// DECIMAL and DOUBLE are float64 (a DECIMAL of more than 18 digits is refused by Compile: a
+// float would not hold it exactly), BIGINT and INT are int, DATE is a "YYYY-MM-DD" string,
 // TIMESTAMP is a time.Time, STRUCT a map of its fields, ARRAY a slice of its elements, MAP a map
 // from its keys' text to its values.
 func sample(t schema.Type) any {
@@ -68,6 +69,8 @@ func ExprValue(t schema.Type, v any) any {
 			f /= 10
 		}
 		return f
+	case schema.Decimal128: // Compile refuses to read such a column; its exact text, never a float
+		return schema.FormatDecimal128(x, t.Scale)
 	case schema.Date:
 		return schema.FormatDate(x)
 	case schema.Timestamp:
@@ -134,6 +137,12 @@ func Compile(code string, s schema.Schema) (*Program, error) {
 		set = make([]int, len(s.Fields))
 		for i := range set {
 			set[i] = i
+		}
+	}
+	for _, i := range set {
+		if f := s.Fields[i]; f.Type.HasWideDecimal() {
+			return nil, fmt.Errorf("column %s is %s: row expressions see a DECIMAL as a float, which does not hold more than 18 digits exactly; "+
+				"check it in a SQL dataset instead (a WHERE or CASE over the column), or give the expression a column CAST to DOUBLE or to a DECIMAL of at most 18 digits", f.Name, f.Type.DDL())
 		}
 	}
 	return &Program{Source: code, prog: p, cols: s, env: make(map[string]any, len(s.Fields)), reads: r, setCols: set, match: matchOf(code, s)}, nil
