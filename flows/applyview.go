@@ -193,6 +193,8 @@ func ownValue(v any) any {
 		return x
 	case schema.Decimal:
 		return x
+	case schema.Decimal128:
+		return x
 	case schema.Date:
 		return x
 	case schema.Timestamp:

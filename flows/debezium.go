@@ -280,7 +280,7 @@ func debeziumValue(t schema.Type, v any, f dbzField) (any, error) {
 			if f.logical == dbzDecimal {
 				scale = f.scale
 			}
-			return schema.ParseDecimal(unscaledText(b, scale), t)
+			return schema.ParseDecimalValue(unscaledText(b, scale), t)
 		}
 	}
 	return schema.FromJSON(t, v)

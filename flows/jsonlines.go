@@ -174,7 +174,9 @@ func newLineReader(s schema.Schema, rescued, filePath string) *lineReader {
 		}
 		switch f.Type.Kind {
 		case schema.Long, schema.Integer, schema.Double, schema.DecimalKind, schema.DateKind, schema.TimestampKind:
-			r.wordCols++
+			if !f.Type.WideDecimal() { // a Decimal128 is boxed on its own, not in the slab
+				r.wordCols++
+			}
 		case schema.String:
 			r.stringCols++
 		}

@@ -190,6 +190,13 @@ func textValue(t *schema.Type, str string, slab *boxSlab) (any, error) {
 		}
 		return slab.string(str), nil
 	case schema.DecimalKind:
+		if t.WideDecimal() { // boxed on its own: not in the slab's words
+			d, err := schema.ParseDecimal128(str, *t)
+			if err != nil {
+				return nil, err
+			}
+			return d, nil
+		}
 		d, err := schema.ParseDecimal(str, *t)
 		if err != nil {
 			return nil, err
@@ -238,6 +245,13 @@ func numberValue(t *schema.Type, raw string, isInt bool, slab *boxSlab) (any, er
 			return slab.float64(t.Float(f)), nil
 		}
 	case schema.DecimalKind:
+		if t.WideDecimal() { // boxed on its own: not in the slab's words
+			d, err := schema.ParseDecimal128(raw, *t)
+			if err != nil {
+				return nil, err
+			}
+			return d, nil
+		}
 		d, err := schema.ParseDecimal(raw, *t)
 		if err != nil {
 			return nil, err

@@ -77,7 +77,7 @@ func pgText(t schema.Type, s string) (any, error) {
 		if !pgDecimalFits(s, t.Scale) {
 			return nil, fmt.Errorf("%s has more fraction digits than DECIMAL scale %d", s, t.Scale)
 		}
-		return schema.ParseDecimal(s, t)
+		return schema.ParseDecimalValue(s, t)
 	case schema.DateKind:
 		return schema.ParseDate(s)
 	case schema.TimestampKind:

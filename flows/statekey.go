@@ -24,13 +24,16 @@ const (
 	tagTimestamp = 9  // schema.Timestamp, zigzag uvarint
 	tagStruct    = 10 // uvarint field count, then each field
 	tagMap       = 11 // uvarint entry count, then each entry's key and value
+	// tagDecimal128 is a schema.Decimal128 (DECIMAL of precision above 18): its Hi then its Lo,
+	// 8 bytes each, big-endian.
+	tagDecimal128 = 12
 )
 
 // errStateValue is returned by decodeValues for bytes that appendValues did not write.
 var errStateValue = errors.New("malformed value encoding")
 
 // appendValues appends the encoding of vals (values of the schema package's Go types: nil,
-// int64, int32, string, float64, bool, Decimal, Date, Timestamp, []any for a STRUCT or an ARRAY,
+// int64, int32, string, float64, bool, Decimal, Decimal128, Date, Timestamp, []any for a STRUCT or an ARRAY,
 // schema.Map for a MAP) to buf.
 // It is canonical: two lists encode to equal bytes exactly when they hold the same Go values in
 // the same order (a double by its bits, as schema.AppendKey does), so an encoded key is a map key.
@@ -79,6 +82,9 @@ func appendValue(buf []byte, v any) []byte {
 		return append(buf, tagFalse)
 	case schema.Decimal:
 		return binary.AppendUvarint(append(buf, tagDecimal), zigzag(int64(x)))
+	case schema.Decimal128:
+		buf = binary.BigEndian.AppendUint64(append(buf, tagDecimal128), uint64(x.Hi))
+		return binary.BigEndian.AppendUint64(buf, x.Lo)
 	case schema.Date:
 		return binary.AppendUvarint(append(buf, tagDate), zigzag(int64(x)))
 	case schema.Timestamp:
@@ -129,6 +135,11 @@ func decodeValue(b []byte) (any, int, error) {
 			return nil, 0, errStateValue
 		}
 		return math.Float64frombits(binary.LittleEndian.Uint64(rest)), 9, nil
+	case tagDecimal128:
+		if len(rest) < 16 {
+			return nil, 0, errStateValue
+		}
+		return schema.Decimal128{Hi: int64(binary.BigEndian.Uint64(rest)), Lo: binary.BigEndian.Uint64(rest[8:])}, 17, nil
 	}
 	u, n := binary.Uvarint(rest)
 	if n <= 0 {

@@ -69,6 +69,9 @@ func typedFoldFor(keySch, seqSch, dataSch schema.Schema, keyCol, seqCol int) *ty
 	for _, f := range dataSch.Fields {
 		switch f.Type.Kind {
 		case schema.Long, schema.Integer, schema.Double, schema.Boolean, schema.DecimalKind, schema.DateKind, schema.TimestampKind:
+			if f.Type.WideDecimal() {
+				return nil // a Decimal128 is two words: the general fold keeps it
+			}
 			tf.strAt = append(tf.strAt, -1)
 		case schema.String:
 			tf.strAt = append(tf.strAt, tf.strCols)
