@@ -30,7 +30,7 @@ import (
 // FIXED_LEN_BYTE_ARRAY or BYTE_ARRAY (rescaled exactly to the column's scale), INT32 into
 // BIGINT, FLOAT into DOUBLE, dictionary-encoded and v1/v2 data pages, any codec parquet-go
 // reads. A file column of another type or shape, or a value that does not
-// fit (a DECIMAL beyond 18 digits, a fraction the scale cannot hold) is an error naming the file
+// fit (a DECIMAL beyond the column's precision, a fraction the scale cannot hold) is an error naming the file
 // and the column.
 func (t *Table) ReadFile(path string, s schema.Schema) ([][]any, error) {
 	name, err := localPath(t.Dir, path)

@@ -13,9 +13,10 @@ import (
 
 // ParquetSchema returns the columns of the Parquet file at path, typed as ReadFile reads them:
 // INT64 BIGINT, INT32 INT, DATE DATE, TIMESTAMP (any unit) and INT96 TIMESTAMP, DECIMAL(p,s)
-// (p ≤ 18), DOUBLE and FLOAT DOUBLE, BOOLEAN, BYTE_ARRAY and FIXED_LEN_BYTE_ARRAY STRING, a
-// LIST ARRAY, a MAP MAP, another group STRUCT (see columnType). A wider DECIMAL or a list or map
-// of another shape is an error naming the column; so is a file that is not Parquet.
+// (p ≤ 38), DOUBLE and FLOAT DOUBLE, BOOLEAN, BYTE_ARRAY and FIXED_LEN_BYTE_ARRAY STRING, a
+// LIST ARRAY, a MAP MAP, another group STRUCT (see columnType). A DECIMAL of precision above 38
+// or a list or map of another shape is an error naming the column; so is a file that is not
+// Parquet.
 func ParquetSchema(path string) (s schema.Schema, err error) {
 	defer func() {
 		if r := recover(); r != nil {
