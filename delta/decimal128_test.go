@@ -1,12 +1,14 @@
 package delta
 
 import (
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 
 	"tributary/schema"
@@ -32,7 +34,7 @@ func TestWideDecimalRoundTrip(t *testing.T) {
 	s := mustDDL(t, "id BIGINT, amount DECIMAL(38,18), big DECIMAL(38,0), n DECIMAL(19,2), part DECIMAL(38,18)")
 	data := mustDDL(t, "id BIGINT, amount DECIMAL(38,18), big DECIMAL(38,0), n DECIMAL(19,2)")
 	a, b, n := s.Fields[1].Type, s.Fields[2].Type, s.Fields[3].Type
-	nines := strings.Repeat("9", 38)
+	nines := nines38
 	rows := [][]any{
 		{int64(1), wide(t, a, "12345678901234567890.123456789012345678"), wide(t, b, nines), wide(t, n, "99999999999999999.99")},
 		{int64(2), wide(t, a, "-0.000000000000000001"), wide(t, b, "-"+nines), wide(t, n, "-99999999999999999.99")},
@@ -109,6 +111,16 @@ func TestWideDecimalRoundTrip(t *testing.T) {
 		if !ok1 || !ok2 || lo != want[0] || hi != want[1] {
 			t.Errorf("Parquet column %d bounds %v..%v, want %v..%v", i, lo.Big(), hi.Big(), want[0].(schema.Decimal128).Big(), want[1].(schema.Decimal128).Big())
 		}
+		// The column index of its one page says the same.
+		cis, _, err := pf.ReadPageIndex()
+		if err != nil || len(cis) <= i || len(cis[i].MinValues) != 1 {
+			t.Fatalf("column index: %v, %v", cis, err)
+		}
+		plo, _ := schema.Decimal128FromBytes(cis[i].MinValues[0])
+		phi, _ := schema.Decimal128FromBytes(cis[i].MaxValues[0])
+		if plo != want[0] || phi != want[1] || cis[i].NullPages[0] || cis[i].NullCounts[0] != 1 {
+			t.Errorf("Parquet column %d page index %v..%v, null page %v, %d NULLs", i, plo.Big(), phi.Big(), cis[i].NullPages[0], cis[i].NullCounts[0])
+		}
 	}
 
 	got, err := tbl.Rows(mustSnapshot(t, tbl, -1))
@@ -178,3 +190,113 @@ func TestWideDecimalWriteChecks(t *testing.T) {
 		t.Errorf("an int64 Decimal in DECIMAL(20,0): %v", err)
 	}
 }
+
+// TestReadForeignWideDecimals reads wide DECIMAL columns as other writers store them: BINARY of
+// the fewest bytes (parquet-mr, Impala), FIXED_LEN_BYTE_ARRAY(16) (DuckDB, Spark for precision
+// 38), and INT32 and INT64 decimals into a DECIMAL(38,s) column, rescaled exactly (Parquet
+// LogicalTypes.md, DECIMAL: big-endian two's complement).
+func TestReadForeignWideDecimals(t *testing.T) {
+	t.Parallel()
+	ps := parquet.NewSchema("spark_schema", parquet.Group{
+		"a": parquet.Optional(parquet.Decimal(2, 38, parquet.ByteArrayType)),
+		"b": parquet.Optional(parquet.Decimal(2, 9, parquet.Int32Type)),
+		"c": parquet.Optional(parquet.Decimal(4, 18, parquet.Int64Type)),
+		"d": parquet.Optional(parquet.Decimal(10, 38, parquet.FixedLenByteArrayType(16))),
+	})
+	dir := t.TempDir()
+	path := filepath.Join(dir, "foreign.parquet")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewWriter(f, ps)
+	hexv := func(s string) []byte {
+		b, err := hex.DecodeString(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	ba := func(b []byte, col int) parquet.Value { return parquet.ByteArrayValue(b).Level(0, 1, col) }
+	fl := func(b []byte, col int) parquet.Value { return parquet.FixedLenByteArrayValue(b).Level(0, 1, col) }
+	cols := [][]parquet.Value{
+		{ba(hexv("ff123b1a8199614ad2c571918360b479"), 0), ba(hexv("01"), 0), ba(hexv("ff"), 0)},
+		{parquet.Int32Value(-999999999).Level(0, 1, 1), parquet.Int32Value(0).Level(0, 1, 1), parquet.NullValue().Level(0, 0, 1)},
+		{parquet.Int64Value(9223372036854775807).Level(0, 1, 2), parquet.Int64Value(-1).Level(0, 1, 2), parquet.Int64Value(1).Level(0, 1, 2)},
+		{fl(hexv("0949b0f6f0023313c4499050de38f34e"), 3), fl(hexv("f6b64f090ffdccec3bb66faf21c70cb2"), 3), fl(make([]byte, 16), 3)},
+	}
+	for j, vals := range cols {
+		if _, err := w.ColumnWriters()[j].WriteRowValues(vals); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	fs, err := ParquetSchema(path)
+	if err != nil || fs.DDL() != "a DECIMAL(38,2), b DECIMAL(9,2), c DECIMAL(18,4), d DECIMAL(38,10)" {
+		t.Errorf("ParquetSchema %s, %v", fs.DDL(), err)
+	}
+	s := mustDDL(t, "a DECIMAL(38,2), b DECIMAL(38,2), c DECIMAL(38,4), d DECIMAL(38,10)")
+	got, err := New(dir).ReadFile(path, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`[-0.01,null,0.0001,0.0000000000]`,
+		`[-12345678901234567890123456789012345.67,-9999999.99,922337203685477.5807,1234567890123456789012345678.9012345678]`,
+		`[0.01,0.00,-0.0001,-1234567890123456789012345678.9012345678]`,
+	}
+	if c := canonical(s, got); !slices.Equal(c, want) {
+		t.Errorf("rows\n%s\nwant\n%s", strings.Join(c, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestNestedWideDecimals writes DECIMAL(38,18) values inside a STRUCT, an ARRAY and a MAP (as
+// key and value) and reads them back, and, with $DELTACHECK, checks the independent reader.
+func TestNestedWideDecimals(t *testing.T) {
+	t.Parallel()
+	s := mustDDL(t, "id BIGINT, s STRUCT<x: DECIMAL(38,18), n INT>, a ARRAY<DECIMAL(20,2)>")
+	x := s.Fields[1].Type.Struct.Fields[0].Type
+	e := *s.Fields[2].Type.Elem
+	rows := [][]any{
+		{int64(1), []any{wide(t, x, "-12345678901234567890.123456789012345678"), int32(1)}, []any{wide(t, e, "-999999999999999999.99"), nil, wide(t, e, "0.01")}},
+		{int64(2), []any{nil, int32(2)}, []any{}},
+		{int64(3), nil, nil},
+	}
+	tbl := createTable(t, s)
+	appendRows(t, tbl, rows)
+	got, err := tbl.Rows(mustSnapshot(t, tbl, -1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`[1,{"x":-12345678901234567890.123456789012345678,"n":1},[-999999999999999999.99,null,0.01]]`,
+		`[2,{"x":null,"n":2},[]]`,
+		`[3,null,null]`,
+	}
+	if c := canonical(s, got); !slices.Equal(c, want) {
+		t.Errorf("rows\n%s\nwant\n%s", strings.Join(c, "\n"), strings.Join(want, "\n"))
+	}
+	m := mustDDL(t, "m MAP<DECIMAL(38,0), DECIMAL(38,18)>")
+	k, v := *m.Fields[0].Type.Key, *m.Fields[0].Type.Value
+	mrows := [][]any{{schema.Map{{Key: wide(t, k, nines38), Value: wide(t, v, "-0.000000000000000001")}, {Key: wide(t, k, "-1"), Value: nil}}}}
+	mt := createTable(t, m)
+	appendRows(t, mt, mrows)
+	gotm, err := mt.Rows(mustSnapshot(t, mt, -1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := canonical(m, gotm); !slices.Equal(c, []string{`[{"` + nines38 + `":-0.000000000000000001,"-1":null}]`}) {
+		t.Errorf("map rows %v", c)
+	}
+	if os.Getenv("DELTACHECK") != "" {
+		theirs := parseDeltacheck(t, s, deltacheck(t, "rows", tbl.Dir))
+		if c := canonical(s, theirs); !slices.Equal(c, want) {
+			t.Errorf("deltacheck rows\n%s\nwant\n%s", strings.Join(c, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}
+
+var nines38 = strings.Repeat("9", 38)
