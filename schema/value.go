@@ -28,6 +28,9 @@ var pow10 = func() [19]int64 {
 // Spark's JSON and CSV readers do; a value with more than precision digits is an error. The
 // precision is at most MaxLongDecimalPrecision: a wider DECIMAL's values are ParseDecimal128's.
 func ParseDecimal(s string, t Type) (Decimal, error) {
+	if t.Precision > MaxLongDecimalPrecision {
+		return 0, fmt.Errorf("internal error: %s holds Decimal128 values, which ParseDecimal128 parses", t.DDL())
+	}
 	if v, ok := parsePlainDecimal(s, t.Scale); ok {
 		if v <= -pow10[t.Precision] || v >= pow10[t.Precision] {
 			return 0, fmt.Errorf("%s does not fit %s", s, t.DDL())
