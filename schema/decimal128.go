@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/big"
 	"math/bits"
+	"strconv"
 	"strings"
 )
 
@@ -275,27 +276,28 @@ func FormatDecimal128(d Decimal128, scale int) string {
 
 // AppendDecimal128 appends FormatDecimal128(d, scale) to buf.
 func AppendDecimal128(buf []byte, d Decimal128, scale int) []byte {
-	var digits [40]byte
-	i := len(digits)
-	u := d.abs()
-	for {
-		q, r := u.quoRem(1e19)
-		chunk := r
-		n := 0
-		for chunk > 0 || (q != (u128{}) && n < 19) {
-			i--
-			digits[i] = byte('0' + chunk%10)
-			chunk /= 10
-			n++
-		}
-		u = q
+	// The digits of |d|: at most 39, in chunks of 19 (10^19 < 2^64), the first without zeros
+	// before it.
+	var chunks [3]uint64
+	n := 0
+	for u := d.abs(); ; n++ {
+		var r uint64
+		u, r = u.quoRem(1e19)
+		chunks[n] = r
 		if u == (u128{}) {
 			break
 		}
 	}
-	s := digits[i:]
-	if len(s) == 0 {
-		s = []byte{'0'}
+	var digits [40]byte
+	s := strconv.AppendUint(digits[:0], chunks[n], 10)
+	for i := n - 1; i >= 0; i-- {
+		var c [19]byte
+		x := chunks[i]
+		for j := len(c) - 1; j >= 0; j-- {
+			c[j] = byte('0' + x%10)
+			x /= 10
+		}
+		s = append(s, c[:]...)
 	}
 	if d.Hi < 0 {
 		buf = append(buf, '-')
@@ -305,7 +307,9 @@ func AppendDecimal128(buf []byte, d Decimal128, scale int) []byte {
 	}
 	if len(s) <= scale {
 		buf = append(buf, '0', '.')
-		buf = append(buf, strings.Repeat("0", scale-len(s))...)
+		for range scale - len(s) {
+			buf = append(buf, '0')
+		}
 		return append(buf, s...)
 	}
 	buf = append(buf, s[:len(s)-scale]...)

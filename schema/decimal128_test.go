@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"math/big"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -257,4 +258,92 @@ func TestWideDecimalTypes(t *testing.T) {
 			t.Errorf("%s: %v", n, err)
 		}
 	}
+}
+
+// TestDecimal128AgainstBig checks the 128-bit arithmetic against math/big on random values of
+// every digit count up to 38: text both ways, bytes both ways, order, and rescaling.
+func TestDecimal128AgainstBig(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(1, 2))
+	ten := big.NewInt(10)
+	random := func() *big.Int {
+		digits := 1 + r.IntN(38)
+		n := new(big.Int)
+		for range digits {
+			n.Mul(n, ten).Add(n, big.NewInt(int64(r.IntN(10))))
+		}
+		if r.IntN(2) == 0 {
+			n.Neg(n)
+		}
+		return n
+	}
+	for range 20000 {
+		a, b := random(), random()
+		da, ok1 := Decimal128FromBig(a)
+		db, ok2 := Decimal128FromBig(b)
+		if !ok1 || !ok2 || da.Big().Cmp(a) != 0 {
+			t.Fatalf("Decimal128FromBig(%v) = %v", a, da.Big())
+		}
+		if da.Cmp(db) != a.Cmp(b) || Compare(da, db) != a.Cmp(b) {
+			t.Fatalf("Cmp(%v, %v) = %d", a, b, da.Cmp(db))
+		}
+		scale := r.IntN(39)
+		typ := Type{Kind: DecimalKind, Precision: 38, Scale: scale}
+		text := FormatDecimal128(da, scale)
+		back, err := ParseDecimal128(text, typ)
+		if err != nil || back != da {
+			t.Fatalf("ParseDecimal128(FormatDecimal128(%v, %d) = %s) = %v, %v", a, scale, text, back.Big(), err)
+		}
+		if want := new(big.Rat).SetFrac(a, new(big.Int).Exp(ten, big.NewInt(int64(scale)), nil)); !ratEqualText(want, text) {
+			t.Fatalf("FormatDecimal128(%v, %d) = %s", a, scale, text)
+		}
+		by := da.AppendBytes(nil, 16)
+		if back, ok := Decimal128FromBytes(by); !ok || back != da {
+			t.Fatalf("bytes of %v: %x", a, by)
+		}
+		k := r.IntN(39)
+		p := new(big.Int).Mul(a, new(big.Int).Exp(ten, big.NewInt(int64(k)), nil))
+		m, ok := da.MulPow10(k)
+		fits := new(big.Int).Abs(p).Cmp(new(big.Int).Exp(ten, big.NewInt(38), nil)) < 0
+		if ok != fits || ok && m.Big().Cmp(p) != 0 {
+			t.Fatalf("MulPow10(%v, %d) = %v, %v", a, k, m.Big(), ok)
+		}
+		q, rem := new(big.Int).QuoRem(a, new(big.Int).Exp(ten, big.NewInt(int64(k)), nil), new(big.Int))
+		dq, exact := da.QuoPow10(k)
+		if dq.Big().Cmp(q) != 0 || exact != (rem.Sign() == 0) {
+			t.Fatalf("QuoPow10(%v, %d) = %v, %v", a, k, dq.Big(), exact)
+		}
+	}
+}
+
+// ratEqualText reports whether decimal text s has the value r.
+func ratEqualText(r *big.Rat, s string) bool {
+	v, ok := new(big.Rat).SetString(s)
+	return ok && v.Cmp(r) == 0
+}
+
+// BenchmarkParseDecimal compares the fast paths of a DECIMAL(18,2) and a DECIMAL(38,18) value.
+func BenchmarkParseDecimal(b *testing.B) {
+	b.Run("DECIMAL(18,2)", func(b *testing.B) {
+		typ := Type{Kind: DecimalKind, Precision: 18, Scale: 2}
+		for b.Loop() {
+			if _, err := ParseDecimal("1234567890123456.78", typ); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("DECIMAL(38,18)", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := ParseDecimal128("12345678901234567890.123456789012345678", d3818); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Format DECIMAL(38,18)", func(b *testing.B) {
+		d, _ := ParseDecimal128("12345678901234567890.123456789012345678", d3818)
+		buf := make([]byte, 0, 64)
+		for b.Loop() {
+			buf = AppendDecimal128(buf[:0], d, 18)
+		}
+	})
 }
