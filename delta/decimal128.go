@@ -188,8 +188,10 @@ func decimal128Converter(kind parquet.Kind, fileScale int, t schema.Type, bad fu
 
 // wideDecimalValue returns the Parquet value of v, a Decimal128 of the wide DECIMAL column t, and
 // folds it into the column's statistics. A value of another Go type, or of more digits than the
-// precision, is an error.
-func wideDecimalValue(t *schema.Type, v any, st *colStats) (parquet.Value, error) {
+// precision, is an error. The value's bytes are appended to *arena, a chunk allocated for the
+// left values still to convert when it has no room: the column writer copies them only when the
+// batch is written, after this returns, so a chunk is never reused, only dropped.
+func wideDecimalValue(t *schema.Type, v any, st *colStats, arena *[]byte, left int) (parquet.Value, error) {
 	x, ok := v.(schema.Decimal128)
 	if !ok {
 		return parquet.Value{}, typeError(t, v)
@@ -198,7 +200,11 @@ func wideDecimalValue(t *schema.Type, v any, st *colStats) (parquet.Value, error
 		return parquet.Value{}, fmt.Errorf("%s does not fit %s", schema.FormatDecimal128(x, t.Scale), t.DDL())
 	}
 	st.dec128(x)
-	// The writer copies the bytes into its page buffer when the values are written, after this
-	// returns: each value has bytes of its own.
-	return parquet.FixedLenByteArrayValue(x.AppendBytes(make([]byte, 0, 16), schema.DecimalBytes(t.Precision))), nil
+	n := schema.DecimalBytes(t.Precision)
+	if cap(*arena)-len(*arena) < n {
+		*arena = make([]byte, 0, n*max(left, 1))
+	}
+	start := len(*arena)
+	*arena = x.AppendBytes(*arena, n)
+	return parquet.FixedLenByteArrayValue((*arena)[start:len(*arena):len(*arena)]), nil
 }

@@ -300,3 +300,43 @@ func TestNestedWideDecimals(t *testing.T) {
 }
 
 var nines38 = strings.Repeat("9", 38)
+
+// BenchmarkWideDecimalFile writes and reads 100,000 rows of a BIGINT and a DECIMAL column, of
+// precision 18 (INT64) and 38 (FIXED_LEN_BYTE_ARRAY(16)), for the cost of the wide layout.
+func BenchmarkWideDecimalFile(b *testing.B) {
+	for _, ddl := range []string{"id BIGINT, amount DECIMAL(18,2)", "id BIGINT, amount DECIMAL(38,2)"} {
+		s := mustDDL(b, ddl)
+		rows := make([][]any, 100_000)
+		for i := range rows {
+			v := int64(i*7919%1000003 - 500000)
+			if s.Fields[1].Type.WideDecimal() {
+				rows[i] = []any{int64(i), schema.Decimal128FromInt64(v)}
+			} else {
+				rows[i] = []any{int64(i), schema.Decimal(v)}
+			}
+		}
+		tbl := New(b.TempDir())
+		b.Run("write "+s.Fields[1].Type.DDL(), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				a, err := tbl.WriteFile(s, rows)
+				if err != nil {
+					b.Fatal(err)
+				}
+				os.Remove(filepath.Join(tbl.Dir, a.Path))
+			}
+		})
+		a, err := tbl.WriteFile(s, rows)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("read "+s.Fields[1].Type.DDL(), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tbl.ReadFile(a.Path, s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -530,6 +530,7 @@ func appendValues(buf []parquet.Value, slots []slot, l leaf, rows [][]any, j int
 		st = &colStats{} // no bounds for the leaves of an ARRAY or a MAP
 	}
 	top, maxDef := l.path[0], len(l.path)
+	var arena []byte // the bytes of wide DECIMAL values (wideDecimalValue)
 	for i := range n {
 		var v any
 		rep, def, row := 0, maxDef, i
@@ -607,7 +608,7 @@ func appendValues(buf []parquet.Value, slots []slot, l leaf, rows [][]any, j int
 			pv = parquet.BooleanValue(x)
 		case schema.DecimalKind:
 			if t.WideDecimal() {
-				pv, err = wideDecimalValue(t, v, st)
+				pv, err = wideDecimalValue(t, v, st, &arena, n-i)
 				break
 			}
 			x, ok := v.(schema.Decimal)
