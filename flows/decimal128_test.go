@@ -2,6 +2,7 @@ package flows
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -250,4 +251,39 @@ func TestWideDecimalCDCSources(t *testing.T) {
 	if err != nil || schema.Text(typ, v) != "-12345678901234567890.123456789012345678" {
 		t.Errorf("debezium Decimal = %v, %v", v, err)
 	}
+}
+
+// TestSnapshotWideDecimalKey: APPLY CHANGES FROM SNAPSHOT keyed by a DECIMAL(38,0) tells keys
+// apart that differ only in their last digit: the second snapshot updates one, deletes the
+// other (absent) and inserts a third.
+func TestSnapshotWideDecimalKey(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, `name: t
+storage: ./storage
+datasets:
+  - name: target
+    apply_changes_from_snapshot:
+      source: {path: ./snapshots, format: json, schema: "id DECIMAL(38,0), v STRING"}
+      keys: [id]
+`)
+	snaps := filepath.Join(dir, "snapshots")
+	if err := os.MkdirAll(snaps, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := &Env{Pipeline: p, Events: &recorder{}}
+	write(t, filepath.Join(snaps, "1.json"), []byte(`{"id": 12345678901234567890123456789012345601, "v": "a"}
+{"id": 12345678901234567890123456789012345602, "v": "b"}
+`))
+	if _, err := Run(context.Background(), env, p.Dataset("target")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(snaps, "2.json"), []byte(`{"id": 12345678901234567890123456789012345601, "v": "a2"}
+{"id": -`+nines38+`, "v": "c"}
+`))
+	m, err := Run(context.Background(), env, p.Dataset("target"))
+	if err != nil || m.NumUpsertedRows != 2 || m.NumDeletedRows != 1 {
+		t.Fatalf("upserted %d, deleted %d, err %v; want 2 upserts (a2, c) and 1 delete (b)", m.NumUpsertedRows, m.NumDeletedRows, err)
+	}
+	check(t, "target", sortedRows(t, p, "target"), "-"+nines38+" \"c\"\n12345678901234567890123456789012345601 \"a2\"")
 }
