@@ -105,47 +105,11 @@ func (c convertFunc) batch(vals []parquet.Value, maxDef int, rows [][]any, j, ba
 			}
 		}
 	case c.fn64 != nil:
-		slab := make([]uint64, len(vals))
-		n := 0
-		for i, v := range vals {
-			if v.DefinitionLevel() == maxDef {
-				x, err := c.fn64(v)
-				if err != nil {
-					return fmt.Errorf("row %d: %w", base+i, err)
-				}
-				slab[n] = x
-				box(&rows[i][j], c.typ, unsafe.Pointer(&slab[n]))
-				n++
-			}
-		}
+		return boxBatch(vals, maxDef, rows, j, base, c.typ, c.fn64)
 	case c.fn32 != nil:
-		slab := make([]uint32, len(vals))
-		n := 0
-		for i, v := range vals {
-			if v.DefinitionLevel() == maxDef {
-				x, err := c.fn32(v)
-				if err != nil {
-					return fmt.Errorf("row %d: %w", base+i, err)
-				}
-				slab[n] = x
-				box(&rows[i][j], c.typ, unsafe.Pointer(&slab[n]))
-				n++
-			}
-		}
+		return boxBatch(vals, maxDef, rows, j, base, c.typ, c.fn32)
 	case c.fn128 != nil:
-		slab := make([]schema.Decimal128, len(vals))
-		n := 0
-		for i, v := range vals {
-			if v.DefinitionLevel() == maxDef {
-				x, err := c.fn128(v)
-				if err != nil {
-					return fmt.Errorf("row %d: %w", base+i, err)
-				}
-				slab[n] = x
-				box(&rows[i][j], c.typ, unsafe.Pointer(&slab[n]))
-				n++
-			}
-		}
+		return boxBatch(vals, maxDef, rows, j, base, c.typ, c.fn128)
 	default:
 		for i, v := range vals {
 			if v.DefinitionLevel() == maxDef {
@@ -176,6 +140,26 @@ var (
 	typeDate       = typeWord(schema.Date(0))
 	typeTimestamp  = typeWord(schema.Timestamp(0))
 )
+
+// boxBatch converts the non-NULL values of vals (those at maxDef) with fn into column j of rows,
+// as convertFunc.batch does: the results in one slab of T for the batch, each row's value an
+// interface of type word typ pointing into it. base is the file row of rows[0], for errors.
+func boxBatch[T any](vals []parquet.Value, maxDef int, rows [][]any, j, base int, typ unsafe.Pointer, fn func(parquet.Value) (T, error)) error {
+	slab := make([]T, len(vals))
+	n := 0
+	for i, v := range vals {
+		if v.DefinitionLevel() == maxDef {
+			x, err := fn(v)
+			if err != nil {
+				return fmt.Errorf("row %d: %w", base+i, err)
+			}
+			slab[n] = x
+			box(&rows[i][j], typ, unsafe.Pointer(&slab[n]))
+			n++
+		}
+	}
+	return nil
+}
 
 // box sets *dst to an interface of type typ whose value is the memory at p, as the compiler
 // boxes a non-pointer value, but without allocating: p points into a slab shared by a batch of
