@@ -239,34 +239,11 @@ func (t Type) WideDecimal() bool {
 
 // HasWideDecimal reports whether t is a DECIMAL of precision above MaxLongDecimalPrecision or
 // holds one (a STRUCT field, ARRAY element or MAP key or value at any depth).
-func (t Type) HasWideDecimal() bool {
-	switch {
-	case t.WideDecimal():
-		return true
-	case t.Kind == StructKind && t.Struct != nil:
-		for _, f := range t.Struct.Fields {
-			if f.Type.HasWideDecimal() {
-				return true
-			}
-		}
-	case t.Kind == ArrayKind && t.Elem != nil:
-		return t.Elem.HasWideDecimal()
-	case t.Kind == MapKind && t.Key != nil && t.Value != nil:
-		return t.Key.HasWideDecimal() || t.Value.HasWideDecimal()
-	}
-	return false
-}
+func (t Type) HasWideDecimal() bool { return t.Holds(Type.WideDecimal) }
 
 // HasWideDecimal reports whether any column of s is or holds a DECIMAL of precision above
 // MaxLongDecimalPrecision (see Type.HasWideDecimal).
-func (s Schema) HasWideDecimal() bool {
-	for _, f := range s.Fields {
-		if f.Type.HasWideDecimal() {
-			return true
-		}
-	}
-	return false
-}
+func (s Schema) HasWideDecimal() bool { return s.Holds(Type.WideDecimal) }
 
 // FormatDecimal128 writes the unscaled value d with exactly scale digits after the point
 // ("12345678901234567890.12"), as FormatDecimal does.

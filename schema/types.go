@@ -93,24 +93,32 @@ func (t Type) IsNTZ() bool { return t.Kind == TimestampKind && t.Storage == Stor
 // HasNTZ reports whether t is TIMESTAMP_NTZ or holds one (a STRUCT field, ARRAY element or MAP
 // key or value at any depth): a Delta table with such a column needs the timestampNtz table
 // feature (Delta PROTOCOL.md, "Timestamp without timezone (TimestampNtz)").
-func (t Type) HasNTZ() bool {
+func (t Type) HasNTZ() bool { return t.Holds(Type.IsNTZ) }
+
+// HasNTZ reports whether any column of s is or holds a TIMESTAMP_NTZ (see Type.HasNTZ).
+func (s Schema) HasNTZ() bool { return s.Holds(Type.IsNTZ) }
+
+// Holds reports whether t satisfies is, or a type nested in it does: a STRUCT's fields, an
+// ARRAY's elements, a MAP's keys and values, at any depth.
+func (t Type) Holds(is func(Type) bool) bool {
 	switch {
-	case t.IsNTZ():
+	case is(t):
 		return true
 	case t.Kind == StructKind && t.Struct != nil:
-		return t.Struct.HasNTZ()
+		return t.Struct.Holds(is)
 	case t.Kind == ArrayKind && t.Elem != nil:
-		return t.Elem.HasNTZ()
+		return t.Elem.Holds(is)
 	case t.Kind == MapKind && t.Key != nil && t.Value != nil:
-		return t.Key.HasNTZ() || t.Value.HasNTZ()
+		return t.Key.Holds(is) || t.Value.Holds(is)
 	}
 	return false
 }
 
-// HasNTZ reports whether any column of s is or holds a TIMESTAMP_NTZ (see Type.HasNTZ).
-func (s Schema) HasNTZ() bool {
+// Holds reports whether the type of any column of s holds a type that satisfies is (see
+// Type.Holds).
+func (s Schema) Holds(is func(Type) bool) bool {
 	for _, f := range s.Fields {
-		if f.Type.HasNTZ() {
+		if f.Type.Holds(is) {
 			return true
 		}
 	}
