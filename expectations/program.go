@@ -9,6 +9,7 @@ import (
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/types"
 	"github.com/expr-lang/expr/vm"
@@ -31,9 +32,21 @@ type Program struct {
 	match   *strMatch
 }
 
+// exactDecimal is what an expression sees of a DECIMAL of more than 18 digits, which a float
+// would not hold: its exact text (schema.FormatDecimal128), which `string(x)` gives, and which
+// `x == nil` and `x != nil` check for NULL; comparing it with a number or computing with it does
+// not compile (Compile says to do it in SQL).
+type exactDecimal struct{ text string }
+
+// String returns the value's exact text ("12345678901234567890.50"), for `string(x)`.
+func (d exactDecimal) String() string { return d.text }
+
+// exactDecimalName is how expr names exactDecimal in its type errors.
+const exactDecimalName = "expectations.exactDecimal"
+
 // sample returns a value of the Go type an expression sees for a column of type t.
-// DECIMAL and DOUBLE are float64 (a DECIMAL of more than 18 digits is refused by Compile: a
-// float would not hold it exactly), BIGINT and INT are int, DATE is a "YYYY-MM-DD" string,
+// DECIMAL and DOUBLE are float64 (a DECIMAL of more than 18 digits an exactDecimal: a float
+// would not hold it exactly), BIGINT and INT are int, DATE is a "YYYY-MM-DD" string,
 // TIMESTAMP is a time.Time, STRUCT a map of its fields, ARRAY a slice of its elements, MAP a map
 // from its keys' text to its values.
 func sample(t schema.Type) any {
@@ -41,6 +54,9 @@ func sample(t schema.Type) any {
 	case schema.Long, schema.Integer:
 		return 0
 	case schema.Double, schema.DecimalKind:
+		if t.WideDecimal() {
+			return exactDecimal{}
+		}
 		return 0.0
 	case schema.Boolean:
 		return false
@@ -69,8 +85,8 @@ func ExprValue(t schema.Type, v any) any {
 			f /= 10
 		}
 		return f
-	case schema.Decimal128: // Compile refuses to read such a column; its exact text, never a float
-		return schema.FormatDecimal128(x, t.Scale)
+	case schema.Decimal128: // its exact text, never a float
+		return exactDecimal{schema.FormatDecimal128(x, t.Scale)}
 	case schema.Date:
 		return schema.FormatDate(x)
 	case schema.Timestamp:
@@ -123,7 +139,7 @@ func Compile(code string, s schema.Schema) (*Program, error) {
 	}
 	p, err := expr.Compile(code, expr.Env(envTypes(s)), expr.AllowUndefinedVariables())
 	if err != nil {
-		return nil, err
+		return nil, wideDecimalError(err, code, s)
 	}
 	if err := checkNames(code, s); err != nil {
 		return nil, err
@@ -139,13 +155,31 @@ func Compile(code string, s schema.Schema) (*Program, error) {
 			set[i] = i
 		}
 	}
-	for _, i := range set {
-		if f := s.Fields[i]; f.Type.HasWideDecimal() {
-			return nil, fmt.Errorf("column %s is %s: row expressions see a DECIMAL as a float, which does not hold more than 18 digits exactly; "+
-				"check it in a SQL dataset instead (a WHERE or CASE over the column), or give the expression a column CAST to DOUBLE or to a DECIMAL of at most 18 digits", f.Name, f.Type.DDL())
+	return &Program{Source: code, prog: p, cols: s, env: make(map[string]any, len(s.Fields)), reads: r, setCols: set, match: matchOf(code, s)}, nil
+}
+
+// wideDecimalError returns err, expr's error compiling code over s, in words a user knows when it
+// is a type error over a DECIMAL of more than 18 digits (exactDecimal): which column, what an
+// expression may do with it, and where to do the rest. Its position stays expr's.
+func wideDecimalError(err error, code string, s schema.Schema) error {
+	if !strings.Contains(err.Error(), exactDecimalName) {
+		return err
+	}
+	var cols []string
+	for _, f := range s.Fields {
+		if f.Type.HasWideDecimal() && strings.Contains(code, f.Name) {
+			cols = append(cols, f.Name+" "+f.Type.DDL())
 		}
 	}
-	return &Program{Source: code, prog: p, cols: s, env: make(map[string]any, len(s.Fields)), reads: r, setCols: set, match: matchOf(code, s)}, nil
+	msg := fmt.Sprintf("a DECIMAL of more than 18 digits (%s) can only be checked for NULL in a row expression (`x != nil`, `x == nil`) or compared as its exact text (`string(x) == \"12.50\"`): "+
+		"expressions see a DECIMAL as a float, which does not hold so many digits; compare or compute with its value in a SQL dataset (a WHERE or CASE over the column)", strings.Join(cols, ", "))
+	var fe *file.Error
+	if errors.As(err, &fe) {
+		out := *fe
+		out.Message = msg
+		return &out
+	}
+	return errors.New(msg)
 }
 
 // CheckSyntax checks code without knowing the columns it reads (a query's result, an inferred
