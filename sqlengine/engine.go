@@ -849,7 +849,7 @@ func convert(v any, t schema.Type) (any, error) {
 				}
 				return x, nil
 			}
-			if !val.IsInt64() || abs(val.Int64()) >= pow10(t.Precision) {
+			if new(big.Int).Abs(val).Cmp(big.NewInt(pow10(t.Precision))) >= 0 { // -2^63 too: 19 digits
 				fix := "CAST it to DOUBLE"
 				if scale := t.Scale - (len(new(big.Int).Abs(val).String()) - t.Precision); scale >= 0 {
 					fix += fmt.Sprintf(", or round it to fewer fraction digits: CAST(... AS DECIMAL(%d,%d))", t.Precision, scale)
@@ -861,13 +861,6 @@ func convert(v any, t schema.Type) (any, error) {
 		}
 	}
 	return nil, fmt.Errorf("unexpected value %v (%T) for type %s", v, v, t.DDL())
-}
-
-func abs(x int64) int64 {
-	if x < 0 {
-		return -x
-	}
-	return x
 }
 
 func pow10(n int) int64 {

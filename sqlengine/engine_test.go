@@ -311,6 +311,29 @@ func TestDecimalOverflow(t *testing.T) {
 	}
 }
 
+// TestDecimalOverflowMostNegative: the most negative 64-bit unscaled value, -2^63, has 19
+// digits, one more than DECIMAL(18,s) holds: like any other value of 19 digits it fails saying
+// how to make it fit, rather than being taken as a DECIMAL(18,s) value.
+func TestDecimalOverflowMostNegative(t *testing.T) {
+	t.Parallel()
+	e, err := Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for _, c := range []struct{ sql, want string }{
+		{"SELECT CAST(-9223372036854775808 AS DECIMAL(38,0)) AS x",
+			"sqlengine: result column x: value out of range: -9223372036854775808 has more than the 18 digits of DECIMAL(18,0), the widest DECIMAL of a query that reads no DECIMAL column of more than 18 digits; CAST it to DOUBLE"},
+		{"SELECT CAST(-922337203685477580.8 AS DECIMAL(38,1)) AS x",
+			"sqlengine: result column x: value out of range: -922337203685477580.8 has more than the 18 digits of DECIMAL(18,1), the widest DECIMAL of a query that reads no DECIMAL column of more than 18 digits; CAST it to DOUBLE, or round it to fewer fraction digits: CAST(... AS DECIMAL(18,0))"},
+	} {
+		s, rows, err := e.Query(context.Background(), c.sql, nil)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%s:\n got %s %v, %v\nwant %s", c.sql, s.DDL(), rows, err, c.want)
+		}
+	}
+}
+
 // TestQueryBinary: a BINARY column (Spark's binary, in tables of other engines) reads as DuckDB's
 // BLOB, its raw bytes, from Parquet files and from rows alike, and a BLOB result is BINARY: the
 // bytes are not turned into DuckDB's escaped text (\x00).
