@@ -77,3 +77,32 @@ func TestQueryWideDecimal(t *testing.T) {
 		t.Errorf("sum of DECIMAL(10,2): %s %v, %v; want DECIMAL(18,2) 1.50", got.DDL(), rows, err)
 	}
 }
+
+// TestWideDecimalOverflowMessages: a DECIMAL(38,s) result past 38 digits fails with the fix: for
+// a sum DuckDB overflows itself (past about 1.7e38 unscaled), the words say the numbers are
+// unscaled and to CAST to DOUBLE; for DECIMAL(38,0) no "fewer fraction digits" is offered.
+func TestWideDecimalOverflowMessages(t *testing.T) {
+	t.Parallel()
+	e, err := Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for _, c := range []struct {
+		ddl, value string
+		want, not  string
+	}{
+		{"x DECIMAL(38,2)", "999999999999999999999999999999999999.99", "the numbers are its unscaled values, without the decimal point: CAST the column to DOUBLE first", ""},
+		{"x DECIMAL(38,0)", "60000000000000000000000000000000000000", "CAST it to DOUBLE", "fewer fraction digits"},
+	} {
+		s := mustDDL(t, c.ddl)
+		d, err := schema.ParseDecimal128(c.value, s.Fields[0].Type)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = e.Query(context.Background(), "SELECT sum(x) AS total FROM t", []Relation{{Name: "t", Schema: s, Rows: [][]any{{d}, {d}}, RowsOnly: true}})
+		if err == nil || !strings.Contains(err.Error(), c.want) || (c.not != "" && strings.Contains(err.Error(), c.not)) {
+			t.Errorf("sum of two %s in %s: %v; want an error with %q", c.value, c.ddl, err, c.want)
+		}
+	}
+}

@@ -52,10 +52,14 @@ type Engine struct {
 
 // queryError wraps an error of DuckDB's driver running a query; the driver's "empty name" (it
 // cannot describe a STRUCT whose fields have no names, as DuckDB's row(...) builds them, and no
-// table could hold one) gets the fix.
+// table could hold one) gets the fix, and so does DuckDB's overflow of a DECIMAL(38,s) result.
 func queryError(err error) error {
 	if strings.Contains(err.Error(), "empty name") {
 		return fmt.Errorf("sqlengine: a result column is a STRUCT with unnamed fields (%w); name them: {'a': 1, 'b': 'x'} or struct_pack(a := 1, b := 'x') instead of row(1, 'x')", err)
+	}
+	if strings.Contains(err.Error(), "Overflow in HUGEINT") {
+		// DuckDB computes DECIMAL(38,s) sums and differences on the unscaled 128-bit integers.
+		return fmt.Errorf("sqlengine: %w (a DECIMAL result went past 38 digits; the numbers are its unscaled values, without the decimal point: CAST the column to DOUBLE first, e.g. sum(CAST(x AS DOUBLE)))", err)
 	}
 	return fmt.Errorf("sqlengine: %w", err)
 }
@@ -844,8 +848,12 @@ func convert(v any, t schema.Type) (any, error) {
 			if t.WideDecimal() {
 				x, ok := schema.Decimal128FromBig(val)
 				if !ok || !x.FitsPrecision(t.Precision) {
-					return nil, fmt.Errorf("%w: %s has more than the %d digits of %s; CAST it to DOUBLE, or to a DECIMAL of fewer fraction digits",
-						errOverflow, decimalText(d.Value, int(d.Scale)), t.Precision, t.DDL())
+					fix := "CAST it to DOUBLE"
+					if t.Scale > 0 {
+						fix += ", or to a DECIMAL of fewer fraction digits"
+					}
+					return nil, fmt.Errorf("%w: %s has more than the %d digits of %s; %s",
+						errOverflow, decimalText(d.Value, int(d.Scale)), t.Precision, t.DDL(), fix)
 				}
 				return x, nil
 			}
