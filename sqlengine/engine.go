@@ -862,8 +862,9 @@ func convert(v any, t schema.Type) (any, error) {
 				if scale := t.Scale - (len(new(big.Int).Abs(val).String()) - t.Precision); scale >= 0 {
 					fix += fmt.Sprintf(", or round it to fewer fraction digits: CAST(... AS DECIMAL(%d,%d))", t.Precision, scale)
 				}
-				return nil, fmt.Errorf("%w: %s has more than the %d digits of DECIMAL(%d,%d), the widest DECIMAL of a query that reads no DECIMAL column of more than 18 digits; %s",
-					errOverflow, decimalText(d.Value, int(d.Scale)), t.Precision, t.Precision, t.Scale, fix)
+				return nil, fmt.Errorf("%w: %s has more than the %d digits of DECIMAL(%d,%d), the widest DECIMAL of a query that reads no DECIMAL column of more than 18 digits; %s; "+
+					"or, to keep every digit, declare the input's column DECIMAL(38,%d) (a query over such a column keeps up to 38 digits)",
+					errOverflow, decimalText(d.Value, int(d.Scale)), t.Precision, t.Precision, t.Scale, fix, t.Scale)
 			}
 			return schema.Decimal(val.Int64()), nil
 		}

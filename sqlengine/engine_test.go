@@ -300,9 +300,9 @@ func TestDecimalOverflow(t *testing.T) {
 	defer e.Close()
 	for _, c := range []struct{ sql, want string }{
 		{"SELECT CAST(99999999.99 AS DECIMAL(38,2)) * CAST(99999999.99 AS DECIMAL(10,2)) AS sq",
-			"sqlengine: result column sq: value out of range: 9999999998000000.0001 has more than the 18 digits of DECIMAL(18,4), the widest DECIMAL of a query that reads no DECIMAL column of more than 18 digits; CAST it to DOUBLE, or round it to fewer fraction digits: CAST(... AS DECIMAL(18,2))"},
+			"sqlengine: result column sq: value out of range: 9999999998000000.0001 has more than the 18 digits of DECIMAL(18,4), the widest DECIMAL of a query that reads no DECIMAL column of more than 18 digits; CAST it to DOUBLE, or round it to fewer fraction digits: CAST(... AS DECIMAL(18,2)); or, to keep every digit, declare the input's column DECIMAL(38,4) (a query over such a column keeps up to 38 digits)"},
 		{"SELECT CAST(-1e20 AS DECIMAL(30,1)) AS big",
-			"sqlengine: result column big: value out of range: -100000000000000000000.0 has more than the 18 digits of DECIMAL(18,1), the widest DECIMAL of a query that reads no DECIMAL column of more than 18 digits; CAST it to DOUBLE"},
+			"sqlengine: result column big: value out of range: -100000000000000000000.0 has more than the 18 digits of DECIMAL(18,1), the widest DECIMAL of a query that reads no DECIMAL column of more than 18 digits; CAST it to DOUBLE; or, to keep every digit, declare the input's column DECIMAL(38,1) (a query over such a column keeps up to 38 digits)"},
 	} {
 		_, _, err := e.Query(context.Background(), c.sql, nil)
 		if err == nil || err.Error() != c.want {
@@ -323,9 +323,9 @@ func TestDecimalOverflowMostNegative(t *testing.T) {
 	defer e.Close()
 	for _, c := range []struct{ sql, want string }{
 		{"SELECT CAST(-9223372036854775808 AS DECIMAL(38,0)) AS x",
-			"sqlengine: result column x: value out of range: -9223372036854775808 has more than the 18 digits of DECIMAL(18,0), the widest DECIMAL of a query that reads no DECIMAL column of more than 18 digits; CAST it to DOUBLE"},
+			"sqlengine: result column x: value out of range: -9223372036854775808 has more than the 18 digits of DECIMAL(18,0), the widest DECIMAL of a query that reads no DECIMAL column of more than 18 digits; CAST it to DOUBLE; or, to keep every digit, declare the input's column DECIMAL(38,0) (a query over such a column keeps up to 38 digits)"},
 		{"SELECT CAST(-922337203685477580.8 AS DECIMAL(38,1)) AS x",
-			"sqlengine: result column x: value out of range: -922337203685477580.8 has more than the 18 digits of DECIMAL(18,1), the widest DECIMAL of a query that reads no DECIMAL column of more than 18 digits; CAST it to DOUBLE, or round it to fewer fraction digits: CAST(... AS DECIMAL(18,0))"},
+			"sqlengine: result column x: value out of range: -922337203685477580.8 has more than the 18 digits of DECIMAL(18,1), the widest DECIMAL of a query that reads no DECIMAL column of more than 18 digits; CAST it to DOUBLE, or round it to fewer fraction digits: CAST(... AS DECIMAL(18,0)); or, to keep every digit, declare the input's column DECIMAL(38,1) (a query over such a column keeps up to 38 digits)"},
 	} {
 		s, rows, err := e.Query(context.Background(), c.sql, nil)
 		if err == nil || err.Error() != c.want {
