@@ -2,6 +2,7 @@ package delta
 
 import (
 	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -338,5 +339,22 @@ func BenchmarkWideDecimalFile(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestDecimalNegativeFileScale: a malformed file whose DECIMAL logical type has a negative scale
+// is a column of another type (the reader's error for it), not a panic while rescaling.
+func TestDecimalNegativeFileScale(t *testing.T) {
+	t.Parallel()
+	for _, ddl := range []string{"x DECIMAL(38,38)", "x DECIMAL(18,18)"} {
+		s, err := schema.ParseDDL(ddl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		called := false
+		bad := func() (convertFunc, error) { called = true; return convertFunc{}, errors.New("bad") }
+		if _, err := decimalConverter(parquet.FixedLenByteArray, &format.DecimalType{Scale: -1, Precision: 38}, s.Fields[0].Type, bad); err == nil || !called {
+			t.Errorf("%s from a DECIMAL of scale -1: %v, want the reader's error for a column of another type", ddl, err)
+		}
 	}
 }

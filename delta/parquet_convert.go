@@ -331,6 +331,9 @@ func decimalConverter(kind parquet.Kind, lt format.LogicalTypeValue, t schema.Ty
 	} else if lt != nil || (kind != parquet.Int32 && kind != parquet.Int64) {
 		return bad()
 	}
+	if fileScale < 0 { // a malformed file: Parquet's DECIMAL scale is 0 or more
+		return bad()
+	}
 	if t.WideDecimal() {
 		return decimal128Converter(kind, fileScale, t, bad)
 	}
