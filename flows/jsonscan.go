@@ -190,7 +190,8 @@ func textValue(t *schema.Type, str string, slab *boxSlab) (any, error) {
 		}
 		return slab.string(str), nil
 	case schema.DecimalKind:
-		if t.WideDecimal() { // boxed on its own: not in the slab's words
+		str = schema.DecimalText(str) // "1,000.50": as Spark's JSON reader parses a string
+		if t.WideDecimal() {          // boxed on its own: not in the slab's words
 			d, err := schema.ParseDecimal128(str, *t)
 			if err != nil {
 				return nil, err

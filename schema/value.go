@@ -48,6 +48,17 @@ func ParseDecimal(s string, t Type) (Decimal, error) {
 	return Decimal(n.Int64()), nil
 }
 
+// DecimalText returns the text of a DECIMAL value given as a string (a JSON string, a CSV field)
+// with its grouping commas dropped ("1,000.50" is "1000.50"), as Spark's JSON and CSV readers
+// parse such text in their default locale, en-US (ExprUtils.getDecimalParser:
+// new BigDecimal(s.replaceAll(",", ""))). A JSON number has no commas to drop.
+func DecimalText(s string) string {
+	if strings.IndexByte(s, ',') < 0 {
+		return s
+	}
+	return strings.ReplaceAll(s, ",", "")
+}
+
 // parsePlainDecimal is ParseDecimal's fast path: s of the form -?digits(.digits)? with no more
 // fraction digits than scale and at most 18 digits once scaled, the unscaled value exact. ok is
 // false for anything else (the exact path decides).
@@ -293,7 +304,7 @@ func FromJSON(t Type, v any) (any, error) {
 		case json.Number:
 			return ParseDecimalValue(string(x), t)
 		case string:
-			return ParseDecimalValue(x, t)
+			return ParseDecimalValue(DecimalText(x), t)
 		}
 		return nil, fmt.Errorf("%s is not a number for %s", jsonKind(v), t.DDL())
 	case DateKind:
