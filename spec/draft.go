@@ -1,9 +1,12 @@
 package spec
 
 import (
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"tributary/internal/suggest"
 )
 
 // Draft is what LoadDraft and ParseDraft decoded of a spec, with its problems: the checks that
@@ -23,9 +26,10 @@ type Draft struct {
 	sound, bindable map[*Dataset]bool
 }
 
-// Sound reports whether ds, a dataset of d.Pipeline, has no problem of its own (none reported
-// in its entry, no ${} in it that is not set), nor has any dataset it reads, directly or through
-// others: what the spec says of its columns (Dataset.Schema, or its query, which is Bindable) is
+// Sound reports whether ds, a dataset of d.Pipeline, has no problem of its own that may change
+// its columns (none reported in its entry but under keys that shape no column, such as
+// `expectations` or `comment`, or a misspelling of one; no ${} in it that is not set), nor has
+// any dataset it reads, directly or through others: what the spec says of its columns (Dataset.Schema, or its query, which is Bindable) is
 // what a valid spec would say. A query that reads a dataset that is not sound is not bound, so
 // that one mistake makes one problem. Every dataset of a spec without problems is sound.
 func (d *Draft) Sound(ds *Dataset) bool {
@@ -56,9 +60,22 @@ func (d *Draft) judge(dec *decoder, v *validation, infos []*datasetInfo) {
 		}
 		return false
 	}
-	own := map[*datasetInfo]bool{} // the dataset's entry has no problem
+	// affects reports whether the dataset entry at path has a problem that may change what the
+	// spec says of its columns: anywhere in it but under a key that shapes no column.
+	affects := func(path string) bool {
+		for _, e := range d.Errors {
+			if e.Path == path {
+				return true
+			}
+			if rest, ok := strings.CutPrefix(e.Path, path+"."); ok && !columnNeutral(rest) {
+				return true
+			}
+		}
+		return false
+	}
+	own := map[*datasetInfo]bool{} // the dataset's entry has no problem that touches its columns
 	for _, in := range infos {
-		own[in] = !has(in.path, false) && !dec.brokenUnder(in.node)
+		own[in] = !affects(in.path) && !dec.brokenUnder(in.node)
 		d.bindable[in.ds] = in.kind == kindQuery && in.ds.Query != nil && in.query != nil && in.nameNode != nil &&
 			!has(in.path, true) && !has(child(in.path, "name"), false) && !has(in.query.path, false)
 	}
@@ -85,6 +102,37 @@ func (d *Draft) judge(dec *decoder, v *validation, infos []*datasetInfo) {
 			sound(in)
 		}
 	}
+}
+
+// neutralKeys are the keys of a dataset entry that shape none of its columns: a problem under
+// one leaves what the spec says of the columns as a valid spec would say it.
+var neutralKeys = []string{"comment", "expectations", "table_properties", "partition_by", "skip_change_commits"}
+
+// columnNeutral reports whether a problem at the key path rest, inside a dataset's entry
+// ("expectations[0].expect", "coment"), shapes none of its columns: it is under one of
+// neutralKeys, or it is an unknown key whose nearest known keys are all such keys (`coment` for
+// `comment`; `schma` for `schema` is not).
+func columnNeutral(rest string) bool {
+	key := rest
+	if i := strings.IndexAny(rest, ".["); i >= 0 {
+		key = rest[:i]
+	}
+	if slices.Contains(neutralKeys, key) {
+		return true
+	}
+	if slices.Contains(datasetKeys.known, key) {
+		return false
+	}
+	near := suggest.Closest(key, datasetKeys.known)
+	if len(near) == 0 {
+		return false
+	}
+	for _, k := range near {
+		if !slices.Contains(neutralKeys, k) {
+			return false
+		}
+	}
+	return true
 }
 
 // brokenUnder reports whether n or a node under it is a scalar whose ${} substitution failed

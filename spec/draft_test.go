@@ -32,7 +32,15 @@ func TestDraft(t *testing.T) {
     coment: typo
   - name: b
     query: SELECT id FROM a
-`, 2, map[string]string{"raw": "false false", "a": "false true", "b": "false true"}},
+`, 2, map[string]string{"raw": "true false", "a": "true true", "b": "true true"}},
+		{"a misspelt key that shapes columns", `  - name: raw
+    source: {path: ./l, format: json, schema: "id BIGINT"}
+  - name: t
+    apply_changes: {source: raw, keys: [id], sequence_by: id}
+    schma: "id BIGINT, extra STRING"
+  - name: a
+    query: SELECT id FROM t
+`, 1, map[string]string{"raw": "true false", "t": "false false", "a": "false true"}},
 		{"query problems", `  - name: raw
     source: {path: ./l, format: json, schema: "id BIGINT"}
   - name: a
@@ -45,14 +53,14 @@ func TestDraft(t *testing.T) {
     query: SELECT id FROM raw
     source: {path: ./l, format: json, schema: "id BIGINT"}
 `, 4, map[string]string{"raw": "true false", "a": "false false", "b": "true true", "b#2": "false false", "c": "false false"}},
-		{"upstream of a source", `  - name: raw
+		{"a broken expectation shapes no column", `  - name: raw
     source: {path: ./l, format: json, schema: "id BIGINT, op STRING, seq BIGINT"}
     expectations: [{name: e, expect: "id >", on_violation: drop}]
   - name: t
     apply_changes: {source: raw, keys: [id], sequence_by: seq}
   - name: a
     query: SELECT id FROM t
-`, 1, map[string]string{"raw": "false false", "t": "false false", "a": "false true"}},
+`, 1, map[string]string{"raw": "true false", "t": "true false", "a": "true true"}},
 		{"a ${} not set", `  - name: raw
     source: {path: "${tributary_draft_unset}", format: json, schema: "id BIGINT"}
   - name: raw2
