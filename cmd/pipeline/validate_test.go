@@ -611,3 +611,28 @@ datasets:
 		t.Errorf("exit %d, stderr\n%s\nwant exit 2 and\n%s", r.code, r.stderr, want)
 	}
 }
+
+// TestValidateBindsOverNeutralProblems: a misspelt `comment` and an expectation that does not
+// compile change no column of their dataset, so a query over it is bound in the same report.
+func TestValidateBindsOverNeutralProblems(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "pipeline.yaml")
+	if err := os.WriteFile(spec, []byte(`name: y
+datasets:
+  - name: raw
+    source: {path: ./l, format: json, schema: "id BIGINT, status STRING"}
+    commnt: bronze
+    expectations: [{name: e, expect: "id >", on_violation: drop}]
+  - name: q
+    query: SELECT id, stat FROM raw
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "pipeline: " + spec + ":5:5: datasets[0].commnt: unknown key commnt (hint: did you mean `comment`?)\n" +
+		spec + ":6:42: datasets[0].expectations[0].expect: expectation e does not compile: unexpected token EOF (hint: columns: id, status)\n" +
+		spec + `:8:23: datasets[1].query: the query does not bind: Binder Error: Referenced column "stat" not found in FROM clause! Candidate bindings: "status" (hint: its inputs have the columns the spec declares for them (a query dataset's, its query's); queries are DuckDB SQL (README "SQL datasets"))` + "\n"
+	if r := pipeline(t, nil, "validate", spec); r.code != 2 || r.stderr != want {
+		t.Errorf("exit %d, stderr\n%s\nwant exit 2 and\n%s", r.code, r.stderr, want)
+	}
+}
