@@ -25,9 +25,10 @@ type QueryProblem struct {
 	At      int
 }
 
-// refusedName matches the name a DuckDB bind error refuses: a column or table it does not find,
-// a function it does not have, or one whose arguments it cannot take.
-var refusedName = regexp.MustCompile(`Referenced column "([^"]+)" not found|Referenced table "([^"]+)" not found|Function with name "?([^" ]+?)"? does not exist|argument types '([A-Za-z_][A-Za-z0-9_]*)\(`)
+// refusedName matches the name a DuckDB bind error refuses: a column or table it does not find
+// (a column qualified with a table's name or alias too), a function it does not have, or one
+// whose arguments it cannot take.
+var refusedName = regexp.MustCompile(`Referenced column "([^"]+)" not found|does not have a column named "([^"]+)"|Referenced table "([^"]+)" not found|Function with name "?([^" ]+?)"? does not exist|argument types '([A-Za-z_][A-Za-z0-9_]*)\(`)
 
 // problemAt returns the offset in q's SQL of the name bind error msg refuses (NameAt), or -1.
 func problemAt(q *spec.Query, msg string) int {
