@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/big"
 	"math/bits"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -321,10 +322,19 @@ func parsePlainDecimal128(s string, scale int) (Decimal128, bool) {
 	return v.signed(neg), true
 }
 
+// decimalSyntax is the text of a decimal number as Java's BigDecimal(String), which Spark's JSON
+// and CSV readers parse a DECIMAL with, takes it: a sign, digits with a point, an exponent.
+var decimalSyntax = regexp.MustCompile(`^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
+
 // parseDecimalBig is the exact path of ParseDecimal and ParseDecimal128: the unscaled value of s
 // at scale, rounded HALF_UP.
 func parseDecimalBig(s string, scale int) (*big.Int, error) {
-	r, ok := new(big.Rat).SetString(strings.TrimSpace(s))
+	text := strings.TrimSpace(s)
+	if !decimalSyntax.MatchString(text) {
+		// big.Rat takes more than a decimal: "1/3", "0x10", "0b101", "1_000".
+		return nil, fmt.Errorf("%q is not a number", s)
+	}
+	r, ok := new(big.Rat).SetString(text)
 	if !ok {
 		return nil, fmt.Errorf("%q is not a number", s)
 	}

@@ -44,3 +44,29 @@ func TestParseDecimal(t *testing.T) {
 		}
 	}
 }
+
+// TestParseDecimalSyntax: DECIMAL text is a decimal number as Java's BigDecimal(String) reads it
+// (sign, digits, point, exponent), as Spark's readers parse it; what big.Rat takes besides (a
+// fraction, hexadecimal, binary, underscores) is not a number, for both value types.
+func TestParseDecimalSyntax(t *testing.T) {
+	t.Parallel()
+	narrow := Type{Kind: DecimalKind, Precision: 12, Scale: 2}
+	wide := Type{Kind: DecimalKind, Precision: 38, Scale: 2}
+	for _, s := range []string{"1/3", "0x10", "0x1p4", "0b101", "0o17", "1_000", "1e", ".", "+", "--1", "1.2.3", "Infinity", "NaN"} {
+		if v, err := ParseDecimal(s, narrow); err == nil {
+			t.Errorf("ParseDecimal(%q) = %v, want an error", s, v)
+		}
+		if v, err := ParseDecimal128(s, wide); err == nil {
+			t.Errorf("ParseDecimal128(%q) = %v, want an error", s, v)
+		}
+	}
+	for s, want := range map[string]Decimal{"+5": 500, ".5": 50, "5.": 500, "1E+2": 10000, "-1.005": -101, "2.5e-1": 25} {
+		if v, err := ParseDecimal(s, narrow); err != nil || v != want {
+			t.Errorf("ParseDecimal(%q) = %v, %v; want %d", s, v, err, want)
+		}
+		w, err := ParseDecimal128(s, wide)
+		if err != nil || FormatDecimal128(w, 2) != FormatDecimal(want, 2) {
+			t.Errorf("ParseDecimal128(%q) = %v, %v; want %s", s, w, err, FormatDecimal(want, 2))
+		}
+	}
+}
