@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -167,21 +168,15 @@ func Dev(ctx context.Context, p *spec.Pipeline, o DevOptions) error {
 			}
 			invalid = false
 		}
-		edited := len(changed) > 0
+		edited := slices.Clone(changed) // the datasets whose definition the edit changed
 		now := fingerprints(p)
 		inputs := changedInputs(p, last, now)
-		for _, name := range inputs {
-			if !contains(changed, name) {
-				changed = append(changed, name)
-			}
-		}
 		last = now
-		if len(changed) == 0 {
-			continue
-		}
-		if wait := settleWait(paths, cmp.Or(o.Settle, settleTime), time.Now()); wait > 0 && !edited {
+		cause := "SPEC_CHANGE"
+		if wait := settleWait(paths, cmp.Or(o.Settle, settleTime), time.Now()); wait > 0 && len(inputs) > 0 {
 			// New input still being written, perhaps: an update now would leave it for later
-			// and read nothing. Its datasets run once it has had the time (the settled timer).
+			// and read nothing. Its datasets run once it has had the time (the settled timer);
+			// an edit of the spec in the same batch runs now.
 			if unsettled == nil {
 				unsettled = map[string]bool{}
 			}
@@ -189,6 +184,17 @@ func Dev(ctx context.Context, p *spec.Pipeline, o DevOptions) error {
 				unsettled[n] = true
 			}
 			settled = time.After(wait)
+		} else {
+			for _, name := range inputs {
+				if !contains(changed, name) {
+					changed = append(changed, name)
+				}
+			}
+			if len(edited) == 0 {
+				cause = "FILE_CHANGE"
+			}
+		}
+		if len(changed) == 0 {
 			continue
 		}
 		g, _ := p.Graph()
@@ -199,7 +205,7 @@ func Dev(ctx context.Context, p *spec.Pipeline, o DevOptions) error {
 				only[d] = true
 			}
 		}
-		run(only, "FILE_CHANGE")
+		run(only, cause)
 	}
 }
 

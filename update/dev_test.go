@@ -236,3 +236,68 @@ func TestDevWaitsForNewInput(t *testing.T) {
 		t.Errorf("one more update ran: %v", extra.only)
 	}
 }
+
+// TestDevEditAndNewInput: a spec edit and a new input file in one batch of changes run the edited
+// dataset at once (started by a spec change) and the new file's datasets once it has settled:
+// no update reads nothing of the file first.
+func TestDevEditAndNewInput(t *testing.T) {
+	t.Parallel()
+	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n")
+	landing := filepath.Join(filepath.Dir(p.File), "landing")
+	old := time.Now().Add(-time.Minute)
+	entries, err := os.ReadDir(landing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if err := os.Chtimes(filepath.Join(landing, e.Name()), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	changes := make(chan []string)
+	stop := make(chan struct{})
+	type ran struct {
+		only []string
+		res  *Result
+	}
+	runs := make(chan ran, 10)
+	done := make(chan error)
+	go func() {
+		done <- Dev(context.Background(), p, DevOptions{Options: Options{Settle: time.Second}, Changes: changes, Stop: stop,
+			Ran: func(only []string, res *Result, err error) { runs <- ran{only, res} }})
+	}()
+	<-runs
+	f := filepath.Join(landing, "2.json")
+	if err := os.WriteFile(f, []byte(`{"op": "I", "id": 2, "seq": 2}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p.File, []byte(strings.Replace(failSpec, "  - name: items\n", "  - name: items\n    comment: edited\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	changes <- []string{p.File, f}
+	next := func(what string) ran {
+		t.Helper()
+		select {
+		case r := <-runs:
+			return r
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no update after %s", what)
+		}
+		return ran{}
+	}
+	first := next("the edit")
+	if !slices.Equal(first.only, []string{"items"}) {
+		t.Errorf("the update after the edit ran %v, want [items]", first.only)
+	}
+	second := next("the new file")
+	if !slices.Equal(second.only, []string{"changes", "items"}) || second.res.Flows["changes"].Metrics.Unsettled != 0 {
+		t.Errorf("the update for the new file ran %v (%d file(s) left for later), want [changes items] reading it", second.only, second.res.Flows["changes"].Metrics.Unsettled)
+	}
+	if n := tableRows(t, p, "items"); n != 2 {
+		t.Errorf("items has %d rows, want 2", n)
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
