@@ -36,6 +36,9 @@ var otherParserProblems = []string{
 // `,` or `: `, not inside quotes.
 var unquotedVar = regexp.MustCompile(`[{\[,:]\s*\$\{`)
 
+// varRef matches a ${...} substitution, the one unquotedVar finds, for its hint.
+var varRef = regexp.MustCompile(`\$\{[^}]*\}`)
+
 const indentHint = "check the indentation of this line and of the lines above it: the keys of one mapping must start in the same column, and so must the `-` of one list"
 
 // syntaxError turns a YAML parser error ("yaml: line 3: ...") on data into an Error at the most
@@ -52,6 +55,7 @@ func syntaxError(file string, data []byte, err error) *Error {
 	lines := strings.Split(string(data), "\n")
 	line, _ := strconv.Atoi(m[1])
 	msg, hint := m[2], ""
+	varCol := 0 // the column of an unquoted ${...} in a flow collection
 	if what, ok := blockProblems[msg]; ok {
 		start := line + 1
 		line = faultyLine(lines, start, full)
@@ -62,9 +66,13 @@ func syntaxError(file string, data []byte, err error) *Error {
 	} else if what, ok := flowProblems[msg]; ok {
 		line++
 		hint = "check the " + what + " that starts on this line: separate its items with `,` and close it with `" + what[len(what)-1:] + "`"
-		if l := min(max(line, 1), len(lines)); unquotedVar.MatchString(lines[l-1]) {
+		l := min(max(line, 1), len(lines))
+		if loc := unquotedVar.FindStringIndex(lines[l-1]); loc != nil {
 			// ${name} inside {...} or [...]: its braces end the flow collection for YAML.
-			hint = "quote a ${...} inside " + what + ": write \"${name}\" (its braces are YAML's flow syntax otherwise)"
+			at := loc[1] - 2 // the ${
+			ref := varRef.FindString(lines[l-1][at:])
+			hint = "quote a ${...} inside " + what + ": write \"" + ref + "\" (its braces are YAML's flow syntax otherwise)"
+			varCol = 1 + len([]rune(lines[l-1][:at]))
 		}
 	} else if slices.Contains(otherParserProblems, msg) {
 		line++
@@ -72,6 +80,9 @@ func syntaxError(file string, data []byte, err error) *Error {
 	line = min(max(line, 1), len(lines))
 	text := strings.TrimSuffix(lines[line-1], "\r")
 	col := 1 + len([]rune(text)) - len([]rune(strings.TrimLeft(text, " \t")))
+	if varCol > 0 {
+		col = varCol // at the ${...} to quote
+	}
 	if hint == "" {
 		hint = scannerHint(msg, text)
 	}
