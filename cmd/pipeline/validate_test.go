@@ -207,7 +207,7 @@ datasets:
 		spec + `:14:23: datasets[4].query: the query does not bind: Binder Error: No function matches the given name and argument types 'upper(TIMESTAMP WITH TIME ZONE)'.`,
 		spec + `:18:56: datasets[6].query: the query does not bind: Binder Error: Referenced column "_change_typ" not found in FROM clause! Candidate bindings: "_change_type"`,
 		spec + `:24:19: datasets[9].query: the query does not bind: Binder Error: Referenced column "m" not found in FROM clause! Candidate bindings: "n"`,
-		spec + `:26:27: datasets[10].query: the query does not bind: Binder Error: Table "r" does not have a column named "nme"`,
+		spec + `:26:27: datasets[10].query: the query does not bind: Binder Error: Table "r" does not have a column named "nme" Candidate bindings: "name"`,
 	}
 	for _, cmd := range []string{"validate", "run"} {
 		r := pipeline(t, nil, cmd, spec)
