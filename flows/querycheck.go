@@ -264,7 +264,7 @@ func bindMessage(err error) error {
 	}
 	msg = strings.ReplaceAll(msg, "temp.main.", "")
 	msg = fewerCandidates(msg, 5)
-	msg = strings.Join(strings.Fields(msg), " ") // one line: DuckDB lists candidates on lines of their own
+	msg = strings.Join(strings.Fields(msg), " ")                                    // one line: DuckDB lists candidates on lines of their own
 	msg = strings.ReplaceAll(msg, "Candidate bindings: : ", "Candidate bindings: ") // DuckDB's for a qualified column
 	first := ""
 	msg = internalRelation.ReplaceAllStringFunc(msg, func(name string) string {
