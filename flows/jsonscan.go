@@ -191,7 +191,8 @@ func textValue(t *schema.Type, str string, slab *boxSlab) (any, error) {
 		return slab.string(str), nil
 	case schema.DecimalKind:
 		str = schema.DecimalText(str) // "1,000.50": as Spark's JSON reader parses a string
-		if t.WideDecimal() {          // boxed on its own: not in the slab's words
+		// A wide one is boxed on its own, not in the slab's words.
+		if t.WideDecimal() {
 			d, err := schema.ParseDecimal128(str, *t)
 			if err != nil {
 				return nil, err

@@ -264,8 +264,10 @@ func bindMessage(err error) error {
 	}
 	msg = strings.ReplaceAll(msg, "temp.main.", "")
 	msg = fewerCandidates(msg, 5)
-	msg = strings.Join(strings.Fields(msg), " ")                                    // one line: DuckDB lists candidates on lines of their own
-	msg = strings.ReplaceAll(msg, "Candidate bindings: : ", "Candidate bindings: ") // DuckDB's for a qualified column
+	// One line: DuckDB lists candidates on lines of their own, and for a qualified column after
+	// a colon too many.
+	msg = strings.Join(strings.Fields(msg), " ")
+	msg = strings.ReplaceAll(msg, "Candidate bindings: : ", "Candidate bindings: ")
 	first := ""
 	msg = internalRelation.ReplaceAllStringFunc(msg, func(name string) string {
 		m := internalRelation.FindStringSubmatch(name)
