@@ -176,74 +176,20 @@ func TestDevFailureLine(t *testing.T) {
 	}
 }
 
-// TestDevWaitsForNewInput: a new input file, modified within the settle time when dev hears of
-// it, is read by one update of its datasets once it has settled, not by an update at once that
-// would leave it for later and read nothing.
-func TestDevWaitsForNewInput(t *testing.T) {
-	t.Parallel()
-	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n")
-	// The first file is old enough: the first update reads it.
-	old := time.Now().Add(-time.Minute)
-	first := filepath.Join(filepath.Dir(p.File), "landing")
-	entries, err := os.ReadDir(first)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if err := os.Chtimes(filepath.Join(first, e.Name()), old, old); err != nil {
-			t.Fatal(err)
-		}
-	}
-	changes := make(chan []string)
-	stop := make(chan struct{})
-	type ran struct {
-		only []string
-		res  *Result
-	}
-	runs := make(chan ran, 10)
-	done := make(chan error)
-	go func() {
-		done <- Dev(context.Background(), p, DevOptions{Options: Options{Settle: time.Second}, Changes: changes, Stop: stop,
-			Ran: func(only []string, res *Result, err error) { runs <- ran{only, res} }})
-	}()
-	<-runs
-	f := filepath.Join(first, "2.json")
-	if err := os.WriteFile(f, []byte(`{"op": "I", "id": 2, "seq": 2}`+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	changes <- []string{f}
-	var r ran
-	select {
-	case r = <-runs:
-	case <-time.After(20 * time.Second):
-		t.Fatal("no update after the new file")
-	}
-	if !slices.Equal(r.only, []string{"changes", "items"}) {
-		t.Fatalf("the update after the new file ran %v, want [changes items]", r.only)
-	}
-	if n := r.res.Flows["changes"].Metrics.Unsettled; n != 0 {
-		t.Errorf("the update after the new file left %d file(s) for later, want it to wait until the file settled", n)
-	}
-	if n := tableRows(t, p, "items"); n != 2 {
-		t.Errorf("items has %d rows after the update, want 2", n)
-	}
-	close(stop)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	close(runs)
-	for extra := range runs {
-		t.Errorf("one more update ran: %v", extra.only)
-	}
+// devRun is one update of a dev session that settledDev started: the datasets it ran, its result.
+type devRun struct {
+	only []string
+	res  *Result
 }
 
-// TestDevEditAndNewInput: a spec edit and a new input file in one batch of changes run the edited
-// dataset at once (started by a spec change) and the new file's datasets once it has settled:
-// no update reads nothing of the file first.
-func TestDevEditAndNewInput(t *testing.T) {
-	t.Parallel()
-	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n")
-	landing := filepath.Join(filepath.Dir(p.File), "landing")
+// settledDev starts Dev, with a settle time of one second, on a pipeline whose first input file
+// is old enough to be read at once, and waits for its first update. It returns the pipeline, its
+// landing folder, the channel of changes, the channel of the updates after the first (next
+// waits for one), and stop, which stops dev and checks that it ended cleanly.
+func settledDev(t *testing.T) (p *spec.Pipeline, landing string, changes chan []string, next func(what string) devRun, stop func()) {
+	t.Helper()
+	p = setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n")
+	landing = filepath.Join(filepath.Dir(p.File), "landing")
 	old := time.Now().Add(-time.Minute)
 	entries, err := os.ReadDir(landing)
 	if err != nil {
@@ -254,19 +200,69 @@ func TestDevEditAndNewInput(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	changes := make(chan []string)
-	stop := make(chan struct{})
-	type ran struct {
-		only []string
-		res  *Result
-	}
-	runs := make(chan ran, 10)
+	changes = make(chan []string)
+	stopped := make(chan struct{})
+	runs := make(chan devRun, 10)
 	done := make(chan error)
 	go func() {
-		done <- Dev(context.Background(), p, DevOptions{Options: Options{Settle: time.Second}, Changes: changes, Stop: stop,
-			Ran: func(only []string, res *Result, err error) { runs <- ran{only, res} }})
+		done <- Dev(context.Background(), p, DevOptions{Options: Options{Settle: time.Second}, Changes: changes, Stop: stopped,
+			Ran: func(only []string, res *Result, err error) { runs <- devRun{only, res} }})
 	}()
 	<-runs
+	next = func(what string) devRun {
+		t.Helper()
+		select {
+		case r := <-runs:
+			return r
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no update after %s", what)
+		}
+		return devRun{}
+	}
+	stop = func() {
+		t.Helper()
+		close(stopped)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		close(runs)
+		for extra := range runs {
+			t.Errorf("one more update ran: %v", extra.only)
+		}
+	}
+	return p, landing, changes, next, stop
+}
+
+// TestDevWaitsForNewInput: a new input file, modified within the settle time when dev hears of
+// it, is read by one update of its datasets once it has settled, not by an update at once that
+// would leave it for later and read nothing.
+func TestDevWaitsForNewInput(t *testing.T) {
+	t.Parallel()
+	p, landing, changes, next, stop := settledDev(t)
+	f := filepath.Join(landing, "2.json")
+	if err := os.WriteFile(f, []byte(`{"op": "I", "id": 2, "seq": 2}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	changes <- []string{f}
+	r := next("the new file")
+	if !slices.Equal(r.only, []string{"changes", "items"}) {
+		t.Fatalf("the update after the new file ran %v, want [changes items]", r.only)
+	}
+	if n := r.res.Flows["changes"].Metrics.Unsettled; n != 0 {
+		t.Errorf("the update after the new file left %d file(s) for later, want it to wait until the file settled", n)
+	}
+	if n := tableRows(t, p, "items"); n != 2 {
+		t.Errorf("items has %d rows after the update, want 2", n)
+	}
+	stop()
+}
+
+// TestDevEditAndNewInput: a spec edit and a new input file in one batch of changes run the edited
+// dataset at once (started by a spec change) and the new file's datasets once it has settled:
+// no update reads nothing of the file first.
+func TestDevEditAndNewInput(t *testing.T) {
+	t.Parallel()
+	p, landing, changes, next, stop := settledDev(t)
 	f := filepath.Join(landing, "2.json")
 	if err := os.WriteFile(f, []byte(`{"op": "I", "id": 2, "seq": 2}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -275,18 +271,7 @@ func TestDevEditAndNewInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	changes <- []string{p.File, f}
-	next := func(what string) ran {
-		t.Helper()
-		select {
-		case r := <-runs:
-			return r
-		case <-time.After(20 * time.Second):
-			t.Fatalf("no update after %s", what)
-		}
-		return ran{}
-	}
-	first := next("the edit")
-	if !slices.Equal(first.only, []string{"items"}) {
+	if first := next("the edit"); !slices.Equal(first.only, []string{"items"}) {
 		t.Errorf("the update after the edit ran %v, want [items]", first.only)
 	}
 	second := next("the new file")
@@ -296,8 +281,5 @@ func TestDevEditAndNewInput(t *testing.T) {
 	if n := tableRows(t, p, "items"); n != 2 {
 		t.Errorf("items has %d rows, want 2", n)
 	}
-	close(stop)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 }
