@@ -540,17 +540,32 @@ datasets:
 	}
 }
 
+// validateReports writes text as the spec of a new folder (with an empty ./landing), runs
+// `pipeline validate` on it and checks exit status 2 and stderr: each of problems ("LINE:COL:
+// path: message (hint: ...)") after the spec's path, one a line, in order, and nothing else.
+func validateReports(t *testing.T, text string, problems ...string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := writeSpec(t, dir, text)
+	want := "pipeline: "
+	for _, pr := range problems {
+		want += spec + ":" + pr + "\n"
+	}
+	if r := pipeline(t, nil, "validate", spec); r.code != 2 || r.stderr != want {
+		t.Errorf("exit %d, stderr\n%s\nwant exit 2 and\n%s", r.code, r.stderr, want)
+	}
+}
+
 // TestValidateElementAtHint: Spark's element_at is a spec error at the name, over an array
 // (which DuckDB refuses) and over a map (where DuckDB's returns a list of the value, not the
 // value), each with the DuckDB form.
 func TestValidateElementAtHint(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	spec := filepath.Join(dir, "pipeline.yaml")
-	if err := os.WriteFile(spec, []byte(`name: elementat
+	const msg = `element_at(...) is Spark SQL, which DuckDB, the engine that runs queries, has for a MAP only, where it returns a list of the value, not the value: over an array the update would fail here, over a map the column would hold lists (hint: write arr[i] for an array (1-based, a negative i counting from the end, as Spark's) and m[key] for a map)`
+	validateReports(t, `name: elementat
 storage: ./storage
 datasets:
   - name: raw
@@ -559,14 +574,7 @@ datasets:
     query: SELECT id, element_at(tags, 1) AS tag FROM raw
   - name: colour
     query: SELECT id, element_at(attrs, 'colour') AS colour FROM raw
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	const msg = `element_at(...) is Spark SQL, which DuckDB, the engine that runs queries, has for a MAP only, where it returns a list of the value, not the value: over an array the update would fail here, over a map the column would hold lists (hint: write arr[i] for an array (1-based, a negative i counting from the end, as Spark's) and m[key] for a map)`
-	want := "pipeline: " + spec + ":7:23: datasets[1].query: " + msg + "\n" + spec + ":9:23: datasets[2].query: " + msg + "\n"
-	if r := pipeline(t, nil, "validate", spec); r.code != 2 || r.stderr != want {
-		t.Errorf("exit %d, stderr\n%s\nwant exit 2 and\n%s", r.code, r.stderr, want)
-	}
+`, "7:23: datasets[1].query: "+msg, "9:23: datasets[2].query: "+msg)
 }
 
 // TestValidateParseErrorOnly: a query that does not parse because a keyword stands where a
@@ -574,9 +582,7 @@ datasets:
 // an unknown dataset named after the keyword too.
 func TestValidateParseErrorOnly(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	spec := filepath.Join(dir, "pipeline.yaml")
-	if err := os.WriteFile(spec, []byte(`name: r5
+	validateReports(t, `name: r5
 datasets:
   - name: raw
     source: {path: ./l, format: json, schema: "id BIGINT, status STRING"}
@@ -584,44 +590,29 @@ datasets:
     query: SELECT id FROM raw JOIN ON raw.id = raw.id
   - name: b
     query: SELECT id, FROM WHERE raw
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	want := "pipeline: " + spec + `:6:36: datasets[1].query: the SQL does not parse: syntax error at or near "ON" (hint: queries are DuckDB SQL (README "SQL datasets"))` + "\n" +
-		spec + `:8:28: datasets[2].query: the SQL does not parse: syntax error at or near "WHERE" (hint: queries are DuckDB SQL (README "SQL datasets"))` + "\n"
-	if r := pipeline(t, nil, "validate", spec); r.code != 2 || r.stderr != want {
-		t.Errorf("exit %d, stderr\n%s\nwant exit 2 and\n%s", r.code, r.stderr, want)
-	}
+`,
+		`6:36: datasets[1].query: the SQL does not parse: syntax error at or near "ON" (hint: queries are DuckDB SQL (README "SQL datasets"))`,
+		`8:28: datasets[2].query: the SQL does not parse: syntax error at or near "WHERE" (hint: queries are DuckDB SQL (README "SQL datasets"))`)
 }
 
 // TestValidateDoubleQuotedString: Spark SQL's double-quoted string, which DuckDB reads as a
 // column's name, is reported where it is with the single-quoted string to write.
 func TestValidateDoubleQuotedString(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	spec := filepath.Join(dir, "pipeline.yaml")
-	if err := os.WriteFile(spec, []byte(`name: dq
+	validateReports(t, `name: dq
 datasets:
   - name: raw
     source: {path: ./l, format: json, schema: "id BIGINT, status STRING"}
   - name: paid
     query: SELECT id FROM raw WHERE status = "paid"
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	want := "pipeline: " + spec + `:6:46: datasets[1].query: the query does not bind: Binder Error: Referenced column "paid" not found in FROM clause! Candidate bindings: "status" (hint: queries are DuckDB SQL, where "paid" is a column's name, not a string as in Spark SQL: write the string 'paid')` + "\n"
-	if r := pipeline(t, nil, "validate", spec); r.code != 2 || r.stderr != want {
-		t.Errorf("exit %d, stderr\n%s\nwant exit 2 and\n%s", r.code, r.stderr, want)
-	}
+`, `6:46: datasets[1].query: the query does not bind: Binder Error: Referenced column "paid" not found in FROM clause! Candidate bindings: "status" (hint: queries are DuckDB SQL, where "paid" is a column's name, not a string as in Spark SQL: write the string 'paid')`)
 }
 
 // TestValidateBindsOverNeutralProblems: a misspelt `comment` and an expectation that does not
 // compile change no column of their dataset, so a query over it is bound in the same report.
 func TestValidateBindsOverNeutralProblems(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	spec := filepath.Join(dir, "pipeline.yaml")
-	if err := os.WriteFile(spec, []byte(`name: y
+	validateReports(t, `name: y
 datasets:
   - name: raw
     source: {path: ./l, format: json, schema: "id BIGINT, status STRING"}
@@ -629,13 +620,8 @@ datasets:
     expectations: [{name: e, expect: "id >", on_violation: drop}]
   - name: q
     query: SELECT id, stat FROM raw
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	want := "pipeline: " + spec + ":5:5: datasets[0].commnt: unknown key commnt (hint: did you mean `comment`?)\n" +
-		spec + ":6:42: datasets[0].expectations[0].expect: expectation e does not compile: unexpected token EOF (hint: columns: id, status)\n" +
-		spec + `:8:23: datasets[1].query: the query does not bind: Binder Error: Referenced column "stat" not found in FROM clause! Candidate bindings: "status" (hint: its inputs have the columns the spec declares for them (a query dataset's, its query's); queries are DuckDB SQL (README "SQL datasets"))` + "\n"
-	if r := pipeline(t, nil, "validate", spec); r.code != 2 || r.stderr != want {
-		t.Errorf("exit %d, stderr\n%s\nwant exit 2 and\n%s", r.code, r.stderr, want)
-	}
+`,
+		"5:5: datasets[0].commnt: unknown key commnt (hint: did you mean `comment`?)",
+		"6:42: datasets[0].expectations[0].expect: expectation e does not compile: unexpected token EOF (hint: columns: id, status)",
+		`8:23: datasets[1].query: the query does not bind: Binder Error: Referenced column "stat" not found in FROM clause! Candidate bindings: "status" (hint: its inputs have the columns the spec declares for them (a query dataset's, its query's); queries are DuckDB SQL (README "SQL datasets"))`)
 }
