@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -168,12 +167,12 @@ func Dev(ctx context.Context, p *spec.Pipeline, o DevOptions) error {
 			}
 			invalid = false
 		}
-		edited := slices.Clone(changed) // the datasets whose definition the edit changed
+		edited := len(changed) > 0 // the edit of the spec changed definitions
 		now := fingerprints(p)
 		inputs := changedInputs(p, last, now)
 		last = now
 		cause := "SPEC_CHANGE"
-		if wait := settleWait(paths, cmp.Or(o.Settle, settleTime), time.Now()); wait > 0 && len(inputs) > 0 {
+		if wait := settleWait(paths, p.File, cmp.Or(o.Settle, settleTime), time.Now()); wait > 0 && len(inputs) > 0 {
 			// New input still being written, perhaps: an update now would leave it for later
 			// and read nothing. Its datasets run once it has had the time (the settled timer);
 			// an edit of the spec in the same batch runs now.
@@ -190,7 +189,7 @@ func Dev(ctx context.Context, p *spec.Pipeline, o DevOptions) error {
 					changed = append(changed, name)
 				}
 			}
-			if len(edited) == 0 {
+			if !edited {
 				cause = "FILE_CHANGE"
 			}
 		}
@@ -210,14 +209,20 @@ func Dev(ctx context.Context, p *spec.Pipeline, o DevOptions) error {
 }
 
 // settleWait returns how long from now the youngest of the files paths (modified at most
-// settle before now) needs to have been left alone for settle, and a little more, so that an
-// update then reads it rather than leaving it for later (Options.Settle); 0 when none is that
-// young, or settle is negative (no settle time).
-func settleWait(paths []string, settle time.Duration, now time.Time) time.Duration {
+// settle before now; the spec file is not input) needs to have been left alone for settle, and a
+// little more, so that an update then reads it rather than leaving it for later
+// (Options.Settle); 0 when none is that young, or settle is negative (no settle time).
+func settleWait(paths []string, specFile string, settle time.Duration, now time.Time) time.Duration {
+	if settle < 0 {
+		return 0
+	}
 	var wait time.Duration
 	for _, p := range paths {
+		if containsPath([]string{p}, specFile) {
+			continue
+		}
 		fi, err := os.Stat(p)
-		if err != nil || fi.IsDir() || settle < 0 {
+		if err != nil || fi.IsDir() {
 			continue
 		}
 		if w := fi.ModTime().Add(settle).Sub(now); w > 0 {
