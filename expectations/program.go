@@ -41,8 +41,8 @@ type exactDecimal struct{ text string }
 // String returns the value's exact text ("12345678901234567890.50"), for `string(x)`.
 func (d exactDecimal) String() string { return d.text }
 
-// exactDecimalName is how expr names exactDecimal in its type errors.
-const exactDecimalName = "expectations.exactDecimal"
+// exactDecimalName is how expr names exactDecimal in its type errors ("expectations.exactDecimal").
+var exactDecimalName = reflect.TypeOf(exactDecimal{}).String()
 
 // sample returns a value of the Go type an expression sees for a column of type t.
 // DECIMAL and DOUBLE are float64 (a DECIMAL of more than 18 digits an exactDecimal: a float
