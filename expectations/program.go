@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -80,11 +81,7 @@ func ExprValue(t schema.Type, v any) any {
 	case int32:
 		return int(x)
 	case schema.Decimal:
-		f := float64(x)
-		for i := 0; i < t.Scale; i++ {
-			f /= 10
-		}
-		return f
+		return decimalFloat(x, t.Scale)
 	case schema.Decimal128: // its exact text, never a float
 		return exactDecimal{schema.FormatDecimal128(x, t.Scale)}
 	case schema.Date:
@@ -119,6 +116,24 @@ func ExprValue(t schema.Type, v any) any {
 	}
 	return v
 }
+
+// decimalFloat returns the float64 nearest to the DECIMAL value x·10^-scale, as Spark's
+// CAST(decimal AS DOUBLE) gives it and as a number literal of the same digits parses, so that
+// `amount >= 0.07` holds for the DECIMAL 0.07. An unscaled value of at most 2^53 and a power of
+// ten up to 10^22 are exact in a float64, and one IEEE division of the two rounds correctly;
+// larger values go through their exact text. (Dividing by 10 once per digit of scale rounds at
+// each step: 7 at scale 2 became 0.06999999999999999.)
+func decimalFloat(x schema.Decimal, scale int) float64 {
+	if scale >= 0 && scale < len(exactPow10) && x >= -1<<53 && x <= 1<<53 {
+		return float64(x) / exactPow10[scale]
+	}
+	f, _ := strconv.ParseFloat(schema.FormatDecimal(x, scale), 64)
+	return f
+}
+
+// exactPow10 holds the powers of ten a float64 holds exactly: 10^0 to 10^22.
+var exactPow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
 // ErrNotBool is the error (wrapped, with the type the expression gives) of Compile for an
 // expression whose result is not a boolean, such as `id + 1`.

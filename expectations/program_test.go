@@ -2,6 +2,8 @@ package expectations
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 	"testing"
 
 	"tributary/schema"
@@ -205,4 +207,71 @@ func TestEvalReadsOnlyNamedColumns(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A DECIMAL is seen by an expression as the double nearest its value, the double a literal or a
+// DOUBLE column of the same digits holds (Spark: CAST(decimal AS DOUBLE)). Every value from
+// -99.99 to 999.99 at scale 2, and a sample at scale 4, compares equal to the DOUBLE of its text;
+// `amount >= 0.07` holds for 0.07 (it was 0.06999999999999999, and the row failed the check).
+func TestDecimalIsTheDoubleOfItsDigits(t *testing.T) {
+	for _, scale := range []int{2, 4} {
+		s := schema.Schema{Fields: []schema.Field{
+			{Name: "amount", Type: schema.Type{Kind: schema.DecimalKind, Precision: 10, Scale: scale}},
+			{Name: "price", Type: schema.Type{Kind: schema.Double}},
+		}}
+		p, err := Compile("amount == price", s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		step := int64(1)
+		if scale == 4 {
+			step = 7
+		}
+		for n := int64(-9999); n < 100000*step; n += step {
+			neg, a := "", n
+			if n < 0 {
+				neg, a = "-", -n
+			}
+			text := fmt.Sprintf("%s%d.%0*d", neg, a/pow(scale), scale, a%pow(scale))
+			f, err := strconv.ParseFloat(text, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := p.Eval([]any{schema.Decimal(n), f}); err != nil || !ok {
+				t.Fatalf("DECIMAL(10,%d) %s == DOUBLE %v: %v, %v; want true", scale, text, f, ok, err)
+			}
+		}
+	}
+	amount := schema.Schema{Fields: []schema.Field{{Name: "amount", Type: schema.Type{Kind: schema.DecimalKind, Precision: 18, Scale: 2}}}}
+	for _, c := range []struct {
+		code string
+		v    int64
+		want bool
+	}{
+		{"amount >= 0.07", 7, true},
+		{"amount < 0.07", 7, false},
+		{"amount == 0.29", 29, true},
+		{"amount > 0.14", 14, false},
+		{"amount == 1.15", 115, true},
+		// Beyond 2^53 the value goes through its text: still the double nearest it.
+		{"amount == 123456789012345.67", 12345678901234567, true},
+		{"amount > 123456789012345.6", 12345678901234567, true},
+	} {
+		p, err := Compile(c.code, amount)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := p.Eval([]any{schema.Decimal(c.v)}); err != nil || ok != c.want {
+			t.Errorf("%s with amount %s: %v, %v; want %v", c.code, schema.FormatDecimal(schema.Decimal(c.v), 2), ok, err, c.want)
+		}
+	}
+}
+
+// pow returns 10^n.
+func pow(n int) int64 {
+	p := int64(1)
+	for range n {
+		p *= 10
+	}
+	return p
 }
