@@ -1,9 +1,11 @@
 package flows
 
 import (
+	"math"
 	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 )
 
 // gcPercent returns the garbage collector's target percentage without changing it.
@@ -13,11 +15,17 @@ func gcPercent() int {
 	return p
 }
 
-// TestRelaxGC: batches applied at once share the raise, and the percentage comes back once the
-// last is done; GOGC=off, or a GOGC above the raise, is kept. Not parallel: the percentage is
-// the process's, and the parallel tests apply batches.
+// memoryLimit returns the memory limit without changing it.
+func memoryLimit() int64 { return debug.SetMemoryLimit(-1) }
+
+// TestRelaxGC: batches applied at once share the raise, and the percentage and the memory limit
+// come back once the last is done; GOGC=off, or a GOGC above the raise, is kept. While batches
+// are applied the percentage is off and the memory limit is at least the floor, never above a
+// limit set before (GOMEMLIMIT). Not parallel: the percentage is the process's, and the
+// parallel tests apply batches.
 func TestRelaxGC(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
 	defer func(kept bool) { gcKept = kept }(gcKept)
 	// GOGC=off or above the raise in the environment: the target is left alone.
 	gcKept = true
@@ -27,12 +35,27 @@ func TestRelaxGC(t *testing.T) {
 	}
 	done()
 	gcKept = false
-	for _, c := range []struct{ before, during int }{{100, applyGCPercent}, {50, applyGCPercent}, {-1, -1}, {1000, 1000}} {
+	floor := gcFloor()
+	if floor < 256<<20 || floor > maxGCFloor {
+		t.Fatalf("gcFloor() = %d, want 256 MiB to 1 GiB", floor)
+	}
+	for _, c := range []struct {
+		before, during int
+		limit          int64 // the memory limit before
+	}{{100, -1, math.MaxInt64}, {50, -1, math.MaxInt64}, {100, -1, 200 << 20}, {-1, -1, math.MaxInt64}, {1000, 1000, math.MaxInt64}} {
 		debug.SetGCPercent(c.before)
+		debug.SetMemoryLimit(c.limit)
+		floored := c.before >= 0 && c.before <= applyGCPercent
 		done1 := relaxGC()
 		done2 := relaxGC()
 		if got := gcPercent(); got != c.during {
 			t.Errorf("GOGC=%d, two batches: %d, want %d", c.before, got, c.during)
+		}
+		switch got := memoryLimit(); {
+		case !floored && got != c.limit:
+			t.Errorf("GOGC=%d: memory limit %d during the batches, want %d", c.before, got, c.limit)
+		case floored && (got < min(floor, c.limit) || got > c.limit):
+			t.Errorf("GOGC=%d, limit %d before: memory limit %d during the batches, want from %d to %d", c.before, c.limit, got, min(floor, c.limit), c.limit)
 		}
 		done1()
 		if got := gcPercent(); got != c.during {
@@ -42,7 +65,44 @@ func TestRelaxGC(t *testing.T) {
 		if got := gcPercent(); got != c.before {
 			t.Errorf("GOGC=%d, no batch left: %d, want %d", c.before, got, c.before)
 		}
+		if got := memoryLimit(); got != c.limit {
+			t.Errorf("GOGC=%d, no batch left: memory limit %d, want %d as before", c.before, got, c.limit)
+		}
 	}
+}
+
+// TestRelaxGCFollowsLiveHeap: past the floor, the memory limit follows what each collection
+// leaves live, (100+applyGCPercent)% of it, as the percentage would: a batch whose live heap
+// outgrows the floor is not collected over and over.
+func TestRelaxGCFollowsLiveHeap(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	defer func(kept bool, floor func() int64) { gcKept, gcFloor = kept, floor }(gcKept, gcFloor)
+	gcKept = false
+	gcFloor = func() int64 { return 32 << 20 }
+	done := relaxGC()
+	defer done()
+	const held = 128 << 20
+	live := make([]byte, held)
+	for i := range live {
+		live[i] = 1
+	}
+	runtime.GC()
+	want := int64(held) / 100 * (100 + applyGCPercent)
+	deadline := time.Now().Add(5 * time.Second)
+	for memoryLimit() < want && time.Now().Before(deadline) {
+		runtime.GC() // the watch's finalizer runs after a collection, on a goroutine of its own
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := memoryLimit(); got < want || got > 2*want {
+		t.Errorf("memory limit %d MiB with %d MiB live, want about %d MiB", got>>20, held>>20, want>>20)
+	}
+	runtime.KeepAlive(live)
+	done()
+	if got := memoryLimit(); got != math.MaxInt64 {
+		t.Errorf("memory limit %d after the batch, want none (%d)", got, int64(math.MaxInt64))
+	}
+	done = func() {}
 }
 
 // TestAdjacent: columns side by side in order start a window of their row; a gap, a missing
