@@ -46,11 +46,11 @@ func TestFoldOntoSplit(t *testing.T) {
 		nulls := r.IntN(2) == 0
 		hist := randomHistory(r, 1+r.IntN(12), nulls)
 		tracked := trackeds[r.IntN(len(trackeds))]
-		want := render(foldHistory(hist, tracked, nulls))
+		want := render(foldHistory(hist, tracked, nulls, nil))
 		for cut := 0; cut <= len(hist); cut++ {
-			head := foldOnto(nil, false, hist[:cut], tracked, nulls)
+			head := foldOnto(nil, false, hist[:cut], tracked, nulls, nil)
 			open := cut > 0 && !hist[cut-1].delete
-			if got := render(foldOnto(head, open, hist[cut:], tracked, nulls)); got != want {
+			if got := render(foldOnto(head, open, hist[cut:], tracked, nulls, nil)); got != want {
 				t.Fatalf("cut at %d of %v (tracked %v, nulls %v):\ngot  %s\nwant %s", cut, hist, tracked, nulls, got, want)
 			}
 		}
@@ -144,8 +144,8 @@ func TestVersionsSharedPrefix(t *testing.T) {
 		if first < len(stored) && compareSeq(merged[first].seq, stored[first].seq) == 0 && merged[first].delete == stored[first].delete && sameRow(merged[first].row, stored[first].row) {
 			t.Fatalf("first = %d, but the histories agree there: %v vs %v", first, merged, stored)
 		}
-		wholeOld := foldHistory(stored, mode.tracked, nulls)
-		wholeCur := foldHistory(merged, mode.tracked, nulls)
+		wholeOld := foldHistory(stored, mode.tracked, nulls, nil)
+		wholeCur := foldHistory(merged, mode.tracked, nulls, nil)
 		want := diff(wholeOld, wholeCur)
 		old, cur, common := mode.versions(stored, merged, first, nil, nil, oldBuf, curBuf)
 		if got, w := render(cur), render(wholeCur); got != w {
@@ -250,7 +250,7 @@ func TestTailOf(t *testing.T) {
 		if tail, offs, ok = s.tailOf(hk, tracked, offs); !ok {
 			t.Fatalf("tailOf refused %v", hist)
 		}
-		vs := foldHistory(hist, tracked, false)
+		vs := foldHistory(hist, tracked, false, nil)
 		last := vs[max(len(vs)-1, 0):]
 		if compareSeq(tail.lastSeq, hist[len(hist)-1].seq) != 0 || tail.open != (len(last) > 0 && last[0].end == nil) {
 			t.Fatalf("%v: tail %+v, versions %s", hist, tail, render(vs))

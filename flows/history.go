@@ -32,12 +32,44 @@ type version struct {
 // foldHistory turns a key's events, in sequence order, into its versions: a new version opens
 // when a tracked column changes (or after a delete); a change to untracked columns only rewrites
 // the open version in place; a delete closes the open version at the delete's sequence. With
-// ignoreNulls, a NULL in an upsert keeps the open version's value.
-func foldHistory(events []histEvent, tracked []int, ignoreNulls bool) []version {
+// ignoreNulls, a NULL in an upsert keeps the open version's value, and so does a NULL field of a
+// struct column (types are the data columns' types; see keepNull).
+func foldHistory(events []histEvent, tracked []int, ignoreNulls bool, types []schema.Type) []version {
 	if len(events) == 0 {
 		return nil
 	}
-	return foldOnto(make([]version, 0, len(events)), false, events, tracked, ignoreNulls)
+	return foldOnto(make([]version, 0, len(events)), false, events, tracked, ignoreNulls, types)
+}
+
+// keepNull is the value a column of type t (nil: unknown) takes under ignore_null_updates when an
+// upsert brings v and the stored value is old: a NULL keeps old, and in a struct so does each NULL
+// field, at any depth (Databricks: "This also applies to nested columns with a value of null").
+// Arrays and maps are replaced whole.
+func keepNull(old, v any, t *schema.Type) any {
+	if v == nil {
+		return old
+	}
+	if old == nil || t == nil || t.Kind != schema.StructKind || t.Struct == nil {
+		return v
+	}
+	o, ok := old.([]any)
+	n, ok2 := v.([]any)
+	if !ok || !ok2 || len(o) != len(n) || len(n) != len(t.Struct.Fields) {
+		return v
+	}
+	out := make([]any, len(n))
+	for i := range n {
+		out[i] = keepNull(o[i], n[i], &t.Struct.Fields[i].Type)
+	}
+	return out
+}
+
+// columnType is the type of data column i, or nil when types does not say.
+func columnType(types []schema.Type, i int) *schema.Type {
+	if i < len(types) {
+		return &types[i]
+	}
+	return nil
 }
 
 // foldOnto continues foldHistory: out are the versions of the events before events (open says
@@ -45,7 +77,7 @@ func foldHistory(events []histEvent, tracked []int, ignoreNulls bool) []version 
 // upsert); it appends the versions the events open, and may close or rewrite the open one. A
 // fold of a history split in two anywhere, the second part folded onto the versions of the
 // first, equals the fold of the whole history.
-func foldOnto(out []version, open bool, events []histEvent, tracked []int, ignoreNulls bool) []version {
+func foldOnto(out []version, open bool, events []histEvent, tracked []int, ignoreNulls bool, types []schema.Type) []version {
 	cur := -1
 	if open && len(out) > 0 {
 		cur = len(out) - 1
@@ -62,9 +94,7 @@ func foldOnto(out []version, open bool, events []histEvent, tracked []int, ignor
 		if ignoreNulls && cur >= 0 {
 			row = append([]any(nil), e.row...)
 			for i, v := range row {
-				if v == nil {
-					row[i] = out[cur].row[i]
-				}
+				row[i] = keepNull(out[cur].row[i], v, columnType(types, i))
 			}
 		}
 		if cur < 0 {
@@ -280,4 +310,13 @@ func versionDiff(rows [][]any, types []string, old, cur []version, toRow func(ve
 		}
 	}
 	return rows, types, upserts, deletes
+}
+
+// fieldTypes lists the types of s's columns, in order.
+func fieldTypes(s schema.Schema) []schema.Type {
+	out := make([]schema.Type, len(s.Fields))
+	for i, f := range s.Fields {
+		out[i] = f.Type
+	}
+	return out
 }

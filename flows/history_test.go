@@ -50,7 +50,7 @@ func TestFoldHistory(t *testing.T) {
 			"[a x][3,null)"},
 	}
 	for _, c := range cases {
-		if got := render(foldHistory(c.events, c.tracked, false)); got != c.want {
+		if got := render(foldHistory(c.events, c.tracked, false, nil)); got != c.want {
 			t.Errorf("%s: got %s, want %s", c.name, got, c.want)
 		}
 	}
@@ -65,7 +65,7 @@ func TestMergeHistoryLateEvents(t *testing.T) {
 	if !changed || ties != 0 {
 		t.Fatalf("changed=%v ties=%d", changed, ties)
 	}
-	if got, want := render(foldHistory(hist, []int{0}, false)), "[a][1,3) [b][3,5) [c][5,null)"; got != want {
+	if got, want := render(foldHistory(hist, []int{0}, false, nil)), "[a][1,3) [b][3,5) [c][5,null)"; got != want {
 		t.Errorf("got %s, want %s", got, want)
 	}
 	// A re-delivered event changes nothing; a delete at a stored sequence wins the tie.
@@ -78,7 +78,7 @@ func TestMergeHistoryLateEvents(t *testing.T) {
 	if !changed || ties != 1 {
 		t.Errorf("delete tie: changed=%v ties=%d", changed, ties)
 	}
-	if got, want := render(foldHistory(hist, []int{0}, false)), "[a][1,3) [b][3,5)"; got != want {
+	if got, want := render(foldHistory(hist, []int{0}, false, nil)), "[a][1,3) [b][3,5)"; got != want {
 		t.Errorf("got %s, want %s", got, want)
 	}
 }
@@ -91,7 +91,7 @@ func TestMergeHistoryLateEvents(t *testing.T) {
 func TestMergeHistoryKeepsStored(t *testing.T) {
 	t.Parallel()
 	stored := []histEvent{he(1, "a"), he(5, "c"), he(9, "e")}
-	before := render(foldHistory(stored, []int{0}, false))
+	before := render(foldHistory(stored, []int{0}, false, nil))
 	evs := []event{
 		{seq: []any{int64(7)}, row: []any{"d"}, arrival: 0},
 		{seq: []any{int64(3)}, row: []any{"b"}, arrival: 1},
@@ -109,10 +109,10 @@ func TestMergeHistoryKeepsStored(t *testing.T) {
 	if !changed || ties != 3 {
 		t.Errorf("changed=%v ties=%d, want true and 3 (9 delete against stored e, 11 f/g, 13 h/delete)", changed, ties)
 	}
-	if got, want := render(foldHistory(merged, []int{0}, false)), "[a][1,3) [b][3,5) [c][5,7) [d][7,9) [g][11,13)"; got != want {
+	if got, want := render(foldHistory(merged, []int{0}, false, nil)), "[a][1,3) [b][3,5) [c][5,7) [d][7,9) [g][11,13)"; got != want {
 		t.Errorf("merged: got %s, want %s", got, want)
 	}
-	if got := render(foldHistory(stored, []int{0}, false)); got != before || len(stored) != 3 || stored[2].delete {
+	if got := render(foldHistory(stored, []int{0}, false, nil)); got != before || len(stored) != 3 || stored[2].delete {
 		t.Errorf("the stored history changed: %s, was %s", got, before)
 	}
 	// Nothing new: the stored history comes back unchanged.

@@ -61,6 +61,7 @@ type historyMode struct {
 	scd2        bool
 	tracked     []int // SCD type 2: the tracked data columns
 	ignoreNulls bool
+	types       []schema.Type // the data columns' types (ignoreNulls keeps NULL struct fields)
 }
 
 // fold computes a key's rows from its history, ignoring events at or below trunc (SCD type 1
@@ -76,7 +77,7 @@ func (h historyMode) fold(events []histEvent, trunc []any) []version {
 		events = live
 	}
 	if h.scd2 {
-		return foldHistory(events, h.tracked, h.ignoreNulls)
+		return foldHistory(events, h.tracked, h.ignoreNulls, h.types)
 	}
 	var row []any
 	for _, e := range events {
@@ -87,9 +88,7 @@ func (h historyMode) fold(events []histEvent, trunc []any) []version {
 			row = append([]any(nil), e.row...)
 		default:
 			for i, v := range e.row {
-				if v != nil {
-					row[i] = v
-				}
+				row[i] = keepNull(row[i], v, columnType(h.types, i))
 			}
 		}
 	}
@@ -114,7 +113,7 @@ func (h historyMode) versions(stored, merged []histEvent, first int, oldTrunc, t
 	if first < 0 {
 		first = len(merged) // unchanged
 	}
-	cur = foldOnto(curBuf[:0], false, merged[:first], h.tracked, h.ignoreNulls)
+	cur = foldOnto(curBuf[:0], false, merged[:first], h.tracked, h.ignoreNulls, h.types)
 	open := first > 0 && !merged[first-1].delete
 	common = len(cur)
 	old = oldBuf[:0]
@@ -122,21 +121,21 @@ func (h historyMode) versions(stored, merged []histEvent, first int, oldTrunc, t
 		common--
 		old = append(old, cur[common])
 	}
-	old = foldOnto(old, open, stored[first:], h.tracked, h.ignoreNulls)
-	cur = foldOnto(cur, open, merged[first:], h.tracked, h.ignoreNulls)
+	old = foldOnto(old, open, stored[first:], h.tracked, h.ignoreNulls, h.types)
+	cur = foldOnto(cur, open, merged[first:], h.tracked, h.ignoreNulls, h.types)
 	return old, cur, common
 }
 
 // applySCD2 applies a batch to an SCD type 2 target.
 func applySCD2(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, error) {
-	return applyHistory(env, d, b, m, historyMode{scd2: true, tracked: cheapFirst(trackedColumns(d, b.dataSch), b.dataSch), ignoreNulls: d.ApplyChanges.IgnoreNullUpdates})
+	return applyHistory(env, d, b, m, historyMode{scd2: true, tracked: cheapFirst(trackedColumns(d, b.dataSch), b.dataSch), ignoreNulls: d.ApplyChanges.IgnoreNullUpdates, types: fieldTypes(b.dataSch)})
 }
 
 // applySCD1History applies a batch to an SCD type 1 target with ignore_null_updates: a NULL in an
 // update keeps the stored value, and by the guiding rule a late partial update still sets the
 // columns whose value came from an older event, so the key's whole history is kept.
 func applySCD1History(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, error) {
-	return applyHistory(env, d, b, m, historyMode{ignoreNulls: true})
+	return applyHistory(env, d, b, m, historyMode{ignoreNulls: true, types: fieldTypes(b.dataSch)})
 }
 
 // applyHistory applies a batch to a target kept as per-key histories. Each touched key's events
@@ -778,7 +777,7 @@ func (w *keyWorker) run(from, to int) {
 					old, cur = append(old, v), append(cur, v)
 					keep = rowKeep{before: seqValue(tail.openStart)}
 				}
-				cur = foldOnto(cur, tail.open, added, mode.tracked, false)
+				cur = foldOnto(cur, tail.open, added, mode.tracked, false, nil)
 				w.oldBuf, w.curBuf, w.mergeBuf = old[:0], cur[:0], added[:0]
 				rows := w.rowsOf(cur)
 				w.changed(i, k, hk, rows, keep, len(old), len(cur) > 0 || hk.file != "", old, cur, rows)
