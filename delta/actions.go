@@ -429,7 +429,11 @@ func emptyIfNil(m map[string]string) map[string]string {
 }
 
 // encodeCommit renders a commit as newline-delimited JSON actions in the order commitInfo,
-// protocol, metaData, txn, add, remove, cdc (Delta PROTOCOL.md, "Delta Log Entries").
+// protocol, metaData, txn, remove, add, cdc (Delta PROTOCOL.md, "Delta Log Entries"). The
+// protocol identifies a file by its path and deletion vector, so that the order does not matter
+// to a reader that follows it (Spark writes a DELETE's add with the new deletion vector before
+// the remove of the file without it). Removes come first here for readers that key files by path
+// alone and apply actions in order: the add that comes last leaves the file in the table.
 func encodeCommit(c *Commit) ([]byte, error) {
 	var b bytes.Buffer
 	line := func(a wireAction) error {
@@ -463,15 +467,15 @@ func encodeCommit(c *Commit) ([]byte, error) {
 			return nil, err
 		}
 	}
-	for _, a := range c.Adds {
-		a.PartitionValues = emptyIfNil(a.PartitionValues)
-		if err := line(wireAction{Add: &a}); err != nil {
-			return nil, err
-		}
-	}
 	for _, r := range c.Removes {
 		r.PartitionValues = emptyIfNil(r.PartitionValues)
 		if err := line(wireAction{Remove: &r}); err != nil {
+			return nil, err
+		}
+	}
+	for _, a := range c.Adds {
+		a.PartitionValues = emptyIfNil(a.PartitionValues)
+		if err := line(wireAction{Add: &a}); err != nil {
 			return nil, err
 		}
 	}
