@@ -31,6 +31,118 @@ type Program struct {
 	setCols []int
 	vm      vm.VM // reused by every Eval: expr.Run makes a machine, and its stack, per call
 	match   *strMatch
+	// logic is the expression's and/or/not structure with its other parts compiled one by
+	// one, for a row on which the whole expression meets a NULL (see Eval); nil when the
+	// expression has no and, or, not at its top.
+	logic *logicNode
+}
+
+// logicNode is a part of an expression: an and, or or not of other parts, or a leaf (any other
+// expression, compiled alone).
+type logicNode struct {
+	op    string // "and", "or", "not", or "" for a leaf
+	l, r  *logicNode
+	prog  *vm.Program // a leaf's
+	reads []int       // the columns a leaf names
+}
+
+// truth is a value of SQL's three-valued logic.
+type truth int8
+
+const (
+	tFalse truth = iota
+	tTrue
+	tUnknown
+)
+
+// logicOf returns the and/or/not structure of node, each leaf compiled over s; nil when node is a
+// leaf itself or a leaf does not compile alone.
+func logicOf(node ast.Node, s schema.Schema) *logicNode {
+	n := logicTree(node, s)
+	if n == nil || n.op == "" {
+		return nil
+	}
+	return n
+}
+
+func logicTree(node ast.Node, s schema.Schema) *logicNode {
+	switch x := node.(type) {
+	case *ast.BinaryNode:
+		op := map[string]string{"and": "and", "&&": "and", "or": "or", "||": "or"}[x.Operator]
+		if op != "" {
+			l, r := logicTree(x.Left, s), logicTree(x.Right, s)
+			if l == nil || r == nil {
+				return nil
+			}
+			return &logicNode{op: op, l: l, r: r}
+		}
+	case *ast.UnaryNode:
+		if x.Operator == "not" || x.Operator == "!" {
+			l := logicTree(x.Node, s)
+			if l == nil {
+				return nil
+			}
+			return &logicNode{op: "not", l: l}
+		}
+	}
+	code := node.String()
+	p, err := expr.Compile(code, expr.Env(envTypes(s)), expr.AllowUndefinedVariables())
+	if err != nil {
+		return nil
+	}
+	r, whole := reads(code, p, s)
+	if whole {
+		return nil
+	}
+	return &logicNode{prog: p, reads: r}
+}
+
+// eval gives the node's value on row under SQL's three-valued logic: a leaf that fails where a
+// column it names is NULL, or gives nil, is unknown; TRUE or unknown is TRUE, FALSE and unknown
+// is FALSE, not unknown is unknown. A leaf that fails otherwise returns its error.
+func (n *logicNode) eval(p *Program, row []any) (truth, error) {
+	switch n.op {
+	case "not":
+		v, err := n.l.eval(p, row)
+		if err != nil || v == tUnknown {
+			return v, err
+		}
+		return 1 - v, nil
+	case "and", "or":
+		stop := tFalse // the value that decides an and
+		if n.op == "or" {
+			stop = tTrue
+		}
+		l, err := n.l.eval(p, row)
+		if err != nil || l == stop {
+			return l, err
+		}
+		r, err := n.r.eval(p, row)
+		if err != nil || r == stop {
+			return r, err
+		}
+		if l == tUnknown || r == tUnknown {
+			return tUnknown, nil
+		}
+		return l, nil
+	}
+	out, err := p.vm.Run(n.prog, p.env)
+	if err != nil {
+		for _, i := range n.reads {
+			if row[i] == nil {
+				return tUnknown, nil
+			}
+		}
+		return tUnknown, err
+	}
+	b, ok := out.(bool)
+	switch {
+	case !ok:
+		return tUnknown, nil
+	case b:
+		return tTrue, nil
+	}
+	return tFalse, nil
 }
 
 // exactDecimal is what an expression sees of a DECIMAL of more than 18 digits, which a float
@@ -170,7 +282,13 @@ func Compile(code string, s schema.Schema) (*Program, error) {
 			set[i] = i
 		}
 	}
-	return &Program{Source: code, prog: p, cols: s, env: make(map[string]any, len(s.Fields)), reads: r, setCols: set, match: matchOf(code, s)}, nil
+	prog := &Program{Source: code, prog: p, cols: s, env: make(map[string]any, len(s.Fields)), reads: r, setCols: set, match: matchOf(code, s)}
+	if !whole {
+		if tree, err := parser.Parse(code); err == nil {
+			prog.logic = logicOf(tree.Node, s)
+		}
+	}
+	return prog, nil
 }
 
 // wideDecimalError returns err, expr's error compiling code over s, in words a user knows when it
@@ -338,7 +456,10 @@ func (v *identifiers) Visit(n *ast.Node) {
 // It returns true only when the result is the boolean true. Anything else is false: with a nil
 // error when the result is not true, or when evaluation fails on a row where a column the
 // expression reads is null (as in SQL, an operator on NULL gives NULL: `amount > 25.0` on a null
-// amount is simply not true); with the evaluation error otherwise.
+// amount is simply not true); with the evaluation error otherwise. When such a NULL is met inside
+// an and, or or not, the parts are evaluated one by one under SQL's three-valued logic, as Spark
+// evaluates the same condition: `a != 1 or b == 2` holds on a NULL a when b is 2, whichever side
+// of the or the NULL is on, and `not (a > 1 and b == 3)` holds when b is not 3.
 //
 // Only the columns the expression names are converted (a row of many columns costs what the
 // expression reads); the others are never in the environment. A comparison of a STRING column
@@ -355,12 +476,25 @@ func (p *Program) Eval(row []any) (bool, error) {
 	}
 	out, err := p.vm.Run(p.prog, p.env)
 	if err != nil {
+		nullRead := false
 		for _, i := range p.reads {
 			if row[i] == nil {
-				return false, nil
+				nullRead = true
 			}
 		}
-		return false, err
+		if !nullRead {
+			return false, err
+		}
+		if p.logic == nil {
+			return false, nil
+		}
+		// A NULL met inside an and, or or not: SQL's three-valued logic decides, as Spark
+		// evaluates the expectation (`a != 1 or b == 2` holds on a NULL a when b is 2).
+		v, lerr := p.logic.eval(p, row)
+		if lerr != nil {
+			return false, nil
+		}
+		return v == tTrue, nil
 	}
 	b, ok := out.(bool)
 	return ok && b, nil

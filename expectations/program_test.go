@@ -275,3 +275,48 @@ func pow(n int) int64 {
 	}
 	return p
 }
+
+// TestNullInsideAndOrNot checks that a NULL met inside and, or and not is decided by SQL's
+// three-valued logic, as Spark evaluates a DLT expectation: NULL OR TRUE is TRUE whichever side
+// the NULL is on, NULL OR FALSE and NULL AND TRUE are NULL (a violation), NULL AND FALSE is
+// FALSE, so NOT (NULL AND FALSE) is TRUE, and NOT NULL is NULL.
+func TestNullInsideAndOrNot(t *testing.T) {
+	t.Parallel()
+	s, err := schema.ParseDDL("a BIGINT, b BIGINT, s STRING, d DOUBLE, ok BOOLEAN")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := []any{nil, int64(2), nil, nil, nil} // a, s, d and ok NULL; b is 2
+	cases := []struct {
+		code string
+		want bool
+	}{
+		{`a != 1 or b == 2`, true},
+		{`b == 2 or a != 1`, true},
+		{`a > 1 || b == 2`, true},
+		{`s == "x" or b == 2`, true},
+		{`d > 1.0 or b == 2`, true},
+		{`ok or b == 2`, true},
+		{`(a > 1 and b == 2) or b == 2`, true},
+		{`not (a > 1 and b == 3)`, true},
+		{`!(b == 3 && s == "x")`, true},
+		{`a > 1 or b == 3`, false},
+		{`a > 1 and b == 2`, false},
+		{`not (a > 1 and b == 2)`, false},
+		{`not (a > 1)`, false},
+		{`not ok`, false},
+		{`a != 1 or s != "x"`, false},
+		{`a == nil or a > 5`, true},
+		{`a != nil and a > 5`, false},
+	}
+	for _, c := range cases {
+		p, err := Compile(c.code, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.Eval(row)
+		if got != c.want || err != nil {
+			t.Errorf("%s on a NULL a, s, d, ok and b = 2: %v, %v; want %v, nil", c.code, got, err, c.want)
+		}
+	}
+}
