@@ -216,18 +216,48 @@ func (l *limitCounter) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// kindSet records which kinds of values a column held.
-type kindSet struct{ int32, int64, double, boolean, str bool }
+// kindSet records which kinds of values a column held. bigDigits is the most digits of an
+// integer literal seen that BIGINT does not hold (0 when none was).
+type kindSet struct {
+	int32, int64, double, boolean, str bool
+	bigDigits                          int
+}
 
-// widest returns the narrowest type that holds every value seen (STRING when none was).
+// bigInteger records the integer literal s (digits, an optional sign) that BIGINT does not
+// hold: as Spark's JSON and CSV inference type it, a DECIMAL(digits, 0) when it has at most 38
+// digits (JsonInferSchema: Jackson's BIG_INTEGER is a DecimalType; CSVInferSchema.tryParseDecimal),
+// a DOUBLE beyond. It reports false when s is no such literal.
+func (k *kindSet) bigInteger(s string) bool {
+	digits := strings.TrimLeft(strings.TrimPrefix(strings.TrimPrefix(s, "-"), "+"), "0")
+	if digits == "" || strings.Trim(digits, "0123456789") != "" || len(digits) < 19 {
+		return false
+	}
+	if len(digits) > 38 {
+		k.double = true
+	} else {
+		k.bigDigits = max(k.bigDigits, len(digits))
+	}
+	return true
+}
+
+// widest returns the narrowest type that holds every value seen (STRING when none was). An
+// integer beyond BIGINT makes the column a DECIMAL of scale 0 wide enough for it and for every
+// BIGINT (20 digits) or INT (10) seen, as Spark widens LongType and DecimalType(p, 0); with a
+// DOUBLE, a DOUBLE.
 func (k kindSet) widest(allowInt bool) schema.Type {
 	switch {
-	case k.str, k.boolean && (k.int32 || k.int64 || k.double):
+	case k.str, k.boolean && (k.int32 || k.int64 || k.double || k.bigDigits > 0):
 		return schema.Type{Kind: schema.String}
 	case k.boolean:
 		return schema.Type{Kind: schema.Boolean}
 	case k.double:
 		return schema.Type{Kind: schema.Double}
+	case k.bigDigits > 0:
+		p := k.bigDigits
+		if k.int64 || (k.int32 && !allowInt) {
+			p = max(p, 20)
+		}
+		return schema.Type{Kind: schema.DecimalKind, Precision: p}
 	case k.int64 || (k.int32 && !allowInt):
 		return schema.Type{Kind: schema.Long}
 	case k.int32:
@@ -279,7 +309,7 @@ func (sh *shape) add(v any) {
 	case json.Number:
 		if _, err := strconv.ParseInt(string(x), 10, 64); err == nil {
 			sh.kinds.int64 = true
-		} else {
+		} else if !sh.kinds.bigInteger(string(x)) {
 			sh.kinds.double = true
 		}
 	case string:
@@ -370,14 +400,15 @@ func (inf *inferrer) column(name string) bool {
 	return true
 }
 
-// text records a CSV value: its kind as Spark's CSV inference tries them (INT, BIGINT, DOUBLE,
-// BOOLEAN, else STRING).
+// text records a CSV value: its kind as Spark's CSV inference tries them (INT, BIGINT, an integer
+// beyond BIGINT as DECIMAL, DOUBLE, BOOLEAN, else STRING).
 func (inf *inferrer) text(name, v string) {
 	k := inf.kinds[name]
 	if _, err := strconv.ParseInt(v, 10, 32); err == nil {
 		k.int32 = true
 	} else if _, err := strconv.ParseInt(v, 10, 64); err == nil {
 		k.int64 = true
+	} else if k.bigInteger(v) {
 	} else if _, err := strconv.ParseFloat(v, 64); err == nil {
 		k.double = true
 	} else if lv := strings.ToLower(v); lv == "true" || lv == "false" {

@@ -143,6 +143,37 @@ func TestInferCSV(t *testing.T) {
 	}
 }
 
+// TestInferIntegerBeyondBigint: an integer literal that BIGINT does not hold makes its column a
+// DECIMAL of scale 0, as Spark's JSON and CSV inference type it (Jackson's BIG_INTEGER is
+// DecimalType(digits, 0), widened with LongType to DecimalType(20, 0)), so that every digit is
+// kept; beyond 38 digits a DOUBLE. A DOUBLE would hold 12345678901234567890 as
+// 12345678901234567168.
+func TestInferIntegerBeyondBigint(t *testing.T) {
+	t.Parallel()
+	p, _ := inferPipeline(t, "      format: json\n      mode: failfast\n", map[string]string{
+		"a.json": `{"id": 1, "big": 12345678901234567890, "neg": -9223372036854775809, "huge": 1234567890123456789012345678901234567890}` + "\n" +
+			`{"id": 2, "big": 7, "neg": null, "huge": 1}` + "\n",
+	})
+	if got := p.Dataset("raw").Schema.DDL(); got != "big DECIMAL(20,0), huge DOUBLE, id BIGINT, neg DECIMAL(19,0)" {
+		t.Fatalf("schema %s", got)
+	}
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, p, `12345678901234567890 1.2345678901234568e+39 1 -9223372036854775809`, `7 1 2 null`)
+
+	p, _ = inferPipeline(t, "      format: csv\n      mode: failfast\n      options: {header: true, infer_column_types: \"true\"}\n", map[string]string{
+		"a.csv": "id,big\n1,99999999999999999999\n2,3\n",
+	})
+	if got := p.Dataset("raw").Schema.DDL(); got != "id INT, big DECIMAL(20,0)" {
+		t.Fatalf("csv schema %s", got)
+	}
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, p, `1 99999999999999999999`, `2 3`)
+}
+
 // TestInferNoFiles: a source with nothing to infer from fails Setup and says why; no table is
 // created.
 func TestInferNoFiles(t *testing.T) {
