@@ -86,7 +86,7 @@ func logicTree(node ast.Node, s schema.Schema) *logicNode {
 		}
 	}
 	code := node.String()
-	p, err := expr.Compile(code, expr.Env(envTypes(s)), expr.AllowUndefinedVariables())
+	p, err := expr.Compile(code, append(compileOptions(s), expr.AllowUndefinedVariables())...)
 	if err != nil {
 		return nil
 	}
@@ -264,7 +264,7 @@ func Compile(code string, s schema.Schema) (*Program, error) {
 	if strings.TrimSpace(code) == "" {
 		return nil, fmt.Errorf("the expression is empty")
 	}
-	p, err := expr.Compile(code, expr.Env(envTypes(s)), expr.AllowUndefinedVariables())
+	p, err := expr.Compile(code, append(compileOptions(s), expr.AllowUndefinedVariables())...)
 	if err != nil {
 		return nil, wideDecimalError(err, code, s)
 	}
@@ -289,6 +289,51 @@ func Compile(code string, s schema.Schema) (*Program, error) {
 		}
 	}
 	return prog, nil
+}
+
+// divideName is the function a division of numbers compiles to (divide). No expression can name
+// it: it is not an identifier.
+const divideName = "divide by"
+
+// ErrDivideByZero is the evaluation error of a division by zero in a row expression.
+var ErrDivideByZero = errors.New("division by zero")
+
+// divide is x / y of two numbers, as expr's `/` gives it (a float), but a zero divisor is
+// ErrDivideByZero rather than an infinity or NaN: Spark's `/` gives NULL for it (an error under
+// ANSI mode), so `amount / qty > 2` is never true when qty is 0.
+// An operand that is not a number (a NULL) is an error, as it is for expr's `/`.
+func divide(args ...any) (any, error) {
+	x, okx := toFloat(args[0])
+	y, oky := toFloat(args[1])
+	switch {
+	case !okx || !oky:
+		return nil, fmt.Errorf("invalid operation: %T / %T", args[0], args[1])
+	case y == 0:
+		return nil, ErrDivideByZero
+	}
+	return x / y, nil
+}
+
+func toFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int:
+		return float64(x), true
+	case float64:
+		return x, true
+	}
+	return 0, false
+}
+
+// compileOptions are the options every compilation of a row expression over s uses: the
+// columns' types, and `/` of two numbers as divide.
+func compileOptions(s schema.Schema) []expr.Option {
+	return []expr.Option{
+		expr.Env(envTypes(s)),
+		expr.Function(divideName, divide,
+			new(func(int, int) float64), new(func(int, float64) float64),
+			new(func(float64, int) float64), new(func(float64, float64) float64)),
+		expr.Operator("/", divideName),
+	}
 }
 
 // wideDecimalError returns err, expr's error compiling code over s, in words a user knows when it
@@ -368,7 +413,7 @@ func exprType(t schema.Type) types.Type {
 // column name is a compile error rather than an always-nil value.
 func checkNames(code string, s schema.Schema) error {
 	// Compile again without AllowUndefinedVariables: expr then reports unknown names itself.
-	if _, err := expr.Compile(code, expr.Env(envTypes(s))); err != nil {
+	if _, err := expr.Compile(code, compileOptions(s)...); err != nil {
 		return fmt.Errorf("%w (columns: %s)", err, strings.Join(s.Names(), ", "))
 	}
 	return nil

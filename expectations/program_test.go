@@ -320,3 +320,45 @@ func TestNullInsideAndOrNot(t *testing.T) {
 		}
 	}
 }
+
+// TestDivisionByZeroIsNeverTrue: Spark's `/` gives NULL for a zero divisor (an error under ANSI
+// mode), of integers and of floating-point numbers alike, so an expectation that divides by a
+// zero column is violated, not decided by an infinity (5 / 0 > 1) or a NaN; `/` still gives a
+// float otherwise (7 / 2 is 3.5), and a NULL operand is still NULL.
+func TestDivisionByZeroIsNeverTrue(t *testing.T) {
+	t.Parallel()
+	s, err := schema.ParseDDL("a BIGINT, b BIGINT, d DOUBLE, m DECIMAL(10,2)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := []any{int64(5), int64(0), 0.0, schema.Decimal(0)}
+	null := []any{nil, int64(2), nil, nil}
+	cases := []struct {
+		code string
+		row  []any
+		want bool
+	}{
+		{`a / b > 1`, zero, false},
+		{`not (a / b < 1)`, zero, false},
+		{`a / d > 1`, zero, false},
+		{`-a / d < 0`, zero, false},
+		{`a / m > 1`, zero, false},
+		{`d / d != 1`, zero, false},
+		{`b == 0 or a / b > 1`, zero, true},
+		{`a / 2 == 2.5`, zero, true},
+		{`7 / 2 == 3.5`, zero, true},
+		{`a / 2.0 == 2.5`, zero, true},
+		{`a / b == a / b`, null, false},
+		{`a / 2 < 1`, null, false},
+		{`a == nil or a / b > 1`, null, true},
+	}
+	for _, c := range cases {
+		p, err := Compile(c.code, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := p.Eval(c.row); got != c.want {
+			t.Errorf("%s on %v = %v; want %v", c.code, c.row, got, c.want)
+		}
+	}
+}
