@@ -248,3 +248,24 @@ func TestParseDDLStructCaseDuplicates(t *testing.T) {
 		t.Fatalf("error %v, want %q", err, want)
 	}
 }
+
+// TestObjectInStringColumnKeepsItsCharacters: a JSON object or array in a STRING column is kept
+// as JSON text whose strings hold <, > and & as they are, as Spark's JSON reader (Jackson's
+// generator) writes them, not escaped as \u003c, \u003e and \u0026.
+func TestObjectInStringColumnKeepsItsCharacters(t *testing.T) {
+	str := Type{Kind: String}
+	cases := []struct {
+		in   any
+		want string
+	}{
+		{map[string]any{"h": "<a&b>"}, `{"h":"<a&b>"}`},
+		{[]any{"<", "&", json.Number("1.50")}, `["<","&",1.50]`},
+		{map[string]any{"q": "say \"hi\"\n"}, `{"q":"say \"hi\"\n"}`},
+	}
+	for _, c := range cases {
+		got, err := FromJSON(str, c.in)
+		if err != nil || got != c.want {
+			t.Errorf("FromJSON(STRING, %v) = %v, %v; want %s", c.in, got, err, c.want)
+		}
+	}
+}

@@ -265,8 +265,7 @@ func FromJSON(t Type, v any) (any, error) {
 		case bool:
 			return strconv.FormatBool(x), nil
 		default:
-			b, _ := json.Marshal(x)
-			return string(b), nil
+			return jsonText(x), nil
 		}
 	case Double:
 		switch x := v.(type) {
@@ -389,6 +388,18 @@ func FromJSON(t Type, v any) (any, error) {
 		return nil, fmt.Errorf("%s is not a timestamp", jsonKind(v))
 	}
 	return nil, fmt.Errorf("unsupported type %s", t.DDL())
+}
+
+// jsonText is the JSON text of a decoded object or array that a STRING column keeps. Its strings
+// keep <, > and & as they are, as Spark's JSON reader writes such a value (Jackson escapes only
+// what JSON requires), not as encoding/json's HTML-safe \u003c, \u003e and \u0026, which would
+// change the text: `{"h": "<b>"}` is stored as {"h":"<b>"}.
+func jsonText(x any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(x)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // DecodeBase64 returns the bytes of s, the JSON string of a BINARY column, decoded as Spark's
