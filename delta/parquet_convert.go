@@ -182,6 +182,9 @@ func converter(ft parquet.Type, t schema.Type) (convertFunc, error) {
 		}
 		return convertFunc{}, fmt.Errorf("the file stores %s, which cannot be read as %s", desc, t.DDL())
 	}
+	if it, ok := lt.(*format.IntType); ok && !it.IsSigned && (kind == parquet.Int32 || kind == parquet.Int64) {
+		return unsignedConverter(kind, t, bad)
+	}
 	switch t.Kind {
 	case schema.Long:
 		switch {
@@ -241,6 +244,64 @@ func converter(ft parquet.Type, t schema.Type) (convertFunc, error) {
 		return timestampConverter(kind, lt, bad)
 	case schema.DecimalKind:
 		return decimalConverter(kind, lt, t, bad)
+	}
+	return bad()
+}
+
+// unsignedConverter reads a column of unsigned integers (the logical type INT(bits, false): UINT_8
+// to UINT_64, as pyarrow and DuckDB write uint columns) by their unsigned values, as Spark's
+// Parquet reader does (a UINT_32 is a LongType, a UINT_64 a DecimalType(20, 0)), never as the
+// signed integers of the same bits: UINT_64 12345678901234567890 is not -6101065172474983726. A
+// value the column's type does not hold is an error naming it.
+func unsignedConverter(kind parquet.Kind, t schema.Type, bad func() (convertFunc, error)) (convertFunc, error) {
+	val := func(v parquet.Value) uint64 {
+		if kind == parquet.Int32 {
+			return uint64(v.Uint32())
+		}
+		return v.Uint64()
+	}
+	tooBig := func(u uint64) error { return fmt.Errorf("%d does not fit %s", u, t.DDL()) }
+	switch t.Kind {
+	case schema.Long:
+		return convertFunc{typ: typeInt64, fn64: func(v parquet.Value) (uint64, error) {
+			if u := val(v); u <= math.MaxInt64 {
+				return u, nil
+			} else {
+				return 0, tooBig(u)
+			}
+		}}, nil
+	case schema.Integer:
+		hi := uint64(math.MaxInt32)
+		if _, h, narrow := narrowRange(t); narrow {
+			hi = uint64(h)
+		}
+		return convertFunc{typ: typeInt32, fn32: func(v parquet.Value) (uint32, error) {
+			if u := val(v); u <= hi {
+				return uint32(u), nil
+			} else {
+				return 0, tooBig(u)
+			}
+		}}, nil
+	case schema.DecimalKind:
+		if t.WideDecimal() {
+			return convertFunc{typ: typeDecimal128, fn128: func(v parquet.Value) (schema.Decimal128, error) {
+				u := val(v)
+				d, ok := schema.Decimal128{Lo: u}.MulPow10(t.Scale)
+				if !ok || !d.FitsPrecision(t.Precision) {
+					return d, tooBig(u)
+				}
+				return d, nil
+			}}, nil
+		}
+		whole := uint64(pow10[t.Precision-t.Scale]) // the column holds whole numbers below this
+		scale := uint64(pow10[t.Scale])
+		return convertFunc{typ: typeDecimal, fn64: func(v parquet.Value) (uint64, error) {
+			if u := val(v); u < whole {
+				return u * scale, nil
+			} else {
+				return 0, tooBig(u)
+			}
+		}}, nil
 	}
 	return bad()
 }

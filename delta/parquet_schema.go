@@ -12,7 +12,7 @@ import (
 )
 
 // ParquetSchema returns the columns of the Parquet file at path, typed as ReadFile reads them:
-// INT64 BIGINT, INT32 INT, DATE DATE, TIMESTAMP (any unit) and INT96 TIMESTAMP, DECIMAL(p,s)
+// INT64 BIGINT, INT32 INT (unsigned: UINT_32 BIGINT, UINT_64 DECIMAL(20,0)), DATE DATE, TIMESTAMP (any unit) and INT96 TIMESTAMP, DECIMAL(p,s)
 // (p ≤ 38), DOUBLE and FLOAT DOUBLE, BOOLEAN, BYTE_ARRAY and FIXED_LEN_BYTE_ARRAY STRING, a
 // LIST ARRAY, a MAP MAP, another group STRUCT (see columnType). A DECIMAL of precision above 38
 // or a list or map of another shape is an error naming the column; so is a file that is not
@@ -114,6 +114,18 @@ func parquetType(ft parquet.Type) (schema.Type, error) {
 		return schema.Type{Kind: schema.TimestampKind}, nil
 	case *format.TimeType:
 		return schema.Type{}, fmt.Errorf("TIME is not supported")
+	case *format.IntType:
+		// Unsigned integers (UINT_8 to UINT_64, as pyarrow and DuckDB write uint columns) take
+		// a type that holds every value, as Spark's Parquet reader types them: UINT_32 BIGINT,
+		// UINT_64 DECIMAL(20,0) (UINT_8 and UINT_16 INT).
+		if !x.IsSigned {
+			switch {
+			case x.BitWidth == 64:
+				return schema.Type{Kind: schema.DecimalKind, Precision: 20}, nil
+			case x.BitWidth == 32:
+				return schema.Type{Kind: schema.Long}, nil
+			}
+		}
 	}
 	switch ft.Kind() {
 	case parquet.Int64:

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parquet-go/parquet-go"
+
 	"tributary/delta"
 	"tributary/schema"
 )
@@ -319,4 +321,64 @@ datasets:
 			t.Errorf("events:\n%s\nwant a WARN saying %q", rec.all(), w)
 		}
 	}
+}
+
+// TestParquetUnsignedIntegers: columns of unsigned integers (UINT_32, UINT_64, as pyarrow and
+// DuckDB write uint columns) hold their unsigned values, as Spark's Parquet reader reads them:
+// inferred, a UINT_32 is a BIGINT and a UINT_64 a DECIMAL(20,0), so 4000000000 and
+// 12345678901234567890 are kept rather than read as the negative integers of the same bits;
+// declared BIGINT, a UINT_32 of 4000000000 and a UINT_64 that fits are read as they are.
+func TestParquetUnsignedIntegers(t *testing.T) {
+	t.Parallel()
+	type row struct {
+		Ub uint64 `parquet:"ub"`
+		Ui uint32 `parquet:"ui"`
+	}
+	rows := []row{{12345678901234567890, 4000000000}, {7, 8}}
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := parquet.WriteFile(filepath.Join(dir, "landing", "a.parquet"), rows); err != nil {
+		t.Fatal(err)
+	}
+	p := loadPipeline(t, dir, `name: t
+storage: ./storage
+datasets:
+  - name: raw
+    source:
+      path: ./landing
+      format: parquet
+`)
+	if err := Setup(p, p.Dataset("raw")); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Dataset("raw").Schema.DDL(); got != "ub DECIMAL(20,0), ui BIGINT, _rescued_data STRING" {
+		t.Fatalf("schema %s", got)
+	}
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, p, `12345678901234567890 4000000000 null`, `7 8 null`)
+
+	small := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(small, "landing"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := parquet.WriteFile(filepath.Join(small, "landing", "a.parquet"), []row{{9223372036854775807, 4000000000}, {7, 8}}); err != nil {
+		t.Fatal(err)
+	}
+	p = loadPipeline(t, small, `name: t
+storage: ./storage
+datasets:
+  - name: raw
+    source:
+      path: ./landing
+      format: parquet
+      schema: "ub BIGINT, ui BIGINT"
+`)
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, p, `9223372036854775807 4000000000`, `7 8`)
 }
