@@ -243,7 +243,7 @@ func numberValue(t *schema.Type, raw string, isInt bool, slab *boxSlab) (any, er
 		}
 		return slab.string(raw), nil
 	case schema.Double:
-		if f, err := strconv.ParseFloat(raw, 64); err == nil {
+		if f, err := t.ParseFloat(raw); err == nil {
 			return slab.float64(t.Float(f)), nil
 		}
 	case schema.DecimalKind:

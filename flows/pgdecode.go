@@ -63,7 +63,7 @@ func pgText(t schema.Type, s string) (any, error) {
 		}
 		return s, nil
 	case schema.Double:
-		f, err := strconv.ParseFloat(s, 64)
+		f, err := t.ParseFloat(s)
 		return t.Float(f), err
 	case schema.Boolean:
 		switch s {

@@ -3,6 +3,7 @@ package schema
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -266,6 +267,35 @@ func TestObjectInStringColumnKeepsItsCharacters(t *testing.T) {
 		got, err := FromJSON(str, c.in)
 		if err != nil || got != c.want {
 			t.Errorf("FromJSON(STRING, %v) = %v, %v; want %s", c.in, got, err, c.want)
+		}
+	}
+}
+
+// TestFloatTextRoundsOnce: the text of a FLOAT value is rounded to float32 once, as Java's
+// Float.parseFloat rounds it for Spark's JSON and CSV readers. 1.0000000596046448 lies just
+// above the midpoint 1 + 2^-24 between the float32 values 1 and 1 + 2^-23, so it is 1 + 2^-23;
+// rounding it to a float64 first lands on the midpoint itself, which ties to 1. The midpoint
+// written exactly still ties to 1, a DOUBLE keeps its float64, and beyond FLOAT's range is an
+// infinity.
+func TestFloatTextRoundsOnce(t *testing.T) {
+	float := Type{Kind: Double, Storage: StorageFloat}
+	up := float64(float32(1) + float32(math.Pow(2, -23)))
+	cases := []struct {
+		t    Type
+		in   any
+		want float64
+	}{
+		{float, json.Number("1.0000000596046448"), up},
+		{float, "1.000000059604644775390625000001", up},
+		{float, json.Number("1.000000059604644775390625"), 1},
+		{float, json.Number("3.5e38"), math.Inf(1)},
+		{float, "-3.5e38", math.Inf(-1)},
+		{Type{Kind: Double}, json.Number("1.0000000596046448"), 1.0000000596046448},
+	}
+	for _, c := range cases {
+		got, err := FromJSON(c.t, c.in)
+		if err != nil || got != c.want {
+			t.Errorf("FromJSON(%s, %v) = %v, %v; want %v", c.t.DDL(), c.in, got, err, c.want)
 		}
 	}
 }

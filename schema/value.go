@@ -271,13 +271,13 @@ func FromJSON(t Type, v any) (any, error) {
 		switch x := v.(type) {
 		case json.Number:
 			// Beyond DOUBLE's range is an infinity, as Spark's JSON reader reads it.
-			f, err := strconv.ParseFloat(string(x), 64)
+			f, err := t.ParseFloat(string(x))
 			if err != nil && !errors.Is(err, strconv.ErrRange) {
 				return nil, fmt.Errorf("%s is not a number", x)
 			}
 			return t.Float(f), nil
 		case string:
-			f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+			f, err := t.ParseFloat(strings.TrimSpace(x))
 			if err != nil {
 				return nil, fmt.Errorf("%q is not a number for %s", x, t.DDL())
 			}
@@ -487,6 +487,23 @@ func numberNotInteger(x json.Number, t Type) error {
 		return fmt.Errorf("%s does not fit %s", x, t.DDL())
 	}
 	return fmt.Errorf("%s is written with a fraction or an exponent, and %s takes integer literals only, as Spark's JSON reader does: write %s, or declare the column DOUBLE or DECIMAL", x, t.DDL(), literal)
+}
+
+// ParseFloat reads the text of a DOUBLE or FLOAT value as strconv.ParseFloat does for 64 bits
+// (its errors, ErrRange beyond DOUBLE's range, are strconv's). A FLOAT is the float32 nearest the
+// text, rounded once, as Java's Float.parseFloat gives it to Spark's readers, not the float32
+// nearest the float64 nearest the text, which differs when the text lies just beyond halfway
+// between two float32 values ("1.0000000596046448" is 1.0000001, not 1); beyond FLOAT's range it
+// is an infinity.
+func (t Type) ParseFloat(s string) (float64, error) {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || t.Storage != StorageFloat {
+		return f, err
+	}
+	if f32, err := strconv.ParseFloat(s, 32); err == nil {
+		return f32, nil
+	}
+	return t.Float(f), nil
 }
 
 // Float returns f as a DOUBLE column of type t holds it: f itself, or for a FLOAT column
