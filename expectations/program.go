@@ -3,6 +3,7 @@ package expectations
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -324,15 +325,55 @@ func toFloat(v any) (float64, bool) {
 	return 0, false
 }
 
+// equalName and notEqualName are the functions `==` and `!=` of floats and of times compile to
+// (equal). No expression can name them: they are not identifiers.
+const (
+	equalName    = "equal to"
+	notEqualName = "not equal to"
+)
+
+// equal is x == y of two numbers (one of them a float: DOUBLE, FLOAT, DECIMAL) or of two
+// TIMESTAMPs, as Spark's = compares them: a NULL operand is an error, so that the comparison is
+// NULL (Eval: `amount != 0` is not true on a NULL amount, as it is not in Spark, where expr's own
+// == would give nil != 0, true), and NaN equals NaN (Spark's NaN semantics). `== nil` and
+// `!= nil` are not compiled to it: they check for NULL.
+func equal(args ...any) (any, error) {
+	if t, ok := args[0].(time.Time); ok {
+		if u, ok := args[1].(time.Time); ok {
+			return t.Equal(u), nil
+		}
+	}
+	x, okx := toFloat(args[0])
+	y, oky := toFloat(args[1])
+	if !okx || !oky {
+		return nil, fmt.Errorf("invalid operation: %T == %T", args[0], args[1])
+	}
+	return x == y || (math.IsNaN(x) && math.IsNaN(y)), nil
+}
+
+func notEqual(args ...any) (any, error) {
+	eq, err := equal(args...)
+	if err != nil {
+		return nil, err
+	}
+	return !eq.(bool), nil
+}
+
 // compileOptions are the options every compilation of a row expression over s uses: the
-// columns' types, and `/` of two numbers as divide.
+// columns' types, `/` of two numbers as divide, and `==` and `!=` of floats and times as equal.
 func compileOptions(s schema.Schema) []expr.Option {
+	comparisons := []any{new(func(float64, float64) bool), new(func(int, float64) bool),
+		new(func(float64, int) bool), new(func(time.Time, time.Time) bool)}
 	return []expr.Option{
 		expr.Env(envTypes(s)),
 		expr.Function(divideName, divide,
 			new(func(int, int) float64), new(func(int, float64) float64),
 			new(func(float64, int) float64), new(func(float64, float64) float64)),
 		expr.Operator("/", divideName),
+		expr.Function(equalName, equal, comparisons...),
+		expr.Operator("==", equalName),
+		expr.Function(notEqualName, notEqual, comparisons...),
+		expr.Operator("!=", notEqualName),
 	}
 }
 

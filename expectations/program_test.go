@@ -3,6 +3,7 @@ package expectations
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"testing"
 
@@ -351,6 +352,48 @@ func TestDivisionByZeroIsNeverTrue(t *testing.T) {
 		{`a / b == a / b`, null, false},
 		{`a / 2 < 1`, null, false},
 		{`a == nil or a / b > 1`, null, true},
+	}
+	for _, c := range cases {
+		p, err := Compile(c.code, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := p.Eval(c.row); got != c.want {
+			t.Errorf("%s on %v = %v; want %v", c.code, c.row, got, c.want)
+		}
+	}
+}
+
+// TestEqualityOfFloatsAndTimesWithNull: `!=` and `==` of a DOUBLE, DECIMAL or TIMESTAMP that is
+// NULL are NULL, as Spark's <> and = give, so `amount != 0` is violated by a NULL amount (as the
+// same comparison of a BIGINT or STRING already was) while `amount == nil` still checks for
+// NULL; and NaN equals NaN, as in Spark's NaN semantics.
+func TestEqualityOfFloatsAndTimesWithNull(t *testing.T) {
+	t.Parallel()
+	s, err := schema.ParseDDL("d DOUBLE, e DOUBLE, m DECIMAL(5,2), a BIGINT, ts TIMESTAMP, ts2 TIMESTAMP")
+	if err != nil {
+		t.Fatal(err)
+	}
+	null := []any{nil, 1.0, nil, nil, nil, schema.Timestamp(1_700_000_000_000_000)}
+	nan := []any{math.NaN(), 1.0, schema.Decimal(150), int64(3), schema.Timestamp(5), schema.Timestamp(5)}
+	cases := []struct {
+		code string
+		row  []any
+		want bool
+	}{
+		{`d != 1.0`, null, false},
+		{`d != e`, null, false},
+		{`m != 0`, null, false},
+		{`a != 1.5`, null, false},
+		{`ts != ts2`, null, false},
+		{`not (d == 1.0)`, null, false},
+		{`d == nil`, null, true},
+		{`m == nil and e != 2`, null, true},
+		{`d != 1.0 or e == 1`, null, true},
+		{`d == d`, nan, true},
+		{`d != d`, nan, false},
+		{`d != e`, nan, true},
+		{`m == 1.5 and a != 3.5 and ts == ts2`, nan, true},
 	}
 	for _, c := range cases {
 		p, err := Compile(c.code, s)
