@@ -351,6 +351,32 @@ func equal(args ...any) (any, error) {
 	return x == y || (math.IsNaN(x) && math.IsNaN(y)), nil
 }
 
+// order returns -1, 0 or 1 as x is below, equal to or above y, two numbers one of which is a
+// float, in Spark's order of floats: NaN above every other value (an infinity too) and equal to
+// itself. A NULL operand is an error, so that the comparison is NULL.
+func order(op string, args []any) (int, error) {
+	x, okx := toFloat(args[0])
+	y, oky := toFloat(args[1])
+	switch {
+	case !okx || !oky:
+		return 0, fmt.Errorf("invalid operation: %T %s %T", args[0], op, args[1])
+	case math.IsNaN(x) && math.IsNaN(y), x == y:
+		return 0, nil
+	case math.IsNaN(x), x > y:
+		return 1, nil
+	}
+	return -1, nil
+}
+
+// orderings are the functions `<`, `<=`, `>` and `>=` of floats compile to, by operator: Spark's
+// order of floats (order), so that a NaN DOUBLE is above 100.0, as in Spark.
+var orderings = map[string]func(int) bool{
+	"<":  func(c int) bool { return c < 0 },
+	"<=": func(c int) bool { return c <= 0 },
+	">":  func(c int) bool { return c > 0 },
+	">=": func(c int) bool { return c >= 0 },
+}
+
 func notEqual(args ...any) (any, error) {
 	eq, err := equal(args...)
 	if err != nil {
@@ -360,11 +386,12 @@ func notEqual(args ...any) (any, error) {
 }
 
 // compileOptions are the options every compilation of a row expression over s uses: the
-// columns' types, `/` of two numbers as divide, and `==` and `!=` of floats and times as equal.
+// columns' types, `/` of two numbers as divide, `==` and `!=` of floats and times as equal, and
+// `<`, `<=`, `>`, `>=` of floats in Spark's order (order).
 func compileOptions(s schema.Schema) []expr.Option {
 	comparisons := []any{new(func(float64, float64) bool), new(func(int, float64) bool),
 		new(func(float64, int) bool), new(func(time.Time, time.Time) bool)}
-	return []expr.Option{
+	opts := []expr.Option{
 		expr.Env(envTypes(s)),
 		expr.Function(divideName, divide,
 			new(func(int, int) float64), new(func(int, float64) float64),
@@ -375,6 +402,21 @@ func compileOptions(s schema.Schema) []expr.Option {
 		expr.Function(notEqualName, notEqual, comparisons...),
 		expr.Operator("!=", notEqualName),
 	}
+	floats := []any{new(func(float64, float64) bool), new(func(int, float64) bool), new(func(float64, int) bool)}
+	for _, op := range []string{"<", "<=", ">", ">="} {
+		holds := orderings[op]
+		name := "compare " + op // no expression can name it
+		opts = append(opts,
+			expr.Function(name, func(args ...any) (any, error) {
+				c, err := order(op, args)
+				if err != nil {
+					return nil, err
+				}
+				return holds(c), nil
+			}, floats...),
+			expr.Operator(op, name))
+	}
+	return opts
 }
 
 // wideDecimalError returns err, expr's error compiling code over s, in words a user knows when it

@@ -405,3 +405,46 @@ func TestEqualityOfFloatsAndTimesWithNull(t *testing.T) {
 		}
 	}
 }
+
+// TestNaNOrderAsInSpark: a NaN DOUBLE is above every other value, infinities included, and equal
+// to itself, as in Spark's NaN semantics, so `score > 100.0` holds and `score < 1e308` does not;
+// other floats and integers compare as numbers, and a NULL still makes the comparison NULL.
+func TestNaNOrderAsInSpark(t *testing.T) {
+	t.Parallel()
+	s, err := schema.ParseDDL("d DOUBLE, e DOUBLE, a BIGINT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nan := []any{math.NaN(), math.Inf(1), int64(3)}
+	plain := []any{-0.0, 2.5, int64(3)}
+	null := []any{nil, 2.5, int64(3)}
+	cases := []struct {
+		code string
+		row  []any
+		want bool
+	}{
+		{`d > 100.0`, nan, true},
+		{`d > e`, nan, true},
+		{`d >= d`, nan, true},
+		{`d <= d`, nan, true},
+		{`d < 1e308`, nan, false},
+		{`e < d`, nan, true},
+		{`a < d`, nan, true},
+		{`d > a`, nan, true},
+		{`d >= 0`, plain, true},
+		{`d < e and e < a and a > e`, plain, true},
+		{`e <= 2.5 and e >= 2.5 and not (e < 2.5)`, plain, true},
+		{`d > 1.0`, null, false},
+		{`not (d < 1.0)`, null, false},
+		{`d < 1.0 or e > 2`, null, true},
+	}
+	for _, c := range cases {
+		p, err := Compile(c.code, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := p.Eval(c.row); got != c.want {
+			t.Errorf("%s on %v = %v; want %v", c.code, c.row, got, c.want)
+		}
+	}
+}
