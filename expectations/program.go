@@ -23,10 +23,16 @@ import (
 // environment and one expr machine, so a Program is not safe for concurrent use.
 type Program struct {
 	Source string
-	prog   *vm.Program
-	cols   schema.Schema
-	env    map[string]any
-	reads  []int // the columns (indexes in cols) the expression names
+	// prog compiles the comparisons of floats and times to Spark's (compileOptions): a NULL
+	// operand makes them NULL, a NaN is equal to itself and above every other value. fast
+	// compiles them to expr's own, which give the same on values that are neither NULL nor a
+	// NaN nor an infinity (Eval runs it on rows whose columns are all such); nil when it does
+	// not compile.
+	prog  *vm.Program
+	fast  *vm.Program
+	cols  schema.Schema
+	env   map[string]any
+	reads []int // the columns (indexes in cols) the expression names
 	// setCols are the columns Eval puts in env: those the expression names or, when it reads
 	// the whole environment ($env), every column.
 	setCols []int
@@ -248,6 +254,20 @@ func decimalFloat(x schema.Decimal, scale int) float64 {
 var exactPow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
 	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
 
+// finite reports whether v, a row's value, is neither NULL nor a floating-point NaN or infinity:
+// on such values a Program's fast machine and its Spark comparisons agree.
+func finite(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case float64:
+		return !math.IsNaN(x) && !math.IsInf(x, 0)
+	case float32:
+		return !math.IsNaN(float64(x)) && !math.IsInf(float64(x), 0)
+	}
+	return true
+}
+
 // ErrNotBool is the error (wrapped, with the type the expression gives) of Compile for an
 // expression whose result is not a boolean, such as `id + 1`.
 var ErrNotBool = errors.New("the expression must be true or false")
@@ -284,6 +304,9 @@ func Compile(code string, s schema.Schema) (*Program, error) {
 		}
 	}
 	prog := &Program{Source: code, prog: p, cols: s, env: make(map[string]any, len(s.Fields)), reads: r, setCols: set, match: matchOf(code, s)}
+	if fast, err := expr.Compile(code, append(plainOptions(s), expr.AllowUndefinedVariables())...); err == nil {
+		prog.fast = fast
+	}
 	if !whole {
 		if tree, err := parser.Parse(code); err == nil {
 			prog.logic = logicOf(tree.Node, s)
@@ -385,23 +408,31 @@ func notEqual(args ...any) (any, error) {
 	return !eq.(bool), nil
 }
 
+// plainOptions are the options of a Program's fast machine (see Program): the columns' types and
+// `/` of two numbers as divide, with expr's own comparisons, which cost a function call less
+// each.
+func plainOptions(s schema.Schema) []expr.Option {
+	return []expr.Option{
+		expr.Env(envTypes(s)),
+		expr.Function(divideName, divide,
+			new(func(int, int) float64), new(func(int, float64) float64),
+			new(func(float64, int) float64), new(func(float64, float64) float64)),
+		expr.Operator("/", divideName),
+	}
+}
+
 // compileOptions are the options every compilation of a row expression over s uses: the
 // columns' types, `/` of two numbers as divide, `==` and `!=` of floats and times as equal, and
 // `<`, `<=`, `>`, `>=` of floats in Spark's order (order).
 func compileOptions(s schema.Schema) []expr.Option {
 	comparisons := []any{new(func(float64, float64) bool), new(func(int, float64) bool),
 		new(func(float64, int) bool), new(func(time.Time, time.Time) bool)}
-	opts := []expr.Option{
-		expr.Env(envTypes(s)),
-		expr.Function(divideName, divide,
-			new(func(int, int) float64), new(func(int, float64) float64),
-			new(func(float64, int) float64), new(func(float64, float64) float64)),
-		expr.Operator("/", divideName),
+	opts := append(plainOptions(s),
 		expr.Function(equalName, equal, comparisons...),
 		expr.Operator("==", equalName),
 		expr.Function(notEqualName, notEqual, comparisons...),
 		expr.Operator("!=", notEqualName),
-	}
+	)
 	floats := []any{new(func(float64, float64) bool), new(func(int, float64) bool), new(func(float64, int) bool)}
 	for _, op := range []string{"<", "<=", ">", ">="} {
 		holds := orderings[op]
@@ -598,11 +629,19 @@ func (p *Program) Eval(row []any) (bool, error) {
 			return b, nil
 		}
 	}
+	prog := p.fast
+	if prog == nil {
+		prog = p.prog
+	}
 	for _, i := range p.setCols {
 		f := &p.cols.Fields[i]
-		p.env[f.Name] = ExprValue(f.Type, row[i])
+		v := row[i]
+		if !finite(v) {
+			prog = p.prog
+		}
+		p.env[f.Name] = ExprValue(f.Type, v)
 	}
-	out, err := p.vm.Run(p.prog, p.env)
+	out, err := p.vm.Run(prog, p.env)
 	if err != nil {
 		nullRead := false
 		for _, i := range p.reads {

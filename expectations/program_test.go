@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"testing"
 
@@ -445,6 +446,67 @@ func TestNaNOrderAsInSpark(t *testing.T) {
 		}
 		if got, _ := p.Eval(c.row); got != c.want {
 			t.Errorf("%s on %v = %v; want %v", c.code, c.row, got, c.want)
+		}
+	}
+}
+
+// TestFastMachineAgrees: on rows without NULLs, NaNs or infinities, the machine Eval runs with
+// expr's own comparisons (fast) decides as the one with Spark's (Program.prog), for comparisons
+// of every kind of operand; a row with one of those values runs on the latter.
+func TestFastMachineAgrees(t *testing.T) {
+	s := schema.Schema{Fields: []schema.Field{
+		{Name: "d", Type: schema.Type{Kind: schema.Double}},
+		{Name: "m", Type: schema.Type{Kind: schema.DecimalKind, Precision: 10, Scale: 2}},
+		{Name: "n", Type: schema.Type{Kind: schema.Long}},
+		{Name: "ts", Type: schema.Type{Kind: schema.TimestampKind}},
+		{Name: "ts2", Type: schema.Type{Kind: schema.TimestampKind}},
+	}}
+	codes := []string{"d == m", "d != n", "d < m", "d <= n", "m > n", "m >= d", "n == d",
+		"ts == ts2", "ts != ts2", "d / n > m", "not (d > 1.5 and m < 2) or n == 3", "d == 0.5 or m != 1.25"}
+	values := []float64{-2, -1.5, 0, 0.5, 1, 1.25, 1.5, 2, 3}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, code := range codes {
+		p, err := Compile(code, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.fast == nil {
+			t.Fatalf("%s: no fast machine", code)
+		}
+		strict := *p
+		strict.fast = nil
+		for range 500 {
+			row := []any{
+				values[rng.IntN(len(values))],
+				schema.Decimal(int64(values[rng.IntN(len(values))] * 100)),
+				int64(rng.IntN(4)),
+				schema.Timestamp(rng.Int64N(3)),
+				schema.Timestamp(rng.Int64N(3)),
+			}
+			got, gerr := p.Eval(row)
+			want, werr := strict.Eval(row)
+			if got != want || (gerr == nil) != (werr == nil) {
+				t.Fatalf("%s on %v: fast %v, %v; Spark comparisons %v, %v", code, row, got, gerr, want, werr)
+			}
+		}
+	}
+	// A NaN or a NULL takes the Spark comparisons: a NaN equals itself, a NULL is not unequal.
+	for _, c := range []struct {
+		code string
+		row  []any
+		want bool
+	}{
+		{"d == d", []any{math.NaN(), nil, nil, nil, nil}, true},
+		{"d > 100.0", []any{math.NaN(), nil, nil, nil, nil}, true},
+		{"d != 1.0", []any{nil, nil, nil, nil, nil}, false},
+		{"d > 1e308", []any{math.Inf(1), nil, nil, nil, nil}, true},
+	} {
+		p, err := Compile(c.code, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := p.Eval(c.row); got != c.want || err != nil {
+			t.Errorf("%s on %v: %v, %v; want %v", c.code, c.row, got, err, c.want)
 		}
 	}
 }
