@@ -335,11 +335,7 @@ func TestDivisionByZeroIsNeverTrue(t *testing.T) {
 	}
 	zero := []any{int64(5), int64(0), 0.0, schema.Decimal(0)}
 	null := []any{nil, int64(2), nil, nil}
-	cases := []struct {
-		code string
-		row  []any
-		want bool
-	}{
+	cases := []evalCase{
 		{`a / b > 1`, zero, false},
 		{`not (a / b < 1)`, zero, false},
 		{`a / d > 1`, zero, false},
@@ -354,15 +350,7 @@ func TestDivisionByZeroIsNeverTrue(t *testing.T) {
 		{`a / 2 < 1`, null, false},
 		{`a == nil or a / b > 1`, null, true},
 	}
-	for _, c := range cases {
-		p, err := Compile(c.code, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, _ := p.Eval(c.row); got != c.want {
-			t.Errorf("%s on %v = %v; want %v", c.code, c.row, got, c.want)
-		}
-	}
+	checkEvals(t, s, cases)
 }
 
 // TestEqualityOfFloatsAndTimesWithNull: `!=` and `==` of a DOUBLE, DECIMAL or TIMESTAMP that is
@@ -377,11 +365,7 @@ func TestEqualityOfFloatsAndTimesWithNull(t *testing.T) {
 	}
 	null := []any{nil, 1.0, nil, nil, nil, schema.Timestamp(1_700_000_000_000_000)}
 	nan := []any{math.NaN(), 1.0, schema.Decimal(150), int64(3), schema.Timestamp(5), schema.Timestamp(5)}
-	cases := []struct {
-		code string
-		row  []any
-		want bool
-	}{
+	cases := []evalCase{
 		{`d != 1.0`, null, false},
 		{`d != e`, null, false},
 		{`m != 0`, null, false},
@@ -396,15 +380,7 @@ func TestEqualityOfFloatsAndTimesWithNull(t *testing.T) {
 		{`d != e`, nan, true},
 		{`m == 1.5 and a != 3.5 and ts == ts2`, nan, true},
 	}
-	for _, c := range cases {
-		p, err := Compile(c.code, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, _ := p.Eval(c.row); got != c.want {
-			t.Errorf("%s on %v = %v; want %v", c.code, c.row, got, c.want)
-		}
-	}
+	checkEvals(t, s, cases)
 }
 
 // TestNaNOrderAsInSpark: a NaN DOUBLE is above every other value, infinities included, and equal
@@ -419,11 +395,7 @@ func TestNaNOrderAsInSpark(t *testing.T) {
 	nan := []any{math.NaN(), math.Inf(1), int64(3)}
 	plain := []any{-0.0, 2.5, int64(3)}
 	null := []any{nil, 2.5, int64(3)}
-	cases := []struct {
-		code string
-		row  []any
-		want bool
-	}{
+	cases := []evalCase{
 		{`d > 100.0`, nan, true},
 		{`d > e`, nan, true},
 		{`d >= d`, nan, true},
@@ -439,15 +411,7 @@ func TestNaNOrderAsInSpark(t *testing.T) {
 		{`not (d < 1.0)`, null, false},
 		{`d < 1.0 or e > 2`, null, true},
 	}
-	for _, c := range cases {
-		p, err := Compile(c.code, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, _ := p.Eval(c.row); got != c.want {
-			t.Errorf("%s on %v = %v; want %v", c.code, c.row, got, c.want)
-		}
-	}
+	checkEvals(t, s, cases)
 }
 
 // TestFastMachineAgrees: on rows without NULLs, NaNs or infinities, the machine Eval runs with
@@ -507,6 +471,27 @@ func TestFastMachineAgrees(t *testing.T) {
 		}
 		if got, err := p.Eval(c.row); got != c.want || err != nil {
 			t.Errorf("%s on %v: %v, %v; want %v", c.code, c.row, got, err, c.want)
+		}
+	}
+}
+
+// evalCase is an expression, a row and whether the row passes it.
+type evalCase struct {
+	code string
+	row  []any
+	want bool
+}
+
+// checkEvals compiles each case's expression over s and checks its result on the case's row.
+func checkEvals(t *testing.T, s schema.Schema, cases []evalCase) {
+	t.Helper()
+	for _, c := range cases {
+		p, err := Compile(c.code, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := p.Eval(c.row); got != c.want {
+			t.Errorf("%s on %v = %v; want %v", c.code, c.row, got, c.want)
 		}
 	}
 }
