@@ -254,7 +254,8 @@ func moreText(line string, dec *json.Decoder) bool {
 }
 
 // parseDecoded is parseInto by way of encoding/json: the line decoded into a map[string]any
-// (numbers as json.Number), each field converted with schema.FromJSON. It defines the results
+// (numbers as json.Number), each field converted with schema.FromJSON, but an object or array
+// given to a STRING column kept as its own text (schema.JSONValueText). It defines the results
 // of parse; the scanner must agree with it on every line.
 func (r *lineReader) parseDecoded(line []byte, lineNo int64, row []any) (ok bool, bad []badValue) {
 	dec := json.NewDecoder(bytes.NewReader(line))
@@ -277,6 +278,7 @@ func (r *lineReader) parseDecoded(line []byte, lineNo int64, row []any) (ok bool
 		return false, []badValue{{Line: lineNo, Reason: reason}}
 	}
 	var rescue map[string]any
+	var raws map[string]json.RawMessage // the fields' text, once a STRING column is given an object or array
 	for name, v := range obj {
 		i, known := r.index[name]
 		if !known {
@@ -295,6 +297,18 @@ func (r *lineReader) parseDecoded(line []byte, lineNo int64, row []any) (ok bool
 			r.noteNested(i, v)
 		}
 		val, err := schema.FromJSON(f.Type, v)
+		if err == nil && f.Type.Kind == schema.String && !f.Type.IsBinary() {
+			switch v.(type) {
+			case map[string]any, []any:
+				// The value's own text, its members in their order (the map sorted them).
+				if raws == nil {
+					json.Unmarshal(line, &raws)
+				}
+				if text, ok := schema.JSONValueText(string(raws[name])); ok {
+					val = text
+				}
+			}
+		}
 		if err != nil {
 			bad = append(bad, badValue{Line: lineNo, Column: name, Reason: err.Error()})
 			if r.rescued != "" {

@@ -175,6 +175,12 @@ func scanValue(t *schema.Type, s string, i int, slab *boxSlab) (end int, v, deco
 		if dec.Decode(&x) != nil {
 			return -1, nil, nil, nil // not expected once skipValue accepted it; parseDecoded says why
 		}
+		if t.Kind == schema.String && !t.IsBinary() {
+			// The value's own text, its members in their order (a map would sort them).
+			if text, ok := schema.JSONValueText(s[i:end]); ok {
+				return end, text, x, nil
+			}
+		}
 		v, err = schema.FromJSON(*t, x)
 		return end, v, x, err
 	}

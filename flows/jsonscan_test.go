@@ -446,3 +446,25 @@ func TestScanDuplicateKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestObjectIntoTextKeepsOrder: an object or array given to a STRING column is stored as its own
+// compact text, members in their order, as Spark's JSON reader stores it; by the scanner and by
+// the encoding/json path alike (a field to rescue or a key twice sends a line there).
+func TestObjectIntoTextKeepsOrder(t *testing.T) {
+	t.Parallel()
+	s := scanSchema(t)
+	plain, rescuing := newLineReader(s, "", "/in/f.json"), newLineReader(s, "_rescued", "/in/f.json")
+	const want = `{"b":1,"a":[2,"<x>",{"z":null,"y":1.50}]}`
+	for _, line := range []string{
+		`{"s":{"b":1,"a":[2,"<x>",{"z":null,"y":1.50}]}}`,
+		`{"s": { "b" : 1, "a" : [ 2, "<x>", {"z":null , "y":1.50} ] }, "unknown": 1}`,
+		`{"id":1,"id":2,"s":{"b":1,"a":[2,"\u003cx>",{"z":null,"y":1.50}]}}`,
+	} {
+		for _, lr := range []*lineReader{plain, rescuing} {
+			row, ok, bad := lr.parse([]byte(line), 1)
+			if i := s.Index("s"); !ok || len(bad) != 0 || row[i] != want {
+				t.Errorf("line %s (rescued column %q): s = %v (ok %v, bad %v), want %s", line, lr.rescued, row[i], ok, bad, want)
+			}
+		}
+	}
+}

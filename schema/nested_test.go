@@ -299,3 +299,27 @@ func TestFloatTextRoundsOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONValueText: an object or array given to a STRING column is kept as Spark's JSON reader
+// writes it (Jackson copies the value's structure to a generator): members in their order, no
+// white space between tokens, duplicate members kept, strings with their escapes resolved and
+// <, > and & as they are, numbers as written. Text that is not one JSON value is not taken.
+func TestJSONValueText(t *testing.T) {
+	for _, c := range []struct{ raw, want string }{
+		{`{"b":1,"a":2}`, `{"b":1,"a":2}`},
+		{"{ \"b\" :\t[1, 2.50 ,{\"z\":\"<a&b>\",\"y\":null}] ,\n\"a\":true }", `{"b":[1,2.50,{"z":"<a&b>","y":null}],"a":true}`},
+		{`["\u00e9", "x\"y", -0.5e3, false]`, `["é","x\"y",-0.5e3,false]`},
+		{`{"x":1,"x":2}`, `{"x":1,"x":2}`},
+		{`{}`, `{}`},
+		{`[[],{}]`, `[[],{}]`},
+	} {
+		if got, ok := JSONValueText(c.raw); !ok || got != c.want {
+			t.Errorf("JSONValueText(%q) = %q, %v; want %q", c.raw, got, ok, c.want)
+		}
+	}
+	for _, raw := range []string{`{"a":1`, `{"a":1}{}`, `{"a":}`, `[1,]`} {
+		if got, ok := JSONValueText(raw); ok {
+			t.Errorf("JSONValueText(%q) = %q, true; want not ok", raw, got)
+		}
+	}
+}

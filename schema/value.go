@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/big"
 	"sort"
@@ -388,6 +389,61 @@ func FromJSON(t Type, v any) (any, error) {
 		return nil, fmt.Errorf("%s is not a timestamp", jsonKind(v))
 	}
 	return nil, fmt.Errorf("unsupported type %s", t.DDL())
+}
+
+// JSONValueText is the text a STRING column keeps of raw, the text of a JSON object or array
+// (without white space around it), as Spark's JSON reader writes it (JacksonParser copies the
+// value's structure to a generator): the members in their order in raw, no white space between
+// tokens, strings escaped as jsonText escapes them, numbers as written. ok is false when raw is
+// not one JSON value; the caller then decodes it as before.
+func JSONValueText(raw string) (text string, ok bool) {
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.UseNumber()
+	var b strings.Builder
+	b.Grow(len(raw))
+	// counts holds, for each open object or array, how many tokens it has had: in an object,
+	// even counts are before a key, odd ones before its value.
+	var counts []int
+	var objects []bool
+	for started := false; !started || len(counts) > 0; started = true {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		if d, isDelim := tok.(json.Delim); isDelim && (d == '}' || d == ']') {
+			b.WriteByte(byte(d))
+			counts, objects = counts[:len(counts)-1], objects[:len(objects)-1]
+			if n := len(counts); n > 0 {
+				counts[n-1]++
+			}
+			continue
+		}
+		if n := len(counts); n > 0 {
+			switch c := counts[n-1]; {
+			case objects[n-1] && c%2 == 1:
+				b.WriteByte(':')
+			case c > 0:
+				b.WriteByte(',')
+			}
+		}
+		switch x := tok.(type) {
+		case json.Delim:
+			b.WriteByte(byte(x))
+			counts, objects = append(counts, 0), append(objects, x == '{')
+			continue
+		case json.Number:
+			b.WriteString(string(x))
+		case string, bool, nil:
+			b.WriteString(jsonText(x))
+		}
+		if n := len(counts); n > 0 {
+			counts[n-1]++
+		}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return "", false // more text after the value
+	}
+	return b.String(), true
 }
 
 // jsonText is the JSON text of a decoded object or array that a STRING column keeps. Its strings
