@@ -80,10 +80,15 @@ func Open(dir string) (*Engine, error) {
 // sessionSettings are set on every connection to DuckDB, so that a query's result does not
 // depend on the machine it runs on: all timestamps of the product are UTC, so TIMESTAMP (read
 // as DuckDB's TIMESTAMPTZ) is shown, truncated and split into parts in UTC whatever TZ says,
-// and on the Gregorian calendar whatever the locale says.
+// and on the Gregorian calendar whatever the locale says. An ORDER BY without NULLS FIRST or
+// NULLS LAST puts NULLs first when ascending and last when descending, as Spark SQL does
+// (DuckDB's own default puts them last either way), so that a query ported from Delta Live
+// Tables numbers, ranks, limits and aggregates its rows in Spark's order: row_number() OVER
+// (ORDER BY ts) gives 1 to a NULL ts, ORDER BY x LIMIT 1 keeps a NULL x.
 var sessionSettings = []string{
 	"SET TimeZone = 'UTC'",
 	"SET Calendar = 'gregorian'",
+	"SET default_null_order = 'nulls_first_on_asc_last_on_desc'",
 }
 
 // OpenDB opens an in-memory DuckDB database for code that runs its own SQL on it (Open's

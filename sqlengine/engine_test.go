@@ -399,3 +399,32 @@ func TestDescribeBindErrors(t *testing.T) {
 		t.Errorf("duplicate columns: %v (BindError %v), want an error registering d that is no bind error", err, err != nil && BindError(err))
 	}
 }
+
+// TestNullOrderAsSpark: an ORDER BY that does not say where NULLs go puts them first when
+// ascending and last when descending, as Spark SQL's default (NULLS FIRST for ASC, NULLS LAST
+// for DESC), in a window's ORDER BY, an aggregate's and the query's own; an explicit NULLS
+// FIRST or NULLS LAST is kept.
+func TestNullOrderAsSpark(t *testing.T) {
+	e, err := Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	rel := Relation{Name: "t", Schema: mustDDL(t, "id BIGINT, v INT"), Rows: [][]any{{int64(1), int32(5)}, {int64(2), nil}, {int64(3), int32(3)}}}
+	_, rows, err := e.Query(context.Background(), `SELECT id,
+		row_number() OVER (ORDER BY v) AS asc_rn,
+		row_number() OVER (ORDER BY v DESC) AS desc_rn,
+		row_number() OVER (ORDER BY v NULLS LAST) AS last_rn,
+		CAST(list(v ORDER BY v) OVER () AS VARCHAR) AS l
+		FROM t ORDER BY v LIMIT 2`, []Relation{rel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]any{
+		{int64(2), int64(1), int64(3), int64(3), "[NULL, 3, 5]"},
+		{int64(3), int64(2), int64(2), int64(1), "[NULL, 3, 5]"},
+	}
+	if !reflect.DeepEqual(rows, want) {
+		t.Fatalf("rows %v, want %v", rows, want)
+	}
+}
