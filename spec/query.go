@@ -1018,7 +1018,9 @@ func (v *validation) queryChecks(infos []*datasetInfo) {
 		node, path := in.query.node, in.query.path
 		for _, c := range sparkCalls(ds.Query.SQL) {
 			form := c.name + "(...)"
-			if c.args > 0 {
+			if c.form != "" {
+				form = c.form
+			} else if c.args > 0 {
 				form = fmt.Sprintf("%s with %d arguments", c.name, c.args)
 			}
 			what := "does not take: the update would fail here"

@@ -13,6 +13,10 @@ type sparkFunction struct {
 	// other is what DuckDB does with the Spark form when that is not only a failure ("" when
 	// DuckDB refuses it): it runs some forms with another result.
 	other string
+	// when, if set, says whether a call with these arguments (each its tokens) is the Spark
+	// form that DuckDB runs otherwise; form then names that form in the report.
+	when func(args [][]sqlToken) bool
+	form string
 }
 
 // sparkFunctions are Spark SQL functions that queries ported from Delta Live Tables use and the
@@ -57,7 +61,32 @@ var sparkFunctions = map[string]sparkFunction{
 	"current_timestamp":           {duck: "current_timestamp, without parentheses"},
 	"datediff":                    {args: 2, duck: "datediff('day', start, end): DuckDB's takes the unit first and start before end (Spark's is datediff(end, start))"},
 	"date_sub":                    {args: 2, duck: "d - n (a DATE minus a number of days): DuckDB's date_sub(unit, start, end) counts units between two dates"},
-	"element_at":                  {duck: "arr[i] for an array (1-based, a negative i counting from the end, as Spark's) and m[key] for a map", other: "has for a MAP only, where it returns a list of the value, not the value: over an array the update would fail here, over a map the column would hold lists"},
+	"log": {args: 1, duck: "ln(x) for Spark's log(x), the natural logarithm (log10(x) for base 10)",
+		other: "runs as the base-10 logarithm, where Spark's log(x) is the natural one (log(100) is 2 here, 4.605... in Spark)"},
+	"regexp_extract": {args: 2, duck: "regexp_extract(s, pattern, 1): Spark's default group is 1",
+		other: "runs returning the whole match (group 0), where Spark's returns group 1"},
+	"regexp_replace": {args: 3, duck: "regexp_replace(s, pattern, replacement, 'g') to replace every match, as Spark's does",
+		other: "runs replacing the first match only, where Spark's replaces every match"},
+	"dayofweek": {duck: "extract(dow FROM d) + 1 (Spark's 1 = Sunday ... 7 = Saturday)",
+		other: "runs numbering Sunday 0 to Saturday 6, where Spark's numbers Sunday 1 to Saturday 7"},
+	"weekday": {duck: "isodow(d) - 1 (Spark's 0 = Monday ... 6 = Sunday)",
+		other: "runs numbering Sunday 0 to Saturday 6, where Spark's numbers Monday 0 to Sunday 6"},
+	"concat": {duck: "a || b (NULL when any is NULL, as Spark's concat), or concat_ws('', a, b) to skip NULLs",
+		other: "runs skipping NULL arguments (concat('a', NULL) is 'a'), where Spark's concat is NULL when any argument is NULL"},
+	"split": {when: splitByPattern, form: "split(s, pattern) with a pattern that is not a plain separator",
+		duck:  "regexp_split_to_array(s, pattern) for Spark's regular expression (string_split(s, sep) for a separator taken literally)",
+		other: "runs splitting at the pattern's text taken literally (split('a.b', '[.]') is ['a.b']), where Spark's split takes a regular expression"},
+	"substring": {when: fromPositionZero, form: "substring(s, 0, n)",
+		duck:  "substring(s, 1, n): position 0 is position 1 in Spark",
+		other: "runs counting position 0 as the place before the first character (substring('hello', 0, 2) is 'h'), where Spark starts at the first ('he')"},
+	"substr": {when: fromPositionZero, form: "substr(s, 0, n)",
+		duck:  "substr(s, 1, n): position 0 is position 1 in Spark",
+		other: "runs counting position 0 as the place before the first character (substr('hello', 0, 2) is 'h'), where Spark starts at the first ('he')"},
+	"skewness": {duck: "(avg(power(x, 3)) - 3 * avg(x) * var_pop(x) - power(avg(x), 3)) / power(var_pop(x), 1.5) for Spark's population skewness",
+		other: "runs as the sample skewness (adjusted for the sample's size), where Spark's is the population skewness"},
+	"kurtosis": {duck: "kurtosis_pop(x) for Spark's population excess kurtosis",
+		other: "runs as the sample excess kurtosis (adjusted for the sample's size), where Spark's is the population one"},
+	"element_at": {duck: "arr[i] for an array (1-based, a negative i counting from the end, as Spark's) and m[key] for a map", other: "has for a MAP only, where it returns a list of the value, not the value: over an array the update would fail here, over a map the column would hold lists"},
 }
 
 // sparkSyntax are Spark SQL forms that DuckDB's parser refuses, by lower-case word, with the
@@ -94,6 +123,7 @@ type sparkCall struct {
 	args  int
 	duck  string
 	other string // sparkFunction.other
+	form  string // sparkFunction.form
 }
 
 // sparkCalls returns the calls of sparkFunctions in sql, in order: a name (not quoted, not after
@@ -114,12 +144,60 @@ func sparkCalls(sql string) []sparkCall {
 			continue
 		}
 		f, ok := sparkFunctions[strings.ToLower(t.text)]
-		if !ok || (f.args > 0 && callArgs(toks, i+1) != f.args) {
+		if !ok || (f.args > 0 && callArgs(toks, i+1) != f.args) || (f.when != nil && !f.when(callArgTokens(toks, i+1))) {
 			continue
 		}
-		out = append(out, sparkCall{name: t.text, at: t.start, args: f.args, duck: f.duck, other: f.other})
+		out = append(out, sparkCall{name: t.text, at: t.start, args: f.args, duck: f.duck, other: f.other, form: f.form})
 	}
 	return out
+}
+
+// callArgTokens returns the tokens of each argument of the call whose "(" is toks[open].
+func callArgTokens(toks []sqlToken, open int) [][]sqlToken {
+	var out [][]sqlToken
+	depth, from := 0, open+1
+	for j := open; j < len(toks); j++ {
+		t := toks[j]
+		if t.kind != 'p' {
+			continue
+		}
+		switch t.text {
+		case "(", "[", "{":
+			depth++
+		case ")", "]", "}":
+			depth--
+			if depth == 0 {
+				if j > from {
+					out = append(out, toks[from:j])
+				}
+				return out
+			}
+		case ",":
+			if depth == 1 {
+				out = append(out, toks[from:j])
+				from = j + 1
+			}
+		}
+	}
+	return out
+}
+
+// fromPositionZero reports whether a substring call's position, its second argument, is the
+// number 0: DuckDB starts before the first character there, Spark at the first.
+func fromPositionZero(args [][]sqlToken) bool {
+	return len(args) >= 2 && len(args[1]) == 1 && args[1][0].kind == 'n' && strings.Trim(args[1][0].text, "0.") == ""
+}
+
+// splitByPattern reports whether a split call's second argument may be a regular expression
+// that is not a plain separator: anything but a string literal free of the characters a
+// regular expression gives a meaning (Spark's split takes a regular expression, DuckDB's split
+// the separator's text); a third argument (Spark's limit) too, which DuckDB's split does not take.
+func splitByPattern(args [][]sqlToken) bool {
+	if len(args) != 2 {
+		return len(args) == 3
+	}
+	sep := args[1]
+	return len(sep) != 1 || sep[0].kind != 's' || strings.ContainsAny(sep[0].text, `.[]()|*+?^$\{}`)
 }
 
 // columnAliases reports whether the name toks[i], followed by "(", names a relation and its
