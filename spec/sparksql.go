@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -149,7 +150,71 @@ func sparkCalls(sql string) []sparkCall {
 		}
 		out = append(out, sparkCall{name: t.text, at: t.start, args: f.args, duck: f.duck, other: f.other, form: f.form})
 	}
+	out = append(out, sparkForms(sql, toks)...)
+	slices.SortStableFunc(out, func(a, b sparkCall) int { return a.at - b.at })
 	return out
+}
+
+// noSubscript are the words after which a "[" opens a list, not a subscript.
+var noSubscript = map[string]bool{"select": true, "array": true, "in": true, "then": true, "else": true, "when": true,
+	"and": true, "or": true, "not": true, "case": true, "by": true, "values": true, "distinct": true, "all": true,
+	"any": true, "some": true, "like": true, "ilike": true, "is": true, "between": true, "where": true, "having": true,
+	"on": true, "return": true, "from": true, "qualify": true, "limit": true, "offset": true, "as": true}
+
+// sparkForms returns the forms of Spark SQL other than calls that DuckDB runs with another
+// result, in toks (sql's tokens), as sparkCalls: a string literal with a doubled backslash
+// (Spark's '\\d' is \d, DuckDB keeps both backslashes), a LIKE pattern with a backslash and no
+// ESCAPE (Spark's LIKE escapes with a backslash, DuckDB's with nothing), a subscript [0] (the
+// first element in Spark, NULL in DuckDB, which counts from 1), the operator ^ (exclusive or in
+// Spark, a power in DuckDB) and a cast to DECIMAL without precision (DECIMAL(10,0) in Spark,
+// DECIMAL(18,3) in DuckDB).
+func sparkForms(sql string, toks []sqlToken) []sparkCall {
+	var out []sparkCall
+	plain := func(t sqlToken) bool { return t.kind == 's' && sql[t.start] == '\'' }
+	for i, t := range toks {
+		switch {
+		case plain(t) && strings.Contains(sql[t.start:t.end], `\\`):
+			out = append(out, sparkCall{name: "'\\\\'", at: t.start,
+				form:  "a string with a doubled backslash (" + sql[t.start:t.end] + ")",
+				other: "keeps as written: two backslashes, where Spark SQL reads \\\\ in a string as one (so that '\\\\d+' is the regular expression \\d+ in Spark, and matches a backslash and d's here)",
+				duck:  "one backslash: '\\d+' (DuckDB strings take no escapes; E'...' strings do)"})
+		case (t.is("like") || t.is("ilike")) && i+1 < len(toks) && plain(toks[i+1]) && strings.Contains(toks[i+1].text, `\`) &&
+			(i+2 >= len(toks) || !toks[i+2].is("escape")):
+			out = append(out, sparkCall{name: t.text, at: toks[i+1].start,
+				form:  t.text + " " + sql[toks[i+1].start:toks[i+1].end] + " without ESCAPE",
+				other: "runs taking the backslash as a character of the pattern, where Spark's LIKE escapes the next character with it ('a\\_b' matches a_b in Spark, not here)",
+				duck:  t.text + " " + sql[toks[i+1].start:toks[i+1].end] + " ESCAPE '\\'"})
+		case t.kind == 'p' && t.text == "[" && i > 0 && i+2 < len(toks) && toks[i+1].kind == 'n' && strings.Trim(toks[i+1].text, "0") == "" &&
+			toks[i+2].kind == 'p' && toks[i+2].text == "]" && subscripted(toks[i-1]):
+			out = append(out, sparkCall{name: "[0]", at: t.start, form: "the subscript [0]",
+				other: "runs as NULL, as its lists (and strings) count from 1, where Spark's arrays count from 0 (split(s, ',')[0] is the first part in Spark)",
+				duck:  "arr[1] for Spark's arr[0], arr[2] for Spark's arr[1], and so on"})
+		case t.kind == 'p' && t.text == "^" && (i+1 >= len(toks) || toks[i+1].text != "@"):
+			out = append(out, sparkCall{name: "^", at: t.start, form: "the operator ^",
+				other: "runs as a power (2 ^ 3 is 8), where Spark's ^ is a bitwise exclusive or (2 ^ 3 is 1)",
+				duck:  "xor(a, b) for Spark's a ^ b (power(a, b) for a power)"})
+		case (t.is("decimal") || t.is("numeric") || t.is("dec")) && i > 0 && (i+1 >= len(toks) || toks[i+1].text != "(") &&
+			((toks[i-1].kind == 'p' && toks[i-1].text == ":") || (toks[i-1].is("as") && i+1 < len(toks) && toks[i+1].text == ")")):
+			out = append(out, sparkCall{name: t.text, at: t.start, form: t.text + " without precision and scale",
+				other: "reads as DECIMAL(18,3), where Spark's DECIMAL is DECIMAL(10,0) (CAST('3.14159' AS DECIMAL) is 3.142 here, 3 in Spark)",
+				duck:  "DECIMAL(10,0), Spark's DECIMAL, or the precision and scale you want"})
+		}
+	}
+	return out
+}
+
+// subscripted reports whether a "[" after t subscripts what t ends: a name (not a keyword of
+// noSubscript), a quoted name, a string, or a closing parenthesis or bracket.
+func subscripted(t sqlToken) bool {
+	switch t.kind {
+	case 'w':
+		return !noSubscript[strings.ToLower(t.text)]
+	case 'q', 's':
+		return true
+	case 'p':
+		return t.text == ")" || t.text == "]"
+	}
+	return false
 }
 
 // callArgTokens returns the tokens of each argument of the call whose "(" is toks[open].

@@ -332,3 +332,45 @@ func TestSparkFormsDuckDBRunsAlike(t *testing.T) {
 		}
 	}
 }
+
+// TestSparkFormsOtherInDuckDB: the forms of Spark SQL other than calls that DuckDB runs with
+// another result (sparkForms) are found in the Spark query, each once, and not in the DuckDB
+// query of its hint, which returns Spark's value (want: Spark SQL's reference: a string literal
+// takes backslash escapes, LIKE's escape is a backslash, an array subscript counts from 0, ^ is
+// a bitwise exclusive or, DECIMAL is DECIMAL(10,0)); the Spark query, run by DuckDB, does not.
+func TestSparkFormsOtherInDuckDB(t *testing.T) {
+	db, err := sqlengine.OpenDB(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, ex := range []struct{ spark, duck, want string }{
+		{`SELECT regexp_extract('ab12', '([0-9]+)', 1) || regexp_extract('ab12', '(\\d+)', 1)`, `SELECT regexp_extract('ab12', '([0-9]+)', 1) || regexp_extract('ab12', '(\d+)', 1)`, "1212"},
+		{`SELECT 'a_b' LIKE 'a\_b'`, `SELECT 'a_b' LIKE 'a\_b' ESCAPE '\'`, "true"},
+		{`SELECT coalesce(string_split('a,b', ',')[0], 'NULL')`, `SELECT coalesce(string_split('a,b', ',')[1], 'NULL')`, "a"},
+		{`SELECT 6 ^ 3`, `SELECT xor(6, 3)`, "5"},
+		{`SELECT CAST('3.14159' AS DECIMAL)`, `SELECT CAST('3.14159' AS DECIMAL(10,0))`, "3"},
+		{`SELECT '3.14159'::decimal`, `SELECT '3.14159'::decimal(10, 0)`, "3"},
+	} {
+		if calls := sparkCalls(ex.spark); len(calls) != 1 {
+			t.Errorf("%s: %d Spark forms found, want 1", ex.spark, len(calls))
+		}
+		if calls := sparkCalls(ex.duck); len(calls) != 0 {
+			t.Errorf("%s: the DuckDB form is refused (%s)", ex.duck, calls[0].name)
+		}
+		if got, err := duckText(db, ex.spark); err == nil && got == ex.want {
+			t.Errorf("%s: DuckDB returns Spark's %s: validation must not refuse it", ex.spark, got)
+		}
+		if got, err := duckText(db, ex.duck); err != nil || got != ex.want {
+			t.Errorf("%s: %s (%v), want %s", ex.duck, got, err, ex.want)
+		}
+	}
+	// DuckDB SQL that these forms resemble is not refused.
+	for _, sql := range []string{
+		`SELECT [0], [0, 1][1], list_value(0)[1], 'abc' ^@ 'a', x AS decimal, CAST(x AS DECIMAL(10, 2)), s LIKE 'a_b', s LIKE 'a\_b' ESCAPE '\', E'a\\b', regexp_matches(s, '[^a]\d') FROM t WHERE x IN [0]`,
+	} {
+		if calls := sparkCalls(sql); len(calls) > 0 {
+			t.Errorf("%s: refused %s", sql, calls[0].form)
+		}
+	}
+}
