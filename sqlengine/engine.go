@@ -84,11 +84,15 @@ func Open(dir string) (*Engine, error) {
 // NULLS LAST puts NULLs first when ascending and last when descending, as Spark SQL does
 // (DuckDB's own default puts them last either way), so that a query ported from Delta Live
 // Tables numbers, ranks, limits and aggregates its rows in Spark's order: row_number() OVER
-// (ORDER BY ts) gives 1 to a NULL ts, ORDER BY x LIMIT 1 keeps a NULL x.
+// (ORDER BY ts) gives 1 to a NULL ts, ORDER BY x LIMIT 1 keeps a NULL x. A division or modulo
+// by zero is NULL, as Spark SQL's (without ANSI mode, which fails the query instead), where
+// DuckDB's own IEEE 754 arithmetic gives an infinity or NaN (5 / 0 is +Inf there), which a table
+// would keep.
 var sessionSettings = []string{
 	"SET TimeZone = 'UTC'",
 	"SET Calendar = 'gregorian'",
 	"SET default_null_order = 'nulls_first_on_asc_last_on_desc'",
+	"SET ieee_floating_point_ops = false",
 }
 
 // OpenDB opens an in-memory DuckDB database for code that runs its own SQL on it (Open's

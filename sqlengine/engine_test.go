@@ -3,6 +3,7 @@ package sqlengine
 import (
 	"context"
 	"errors"
+	"math"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -424,6 +425,29 @@ func TestNullOrderAsSpark(t *testing.T) {
 		{int64(2), int64(1), int64(3), int64(3), "[NULL, 3, 5]"},
 		{int64(3), int64(2), int64(2), int64(1), "[NULL, 3, 5]"},
 	}
+	if !reflect.DeepEqual(rows, want) {
+		t.Fatalf("rows %v, want %v", rows, want)
+	}
+}
+
+// TestDivisionByZeroIsNull: a division or modulo by zero is NULL, as Spark SQL's `/` and `%`
+// return (without ANSI mode), for integers, decimals and doubles alike, not an infinity or NaN;
+// a division by a number other than zero keeps its value, and a NaN or infinity read from a
+// table stays one.
+func TestDivisionByZeroIsNull(t *testing.T) {
+	e, err := Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	rel := Relation{Name: "t", Schema: mustDDL(t, "n BIGINT, d DOUBLE, m DECIMAL(10,2), z DOUBLE"),
+		Rows: [][]any{{int64(5), 1.5, schema.Decimal(250), math.Inf(1)}}}
+	_, rows, err := e.Query(context.Background(), `SELECT n / 0 AS a, d / 0.0 AS b, m / 0 AS c, 0.0 / CAST(0 AS DOUBLE) AS d0,
+		n % 0 AS e, d % 0 AS f, n / 2 AS g, z + 1 AS h FROM t`, []Relation{rel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]any{{nil, nil, nil, nil, nil, nil, 2.5, math.Inf(1)}}
 	if !reflect.DeepEqual(rows, want) {
 		t.Fatalf("rows %v, want %v", rows, want)
 	}
