@@ -66,10 +66,18 @@ var sparkFunctions = map[string]sparkFunction{
 		other: "runs as the base-10 logarithm, where Spark's log(x) is the natural one (log(100) is 2 here, 4.605... in Spark)"},
 	"regexp_extract": {args: 2, duck: "regexp_extract(s, pattern, 1): Spark's default group is 1",
 		other: "runs returning the whole match (group 0), where Spark's returns group 1"},
+	"regexp_extract_all": {args: 2, duck: "regexp_extract_all(s, pattern, 1): Spark's default group is 1",
+		other: "runs returning the whole matches (group 0), where Spark's returns group 1 of each"},
 	"regexp_replace": {args: 3, duck: "regexp_replace(s, pattern, replacement, 'g') to replace every match, as Spark's does",
 		other: "runs replacing the first match only, where Spark's replaces every match"},
-	"dayofweek": {duck: "extract(dow FROM d) + 1 (Spark's 1 = Sunday ... 7 = Saturday)",
+	"dayofweek": {duck: "isodow(d) % 7 + 1 (Spark's 1 = Sunday ... 7 = Saturday)",
 		other: "runs numbering Sunday 0 to Saturday 6, where Spark's numbers Sunday 1 to Saturday 7"},
+	"date_part": {when: dayOfWeekField, form: "date_part('dow', d) (or 'dayofweek')",
+		duck:  "isodow(d) % 7 + 1 (Spark's 1 = Sunday ... 7 = Saturday)",
+		other: "runs numbering Sunday 0 to Saturday 6, where Spark's DOW and DAYOFWEEK number Sunday 1 to Saturday 7"},
+	"extract": {when: dayOfWeekField, form: "extract(DOW FROM d) (or DAYOFWEEK)",
+		duck:  "isodow(d) % 7 + 1 (Spark's 1 = Sunday ... 7 = Saturday)",
+		other: "runs numbering Sunday 0 to Saturday 6, where Spark's DOW and DAYOFWEEK number Sunday 1 to Saturday 7"},
 	"weekday": {duck: "isodow(d) - 1 (Spark's 0 = Monday ... 6 = Sunday)",
 		other: "runs numbering Sunday 0 to Saturday 6, where Spark's numbers Monday 0 to Sunday 6"},
 	"concat": {duck: "a || b (NULL when any is NULL, as Spark's concat), or concat_ws('', a, b) to skip NULLs",
@@ -251,6 +259,24 @@ func callArgTokens(toks []sqlToken, open int) [][]sqlToken {
 // number 0: DuckDB starts before the first character there, Spark at the first.
 func fromPositionZero(args [][]sqlToken) bool {
 	return len(args) >= 2 && len(args[1]) == 1 && args[1][0].kind == 'n' && strings.Trim(args[1][0].text, "0.") == ""
+}
+
+// dayOfWeekField reports whether an extract or date_part call takes the day of the week as
+// Spark numbers it from 1 and DuckDB from 0: DOW or DAYOFWEEK (a name for extract, a string
+// for date_part), not DuckDB's and Spark's ISO forms, which agree.
+func dayOfWeekField(args [][]sqlToken) bool {
+	if len(args) == 0 || len(args[0]) == 0 {
+		return false
+	}
+	f := args[0][0]
+	if f.kind != 'w' && f.kind != 's' {
+		return false
+	}
+	switch strings.ToLower(f.text) {
+	case "dow", "dayofweek":
+		return true
+	}
+	return false
 }
 
 // splitByPattern reports whether a split call's second argument may be a regular expression

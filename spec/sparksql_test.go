@@ -64,7 +64,10 @@ var sparkExamples = []struct {
 	{"log", "SELECT round(log(100.0), 6)", "SELECT round(ln(100.0), 6)", "4.60517"},
 	{"regexp_extract", "SELECT regexp_extract('ab12', '([a-z]+)([0-9]+)')", "SELECT regexp_extract('ab12', '([a-z]+)([0-9]+)', 1)", "ab"},
 	{"regexp_replace", "SELECT regexp_replace('a-b-c', '-', '+')", "SELECT regexp_replace('a-b-c', '-', '+', 'g')", "a+b+c"},
-	{"dayofweek", "SELECT dayofweek(DATE '2024-03-15')", "SELECT extract(dow FROM DATE '2024-03-15') + 1", "6"},
+	{"dayofweek", "SELECT dayofweek(DATE '2024-03-15')", "SELECT isodow(DATE '2024-03-15') % 7 + 1", "6"},
+	{"extract", "SELECT extract(DAYOFWEEK FROM DATE '2024-03-17')", "SELECT isodow(DATE '2024-03-17') % 7 + 1", "1"},
+	{"date_part", "SELECT date_part('dow', DATE '2024-03-16')", "SELECT isodow(DATE '2024-03-16') % 7 + 1", "7"},
+	{"regexp_extract_all", "SELECT regexp_extract_all('100-200, 300-400', '([0-9]+)-([0-9]+)')", "SELECT regexp_extract_all('100-200, 300-400', '([0-9]+)-([0-9]+)', 1)", "[100, 300]"},
 	{"weekday", "SELECT weekday(DATE '2024-03-15')", "SELECT isodow(DATE '2024-03-15') - 1", "4"},
 	{"concat", "SELECT coalesce(concat('a', NULL), 'NULL')", "SELECT coalesce('a' || NULL, 'NULL')", "NULL"},
 	{"split", "SELECT split('a.b;c', '[.;]')", "SELECT regexp_split_to_array('a.b;c', '[.;]')", "[a, b, c]"},
@@ -317,6 +320,7 @@ func TestDoubleQuoteHint(t *testing.T) {
 // group, regexp_replace with options.
 func TestSparkFormsDuckDBRunsAlike(t *testing.T) {
 	for _, sql := range []string{
+		"SELECT extract(isodow FROM d), extract(year FROM d), date_part('isodow', d), date_part('year', d) FROM t",
 		"SELECT split(s, ','), split(s, ' -'), substring(s, 2, 3), substr(s, 1), substring(s FROM 2), log(2, x), regexp_extract(s, '(a)', 1), regexp_replace(s, 'a', 'b', 'g') FROM t",
 	} {
 		if calls := sparkCalls(sql); len(calls) > 0 {
