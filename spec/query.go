@@ -1097,8 +1097,75 @@ func (v *validation) queryChecks(infos []*datasetInfo) {
 		if at := groupBy(ds.Query.SQL); ds.Type == StreamingTable && streams > 0 && at >= 0 {
 			v.d.add(v.d.queryPos(node, at), path, "aggregate in a materialized_view that reads this table (recomputed on every update), or keep one row per group with apply_changes",
 				"a streaming_table appends the result of each update's new rows: a GROUP BY of its query gives a row per group and update, partial counts and sums rather than totals (Delta Live Tables refuses a streaming aggregation without a watermark)")
+		} else if at, what := perUpdate(ds.Query.SQL); ds.Type == StreamingTable && streams > 0 && at >= 0 {
+			v.d.add(v.d.queryPos(node, at), path, "compute it in a materialized_view that reads this table (recomputed on every update over all its rows), or keep one row per key with apply_changes",
+				"a streaming_table appends the result of each update's new rows: %s (Delta Live Tables refuses it on a stream)", what)
 		}
 	}
+}
+
+// aggregates are DuckDB's aggregate functions that a query ported from Spark SQL calls, by
+// lower-case name: one in the outermost SELECT of a streaming table's query, without OVER,
+// aggregates each update's new rows alone.
+var aggregates = map[string]bool{"count": true, "sum": true, "avg": true, "mean": true, "min": true, "max": true,
+	"list": true, "array_agg": true, "string_agg": true, "any_value": true, "first": true, "last": true,
+	"median": true, "mode": true, "stddev": true, "stddev_samp": true, "stddev_pop": true, "variance": true,
+	"var_samp": true, "var_pop": true, "bool_and": true, "bool_or": true, "every": true, "count_if": true,
+	"approx_count_distinct": true, "arg_max": true, "arg_min": true, "max_by": true, "min_by": true,
+	"histogram": true, "quantile_cont": true, "quantile_disc": true, "approx_quantile": true, "corr": true,
+	"covar_samp": true, "covar_pop": true, "product": true, "bit_and": true, "bit_or": true, "bit_xor": true}
+
+// perUpdate returns the offset of what, in a query's outermost SELECT (outside parentheses, as
+// groupBy), computes over the rows of one update of a streaming table rather than over all the
+// stream's rows, and says what it does, or -1: SELECT DISTINCT (a row appended again in each
+// update that sees it), a window function (OVER: numbered, ranked or summed over the update's
+// rows) and an aggregate without GROUP BY (a row per update).
+func perUpdate(sql string) (int, string) {
+	toks := tokenize(sql)
+	depth := 0
+	for i, t := range toks {
+		switch {
+		case t.kind == 'p' && t.text == "(":
+			depth++
+		case t.kind == 'p' && t.text == ")":
+			depth--
+		case depth != 0:
+		case t.is("select") && i+1 < len(toks) && toks[i+1].is("distinct"):
+			return toks[i+1].start, "SELECT DISTINCT removes the duplicates of each update's rows alone, so a value seen in several updates is appended once per update"
+		case t.is("over") && (i+1 >= len(toks) || toks[i+1].text == "(" || toks[i+1].kind == 'w'):
+			return t.start, "a window function (OVER) numbers, ranks or sums each update's new rows alone, not the stream's"
+		case t.kind == 'w' && aggregates[strings.ToLower(t.text)] && i+1 < len(toks) && toks[i+1].text == "(" && (i == 0 || toks[i-1].text != "."):
+			end := closeParen(toks, i+1)
+			if end+2 < len(toks) && toks[end+1].is("filter") && toks[end+2].text == "(" {
+				end = closeParen(toks, end+2)
+			}
+			if end+1 < len(toks) && toks[end+1].is("over") {
+				continue // a window function: OVER is reported
+			}
+			return t.start, "an aggregate without GROUP BY gives one row per update, over its new rows alone, rather than one total"
+		}
+	}
+	return -1, ""
+}
+
+// closeParen returns the index of the ")" that closes the "(" at toks[open], or len(toks).
+func closeParen(toks []sqlToken, open int) int {
+	depth := 0
+	for j := open; j < len(toks); j++ {
+		if toks[j].kind != 'p' {
+			continue
+		}
+		switch toks[j].text {
+		case "(":
+			depth++
+		case ")":
+			depth--
+			if depth == 0 {
+				return j
+			}
+		}
+	}
+	return len(toks)
 }
 
 // groupBy returns the offset of the GROUP BY of a query's outermost SELECT (outside
