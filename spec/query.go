@@ -1090,6 +1090,12 @@ func (v *validation) queryChecks(infos []*datasetInfo) {
 				}
 			}
 		}
+		if ds.Type == StreamingTable && streams > 1 {
+			if at := joinedStreams(ds.Query.SQL, ds.Query.Refs); at >= 0 {
+				v.d.add(v.d.queryPos(node, at), path, "read one side with STREAM and the other as a table (its current rows: a stream-static join), or join in a materialized_view that reads both",
+					"a streaming_table joins the new rows of each update: two streams joined (or one read in a subquery of the other's SELECT) match only rows that arrive in the same update, where Delta Live Tables matches a row with the other stream's earlier rows too; UNION ALL of streams is fine")
+			}
+		}
 		if ds.Type == StreamingTable && streams == 0 {
 			v.d.addAt(node, path, "read the input with STREAM(dataset), or make the dataset `type: materialized_view`",
 				"a streaming_table defined by a query must read at least one dataset with STREAM(...)")
@@ -1166,6 +1172,44 @@ func closeParen(toks []sqlToken, open int) int {
 		}
 	}
 	return len(toks)
+}
+
+// joinedStreams returns the offset of the second of two STREAM references of refs that one
+// SELECT of sql combines other than by UNION (a join, a subquery of its WHERE), or -1: between
+// the two, no UNION at the level of their innermost common parentheses.
+func joinedStreams(sql string, refs []QueryRef) int {
+	var at []int
+	for _, r := range refs {
+		if r.Kind == RefStream {
+			at = append(at, r.Start)
+		}
+	}
+	toks := tokenize(sql)
+	for a := 0; a < len(at); a++ {
+		for b := a + 1; b < len(at); b++ {
+			from, to := min(at[a], at[b]), max(at[a], at[b])
+			depth, low := 0, 0
+			unions := map[int]bool{}
+			for _, t := range toks {
+				if t.start <= from || t.start >= to {
+					continue
+				}
+				switch {
+				case t.kind == 'p' && t.text == "(":
+					depth++
+				case t.kind == 'p' && t.text == ")":
+					depth--
+					low = min(low, depth)
+				case t.is("union"):
+					unions[depth] = true
+				}
+			}
+			if !unions[low] {
+				return to
+			}
+		}
+	}
+	return -1
 }
 
 // groupBy returns the offset of the GROUP BY of a query's outermost SELECT (outside

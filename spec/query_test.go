@@ -124,6 +124,9 @@ func TestQueryValidation(t *testing.T) {
 		{"a DISTINCT over a stream", "  - name: st\n    type: streaming_table\n    query: SELECT DISTINCT op FROM STREAM(bronze)", []string{"19:19: datasets[2].query: a streaming_table appends the result of each update's new rows: SELECT DISTINCT removes the duplicates of each update's rows alone"}},
 		{"a window over a stream", "  - name: st\n    type: streaming_table\n    query: SELECT op, row_number() OVER (PARTITION BY op ORDER BY id) AS rn FROM STREAM(bronze) WHERE id IN (SELECT DISTINCT id FROM silver)", []string{"19:36: datasets[2].query: a streaming_table appends the result of each update's new rows: a window function (OVER) numbers"}},
 		{"an aggregate over a stream", "  - name: st\n    type: streaming_table\n    query: SELECT count(*) FILTER (WHERE op = 'I') AS n FROM STREAM(bronze)", []string{"19:19: datasets[2].query: a streaming_table appends the result of each update's new rows: an aggregate without GROUP BY gives one row per update"}},
+		// Two streams joined match the rows of one update alone; a UNION of streams is fine.
+		{"two streams joined", "  - name: st\n    type: streaming_table\n    query: SELECT * FROM STREAM(bronze) a JOIN STREAM(silver) b USING (id)", []string{"19:48: datasets[2].query: a streaming_table joins the new rows of each update: two streams joined"}},
+		{"a stream in a subquery of a stream", "  - name: st\n    type: streaming_table\n    query: SELECT * FROM (SELECT * FROM STREAM(bronze) UNION ALL SELECT * FROM silver) a WHERE id IN (SELECT id FROM STREAM silver)", []string{"19:118: datasets[2].query: a streaming_table joins the new rows of each update: two streams joined"}},
 		{"stream of an unknown dataset", "  - name: st\n    type: streaming_table\n    query: SELECT * FROM STREAM(bronz)", []string{"19:26: datasets[2].query: unknown dataset bronz"}},
 		{"streaming table without stream", "  - name: gold\n    type: streaming_table\n    query: SELECT * FROM bronze", []string{"19:12: datasets[2].query: a streaming_table defined by a query must read at least one dataset with STREAM(...)"}},
 		{"skip_change_commits on a materialized view", "  - name: gold\n    skip_change_commits: true\n    query: SELECT * FROM bronze", []string{"18:5: datasets[2].skip_change_commits: skip_change_commits applies to a streaming_table"}},
@@ -432,5 +435,27 @@ datasets:
 	}
 	if got, want := q.PosAt(-1), q.Pos; got != want {
 		t.Errorf("PosAt(-1) = %v, want the query's position %v", got, want)
+	}
+}
+
+// TestJoinedStreams: two STREAM references that one SELECT joins (or reads one in a subquery of
+// the other's) are found; streams combined by UNION, at any level, are not.
+func TestJoinedStreams(t *testing.T) {
+	for _, c := range []struct {
+		sql    string
+		joined bool
+	}{
+		{"SELECT * FROM STREAM(a) UNION ALL SELECT * FROM STREAM(b)", false},
+		{"(SELECT * FROM STREAM(a)) UNION ALL BY NAME (SELECT * FROM STREAM b)", false},
+		{"WITH x AS (SELECT * FROM STREAM(a) UNION ALL SELECT * FROM STREAM(b)) SELECT * FROM x JOIN c USING (id)", false},
+		{"SELECT * FROM STREAM(a) JOIN STREAM(b) USING (id)", true},
+		{"SELECT * FROM STREAM(a), STREAM(b)", true},
+		{"SELECT * FROM (SELECT * FROM STREAM(a) UNION ALL SELECT * FROM c) x JOIN STREAM(b) USING (id)", true},
+		{"WITH x AS (SELECT * FROM STREAM(a)) SELECT * FROM x JOIN STREAM(b) USING (id)", true},
+	} {
+		refs, _, _, _ := parseQuery(c.sql)
+		if got := joinedStreams(c.sql, refs) >= 0; got != c.joined {
+			t.Errorf("%s: joined %v, want %v", c.sql, got, c.joined)
+		}
 	}
 }
