@@ -65,3 +65,30 @@ func TestStructColumns(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestSparkOptionNames: an option spelt as Spark's readers or Auto Loader spell it (multiLine,
+// sep, inferSchema, mode, rescuedDataColumn, cloudFiles.*) is refused with what to write instead,
+// never with "remove it", which would silently change how the files are read.
+func TestSparkOptionNames(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ format, option, want string }{
+		{"json", "multiLine: true", "unknown json option multiLine (hint: did you mean `multiline`?)"},
+		{"json", "inferColumnTypes: false", "(hint: did you mean `infer_column_types`?)"},
+		{"json", "cloudFiles.inferColumnTypes: false", "(hint: did you mean `infer_column_types`?)"},
+		{"json", "mode: FAILFAST", "(hint: set `mode` of the source, beside `options:`"},
+		{"json", "rescuedDataColumn: _r", "(hint: set `rescued_data_column` of the source"},
+		{"csv", "sep: \";\"", "unknown csv option sep (hint: did you mean `delimiter`?)"},
+		{"csv", "inferSchema: true", "(hint: did you mean `infer_column_types`?)"},
+		{"csv", "mode: DROPMALFORMED", "(hint: set `mode` of the source"},
+		{"csv", "charset: latin1", "(hint: did you mean `encoding`?)"},
+	}
+	for _, c := range cases {
+		_, err := Parse("p.yaml", []byte(build(map[string]string{
+			"#FORMAT": "      format: " + c.format,
+			"#SRC":    "      options: {" + c.option + "}",
+		})), nil, nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s options {%s}: err = %v, want %q", c.format, c.option, err, c.want)
+		}
+	}
+}

@@ -233,6 +233,10 @@ func (d *decoder) options(n *yaml.Node, path, format string) map[string]string {
 		out := map[string]string{}
 		for _, k := range sortedKeys(m) {
 			if k != JSONMultiline && k != InferColumnTypes {
+				if hint := sparkOptionHint(k, format); hint != "" {
+					d.addAt(keys[k], child(path, k), hint, "unknown json option %s", k)
+					continue
+				}
 				d.addAt(keys[k], child(path, k), "remove it; the json reader takes `multiline` and `infer_column_types` only", "option %s is not supported yet", k)
 				continue
 			}
@@ -256,7 +260,11 @@ func (d *decoder) options(n *yaml.Node, path, format string) map[string]string {
 		v, p := m[k], child(path, k)
 		check, known := csvOptions[k]
 		if !known {
-			d.addAt(keys[k], p, didYouMean(k, sortedKeys(csvOptions), "csv options"), "unknown csv option %s", k)
+			hint := sparkOptionHint(k, format)
+			if hint == "" {
+				hint = didYouMean(k, sortedKeys(csvOptions), "csv options")
+			}
+			d.addAt(keys[k], p, hint, "unknown csv option %s", k)
 			continue
 		}
 		norm, problem := check(v)
@@ -283,6 +291,56 @@ func (d *decoder) options(n *yaml.Node, path, format string) map[string]string {
 		d.addAt(keys[CSVComment], child(path, CSVComment), "choose characters that differ", "csv option comment is the quote %q", quote)
 	}
 	return out
+}
+
+// sparkOptionHint says what to write instead of an option named as Spark's readers or Auto
+// Loader (cloudFiles.*) name it, matched without regard to case: the option of this spec
+// (multiLine is `multiline`, sep is `delimiter`), or the source key that does its work (mode is
+// `mode:` of the source, not an option). It returns "" for names it does not know.
+func sparkOptionHint(k, format string) string {
+	name := strings.ToLower(strings.TrimPrefix(strings.TrimPrefix(k, "cloudFiles."), "cloudfiles."))
+	option := func(o string) string { return "did you mean `" + o + "`?" }
+	key := func(o, what string) string {
+		return "set `" + o + "` of the source, beside `options:` (" + what + "), not an option"
+	}
+	switch name {
+	case "multiline":
+		if format == "json" {
+			return option(JSONMultiline)
+		}
+		return "remove it: a quoted csv field may always hold line ends"
+	case "inferschema", "infercolumntypes":
+		return option(InferColumnTypes)
+	case "sep", "delimiter":
+		if format == FormatCSV {
+			return option(CSVDelimiter)
+		}
+	case "nullvalue":
+		if format == FormatCSV {
+			return option(CSVNullValue)
+		}
+	case "emptyvalue":
+		if format == FormatCSV {
+			return option(CSVEmptyValue)
+		}
+	case "charset":
+		if format == FormatCSV {
+			return option(CSVEncoding)
+		}
+	case "mode":
+		return key("mode", "permissive, dropmalformed or failfast")
+	case "rescueddatacolumn":
+		return key("rescued_data_column", "the column's name")
+	case "schemaevolutionmode":
+		return key("schema_evolution_mode", "none, rescue, failOnNewColumns or addNewColumns")
+	case "schemahints":
+		return key("schema_hints", "Spark DDL")
+	case "maxfilespertrigger":
+		return key("max_files_per_trigger", "a number of files")
+	case "includemetadata":
+		return key("include_metadata", "true or false")
+	}
+	return ""
 }
 
 // JSONMultiline is the json reader's option: "true" reads each file as one JSON value (an array
