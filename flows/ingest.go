@@ -89,29 +89,49 @@ func (f inputFile) restat() (inputFile, error) {
 // name order, skipping names that start with "." or "_" as Spark does. base is the folder paths
 // are recorded relative to. A symbolic link whose target does not exist (yet) is no file: it is
 // left out and returned in dangling (reportDangling), and listed once its target exists.
+//
+// A glob takes Hadoop's glob syntax, as Spark and Auto Loader read a path: `*`, `?`, `[abc]`,
+// `[^a]` and `{ab,cd}` (nested too, `{ab,c{de,fh}}`), and is a prefix filter as Auto Loader's
+// path is: a folder it matches is walked like a source folder, every file below it read
+// (`landing/2024-*` reads the files of the folders landing/2024-01-01, ...).
 func listInputs(path string) (base string, files []inputFile, dangling []danglingLink, err error) {
-	if strings.ContainsAny(path, "*?[") {
+	if isGlob(path) {
 		base = path
-		for strings.ContainsAny(base, "*?[") {
+		for isGlob(base) {
 			base = filepath.Dir(base)
 		}
-		matches, err := filepath.Glob(path)
-		if err != nil {
-			return "", nil, nil, fmt.Errorf("source path %s is not a valid glob: %w", path, err)
-		}
-		for _, m := range matches {
-			st, err := os.Stat(m)
-			if err != nil && !hidden(filepath.Base(m)) {
-				if l, ok := danglingAt(m); ok {
-					dangling = append(dangling, l)
+		seen := map[string]bool{}
+		w := &sourceWalk{}
+		for _, pattern := range expandBraces(path) {
+			matches, err := filepath.Glob(pattern)
+			if err != nil {
+				return "", nil, nil, fmt.Errorf("source path %s is not a valid glob: %w", path, err)
+			}
+			for _, m := range matches {
+				if seen[m] {
+					continue
 				}
+				seen[m] = true
+				st, err := os.Stat(m)
+				if err != nil && !hidden(filepath.Base(m)) {
+					if l, ok := danglingAt(m); ok {
+						dangling = append(dangling, l)
+					}
+				}
+				if err != nil || hidden(filepath.Base(m)) {
+					continue
+				}
+				rel, _ := filepath.Rel(base, m)
+				if st.IsDir() {
+					if files, err = walkSource(m, filepath.ToSlash(rel), files, w); err != nil {
+						return "", nil, nil, fmt.Errorf("listing %s: %w", m, err)
+					}
+					continue
+				}
+				files = append(files, inputFile{abs: m, rel: filepath.ToSlash(rel), size: st.Size(), modTime: st.ModTime().UnixMilli()})
 			}
-			if err != nil || st.IsDir() || hidden(filepath.Base(m)) {
-				continue
-			}
-			rel, _ := filepath.Rel(base, m)
-			files = append(files, inputFile{abs: m, rel: filepath.ToSlash(rel), size: st.Size(), modTime: st.ModTime().UnixMilli()})
 		}
+		dangling = append(dangling, w.dangling...)
 	} else {
 		base = path
 		st, err := os.Stat(path)
@@ -134,6 +154,58 @@ func listInputs(path string) (base string, files []inputFile, dangling []danglin
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].rel < files[j].rel })
 	return base, files, dangling, nil
+}
+
+// isGlob says whether a source path is a glob: it holds `*`, `?`, `[` or a `{...}` group (a
+// path that exists as written is not one, so a folder named with braces is read as itself).
+func isGlob(path string) bool {
+	if strings.ContainsAny(path, "*?[") {
+		return true
+	}
+	if i := strings.IndexByte(path, '{'); i >= 0 && strings.IndexByte(path[i:], '}') > 0 {
+		if _, err := os.Lstat(path); err != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// expandBraces expands the {a,b} groups of a glob, as Hadoop's GlobPattern reads them (nested
+// groups too: {ab,c{de,fh}} is ab, cde and cfh), into the patterns filepath.Glob takes. A `{`
+// without its `}` is kept as written.
+func expandBraces(pattern string) []string {
+	open := strings.IndexByte(pattern, '{')
+	if open < 0 {
+		return []string{pattern}
+	}
+	depth, start := 0, open+1
+	var alts []string
+	for i := open; i < len(pattern); i++ {
+		switch pattern[i] {
+		case '{':
+			depth++
+		case ',':
+			if depth == 1 {
+				alts = append(alts, pattern[start:i])
+				start = i + 1
+			}
+		case '}':
+			depth--
+			if depth == 0 {
+				alts = append(alts, pattern[start:i])
+				var out []string
+				for _, rest := range expandBraces(pattern[i+1:]) {
+					for _, a := range alts {
+						for _, head := range expandBraces(pattern[:open] + a) {
+							out = append(out, head+rest)
+						}
+					}
+				}
+				return out
+			}
+		}
+	}
+	return []string{pattern}
 }
 
 // danglingLink is a symbolic link found in a source folder whose target does not exist, or
@@ -196,6 +268,20 @@ func SourceFiles(dir string) ([]SourceFile, error) {
 	}
 	return out, err
 }
+
+// GlobFiles lists the files a glob source path matches, as a flow reads them (listInputs: the
+// files it matches and those below the folders it matches), in name order.
+func GlobFiles(path string) ([]SourceFile, error) {
+	_, files, _, err := listInputs(path)
+	out := make([]SourceFile, len(files))
+	for i, f := range files {
+		out[i] = SourceFile{Path: f.abs, Size: f.size, ModTime: time.UnixMilli(f.modTime)}
+	}
+	return out, err
+}
+
+// IsGlob says whether a source path is a glob (isGlob).
+func IsGlob(path string) bool { return isGlob(path) }
 
 // walkSource appends to files the files under folder dir (a source folder, or a folder in it;
 // rel: its path relative to the source folder, "" for the source folder itself), recursively,

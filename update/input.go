@@ -40,7 +40,7 @@ func InputDirs(p *spec.Pipeline) []string {
 		dir := path
 		if isDelta {
 			dir = filepath.Join(path, "_delta_log")
-		} else if i := strings.IndexAny(path, "*?["); i >= 0 {
+		} else if i := strings.IndexAny(path, "*?[{"); i >= 0 && flows.IsGlob(path) {
 			dir = filepath.Dir(path[:i] + "x")
 		}
 		if !seen[dir] {
@@ -79,12 +79,15 @@ func fingerprints(p *spec.Pipeline) map[string]string {
 			}
 			fmt.Fprintf(h, "%s\x00%d\x00%d\n", name, fi.Size(), fi.ModTime().UnixNano())
 		}
-		if strings.ContainsAny(path, "*?[") {
-			matches, _ := filepath.Glob(path)
-			for _, m := range matches {
-				if fi, err := os.Stat(m); err == nil && !fi.IsDir() {
-					add(m, fi)
-				}
+		if !isDelta && flows.IsGlob(path) {
+			// The files the runner lists: those the glob matches and those below the
+			// folders it matches.
+			files, err := flows.GlobFiles(path)
+			for _, f := range files {
+				fmt.Fprintf(h, "%s\x00%d\x00%d\n", f.Path, f.Size, f.ModTime.UnixNano())
+			}
+			if err != nil {
+				fmt.Fprintf(h, "error %v\n", err)
 			}
 		} else if st, err := os.Stat(path); err == nil && st.IsDir() && !isDelta {
 			// A source folder: the files the runner lists (symbolic links to folders

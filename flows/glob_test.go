@@ -1,0 +1,57 @@
+package flows
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestGlobSourcePath: a glob source path reads as Auto Loader's path does (Hadoop glob syntax, a
+// prefix filter): `{a,b}` groups, nested too, pick alternatives, and a folder the glob matches is
+// read whole, its hidden names skipped, so `landing/2024-*` reads the daily folders' files.
+func TestGlobSourcePath(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, f := range []string{
+		"2024-01-01/a.json", "2024-01-02/b.json", "2024-01-02/deeper/c.json", "2024-01-02/_tmp/x.json",
+		"2024-01-02/.part.json", "2023-12-31/old.json", "orders.json", "customers.json", "items.csv",
+	} {
+		p := filepath.Join(dir, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("{}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rels := func(pattern string) []string {
+		t.Helper()
+		base, files, _, err := listInputs(filepath.Join(dir, pattern))
+		if err != nil {
+			t.Fatalf("%s: %v", pattern, err)
+		}
+		if base != dir {
+			t.Errorf("%s: base %s, want %s", pattern, base, dir)
+		}
+		var out []string
+		for _, f := range files {
+			out = append(out, f.rel)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		pattern string
+		want    []string
+	}{
+		{"2024-*", []string{"2024-01-01/a.json", "2024-01-02/b.json", "2024-01-02/deeper/c.json"}},
+		{"{orders,customers}.json", []string{"customers.json", "orders.json"}},
+		{"{o*,i{tems,x}.csv}", []string{"items.csv", "orders.json"}},
+		{"202{3-12-31,4-01-01}", []string{"2023-12-31/old.json", "2024-01-01/a.json"}},
+		{"*.json", []string{"customers.json", "orders.json"}},
+	} {
+		if got := rels(c.pattern); !slices.Equal(got, c.want) {
+			t.Errorf("%s lists %q, want %q", c.pattern, got, c.want)
+		}
+	}
+}
