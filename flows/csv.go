@@ -351,6 +351,9 @@ func eachCSVRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc, war
 			}
 			if warn != nil && len(declared.Fields) > 0 && !slices.ContainsFunc(cols, func(i int) bool { return i >= 0 }) {
 				warn(headerMismatch(filePath, lineNo, cfg.delim, header, declared))
+			} else if lost := csvCaseVariants(header, cols, declared); warn != nil && len(lost) > 0 && src.RescuedDataColumn == "" {
+				warn(fmt.Sprintf("%s:%d: the CSV header spells columns in another case than the schema (%s): columns are matched by name, case-sensitively, so those columns are read as NULL; declare them as the file does, or set rescued_data_column to keep their values",
+					filePath, lineNo, strings.Join(lost, ", ")))
 			}
 			continue
 		}
@@ -427,6 +430,31 @@ func eachCSVRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc, war
 			return err
 		}
 	}
+}
+
+// csvCaseVariants returns, as "ID for id", the header names that go to no column (cols[pos] < 0)
+// but differ only in case from a column of declared that no other header name fills: their
+// values are not read into that column.
+func csvCaseVariants(header []string, cols []int, declared schema.Schema) []string {
+	filled := map[int]bool{}
+	for _, i := range cols {
+		if i >= 0 {
+			filled[i] = true
+		}
+	}
+	var out []string
+	for pos, name := range header {
+		if pos < len(cols) && cols[pos] >= 0 {
+			continue
+		}
+		for i, f := range declared.Fields {
+			if !filled[i] && f.Name != name && strings.EqualFold(f.Name, name) {
+				out = append(out, name+" for "+f.Name)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // headerMismatch says that the CSV header of a file (its fields, read with delimiter delim at

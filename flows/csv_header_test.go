@@ -44,3 +44,35 @@ func TestCSVHeaderNamesNoColumn(t *testing.T) {
 		}
 	}
 }
+
+// TestCSVHeaderCaseVariant: a CSV header that spells a column in another case (`ID` for `id`)
+// fills no column, since header names are matched case-sensitively; without a rescued-data
+// column its values are lost to that column, so a WARN event names the file and the spelling,
+// as for JSON fields and Parquet columns so spelt (semantics.md: nothing disappears silently).
+// With a rescued-data column the values are kept there, and no WARN is needed.
+func TestCSVHeaderCaseVariant(t *testing.T) {
+	t.Parallel()
+	p, landing := newCSV(t, "id BIGINT, name STRING", "      options: {header: true}\n")
+	write(t, filepath.Join(landing, "a.csv"), []byte("ID,name\n1,x\n"))
+	write(t, filepath.Join(landing, "b.csv"), []byte("id,name\n2,y\n"))
+	_, rec, err := ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, p, `null "x"`, `2 "y"`)
+	events := rec.all()
+	want := "WARN " + filepath.Join(landing, "a.csv") + ":1: the CSV header spells columns in another case than the schema (ID for id)"
+	if !strings.Contains(events, want) || strings.Contains(events, "b.csv") {
+		t.Errorf("events:\n%s\nwant:\n%s", events, want)
+	}
+
+	p, landing = newCSV(t, "id BIGINT, name STRING", "      options: {header: true}\n      rescued_data_column: _rescued_data\n")
+	write(t, filepath.Join(landing, "a.csv"), []byte("ID,name\n1,x\n"))
+	_, rec, err = ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if events := rec.all(); strings.Contains(events, "another case") {
+		t.Errorf("a WARN though the values are rescued:\n%s", events)
+	}
+}
