@@ -55,3 +55,33 @@ func TestGlobSourcePath(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyingFilesSkipped: a file named *._COPYING_ (hadoop fs -put and -cp write a file under
+// that name and rename it once complete) is no input, as Spark's file listing skips it, in a
+// source folder and under a glob: read before its rename, its rows would be read twice.
+func TestCopyingFilesSkipped(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, f := range []string{"a.json", "b.json._COPYING_", "sub/c.json._COPYING_"} {
+		p := filepath.Join(dir, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("{}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, path := range []string{dir, filepath.Join(dir, "*"), filepath.Join(dir, "*.json*")} {
+		_, files, _, err := listInputs(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rels []string
+		for _, f := range files {
+			rels = append(rels, f.rel)
+		}
+		if !slices.Equal(rels, []string{"a.json"}) {
+			t.Errorf("%s lists %q, want a.json alone", path, rels)
+		}
+	}
+}

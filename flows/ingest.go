@@ -388,7 +388,13 @@ func hiddenBelow(dir, p string) bool {
 	return false
 }
 
-func hidden(name string) bool { return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") }
+// hidden says whether a name is no input, as Spark's file listing (InMemoryFileIndex
+// shouldFilterOutPathName) skips it: it starts with "." or "_", or ends with "._COPYING_", the
+// name `hadoop fs -put` and `-cp` write a file under until it is complete and renamed (read then,
+// it would be read again under its final name).
+func hidden(name string) bool {
+	return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || strings.HasSuffix(name, "._COPYING_")
+}
 
 // Ingest runs the flow of a bronze streaming table: it reads every file under the source path
 // that no committed batch has read, types each line by the declared schema (semantics.md

@@ -74,7 +74,7 @@ func fingerprints(p *spec.Pipeline) map[string]string {
 		}
 		h := sha256.New()
 		add := func(name string, fi fs.FileInfo) {
-			if b := filepath.Base(name); !isDelta && (strings.HasPrefix(b, ".") || strings.HasPrefix(b, "_")) {
+			if b := filepath.Base(name); !isDelta && (strings.HasPrefix(b, ".") || strings.HasPrefix(b, "_") || strings.HasSuffix(b, "._COPYING_")) {
 				return // never input: files being landed under a temporary name, markers
 			}
 			fmt.Fprintf(h, "%s\x00%d\x00%d\n", name, fi.Size(), fi.ModTime().UnixNano())
