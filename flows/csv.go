@@ -105,6 +105,9 @@ func (r *csvReader) next() (fields []csvField, start int64, malformed string, er
 			continue
 		}
 		r.br.UnreadByte()
+		if r.skipWhiteLine() {
+			continue
+		}
 		break
 	}
 	start = r.line + 1
@@ -121,6 +124,36 @@ func (r *csvReader) next() (fields []csvField, start int64, malformed string, er
 			return fields, start, malformed, nil
 		}
 	}
+}
+
+// skipWhiteLine consumes a line that holds only white space (spaces, tabs, other characters up
+// to U+0020) up to its line end or the end of the input, and says whether it did: such a line is
+// blank, skipped as Spark's CSV reader skips every line whose trim is empty
+// (CSVExprUtils.filterCommentAndEmpty), rather than read as a record of one white field. The
+// line end is left for the caller, which counts the line.
+func (r *csvReader) skipWhiteLine() bool {
+	const most = 4096 // a longer run of white space is read as a record
+	for n := 1; n <= most; n++ {
+		b, _ := r.br.Peek(n)
+		if len(b) < n { // the input ends after white space
+			if len(b) == 0 {
+				return false
+			}
+			r.br.Discard(len(b))
+			return true
+		}
+		switch c := b[n-1]; {
+		case c == '\n' || c == '\r':
+			if n == 1 {
+				return false
+			}
+			r.br.Discard(n - 1)
+			return true
+		case c > ' ':
+			return false
+		}
+	}
+	return false
 }
 
 // endCR consumes the LF of a CRLF after a CR was read, and counts the line.

@@ -163,3 +163,19 @@ func TestCSVLatin1(t *testing.T) {
 	}
 	wantRows(t, p, `"José"`, `"Müller"`)
 }
+
+// TestCSVWhiteLinesSkipped: a line that holds only white space (spaces, tabs: an export's
+// padding, a spreadsheet's empty last row) is blank, skipped as Spark's CSV reader skips every
+// line whose trim is empty, also before the header and with a tab delimiter; white space inside
+// a record, or inside a quoted field over several lines, is kept.
+func TestCSVWhiteLinesSkipped(t *testing.T) {
+	t.Parallel()
+	p, landing := newCSV(t, "a STRING, b INT", "      options: {header: true}\n")
+	write(t, filepath.Join(landing, "a.csv"), []byte("  \na,b\n x ,1\n   \n\t\r\n\"q\n  \n\",2\n \t "))
+	write(t, filepath.Join(landing, "b.csv"), []byte("a\tb\n\t\ny\t3\n"))
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	// b.csv is read with the wrong delimiter (one field "a\tb"), so it has no column: NULLs.
+	wantRows(t, p, `" x " 1`, `"q\n  \n" 2`, "null null")
+}
