@@ -119,6 +119,16 @@ func (r *csvReader) next() (fields []csvField, start int64, malformed string, er
 		fields = append(fields, f)
 		if bad != "" && malformed == "" {
 			malformed = bad
+			last := r.line // the file's last line: the one its last line end ends, or the one after
+			if len(r.buf) == 0 || r.buf[len(r.buf)-1] != '\n' {
+				last++
+			}
+			if last > start {
+				// A quote opened on line start and never closed takes every line after it: say
+				// so, since the rows of those lines are not read (a stray quote, most likely).
+				malformed = fmt.Sprintf("%s: the record runs from line %d to the end of the file (line %d), so lines %d to %d are one malformed record, not rows of their own; a stray quote on line %d is the likely cause",
+					bad, start, last, start, last, start)
+			}
 		}
 		if end {
 			return fields, start, malformed, nil

@@ -179,3 +179,19 @@ func TestCSVWhiteLinesSkipped(t *testing.T) {
 	// b.csv is read with the wrong delimiter (one field "a\tb"), so it has no column: NULLs.
 	wantRows(t, p, `" x " 1`, `"q\n  \n" 2`, "null null")
 }
+
+// TestCSVUnclosedQuoteNamesLines: a quote opened and never closed takes every line after it
+// into one malformed record, so the rows of those lines are not read; the error says which
+// lines the record took and where the stray quote is, not only the line it starts on.
+func TestCSVUnclosedQuoteNamesLines(t *testing.T) {
+	t.Parallel()
+	for _, input := range []string{"id,s\n1,ok\n2,\"5 inch\n3,c\n4,d\n", "id,s\n1,ok\n2,\"5 inch\n3,c\n4,d"} {
+		p, landing := newCSV(t, "id INT, s STRING", "      options: {header: true}\n      mode: failfast\n")
+		write(t, filepath.Join(landing, "a.csv"), []byte(input))
+		_, _, err := ingest(t, p)
+		want := "a.csv:3: a quoted field is not closed before the end of the file: the record runs from line 3 to the end of the file (line 5), so lines 3 to 5 are one malformed record, not rows of their own; a stray quote on line 3 is the likely cause"
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error = %v, want %q", input, err, want)
+		}
+	}
+}
