@@ -49,6 +49,7 @@ func TestGlobSourcePath(t *testing.T) {
 		{"{o*,i{tems,x}.csv}", []string{"items.csv", "orders.json"}},
 		{"202{3-12-31,4-01-01}", []string{"2023-12-31/old.json", "2024-01-01/a.json"}},
 		{"*.json", []string{"customers.json", "orders.json"}},
+		{"{2024-01-01,2024-01-01/a.json}", []string{"2024-01-01/a.json"}},
 	} {
 		if got := rels(c.pattern); !slices.Equal(got, c.want) {
 			t.Errorf("%s lists %q, want %q", c.pattern, got, c.want)

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -96,10 +97,8 @@ func (f inputFile) restat() (inputFile, error) {
 // (`landing/2024-*` reads the files of the folders landing/2024-01-01, ...).
 func listInputs(path string) (base string, files []inputFile, dangling []danglingLink, err error) {
 	if isGlob(path) {
-		base = path
-		for isGlob(base) {
-			base = filepath.Dir(base)
-		}
+		// The folder before the first pattern character: every match lies below it.
+		base = filepath.Dir(path[:strings.IndexAny(path, "*?[{")] + "x")
 		seen := map[string]bool{}
 		w := &sourceWalk{}
 		for _, pattern := range expandBraces(path) {
@@ -132,6 +131,9 @@ func listInputs(path string) (base string, files []inputFile, dangling []danglin
 			}
 		}
 		dangling = append(dangling, w.dangling...)
+		// A file matched by the glob and below a folder it matches ({a,a/x.json}) is one file.
+		sort.SliceStable(files, func(i, j int) bool { return files[i].rel < files[j].rel })
+		files = slices.CompactFunc(files, func(a, b inputFile) bool { return a.rel == b.rel })
 	} else {
 		base = path
 		st, err := os.Stat(path)
