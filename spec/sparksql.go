@@ -225,34 +225,27 @@ func subscripted(t sqlToken) bool {
 	return false
 }
 
-// callArgTokens returns the tokens of each argument of the call whose "(" is toks[open].
+// callArgTokens returns the tokens of each argument of the call whose "(" is toks[open]
+// (splitTopLevel of what its parentheses hold); none for a call without arguments or not closed.
 func callArgTokens(toks []sqlToken, open int) [][]sqlToken {
-	var out [][]sqlToken
-	depth, from := 0, open+1
+	depth := 0
 	for j := open; j < len(toks); j++ {
-		t := toks[j]
-		if t.kind != 'p' {
+		if toks[j].kind != 'p' {
 			continue
 		}
-		switch t.text {
+		switch toks[j].text {
 		case "(", "[", "{":
 			depth++
 		case ")", "]", "}":
-			depth--
-			if depth == 0 {
-				if j > from {
-					out = append(out, toks[from:j])
+			if depth--; depth == 0 {
+				if j == open+1 {
+					return nil
 				}
-				return out
-			}
-		case ",":
-			if depth == 1 {
-				out = append(out, toks[from:j])
-				from = j + 1
+				return splitTopLevel(toks[open+1 : j])
 			}
 		}
 	}
-	return out
+	return nil
 }
 
 // fromPositionZero reports whether a substring call's position, its second argument, is the
