@@ -391,6 +391,36 @@ func order(op string, args []any) (int, error) {
 	return -1, nil
 }
 
+// nonNullName is the function the column left of an `in` is wrapped in (nullIn). No expression
+// can name it: it is not an identifier.
+const nonNullName = "non-null"
+
+// nonNull returns its argument, or an error when it is nil: a NULL column left of `in` makes the
+// membership NULL, as Spark's `x IN (...)` is NULL for a NULL x, where expr's `in` would give
+// false (and `not (op in ["D"])`, `op not in ["D"]` true).
+func nonNull(args ...any) (any, error) {
+	if args[0] == nil {
+		return nil, errors.New("NULL in `in`")
+	}
+	return args[0], nil
+}
+
+// nullIn wraps the column (or field of a column) left of each `in` in nonNull, so that a NULL
+// there is an evaluation error, which Eval reads as NULL under SQL's three-valued logic. An
+// element of a closure (`#`) and literals are left as they are.
+type nullIn struct{}
+
+func (nullIn) Visit(node *ast.Node) {
+	b, ok := (*node).(*ast.BinaryNode)
+	if !ok || b.Operator != "in" {
+		return
+	}
+	switch b.Left.(type) {
+	case *ast.IdentifierNode, *ast.MemberNode:
+		b.Left = &ast.CallNode{Callee: &ast.IdentifierNode{Value: nonNullName}, Arguments: []ast.Node{b.Left}}
+	}
+}
+
 // orderings are the functions `<`, `<=`, `>` and `>=` of floats compile to, by operator: Spark's
 // order of floats (order), so that a NaN DOUBLE is above 100.0, as in Spark.
 var orderings = map[string]func(int) bool{
@@ -408,8 +438,8 @@ func notEqual(args ...any) (any, error) {
 	return !eq.(bool), nil
 }
 
-// plainOptions are the options of a Program's fast machine (see Program): the columns' types and
-// `/` of two numbers as divide, with expr's own comparisons, which cost a function call less
+// plainOptions are the options of a Program's fast machine (see Program): the columns' types,
+// `/` of two numbers as divide and a NULL left of `in` as an error (nullIn), with expr's own comparisons, which cost a function call less
 // each.
 func plainOptions(s schema.Schema) []expr.Option {
 	return []expr.Option{
@@ -418,6 +448,8 @@ func plainOptions(s schema.Schema) []expr.Option {
 			new(func(int, int) float64), new(func(int, float64) float64),
 			new(func(float64, int) float64), new(func(float64, float64) float64)),
 		expr.Operator("/", divideName),
+		expr.Function(nonNullName, nonNull),
+		expr.Patch(nullIn{}),
 	}
 }
 

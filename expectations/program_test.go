@@ -495,3 +495,36 @@ func checkEvals(t *testing.T, s schema.Schema, cases []evalCase) {
 		}
 	}
 }
+
+// TestNullLeftOfInIsNull: Spark's `x IN (...)` is NULL for a NULL x, so `NOT (op IN ('D'))` and
+// `op NOT IN ('D')` are violated by a NULL op, as `op in ["D"]` is; a NULL inside an or is still
+// decided by the other side.
+func TestNullLeftOfInIsNull(t *testing.T) {
+	t.Parallel()
+	s, err := schema.ParseDDL("op STRING, a BIGINT, b BIGINT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	null := []any{nil, nil, int64(2)}
+	set := []any{"I", int64(5), int64(2)}
+	checkEvals(t, s, []evalCase{
+		{`op in ["D"]`, null, false},
+		{`not (op in ["D"])`, null, false},
+		{`op not in ["D"]`, null, false},
+		{`a not in [5, 6]`, null, false},
+		{`op not in ["D"] or b == 3`, null, false},
+		{`op not in ["D"] or b == 2`, null, true},
+		{`op == nil or op not in ["D"]`, null, true},
+		{`op not in ["D"]`, set, true},
+		{`a not in [5, 6]`, set, false},
+	})
+	nested, err := schema.ParseDDL("addr STRUCT<city: STRING>, tags ARRAY<STRING>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEvals(t, nested, []evalCase{
+		{`addr.city not in ["Oslo"]`, []any{[]any{nil}, []any{"x", nil}}, false},
+		{`any(tags, # in ["x"])`, []any{[]any{nil}, []any{"x", nil}}, true},
+		{`addr.city in ["Oslo"] and "x" in tags`, []any{[]any{"Oslo"}, []any{"x"}}, true},
+	})
+}
