@@ -22,8 +22,9 @@ var sparkExamples = []struct {
 	{"explode", "SELECT explode([1, 2])", "SELECT unnest([1, 2])", "1;2"},
 	{"explode_outer", "SELECT explode_outer(a) FROM (SELECT []::INT[] AS a)", "SELECT unnest(CASE WHEN len(a) > 0 THEN a ELSE [NULL] END) FROM (SELECT []::INT[] AS a)", "NULL"},
 	{"posexplode", "SELECT posexplode(['a', 'b'])", "SELECT unnest(arr) AS v, unnest(generate_series(0, len(arr) - 1)) AS pos FROM (SELECT ['a', 'b'] AS arr)", "a,0;b,1"},
-	{"collect_list", "SELECT collect_list(x) FROM (VALUES (1), (1), (2)) t(x)", "SELECT list(x ORDER BY x) FROM (VALUES (1), (1), (2)) t(x)", "[1, 1, 2]"},
-	{"collect_set", "SELECT collect_set(x) FROM (VALUES (1), (1), (2)) t(x)", "SELECT list(DISTINCT x ORDER BY x) FROM (VALUES (1), (1), (2)) t(x)", "[1, 2]"},
+	{"collect_list", "SELECT collect_list(x) FROM (VALUES (1), (NULL), (1), (2)) t(x)", "SELECT list(x ORDER BY x) FILTER (WHERE x IS NOT NULL) FROM (VALUES (1), (NULL), (1), (2)) t(x)", "[1, 1, 2]"},
+	{"collect_list, every x NULL", "SELECT collect_list(x) FROM (VALUES (NULL::INT)) t(x)", "SELECT coalesce(list(x) FILTER (WHERE x IS NOT NULL), []) FROM (VALUES (NULL::INT)) t(x)", "[]"},
+	{"collect_set", "SELECT collect_set(x) FROM (VALUES (1), (NULL), (1), (2)) t(x)", "SELECT list(DISTINCT x ORDER BY x) FILTER (WHERE x IS NOT NULL) FROM (VALUES (1), (NULL), (1), (2)) t(x)", "[1, 2]"},
 	{"get_json_object", `SELECT get_json_object('{"a": 5}', '$.a')`, `SELECT json_extract_string('{"a": 5}', '$.a')`, "5"},
 	{"date_format", "SELECT date_format(TIMESTAMP '2024-01-31 10:00:00', 'yyyy-MM-dd')", "SELECT strftime(TIMESTAMP '2024-01-31 10:00:00', '%Y-%m-%d')", "2024-01-31"},
 	{"to_date", "SELECT to_date('31/01/2024', 'dd/MM/yyyy')", "SELECT CAST(strptime('31/01/2024', '%d/%m/%Y') AS DATE)", "2024-01-31"},
@@ -375,6 +376,17 @@ func TestSparkFormsOtherInDuckDB(t *testing.T) {
 	} {
 		if calls := sparkCalls(sql); len(calls) > 0 {
 			t.Errorf("%s: refused %s", sql, calls[0].form)
+		}
+	}
+}
+
+// TestCollectHintsSkipNulls: Spark's collect_list and collect_set exclude NULL values (its
+// function reference), where DuckDB's list keeps them, so their hints must filter NULLs out
+// (the sparkExamples entries run the filtered form over a NULL).
+func TestCollectHintsSkipNulls(t *testing.T) {
+	for _, name := range []string{"collect_list", "collect_set"} {
+		if hint := sparkFunctions[name].duck; !strings.Contains(hint, "FILTER (WHERE x IS NOT NULL)") {
+			t.Errorf("%s: the hint %q keeps NULLs, which Spark's %s skips", name, hint, name)
 		}
 	}
 }
