@@ -81,6 +81,8 @@ func TestSparkOptionNames(t *testing.T) {
 		{"csv", "inferSchema: true", "(hint: did you mean `infer_column_types`?)"},
 		{"csv", "mode: DROPMALFORMED", "(hint: set `mode` of the source"},
 		{"csv", "charset: latin1", "(hint: did you mean `encoding`?)"},
+		{"csv", "cloudFiles.format: csv", "(hint: set `format` of the source, beside `options:`"},
+		{"json", "format: json", "(hint: set `format` of the source, beside `options:`"},
 	}
 	for _, c := range cases {
 		_, err := Parse("p.yaml", []byte(build(map[string]string{

@@ -327,6 +327,8 @@ func sparkOptionHint(k, format string) string {
 		if format == FormatCSV {
 			return option(CSVEncoding)
 		}
+	case "format":
+		return key("format", "json, csv, parquet, ...")
 	case "mode":
 		return key("mode", "permissive, dropmalformed or failfast")
 	case "rescueddatacolumn":
