@@ -532,17 +532,55 @@ func parseQuery(sql string) (refs []QueryRef, files []QueryFile, probs []queryPr
 		refs = append(refs, QueryRef{Name: name, Kind: RefTable, Start: t.start, End: toks[j-1].end})
 		return j
 	}
+	// listItems are the open parentheses that start an item of a FROM list (a subquery, `FROM
+	// (SELECT ...) a, b`): the list goes on after the matching close (fromList).
+	listItems := map[int]bool{}
+	// fromList parses the rest of a FROM list from toks[j], just after an item: an alias, then
+	// a comma and the next item, and so on. It returns the index where the list ends, or that
+	// of an item's open parenthesis, whose contents the caller's loop reads first.
+	fromList := func(j int) int {
+		for j < len(toks) {
+			if toks[j].kind == 'p' && toks[j].text == "(" {
+				listItems[j] = true
+				return j
+			}
+			k := j
+			if k < len(toks) && toks[k].is("as") {
+				k++
+			}
+			if k < len(toks) && toks[k].isName() && !clauseEnd[strings.ToLower(toks[k].text)] {
+				k++
+				if k < len(toks) && toks[k].kind == 'p' && toks[k].text == "(" {
+					k = closing(toks, k) + 1 // the alias's column names: t(a, b)
+				}
+			}
+			if k < len(toks) && toks[k].kind == 'p' && toks[k].text == "," {
+				j = tableRef(k + 1)
+				continue
+			}
+			break
+		}
+		return j
+	}
 	// inFn holds, for each open parenthesis, whether it opened a function whose arguments use
-	// FROM without a table (EXTRACT(YEAR FROM d), TRIM(BOTH ' ' FROM s), SUBSTRING(s FROM 2)).
+	// FROM without a table (EXTRACT(YEAR FROM d), TRIM(BOTH ' ' FROM s), SUBSTRING(s FROM 2));
+	// opens, the index of each open parenthesis.
 	var inFn []bool
+	var opens []int
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
 		switch {
 		case t.kind == 'p' && t.text == "(":
 			inFn = append(inFn, i > 0 && toks[i-1].kind == 'w' && fromFunctions[strings.ToLower(toks[i-1].text)])
+			opens = append(opens, i)
 		case t.kind == 'p' && t.text == ")":
 			if len(inFn) > 0 {
 				inFn = inFn[:len(inFn)-1]
+				open := opens[len(opens)-1]
+				opens = opens[:len(opens)-1]
+				if listItems[open] {
+					i = max(i, fromList(i+1)-1)
+				}
 			}
 		case t.is("table_changes") && i+1 < len(toks) && toks[i+1].text == "(":
 			i = tableChanges(toks, i, &refs, &probs) - 1
@@ -550,24 +588,11 @@ func parseQuery(sql string) (refs []QueryRef, files []QueryFile, probs []queryPr
 			i = max(i, tableRef(i+1)-1)
 		case t.is("from") && len(inFn) > 0 && inFn[len(inFn)-1]:
 			// an argument, not a table
-		case t.is("from") || t.is("join"):
-			j := tableRef(i + 1)
-			// a FROM list: "FROM a x, b y"
-			for j < len(toks) {
-				k := j
-				if k < len(toks) && toks[k].is("as") {
-					k++
-				}
-				if k < len(toks) && toks[k].isName() && !clauseEnd[strings.ToLower(toks[k].text)] {
-					k++
-				}
-				if k < len(toks) && toks[k].kind == 'p' && toks[k].text == "," && t.is("from") {
-					j = tableRef(k + 1)
-					continue
-				}
-				break
-			}
-			i = max(i, j-1)
+		case t.is("join"):
+			i = max(i, tableRef(i+1)-1)
+		case t.is("from"):
+			// a FROM list: "FROM a x, b y", "FROM (SELECT ...) x, b y"
+			i = max(i, fromList(tableRef(i+1))-1)
 		}
 	}
 	return refs, files, append(probs, statementProblems(sql, toks)...), quals

@@ -39,6 +39,8 @@ func TestParseQuery(t *testing.T) {
 		{"escape strings", `SELECT E'it\'s FROM a' AS t, e'\\' AS u, id FROM b WHERE s = E'x''FROM c'`, "table:b", `SELECT E'it\'s FROM a' AS t, e'\\' AS u, id FROM <b> WHERE s = E'x''FROM c'`},
 		{"an E column before a string is no escape string", "SELECT e FROM a WHERE e = 'x'", "table:a", "SELECT e FROM <a> WHERE e = 'x'"},
 		{"an unclosed dollar quote", "SELECT id FROM b WHERE s = $x$ FROM a", "table:b", "SELECT id FROM <b> WHERE s = $x$ FROM a"},
+		{"a FROM list goes on after a subquery", "SELECT * FROM (SELECT * FROM a) x, b y, STREAM(c) z, (SELECT 1) AS w(n), LIVE.d, range(3) r, e", "table:a table:b stream:c table:d table:e", "SELECT * FROM (SELECT * FROM <a>) x, <b> y, <c> z, (SELECT 1) AS w(n), <d>, range(3) r, <e>"},
+		{"a FROM list goes on after an alias with column names", "SELECT * FROM a AS x(p, q), b WHERE p IN (SELECT 1), c", "table:a table:b", "SELECT * FROM <a> AS x(p, q), <b> WHERE p IN (SELECT 1), c"},
 		{"a CTE of a subquery ends with it", "SELECT * FROM (WITH t AS MATERIALIZED (SELECT 1) SELECT * FROM t) s JOIN t USING (id)", "table:t", "SELECT * FROM (WITH t AS MATERIALIZED (SELECT 1) SELECT * FROM t) s JOIN <t> USING (id)"},
 	}
 	for _, c := range cases {
