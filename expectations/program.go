@@ -391,33 +391,62 @@ func order(op string, args []any) (int, error) {
 	return -1, nil
 }
 
-// nonNullName is the function the column left of an `in` is wrapped in (nullIn). No expression
-// can name it: it is not an identifier.
+// nonNullName is the function a column is wrapped in where a NULL makes the operator NULL
+// (nullOperands). No expression can name it: it is not an identifier.
 const nonNullName = "non-null"
 
-// nonNull returns its argument, or an error when it is nil: a NULL column left of `in` makes the
-// membership NULL, as Spark's `x IN (...)` is NULL for a NULL x, where expr's `in` would give
-// false (and `not (op in ["D"])`, `op not in ["D"]` true).
+// nonNull returns its argument, or an error when it is nil, which Eval reads as NULL under
+// SQL's three-valued logic (nullOperands).
 func nonNull(args ...any) (any, error) {
 	if args[0] == nil {
-		return nil, errors.New("NULL in `in`")
+		return nil, errors.New("a NULL operand")
 	}
 	return args[0], nil
 }
 
-// nullIn wraps the column (or field of a column) left of each `in` in nonNull, so that a NULL
-// there is an evaluation error, which Eval reads as NULL under SQL's three-valued logic. An
-// element of a closure (`#`) and literals are left as they are.
-type nullIn struct{}
+// nullOperands wraps in nonNull the columns (or fields of columns) that are operands of `in`,
+// `matches`, `startsWith`, `endsWith` and `contains`, and a BOOLEAN column compared with `==` or
+// `!=` to anything but nil, where expr would give false (or true) for a nil: Spark's `x IN
+// (...)`, `array_contains`, `RLIKE`, `LIKE`, `startswith`, `contains` and `=` / `<>` are NULL for
+// a NULL operand, so that `not (op in ["D"])`, `op not in ["D"]`, `not (s startsWith "a")` and
+// `flag != true` are violated by a NULL. An element of a closure (`#`) and literals are left as
+// they are.
+type nullOperands struct{ s schema.Schema }
 
-func (nullIn) Visit(node *ast.Node) {
+var nullOperators = map[string]bool{"in": true, "matches": true, "startsWith": true, "endsWith": true, "contains": true}
+
+func (v nullOperands) Visit(node *ast.Node) {
 	b, ok := (*node).(*ast.BinaryNode)
-	if !ok || b.Operator != "in" {
+	if !ok {
 		return
 	}
-	switch b.Left.(type) {
-	case *ast.IdentifierNode, *ast.MemberNode:
-		b.Left = &ast.CallNode{Callee: &ast.IdentifierNode{Value: nonNullName}, Arguments: []ast.Node{b.Left}}
+	wrap := func(n *ast.Node) {
+		switch (*n).(type) {
+		case *ast.IdentifierNode, *ast.MemberNode:
+			*n = &ast.CallNode{Callee: &ast.IdentifierNode{Value: nonNullName}, Arguments: []ast.Node{*n}}
+		}
+	}
+	boolColumn := func(n ast.Node) bool {
+		id, ok := n.(*ast.IdentifierNode)
+		if !ok {
+			return false
+		}
+		i := v.s.Index(id.Value)
+		return i >= 0 && v.s.Fields[i].Type.Kind == schema.Boolean
+	}
+	_, nilL := b.Left.(*ast.NilNode)
+	_, nilR := b.Right.(*ast.NilNode)
+	switch {
+	case nullOperators[b.Operator]:
+		wrap(&b.Left)
+		wrap(&b.Right)
+	case (b.Operator == "==" || b.Operator == "!=") && !nilL && !nilR:
+		if boolColumn(b.Left) {
+			wrap(&b.Left)
+		}
+		if boolColumn(b.Right) {
+			wrap(&b.Right)
+		}
 	}
 }
 
@@ -439,7 +468,7 @@ func notEqual(args ...any) (any, error) {
 }
 
 // plainOptions are the options of a Program's fast machine (see Program): the columns' types,
-// `/` of two numbers as divide and a NULL left of `in` as an error (nullIn), with expr's own comparisons, which cost a function call less
+// `/` of two numbers as divide and a NULL operand of `in`, `matches`, ... as an error (nullOperands), with expr's own comparisons, which cost a function call less
 // each.
 func plainOptions(s schema.Schema) []expr.Option {
 	return []expr.Option{
@@ -449,7 +478,7 @@ func plainOptions(s schema.Schema) []expr.Option {
 			new(func(float64, int) float64), new(func(float64, float64) float64)),
 		expr.Operator("/", divideName),
 		expr.Function(nonNullName, nonNull),
-		expr.Patch(nullIn{}),
+		expr.Patch(nullOperands{s}),
 	}
 }
 

@@ -496,17 +496,19 @@ func checkEvals(t *testing.T, s schema.Schema, cases []evalCase) {
 	}
 }
 
-// TestNullLeftOfInIsNull: Spark's `x IN (...)` is NULL for a NULL x, so `NOT (op IN ('D'))` and
-// `op NOT IN ('D')` are violated by a NULL op, as `op in ["D"]` is; a NULL inside an or is still
-// decided by the other side.
-func TestNullLeftOfInIsNull(t *testing.T) {
+// TestNullOperandIsNull: Spark's `x IN (...)`, `array_contains`, `RLIKE`, `LIKE`,
+// `startswith`, `endswith`, `contains` and `=` / `<>` of a BOOLEAN are NULL for a NULL operand,
+// so `NOT (op IN ('D'))`, `op NOT IN ('D')`, `NOT (s LIKE 'a%')` (`not (s startsWith "a")`) and
+// `flag <> true` are violated by a NULL, as `op in ["D"]` is; a NULL inside an or is still
+// decided by the other side, and `== nil` still checks for NULL.
+func TestNullOperandIsNull(t *testing.T) {
 	t.Parallel()
-	s, err := schema.ParseDDL("op STRING, a BIGINT, b BIGINT")
+	s, err := schema.ParseDDL("op STRING, a BIGINT, b BIGINT, flag BOOLEAN, tags ARRAY<STRING>")
 	if err != nil {
 		t.Fatal(err)
 	}
-	null := []any{nil, nil, int64(2)}
-	set := []any{"I", int64(5), int64(2)}
+	null := []any{nil, nil, int64(2), nil, nil}
+	set := []any{"I", int64(5), int64(2), false, []any{"y"}}
 	checkEvals(t, s, []evalCase{
 		{`op in ["D"]`, null, false},
 		{`not (op in ["D"])`, null, false},
@@ -515,8 +517,19 @@ func TestNullLeftOfInIsNull(t *testing.T) {
 		{`op not in ["D"] or b == 3`, null, false},
 		{`op not in ["D"] or b == 2`, null, true},
 		{`op == nil or op not in ["D"]`, null, true},
+		{`not (op startsWith "D")`, null, false},
+		{`not (op endsWith "D")`, null, false},
+		{`not (op contains "D")`, null, false},
+		{`not (op matches "^D")`, null, false},
+		{`not ("x" in tags)`, null, false},
+		{`flag != true`, null, false},
+		{`true != flag`, null, false},
+		{`flag == nil and not (flag != nil)`, null, true},
 		{`op not in ["D"]`, set, true},
 		{`a not in [5, 6]`, set, false},
+		{`not (op startsWith "D") and not (op matches "^D")`, set, true},
+		{`not ("x" in tags)`, set, true},
+		{`flag != true and flag == false`, set, true},
 	})
 	nested, err := schema.ParseDDL("addr STRUCT<city: STRING>, tags ARRAY<STRING>")
 	if err != nil {
