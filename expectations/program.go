@@ -468,8 +468,8 @@ func notEqual(args ...any) (any, error) {
 }
 
 // plainOptions are the options of a Program's fast machine (see Program): the columns' types,
-// `/` of two numbers as divide and a NULL operand of `in`, `matches`, ... as an error (nullOperands), with expr's own comparisons, which cost a function call less
-// each.
+// `/` of two numbers as divide and a NULL operand of `in`, `matches`, ... as an error
+// (nullOperands), with expr's own comparisons, which cost a function call less each.
 func plainOptions(s schema.Schema) []expr.Option {
 	return []expr.Option{
 		expr.Env(envTypes(s)),
