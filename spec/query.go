@@ -1046,7 +1046,7 @@ func (v *validation) queryChecks(infos []*datasetInfo) {
 			if c.form != "" {
 				form = c.form
 			} else if c.args > 0 {
-				form = fmt.Sprintf("%s with %d arguments", c.name, c.args)
+				form = fmt.Sprintf("%s with %d %s", c.name, c.args, map[bool]string{true: "argument", false: "arguments"}[c.args == 1])
 			}
 			what := "does not take: the update would fail here"
 			if c.other != "" {

@@ -165,6 +165,9 @@ func TestQueryValidation(t *testing.T) {
 			"18:19: datasets[2].query: explode(...) is Spark SQL, which DuckDB, the engine that runs queries, does not take: the update would fail here (hint: write unnest(arr) in the SELECT list (it drops empty and NULL arrays))",
 			"18:105: datasets[2].query: DATEDIFF with 2 arguments is Spark SQL, which DuckDB, the engine that runs queries, does not take: the update would fail here (hint: write datediff('day', start, end): DuckDB's takes the unit first and start before end (Spark's is datediff(end, start)))",
 			"18:121: datasets[2].query: date_sub with 2 arguments is Spark SQL"}},
+		// One argument is one argument.
+		{"spark log", "  - name: gold\n    query: SELECT log(x) AS l FROM silver", []string{
+			"18:19: datasets[2].query: log with 1 argument is Spark SQL, which DuckDB"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -68,6 +68,7 @@ var sparkExamples = []struct {
 	{"dayofweek", "SELECT dayofweek(DATE '2024-03-15')", "SELECT isodow(DATE '2024-03-15') % 7 + 1", "6"},
 	{"extract", "SELECT extract(DAYOFWEEK FROM DATE '2024-03-17')", "SELECT isodow(DATE '2024-03-17') % 7 + 1", "1"},
 	{"date_part", "SELECT date_part('dow', DATE '2024-03-16')", "SELECT isodow(DATE '2024-03-16') % 7 + 1", "7"},
+	{"datepart", "SELECT datepart('dow', DATE '2024-03-16')", "SELECT isodow(DATE '2024-03-16') % 7 + 1", "7"},
 	{"regexp_extract_all", "SELECT regexp_extract_all('100-200, 300-400', '([0-9]+)-([0-9]+)')", "SELECT regexp_extract_all('100-200, 300-400', '([0-9]+)-([0-9]+)', 1)", "[100, 300]"},
 	{"weekday", "SELECT weekday(DATE '2024-03-15')", "SELECT isodow(DATE '2024-03-15') - 1", "4"},
 	{"concat", "SELECT coalesce(concat('a', NULL), 'NULL')", "SELECT coalesce('a' || NULL, 'NULL')", "NULL"},
