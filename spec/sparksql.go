@@ -188,7 +188,7 @@ func sparkForms(sql string, toks []sqlToken) []sparkCall {
 			out = append(out, sparkCall{name: "'\\\\'", at: t.start,
 				form:  "a string with a doubled backslash (" + sql[t.start:t.end] + ")",
 				other: "keeps as written: two backslashes, where Spark SQL reads \\\\ in a string as one (so that '\\\\d+' is the regular expression \\d+ in Spark, and matches a backslash and d's here)",
-				duck:  "one backslash: '\\d+' (DuckDB strings take no escapes; E'...' strings do)"})
+				duck:  "one backslash: " + strings.ReplaceAll(sql[t.start:t.end], `\\`, `\`) + " (DuckDB strings take no escapes; E'...' strings do)"})
 		case (t.is("like") || t.is("ilike")) && i+1 < len(toks) && plain(toks[i+1]) && strings.Contains(toks[i+1].text, `\`) &&
 			(i+2 >= len(toks) || !toks[i+2].is("escape")):
 			out = append(out, sparkCall{name: t.text, at: toks[i+1].start,
@@ -251,10 +251,20 @@ func callArgTokens(toks []sqlToken, open int) [][]sqlToken {
 	return nil
 }
 
-// fromPositionZero reports whether a substring call's position, its second argument, is the
-// number 0: DuckDB starts before the first character there, Spark at the first.
+// fromPositionZero reports whether a substring call's position, its second argument (or the
+// number after FROM in substring(s FROM p FOR n)), is the number 0: DuckDB starts before the first character there, Spark at the first.
 func fromPositionZero(args [][]sqlToken) bool {
-	return len(args) >= 2 && len(args[1]) == 1 && args[1][0].kind == 'n' && strings.Trim(args[1][0].text, "0.") == ""
+	zero := func(t sqlToken) bool { return t.kind == 'n' && strings.Trim(t.text, "0.") == "" }
+	if len(args) == 1 {
+		// The SQL form substring(s FROM 0 FOR n).
+		for i, t := range args[0] {
+			if t.is("from") && i+1 < len(args[0]) && zero(args[0][i+1]) {
+				return true
+			}
+		}
+		return false
+	}
+	return len(args) >= 2 && len(args[1]) == 1 && zero(args[1][0])
 }
 
 // dayOfWeekField reports whether an extract or date_part call takes the day of the week as

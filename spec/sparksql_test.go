@@ -74,6 +74,7 @@ var sparkExamples = []struct {
 	{"concat", "SELECT coalesce(concat('a', NULL), 'NULL')", "SELECT coalesce('a' || NULL, 'NULL')", "NULL"},
 	{"split", "SELECT split('a.b;c', '[.;]')", "SELECT regexp_split_to_array('a.b;c', '[.;]')", "[a, b, c]"},
 	{"substring", "SELECT substring('hello', 0, 2)", "SELECT substring('hello', 1, 2)", "he"},
+	{"substring", "SELECT substring('hello' FROM 0 FOR 2)", "SELECT substring('hello' FROM 1 FOR 2)", "he"},
 	{"substr", "SELECT substr('hello', 0, 2)", "SELECT substr('hello', 1, 2)", "he"},
 	{"skewness", "SELECT round(skewness(x), 6) FROM (VALUES (2.5), (3.5), (-2.5), (10.0)) t(x)", "SELECT round((avg(power(x, 3)) - 3 * avg(x) * var_pop(x) - power(avg(x), 3)) / power(var_pop(x), 1.5), 6) FROM (VALUES (2.5), (3.5), (-2.5), (10.0)) t(x)", "0.247856"},
 	{"kurtosis", "SELECT round(kurtosis(x), 6) FROM (VALUES (2.5), (3.5), (-2.5), (10.0)) t(x)", "SELECT round(kurtosis_pop(x), 6) FROM (VALUES (2.5), (3.5), (-2.5), (10.0)) t(x)", "-1.010862"},
@@ -388,6 +389,20 @@ func TestCollectHintsSkipNulls(t *testing.T) {
 	for _, name := range []string{"collect_list", "collect_set"} {
 		if hint := sparkFunctions[name].duck; !strings.Contains(hint, "FILTER (WHERE x IS NOT NULL)") {
 			t.Errorf("%s: the hint %q keeps NULLs, which Spark's %s skips", name, hint, name)
+		}
+	}
+}
+
+// TestDoubledBackslashHint: the hint for a string with a doubled backslash is that string with
+// each pair made one, as Spark reads it.
+func TestDoubledBackslashHint(t *testing.T) {
+	calls := sparkCalls(`SELECT 'C:\\temp\\x' AS p, regexp_extract(s, '(\\d+)', 1) AS n FROM t`)
+	if len(calls) != 2 {
+		t.Fatalf("%d forms found, want 2: %+v", len(calls), calls)
+	}
+	for i, want := range []string{`'C:\temp\x'`, `'(\d+)'`} {
+		if !strings.Contains(calls[i].duck, "one backslash: "+want+" ") {
+			t.Errorf("hint %q, want it to give %s", calls[i].duck, want)
 		}
 	}
 }
