@@ -72,15 +72,9 @@ var sparkFunctions = map[string]sparkFunction{
 		other: "runs replacing the first match only, where Spark's replaces every match"},
 	"dayofweek": {duck: "isodow(d) % 7 + 1 (Spark's 1 = Sunday ... 7 = Saturday)",
 		other: "runs numbering Sunday 0 to Saturday 6, where Spark's numbers Sunday 1 to Saturday 7"},
-	"date_part": {when: dayOfWeekField, form: "date_part('dow', d) (or 'dayofweek')",
-		duck:  "isodow(d) % 7 + 1 (Spark's 1 = Sunday ... 7 = Saturday)",
-		other: "runs numbering Sunday 0 to Saturday 6, where Spark's DOW and DAYOFWEEK number Sunday 1 to Saturday 7"},
-	"datepart": {when: dayOfWeekField, form: "datepart('dow', d) (or 'dayofweek')",
-		duck:  "isodow(d) % 7 + 1 (Spark's 1 = Sunday ... 7 = Saturday)",
-		other: "runs numbering Sunday 0 to Saturday 6, where Spark's DOW and DAYOFWEEK number Sunday 1 to Saturday 7"},
-	"extract": {when: dayOfWeekField, form: "extract(DOW FROM d) (or DAYOFWEEK)",
-		duck:  "isodow(d) % 7 + 1 (Spark's 1 = Sunday ... 7 = Saturday)",
-		other: "runs numbering Sunday 0 to Saturday 6, where Spark's DOW and DAYOFWEEK number Sunday 1 to Saturday 7"},
+	"date_part": dayOfWeekPart("date_part('dow', d) (or 'dayofweek')"),
+	"datepart":  dayOfWeekPart("datepart('dow', d) (or 'dayofweek')"),
+	"extract":   dayOfWeekPart("extract(DOW FROM d) (or DAYOFWEEK)"),
 	"weekday": {duck: "isodow(d) - 1 (Spark's 0 = Monday ... 6 = Sunday)",
 		other: "runs numbering Sunday 0 to Saturday 6, where Spark's numbers Monday 0 to Sunday 6"},
 	"concat": {duck: "a || b (NULL when any is NULL, as Spark's concat), or concat_ws('', a, b) to skip NULLs",
@@ -99,6 +93,14 @@ var sparkFunctions = map[string]sparkFunction{
 	"kurtosis": {duck: "kurtosis_pop(x) for Spark's population excess kurtosis",
 		other: "runs as the sample excess kurtosis (adjusted for the sample's size), where Spark's is the population one"},
 	"element_at": {duck: "arr[i] for an array (1-based, a negative i counting from the end, as Spark's) and m[key] for a map", other: "has for a MAP only, where it returns a list of the value, not the value: over an array the update would fail here, over a map the column would hold lists"},
+}
+
+// dayOfWeekPart is the sparkFunctions entry of a call that takes the day of the week as Spark
+// numbers it, from 1 (Sunday) to 7, and DuckDB from 0 (dayOfWeekField); form names the call.
+func dayOfWeekPart(form string) sparkFunction {
+	return sparkFunction{when: dayOfWeekField, form: form,
+		duck:  "isodow(d) % 7 + 1 (Spark's 1 = Sunday ... 7 = Saturday)",
+		other: "runs numbering Sunday 0 to Saturday 6, where Spark's DOW and DAYOFWEEK number Sunday 1 to Saturday 7"}
 }
 
 // sparkSyntax are Spark SQL forms that DuckDB's parser refuses, by lower-case word, with the

@@ -304,33 +304,16 @@ func TestDecimalOverflow(t *testing.T) {
 			"sqlengine: result column sq: value out of range: 9999999998000000.0001 has more than the 18 digits of DECIMAL(18,4), the widest DECIMAL of a query that reads no DECIMAL column of more than 18 digits; CAST it to DOUBLE, or round it to fewer fraction digits: CAST(... AS DECIMAL(18,2)); or, to keep every digit, declare the input's column DECIMAL(38,4) (a query over such a column keeps up to 38 digits)"},
 		{"SELECT CAST(-1e20 AS DECIMAL(30,1)) AS big",
 			"sqlengine: result column big: value out of range: -100000000000000000000.0 has more than the 18 digits of DECIMAL(18,1), the widest DECIMAL of a query that reads no DECIMAL column of more than 18 digits; CAST it to DOUBLE; or, to keep every digit, declare the input's column DECIMAL(38,1) (a query over such a column keeps up to 38 digits)"},
-	} {
-		_, _, err := e.Query(context.Background(), c.sql, nil)
-		if err == nil || err.Error() != c.want {
-			t.Errorf("%s:\n got %v\nwant %s", c.sql, err, c.want)
-		}
-	}
-}
-
-// TestDecimalOverflowMostNegative: the most negative 64-bit unscaled value, -2^63, has 19
-// digits, one more than DECIMAL(18,s) holds: like any other value of 19 digits it fails saying
-// how to make it fit, rather than being taken as a DECIMAL(18,s) value.
-func TestDecimalOverflowMostNegative(t *testing.T) {
-	t.Parallel()
-	e, err := Open("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	for _, c := range []struct{ sql, want string }{
+		// The most negative 64-bit unscaled value, -2^63, has 19 digits, one more than
+		// DECIMAL(18,s) holds: it fails as any other 19-digit value, not taken as DECIMAL(18,s).
 		{"SELECT CAST(-9223372036854775808 AS DECIMAL(38,0)) AS x",
 			"sqlengine: result column x: value out of range: -9223372036854775808 has more than the 18 digits of DECIMAL(18,0), the widest DECIMAL of a query that reads no DECIMAL column of more than 18 digits; CAST it to DOUBLE; or, to keep every digit, declare the input's column DECIMAL(38,0) (a query over such a column keeps up to 38 digits)"},
 		{"SELECT CAST(-922337203685477580.8 AS DECIMAL(38,1)) AS x",
 			"sqlengine: result column x: value out of range: -922337203685477580.8 has more than the 18 digits of DECIMAL(18,1), the widest DECIMAL of a query that reads no DECIMAL column of more than 18 digits; CAST it to DOUBLE, or round it to fewer fraction digits: CAST(... AS DECIMAL(18,0)); or, to keep every digit, declare the input's column DECIMAL(38,1) (a query over such a column keeps up to 38 digits)"},
 	} {
-		s, rows, err := e.Query(context.Background(), c.sql, nil)
+		_, _, err := e.Query(context.Background(), c.sql, nil)
 		if err == nil || err.Error() != c.want {
-			t.Errorf("%s:\n got %s %v, %v\nwant %s", c.sql, s.DDL(), rows, err, c.want)
+			t.Errorf("%s:\n got %v\nwant %s", c.sql, err, c.want)
 		}
 	}
 }
