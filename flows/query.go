@@ -127,7 +127,7 @@ func runSQL(ctx context.Context, env *Env, d *spec.Dataset, streams map[string]s
 	if err != nil {
 		return schema.Schema{}, nil, err
 	}
-	defer eng.Close()
+	defer eng.Release(p.Dir)
 	s, rows, err := eng.Query(ctx, sql, rels)
 	if err != nil {
 		if sqlengine.BindError(err) {

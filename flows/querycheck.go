@@ -73,7 +73,7 @@ func bindQueries(ctx context.Context, p *spec.Pipeline, draft *spec.Draft) ([]Qu
 	c := &queryChecker{p: p, draft: draft, known: map[string]*boundSchema{}}
 	defer func() {
 		if c.eng != nil {
-			c.eng.Close()
+			c.eng.Release(p.Dir)
 		}
 	}()
 	bound := map[*spec.Dataset]bool{}

@@ -56,8 +56,10 @@ func (s *session) result() *Result {
 }
 
 // state records the update's state s in the event log and commits the events so far, except
-// for CREATED and INITIALIZING, which the next state (milliseconds later, SETTING_UP_TABLES or
-// FAILED) commits with it: an update starts with one event log commit rather than three.
+// for CREATED, INITIALIZING and SETTING_UP_TABLES, which the next state (milliseconds later,
+// RUNNING or FAILED) commits with them: an update starts with one event log commit rather than
+// four. A setting up that removes tables (a full refresh, which can take long) commits its
+// SETTING_UP_TABLES before it removes them.
 func (s *session) state(st, errText string) error {
 	s.res.State = st
 	level := eventlog.Info
@@ -65,7 +67,7 @@ func (s *session) state(st, errText string) error {
 		level = eventlog.Error
 	}
 	s.events.Emit(level, eventlog.UpdateProgress, "", "", "Update "+s.res.UpdateID[:8]+" is "+st+".", map[string]any{"update_progress": map[string]any{"state": st}}, errText)
-	if st == StateCreated || st == StateInitializing {
+	if st == StateCreated || st == StateInitializing || st == StateSettingUpTables {
 		return nil
 	}
 	return s.events.Flush()
@@ -207,6 +209,10 @@ func begin(p *spec.Pipeline, opts Options) (*session, error) {
 			map[string]any{"orphan_tables": s.res.Orphans}, "")
 	}
 	if len(reset) > 0 {
+		// Removing tables can take long: SETTING_UP_TABLES is committed first (state).
+		if err := events.Flush(); err != nil {
+			return fail(err)
+		}
 		if err := writePendingReset(p.Storage, reset); err != nil {
 			return fail(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"tributary/delta"
 
 	"tributary/eventlog"
 	"tributary/spec"
@@ -109,5 +110,71 @@ func TestSecondUpdateFailsFast(t *testing.T) {
 	}
 	if res.Flows["items"].Metrics.NumUpsertedRows != 1 {
 		t.Errorf("items upserted %d rows, want 1", res.Flows["items"].Metrics.NumUpsertedRows)
+	}
+}
+
+// TestStartCommits: an update commits its CREATED, INITIALIZING and SETTING_UP_TABLES states with
+// RUNNING, in one event log commit before any flow's; a full refresh commits SETTING_UP_TABLES
+// on its own, before it removes tables (its FULL_REFRESH action is in a later commit), so that a
+// long removal shows in the log as it happens.
+func TestStartCommits(t *testing.T) {
+	t.Parallel()
+	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n")
+	dir := filepath.Join(p.Storage, "system", "events")
+	// commitOf returns, for each update state of update id (and each user action), the event
+	// log version that committed it.
+	commitOf := func(id string) map[string]int64 {
+		t.Helper()
+		tbl := delta.New(dir)
+		latest, err := tbl.Snapshot(-1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := map[string]int64{}
+		for v := latest.Version; v >= 0; v-- {
+			snap, err := tbl.Snapshot(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := tbl.Rows(snap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range rows {
+				e := eventlog.FromRow(r)
+				if e.Origin.UpdateID != id {
+					continue
+				}
+				switch e.EventType {
+				case eventlog.UpdateProgress:
+					at[fmt.Sprint(e.Details["update_progress"].(map[string]any)["state"])] = v
+				case eventlog.UserAction:
+					at[fmt.Sprint(e.Details["user_action"].(map[string]any)["action"])] = v
+				}
+			}
+		}
+		return at
+	}
+	res, err := Run(context.Background(), p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := commitOf(res.UpdateID)
+	for _, st := range []string{StateCreated, StateInitializing, StateSettingUpTables} {
+		if at[st] != at[StateRunning] {
+			t.Errorf("first update: %s committed at version %d, RUNNING at %d; want one commit", st, at[st], at[StateRunning])
+		}
+	}
+	if at[StateRunning] != 0 || at[StateCompleted] <= at[StateRunning] {
+		t.Errorf("first update: RUNNING at version %d, COMPLETED at %d; want 0 and later", at[StateRunning], at[StateCompleted])
+	}
+	res, err = Run(context.Background(), p, Options{FullRefresh: []string{"items"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at = commitOf(res.UpdateID)
+	if at[StateSettingUpTables] >= at["FULL_REFRESH"] || at[StateInitializing] != at[StateSettingUpTables] || at["FULL_REFRESH"] > at[StateRunning] {
+		t.Errorf("full refresh: INITIALIZING, SETTING_UP_TABLES, FULL_REFRESH, RUNNING at versions %d, %d, %d, %d; want SETTING_UP_TABLES with INITIALIZING, before FULL_REFRESH",
+			at[StateInitializing], at[StateSettingUpTables], at["FULL_REFRESH"], at[StateRunning])
 	}
 }
