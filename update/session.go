@@ -46,6 +46,10 @@ type session struct {
 	// cleanup (cleanupLog): it runs again once a later checkpoint interval is reached.
 	cleaned sync.Map  // dataset name -> int64
 	start   time.Time // when the update began (autoVacuum: checkpoints written since)
+	// final: the update ends with the next batch (a triggered update, Run): the events of its
+	// last flow to end are committed with the update's end state, one event log commit rather
+	// than two.
+	final bool
 }
 
 func (s *session) result() *Result {
@@ -297,6 +301,7 @@ func (s *session) batch(ctx context.Context, only map[string]bool) error {
 		s.flowProgress(eventlog.Info, name, "Flow "+name+" is QUEUED.", progress(FlowQueued, nil), "")
 	}
 	var mu sync.Mutex
+	left := len(ran) // the flows not ended yet (a skipped flow never ends: the last flush stays)
 	states := g.Run(ctx, s.opts.Parallel, func(ctx context.Context, name string) error {
 		if !s.runs(name, only) {
 			return nil
@@ -316,6 +321,8 @@ func (s *session) batch(ctx context.Context, only map[string]bool) error {
 			}
 		}
 		mu.Lock()
+		left--
+		last := left == 0
 		fr := s.res.Flows[name]
 		fr.Metrics, fr.Err, fr.Warnings = m, err, s.warns.take(name)
 		switch {
@@ -340,6 +347,9 @@ func (s *session) batch(ctx context.Context, only map[string]bool) error {
 			s.flowProgress(eventlog.Error, name, "Flow "+name+" has FAILED: "+err.Error(), details, err.Error())
 		default:
 			s.flowProgress(eventlog.Metrics, name, "Flow "+name+" is "+fr.State+".", progress(fr.State, &m), "")
+		}
+		if last && s.final && err == nil {
+			return nil // committed with the update's end state (Run)
 		}
 		if ferr := events.Flush(); ferr != nil && err == nil {
 			err = ferr
@@ -377,6 +387,9 @@ func (s *session) batch(ctx context.Context, only map[string]bool) error {
 			return errors.Join(ferr, err)
 		}
 		return ferr
+	}
+	if s.final {
+		return nil // the update's end state commits the batch's last events
 	}
 	return events.Flush()
 }

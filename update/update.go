@@ -147,6 +147,7 @@ func Run(ctx context.Context, p *spec.Pipeline, opts Options) (*Result, error) {
 		return s.result(), err
 	}
 	defer s.close()
+	s.final = true
 	if err := s.batch(ctx, nil); err != nil {
 		return s.res, err
 	}

@@ -114,9 +114,10 @@ func TestSecondUpdateFailsFast(t *testing.T) {
 }
 
 // TestStartCommits: an update commits its CREATED, INITIALIZING and SETTING_UP_TABLES states with
-// RUNNING, in one event log commit before any flow's; a full refresh commits SETTING_UP_TABLES
-// on its own, before it removes tables (its FULL_REFRESH action is in a later commit), so that a
-// long removal shows in the log as it happens.
+// RUNNING, in one event log commit before any flow's, each flow's end as it ends, and the last
+// flow's end with the update's end state; a full refresh commits SETTING_UP_TABLES on its own,
+// before it removes tables (its FULL_REFRESH action is in a later commit), so that a long
+// removal shows in the log as it happens.
 func TestStartCommits(t *testing.T) {
 	t.Parallel()
 	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n")
@@ -150,6 +151,8 @@ func TestStartCommits(t *testing.T) {
 					at[fmt.Sprint(e.Details["update_progress"].(map[string]any)["state"])] = v
 				case eventlog.UserAction:
 					at[fmt.Sprint(e.Details["user_action"].(map[string]any)["action"])] = v
+				case eventlog.FlowProgress:
+					at[e.Origin.FlowName+" "+fmt.Sprint(e.Details["flow_progress"].(map[string]any)["status"])] = v
 				}
 			}
 		}
@@ -167,6 +170,11 @@ func TestStartCommits(t *testing.T) {
 	}
 	if at[StateRunning] != 0 || at[StateCompleted] <= at[StateRunning] {
 		t.Errorf("first update: RUNNING at version %d, COMPLETED at %d; want 0 and later", at[StateRunning], at[StateCompleted])
+	}
+	// Each flow's end is committed as it ends, the last one's (items reads changes) with the
+	// update's end state.
+	if c, i := at["changes "+FlowCompleted], at["items "+FlowCompleted]; c <= at[StateRunning] || c >= i || i != at[StateCompleted] {
+		t.Errorf("first update: changes COMPLETED at version %d, items COMPLETED at %d, update COMPLETED at %d; want changes on its own, items with the update", c, i, at[StateCompleted])
 	}
 	res, err = Run(context.Background(), p, Options{FullRefresh: []string{"items"}})
 	if err != nil {
