@@ -70,6 +70,13 @@ type convertFunc struct {
 	fnBool func(parquet.Value) bool
 	str    bool
 	typ    unsafe.Pointer
+	// raw is how the column's PLAIN pages may be read from their buffers (columnCursor.openPlain);
+	// a rawDecimal column's unscaled values are below limit in magnitude, its scale and type (ddl)
+	// named by the error of one that is not.
+	raw   rawKind
+	limit int64
+	scale int
+	ddl   string
 }
 
 // batch converts the values vals (one per row, NULL when below maxDef) into column j of rows,
@@ -189,7 +196,7 @@ func converter(ft parquet.Type, t schema.Type) (convertFunc, error) {
 	case schema.Long:
 		switch {
 		case kind == parquet.Int64 && !isTemporal(lt):
-			return convertFunc{typ: typeInt64, fn64: func(v parquet.Value) (uint64, error) { return v.Uint64(), nil }}, nil
+			return convertFunc{typ: typeInt64, raw: rawInt64, fn64: func(v parquet.Value) (uint64, error) { return v.Uint64(), nil }}, nil
 		case kind == parquet.Int32 && !isTemporal(lt):
 			return convertFunc{typ: typeInt64, fn64: func(v parquet.Value) (uint64, error) { return uint64(int64(v.Int32())), nil }}, nil
 		}
@@ -207,10 +214,13 @@ func converter(ft parquet.Type, t schema.Type) (convertFunc, error) {
 					}}, nil
 				}
 			}
-			return convertFunc{typ: typeInt32, fn32: func(v parquet.Value) (uint32, error) { return v.Uint32(), nil }}, nil
+			return convertFunc{typ: typeInt32, raw: rawInt32, fn32: func(v parquet.Value) (uint32, error) { return v.Uint32(), nil }}, nil
 		}
 	case schema.String:
-		if kind == parquet.ByteArray || kind == parquet.FixedLenByteArray {
+		if kind == parquet.ByteArray {
+			return convertFunc{typ: typeString, str: true, raw: rawString}, nil
+		}
+		if kind == parquet.FixedLenByteArray {
 			return convertFunc{typ: typeString, str: true}, nil
 		}
 	case schema.Double:
@@ -219,7 +229,7 @@ func converter(ft parquet.Type, t schema.Type) (convertFunc, error) {
 			if t.Storage == schema.StorageFloat { // a DOUBLE column read as FLOAT: rounded
 				return convertFunc{typ: typeFloat64, fn64: func(v parquet.Value) (uint64, error) { return math.Float64bits(t.Float(v.Double())), nil }}, nil
 			}
-			return convertFunc{typ: typeFloat64, fn64: func(v parquet.Value) (uint64, error) { return math.Float64bits(v.Double()), nil }}, nil
+			return convertFunc{typ: typeFloat64, raw: rawDouble, fn64: func(v parquet.Value) (uint64, error) { return math.Float64bits(v.Double()), nil }}, nil
 		case parquet.Float:
 			return convertFunc{typ: typeFloat64, fn64: func(v parquet.Value) (uint64, error) { return math.Float64bits(float64(v.Float())), nil }}, nil
 		}
@@ -230,7 +240,7 @@ func converter(ft parquet.Type, t schema.Type) (convertFunc, error) {
 	case schema.DateKind:
 		if kind == parquet.Int32 {
 			if _, ok := lt.(*format.DateType); ok {
-				return convertFunc{typ: typeDate, fn32: func(v parquet.Value) (uint32, error) { return v.Uint32(), nil }}, nil
+				return convertFunc{typ: typeDate, raw: rawInt32, fn32: func(v parquet.Value) (uint32, error) { return v.Uint32(), nil }}, nil
 			}
 		}
 	case schema.TimestampKind:
@@ -363,7 +373,11 @@ func timestampConverter(kind parquet.Kind, lt format.LogicalTypeValue, bad func(
 		} else if lt != nil {
 			return bad()
 		}
-		return convertFunc{typ: typeTimestamp, fn64: func(v parquet.Value) (uint64, error) {
+		raw := rawNone
+		if mul == 1 && div == 1 {
+			raw = rawInt64 // µs, as the column holds them
+		}
+		return convertFunc{typ: typeTimestamp, raw: raw, fn64: func(v parquet.Value) (uint64, error) {
 			x := v.Int64()
 			if mul != 1 {
 				if x > math.MaxInt64/mul || x < math.MinInt64/mul {
@@ -423,11 +437,15 @@ func decimalConverter(kind parquet.Kind, lt format.LogicalTypeValue, t schema.Ty
 	if fileScale > 18 {
 		return bad()
 	}
+	raw := rawNone
+	if fileScale == t.Scale {
+		raw = rawDecimal // only the range to check
+	}
 	switch kind {
 	case parquet.Int32:
-		return convertFunc{typ: typeDecimal, fn64: func(v parquet.Value) (uint64, error) { return rescale(int64(v.Int32())) }}, nil
+		return convertFunc{typ: typeDecimal, raw: raw, limit: limit, scale: t.Scale, ddl: t.DDL(), fn64: func(v parquet.Value) (uint64, error) { return rescale(int64(v.Int32())) }}, nil
 	case parquet.Int64:
-		return convertFunc{typ: typeDecimal, fn64: func(v parquet.Value) (uint64, error) { return rescale(v.Int64()) }}, nil
+		return convertFunc{typ: typeDecimal, raw: raw, limit: limit, scale: t.Scale, ddl: t.DDL(), fn64: func(v parquet.Value) (uint64, error) { return rescale(v.Int64()) }}, nil
 	case parquet.FixedLenByteArray, parquet.ByteArray:
 		// Big-endian two's complement (Parquet LogicalTypes.md, DECIMAL).
 		return convertFunc{typ: typeDecimal, fn64: func(v parquet.Value) (uint64, error) {

@@ -308,45 +308,72 @@ type columnCursor struct {
 	conv   convertFunc
 	buf    []parquet.Value
 	strs   []byte
+	plain  *plainPage // the page being read, when read from its buffers (openPlain)
 }
 
-// next returns the column's next k values (fewer only at the end of the chunk), in c.buf.
-func (c *columnCursor) next(k int) ([]parquet.Value, error) {
-	if cap(c.buf) < k {
-		c.buf = make([]parquet.Value, k)
-	}
-	buf, n := c.buf[:k], 0
-	for n < k {
+// fill reads the column's next len(rows) values into column c.j of rows, page after page, each
+// page from its buffers when it can be (openPlain), else through its value reader; it returns
+// how many rows it filled (fewer only at the end of the chunk). base is the file row of rows[0].
+func (c *columnCursor) fill(rows [][]any, base int) (int, error) {
+	n := 0
+	for n < len(rows) {
 		if c.page == nil {
 			page, err := c.pages.ReadPage()
 			if errors.Is(err, io.EOF) {
-				return buf[:n], nil
+				return n, nil
 			}
 			if err != nil {
-				return nil, err
+				return n, err
 			}
-			c.page, c.values = page, page.Values()
+			c.page = page
+			if !c.openPlain(page) {
+				c.values = page.Values()
+			}
 		}
-		m, err := c.values.ReadValues(buf[n:])
-		n += m
+		if c.plain != nil {
+			m, err := c.fillPlain(rows[n:], base+n)
+			if err != nil {
+				return n, err
+			}
+			n += m
+			if c.plain.at == c.plain.rows {
+				c.release()
+			}
+			continue
+		}
+		k := min(len(rows)-n, tileRows)
+		if cap(c.buf) < k {
+			c.buf = make([]parquet.Value, k)
+		}
+		m, err := c.values.ReadValues(c.buf[:k])
+		if m > 0 {
+			if cerr := c.conv.batch(c.buf[:m], c.maxDef, rows[n:n+m], c.j, base+n, &c.strs); cerr != nil {
+				return n, cerr
+			}
+			n += m
+		}
 		if errors.Is(err, io.EOF) {
-			parquet.Release(c.page)
-			c.page, c.values = nil, nil
+			c.release()
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return n, err
 		}
 	}
-	return buf, nil
+	return n, nil
+}
+
+// release releases the page being read.
+func (c *columnCursor) release() {
+	if c.page != nil {
+		parquet.Release(c.page)
+	}
+	c.page, c.values, c.plain = nil, nil, nil
 }
 
 // close releases the page being read and closes the pages.
 func (c *columnCursor) close() {
-	if c.page != nil {
-		parquet.Release(c.page)
-		c.page, c.values = nil, nil
-	}
+	c.release()
 	c.pages.Close()
 }
 
@@ -362,20 +389,18 @@ func readTiles(cols []*columnCursor, rows [][]any) error {
 	for r := 0; r < len(rows) && len(cols) > 0; r += tileRows {
 		k := min(tileRows, len(rows)-r)
 		for _, c := range cols {
-			vals, err := c.next(k)
+			got, err := c.fill(rows[r:r+k], r)
 			if err != nil {
 				return fmt.Errorf("column %q: %w", c.name, err)
 			}
-			if len(vals) < k {
-				return fmt.Errorf("column %q: the column has %d values, the file %d rows", c.name, r+len(vals), len(rows))
-			}
-			if err := c.conv.batch(vals, c.maxDef, rows[r:r+k], c.j, r, &c.strs); err != nil {
-				return fmt.Errorf("column %q: %w", c.name, err)
+			if got < k {
+				return fmt.Errorf("column %q: the column has %d values, the file %d rows", c.name, r+got, len(rows))
 			}
 		}
 	}
 	for _, c := range cols {
-		if extra, err := c.next(1); err != nil || len(extra) > 0 {
+		extra := [][]any{make([]any, c.j+1)}
+		if got, err := c.fill(extra, len(rows)); err != nil || got > 0 {
 			if err == nil {
 				err = fmt.Errorf("the file has more values than its %d rows", len(rows))
 			}

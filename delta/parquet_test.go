@@ -399,6 +399,9 @@ func BenchmarkWriteFile(b *testing.B) {
 	b.ReportMetric(float64(len(rows)*b.N)/b.Elapsed().Seconds(), "rows/s")
 }
 
+// BenchmarkReadFile reads a file of 100,000 rows WriteFile wrote, its flat columns from the page
+// buffers (plain, rawKind) and, beside it, through the value readers (values), the reader
+// before the page buffers were read.
 func BenchmarkReadFile(b *testing.B) {
 	s, rows := benchRows(100_000)
 	tbl := New(b.TempDir())
@@ -406,15 +409,24 @@ func BenchmarkReadFile(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		got, err := tbl.ReadFile(a.Path, s)
-		if err != nil || len(got) != len(rows) {
-			b.Fatal(err, len(got))
+	for _, plain := range []bool{true, false} {
+		name := "values"
+		if plain {
+			name = "plain"
 		}
+		b.Run(name, func(b *testing.B) {
+			plainPages = plain
+			defer func() { plainPages = true }()
+			b.ReportAllocs()
+			for b.Loop() {
+				got, err := tbl.ReadFile(a.Path, s)
+				if err != nil || len(got) != len(rows) {
+					b.Fatal(err, len(got))
+				}
+			}
+			b.ReportMetric(float64(len(rows)*b.N)/b.Elapsed().Seconds(), "rows/s")
+		})
 	}
-	b.ReportMetric(float64(len(rows)*b.N)/b.Elapsed().Seconds(), "rows/s")
 }
 
 // TestReadFileLarge reads a file of several row groups and many pages, then forces garbage
