@@ -95,34 +95,19 @@ func (r QueryRef) Dataset() string {
 // Rewrite returns the SQL with each reference replaced by name(ref), the relation that holds
 // it (a quoted identifier, usually), and each file path of Files that the spec's folder
 // resolves replaced by the resolved path, as a string literal: relative paths resolve against
-// the spec's folder, never the working directory.
+// the spec's folder, never the working directory. Each cast to an integral type calls the
+// engine's macro that truncates as Spark SQL does (integralCastEdits).
 func (q *Query) Rewrite(name func(QueryRef) string) string {
-	type span struct {
-		start, end int
-		text       string
-	}
-	var spans []span
+	var edits []textEdit
 	for _, r := range q.Refs {
-		spans = append(spans, span{r.Start, r.End, name(r)})
+		edits = append(edits, textEdit{start: r.Start, end: r.End, text: name(r)})
 	}
 	for _, f := range q.Files {
 		if f.Resolved != f.Path {
-			spans = append(spans, span{f.Start, f.End, "'" + strings.ReplaceAll(f.Resolved, "'", "''") + "'"})
+			edits = append(edits, textEdit{start: f.Start, end: f.End, text: "'" + strings.ReplaceAll(f.Resolved, "'", "''") + "'"})
 		}
 	}
-	slices.SortFunc(spans, func(a, b span) int { return a.start - b.start })
-	var b strings.Builder
-	last := 0
-	for _, sp := range spans {
-		if sp.start < last {
-			continue // overlaps the span before it; parseQuery finds no such spans
-		}
-		b.WriteString(q.SQL[last:sp.start])
-		b.WriteString(sp.text)
-		last = sp.end
-	}
-	b.WriteString(q.SQL[last:])
-	return b.String()
+	return applyEdits(q.SQL, append(edits, integralCastEdits(q.SQL)...))
 }
 
 // Streams returns the names of the datasets the query reads with STREAM, without repeats.

@@ -87,21 +87,22 @@ func Open(dir string) (*Engine, error) {
 // (ORDER BY ts) gives 1 to a NULL ts, ORDER BY x LIMIT 1 keeps a NULL x. A division or modulo
 // by zero is NULL, as Spark SQL's (without ANSI mode, which fails the query instead), where
 // DuckDB's own IEEE 754 arithmetic gives an infinity or NaN (5 / 0 is +Inf there), which a table
-// would keep.
-var sessionSettings = []string{
+// would keep. The macros of IntegralCastMacro (castMacros) cast to an integer as Spark SQL does.
+var sessionSettings = append([]string{
 	"SET TimeZone = 'UTC'",
 	"SET Calendar = 'gregorian'",
 	"SET default_null_order = 'nulls_first_on_asc_last_on_desc'",
 	"SET ieee_floating_point_ops = false",
-}
+}, castMacros()...)
 
 // OpenDB opens an in-memory DuckDB database for code that runs its own SQL on it (Open's
 // Engine, the bench command's baseline): every connection the pool opens first runs
-// sessionSettings, so results are those of a UTC session on any machine. A dir other than ""
-// is DuckDB's file_search_path: a relative file path that DuckDB does not find in the working
-// directory is looked up in dir (the spec's folder; the spec package rewrites the paths a
-// query writes as literals itself, so the working directory never comes first for those). A
-// dir with a comma is not set (file_search_path is a comma-separated list).
+// sessionSettings, so results are those of a UTC session on any machine, and defines
+// IntegralCastMacro's macros. A dir other than "" is DuckDB's file_search_path: a relative file
+// path that DuckDB does not find in the working directory is looked up in dir (the spec's
+// folder; the spec package rewrites the paths a query writes as literals itself, so the working
+// directory never comes first for those). A dir with a comma is not set (file_search_path is a
+// comma-separated list).
 func OpenDB(dir string) (*sql.DB, error) {
 	settings := sessionSettings
 	if dir != "" && !strings.Contains(dir, ",") {
@@ -179,7 +180,7 @@ func (e *Engine) Query(ctx context.Context, query string, rels []Relation) (_ sc
 		if err != nil {
 			return schema.Schema{}, nil, fmt.Errorf("sqlengine: result column %s: %w", ct.Name(), err)
 		}
-		out.Fields = append(out.Fields, schema.Field{Name: ct.Name(), Type: t, Nullable: true})
+		out.Fields = append(out.Fields, schema.Field{Name: castName(ct.Name()), Type: t, Nullable: true})
 	}
 	var result [][]any
 	vals := make([]any, len(cts))
@@ -283,7 +284,7 @@ func (e *Engine) Describe(ctx context.Context, query string, rels []Relation) (s
 		if err != nil {
 			return schema.Schema{}, fmt.Errorf("sqlengine: result column %s: %w", name, err)
 		}
-		out.Fields = append(out.Fields, schema.Field{Name: name, Type: t, Nullable: true})
+		out.Fields = append(out.Fields, schema.Field{Name: castName(name), Type: t, Nullable: true})
 	}
 	if err := rows.Err(); err != nil {
 		return schema.Schema{}, queryError(err)
