@@ -59,6 +59,8 @@ var sparkFunctions = map[string]sparkFunction{
 	"add_months":                  {duck: "CAST(d + INTERVAL (n) MONTH AS DATE)"},
 	"months_between":              {duck: "datediff('month', start, end) for whole months (Spark's months_between counts fractions of one too)"},
 	"string":                      {duck: "CAST(x AS VARCHAR)"},
+	"tinyint":                     {duck: "CAST(x AS TINYINT)"},
+	"try_divide":                  {duck: "a / b (NULL where b is 0, as Spark's try_divide: queries divide as Spark SQL does without ANSI mode)"},
 	"current_timestamp":           {duck: "current_timestamp, without parentheses"},
 	"datediff":                    {args: 2, duck: "datediff('day', start, end): DuckDB's takes the unit first and start before end (Spark's is datediff(end, start))"},
 	"date_sub":                    {args: 2, duck: "d - n (a DATE minus a number of days): DuckDB's date_sub(unit, start, end) counts units between two dates"},
@@ -104,9 +106,11 @@ func dayOfWeekPart(form string) sparkFunction {
 }
 
 // sparkSyntax are Spark SQL forms that DuckDB's parser refuses, by lower-case word, with the
-// DuckDB form: the hint of a query that does not parse and holds the word.
+// DuckDB form: the hint of a query that does not parse and holds the word (followed by next,
+// when set; between two operands, when next is " ", so that a column named so is no operator).
 var sparkSyntax = []struct{ word, next, duck string }{
 	{"rlike", "", "regexp_matches(s, pattern) for s RLIKE pattern"},
+	{"div", " ", "a // b for Spark's a div b of integers (NULL where b is 0, as Spark's div), or CAST(a / b AS BIGINT) for DECIMAL or DOUBLE operands (DuckDB's // does not truncate those: 7.5 // 2 is 3.75)"},
 	{"lateral", "view", "unnest in the SELECT list for LATERAL VIEW explode(arr): SELECT t.*, unnest(t.arr) AS x FROM t"},
 	{"array", "(", "[a, b] (or list_value(a, b)) for array(a, b)"},
 	{"struct", "(", "{'a': x} (or struct_pack(a := x)) for struct(x AS a)"},
@@ -417,7 +421,10 @@ func sparkWordHint(sql string) (hint string, ok bool) {
 			if !t.is(s.word) {
 				continue
 			}
-			if s.next != "" && (i+1 >= len(toks) || !strings.EqualFold(toks[i+1].text, s.next)) {
+			if s.next == " " && !betweenOperands(toks, i) {
+				continue
+			}
+			if s.next != "" && s.next != " " && (i+1 >= len(toks) || !strings.EqualFold(toks[i+1].text, s.next)) {
 				continue
 			}
 			if s.next == "(" && duckParenthesized(toks, i) {
@@ -427,6 +434,24 @@ func sparkWordHint(sql string) (hint string, ok bool) {
 		}
 	}
 	return "", false
+}
+
+// betweenOperands reports whether the word toks[i] stands where a binary operator does: after
+// what ends an operand (a number, a name that is no keyword of noSubscript, a quoted name, a
+// string, a closing parenthesis or bracket) and before what starts one (a number, a name, a
+// quoted name, a string, an opening parenthesis, a sign).
+func betweenOperands(toks []sqlToken, i int) bool {
+	if i == 0 || i+1 >= len(toks) || (toks[i-1].kind != 'n' && !subscripted(toks[i-1])) {
+		return false
+	}
+	switch next := toks[i+1]; next.kind {
+	case 'n', 'q', 's':
+		return true
+	case 'w':
+		return !clauseEnd[strings.ToLower(next.text)] && !sqlKeywords[strings.ToUpper(next.text)]
+	default:
+		return next.text == "(" || next.text == "-" || next.text == "+"
+	}
 }
 
 // DoubleQuoteHint is the hint for a bind error, msg, of DuckDB's ("Referenced column "paid" not

@@ -54,6 +54,9 @@ var sparkExamples = []struct {
 	{"add_months", "SELECT add_months(DATE '2024-01-31', 1)", "SELECT CAST(DATE '2024-01-31' + INTERVAL (1) MONTH AS DATE)", "2024-02-29"},
 	{"months_between", "SELECT months_between(DATE '2024-03-31', DATE '2024-01-31')", "SELECT datediff('month', DATE '2024-01-31', DATE '2024-03-31')", "2"},
 	{"string", "SELECT string(3)", "SELECT CAST(3 AS VARCHAR)", "3"},
+	{"tinyint", "SELECT tinyint('3')", "SELECT CAST('3' AS TINYINT)", "3"},
+	{"try_divide", "SELECT try_divide(7, 2)", "SELECT 7 / 2", "3.5"},
+	{"try_divide, by zero", "SELECT try_divide(7, 0)", "SELECT 7 / 0", "NULL"},
 	{"current_timestamp", "SELECT current_timestamp() IS NOT NULL", "SELECT current_timestamp IS NOT NULL", "true"},
 	{"datediff", "SELECT datediff(DATE '2024-01-10', DATE '2024-01-01')", "SELECT datediff('day', DATE '2024-01-01', DATE '2024-01-10')", "9"},
 	{"date_sub", "SELECT date_sub(DATE '2024-01-10', 3)", "SELECT DATE '2024-01-10' - 3", "2024-01-07"},
@@ -83,6 +86,10 @@ var sparkExamples = []struct {
 	{"element_at, from the end", "SELECT element_at(['a', 'b', 'c'], -1)", "SELECT list_extract(['a', 'b', 'c'], -1)", "c"},
 	// sparkSyntax
 	{"rlike operator", "SELECT 'abc' RLIKE 'b'", "SELECT regexp_matches('abc', 'b')", "true"},
+	{"div operator", "SELECT 7 div 2", "SELECT 7 // 2", "3"},
+	{"div operator, negative", "SELECT -7 div 2", "SELECT -7 // 2", "-3"},
+	{"div operator, by zero", "SELECT 7 div 0", "SELECT 7 // 0", "NULL"},
+	{"div operator, decimal", "SELECT 7.5 div 2", "SELECT CAST(7.5 / 2 AS BIGINT)", "3"},
 	{"lateral view", "SELECT x FROM (SELECT [1, 2] AS arr) t LATERAL VIEW explode(arr) e AS x", "SELECT unnest(t.arr) AS x FROM (SELECT [1, 2] AS arr) t", "1;2"},
 	{"array(", "SELECT array(1, 2)", "SELECT [1, 2]", "[1, 2]"},
 	{"struct(", "SELECT struct(1 AS a)", "SELECT {'a': 1}", "{'a': 1}"},
@@ -159,8 +166,8 @@ func duckValue(v any) string {
 
 // TestSparkFunctionsFailInDuckDB: every Spark SQL form that validation reports (sparkFunctions,
 // sparkSyntax) fails in the bundled DuckDB, so that validation refuses no query DuckDB would
-// run, and the DuckDB form of its hint runs there and returns what Spark returns. The examples
-// cover every entry.
+// run, and the DuckDB form of its hint runs there (its casts to integers rewritten, as a
+// query's are) and returns what Spark returns. The examples cover every entry.
 func TestSparkFunctionsFailInDuckDB(t *testing.T) {
 	db, err := sqlengine.OpenDB(t.TempDir())
 	if err != nil {
@@ -184,7 +191,7 @@ func TestSparkFunctionsFailInDuckDB(t *testing.T) {
 		if ex.duck == "" {
 			continue
 		}
-		got, err := duckText(db, ex.duck)
+		got, err := duckText(db, applyEdits(ex.duck, integralCastEdits(ex.duck)))
 		if err != nil {
 			t.Errorf("%s: the DuckDB form %q fails: %v", ex.name, ex.duck, err)
 		} else if got != ex.want {
@@ -200,7 +207,7 @@ func TestSparkFunctionsFailInDuckDB(t *testing.T) {
 		name := s.word + " " + s.next
 		if s.next == "(" {
 			name = s.word + "("
-		} else if s.next == "" {
+		} else if s.next == "" || s.next == " " {
 			name = s.word + " operator"
 		}
 		if !covered[name] {
@@ -268,6 +275,11 @@ func TestSparkSyntaxHintDuckForms(t *testing.T) {
 		// Backticks DuckDB parses and a word it refuses: both forms, the word's too.
 		"SELECT `id`, s FROM t WHERE s RLIKE '^p'": "queries are DuckDB SQL, which quotes names with double quotes, not Spark SQL's backticks: write \"id\" for `id`; and write regexp_matches(s, pattern) for s RLIKE pattern",
 		"SELECT `a b` FROM t":                      "queries are DuckDB SQL, which quotes names with double quotes, not Spark SQL's backticks: write \"a b\" for `a b`",
+		// Spark's div operator, between two operands; a column named div is no operator.
+		"SELECT (a + 1) div -b FROM t":   "queries are DuckDB SQL: write " + sparkSyntax[1].duck,
+		"SELECT a DIV 2 FROM t":          "queries are DuckDB SQL: write " + sparkSyntax[1].duck,
+		"SELECT div FROM t WHERE":        "",
+		"SELECT t.div, div FROM t WHERE": "",
 	} {
 		if got, _ := sparkSyntaxHint(sql); got != want {
 			t.Errorf("sparkSyntaxHint(%q) = %q, want %q", sql, got, want)

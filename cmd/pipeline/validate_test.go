@@ -127,6 +127,10 @@ datasets:
     query: SELECT count(*) AS n FROM raw
   - name: d
     query: SELECT id AS ~Order "Id"~ FROM raw -- not ~this~
+  - name: e
+    query: SELECT id div 2 AS half FROM raw
+  - name: f
+    query: SELECT try_divide(id, 2) AS half FROM raw
 `, "~", "`")), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -136,6 +140,9 @@ datasets:
 		spec + `:13:12: datasets[2].query: the SQL does not parse: syntax error at end of input`,
 		// Spark SQL's backticks: the hint gives the DuckDB spelling of the first such name.
 		spec + `:17:25: datasets[4].query: the SQL does not parse: syntax error at or near "` + "`" + `" (hint: queries are DuckDB SQL, which quotes names with double quotes, not Spark SQL's backticks: write "Order ""Id""" for ` + "`Order \"Id\"`" + `)`,
+		// Spark SQL's div operator and try_divide: the DuckDB forms, which divide by zero as Spark's.
+		spec + `:19:26: datasets[5].query: the SQL does not parse: syntax error at or near "2" (hint: queries are DuckDB SQL: write a // b for Spark's a div b of integers (NULL where b is 0, as Spark's div), or CAST(a / b AS BIGINT) for DECIMAL or DOUBLE operands (DuckDB's // does not truncate those: 7.5 // 2 is 3.75))`,
+		spec + `:21:19: datasets[6].query: try_divide(...) is Spark SQL, which DuckDB, the engine that runs queries, does not take: the update would fail here (hint: write a / b (NULL where b is 0, as Spark's try_divide: queries divide as Spark SQL does without ANSI mode))`,
 	}
 	for _, args := range [][]string{{"validate"}, {"run"}, {"dev"}, {"schedule", "--cron", "@every 1h"}} {
 		cmd := args[0]
