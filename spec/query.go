@@ -95,8 +95,8 @@ func (r QueryRef) Dataset() string {
 // Rewrite returns the SQL with each reference replaced by name(ref), the relation that holds
 // it (a quoted identifier, usually), and each file path of Files that the spec's folder
 // resolves replaced by the resolved path, as a string literal: relative paths resolve against
-// the spec's folder, never the working directory. Each cast to an integral type calls the
-// engine's macro that truncates as Spark SQL does (integralCastEdits).
+// the spec's folder, never the working directory. Each cast to an integral type or a string
+// calls the engine's macro that casts as Spark SQL does (castEdits).
 func (q *Query) Rewrite(name func(QueryRef) string) string {
 	var edits []textEdit
 	for _, r := range q.Refs {
@@ -107,7 +107,7 @@ func (q *Query) Rewrite(name func(QueryRef) string) string {
 			edits = append(edits, textEdit{start: f.Start, end: f.End, text: "'" + strings.ReplaceAll(f.Resolved, "'", "''") + "'"})
 		}
 	}
-	return applyEdits(q.SQL, append(edits, integralCastEdits(q.SQL)...))
+	return applyEdits(q.SQL, append(edits, castEdits(q.SQL)...))
 }
 
 // Streams returns the names of the datasets the query reads with STREAM, without repeats.

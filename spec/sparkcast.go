@@ -43,32 +43,34 @@ func applyEdits(sql string, edits []textEdit) string {
 	return b.String()
 }
 
-// integralTypes are the names of Spark SQL's integral types (and DuckDB's other names of the
-// same types) by lower-case name, with the DuckDB type a cast to them gives.
-var integralTypes = map[string]string{
+// castTypes are the names of the types whose casts run as Spark SQL's (Spark's integral types,
+// DuckDB's other names of the same types, and the text types), by lower-case name, with the
+// DuckDB type a cast to them gives.
+var castTypes = map[string]string{
 	"tinyint": "TINYINT", "byte": "TINYINT", "int1": "TINYINT",
 	"smallint": "SMALLINT", "short": "SMALLINT", "int2": "SMALLINT",
 	"int": "INTEGER", "integer": "INTEGER", "int4": "INTEGER", "signed": "INTEGER",
 	"bigint": "BIGINT", "long": "BIGINT", "int8": "BIGINT",
+	"string": "VARCHAR", "varchar": "VARCHAR", "text": "VARCHAR",
 }
 
-// integralCastCall is the name of the macro that casts to typ (a value of integralTypes) as
-// Spark SQL does, truncating a fraction toward zero, which the query engine defines on every
-// connection (sqlengine.IntegralCastMacro, whose names TestIntegralCastMacroNames checks these
-// are); try names the TRY_CAST form.
-func integralCastCall(typ string, try bool) string {
+// castCall is the name of the macro that casts to typ (a value of castTypes) as Spark SQL does,
+// which the query engine defines on every connection (sqlengine.CastMacro, whose names
+// TestCastMacroNames checks these are); try names the TRY_CAST form.
+func castCall(typ string, try bool) string {
 	if try {
 		return "spark_try_cast_" + strings.ToLower(typ)
 	}
 	return "spark_cast_" + strings.ToLower(typ)
 }
 
-// integralCastEdits returns the edits that make each cast of sql to an integral type a call of
-// integralCastCall's macro, so that it truncates as Spark's does (DuckDB's CAST(2.7 AS INT) is
-// 3, Spark's 2): CAST(x AS INT) and TRY_CAST(x AS INT) become spark_cast_integer(x) and
-// spark_try_cast_integer(x), and x::INT spark_cast_integer(x) (castOperand finds x). A cast to a
-// list (INT[]) is left alone.
-func integralCastEdits(sql string) []textEdit {
+// castEdits returns the edits that make each cast of sql to a type of castTypes a call of
+// castCall's macro, so that it gives Spark's value: DuckDB's CAST(2.7 AS INT) is 3, Spark's 2;
+// DuckDB's CAST(1e20 AS VARCHAR) is 1e+20, Spark's 1.0E20. CAST(x AS INT) and TRY_CAST(x AS
+// INT) become spark_cast_integer(x) and spark_try_cast_integer(x), and x::INT
+// spark_cast_integer(x) (castOperand finds x). A cast to a list (INT[]) is left alone, and so
+// is one to a type with a length (VARCHAR(10)).
+func castEdits(sql string) []textEdit {
 	toks := tokenize(sql)
 	var out []textEdit
 	for i, t := range toks {
@@ -79,16 +81,16 @@ func integralCastEdits(sql string) []textEdit {
 			if end >= len(toks) || end < i+4 || !toks[end-2].is("as") || toks[end-1].kind != 'w' {
 				continue
 			}
-			typ, ok := integralTypes[strings.ToLower(toks[end-1].text)]
+			typ, ok := castTypes[strings.ToLower(toks[end-1].text)]
 			if !ok {
 				continue
 			}
 			out = append(out,
-				textEdit{start: t.start, end: toks[i+1].end, text: integralCastCall(typ, t.is("try_cast")) + "("},
+				textEdit{start: t.start, end: toks[i+1].end, text: castCall(typ, t.is("try_cast")) + "("},
 				textEdit{start: toks[end-3].end, end: toks[end].end, text: ")"})
 		case t.kind == 'p' && t.text == ":" && i > 0 && i+2 < len(toks) && toks[i+1].kind == 'p' && toks[i+1].text == ":" &&
 			toks[i+1].start == t.end && toks[i+2].kind == 'w' && (i+3 >= len(toks) || toks[i+3].text != "[" && toks[i+3].text != "("):
-			typ, ok := integralTypes[strings.ToLower(toks[i+2].text)]
+			typ, ok := castTypes[strings.ToLower(toks[i+2].text)]
 			if !ok {
 				continue
 			}
@@ -97,7 +99,7 @@ func integralCastEdits(sql string) []textEdit {
 				continue
 			}
 			out = append(out,
-				textEdit{start: toks[from].start, end: toks[from].start, text: integralCastCall(typ, false) + "(", outer: t.start},
+				textEdit{start: toks[from].start, end: toks[from].start, text: castCall(typ, false) + "(", outer: t.start},
 				textEdit{start: t.start, end: toks[i+2].end, text: ")"})
 		}
 	}

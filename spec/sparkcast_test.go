@@ -2,6 +2,7 @@ package spec
 
 import (
 	"context"
+	"math"
 	"reflect"
 	"testing"
 
@@ -113,19 +114,19 @@ func TestIntegralCastNames(t *testing.T) {
 	}
 }
 
-// TestIntegralCastMacroNames: the macros the rewritten casts call are those the engine defines.
-func TestIntegralCastMacroNames(t *testing.T) {
+// TestCastMacroNames: the macros the rewritten casts call are those the engine defines.
+func TestCastMacroNames(t *testing.T) {
 	t.Parallel()
-	for _, typ := range sqlengine.IntegralCastTypes {
+	for _, typ := range sqlengine.CastTypes {
 		for _, try := range []bool{false, true} {
-			if got, want := integralCastCall(typ, try), sqlengine.IntegralCastMacro(typ, try); got != want {
+			if got, want := castCall(typ, try), sqlengine.CastMacro(typ, try); got != want {
 				t.Errorf("%s (try %v): %s, the engine's %s", typ, try, got, want)
 			}
 		}
 	}
-	for name, typ := range integralTypes {
-		if !contains(sqlengine.IntegralCastTypes, typ) {
-			t.Errorf("integralTypes: %s is %s, which the engine has no macro for", name, typ)
+	for name, typ := range castTypes {
+		if !contains(sqlengine.CastTypes, typ) {
+			t.Errorf("castTypes: %s is %s, which the engine has no macro for", name, typ)
 		}
 	}
 }
@@ -151,11 +152,50 @@ func TestIntegralCastEdits(t *testing.T) {
 		"SELECT x, .5::INT":                                 "SELECT x, spark_cast_integer(.5)",
 		"SELECT x, 1e-5::INT":                               "SELECT x, spark_cast_integer(1e-5)",
 		"SELECT CAST((SELECT max(v) FROM t) AS TINYINT)":    "SELECT spark_cast_tinyint((SELECT max(v) FROM t))",
+		"SELECT CAST(d AS STRING), d::text":                 "SELECT spark_cast_varchar(d), spark_cast_varchar(d)",
+		"SELECT CAST(x AS VARCHAR(10))":                     "SELECT CAST(x AS VARCHAR(10))",
 		"SELECT CAST(x AS INT[]), x::INT[], x::DOUBLE":      "SELECT CAST(x AS INT[]), x::INT[], x::DOUBLE",
 		"SELECT CAST(x AS DECIMAL(10,0)), 'CAST(x AS INT)'": "SELECT CAST(x AS DECIMAL(10,0)), 'CAST(x AS INT)'",
 	} {
-		if got := applyEdits(sql, integralCastEdits(sql)); got != want {
+		if got := applyEdits(sql, castEdits(sql)); got != want {
 			t.Errorf("%s: %s, want %s", sql, got, want)
+		}
+	}
+}
+
+// TestDoubleCastToString: a DOUBLE or FLOAT cast to a string is written as Spark SQL writes it,
+// Java's Double.toString and Float.toString: plain from 10^-3 up to 10^7, with at least one digit
+// after the point, and in scientific notation with an E otherwise (CAST(1e20 AS STRING) is
+// 1.0E20, where DuckDB writes 1e+20), NaN, Infinity; other types cast as in DuckDB.
+func TestDoubleCastToString(t *testing.T) {
+	t.Parallel()
+	e, err := sqlengine.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	doubles := map[float64]string{
+		1e20: "1.0E20", 1.5e-5: "1.5E-5", -1.5e-7: "-1.5E-7", 1e-4: "1.0E-4", 0.001: "0.001", 0.00123: "0.00123",
+		0.1: "0.1", 1.5: "1.5", 100: "100.0", 1234567: "1234567.0", 9999999.5: "9999999.5", 1e7: "1.0E7",
+		123456789: "1.23456789E8", 12345678.9: "1.23456789E7", -1e16: "-1.0E16", 1.2345678901234568e17: "1.2345678901234568E17",
+		0: "0.0", math.Copysign(0, -1): "-0.0", math.NaN(): "NaN", math.Inf(1): "Infinity", math.Inf(-1): "-Infinity",
+		math.MaxFloat64: "1.7976931348623157E308",
+	}
+	for d, want := range doubles {
+		rel := sqlengine.Relation{Name: "t", Schema: mustSchema(t, "d DOUBLE, f FLOAT, i INT, m DECIMAL(10,2)"),
+			Rows: [][]any{{d, float32(1e10), int32(7), schema.Decimal(250)}}}
+		sql := "SELECT CAST(d AS STRING), d::VARCHAR, TRY_CAST(d AS STRING), CAST(f AS STRING), CAST(i AS STRING), CAST(m AS VARCHAR) FROM t"
+		refs, _, _, _ := parseQuery(sql)
+		q := &Query{SQL: sql, Refs: refs}
+		s, rows, err := e.Query(context.Background(), q.Rewrite(func(r QueryRef) string { return sqlengine.RelationRef(r.Name) }), []sqlengine.Relation{rel})
+		if err != nil {
+			t.Fatalf("%v: %v", d, err)
+		}
+		if got, w := rows[0], []any{want, want, want, "1.0E10", "7", "2.50"}; !reflect.DeepEqual(got, w) {
+			t.Errorf("%v: %q, want %q (Spark's)", d, got, w)
+		}
+		if s.Fields[0].Name != "CAST(d AS VARCHAR)" || s.Fields[4].Name != "CAST(i AS VARCHAR)" {
+			t.Errorf("%v: columns %v, want DuckDB's names of the casts", d, s.Fields)
 		}
 	}
 }

@@ -191,7 +191,7 @@ func TestSparkFunctionsFailInDuckDB(t *testing.T) {
 		if ex.duck == "" {
 			continue
 		}
-		got, err := duckText(db, applyEdits(ex.duck, integralCastEdits(ex.duck)))
+		got, err := duckText(db, applyEdits(ex.duck, castEdits(ex.duck)))
 		if err != nil {
 			t.Errorf("%s: the DuckDB form %q fails: %v", ex.name, ex.duck, err)
 		} else if got != ex.want {

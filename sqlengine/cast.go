@@ -2,58 +2,95 @@ package sqlengine
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
-// IntegralCastTypes are the DuckDB integral types of Spark SQL (TINYINT, SMALLINT, INT,
-// BIGINT) whose casts truncate toward zero here, as in Spark: a query's CAST(x AS INT) (and
-// TRY_CAST, x::INT) is called as the macro IntegralCastMacro names, which every connection
-// defines (castMacros).
-var IntegralCastTypes = []string{"TINYINT", "SMALLINT", "INTEGER", "BIGINT"}
+// CastTypes are the DuckDB types whose casts differ from Spark SQL's and run as Spark's here: a
+// query's CAST(x AS INT) (and TRY_CAST, x::INT) is called as the macro CastMacro names, which
+// every connection defines (castMacros). The integral types of Spark (TINYINT, SMALLINT, INT,
+// BIGINT) truncate a fraction toward zero, where DuckDB's CAST rounds; VARCHAR (Spark's STRING)
+// writes a DOUBLE or FLOAT as Java does, where DuckDB writes its own text.
+var CastTypes = []string{"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "VARCHAR"}
 
-// IntegralCastMacro returns the name of the macro that casts its argument to typ, one of
-// IntegralCastTypes, as Spark SQL does: a DOUBLE, FLOAT, DECIMAL or VARCHAR with a fraction
-// truncated toward zero (CAST(2.7 AS INT) is 2 and CAST(-2.7 AS INT) -2, where DuckDB's own
-// CAST rounds to 3 and -3; CAST('2.7' AS INT) is 2, as in Spark 3), any other value as DuckDB's
-// CAST. try names the TRY_CAST form (NULL where the cast fails). A result column named by such
-// a call is renamed as DuckDB names the CAST (castName), so a column's name does not change.
-func IntegralCastMacro(typ string, try bool) string {
+// CastMacro returns the name of the macro that casts its argument to typ, one of CastTypes, as
+// Spark SQL does; try names the TRY_CAST form (NULL where the cast fails). To an integral type,
+// a DOUBLE, FLOAT, DECIMAL or VARCHAR with a fraction is truncated toward zero (CAST(2.7 AS INT)
+// is 2 and CAST(-2.7 AS INT) -2, where DuckDB's own CAST rounds to 3 and -3; CAST('2.7' AS INT)
+// is 2, as in Spark 3). To VARCHAR, a DOUBLE or FLOAT is written as Java's Double.toString and
+// Float.toString write it (javaFloatText: 1.0E20, where DuckDB writes 1e+20). Any other value
+// casts as DuckDB's CAST. A result column named by such a call is renamed as DuckDB names the
+// CAST (castName), so a column's name does not change.
+func CastMacro(typ string, try bool) string {
 	if try {
 		return "spark_try_cast_" + strings.ToLower(typ)
 	}
 	return "spark_cast_" + strings.ToLower(typ)
 }
 
-// castMacros are the statements that define IntegralCastMacro's macros on a connection, as
-// temporary macros (each connection has its own, so that none conflicts with another's). Which
-// branch a value takes depends on its type alone (typeof): a DOUBLE or FLOAT is truncated as a
-// DOUBLE (exact: trunc of a DOUBLE is an integer DOUBLE); a DECIMAL loses its fraction as text
-// (exact at any precision, where a DOUBLE would round past 15 digits); a string, as Spark reads
-// one (UTF8String.toLong: white space around it, a sign, digits, then a '.' and digits that
-// are dropped, so '-.5' is 0), becomes the digits before its '.'; another type is DuckDB's
-// CAST. A value out of the type's range fails (or is NULL under TRY_CAST) as DuckDB's CAST of
-// it does, where Spark without ANSI mode wraps or saturates.
+// castMacros are the statements that define CastMacro's macros on a connection, as temporary
+// macros (each connection has its own, so that none conflicts with another's). Which branch a
+// value takes depends on its type alone (typeof).
+//
+// To an integral type: a DOUBLE or FLOAT is truncated as a DOUBLE (exact: trunc of a DOUBLE is an
+// integer DOUBLE); a DECIMAL loses its fraction as text (exact at any precision, where a DOUBLE
+// would round past 15 digits); a string, as Spark reads one (UTF8String.toLong: white space
+// around it, a sign, digits, then a '.' and digits that are dropped, so '-.5' is 0), becomes the
+// digits before its '.'; another type is DuckDB's CAST. A value out of the type's range fails
+// (or is NULL under TRY_CAST) as DuckDB's CAST of it does, where Spark without ANSI mode wraps
+// or saturates.
+//
+// To VARCHAR: a DOUBLE or FLOAT is DuckDB's text of it (the shortest that reads back as the same
+// number, as Java's) written as Java writes it (javaFloatText).
 func castMacros() []string {
-	var out []string
-	for _, typ := range IntegralCastTypes {
+	out := slices.Clone(javaFloatText)
+	for _, typ := range CastTypes {
 		for _, try := range []bool{false, true} {
 			cast := "CAST"
 			if try {
 				cast = "TRY_CAST"
 			}
-			out = append(out, fmt.Sprintf("CREATE OR REPLACE TEMP MACRO %s(x) AS CASE"+
-				" WHEN typeof(x) IN ('DOUBLE', 'FLOAT') THEN %[2]s(trunc(TRY_CAST(x AS DOUBLE)) AS %[3]s)"+
-				" WHEN typeof(x) LIKE 'DECIMAL(%%' THEN %[2]s(split_part(CAST(x AS VARCHAR), '.', 1) AS %[3]s)"+
-				` WHEN typeof(x) = 'VARCHAR' THEN %[2]s(regexp_replace(CAST(x AS VARCHAR), '^\s*([+-]?)([0-9]*)\.[0-9]*\s*$', '\10\2') AS %[3]s)`+
-				" ELSE %[2]s(x AS %[3]s) END",
-				IntegralCastMacro(typ, try), cast, typ))
+			body := fmt.Sprintf("CASE"+
+				" WHEN typeof(x) IN ('DOUBLE', 'FLOAT') THEN %[1]s(trunc(TRY_CAST(x AS DOUBLE)) AS %[2]s)"+
+				" WHEN typeof(x) LIKE 'DECIMAL(%%' THEN %[1]s(split_part(CAST(x AS VARCHAR), '.', 1) AS %[2]s)"+
+				` WHEN typeof(x) = 'VARCHAR' THEN %[1]s(regexp_replace(CAST(x AS VARCHAR), '^\s*([+-]?)([0-9]*)\.[0-9]*\s*$', '\10\2') AS %[2]s)`+
+				" ELSE %[1]s(x AS %[2]s) END", cast, typ)
+			if typ == "VARCHAR" {
+				body = "CASE WHEN typeof(x) IN ('DOUBLE', 'FLOAT') THEN spark_java_float(CAST(x AS VARCHAR)) ELSE CAST(x AS VARCHAR) END"
+			}
+			out = append(out, fmt.Sprintf("CREATE OR REPLACE TEMP MACRO %s(x) AS %s", CastMacro(typ, try), body))
 		}
 	}
 	return out
 }
 
-// castName returns a result column's name with each call of an IntegralCastMacro macro written
-// as the cast DuckDB names it (spark_cast_integer(a) is CAST(a AS INTEGER), as DuckDB names
+// javaFloatText are the macros that write DuckDB's text s of a DOUBLE or FLOAT as Java's
+// Double.toString and Float.toString write the number (which Spark's CAST to STRING gives):
+// spark_java_float(s). From s ('123456789.0', '1e+20', '-1.5e-05', 'nan', 'inf') come the
+// number's sign, its significant digits d ('123456789', '1', '15'; ” for zero) and the decimal
+// exponent e of the first one (8, 20, -5); spark_java_digits(sign, d, e) writes them: a number of
+// at least 10^-3 and below 10^7 in plain notation with at least one digit after the point
+// (1234567.0, 0.001), any other in Java's scientific notation (1.23456789E8, 1.0E20, -1.5E-5),
+// zero as 0.0 (-0.0), NaN, Infinity and -Infinity.
+var javaFloatText = []string{
+	"CREATE OR REPLACE TEMP MACRO spark_java_digits(sign, d, e) AS sign || CASE" +
+		" WHEN d = '' THEN '0.0'" +
+		" WHEN e >= 0 AND e < 7 THEN rpad(substr(d, 1, e + 1), CAST(e + 1 AS INTEGER), '0') || '.' || coalesce(nullif(substr(d, e + 2), ''), '0')" +
+		" WHEN e < 0 AND e >= -3 THEN '0.' || repeat('0', -e - 1) || d" +
+		" ELSE substr(d, 1, 1) || '.' || coalesce(nullif(substr(d, 2), ''), '0') || 'E' || CAST(e AS VARCHAR) END",
+	// m is s without its sign and exponent, digits m without its point.
+	"CREATE OR REPLACE TEMP MACRO spark_java_parts(sign, m, digits, x) AS spark_java_digits(sign," +
+		" rtrim(ltrim(digits, '0'), '0')," +
+		" x + length(split_part(m, '.', 1)) - 1 - (length(digits) - length(ltrim(digits, '0'))))",
+	"CREATE OR REPLACE TEMP MACRO spark_java_float(s) AS CASE" +
+		" WHEN s = 'nan' THEN 'NaN' WHEN s = 'inf' THEN 'Infinity' WHEN s = '-inf' THEN '-Infinity'" +
+		" ELSE spark_java_parts(CASE WHEN starts_with(s, '-') THEN '-' ELSE '' END," +
+		" split_part(ltrim(s, '-'), 'e', 1), replace(split_part(ltrim(s, '-'), 'e', 1), '.', '')," +
+		" coalesce(TRY_CAST(split_part(s, 'e', 2) AS INTEGER), 0)) END",
+}
+
+// castName returns a result column's name with each call of a CastMacro macro written as the
+// cast DuckDB names it (spark_cast_integer(a) is CAST(a AS INTEGER), as DuckDB names
 // the column of CAST(a AS INT) and a::INT), so that rewriting a query's casts changes no name.
 func castName(name string) string {
 	for {
@@ -61,7 +98,7 @@ func castName(name string) string {
 		if at < 0 {
 			return name
 		}
-		open := at + len(IntegralCastMacro(typ, try))
+		open := at + len(CastMacro(typ, try))
 		end := closingParen(name, open)
 		if end < 0 {
 			return name
@@ -74,13 +111,13 @@ func castName(name string) string {
 	}
 }
 
-// lastCastCall returns the byte offset in s of the last call of an IntegralCastMacro macro
+// lastCastCall returns the byte offset in s of the last call of a CastMacro macro
 // (its name followed by "("), with its type and form; at is -1 when there is none.
 func lastCastCall(s string) (at int, typ string, try bool) {
 	at = -1
-	for _, t := range IntegralCastTypes {
+	for _, t := range CastTypes {
 		for _, tr := range []bool{false, true} {
-			if i := strings.LastIndex(s, IntegralCastMacro(t, tr)+"("); i > at {
+			if i := strings.LastIndex(s, CastMacro(t, tr)+"("); i > at {
 				at, typ, try = i, t, tr
 			}
 		}

@@ -87,7 +87,7 @@ func Open(dir string) (*Engine, error) {
 // (ORDER BY ts) gives 1 to a NULL ts, ORDER BY x LIMIT 1 keeps a NULL x. A division or modulo
 // by zero is NULL, as Spark SQL's (without ANSI mode, which fails the query instead), where
 // DuckDB's own IEEE 754 arithmetic gives an infinity or NaN (5 / 0 is +Inf there), which a table
-// would keep. The macros of IntegralCastMacro (castMacros) cast to an integer as Spark SQL does.
+// would keep. The macros of CastMacro (castMacros) cast to an integer or a string as Spark SQL does.
 var sessionSettings = append([]string{
 	"SET TimeZone = 'UTC'",
 	"SET Calendar = 'gregorian'",
@@ -98,7 +98,7 @@ var sessionSettings = append([]string{
 // OpenDB opens an in-memory DuckDB database for code that runs its own SQL on it (Open's
 // Engine, the bench command's baseline): every connection the pool opens first runs
 // sessionSettings, so results are those of a UTC session on any machine, and defines
-// IntegralCastMacro's macros. A dir other than "" is DuckDB's file_search_path: a relative file
+// CastMacro's macros. A dir other than "" is DuckDB's file_search_path: a relative file
 // path that DuckDB does not find in the working directory is looked up in dir (the spec's
 // folder; the spec package rewrites the paths a query writes as literals itself, so the working
 // directory never comes first for those). A dir with a comma is not set (file_search_path is a
