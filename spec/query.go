@@ -96,7 +96,8 @@ func (r QueryRef) Dataset() string {
 // it (a quoted identifier, usually), and each file path of Files that the spec's folder
 // resolves replaced by the resolved path, as a string literal: relative paths resolve against
 // the spec's folder, never the working directory. Each cast to an integral type or a string
-// calls the engine's macro that casts as Spark SQL does (castEdits).
+// calls the engine's macro that casts as Spark SQL does (castEdits), and each argument of
+// concat_ws the one that joins an array as Spark's does (concatWSEdits).
 func (q *Query) Rewrite(name func(QueryRef) string) string {
 	var edits []textEdit
 	for _, r := range q.Refs {
@@ -107,7 +108,8 @@ func (q *Query) Rewrite(name func(QueryRef) string) string {
 			edits = append(edits, textEdit{start: f.Start, end: f.End, text: "'" + strings.ReplaceAll(f.Resolved, "'", "''") + "'"})
 		}
 	}
-	return applyEdits(q.SQL, append(edits, castEdits(q.SQL)...))
+	edits = append(edits, castEdits(q.SQL)...)
+	return applyEdits(q.SQL, append(edits, concatWSEdits(q.SQL)...))
 }
 
 // Streams returns the names of the datasets the query reads with STREAM, without repeats.

@@ -106,6 +106,39 @@ func castEdits(sql string) []textEdit {
 	return out
 }
 
+// concatWSPart is the macro that each argument of concat_ws after the separator is passed to,
+// with the separator, so that an array argument is joined as Spark SQL's concat_ws joins it
+// (its elements that are not NULL), where DuckDB's writes it as text: sqlengine.ConcatWSPart,
+// which TestCastMacroNames checks this is.
+const concatWSPart = "spark_concat_ws_part"
+
+// concatWSEdits returns the edits that make each argument a of a call concat_ws(sep, a, ...)
+// in sql concatWSPart(a, sep), sep written as the call writes it.
+func concatWSEdits(sql string) []textEdit {
+	toks := tokenize(sql)
+	var out []textEdit
+	for i, t := range toks {
+		if !t.is("concat_ws") || i+1 >= len(toks) || toks[i+1].text != "(" || (i > 0 && toks[i-1].text == ".") {
+			continue
+		}
+		args := callArgTokens(toks, i+1)
+		if len(args) < 2 || len(args[0]) == 0 {
+			continue
+		}
+		sep := sql[args[0][0].start:args[0][len(args[0])-1].end]
+		for _, a := range args[1:] {
+			if len(a) == 0 {
+				continue
+			}
+			start, end := a[0].start, a[len(a)-1].end
+			out = append(out,
+				textEdit{start: start, end: start, text: concatWSPart + "(", outer: end},
+				textEdit{start: end, end: end, text: ", " + sep + ")"})
+		}
+	}
+	return out
+}
+
 // castOperand returns the index of the first token of the operand of the "::" at toks[colon]
 // (a name, maybe qualified; a number; a string, maybe typed: DATE '...'; a parenthesized
 // expression or a call; each maybe subscripted or itself cast: x::DOUBLE::INT), or -1 when

@@ -124,6 +124,9 @@ func TestCastMacroNames(t *testing.T) {
 			}
 		}
 	}
+	if concatWSPart != sqlengine.ConcatWSPart {
+		t.Errorf("concat_ws: %s, the engine's %s", concatWSPart, sqlengine.ConcatWSPart)
+	}
 	for name, typ := range castTypes {
 		if !contains(sqlengine.CastTypes, typ) {
 			t.Errorf("castTypes: %s is %s, which the engine has no macro for", name, typ)
@@ -196,6 +199,46 @@ func TestDoubleCastToString(t *testing.T) {
 		}
 		if s.Fields[0].Name != "CAST(d AS VARCHAR)" || s.Fields[4].Name != "CAST(i AS VARCHAR)" {
 			t.Errorf("%v: columns %v, want DuckDB's names of the casts", d, s.Fields)
+		}
+	}
+}
+
+// TestConcatWSArrays: concat_ws joins the elements of an array argument that are not NULL, as
+// Spark SQL's does (concat_ws(',', array('a', NULL, 'b')) is 'a,b'; an empty array or NULL adds
+// nothing), where DuckDB's writes the array as text ('[a, NULL, b]'); strings, NULLs and a
+// NULL separator as in Spark's reference (concat_ws('/', 'foo', null, 'bar') is 'foo/bar',
+// concat_ws(null, 'Spark', 'SQL') NULL); a DOUBLE is written as CAST(x AS STRING) writes it.
+// The result column keeps DuckDB's name.
+func TestConcatWSArrays(t *testing.T) {
+	t.Parallel()
+	e, err := sqlengine.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	rel := sqlengine.Relation{Name: "t", Schema: mustSchema(t, "tags ARRAY<STRING>, none ARRAY<STRING>, s STRING, d DOUBLE"),
+		Rows: [][]any{{[]any{"a", nil, "b"}, []any{}, "c", 1e20}}}
+	for sql, want := range map[string]any{
+		"SELECT concat_ws(',', tags) FROM t":                             "a,b",
+		"SELECT concat_ws('-', s, tags, NULL, none, s) FROM t":           "c-a-b-c",
+		"SELECT concat_ws(' ', 'Spark', 'SQL') FROM t":                   "Spark SQL",
+		"SELECT concat_ws('/', 'foo', null, 'bar') FROM t":               "foo/bar",
+		"SELECT concat_ws(null, 'Spark', 'SQL') FROM t":                  nil,
+		"SELECT concat_ws(':', s, d) FROM t":                             "c:1.0E20",
+		"SELECT concat_ws(',', concat_ws('+', tags), s::VARCHAR) FROM t": "a+b,c",
+	} {
+		refs, _, _, _ := parseQuery(sql)
+		q := &Query{SQL: sql, Refs: refs}
+		s, rows, err := e.Query(context.Background(), q.Rewrite(func(r QueryRef) string { return sqlengine.RelationRef(r.Name) }), []sqlengine.Relation{rel})
+		if err != nil {
+			t.Errorf("%s: %v", sql, err)
+			continue
+		}
+		if rows[0][0] != want {
+			t.Errorf("%s gives %v, want %v (Spark's)", sql, rows[0][0], want)
+		}
+		if sql == "SELECT concat_ws(',', tags) FROM t" && s.Fields[0].Name != "concat_ws(',', tags)" {
+			t.Errorf("%s: column %s, want DuckDB's name concat_ws(',', tags)", sql, s.Fields[0].Name)
 		}
 	}
 }

@@ -61,8 +61,20 @@ func castMacros() []string {
 			out = append(out, fmt.Sprintf("CREATE OR REPLACE TEMP MACRO %s(x) AS %s", CastMacro(typ, try), body))
 		}
 	}
-	return out
+	// The list branch casts x to a list of strings so that it binds whatever x's type is; it
+	// runs for a list alone.
+	return append(out, "CREATE OR REPLACE TEMP MACRO "+ConcatWSPart+"(x, sep) AS CASE WHEN typeof(x) LIKE '%[]' THEN"+
+		" CASE WHEN list_count(CAST(x AS VARCHAR[])) = 0 THEN NULL ELSE array_to_string(CAST(x AS VARCHAR[]), sep) END"+
+		" ELSE "+CastMacro("VARCHAR", false)+"(x) END")
 }
+
+// ConcatWSPart is the macro that a query's concat_ws(sep, a, b, ...) calls on each argument after
+// the separator, as ConcatWSPart(a, sep), so that concat_ws joins as Spark SQL's does: an array
+// becomes its elements that are not NULL, joined by sep (NULL when there is none, so that it
+// adds no separator), where DuckDB's concat_ws writes the array as text ('[a, NULL, b]'); any
+// other value is a string as CAST(x AS STRING) makes it (CastMacro). A result column named by
+// such a call is renamed without it (castName).
+const ConcatWSPart = "spark_concat_ws_part"
 
 // javaFloatText are the macros that write DuckDB's text s of a DOUBLE or FLOAT as Java's
 // Double.toString and Float.toString write the number (which Spark's CAST to STRING gives):
@@ -90,31 +102,47 @@ var javaFloatText = []string{
 }
 
 // castName returns a result column's name with each call of a CastMacro macro written as the
-// cast DuckDB names it (spark_cast_integer(a) is CAST(a AS INTEGER), as DuckDB names
-// the column of CAST(a AS INT) and a::INT), so that rewriting a query's casts changes no name.
+// cast DuckDB names it (spark_cast_integer(a) is CAST(a AS INTEGER), as DuckDB names the column
+// of CAST(a AS INT) and a::INT), and each call of ConcatWSPart as its first argument, so that
+// rewriting a query's casts changes no name.
 func castName(name string) string {
 	for {
 		at, typ, try := lastCastCall(name)
 		if at < 0 {
 			return name
 		}
-		open := at + len(CastMacro(typ, try))
+		var open int
+		if typ == "" {
+			open = at + len(ConcatWSPart)
+		} else {
+			open = at + len(CastMacro(typ, try))
+		}
 		end := closingParen(name, open)
 		if end < 0 {
 			return name
+		}
+		inner := name[open+1 : end]
+		if typ == "" {
+			comma := lastTopComma(inner)
+			if comma < 0 {
+				return name
+			}
+			name = name[:at] + inner[:comma] + name[end+1:]
+			continue
 		}
 		cast := "CAST("
 		if try {
 			cast = "TRY_CAST("
 		}
-		name = name[:at] + cast + name[open+1:end] + " AS " + typ + ")" + name[end+1:]
+		name = name[:at] + cast + inner + " AS " + typ + ")" + name[end+1:]
 	}
 }
 
-// lastCastCall returns the byte offset in s of the last call of a CastMacro macro
-// (its name followed by "("), with its type and form; at is -1 when there is none.
+// lastCastCall returns the byte offset in s of the last call of a CastMacro macro or of
+// ConcatWSPart (its name followed by "("), with its type ("" for ConcatWSPart) and form; at is
+// -1 when there is none.
 func lastCastCall(s string) (at int, typ string, try bool) {
-	at = -1
+	at = strings.LastIndex(s, ConcatWSPart+"(")
 	for _, t := range CastTypes {
 		for _, tr := range []bool{false, true} {
 			if i := strings.LastIndex(s, CastMacro(t, tr)+"("); i > at {
@@ -148,4 +176,29 @@ func closingParen(s string, open int) int {
 		}
 	}
 	return -1
+}
+
+// lastTopComma returns the offset of the last comma of s outside parentheses, brackets and
+// quoted text, or -1.
+func lastTopComma(s string) int {
+	depth, last := 0, -1
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '(' || c == '[' || c == '{':
+			depth++
+		case c == ')' || c == ']' || c == '}':
+			depth--
+		case c == ',' && depth == 0:
+			last = i
+		}
+	}
+	return last
 }
