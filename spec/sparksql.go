@@ -116,6 +116,9 @@ var sparkSyntax = []struct{ word, next, duck string }{
 	{"struct", "(", "{'a': x} (or struct_pack(a := x)) for struct(x AS a)"},
 	{"int", "(", "CAST(x AS INTEGER) for int(x)"},
 	{"bigint", "(", "CAST(x AS BIGINT) for bigint(x)"},
+	{"smallint", "(", "CAST(x AS SMALLINT) for smallint(x)"},
+	{"float", "(", "CAST(x AS FLOAT) for float(x)"},
+	{"decimal", "(", "CAST(x AS DECIMAL(10,0)) for decimal(x) (Spark's DECIMAL is DECIMAL(10,0))"},
 	{"double", "(", "CAST(x AS DOUBLE) for double(x)"},
 	{"timestamp", "(", "CAST(x AS TIMESTAMP) for timestamp(x)"},
 	{"boolean", "(", "CAST(x AS BOOLEAN) for boolean(x)"},
@@ -389,10 +392,14 @@ func callArgs(toks []sqlToken, open int) int {
 }
 
 // duckParenthesized reports whether the word toks[i] of sparkSyntax, followed by "(", is DuckDB
-// SQL: a type after AS or :: (`CAST(x AS STRUCT(a INT))`, `x::STRUCT(a INT)`), or an ARRAY
+// SQL: a type after AS or :: (`CAST(x AS STRUCT(a INT))`, `x::STRUCT(a INT)`) or after a field's
+// name (`STRUCT(a DECIMAL(10,2))`: a name that is no keyword of noSubscript), or an ARRAY
 // subquery (`ARRAY(SELECT ...)`).
 func duckParenthesized(toks []sqlToken, i int) bool {
 	if i > 0 && (toks[i-1].is("as") || (toks[i-1].kind == 'p' && toks[i-1].text == ":")) {
+		return true
+	}
+	if i > 0 && (toks[i-1].kind == 'q' || toks[i-1].kind == 'w' && !noSubscript[strings.ToLower(toks[i-1].text)]) {
 		return true
 	}
 	return toks[i].is("array") && subqueryAt(toks, i+2)

@@ -95,6 +95,10 @@ var sparkExamples = []struct {
 	{"struct(", "SELECT struct(1 AS a)", "SELECT {'a': 1}", "{'a': 1}"},
 	{"int(", "SELECT int('3')", "SELECT CAST('3' AS INTEGER)", "3"},
 	{"bigint(", "SELECT bigint('3')", "SELECT CAST('3' AS BIGINT)", "3"},
+	{"bigint(, a fraction", "SELECT bigint(-2.7)", "SELECT CAST(-2.7 AS BIGINT)", "-2"},
+	{"smallint(", "SELECT smallint('3')", "SELECT CAST('3' AS SMALLINT)", "3"},
+	{"float(", "SELECT float('1.5')", "SELECT CAST('1.5' AS FLOAT)", "1.5"},
+	{"decimal(", "SELECT decimal('3.7')", "SELECT CAST('3.7' AS DECIMAL(10,0))", "4"},
 	{"double(", "SELECT double('1.5')", "SELECT CAST('1.5' AS DOUBLE)", "1.5"},
 	{"timestamp(", "SELECT timestamp('2024-01-31 10:00:00')", "SELECT CAST('2024-01-31 10:00:00' AS TIMESTAMP)", "2024-01-31 10:00:00"},
 	{"boolean(", "SELECT boolean('true')", "SELECT CAST('true' AS BOOLEAN)", "true"},
@@ -267,11 +271,13 @@ func TestSparkNamesAsRelations(t *testing.T) {
 // ::), and still gets it for Spark's array(...) and struct(...) calls.
 func TestSparkSyntaxHintDuckForms(t *testing.T) {
 	for sql, want := range map[string]string{
-		"SELECT ARRAY(SELECT 1) AS xs FROM":                 "",
-		"SELECT CAST(x AS STRUCT(a INT)) AS s FROM t WHERE": "",
-		"SELECT x::STRUCT(a INT, b INT) FROM t WHERE":       "",
-		"SELECT array(1, 2) FROM t WHERE":                   "queries are DuckDB SQL: write [a, b] (or list_value(a, b)) for array(a, b)",
-		"SELECT struct(x AS a) FROM t WHERE":                "queries are DuckDB SQL: write {'a': x} (or struct_pack(a := x)) for struct(x AS a)",
+		"SELECT ARRAY(SELECT 1) AS xs FROM":                      "",
+		"SELECT CAST(x AS STRUCT(a INT)) AS s FROM t WHERE":      "",
+		"SELECT x::STRUCT(a INT, b INT) FROM t WHERE":            "",
+		"SELECT CAST(x AS STRUCT(a DECIMAL(10,2))) FROM t WHERE": "",
+		"SELECT decimal(x) FROM t":                               "queries are DuckDB SQL: write CAST(x AS DECIMAL(10,0)) for decimal(x) (Spark's DECIMAL is DECIMAL(10,0))",
+		"SELECT array(1, 2) FROM t WHERE":                        "queries are DuckDB SQL: write [a, b] (or list_value(a, b)) for array(a, b)",
+		"SELECT struct(x AS a) FROM t WHERE":                     "queries are DuckDB SQL: write {'a': x} (or struct_pack(a := x)) for struct(x AS a)",
 		// Backticks DuckDB parses and a word it refuses: both forms, the word's too.
 		"SELECT `id`, s FROM t WHERE s RLIKE '^p'": "queries are DuckDB SQL, which quotes names with double quotes, not Spark SQL's backticks: write \"id\" for `id`; and write regexp_matches(s, pattern) for s RLIKE pattern",
 		"SELECT `a b` FROM t":                      "queries are DuckDB SQL, which quotes names with double quotes, not Spark SQL's backticks: write \"a b\" for `a b`",
