@@ -94,11 +94,13 @@ var javaFloatText = []string{
 	"CREATE OR REPLACE TEMP MACRO spark_java_parts(sign, m, digits, x) AS spark_java_digits(sign," +
 		" rtrim(ltrim(digits, '0'), '0')," +
 		" x + length(split_part(m, '.', 1)) - 1 - (length(digits) - length(ltrim(digits, '0'))))",
-	"CREATE OR REPLACE TEMP MACRO spark_java_float(s) AS CASE" +
+	// s is a lambda's parameter, so that the text given is computed once, not once for each
+	// time the macros above name their arguments.
+	"CREATE OR REPLACE TEMP MACRO spark_java_float(text) AS list_transform([text], lambda s: CASE" +
 		" WHEN s = 'nan' THEN 'NaN' WHEN s = 'inf' THEN 'Infinity' WHEN s = '-inf' THEN '-Infinity'" +
 		" ELSE spark_java_parts(CASE WHEN starts_with(s, '-') THEN '-' ELSE '' END," +
 		" split_part(ltrim(s, '-'), 'e', 1), replace(split_part(ltrim(s, '-'), 'e', 1), '.', '')," +
-		" coalesce(TRY_CAST(split_part(s, 'e', 2) AS INTEGER), 0)) END",
+		" coalesce(TRY_CAST(split_part(s, 'e', 2) AS INTEGER), 0)) END)[1]",
 }
 
 // castName returns a result column's name with each call of a CastMacro macro written as the
