@@ -53,6 +53,8 @@ func TestIntegralCastsTruncate(t *testing.T) {
 		{"literal", "SELECT CAST(2.7 AS INT) + CAST(-2.7 AS INT) * 10 + i - i FROM t", []any{int32(-18), int32(-18)}},
 		{"string literal", "SELECT CAST('2.7' AS INT) + i - i FROM t", []any{int32(2), int32(2)}},
 		{"nested cast", "SELECT CAST(CAST(d AS INT) AS BIGINT) FROM t", []any{int64(2), int64(-2)}},
+		{"casts of casts", "SELECT CAST(CAST(CAST(CAST(CAST(d * 10 AS INT) AS VARCHAR) AS BIGINT) AS VARCHAR) AS SHORT) FROM t", []any{int32(27), int32(-27)}},
+		{"grouped by the cast", "SELECT CAST(d AS INT) FROM t GROUP BY CAST(d AS INT) ORDER BY 1 DESC", []any{int32(2), int32(-2)}},
 		{"lambda", "SELECT list_transform([d, d / 3], x -> CAST(x AS INT))[2] FROM t", []any{int32(0), int32(0)}},
 		{"aggregate", "SELECT CAST(sum(d) + 0.9 AS INT) FROM t GROUP BY i ORDER BY i", []any{int32(-1), int32(3)}},
 		{"integer, boolean and NULL alike", "SELECT CAST(i AS BIGINT) + CAST(b AS INT) + coalesce(CAST(NULL AS INT), 0) FROM t", []any{int64(8), int64(-7)}},
@@ -207,7 +209,8 @@ func TestDoubleCastToString(t *testing.T) {
 // Spark SQL's does (concat_ws(',', array('a', NULL, 'b')) is 'a,b'; an empty array or NULL adds
 // nothing), where DuckDB's writes the array as text ('[a, NULL, b]'); strings, NULLs and a
 // NULL separator as in Spark's reference (concat_ws('/', 'foo', null, 'bar') is 'foo/bar',
-// concat_ws(null, 'Spark', 'SQL') NULL); a DOUBLE is written as CAST(x AS STRING) writes it.
+// concat_ws(null, 'Spark', 'SQL') NULL), a column as the separator too; a DOUBLE is written as
+// CAST(x AS STRING) writes it.
 // The result column keeps DuckDB's name.
 func TestConcatWSArrays(t *testing.T) {
 	t.Parallel()
@@ -224,6 +227,7 @@ func TestConcatWSArrays(t *testing.T) {
 		"SELECT concat_ws(' ', 'Spark', 'SQL') FROM t":                   "Spark SQL",
 		"SELECT concat_ws('/', 'foo', null, 'bar') FROM t":               "foo/bar",
 		"SELECT concat_ws(null, 'Spark', 'SQL') FROM t":                  nil,
+		"SELECT concat_ws(s, tags, s) FROM t":                            "acbcc",
 		"SELECT concat_ws(':', s, d) FROM t":                             "c:1.0E20",
 		"SELECT concat_ws(',', concat_ws('+', tags), s::VARCHAR) FROM t": "a+b,c",
 	} {

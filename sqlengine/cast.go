@@ -51,21 +51,32 @@ func castMacros() []string {
 				cast = "TRY_CAST"
 			}
 			body := fmt.Sprintf("CASE"+
-				" WHEN typeof(x) IN ('DOUBLE', 'FLOAT') THEN %[1]s(trunc(TRY_CAST(x AS DOUBLE)) AS %[2]s)"+
-				" WHEN typeof(x) LIKE 'DECIMAL(%%' THEN %[1]s(split_part(CAST(x AS VARCHAR), '.', 1) AS %[2]s)"+
-				` WHEN typeof(x) = 'VARCHAR' THEN %[1]s(regexp_replace(CAST(x AS VARCHAR), '^\s*([+-]?)([0-9]*)\.[0-9]*\s*$', '\10\2') AS %[2]s)`+
-				" ELSE %[1]s(x AS %[2]s) END", cast, typ)
+				" WHEN typeof(v) IN ('DOUBLE', 'FLOAT') THEN %[1]s(trunc(TRY_CAST(v AS DOUBLE)) AS %[2]s)"+
+				" WHEN typeof(v) LIKE 'DECIMAL(%%' THEN %[1]s(split_part(CAST(v AS VARCHAR), '.', 1) AS %[2]s)"+
+				` WHEN typeof(v) = 'VARCHAR' THEN %[1]s(regexp_replace(CAST(v AS VARCHAR), '^\s*([+-]?)([0-9]*)\.[0-9]*\s*$', '\10\2') AS %[2]s)`+
+				" ELSE %[1]s(v AS %[2]s) END", cast, typ)
 			if typ == "VARCHAR" {
-				body = "CASE WHEN typeof(x) IN ('DOUBLE', 'FLOAT') THEN spark_java_float(CAST(x AS VARCHAR)) ELSE CAST(x AS VARCHAR) END"
+				body = "CASE WHEN typeof(v) IN ('DOUBLE', 'FLOAT') THEN spark_java_float(CAST(v AS VARCHAR)) ELSE CAST(v AS VARCHAR) END"
 			}
-			out = append(out, fmt.Sprintf("CREATE OR REPLACE TEMP MACRO %s(x) AS %s", CastMacro(typ, try), body))
+			out = append(out, fmt.Sprintf("CREATE OR REPLACE TEMP MACRO %s(x) AS %s", CastMacro(typ, try), once(body)))
 		}
 	}
-	// The list branch casts x to a list of strings so that it binds whatever x's type is; it
-	// runs for a list alone.
-	return append(out, "CREATE OR REPLACE TEMP MACRO "+ConcatWSPart+"(x, sep) AS CASE WHEN typeof(x) LIKE '%[]' THEN"+
-		" CASE WHEN list_count(CAST(x AS VARCHAR[])) = 0 THEN NULL ELSE array_to_string(CAST(x AS VARCHAR[]), sep) END"+
-		" ELSE "+CastMacro("VARCHAR", false)+"(x) END")
+	// The list branch casts v to a list of strings so that it binds whatever v's type is; it
+	// runs for a list alone. It joins with list_reduce, not array_to_string, whose separator
+	// must be a constant (concat_ws's may be a column).
+	return append(out, "CREATE OR REPLACE TEMP MACRO "+ConcatWSPart+"(x, sep) AS "+once("CASE WHEN typeof(v) LIKE '%[]' THEN"+
+		" CASE WHEN list_count(CAST(v AS VARCHAR[])) = 0 THEN NULL"+
+		" ELSE list_reduce(list_filter(CAST(v AS VARCHAR[]), lambda e: e IS NOT NULL), lambda a, b: a || sep || b) END"+
+		" ELSE "+CastMacro("VARCHAR", false)+"(v) END"))
+}
+
+// once returns body, an expression of v, as a macro's expression of its argument x that computes
+// x once: v is a lambda's parameter, bound to x. A macro's body names its arguments as DuckDB
+// expands it, each time it names them, so a body that named x in each branch would hold x as
+// many times, and a cast of a cast that many times over (a CAST of five CASTs takes seconds to
+// bind).
+func once(body string) string {
+	return "list_transform([x], lambda v: " + body + ")[1]"
 }
 
 // ConcatWSPart is the macro that a query's concat_ws(sep, a, b, ...) calls on each argument after
