@@ -64,6 +64,24 @@ func castCall(typ string, try bool) string {
 	return "spark_cast_" + strings.ToLower(typ)
 }
 
+// onceCall is the name of the form of a castCall or concatWSPart macro that computes its
+// argument once (sqlengine.OnceMacro): for an argument that holds another cast or concat_ws
+// (nestedCall), which the plain form, folded by its argument's type, would copy into each of its
+// branches when DuckDB binds it, so that a cast of casts would bind as slowly as the product of
+// their branches. The plain form costs nothing when the query runs; this one a lambda a row.
+func onceCall(macro string) string { return macro + "_once" }
+
+// nestedCall reports whether the tokens of an argument hold a cast or a concat_ws call, which
+// castEdits and concatWSEdits make macro calls.
+func nestedCall(toks []sqlToken) bool {
+	for i, t := range toks {
+		if t.is("cast") || t.is("try_cast") || t.is("concat_ws") || (t.kind == 'p' && t.text == ":" && i+1 < len(toks) && toks[i+1].text == ":") {
+			return true
+		}
+	}
+	return false
+}
+
 // castEdits returns the edits that make each cast of sql to a type of castTypes a call of
 // castCall's macro, so that it gives Spark's value: DuckDB's CAST(2.7 AS INT) is 3, Spark's 2;
 // DuckDB's CAST(1e20 AS VARCHAR) is 1e+20, Spark's 1.0E20. CAST(x AS INT) and TRY_CAST(x AS
@@ -85,8 +103,12 @@ func castEdits(sql string) []textEdit {
 			if !ok {
 				continue
 			}
+			call := castCall(typ, t.is("try_cast"))
+			if nestedCall(toks[i+2 : end-2]) {
+				call = onceCall(call)
+			}
 			out = append(out,
-				textEdit{start: t.start, end: toks[i+1].end, text: castCall(typ, t.is("try_cast")) + "("},
+				textEdit{start: t.start, end: toks[i+1].end, text: call + "("},
 				textEdit{start: toks[end-3].end, end: toks[end].end, text: ")"})
 		case t.kind == 'p' && t.text == ":" && i > 0 && i+2 < len(toks) && toks[i+1].kind == 'p' && toks[i+1].text == ":" &&
 			toks[i+1].start == t.end && toks[i+2].kind == 'w' && (i+3 >= len(toks) || toks[i+3].text != "[" && toks[i+3].text != "("):
@@ -98,8 +120,12 @@ func castEdits(sql string) []textEdit {
 			if from < 0 {
 				continue
 			}
+			call := castCall(typ, false)
+			if nestedCall(toks[from:i]) {
+				call = onceCall(call)
+			}
 			out = append(out,
-				textEdit{start: toks[from].start, end: toks[from].start, text: castCall(typ, false) + "(", outer: t.start},
+				textEdit{start: toks[from].start, end: toks[from].start, text: call + "(", outer: t.start},
 				textEdit{start: t.start, end: toks[i+2].end, text: ")"})
 		}
 	}
@@ -131,8 +157,12 @@ func concatWSEdits(sql string) []textEdit {
 				continue
 			}
 			start, end := a[0].start, a[len(a)-1].end
+			call := concatWSPart
+			if nestedCall(a) {
+				call = onceCall(call)
+			}
 			out = append(out,
-				textEdit{start: start, end: start, text: concatWSPart + "(", outer: end},
+				textEdit{start: start, end: start, text: call + "(", outer: end},
 				textEdit{start: end, end: end, text: ", " + sep + ")"})
 		}
 	}

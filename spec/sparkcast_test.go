@@ -24,10 +24,10 @@ func TestIntegralCastsTruncate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	rel := sqlengine.Relation{Name: "t", Schema: mustSchema(t, "d DOUBLE, f FLOAT, m DECIMAL(10,2), w DECIMAL(38,2), s STRING, i INT, b BOOLEAN"),
+	rel := sqlengine.Relation{Name: "t", Schema: mustSchema(t, "d DOUBLE, f FLOAT, m DECIMAL(10,2), w DECIMAL(38,2), s STRING, i INT, b BOOLEAN, p DECIMAL(15,14), q DECIMAL(17,16), z DECIMAL(12,0)"),
 		Rows: [][]any{
-			{2.7, float32(-2.75), schema.Decimal(275), schema.Decimal(1234567890123456789), "2.7", int32(7), true},
-			{-2.7, float32(2.75), schema.Decimal(-275), schema.Decimal(-1234567890123456789), " -2.7 ", int32(-7), false},
+			{2.7, float32(-2.75), schema.Decimal(275), schema.Decimal(1234567890123456789), "2.7", int32(7), true, schema.Decimal(999999999999999), schema.Decimal(79999999999999999), schema.Decimal(123456789012)},
+			{-2.7, float32(2.75), schema.Decimal(-275), schema.Decimal(-1234567890123456789), " -2.7 ", int32(-7), false, schema.Decimal(-999999999999999), schema.Decimal(-79999999999999999), schema.Decimal(-123456789012)},
 		}}
 	cases := []struct {
 		name, sql string
@@ -36,6 +36,9 @@ func TestIntegralCastsTruncate(t *testing.T) {
 		{"double", "SELECT CAST(d AS INT) FROM t", []any{int32(2), int32(-2)}},
 		{"float", "SELECT CAST(f AS BIGINT) FROM t", []any{int64(-2), int64(2)}},
 		{"decimal", "SELECT CAST(m AS SMALLINT) FROM t", []any{int32(2), int32(-2)}},
+		{"decimal of 15 digits, as its DOUBLE", "SELECT CAST(p AS INT) FROM t", []any{int32(9), int32(-9)}},
+		{"decimal of 17 digits, as its text (its DOUBLE is 8.0)", "SELECT CAST(q AS INT) FROM t", []any{int32(7), int32(-7)}},
+		{"decimal of scale 0", "SELECT CAST(z AS BIGINT) FROM t", []any{int64(123456789012), int64(-123456789012)}},
 		{"wide decimal, exactly", "SELECT CAST(w AS LONG) FROM t", []any{int64(12345678901234567), int64(-12345678901234567)}},
 		{"string", "SELECT CAST(s AS INTEGER) FROM t", []any{int32(2), int32(-2)}},
 		{"try_cast", "SELECT TRY_CAST(d AS TINYINT) FROM t", []any{int32(2), int32(-2)}},
@@ -153,7 +156,7 @@ func TestIntegralCastEdits(t *testing.T) {
 		"SELECT CAST(x AS INT) FROM t":                      "SELECT spark_cast_integer(x) FROM t",
 		"SELECT try_cast(x AS long)":                        "SELECT spark_try_cast_bigint(x)",
 		"SELECT a.b[1]::SHORT":                              "SELECT spark_cast_smallint(a.b[1])",
-		"SELECT f(x)::INT::BIGINT":                          "SELECT spark_cast_bigint(spark_cast_integer(f(x)))",
+		"SELECT f(x)::INT::BIGINT":                          "SELECT spark_cast_bigint_once(spark_cast_integer(f(x)))",
 		"SELECT x, .5::INT":                                 "SELECT x, spark_cast_integer(.5)",
 		"SELECT x, 1e-5::INT":                               "SELECT x, spark_cast_integer(1e-5)",
 		"SELECT CAST((SELECT max(v) FROM t) AS TINYINT)":    "SELECT spark_cast_tinyint((SELECT max(v) FROM t))",

@@ -21,6 +21,12 @@ var CastTypes = []string{"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "VARCHAR"}
 // Float.toString write it (javaFloatText: 1.0E20, where DuckDB writes 1e+20). Any other value
 // casts as DuckDB's CAST. A result column named by such a call is renamed as DuckDB names the
 // CAST (castName), so a column's name does not change.
+//
+// The macro names its argument in each branch of a CASE on its type, which DuckDB folds when it
+// binds the query: what runs is the one cast the argument's type takes (CAST(trunc(d) AS
+// BIGINT) for a DECIMAL d, CAST(n AS BIGINT) for an INT n), with no cost of its own. An argument
+// that itself holds such a call is to be given to the Once form instead (OnceMacro), or binding
+// a cast of casts would take as many copies of the innermost as the product of the branches.
 func CastMacro(typ string, try bool) string {
 	if try {
 		return "spark_try_cast_" + strings.ToLower(typ)
@@ -28,13 +34,22 @@ func CastMacro(typ string, try bool) string {
 	return "spark_cast_" + strings.ToLower(typ)
 }
 
-// castMacros are the statements that define CastMacro's macros on a connection, as temporary
-// macros (each connection has its own, so that none conflicts with another's). Which branch a
-// value takes depends on its type alone (typeof).
+// OnceMacro returns the name of the form of macro (a CastMacro or ConcatWSPart) that computes its
+// argument once, as a lambda's parameter: for an argument that holds another such call, which
+// the plain form would copy into each branch. The lambda runs for each row (a list of one value
+// made and read), so the plain form is the one for every other argument.
+func OnceMacro(macro string) string { return macro + "_once" }
+
+// castMacros are the statements that define CastMacro's macros (and their OnceMacro forms) on a
+// connection, as temporary macros (each connection has its own, so that none conflicts with
+// another's). Which branch a value takes depends on its type alone (typeof).
 //
 // To an integral type: a DOUBLE or FLOAT is truncated as a DOUBLE (exact: trunc of a DOUBLE is an
-// integer DOUBLE); a DECIMAL loses its fraction as text (exact at any precision, where a DOUBLE
-// would round past 15 digits); a string, as Spark reads one (UTF8String.toLong: white space
+// integer DOUBLE); a DECIMAL of scale 0 is cast as it is; one of at most 15 digits is truncated
+// as its DOUBLE (exact: its nearest DOUBLE is nearer to it than 10^-15 of it, and so on the same
+// side of every integer, as the value is at least 10^-15 of it away from the next one); a wider
+// one loses its fraction as text (exact at any precision, about 25 times the time of the
+// others); a string, as Spark reads one (UTF8String.toLong: white space
 // around it, a sign, digits, then a '.' and digits that are dropped, so '-.5' is 0), becomes the
 // digits before its '.'; another type is DuckDB's CAST. A value out of the type's range fails
 // (or is NULL under TRY_CAST) as DuckDB's CAST of it does, where Spark without ANSI mode wraps
@@ -50,33 +65,40 @@ func castMacros() []string {
 			if try {
 				cast = "TRY_CAST"
 			}
-			body := fmt.Sprintf("CASE"+
-				" WHEN typeof(v) IN ('DOUBLE', 'FLOAT') THEN %[1]s(trunc(TRY_CAST(v AS DOUBLE)) AS %[2]s)"+
-				" WHEN typeof(v) LIKE 'DECIMAL(%%' THEN %[1]s(split_part(CAST(v AS VARCHAR), '.', 1) AS %[2]s)"+
-				` WHEN typeof(v) = 'VARCHAR' THEN %[1]s(regexp_replace(CAST(v AS VARCHAR), '^\s*([+-]?)([0-9]*)\.[0-9]*\s*$', '\10\2') AS %[2]s)`+
-				" ELSE %[1]s(v AS %[2]s) END", cast, typ)
-			if typ == "VARCHAR" {
-				body = "CASE WHEN typeof(v) IN ('DOUBLE', 'FLOAT') THEN spark_java_float(CAST(v AS VARCHAR)) ELSE CAST(v AS VARCHAR) END"
+			body := func(v string) string {
+				if typ == "VARCHAR" {
+					return fmt.Sprintf("CASE WHEN typeof(%[1]s) IN ('DOUBLE', 'FLOAT') THEN spark_java_float(CAST(%[1]s AS VARCHAR)) ELSE CAST(%[1]s AS VARCHAR) END", v)
+				}
+				return fmt.Sprintf("CASE"+
+					" WHEN typeof(%[3]s) IN ('DOUBLE', 'FLOAT') THEN %[1]s(trunc(TRY_CAST(%[3]s AS DOUBLE)) AS %[2]s)"+
+					" WHEN typeof(%[3]s) LIKE 'DECIMAL(%%,0)' THEN %[1]s(%[3]s AS %[2]s)"+
+					" WHEN regexp_matches(typeof(%[3]s), '^DECIMAL[(]([0-9]|1[0-5]),') THEN %[1]s(trunc(TRY_CAST(%[3]s AS DOUBLE)) AS %[2]s)"+
+					" WHEN typeof(%[3]s) LIKE 'DECIMAL(%%' THEN %[1]s(split_part(CAST(%[3]s AS VARCHAR), '.', 1) AS %[2]s)"+
+					` WHEN typeof(%[3]s) = 'VARCHAR' THEN %[1]s(regexp_replace(CAST(%[3]s AS VARCHAR), '^\s*([+-]?)([0-9]*)\.[0-9]*\s*$', '\10\2') AS %[2]s)`+
+					" ELSE %[1]s(%[3]s AS %[2]s) END", cast, typ, v)
 			}
-			out = append(out, fmt.Sprintf("CREATE OR REPLACE TEMP MACRO %s(x) AS %s", CastMacro(typ, try), once(body)))
+			out = append(out, macroPair(CastMacro(typ, try), "x", body)...)
 		}
 	}
 	// The list branch casts v to a list of strings so that it binds whatever v's type is; it
 	// runs for a list alone. It joins with list_reduce, not array_to_string, whose separator
 	// must be a constant (concat_ws's may be a column).
-	return append(out, "CREATE OR REPLACE TEMP MACRO "+ConcatWSPart+"(x, sep) AS "+once("CASE WHEN typeof(v) LIKE '%[]' THEN"+
-		" CASE WHEN list_count(CAST(v AS VARCHAR[])) = 0 THEN NULL"+
-		" ELSE list_reduce(list_filter(CAST(v AS VARCHAR[]), lambda e: e IS NOT NULL), lambda a, b: a || sep || b) END"+
-		" ELSE "+CastMacro("VARCHAR", false)+"(v) END"))
+	return append(out, macroPair(ConcatWSPart, "x, sep", func(v string) string {
+		return fmt.Sprintf("CASE WHEN typeof(%[1]s) LIKE '%%[]' THEN"+
+			" CASE WHEN list_count(CAST(%[1]s AS VARCHAR[])) = 0 THEN NULL"+
+			" ELSE list_reduce(list_filter(CAST(%[1]s AS VARCHAR[]), lambda e: e IS NOT NULL), lambda a, b: a || sep || b) END"+
+			" ELSE %[2]s(%[1]s) END", v, CastMacro("VARCHAR", false))
+	})...)
 }
 
-// once returns body, an expression of v, as a macro's expression of its argument x that computes
-// x once: v is a lambda's parameter, bound to x. A macro's body names its arguments as DuckDB
-// expands it, each time it names them, so a body that named x in each branch would hold x as
-// many times, and a cast of a cast that many times over (a CAST of five CASTs takes seconds to
-// bind).
-func once(body string) string {
-	return "list_transform([x], lambda v: " + body + ")[1]"
+// macroPair returns the statements that define the macro name(params) and its OnceMacro form:
+// body(x), and body(v) for v a lambda's parameter bound to x (the first parameter), computed
+// once.
+func macroPair(name, params string, body func(v string) string) []string {
+	return []string{
+		fmt.Sprintf("CREATE OR REPLACE TEMP MACRO %s(%s) AS %s", name, params, body("x")),
+		fmt.Sprintf("CREATE OR REPLACE TEMP MACRO %s(%s) AS list_transform([x], lambda v: %s)[1]", OnceMacro(name), params, body("v")),
+	}
 }
 
 // ConcatWSPart is the macro that a query's concat_ws(sep, a, b, ...) calls on each argument after
@@ -120,16 +142,11 @@ var javaFloatText = []string{
 // rewriting a query's casts changes no name.
 func castName(name string) string {
 	for {
-		at, typ, try := lastCastCall(name)
+		at, macro, typ, try := lastCastCall(name)
 		if at < 0 {
 			return name
 		}
-		var open int
-		if typ == "" {
-			open = at + len(ConcatWSPart)
-		} else {
-			open = at + len(CastMacro(typ, try))
-		}
+		open := at + len(macro)
 		end := closingParen(name, open)
 		if end < 0 {
 			return name
@@ -152,18 +169,25 @@ func castName(name string) string {
 }
 
 // lastCastCall returns the byte offset in s of the last call of a CastMacro macro or of
-// ConcatWSPart (its name followed by "("), with its type ("" for ConcatWSPart) and form; at is
-// -1 when there is none.
-func lastCastCall(s string) (at int, typ string, try bool) {
-	at = strings.LastIndex(s, ConcatWSPart+"(")
+// ConcatWSPart, or of their OnceMacro forms (its name followed by "("), with its name, type (""
+// for ConcatWSPart) and form; at is -1 when there is none.
+func lastCastCall(s string) (at int, name, typ string, try bool) {
+	at = -1
+	for _, n := range []string{ConcatWSPart, OnceMacro(ConcatWSPart)} {
+		if i := strings.LastIndex(s, n+"("); i > at {
+			at, name = i, n
+		}
+	}
 	for _, t := range CastTypes {
 		for _, tr := range []bool{false, true} {
-			if i := strings.LastIndex(s, CastMacro(t, tr)+"("); i > at {
-				at, typ, try = i, t, tr
+			for _, n := range []string{CastMacro(t, tr), OnceMacro(CastMacro(t, tr))} {
+				if i := strings.LastIndex(s, n+"("); i > at {
+					at, name, typ, try = i, n, t, tr
+				}
 			}
 		}
 	}
-	return at, typ, try
+	return at, name, typ, try
 }
 
 // closingParen returns the offset of the ")" closing the "(" at s[open], skipping quoted text

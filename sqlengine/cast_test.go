@@ -1,0 +1,43 @@
+package sqlengine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestCastMacrosFold: a CastMacro call over a column is folded by the column's type when DuckDB
+// binds the query, so that what runs is one plain cast (CAST(trunc(d) AS BIGINT) for a DOUBLE
+// d, CAST(n AS BIGINT) for an INT n: no CASE, no lambda); the OnceMacro form runs its lambda.
+func TestCastMacrosFold(t *testing.T) {
+	t.Parallel()
+	e, err := Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	rel := Relation{Name: "t", Schema: mustDDL(t, "d DOUBLE, n INT, m DECIMAL(10,2), s STRING"), Rows: [][]any{{2.5, int32(1), nil, "x"}}, RowsOnly: true}
+	plan := func(expr string) string {
+		t.Helper()
+		_, rows, err := e.Query(context.Background(), "EXPLAIN SELECT max("+expr+") FROM t", []Relation{rel})
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		return fmt.Sprint(rows)
+	}
+	for expr, want := range map[string]string{
+		CastMacro("BIGINT", false) + "(d)":  "CAST(trunc(d) AS BIGINT)",
+		CastMacro("BIGINT", false) + "(n)":  "CAST(n AS BIGINT)",
+		CastMacro("INTEGER", true) + "(m)":  "TRY_CAST(trunc(",
+		CastMacro("VARCHAR", false) + "(n)": "CAST(n AS VARCHAR)",
+	} {
+		p := plan(expr)
+		if !strings.Contains(p, want) || strings.Contains(p, "CASE") || strings.Contains(p, "list_transform") {
+			t.Errorf("%s runs as\n%s\nwant %s alone", expr, p, want)
+		}
+	}
+	if p := plan(OnceMacro(CastMacro("BIGINT", false)) + "(d)"); !strings.Contains(p, "list_transform") {
+		t.Errorf("the once form runs as\n%s\nwant its lambda", p)
+	}
+}
