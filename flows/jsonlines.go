@@ -254,7 +254,7 @@ func moreText(line string, dec *json.Decoder) bool {
 }
 
 // parseDecoded is parseInto by way of encoding/json: the line decoded into a map[string]any
-// (numbers as json.Number), each field converted with schema.FromJSON, but an object or array
+// (numbers as json.Number), each field converted with schema.FromJSONReader, but an object or array
 // given to a STRING column kept as its own text (schema.JSONValueText). It defines the results
 // of parse; the scanner must agree with it on every line.
 func (r *lineReader) parseDecoded(line []byte, lineNo int64, row []any) (ok bool, bad []badValue) {
@@ -296,7 +296,7 @@ func (r *lineReader) parseDecoded(line []byte, lineNo int64, row []any) (ok bool
 		if r.nestedCols != nil && r.nestedCols[i] {
 			r.noteNested(i, v)
 		}
-		val, err := schema.FromJSON(f.Type, v)
+		val, err := schema.FromJSONReader(f.Type, v)
 		if err == nil && f.Type.Kind == schema.String && !f.Type.IsBinary() {
 			switch v.(type) {
 			case map[string]any, []any:

@@ -24,7 +24,7 @@ import (
 const maxScanDepth = 100
 
 // scan reads line, one JSON object in the common case, into row (r.width() NULLs): each field of
-// the schema converted to its column's Go value as schema.FromJSON converts the value
+// the schema converted to its column's Go value as schema.FromJSONReader converts the value
 // encoding/json decodes, and bad, the values that did not fit, sorted by column name. Strings
 // without escapes share line's memory. done is false, with row partly filled, when the line is
 // left to parseDecoded (see above); with a rescued-data column that is also the case for a
@@ -122,10 +122,10 @@ func (r *lineReader) scan(line string, lineNo int64, row []any, slab *boxSlab) (
 	return bad, true
 }
 
-// scanValue reads the JSON value at s[i:] and converts it to type t as schema.FromJSON converts
+// scanValue reads the JSON value at s[i:] and converts it to type t as schema.FromJSONReader converts
 // what encoding/json (with UseNumber) decodes from it. end is the index after the value, or -1
 // when s[i:] does not start with a valid value (or one nested deeper than maxScanDepth); err says
-// why the value does not fit t, in schema.FromJSON's words. Primitive values are boxed in slab.
+// why the value does not fit t, in schema.FromJSONReader's words. Primitive values are boxed in slab.
 // decoded is what encoding/json decoded of an object or array (nil for other values), for
 // lineReader.noteNested.
 func scanValue(t *schema.Type, s string, i int, slab *boxSlab) (end int, v, decoded any, err error) {
@@ -162,7 +162,7 @@ func scanValue(t *schema.Type, s string, i int, slab *boxSlab) (end int, v, deco
 		if !strings.HasPrefix(s[i:], "null") {
 			return -1, nil, nil, nil
 		}
-		v, err = schema.FromJSON(*t, nil)
+		v, err = schema.FromJSONReader(*t, nil)
 		return i + 4, v, nil, err
 	case c == '{' || c == '[':
 		end := skipValue(s, i, 2)
@@ -181,18 +181,18 @@ func scanValue(t *schema.Type, s string, i int, slab *boxSlab) (end int, v, deco
 				return end, text, x, nil
 			}
 		}
-		v, err = schema.FromJSON(*t, x)
+		v, err = schema.FromJSONReader(*t, x)
 		return end, v, x, err
 	}
 	return -1, nil, nil, nil
 }
 
-// textValue converts a JSON string, already unquoted, to type t as schema.FromJSON does.
+// textValue converts a JSON string, already unquoted, to type t as schema.FromJSONReader does.
 func textValue(t *schema.Type, str string, slab *boxSlab) (any, error) {
 	switch t.Kind {
 	case schema.String:
 		if t.IsBinary() {
-			break // base64: schema.FromJSON decodes it
+			break // base64: schema.FromJSONReader decodes it
 		}
 		return slab.string(str), nil
 	case schema.DecimalKind:
@@ -227,12 +227,12 @@ func textValue(t *schema.Type, str string, slab *boxSlab) (any, error) {
 		}
 		return slab.timestamp(ts), nil
 	}
-	return schema.FromJSON(*t, str)
+	return schema.FromJSONReader(*t, str)
 }
 
 // numberValue converts a JSON number, raw being its text (valid by RFC 8259 §6; isInt: without
-// fraction or exponent), to type t as schema.FromJSON converts json.Number(raw). Values it does
-// not convert itself, and every error, are schema.FromJSON's.
+// fraction or exponent), to type t as schema.FromJSONReader converts json.Number(raw). Values it does
+// not convert itself, and every error, are schema.FromJSONReader's.
 func numberValue(t *schema.Type, raw string, isInt bool, slab *boxSlab) (any, error) {
 	switch t.Kind {
 	case schema.Long:
@@ -245,7 +245,7 @@ func numberValue(t *schema.Type, raw string, isInt bool, slab *boxSlab) (any, er
 		}
 	case schema.String:
 		if t.IsBinary() {
-			break // not a base64 string: schema.FromJSON says why
+			break // not a base64 string: schema.FromJSONReader says why
 		}
 		return slab.string(raw), nil
 	case schema.Double:
@@ -267,7 +267,7 @@ func numberValue(t *schema.Type, raw string, isInt bool, slab *boxSlab) (any, er
 		return slab.decimal(d), nil
 	case schema.TimestampKind:
 		if t.IsNTZ() {
-			break // not a TIMESTAMP_NTZ: schema.FromJSON says why
+			break // not a TIMESTAMP_NTZ: schema.FromJSONReader says why
 		}
 		ts, err := schema.EpochSeconds(raw)
 		if err != nil {
@@ -275,21 +275,21 @@ func numberValue(t *schema.Type, raw string, isInt bool, slab *boxSlab) (any, er
 		}
 		return slab.timestamp(ts), nil
 	}
-	return schema.FromJSON(*t, json.Number(raw))
+	return schema.FromJSONReader(*t, json.Number(raw))
 }
 
-// boolValue converts a JSON true or false to type t as schema.FromJSON does.
+// boolValue converts a JSON true or false to type t as schema.FromJSONReader does.
 func boolValue(t *schema.Type, b bool) (any, error) {
 	switch t.Kind {
 	case schema.Boolean:
 		return b, nil
 	case schema.String:
 		if t.IsBinary() {
-			break // not a base64 string: schema.FromJSON says why
+			break // not a base64 string: schema.FromJSONReader says why
 		}
 		return strconv.FormatBool(b), nil
 	}
-	return schema.FromJSON(*t, b)
+	return schema.FromJSONReader(*t, b)
 }
 
 // smallInt reads a JSON integer of at most 18 digits (so it fits an int64 exactly); ok is false

@@ -203,9 +203,38 @@ func FormatDate(v Date) string {
 // two key texts that convert to the same key ("7" and "07" for an INT key), as under Spark's
 // default spark.sql.mapKeyDedupPolicy EXCEPTION.
 // An error says why the value does not fit; the caller decides whether that is NULL, rescue or failure.
+// FromJSON reads a JSON string as text (a "12" fills a BIGINT): it converts values Tributary
+// keeps as JSON itself; FromJSONReader converts the values of the files a source ingests.
 func FromJSON(t Type, v any) (any, error) {
+	return fromJSON(t, v, false)
+}
+
+// FromJSONReader converts one decoded JSON value of an ingested file (numbers as json.Number) to
+// the Go value of type t as Spark's JSON reader (JacksonParser) converts the token: as FromJSON,
+// except that a JSON string does not fit a BIGINT, INT, SMALLINT, TINYINT or BOOLEAN column, nor
+// a DOUBLE or FLOAT one unless it is "NaN", "Infinity", "+Infinity", "+INF", "-Infinity" or
+// "-INF" (Spark's allowNonNumericNumbers, on by default), at any depth of a STRUCT, ARRAY or MAP
+// value. DECIMAL, DATE, TIMESTAMP and BINARY columns take strings as FromJSON does, and so do MAP
+// keys (a JSON object's keys are strings).
+func FromJSONReader(t Type, v any) (any, error) {
+	return fromJSON(t, v, true)
+}
+
+// fromJSON is FromJSON, or with reader FromJSONReader.
+func fromJSON(t Type, v any, reader bool) (any, error) {
 	if v == nil {
 		return nil, nil
+	}
+	if x, ok := v.(string); ok && reader {
+		switch t.Kind {
+		case Long, Integer, Boolean:
+			return nil, stringTokenError(t, x)
+		case Double:
+			if f, ok := nonNumericNumber(x); ok {
+				return t.Float(f), nil
+			}
+			return nil, stringTokenError(t, x)
+		}
 	}
 	switch t.Kind {
 	case Long, Integer:
@@ -319,7 +348,7 @@ func FromJSON(t Type, v any) (any, error) {
 		}
 		out := make([]any, len(t.Struct.Fields))
 		for i, f := range t.Struct.Fields {
-			x, err := FromJSON(f.Type, obj[f.Name])
+			x, err := fromJSON(f.Type, obj[f.Name], reader)
 			if err != nil {
 				return nil, fmt.Errorf("field %s: %w", f.Name, err)
 			}
@@ -333,7 +362,7 @@ func FromJSON(t Type, v any) (any, error) {
 		}
 		out := make([]any, len(arr))
 		for i, e := range arr {
-			x, err := FromJSON(*t.Elem, e)
+			x, err := fromJSON(*t.Elem, e, reader)
 			if err != nil {
 				return nil, fmt.Errorf("element %d: %w", i, err)
 			}
@@ -366,7 +395,7 @@ func FromJSON(t Type, v any) (any, error) {
 				return nil, fmt.Errorf("keys %q and %q are the same %s key", first, k, t.Key.DDL())
 			}
 			seen[ks] = k
-			vv, err := FromJSON(*t.Value, obj[k])
+			vv, err := fromJSON(*t.Value, obj[k], reader)
 			if err != nil {
 				return nil, fmt.Errorf("value of key %q: %w", k, err)
 			}
@@ -389,6 +418,42 @@ func FromJSON(t Type, v any) (any, error) {
 		return nil, fmt.Errorf("%s is not a timestamp", jsonKind(v))
 	}
 	return nil, fmt.Errorf("unsupported type %s", t.DDL())
+}
+
+// nonNumericNumber is the DOUBLE of a JSON string Spark's JSON reader takes for a DoubleType or
+// FloatType field under allowNonNumericNumbers (its default): "NaN" and the infinities, spelt
+// exactly so; ok is false for every other string.
+func nonNumericNumber(s string) (f float64, ok bool) {
+	switch s {
+	case "NaN":
+		return math.NaN(), true
+	case "Infinity", "+Infinity", "+INF":
+		return math.Inf(1), true
+	case "-Infinity", "-INF":
+		return math.Inf(-1), true
+	}
+	return 0, false
+}
+
+// stringTokenError is FromJSONReader's error for a JSON string s given to a number or BOOLEAN
+// column of type t, which Spark's JSON reader takes only as a number or as true or false. When the
+// text is one FromJSON would accept, the error gives the value to write instead.
+func stringTokenError(t Type, s string) error {
+	if _, err := fromJSON(t, s, false); err != nil {
+		return err // not a number (or not true or false) at all: FromJSON's words say so
+	}
+	kind := "a JSON number"
+	if t.Kind == Boolean {
+		kind = "true or false"
+	}
+	literal := strings.TrimSpace(s)
+	if t.Kind == Boolean {
+		literal = strings.ToLower(literal)
+	}
+	if t.Kind == Double {
+		return fmt.Errorf("%q is a JSON string, and %s takes %s (or the string \"NaN\", \"Infinity\" or \"-Infinity\"), as Spark's JSON reader does: write %s without quotes, or declare the column STRING", s, t.DDL(), kind, literal)
+	}
+	return fmt.Errorf("%q is a JSON string, and %s takes %s only, as Spark's JSON reader does: write %s without quotes, or declare the column STRING", s, t.DDL(), kind, literal)
 }
 
 // JSONValueText is the text a STRING column keeps of raw, the text of a JSON object or array
