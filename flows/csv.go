@@ -320,7 +320,8 @@ func (l *latin1Reader) Read(p []byte) (int, error) {
 // when there is one) and calls fn with each and the line its record starts on.
 //
 // With header, the first record names the columns and fields go to the schema's columns by
-// name (case-sensitive); without, by position. A column with no field is NULL; a field with no
+// name (without regard to case, but as written when there is a rescued-data column: a name spelt
+// in another case is then rescued; matchHeaderFold); without, by position. A column with no field is NULL; a field with no
 // column (or an unknown header name) is ignored, or kept in the rescued-data column under its
 // header name (or _c<position>). An unquoted empty field, and a field whose text is null_value,
 // is NULL; a quoted empty field "" reads as empty_value (default: the empty string), as Spark's
@@ -392,11 +393,11 @@ func eachCSVRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc, war
 				cols = append(cols, i)
 				names = append(names, name)
 			}
+			if src.RescuedDataColumn == "" {
+				matchHeaderFold(header, cols, taken, declared)
+			}
 			if warn != nil && len(declared.Fields) > 0 && !slices.ContainsFunc(cols, func(i int) bool { return i >= 0 }) {
-				warn(headerMismatch(filePath, lineNo, cfg.delim, header, declared))
-			} else if lost := csvCaseVariants(header, cols, declared); warn != nil && len(lost) > 0 && src.RescuedDataColumn == "" {
-				warn(fmt.Sprintf("%s:%d: the CSV header spells columns in another case than the schema (%s): columns are matched by name, case-sensitively, so those columns are read as NULL; declare them as the file does, or set rescued_data_column to keep their values",
-					filePath, lineNo, strings.Join(lost, ", ")))
+				warn(headerMismatch(filePath, lineNo, cfg.delim, header, declared, src.RescuedDataColumn != ""))
 			}
 			continue
 		}
@@ -475,35 +476,31 @@ func eachCSVRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc, war
 	}
 }
 
-// csvCaseVariants returns, as "ID for id", the header names that go to no column (cols[pos] < 0)
-// but differ only in case from a column of declared that no other header name fills: their
-// values are not read into that column.
-func csvCaseVariants(header []string, cols []int, declared schema.Schema) []string {
-	filled := map[int]bool{}
-	for _, i := range cols {
-		if i >= 0 {
-			filled[i] = true
-		}
-	}
-	var out []string
+// matchHeaderFold gives each header name that names no column (cols[pos] < 0) the column of
+// declared it spells in another case (`ID` for `id`), unless a name spelt as the column, or an
+// earlier such name, fills it (taken). Without a rescued-data column, Spark's CSV reader compares
+// header names with the schema's without regard to case (CSVHeaderChecker under its default
+// spark.sql.caseSensitive=false); with one, such a name is rescued instead, as Auto Loader's
+// default readerCaseSensitive does.
+func matchHeaderFold(header []string, cols []int, taken map[int]bool, declared schema.Schema) {
 	for pos, name := range header {
-		if pos < len(cols) && cols[pos] >= 0 {
+		if cols[pos] >= 0 {
 			continue
 		}
 		for i, f := range declared.Fields {
-			if !filled[i] && f.Name != name && strings.EqualFold(f.Name, name) {
-				out = append(out, name+" for "+f.Name)
+			if !taken[i] && strings.EqualFold(f.Name, name) {
+				cols[pos], taken[i] = i, true
 				break
 			}
 		}
 	}
-	return out
 }
 
 // headerMismatch says that the CSV header of a file (its fields, read with delimiter delim at
 // line lineNo) names none of the columns of declared, and what to check: a delimiter other than
-// delim that the header holds, the header option, the schema.
-func headerMismatch(filePath string, lineNo int64, delim byte, header []string, declared schema.Schema) string {
+// delim that the header holds, the header option, the schema. caseSensitive says that names were
+// matched as written (with a rescued-data column), not without regard to case.
+func headerMismatch(filePath string, lineNo int64, delim byte, header []string, declared schema.Schema, caseSensitive bool) string {
 	cols := make([]string, len(declared.Fields))
 	for i, f := range declared.Fields {
 		cols[i] = f.Name
@@ -524,7 +521,11 @@ func headerMismatch(filePath string, lineNo int64, delim byte, header []string, 
 			return msg + fmt.Sprintf("The header holds %s: if that is the file's delimiter, set options: {delimiter: %s}; otherwise check `header` (is the first line a header?) and the schema's column names", delimName(d), strconv.Quote(string(d)))
 		}
 	}
-	return msg + "Check the `delimiter` option, `header` (is the first line a header?) and the schema's column names (matched case-sensitively)"
+	matched := "matched without regard to case"
+	if caseSensitive {
+		matched = "matched as written, as a rescued_data_column keeps a name spelt in another case"
+	}
+	return msg + "Check the `delimiter` option, `header` (is the first line a header?) and the schema's column names (" + matched + ")"
 }
 
 // delimName is a delimiter as the spec writes it, quoted: ",", "\t".
