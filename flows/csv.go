@@ -54,10 +54,16 @@ func csvConfigOf(opts map[string]string) csvConfig {
 }
 
 // csvField is one field of a record as written: its text (quotes removed) and whether it was
-// quoted.
+// quoted. Of a quoted field, closeAt is the length of the text inside the quotes (the text after
+// the closing quote, kept as written, follows it; -1 when the quote is not closed), and when the
+// quoted part holds a doubled quote or an escape, which text resolves, rawAt:rawEnd is that part
+// as written, from the opening quote to the closing one, in the reader's raw buffer (rawEnd 0
+// otherwise: the text is as written). csvReader.recordText uses them.
 type csvField struct {
-	text   string
-	quoted bool
+	text          string
+	quoted        bool
+	closeAt       int32
+	rawAt, rawEnd int32
 }
 
 // csvReader splits CSV input into records (RFC 4180): fields separated by the delimiter,
@@ -69,6 +75,7 @@ type csvReader struct {
 	br   *bufio.Reader
 	line int64 // physical lines consumed
 	buf  []byte
+	raw  []byte // the record's quoted parts as written that hold an escape (csvField.rawAt)
 }
 
 // newCSVReader reads in decoded by the configured encoding, with a UTF-8 byte-order mark skipped.
@@ -111,6 +118,7 @@ func (r *csvReader) next() (fields []csvField, start int64, malformed string, er
 		break
 	}
 	start = r.line + 1
+	r.raw = r.raw[:0]
 	for {
 		f, end, bad, err := r.field()
 		if err != nil {
@@ -206,10 +214,14 @@ func (r *csvReader) field() (f csvField, end bool, malformed string, err error) 
 	}
 	if r.cfg.hasQuote && b == r.cfg.quote {
 		f.quoted = true
+		escaped := false // the quoted part as written is in r.raw from f.rawAt on
 		for closed := false; !closed; {
 			b, err = r.br.ReadByte()
 			if err == io.EOF {
-				f.text = validUTF8(r.buf)
+				f.text, f.closeAt = validUTF8(r.buf), -1
+				if escaped {
+					f.rawEnd = int32(len(r.raw))
+				}
 				return f, true, "a quoted field is not closed before the end of the file", nil
 			}
 			if err != nil {
@@ -219,6 +231,7 @@ func (r *csvReader) field() (f csvField, end bool, malformed string, err error) 
 			case b == r.cfg.quote:
 				nb, err := r.br.ReadByte()
 				if err == nil && nb == r.cfg.quote {
+					escaped = r.keepRaw(&f, escaped, b, nb)
 					r.buf = append(r.buf, b) // a doubled quote
 					continue
 				}
@@ -230,6 +243,7 @@ func (r *csvReader) field() (f csvField, end bool, malformed string, err error) 
 			case b == r.cfg.escape:
 				nb, err := r.br.ReadByte()
 				if err == nil && (nb == r.cfg.quote || nb == r.cfg.escape) {
+					escaped = r.keepRaw(&f, escaped, b, nb)
 					r.buf = append(r.buf, nb)
 					continue
 				}
@@ -240,13 +254,21 @@ func (r *csvReader) field() (f csvField, end bool, malformed string, err error) 
 				r.line++
 			}
 			r.buf = append(r.buf, b)
+			if escaped {
+				r.raw = append(r.raw, b)
+			}
+		}
+		f.closeAt = int32(len(r.buf))
+		if escaped {
+			r.raw = append(r.raw, r.cfg.quote)
+			f.rawEnd = int32(len(r.raw))
 		}
 		b, err = r.br.ReadByte()
 	}
 	// Unquoted text, or what follows a closing quote (kept as written, as Spark's parser does).
 	for {
 		if err == io.EOF {
-			f.text = validUTF8(r.buf)
+			r.setText(&f)
 			return f, true, "", nil
 		}
 		if err != nil {
@@ -254,20 +276,74 @@ func (r *csvReader) field() (f csvField, end bool, malformed string, err error) 
 		}
 		switch b {
 		case r.cfg.delim:
-			f.text = validUTF8(r.buf)
+			r.setText(&f)
 			return f, false, "", nil
 		case '\n':
 			r.line++
-			f.text = validUTF8(r.buf)
+			r.setText(&f)
 			return f, true, "", nil
 		case '\r':
 			r.endCR()
-			f.text = validUTF8(r.buf)
+			r.setText(&f)
 			return f, true, "", nil
 		}
 		r.buf = append(r.buf, b)
 		b, err = r.br.ReadByte()
 	}
+}
+
+// setText sets f.text to the field's text read into r.buf, and a quoted field's closeAt to its
+// place in that text once invalid UTF-8 is replaced (validUTF8).
+func (r *csvReader) setText(f *csvField) {
+	f.text = validUTF8(r.buf)
+	if f.closeAt > 0 && len(f.text) != len(r.buf) {
+		f.closeAt = int32(len(validUTF8(r.buf[:f.closeAt])))
+	}
+}
+
+// keepRaw appends to r.raw the two bytes b, nb of a doubled quote or an escape that a quoted
+// field f holds, as written, after the field's quoted part so far when they are its first
+// (escaped false), and returns true: from then on the field's bytes go to r.raw too.
+func (r *csvReader) keepRaw(f *csvField, escaped bool, b, nb byte) bool {
+	if !escaped {
+		f.rawAt = int32(len(r.raw))
+		r.raw = append(r.raw, r.cfg.quote)
+		r.raw = append(r.raw, r.buf...)
+	}
+	r.raw = append(r.raw, b, nb)
+	return true
+}
+
+// recordText is the record of fields, the last record next returned, as the file writes it: its
+// fields with their quotes, doubled quotes and escapes, joined by the delimiter, without the line
+// end that closes it. This is the text Spark's CSV reader gives a malformed record's
+// _corrupt_record (UnivocityParser: the parser's current parsed content, stripLineEnd).
+func (r *csvReader) recordText(fields []csvField) string {
+	var b strings.Builder
+	q := string(r.cfg.quote)
+	for i, f := range fields {
+		if i > 0 {
+			b.WriteByte(r.cfg.delim)
+		}
+		switch {
+		case !f.quoted:
+			b.WriteString(f.text)
+		case f.rawEnd > 0:
+			b.WriteString(validUTF8(r.raw[f.rawAt:f.rawEnd]))
+			if f.closeAt >= 0 {
+				b.WriteString(f.text[f.closeAt:])
+			}
+		case f.closeAt < 0:
+			b.WriteString(q + f.text)
+		default:
+			b.WriteString(q + f.text[:f.closeAt] + q + f.text[f.closeAt:])
+		}
+	}
+	text := b.String()
+	if strings.HasSuffix(text, "\r\n") {
+		return text[:len(text)-2]
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(text, "\n"), "\r")
 }
 
 // validUTF8 returns b as a string, with each byte of invalid UTF-8 replaced by U+FFFD, as the
@@ -404,11 +480,7 @@ func eachCSVRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc, war
 		row := make([]any, width)
 		if malformed != "" {
 			if src.RescuedDataColumn != "" {
-				texts := make([]string, len(fields))
-				for i, f := range fields {
-					texts[i] = f.text
-				}
-				row[len(declared.Fields)] = rescue(map[string]any{"_corrupt_record": strings.Join(texts, string(cfg.delim))})
+				row[len(declared.Fields)] = rescue(map[string]any{"_corrupt_record": cr.recordText(fields)})
 			}
 			if err := fn(row, false, []badValue{{Line: lineNo, Reason: malformed}}, lineNo); err != nil {
 				return err

@@ -3,10 +3,12 @@ package flows
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"tributary/schema"
 	"tributary/spec"
 )
 
@@ -193,5 +195,55 @@ func TestCSVUnclosedQuoteNamesLines(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error = %v, want %q", input, err, want)
 		}
+	}
+}
+
+// TestCSVMalformedRecordText: the rescued text of a malformed record (a quoted field not closed
+// before the end of the file) is the record as the file writes it, quotes, doubled quotes and
+// escapes included, without its last line end, as Spark's CSV reader gives it to
+// _corrupt_record (UnivocityParser: the parser's current parsed content, stripLineEnd), not
+// its fields' values joined by the delimiter.
+func TestCSVMalformedRecordText(t *testing.T) {
+	t.Parallel()
+	s, err := schema.ParseDDL("id STRING, s STRING, t STRING")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, input, want string
+		options           map[string]string
+	}{
+		{"unclosed quote over lines", "1,ok,x\n2,\"open\nmore\n", "2,\"open\nmore", nil},
+		{"CRLF line ends", "2,\"open\r\nmore\r\n", "2,\"open\r\nmore", nil},
+		{"no line end at the end", "2,\"open", "2,\"open", nil},
+		{"quoted fields before", "\"1\",\"a,b\",\"open\n", "\"1\",\"a,b\",\"open", nil},
+		{"doubled quotes and escapes", "\"3\"\"x\",plain,\"say \\\"hi\\\" and \"\"bye\"\"\nnext line\n",
+			"\"3\"\"x\",plain,\"say \\\"hi\\\" and \"\"bye\"\"\nnext line", nil},
+		{"an escape not before a quote", "\"a\\b\",\"c\\\\d\",\"open", "\"a\\b\",\"c\\\\d\",\"open", nil},
+		{"text after a closing quote", "\"a\"b,\"\"\"\"c,\"open", "\"a\"b,\"\"\"\"c,\"open", nil},
+		{"invalid UTF-8", "\"\xff\"z,x\xfe,\"open", "\"\uFFFD\"z,x\uFFFD,\"open", nil},
+		{"other delimiter and quote", "'a''b';'c'd;'open\n", "'a''b';'c'd;'open", map[string]string{"delimiter": ";", "quote": "'"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := &spec.Source{Format: spec.FormatCSV, Schema: s, RescuedDataColumn: "_rescued_data", Options: tc.options}
+			var got []string
+			err := eachCSVRow(src, "/in/a.csv", strings.NewReader(tc.input), func(row []any, parsed bool, bad []badValue, lineNo int64) error {
+				if parsed {
+					return nil
+				}
+				var m map[string]string
+				if err := json.Unmarshal([]byte(row[3].(string)), &m); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, m["_corrupt_record"])
+				return nil
+			}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || got[0] != tc.want {
+				t.Errorf("rescued %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
