@@ -346,9 +346,9 @@ func (r *csvReader) recordText(fields []csvField) string {
 	return strings.TrimSuffix(strings.TrimSuffix(text, "\n"), "\r")
 }
 
-// validUTF8 returns b as a string, with each byte of invalid UTF-8 replaced by U+FFFD, as the
-// JSON readers replace it (scanString) and as Java's decoder, which Spark's CSV reader reads
-// with, replaces a byte that starts no character (FF FE is two U+FFFD, not one).
+// validUTF8 returns b as a string, with each byte of invalid UTF-8 replaced by U+FFFD, as
+// Java's decoder, which Spark's CSV reader reads with, replaces a byte that starts no character
+// (FF FE is two U+FFFD, not one).
 func validUTF8(b []byte) string {
 	if utf8.Valid(b) {
 		return string(b)

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"tributary/schema"
 )
@@ -262,7 +263,9 @@ func (r *lineReader) parseDecoded(line []byte, lineNo int64, row []any) (ok bool
 	dec.UseNumber()
 	var v any
 	var reason string
-	if err := dec.Decode(&v); err != nil {
+	if at := invalidUTF8(line); at >= 0 {
+		reason = notUTF8Reason(line[at], utf8.RuneCount(line[:at])+1)
+	} else if err := dec.Decode(&v); err != nil {
 		reason = "the line is not valid JSON (" + err.Error() + ")"
 	} else if moreText(string(line), dec) {
 		reason = "the line has more text after its JSON value"
@@ -349,6 +352,34 @@ func jsonKindName(v any) string {
 		return "a JSON boolean"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// invalidUTF8 returns the index in b of the first byte that is not valid UTF-8, or -1 when b is
+// valid UTF-8.
+func invalidUTF8(b []byte) int {
+	if utf8.Valid(b) {
+		return -1
+	}
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
+}
+
+// notUTF8Reason says why JSON input holding byte b, which is not valid UTF-8, is malformed (at
+// column col of its line; 0: not said): Spark's JSON reader decodes a file as UTF-8 (Jackson's
+// UTF-8 parser) and fails the record at such a byte rather than replacing it, and RFC 8259
+// requires UTF-8.
+func notUTF8Reason(b byte, col int) string {
+	at := ""
+	if col > 0 {
+		at = fmt.Sprintf(" at column %d", col)
+	}
+	return fmt.Sprintf("byte 0x%02X%s is not valid UTF-8, and JSON input is read as UTF-8, as Spark's JSON reader reads it: the record is malformed; convert the file to UTF-8 (it may be ISO-8859-1 or Windows-1252) and land it under a new name", b, at)
 }
 
 func (r *lineReader) rescue(m map[string]any) string {

@@ -80,16 +80,19 @@ func eachJSONValue(lr *lineReader, in io.Reader, fn rowFunc, onRaw func([]byte))
 		break
 	}
 	dec := json.NewDecoder(br)
-	malformed := func(off int64, err error) error {
-		if incomplete(err) != nil {
-			return err // a compressed file still being written: not read now (readFiles)
-		}
+	restMalformed := func(off int64, reason string) error {
 		line := lc.lineAt(base + off)
 		row := make([]any, lr.width())
 		if lr.rescued != "" {
 			row[len(lr.schema.Fields)] = lr.rescue(map[string]any{"_corrupt_record": "the rest of the file from line " + strconv.FormatInt(line, 10)})
 		}
-		return fn(row, false, []badValue{{Line: line, Reason: "the file is not valid JSON (" + err.Error() + ")", RestOfFile: true}}, line)
+		return fn(row, false, []badValue{{Line: line, Reason: reason, RestOfFile: true}}, line)
+	}
+	malformed := func(off int64, err error) error {
+		if incomplete(err) != nil {
+			return err // a compressed file still being written: not read now (readFiles)
+		}
+		return restMalformed(off, "the file is not valid JSON ("+err.Error()+")")
 	}
 	if array {
 		if _, err := dec.Token(); err != nil {
@@ -119,7 +122,13 @@ func eachJSONValue(lr *lineReader, in io.Reader, fn rowFunc, onRaw func([]byte))
 			}
 			return err
 		}
-		line := lc.lineAt(base + dec.InputOffset() - int64(len(raw)))
+		start := dec.InputOffset() - int64(len(raw))
+		if at := invalidUTF8(raw); at >= 0 {
+			// Not JSON (RFC 8259 requires UTF-8), as a syntax error is not: Spark's multiLine
+			// reader makes the file a corrupt record.
+			return restMalformed(start+int64(at), notUTF8Reason(raw[at], 0))
+		}
+		line := lc.lineAt(base + start)
 		if onRaw != nil {
 			onRaw(raw)
 			continue

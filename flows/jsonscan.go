@@ -387,19 +387,32 @@ func scanStringEnd(s string, i int) (end int, escaped, other bool) {
 }
 
 // scanString reads the JSON string that starts with the quote at s[i]: its value, decoded as
-// encoding/json decodes it (escapes resolved, a \u escape of half a surrogate pair and each byte
-// of invalid UTF-8 replaced by U+FFFD), the index after it, and ok false when it is not valid.
-// The value is a part of s when the string holds no escape and is valid UTF-8.
+// encoding/json decodes it (escapes resolved, a \u escape of half a surrogate pair replaced by
+// U+FFFD), the index after it, and ok false when it is not valid, or not valid UTF-8 (a line
+// that parseDecoded makes a malformed record, as Spark's JSON reader does). The value is a part
+// of s when the string holds no escape.
 func scanString(s string, i int) (str string, end int, ok bool) {
 	end, escaped, other := scanStringEnd(s, i)
 	if end < 0 {
 		return "", -1, false
 	}
 	str = s[i+1 : end-1]
-	if escaped || (other && !utf8.ValidString(str)) {
+	if other && !utf8.ValidString(str) {
+		return "", -1, false
+	}
+	if escaped {
 		str = unquote(str)
 	}
 	return str, end, true
+}
+
+// skipString is scanStringEnd, with -1 also for a string that is not valid UTF-8 (scanString).
+func skipString(s string, i int) int {
+	end, _, other := scanStringEnd(s, i)
+	if other && end >= 0 && !utf8.ValidString(s[i+1:end-1]) {
+		return -1
+	}
+	return end
 }
 
 // unquote decodes the text between the quotes of a JSON string already checked by
@@ -525,15 +538,15 @@ func skipDigits(s string, i int) int {
 }
 
 // skipValue checks the JSON value at s[i:], at nesting depth depth, and returns the index after
-// it, or -1 when it is not valid or nests deeper than maxScanDepth.
+// it, or -1 when it is not valid (a string that is not valid UTF-8 included) or nests deeper than
+// maxScanDepth.
 func skipValue(s string, i, depth int) int {
 	if i == len(s) {
 		return -1
 	}
 	switch c := s[i]; {
 	case c == '"':
-		end, _, _ := scanStringEnd(s, i)
-		return end
+		return skipString(s, i)
 	case c == '-' || c >= '0' && c <= '9':
 		end, _ := scanNumber(s, i)
 		return end
@@ -560,7 +573,7 @@ func skipValue(s string, i, depth int) int {
 				if i == len(s) || s[i] != '"' {
 					return -1
 				}
-				if i, _, _ = scanStringEnd(s, i); i < 0 {
+				if i = skipString(s, i); i < 0 {
 					return -1
 				}
 				if i = skipSpace(s, i); i == len(s) || s[i] != ':' {

@@ -97,12 +97,12 @@ func TestScanMatchesDecoded(t *testing.T) {
 		{"high surrogate then other escape", `{"s":"\ud83d\n"}`, true},
 		{"high surrogate at the end", `{"s":"\ud83d"}`, true},
 		{"raw UTF-8", `{"s":"é€😀"}`, true},
-		{"invalid UTF-8", "{\"s\":\"a\xffb\"}", true},
-		{"truncated UTF-8", "{\"s\":\"\xe2\x82\"}", true},
-		{"UTF-8 surrogate", "{\"s\":\"\xed\xa0\x80\"}", true},
-		{"overlong UTF-8", "{\"s\":\"\xc0\xaf\"}", true},
-		{"invalid UTF-8 and escape", "{\"s\":\"\\n\xff\"}", true},
-		{"invalid UTF-8 in a key", "{\"s\xff\":1}", true},
+		{"invalid UTF-8", "{\"s\":\"a\xffb\"}", false},
+		{"truncated UTF-8", "{\"s\":\"\xe2\x82\"}", false},
+		{"UTF-8 surrogate", "{\"s\":\"\xed\xa0\x80\"}", false},
+		{"overlong UTF-8", "{\"s\":\"\xc0\xaf\"}", false},
+		{"invalid UTF-8 and escape", "{\"s\":\"\\n\xff\"}", false},
+		{"invalid UTF-8 in a key", "{\"s\xff\":1}", false},
 		{"escaped key", `{"\u0073":"x","i\u0064":5}`, true},
 		{"empty key", `{"":1}`, true},
 		{"exponent into BIGINT", `{"id":1e2}`, true},
@@ -422,8 +422,11 @@ func (g *lineGen) str() bool {
 			g.b.WriteString(g.pick(`\u00e9`, `\u4E2D`, `\ud83d\ude00`, `\ud83d`, `\ude00`, `\ud83dx`, `\u0000`, `\u001f`, `\uFFFD`))
 		case k < 16:
 			g.b.WriteString(g.pick("é", "中", "😀", "\u2028", "\ufffd"))
-		default:
-			g.b.WriteString(g.pick("\xff", "\xc0\xaf", "\xed\xa0\x80", "\xe2\x82", "\xf4\x90\x80\x80", "\x7f"))
+		case g.r.IntN(6) != 0:
+			g.b.WriteByte(0x7f)
+		default: // not UTF-8: the line is malformed, which parseDecoded says
+			g.b.WriteString(g.pick("\xff", "\xc0\xaf", "\xed\xa0\x80", "\xe2\x82", "\xf4\x90\x80\x80"))
+			ok = false
 		}
 	}
 	g.b.WriteByte('"')
