@@ -346,22 +346,85 @@ func (r *csvReader) recordText(fields []csvField) string {
 	return strings.TrimSuffix(strings.TrimSuffix(text, "\n"), "\r")
 }
 
-// validUTF8 returns b as a string, with each byte of invalid UTF-8 replaced by U+FFFD, as
-// Java's decoder, which Spark's CSV reader reads with, replaces a byte that starts no character
-// (FF FE is two U+FFFD, not one).
+// validUTF8 returns b as a string, with invalid UTF-8 replaced by U+FFFD as Java's UTF-8
+// decoder replaces it, which Spark's CSV reader decodes a line with (new String(bytes, UTF_8),
+// CodingErrorAction.REPLACE): one U+FFFD for a byte that starts no character (FF FE is two), and
+// one for the start of a sequence that a byte breaks or the end cuts short (E2 82 before a
+// delimiter or at the end is one, not two; F0 9F 98 one, not three), and one for the three bytes
+// of an encoded surrogate (ED A0 80). A field's bytes decode as the line's would: the delimiter,
+// quote or line end after a field is ASCII, which ends a sequence as the end does.
 func validUTF8(b []byte) string {
 	if utf8.Valid(b) {
 		return string(b)
 	}
+	cont := func(c byte) bool { return c&0xC0 == 0x80 }
 	out := make([]byte, 0, len(b)+8)
-	for len(b) > 0 {
-		r, n := utf8.DecodeRune(b)
-		if r == utf8.RuneError && n == 1 {
-			out = utf8.AppendRune(out, utf8.RuneError)
-		} else {
-			out = append(out, b[:n]...)
+	n := len(b)
+	for i := 0; i < n; {
+		b1 := b[i]
+		if b1 < utf8.RuneSelf {
+			out = append(out, b1)
+			i++
+			continue
 		}
-		b = b[n:]
+		out = utf8.AppendRune(out, utf8.RuneError) // unless the sequence is valid: undone below
+		switch {
+		case b1 >= 0xC2 && b1 <= 0xDF:
+			if i+1 < n && cont(b[i+1]) {
+				out = append(out[:len(out)-3], b[i:i+2]...)
+				i += 2
+				continue
+			}
+			i++
+		case b1 >= 0xE0 && b1 <= 0xEF:
+			overlong := func(b2 byte) bool { return b1 == 0xE0 && b2&0xE0 == 0x80 }
+			switch {
+			case i+2 < n:
+				b2, b3 := b[i+1], b[i+2]
+				switch {
+				case overlong(b2) || !cont(b2):
+					i++
+				case !cont(b3):
+					i += 2
+				case b1 == 0xED && b2 >= 0xA0: // a surrogate: one U+FFFD for the three bytes
+					i += 3
+				default:
+					out = append(out[:len(out)-3], b[i:i+3]...)
+					i += 3
+				}
+			case i+1 < n && (overlong(b[i+1]) || !cont(b[i+1])):
+				i++
+			default: // cut short by the end: one U+FFFD for what is left
+				i = n
+			}
+		case b1 >= 0xF0 && b1 <= 0xF7:
+			badSecond := func(b2 byte) bool {
+				return b1 == 0xF0 && (b2 < 0x90 || b2 > 0xBF) || b1 == 0xF4 && b2&0xF0 != 0x80 || !cont(b2)
+			}
+			switch {
+			case i+3 < n:
+				b2, b3, b4 := b[i+1], b[i+2], b[i+3]
+				switch {
+				case b1 > 0xF4 || badSecond(b2):
+					i++
+				case !cont(b3):
+					i += 2
+				case !cont(b4):
+					i += 3
+				default:
+					out = append(out[:len(out)-3], b[i:i+4]...)
+					i += 4
+				}
+			case b1 > 0xF4 || i+1 < n && badSecond(b[i+1]):
+				i++
+			case i+2 < n && !cont(b[i+2]):
+				i += 2
+			default: // cut short by the end
+				i = n
+			}
+		default: // 80 to C1, F8 to FF: no character starts with it
+			i++
+		}
 	}
 	return string(out)
 }

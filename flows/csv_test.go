@@ -247,3 +247,55 @@ func TestCSVMalformedRecordText(t *testing.T) {
 		})
 	}
 }
+
+// TestCSVInvalidUTF8: bytes that are not UTF-8 in a CSV field read as U+FFFD, as Spark's CSV
+// reader, which decodes each line with Java's UTF-8 decoder (new String(bytes, UTF_8), malformed
+// input replaced), reads them: one U+FFFD for each byte that starts no character, and one for a
+// sequence that a byte breaks or the end of the field (a delimiter, a quote, the line end) cuts
+// short, or that encodes a surrogate, not one for each of its bytes. A BINARY column holds the
+// UTF-8 bytes of that text.
+func TestCSVInvalidUTF8(t *testing.T) {
+	t.Parallel()
+	s, err := schema.ParseDDL("s STRING, b BINARY")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const r = "\uFFFD"
+	for _, tc := range []struct{ name, field, want string }{
+		{"a Latin-1 byte", "Jos\xe9", "Jos" + r},
+		{"Latin-1 bytes around ASCII", "\xe9t\xe9", r + "t" + r},
+		{"two bytes that start nothing", "\xff\xfe", r + r},
+		{"a continuation byte alone", "a\x80b", "a" + r + "b"},
+		{"three-byte sequence cut short by the end", "x\xe2\x82", "x" + r},
+		{"three-byte sequence broken by ASCII", "\xe2\x82x", r + "x"},
+		{"four-byte sequence cut short by the end", "\xf0\x9f\x98", r},
+		{"four-byte sequence broken after two bytes", "\xf0\x9fz", r + "z"},
+		{"an encoded surrogate", "\xed\xa0\x80!", r + "!"},
+		{"overlong two bytes", "\xc0\xaf", r + r},
+		{"overlong three bytes", "\xe0\x80\x80", r + r + r},
+		{"beyond U+10FFFF", "\xf4\x90\x80\x80", r + r + r + r},
+		{"F5 lead byte", "\xf5\x80\x80\x80", r + r + r + r},
+		{"valid text kept", "é€😀\xff", "é€😀" + r},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, quoted := range []bool{false, true} {
+				field := tc.field
+				if quoted {
+					field = `"` + field + `"`
+				}
+				src := &spec.Source{Format: spec.FormatCSV, Schema: s}
+				var got []any
+				err := eachCSVRow(src, "/in/a.csv", strings.NewReader(field+","+field+"\n"), func(row []any, parsed bool, bad []badValue, lineNo int64) error {
+					got = row
+					return nil
+				}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(got) != 2 || got[0] != tc.want || got[1] != tc.want {
+					t.Errorf("field %q: row %q, want %q twice", field, got, tc.want)
+				}
+			}
+		})
+	}
+}
