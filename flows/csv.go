@@ -460,13 +460,14 @@ func (l *latin1Reader) Read(p []byte) (int, error) {
 //
 // With header, the first record names the columns and fields go to the schema's columns by
 // name (without regard to case, but as written when there is a rescued-data column: a name spelt
-// in another case is then rescued; matchHeaderFold); without, by position. A column with no field is NULL; a field with no
-// column (or an unknown header name) is ignored, or kept in the rescued-data column under its
-// header name (or _c<position>). An unquoted empty field, and a field whose text is null_value,
-// is NULL; a quoted empty field "" reads as empty_value (default: the empty string), as Spark's
-// parser does. An empty value in a column that is not STRING is NULL; other text that
-// does not fit its column is a bad value (NULL, reported, rescued). A record whose quoted field
-// is not closed before the end of the file is malformed (parsed false). A header that names none
+// in another case is then rescued; matchHeaderFold); without, by position. A column with no
+// field is NULL; a field with no column (or an unknown header name) is ignored, or kept in the
+// rescued-data column under its header name (or _c<position>). An unquoted empty field, and a
+// field whose text is null_value, is NULL; a quoted empty field "" reads as empty_value
+// (default: the empty string), as Spark's parser does. An empty value in a column that is not
+// STRING is NULL; other text that does not fit its column is a bad value (NULL, reported,
+// rescued). A record whose quoted field is not closed before the end of the file is malformed
+// (parsed false; rescued as the file writes it, csvReader.recordText). A header that names none
 // of the schema's columns goes to warn (when not nil; headerMismatch), and the file is read on.
 func eachCSVRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc, warn func(msg string)) error {
 	cfg := csvConfigOf(src.Options)

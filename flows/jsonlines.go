@@ -255,9 +255,10 @@ func moreText(line string, dec *json.Decoder) bool {
 }
 
 // parseDecoded is parseInto by way of encoding/json: the line decoded into a map[string]any
-// (numbers as json.Number), each field converted with schema.FromJSONReader, but an object or array
-// given to a STRING column kept as its own text (schema.JSONValueText). It defines the results
-// of parse; the scanner must agree with it on every line.
+// (numbers as json.Number), each field converted with schema.FromJSONReader, but an object or
+// array given to a STRING column kept as its own text (schema.JSONValueText); a line that is not
+// valid UTF-8 is malformed (notUTF8Reason). It defines the results of parse; the scanner must
+// agree with it on every line.
 func (r *lineReader) parseDecoded(line []byte, lineNo int64, row []any) (ok bool, bad []badValue) {
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.UseNumber()

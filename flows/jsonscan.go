@@ -16,8 +16,9 @@ import (
 // schema's columns, in one pass over its text (JSON as in RFC 8259), without the map and the
 // boxed values of encoding/json. Whatever it does not settle itself it leaves to
 // lineReader.parseDecoded, which defines the results: a line that is not a JSON object or not
-// valid JSON (parseDecoded gives the reason), a field twice in one object (encoding/json keeps
-// the last), a field to rescue (semantics.md "Ingestion"), or nesting deeper than maxScanDepth.
+// valid JSON, a string that is not valid UTF-8 included (parseDecoded gives the reason), a field
+// twice in one object (encoding/json keeps the last), a field to rescue (semantics.md
+// "Ingestion"), or nesting deeper than maxScanDepth.
 
 // maxScanDepth bounds the nesting of the values the scanner reads itself (the line's object is
 // depth 1); a deeper line is left to parseDecoded (encoding/json allows 10000 levels).
@@ -122,12 +123,12 @@ func (r *lineReader) scan(line string, lineNo int64, row []any, slab *boxSlab) (
 	return bad, true
 }
 
-// scanValue reads the JSON value at s[i:] and converts it to type t as schema.FromJSONReader converts
-// what encoding/json (with UseNumber) decodes from it. end is the index after the value, or -1
-// when s[i:] does not start with a valid value (or one nested deeper than maxScanDepth); err says
-// why the value does not fit t, in schema.FromJSONReader's words. Primitive values are boxed in slab.
-// decoded is what encoding/json decoded of an object or array (nil for other values), for
-// lineReader.noteNested.
+// scanValue reads the JSON value at s[i:] and converts it to type t as schema.FromJSONReader
+// converts what encoding/json (with UseNumber) decodes from it. end is the index after the value,
+// or -1 when s[i:] does not start with a valid value (or one nested deeper than maxScanDepth);
+// err says why the value does not fit t, in schema.FromJSONReader's words. Primitive values are
+// boxed in slab. decoded is what encoding/json decoded of an object or array (nil for other
+// values), for lineReader.noteNested.
 func scanValue(t *schema.Type, s string, i int, slab *boxSlab) (end int, v, decoded any, err error) {
 	if i == len(s) {
 		return -1, nil, nil, nil
@@ -231,8 +232,8 @@ func textValue(t *schema.Type, str string, slab *boxSlab) (any, error) {
 }
 
 // numberValue converts a JSON number, raw being its text (valid by RFC 8259 §6; isInt: without
-// fraction or exponent), to type t as schema.FromJSONReader converts json.Number(raw). Values it does
-// not convert itself, and every error, are schema.FromJSONReader's.
+// fraction or exponent), to type t as schema.FromJSONReader converts json.Number(raw). Values it
+// does not convert itself, and every error, are schema.FromJSONReader's.
 func numberValue(t *schema.Type, raw string, isInt bool, slab *boxSlab) (any, error) {
 	switch t.Kind {
 	case schema.Long:
