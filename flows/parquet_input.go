@@ -17,10 +17,12 @@ import (
 // eachParquetRow reads a Parquet input file (as Spark, DuckDB or pyarrow write it; the types
 // delta.Table.ReadFile reads, nested STRUCT, LIST and MAP columns included, legacy 2-level lists
 // too) into rows of the declared schema, columns matched by name: a column the file lacks is
-// NULL, file columns not in the schema are ignored, but for those whose names differ only in case
-// from a column, which go to the rescued data column (caseVariants); a file with none of the
-// columns is reported to warn (parquetMismatch). Row i is reported at "line" i+1. A file that cannot be read (not Parquet, truncated, a column of an incompatible type) is
-// one malformed record: a row of NULLs with the reason (the mode applies), never a crash; when
+// NULL, file columns not in the schema are ignored. A column (or nested field) the file spells
+// in another case is read into its column (fileSpelling), but with a rescued data column such a
+// column goes there (caseVariants) and such a nested field is NULL. A file with none of the
+// columns is reported to warn (parquetMismatch). Row i is reported at "line" i+1. A file that
+// cannot be read (not Parquet, truncated, a column of an incompatible type) is one malformed
+// record: a row of NULLs with the reason (the mode applies), never a crash; when
 // the damage is found in a later row group, the rows of the row groups before it are kept. The
 // file is read one row group at a time, so at most two row groups are in memory at once (the
 // next one is decoded while one is read). A file that starts as Parquet does and has no footer
@@ -35,28 +37,28 @@ func eachParquetRow(src *spec.Source, filePath string, fn rowFunc, warn func(msg
 		width++
 	}
 	var variants []schema.Field
+	fields, spelled := src.Schema.Fields, false                     // the columns as the file is read (fileSpelling)
 	if fileCols, err := delta.ParquetSchema(filePath); err == nil { // else: a malformed record when read
 		variants = caseVariants(src, fileCols)
 		if msg := parquetMismatch(filePath, src.Schema, fileCols, src.RescuedDataColumn); msg != "" && warn != nil {
 			warn(msg)
 		}
-		if lost := unrescuedCaseVariants(src, fileCols); len(lost) > 0 && warn != nil && parquetMismatch(filePath, src.Schema, fileCols, src.RescuedDataColumn) == "" {
-			warn(fmt.Sprintf("%s: the Parquet file spells columns in another case than the schema (%s): columns are matched by name, case-sensitively, so those columns are read as NULL; declare them as the file does, or set rescued_data_column to keep their values",
-				filePath, strings.Join(lost, ", ")))
-		}
-		if nested := nestedCaseVariants(src.Schema, fileCols); len(nested) > 0 && warn != nil {
-			warn(fmt.Sprintf("%s: the Parquet file spells nested fields in another case than the schema (%s): fields are matched by name, case-sensitively, so those fields are read as NULL; declare them as the file does",
+		if src.RescuedDataColumn == "" {
+			fields, spelled = fileSpelling(src.Schema.Fields, fileCols)
+		} else if nested := nestedCaseVariants(src.Schema, fileCols); len(nested) > 0 && warn != nil {
+			warn(fmt.Sprintf("%s: the Parquet file spells nested fields in another case than the schema (%s): with a rescued_data_column names are matched as written (a column so spelt is rescued), and a nested field is not rescued, so those fields are read as NULL; declare them as the file does",
 				filePath, strings.Join(nested, ", ")))
 		}
 	}
 	read := src
 	narrow := narrowColumns(src.Schema)
-	if len(variants) > 0 || len(narrow) > 0 {
-		// Read the variants after the columns, and move their values to the rescued data; read
-		// SMALLINT and TINYINT columns as INT, so that a value beyond their range is one bad
-		// value (checkNarrow), not a file that cannot be read.
+	if len(variants) > 0 || len(narrow) > 0 || spelled {
+		// Read the columns under the file's spellings; read the variants after the columns, and
+		// move their values to the rescued data; read SMALLINT and TINYINT columns as INT, so
+		// that a value beyond their range is one bad value (checkNarrow), not a file that cannot
+		// be read.
 		c := *src
-		c.Schema = schema.Schema{Fields: append(append([]schema.Field(nil), src.Schema.Fields...), variants...)}
+		c.Schema = schema.Schema{Fields: append(append([]schema.Field(nil), fields...), variants...)}
 		for _, j := range narrow {
 			c.Schema.Fields[j].Type.Storage = ""
 		}
@@ -163,23 +165,64 @@ func caseVariants(src *spec.Source, fs schema.Schema) []schema.Field {
 	return out
 }
 
-// unrescuedCaseVariants returns, for a source without a rescued data column (whose values
-// caseVariants would keep there), the columns of the file fileCols whose names differ only in
-// case from a declared column the file lacks ("ID for id"): that column is NULL in every row.
-func unrescuedCaseVariants(src *spec.Source, fileCols schema.Schema) []string {
-	if src.RescuedDataColumn != "" {
-		return nil
-	}
-	var out []string
-	for _, f := range src.Schema.Fields {
-		if fileCols.Index(f.Name) >= 0 {
+// fileSpelling returns the declared fields with each column, and each nested field (inside
+// STRUCT columns, LIST elements and MAP values), that the Parquet file's columns fileCols lack
+// but spell in another case renamed to the file's spelling, and whether it renamed any: read so,
+// the file's values fill them, as Spark's Parquet reader matches names without regard to case
+// under its default spark.sql.caseSensitive=false (ParquetReadSupport.clipParquetSchema). The
+// fields themselves are returned when none is renamed; a copy otherwise. For a source without a
+// rescued data column only: with one, a column so spelt is rescued (caseVariants).
+func fileSpelling(declared []schema.Field, fileCols schema.Schema) ([]schema.Field, bool) {
+	var out []schema.Field
+	for k, df := range declared {
+		i, name := fileCols.Index(df.Name), df.Name
+		if i < 0 {
+			if i = foldIndex(fileCols, df.Name); i < 0 {
+				continue
+			}
+			name = fileCols.Fields[i].Name
+		}
+		t, nested := spellType(df.Type, fileCols.Fields[i].Type)
+		if name == df.Name && !nested {
 			continue
 		}
-		if i := foldIndex(fileCols, f.Name); i >= 0 {
-			out = append(out, fileCols.Fields[i].Name+" for "+f.Name)
+		if out == nil {
+			out = append([]schema.Field(nil), declared...)
 		}
+		out[k].Name, out[k].Type = name, t
 	}
-	return out
+	if out == nil {
+		return declared, false
+	}
+	return out, true
+}
+
+// spellType is fileSpelling for the fields nested in d, a declared type, that f, the file's type
+// at its place, spells in another case.
+func spellType(d, f schema.Type) (schema.Type, bool) {
+	switch {
+	case d.Kind == schema.StructKind && f.Kind == schema.StructKind && d.Struct != nil && f.Struct != nil:
+		fs, ok := fileSpelling(d.Struct.Fields, *f.Struct)
+		if ok {
+			st := *d.Struct
+			st.Fields = fs
+			d.Struct = &st
+		}
+		return d, ok
+	case d.Kind == schema.ArrayKind && f.Kind == schema.ArrayKind && d.Elem != nil && f.Elem != nil:
+		e, ok := spellType(*d.Elem, *f.Elem)
+		if ok {
+			d.Elem = &e
+		}
+		return d, ok
+	case d.Kind == schema.MapKind && f.Kind == schema.MapKind && d.Value != nil && f.Value != nil:
+		v, ok := spellType(*d.Value, *f.Value)
+		if ok {
+			d.Value = &v
+		}
+		return d, ok
+	}
+	return d, false
 }
 
 // nestedCaseVariants returns the nested fields of a Parquet file's columns fileCols (inside
@@ -217,8 +260,8 @@ func nestedCaseVariants(declared, fileCols schema.Schema) []string {
 // parquetMismatch says that the Parquet file at filePath, whose columns are fileCols, has none of
 // the columns of declared (read all the same, its rows NULL in them: a file of another table, or
 // columns renamed), as a CSV header that names none of them is reported (headerMismatch), with
-// the columns that differ only in case (whose values go to rescued, when set); "" when the file
-// has one of them, or no columns.
+// the columns that differ only in case, which go to rescued (when set; without it they are read
+// into their columns, fileSpelling); "" when the file has one of them, or no columns.
 func parquetMismatch(filePath string, declared, fileCols schema.Schema, rescued string) string {
 	if len(declared.Fields) == 0 || len(fileCols.Fields) == 0 {
 		return ""
@@ -229,17 +272,16 @@ func parquetMismatch(filePath string, declared, fileCols schema.Schema, rescued 
 			return ""
 		}
 		if i := foldIndex(fileCols, f.Name); i >= 0 {
+			if rescued == "" {
+				return ""
+			}
 			cases = append(cases, fileCols.Fields[i].Name+" for "+f.Name)
 		}
 	}
 	msg := fmt.Sprintf("%s: the Parquet file has none of the schema's columns (%s): its columns are %s; every row of the file is read with NULL in those columns. ",
 		filePath, strings.Join(declared.Names(), ", "), strings.Join(fileCols.Names(), ", "))
 	if len(cases) > 0 {
-		keep := "or set rescued_data_column to keep their values"
-		if rescued != "" {
-			keep = "their values are kept in " + rescued
-		}
-		return msg + fmt.Sprintf("Columns are matched by name, case-sensitively, and the file spells some in another case (%s): declare them as the file does; %s", strings.Join(cases, ", "), keep)
+		return msg + fmt.Sprintf("With a rescued_data_column columns are matched by name as written, and the file spells some in another case (%s): their values are kept in %s; declare them as the file does, or leave rescued_data_column unset to read them into their columns", strings.Join(cases, ", "), rescued)
 	}
 	return msg + "Check that the file belongs to this source, and the schema's column names"
 }

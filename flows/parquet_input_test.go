@@ -205,10 +205,11 @@ type parquetFile struct {
 	rows [][]any
 }
 
-// parquetWarnCase lands a and b as a.parquet and b.parquet for a parquet source of the declared
-// schema, ingests them, and checks the rows read and that the events hold the WARN want about
-// a.parquet (the text after its path) and none about b.parquet.
-func parquetWarnCase(t *testing.T, declared string, a, b parquetFile, want string, rows ...string) {
+// parquetWarnCase ingests two Parquet files, a.parquet and b.parquet, with the declared schema
+// (and the source lines extra, such as a rescued_data_column), and checks the rows and that the
+// events hold the WARN want about a.parquet and none about b.parquet (want "": no WARN at all);
+// $A in a row stands for a.parquet's path.
+func parquetWarnCase(t *testing.T, declared, extra string, a, b parquetFile, want string, rows ...string) {
 	t.Helper()
 	dir := t.TempDir()
 	p := loadPipeline(t, dir, `name: t
@@ -219,7 +220,7 @@ datasets:
       path: ./landing
       format: parquet
       schema: "`+declared+`"
-`)
+`+extra)
 	for name, f := range map[string]parquetFile{"a.parquet": a, "b.parquet": b} {
 		sch, err := schema.ParseDDL(f.ddl)
 		if err != nil {
@@ -231,7 +232,16 @@ datasets:
 	if err != nil {
 		t.Fatal(err)
 	}
+	for i := range rows {
+		rows[i] = strings.ReplaceAll(rows[i], "$A", filepath.Join(dir, "landing", "a.parquet"))
+	}
 	wantRows(t, p, rows...)
+	if want == "" {
+		if strings.Contains(rec.all(), "WARN") {
+			t.Errorf("events:\n%s\nwant no WARN", rec.all())
+		}
+		return
+	}
 	want = filepath.Join(dir, "landing", "a.parquet") + ": " + want
 	if !strings.Contains(rec.all(), want) || strings.Contains(rec.all(), "b.parquet: the Parquet file") {
 		t.Errorf("events:\n%s\nwant a WARN about a.parquet only: %s", rec.all(), want)
@@ -239,46 +249,57 @@ datasets:
 }
 
 // TestParquetNoDeclaredColumn: a Parquet file that has none of the declared columns (a file of
-// another table, or its columns spelt in another case) is read all the same, its rows NULL, as a
-// CSV file whose header names none of them is, and a WARN event names the file, the schema's
-// columns, the file's and those that differ only in case, so that the NULLs are not silent.
+// another table, or, with a rescued data column, its columns spelt in another case) is read all
+// the same, its rows NULL, as a CSV file whose header names none of them is, and a WARN event
+// names the file, the schema's columns, the file's and those that differ only in case, so that
+// the NULLs are not silent.
 func TestParquetNoDeclaredColumn(t *testing.T) {
 	t.Parallel()
-	parquetWarnCase(t, "id BIGINT, amount DOUBLE",
+	parquetWarnCase(t, "id BIGINT, amount DOUBLE", "",
+		parquetFile{"key BIGINT, total DOUBLE", [][]any{{int64(1), 2.5}}},
+		parquetFile{"id BIGINT", [][]any{{int64(2)}}},
+		"the Parquet file has none of the schema's columns (id, amount): its columns are key, total; every row of the file is read with NULL in those columns. Check that the file belongs to this source, and the schema's column names",
+		`null null`, `2 null`)
+	parquetWarnCase(t, "id BIGINT, amount DOUBLE", "      rescued_data_column: _rescued\n",
 		parquetFile{"ID BIGINT, total DOUBLE", [][]any{{int64(1), 2.5}}},
 		parquetFile{"id BIGINT", [][]any{{int64(2)}}},
-		"the Parquet file has none of the schema's columns (id, amount): its columns are ID, total; every row of the file is read with NULL in those columns. Columns are matched by name, case-sensitively, and the file spells some in another case (ID for id)",
-		`null null`, `2 null`)
+		"the Parquet file has none of the schema's columns (id, amount): its columns are ID, total; every row of the file is read with NULL in those columns. With a rescued_data_column columns are matched by name as written, and the file spells some in another case (ID for id): their values are kept in _rescued; declare them as the file does, or leave rescued_data_column unset to read them into their columns",
+		`null null "{\"ID\":1,\"_file_path\":\"`+"$A"+`\"}"`, `2 null null`)
 }
 
 // TestParquetNestedCaseVariants: a nested field of a Parquet file (in a STRUCT column, a LIST's
 // elements, a MAP's values) whose name differs only in case from the declared field at its place
-// leaves that field NULL (fields are matched by name, case-sensitively), and a WARN names each,
-// so that the NULLs are not silent; fields spelt as declared are read, and a file without such
-// variants gets no WARN.
+// fills that field, as Spark's Parquet reader matches nested names without regard to case under
+// its default spark.sql.caseSensitive=false (ParquetReadSupport.clipParquetSchema), with no WARN.
+// With a rescued data column names are matched as written and a nested field is not rescued, so
+// the field is NULL and a WARN names each; fields spelt as declared are read, and a file without
+// such variants gets no WARN.
 func TestParquetNestedCaseVariants(t *testing.T) {
 	t.Parallel()
+	declared := "id BIGINT, info STRUCT<Name: STRING, age: BIGINT>, tags ARRAY<STRUCT<Label: STRING>>, m MAP<STRING, STRUCT<v: BIGINT>>"
+	a := parquetFile{"id BIGINT, info STRUCT<name: STRING, age: BIGINT>, tags ARRAY<STRUCT<label: STRING>>, m MAP<STRING, STRUCT<V: BIGINT>>", [][]any{
+		{int64(1), []any{"ann", int64(30)}, []any{[]any{"x"}}, schema.Map{{Key: "k", Value: []any{int64(5)}}}},
+	}}
+	b := parquetFile{"id BIGINT, info STRUCT<Name: STRING, age: BIGINT>", [][]any{{int64(2), []any{"bo", int64(40)}}}}
+	parquetWarnCase(t, declared, "", a, b, "",
+		`1 {"Name":"ann","age":30} [{"Label":"x"}] {"k":{"v":5}}`, `2 {"Name":"bo","age":40} null null`)
 	// A STRUCT none of whose declared fields the file has (tags' elements, m's values) is NULL.
-	parquetWarnCase(t, "id BIGINT, info STRUCT<Name: STRING, age: BIGINT>, tags ARRAY<STRUCT<Label: STRING>>, m MAP<STRING, STRUCT<v: BIGINT>>",
-		parquetFile{"id BIGINT, info STRUCT<name: STRING, age: BIGINT>, tags ARRAY<STRUCT<label: STRING>>, m MAP<STRING, STRUCT<V: BIGINT>>", [][]any{
-			{int64(1), []any{"ann", int64(30)}, []any{[]any{"x"}}, schema.Map{{Key: "k", Value: []any{int64(5)}}}},
-		}},
-		parquetFile{"id BIGINT, info STRUCT<Name: STRING, age: BIGINT>", [][]any{{int64(2), []any{"bo", int64(40)}}}},
-		"the Parquet file spells nested fields in another case than the schema (info.name for info.Name, tags[].label for tags[].Label, m{}.V for m{}.v): fields are matched by name, case-sensitively, so those fields are read as NULL; declare them as the file does",
-		`1 {"Name":null,"age":30} null {"k":null}`, `2 {"Name":"bo","age":40} null null`)
+	parquetWarnCase(t, declared, "      rescued_data_column: _rescued\n", a, b,
+		"the Parquet file spells nested fields in another case than the schema (info.name for info.Name, tags[].label for tags[].Label, m{}.V for m{}.v): with a rescued_data_column names are matched as written (a column so spelt is rescued), and a nested field is not rescued, so those fields are read as NULL; declare them as the file does",
+		`1 {"Name":null,"age":30} null {"k":null} null`, `2 {"Name":"bo","age":40} null null null`)
 }
 
 // TestParquetCaseVariantsWithoutRescue: without a rescued data column, a Parquet column whose
-// name differs only in case from a declared column the file lacks leaves that column NULL, and a
-// WARN names it (with a rescued data column its values are kept there: TestParquetCaseVariants);
-// a file with none of the declared columns gets parquetMismatch's WARN alone.
+// name differs only in case from a declared column the file lacks fills that column, as Spark's
+// Parquet reader matches names without regard to case under its default
+// spark.sql.caseSensitive=false, with no WARN (with a rescued data column its values are kept
+// there: TestParquetCaseVariants); so does a file all of whose columns are so spelt.
 func TestParquetCaseVariantsWithoutRescue(t *testing.T) {
 	t.Parallel()
-	parquetWarnCase(t, "id BIGINT, amount DOUBLE",
+	parquetWarnCase(t, "id BIGINT, amount DOUBLE", "",
 		parquetFile{"id BIGINT, Amount DOUBLE", [][]any{{int64(1), 2.5}}},
-		parquetFile{"id BIGINT, amount DOUBLE", [][]any{{int64(2), 3.5}}},
-		"the Parquet file spells columns in another case than the schema (Amount for amount): columns are matched by name, case-sensitively, so those columns are read as NULL; declare them as the file does, or set rescued_data_column to keep their values",
-		`1 null`, `2 3.5`)
+		parquetFile{"ID BIGINT, AMOUNT DOUBLE", [][]any{{int64(2), 3.5}}},
+		"", `1 2.5`, `2 3.5`)
 }
 
 // TestParquetNarrowRange: a Parquet INT32 column declared SMALLINT or TINYINT keeps the values in
