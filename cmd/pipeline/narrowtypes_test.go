@@ -12,7 +12,8 @@ import (
 // TestDeclaredNarrowTypes: a declared schema takes Spark's FLOAT (REAL), SMALLINT (SHORT) and
 // TINYINT (BYTE). A FLOAT value is the nearest float32 (0.1 reads back as 0.1; beyond its range an
 // infinity, as Spark's readers parse a FloatType value); a SMALLINT or TINYINT value beyond the
-// type's range does not fit (NULL and a WARN), from JSON numbers, numeric strings and CSV alike.
+// type's range does not fit (NULL and a WARN), from JSON numbers and CSV alike (a JSON string
+// fits none of them, as in Spark's JSON reader).
 // An APPLY CHANGES target keyed by a SMALLINT keeps the types, and the tables' schemas name them
 // as Spark does (short, byte, float).
 func TestDeclaredNarrowTypes(t *testing.T) {
@@ -20,7 +21,7 @@ func TestDeclaredNarrowTypes(t *testing.T) {
 	tmp := t.TempDir()
 	writeFile(t, filepath.Join(tmp, "j"), "a.json", `{"op":"I","id":1,"f":0.1,"s":300,"t":-7,"seq":1}
 {"op":"I","id":2,"f":3.5e39,"s":40000,"t":200,"seq":2}
-{"op":"U","id":1,"f":"2.5","s":"-32768","t":"127","seq":3}
+{"op":"U","id":1,"f":2.5,"s":-32768,"t":127,"seq":3}
 {"op":"I","id":70000,"f":1,"s":1,"t":1,"seq":4}
 `)
 	writeFile(t, filepath.Join(tmp, "c"), "a.csv", "id,f,s,t\n1,0.1,300,-7\n2,-1e40,-32769,-128\n")
