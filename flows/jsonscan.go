@@ -197,6 +197,9 @@ func textValue(t *schema.Type, str string, slab *boxSlab) (any, error) {
 		}
 		return slab.string(str), nil
 	case schema.DecimalKind:
+		if len(str) > 0 && (str[0] <= ' ' || str[len(str)-1] <= ' ' || str[0] >= utf8.RuneSelf || str[len(str)-1] >= utf8.RuneSelf) {
+			break // white space around the number, maybe: schema.FromJSONReader decides
+		}
 		str = schema.DecimalText(str) // "1,000.50": as Spark's JSON reader parses a string
 		// A wide one is boxed on its own, not in the slab's words.
 		if t.WideDecimal() {

@@ -13,7 +13,8 @@ import (
 // ShortType and ByteType, only true or false for BooleanType, and for DoubleType and FloatType a
 // number or one of the strings "NaN", "Infinity", "+Infinity", "+INF", "-Infinity", "-INF"
 // (allowNonNumericNumbers): the column is NULL, the value is rescued, and the WARN names it. A
-// string still fills DECIMAL, DATE and TIMESTAMP columns, which Spark parses from text. Both the
+// string still fills DECIMAL, DATE and TIMESTAMP columns, which Spark parses from text, but not a
+// DECIMAL one with white space around the number, which java.math.BigDecimal refuses. Both the
 // scanner and the encoding/json path (a line with a field twice) give the same.
 func TestJSONStringIntoNumberOrBoolean(t *testing.T) {
 	t.Parallel()
@@ -50,6 +51,9 @@ func TestJSONStringIntoNumberOrBoolean(t *testing.T) {
 		{"NaN with spaces", `"f":" NaN"`, nil, []string{"f"}},
 		{"DECIMAL, DATE and TIMESTAMP from strings", `"d":"12.50","day":"2024-01-31","at":"2024-01-31T10:00:00Z"`,
 			map[string]any{"d": schema.Decimal(1250), "day": schema.Date(19753), "at": schema.Timestamp(1706695200000000)}, nil},
+		{"DECIMAL from a string with grouping commas", `"d":"1,234.50"`, map[string]any{"d": schema.Decimal(123450)}, nil},
+		{"DECIMAL from a string with white space", `"d":" 12.50"`, nil, []string{"d"}},
+		{"DECIMAL from a string with white space after", `"d":"12.50\t"`, nil, []string{"d"}},
 		{"a string in a STRUCT field", `"st":{"x":"5"}`, nil, []string{"st"}},
 		{"a number in a STRUCT field", `"st":{"x":5}`, map[string]any{"st": []any{int64(5)}}, nil},
 		{"a string in an ARRAY", `"arr":[1,"2"]`, nil, []string{"arr"}},
@@ -121,6 +125,7 @@ func TestJSONStringIntoNumberMessage(t *testing.T) {
 		{"DOUBLE", "1.5", `"1.5" is a JSON string, and DOUBLE takes a JSON number (or the string "NaN", "Infinity" or "-Infinity"), as Spark's JSON reader does: write 1.5 without quotes, or declare the column STRING`},
 		{"INT", "x", `"x" is not a whole number for INT`},
 		{"BOOLEAN", "yes", `"yes" is not true or false`},
+		{"DECIMAL(10,2)", " 3 ", `" 3 " has white space around the number, which DECIMAL(10,2) does not take from a JSON string, as Spark's JSON reader does not (java.math.BigDecimal): write "3"`},
 	} {
 		s, err := schema.ParseDDL("c " + tc.ddl)
 		if err != nil {

@@ -213,9 +213,10 @@ func FromJSON(t Type, v any) (any, error) {
 // the Go value of type t as Spark's JSON reader (JacksonParser) converts the token: as FromJSON,
 // except that a JSON string does not fit a BIGINT, INT, SMALLINT, TINYINT or BOOLEAN column, nor
 // a DOUBLE or FLOAT one unless it is "NaN", "Infinity", "+Infinity", "+INF", "-Infinity" or
-// "-INF" (Spark's allowNonNumericNumbers, on by default), at any depth of a STRUCT, ARRAY or MAP
-// value. DECIMAL, DATE, TIMESTAMP and BINARY columns take strings as FromJSON does, and so do MAP
-// keys (a JSON object's keys are strings).
+// "-INF" (Spark's allowNonNumericNumbers, on by default), nor a DECIMAL one when it has white
+// space around the number (java.math.BigDecimal takes none), at any depth of a STRUCT, ARRAY or
+// MAP value. DECIMAL, DATE, TIMESTAMP and BINARY columns take other strings as FromJSON does, and
+// so do MAP keys (a JSON object's keys are strings).
 func FromJSONReader(t Type, v any) (any, error) {
 	return fromJSON(t, v, true)
 }
@@ -234,6 +235,10 @@ func fromJSON(t Type, v any, reader bool) (any, error) {
 				return t.Float(f), nil
 			}
 			return nil, stringTokenError(t, x)
+		case DecimalKind:
+			if trimmed := strings.TrimSpace(x); trimmed != x {
+				return nil, fmt.Errorf("%q has white space around the number, which %s does not take from a JSON string, as Spark's JSON reader does not (java.math.BigDecimal): write %q", x, t.DDL(), trimmed)
+			}
 		}
 	}
 	switch t.Kind {
