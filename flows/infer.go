@@ -502,10 +502,11 @@ func (inf *inferrer) json(src *spec.Source, in io.Reader) error {
 }
 
 // evolveSchema applies the source's schema_evolution_mode to the columns that the batch's files
-// have and the schema does not (names match case-sensitively): failOnNewColumns fails naming the
-// first file and column; addNewColumns adds them after the source's columns (typed as inference
-// types them, schema_hints applying), updates the dataset's schema and meta, and reports true so
-// that the batch's commit carries the new metadata (rows already in the table read NULL there).
+// have and the schema does not (names match without regard to case, as Spark's do):
+// failOnNewColumns fails naming the first file and column; addNewColumns adds them after the
+// source's columns (typed as inference types them, schema_hints applying), updates the
+// dataset's schema and meta, and reports true so that the batch's commit carries the new
+// metadata (rows already in the table read NULL there).
 // refresh is the command failOnNewColumns's error advises (newColumnError).
 // rescue and none need nothing here: the readers rescue or ignore unknown fields.
 func evolveSchema(d *spec.Dataset, todo []inputFile, meta *delta.Metadata, refresh string) (bool, error) {
