@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"maps"
@@ -177,6 +178,9 @@ func TestSparkFunctionsFailInDuckDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := sqlengine.DefineMacros(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
 	defer db.Close()
 	covered := map[string]bool{}
 	for _, ex := range sparkExamples {
@@ -228,6 +232,9 @@ func TestSparkFunctionsFailInDuckDB(t *testing.T) {
 func TestSparkNamesAsRelations(t *testing.T) {
 	db, err := sqlengine.OpenDB(t.TempDir())
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlengine.DefineMacros(context.Background(), db); err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
@@ -301,6 +308,9 @@ func TestElementAtMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := sqlengine.DefineMacros(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
 	defer db.Close()
 	for sql, want := range map[string]string{
 		"SELECT element_at(MAP {'a': 1}, 'a')": "[1]",
@@ -366,6 +376,9 @@ func TestSparkFormsDuckDBRunsAlike(t *testing.T) {
 func TestSparkFormsOtherInDuckDB(t *testing.T) {
 	db, err := sqlengine.OpenDB(t.TempDir())
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlengine.DefineMacros(context.Background(), db); err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()

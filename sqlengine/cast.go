@@ -1,14 +1,17 @@
 package sqlengine
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // CastTypes are the DuckDB types whose casts differ from Spark SQL's and run as Spark's here: a
 // query's CAST(x AS INT) (and TRY_CAST, x::INT) is called as the macro CastMacro names, which
-// every connection defines (castMacros). The integral types of Spark (TINYINT, SMALLINT, INT,
+// the engine defines before it runs a query that calls it (DefineMacros). The integral types of Spark (TINYINT, SMALLINT, INT,
 // BIGINT) truncate a fraction toward zero, where DuckDB's CAST rounds; VARCHAR (Spark's STRING)
 // writes a DOUBLE or FLOAT as Java does, where DuckDB writes its own text.
 var CastTypes = []string{"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "VARCHAR"}
@@ -40,9 +43,9 @@ func CastMacro(typ string, try bool) string {
 // made and read), so the plain form is the one for every other argument.
 func OnceMacro(macro string) string { return macro + "_once" }
 
-// castMacros are the statements that define CastMacro's macros (and their OnceMacro forms) on a
-// connection, as temporary macros (each connection has its own, so that none conflicts with
-// another's). Which branch a value takes depends on its type alone (typeof).
+// castMacros are the statements that define CastMacro's macros (and their OnceMacro forms) in a
+// database's catalog (DefineMacros). Which branch a value takes depends on its type alone
+// (typeof).
 //
 // To an integral type: a DOUBLE or FLOAT is truncated as a DOUBLE (exact: trunc of a DOUBLE is an
 // integer DOUBLE); a DECIMAL of scale 0 is cast as it is; one of at most 15 digits is truncated
@@ -96,8 +99,8 @@ func castMacros() []string {
 // once.
 func macroPair(name, params string, body func(v string) string) []string {
 	return []string{
-		fmt.Sprintf("CREATE OR REPLACE TEMP MACRO %s(%s) AS %s", name, params, body("x")),
-		fmt.Sprintf("CREATE OR REPLACE TEMP MACRO %s(%s) AS list_transform([x], lambda v: %s)[1]", OnceMacro(name), params, body("v")),
+		fmt.Sprintf("CREATE OR REPLACE MACRO %s(%s) AS %s", name, params, body("x")),
+		fmt.Sprintf("CREATE OR REPLACE MACRO %s(%s) AS list_transform([x], lambda v: %s)[1]", OnceMacro(name), params, body("v")),
 	}
 }
 
@@ -118,18 +121,18 @@ const ConcatWSPart = "spark_concat_ws_part"
 // (1234567.0, 0.001), any other in Java's scientific notation (1.23456789E8, 1.0E20, -1.5E-5),
 // zero as 0.0 (-0.0), NaN, Infinity and -Infinity.
 var javaFloatText = []string{
-	"CREATE OR REPLACE TEMP MACRO spark_java_digits(sign, d, e) AS sign || CASE" +
+	"CREATE OR REPLACE MACRO spark_java_digits(sign, d, e) AS sign || CASE" +
 		" WHEN d = '' THEN '0.0'" +
 		" WHEN e >= 0 AND e < 7 THEN rpad(substr(d, 1, e + 1), CAST(e + 1 AS INTEGER), '0') || '.' || coalesce(nullif(substr(d, e + 2), ''), '0')" +
 		" WHEN e < 0 AND e >= -3 THEN '0.' || repeat('0', -e - 1) || d" +
 		" ELSE substr(d, 1, 1) || '.' || coalesce(nullif(substr(d, 2), ''), '0') || 'E' || CAST(e AS VARCHAR) END",
 	// m is s without its sign and exponent, digits m without its point.
-	"CREATE OR REPLACE TEMP MACRO spark_java_parts(sign, m, digits, x) AS spark_java_digits(sign," +
+	"CREATE OR REPLACE MACRO spark_java_parts(sign, m, digits, x) AS spark_java_digits(sign," +
 		" rtrim(ltrim(digits, '0'), '0')," +
 		" x + length(split_part(m, '.', 1)) - 1 - (length(digits) - length(ltrim(digits, '0'))))",
 	// s is a lambda's parameter, so that the text given is computed once, not once for each
 	// time the macros above name their arguments.
-	"CREATE OR REPLACE TEMP MACRO spark_java_float(text) AS list_transform([text], lambda s: CASE" +
+	"CREATE OR REPLACE MACRO spark_java_float(text) AS list_transform([text], lambda s: CASE" +
 		" WHEN s = 'nan' THEN 'NaN' WHEN s = 'inf' THEN 'Infinity' WHEN s = '-inf' THEN '-Infinity'" +
 		" ELSE spark_java_parts(CASE WHEN starts_with(s, '-') THEN '-' ELSE '' END," +
 		" split_part(ltrim(s, '-'), 'e', 1), replace(split_part(ltrim(s, '-'), 'e', 1), '.', '')," +
@@ -239,3 +242,38 @@ func lastTopComma(s string) int {
 	}
 	return last
 }
+
+// macroOnce is DefineMacros's work for one database: done once, its error kept.
+type macroOnce struct {
+	once sync.Once
+	err  error
+}
+
+// macrosDefined holds, by database, whether DefineMacros defined the macros in it.
+var macrosDefined sync.Map // *sql.DB -> *macroOnce
+
+// DefineMacros defines the macros of CastMacro, OnceMacro and ConcatWSPart (castMacros) in the
+// catalog of db, an in-memory database OpenDB opened, the first time it is called for db; later
+// calls return the first one's error. They are defined when a query first calls them
+// (usesMacros), not as each connection opens: about 25 statements of some 0.5 ms each, which
+// a run whose queries cast nothing does not pay (Engine.Query, Engine.Describe).
+func DefineMacros(ctx context.Context, db *sql.DB) error {
+	v, _ := macrosDefined.LoadOrStore(db, &macroOnce{})
+	m := v.(*macroOnce)
+	m.once.Do(func() {
+		for _, s := range castMacros() {
+			if _, err := db.ExecContext(ctx, s); err != nil {
+				m.err = fmt.Errorf("sqlengine: defining the cast macros: %w", err)
+				return
+			}
+		}
+	})
+	return m.err
+}
+
+// usesMacros reports whether query may call a macro of DefineMacros (every one of whose names
+// starts with spark_).
+func usesMacros(query string) bool { return strings.Contains(strings.ToLower(query), "spark_") }
+
+// forgetMacros drops what DefineMacros knows of db, which is being closed.
+func forgetMacros(db *sql.DB) { macrosDefined.Delete(db) }

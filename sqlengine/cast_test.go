@@ -41,3 +41,32 @@ func TestCastMacrosFold(t *testing.T) {
 		t.Errorf("the once form runs as\n%s\nwant its lambda", p)
 	}
 }
+
+// TestMacrosDefinedWhenCalled: a database has no cast macro until a query calls one (a run whose
+// queries cast nothing does not define them), and then has them, for every connection.
+func TestMacrosDefinedWhenCalled(t *testing.T) {
+	t.Parallel()
+	e, err := Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	count := func() int64 {
+		t.Helper()
+		_, rows, err := e.Query(context.Background(), "SELECT count(*) FROM duckdb_functions() WHERE function_name LIKE 'spark%cast%'", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rows[0][0].(int64)
+	}
+	if n := count(); n != 0 {
+		t.Fatalf("%d cast macros before any query calls one, want none", n)
+	}
+	_, rows, err := e.Query(context.Background(), "SELECT "+CastMacro("INTEGER", false)+"(2.7) AS v", nil)
+	if err != nil || rows[0][0] != int32(2) {
+		t.Fatalf("the cast of 2.7: %v (%v), want 2", rows, err)
+	}
+	if n, want := count(), int64(4*len(CastTypes)); n != want {
+		t.Errorf("%d cast macros after a query called one, want %d (each type, TRY_CAST, their once forms)", n, want)
+	}
+}

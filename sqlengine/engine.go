@@ -87,18 +87,18 @@ func Open(dir string) (*Engine, error) {
 // (ORDER BY ts) gives 1 to a NULL ts, ORDER BY x LIMIT 1 keeps a NULL x. A division or modulo
 // by zero is NULL, as Spark SQL's (without ANSI mode, which fails the query instead), where
 // DuckDB's own IEEE 754 arithmetic gives an infinity or NaN (5 / 0 is +Inf there), which a table
-// would keep. The macros of CastMacro (castMacros) cast to an integer or a string as Spark SQL does.
-var sessionSettings = append([]string{
+// would keep.
+var sessionSettings = []string{
 	"SET TimeZone = 'UTC'",
 	"SET Calendar = 'gregorian'",
 	"SET default_null_order = 'nulls_first_on_asc_last_on_desc'",
 	"SET ieee_floating_point_ops = false",
-}, castMacros()...)
+}
 
 // OpenDB opens an in-memory DuckDB database for code that runs its own SQL on it (Open's
 // Engine, the bench command's baseline): every connection the pool opens first runs
-// sessionSettings, so results are those of a UTC session on any machine, and defines
-// CastMacro's macros. A dir other than "" is DuckDB's file_search_path: a relative file
+// sessionSettings, so results are those of a UTC session on any machine (CastMacro's macros are
+// DefineMacros's, when a query calls them). A dir other than "" is DuckDB's file_search_path: a relative file
 // path that DuckDB does not find in the working directory is looked up in dir (the spec's
 // folder; the spec package rewrites the paths a query writes as literals itself, so the working
 // directory never comes first for those). A dir with a comma is not set (file_search_path is a
@@ -123,7 +123,10 @@ func OpenDB(dir string) (*sql.DB, error) {
 }
 
 // Close releases the database.
-func (e *Engine) Close() error { return e.db.Close() }
+func (e *Engine) Close() error {
+	forgetMacros(e.db)
+	return e.db.Close()
+}
 
 // Release hands the database back instead of closing it: it becomes the instance the next Open
 // of dir takes (dir must be the one the engine was opened for), so that the queries of one run
@@ -159,6 +162,11 @@ func (e *Engine) Query(ctx context.Context, query string, rels []Relation) (_ sc
 		return schema.Schema{}, nil, fmt.Errorf("sqlengine: %w", err)
 	}
 	defer conn.Close()
+	if usesMacros(query) {
+		if err := DefineMacros(ctx, e.db); err != nil {
+			return schema.Schema{}, nil, err
+		}
+	}
 	drop, err := registerAll(ctx, conn, rels)
 	defer drop()
 	if err != nil {
@@ -266,6 +274,11 @@ func (e *Engine) Describe(ctx context.Context, query string, rels []Relation) (s
 	defer drop()
 	if err != nil {
 		return schema.Schema{}, inputError{err}
+	}
+	if usesMacros(query) {
+		if err := DefineMacros(ctx, e.db); err != nil {
+			return schema.Schema{}, err
+		}
 	}
 	rt := resultTypesOf(rels)
 	rows, err := conn.QueryContext(ctx, "DESCRIBE "+query)

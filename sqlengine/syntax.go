@@ -108,6 +108,7 @@ func putWarm(dir string, db *sql.DB) {
 	warm.Lock()
 	defer warm.Unlock()
 	if warm.db != nil {
+		forgetMacros(warm.db)
 		warm.db.Close()
 	}
 	warm.dir, warm.db = dir, db
