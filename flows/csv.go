@@ -594,7 +594,13 @@ func eachCSVRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc, war
 				row[cols[pos]] = *text
 				continue
 			}
-			v, err := schema.FromJSON(c.Type, *text)
+			var v any
+			var err error
+			if c.Type.Kind == schema.DateKind {
+				v, err = schema.ParseReaderDate(*text) // as Spark's CSV reader reads a date
+			} else {
+				v, err = schema.FromJSON(c.Type, *text)
+			}
 			if err != nil {
 				bad = append(bad, badValue{Line: lineNo, Column: c.Name, Reason: err.Error()})
 				keep(c.Name, *text)

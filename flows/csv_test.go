@@ -299,3 +299,20 @@ func TestCSVInvalidUTF8(t *testing.T) {
 		})
 	}
 }
+
+// TestCSVDatesAsSpark: a DATE field is read as Spark's CSV reader reads it without a dateFormat
+// (DateTimeUtils.stringToDate): one-digit months and days, a year and month, a timestamp's date;
+// a day that does not exist is NULL, with a WARN.
+func TestCSVDatesAsSpark(t *testing.T) {
+	t.Parallel()
+	p, landing := newCSV(t, "id INT, day DATE", "")
+	write(t, filepath.Join(landing, "a.csv"), []byte("1,2024-1-5\n2,2024-03\n3,2024-01-31 10:00:00\n4,2024-02-30\n"))
+	m, rec, err := ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, p, `1 "2024-01-05"`, `2 "2024-03-01"`, `3 "2024-01-31"`, `4 null`)
+	if m.BadRecords != 1 {
+		t.Errorf("metrics = %+v, want the one day that does not exist counted; events:\n%s", m, rec.all())
+	}
+}

@@ -215,7 +215,7 @@ func textValue(t *schema.Type, str string, slab *boxSlab) (any, error) {
 		}
 		return slab.decimal(d), nil
 	case schema.DateKind:
-		d, err := schema.ParseDate(str)
+		d, err := schema.ParseReaderDate(str)
 		if err != nil {
 			return nil, err
 		}

@@ -152,6 +152,57 @@ func ParseDate(s string) (Date, error) {
 	return Date(t.Unix() / 86400), nil
 }
 
+// ParseReaderDate reads the text of a DATE value in a JSON or CSV file as Spark's readers read it
+// without a dateFormat option: JacksonParser and UnivocityParser fall back, when the text is not
+// yyyy-MM-dd, to DateTimeUtils.stringToDate, which this follows. After white space, an optional
+// sign, a year of 4 to 7 digits, then optionally "-" and a month of 1 or 2 digits, then
+// optionally "-" and a day of 1 or 2 digits; after the day, a space or a T ends the date and what
+// follows is ignored ("2024-01-31T10:00:00Z" and "2024-01-31 extra" are 2024-01-31). A year
+// alone or a year and a month are their first day ("2024" is 2024-01-01, "2024-3" 2024-03-01).
+// A date that does not exist (2024-02-30), or other text, is an error; the result is days
+// since 1970-01-01.
+func ParseReaderDate(s string) (Date, error) {
+	b := strings.TrimFunc(s, func(r rune) bool { return r <= ' ' })
+	bad := fmt.Errorf("%q is not a date (YYYY-MM-DD, as Spark's readers read one)", s)
+	seg := [3]int{1, 1, 1}
+	sign, i, j, val, digits := 1, 0, 0, 0, 0
+	valid := func(i, digits int) bool {
+		return (i == 0 && digits >= 4 && digits <= 7) || (i != 0 && digits > 0 && digits <= 2)
+	}
+	if j < len(b) && (b[j] == '-' || b[j] == '+') {
+		if b[j] == '-' {
+			sign = -1
+		}
+		j++
+	}
+	for ; j < len(b) && b[j] != ' ' && b[j] != 'T'; j++ {
+		c := b[j]
+		if i < 2 && c == '-' {
+			if !valid(i, digits) {
+				return 0, bad
+			}
+			seg[i], val, digits = val, 0, 0
+			i++
+			continue
+		}
+		if c < '0' || c > '9' {
+			return 0, bad
+		}
+		val = val*10 + int(c-'0')
+		digits++
+	}
+	if !valid(i, digits) || (i < 2 && j < len(b)) {
+		return 0, bad // a year, or a year and a month, is the whole text
+	}
+	seg[i] = val
+	y, m, d := sign*seg[0], seg[1], seg[2]
+	t := time.Date(y, time.Month(m), d, 0, 0, 0, 0, time.UTC)
+	if m < 1 || m > 12 || t.Year() != y || int(t.Month()) != m || t.Day() != d {
+		return 0, bad
+	}
+	return Date(t.Unix() / 86400), nil
+}
+
 // FormatTimestamp writes microseconds since the epoch as RFC 3339 UTC with six fraction digits
 // ("2024-01-31T10:00:00.000000Z"), the form of spec.md §2.
 func FormatTimestamp(v Timestamp) string {
@@ -343,6 +394,9 @@ func fromJSON(t Type, v any, reader bool) (any, error) {
 		return nil, fmt.Errorf("%s is not a number for %s", jsonKind(v), t.DDL())
 	case DateKind:
 		if x, ok := v.(string); ok {
+			if reader {
+				return ParseReaderDate(x)
+			}
 			return ParseDate(x)
 		}
 		return nil, fmt.Errorf("%s is not a date string (YYYY-MM-DD)", jsonKind(v))
