@@ -55,7 +55,9 @@ type VacuumResult struct {
 // never deletes a file the latest snapshot reads, and it does not write a commit. Deletion
 // vector files are deletion_vector_<uuid>.bin in the table folder or in the folder of their
 // random prefix (Delta PROTOCOL.md, "Deletion Vector Descriptor Schema"). Errors:
-// ErrRetentionTooShort, a deletion vector descriptor whose file name cannot be derived.
+// ErrRetentionTooShort, a deletion vector descriptor whose file name cannot be derived. In
+// _delta_log it deletes only the temporary files of commits and checkpoints that a crashed
+// writer left (crashedLogTemps).
 func (t *Table) Vacuum(opts VacuumOptions) (VacuumResult, error) {
 	res := VacuumResult{}
 	snap, err := t.Snapshot(-1)
@@ -223,6 +225,9 @@ func (t *Table) Vacuum(opts VacuumOptions) (VacuumResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("delta: vacuum %s: %w", t.Dir, err)
 	}
+	if err := t.crashedLogTemps(now, retain, &res); err != nil {
+		return res, fmt.Errorf("delta: vacuum %s: %w", t.Dir, err)
+	}
 	slices.Sort(res.Files)
 	if opts.DryRun {
 		return res, nil
@@ -243,4 +248,41 @@ func (t *Table) Vacuum(opts VacuumOptions) (VacuumResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// minLogTempAge is the least age of a temporary file in _delta_log that Vacuum deletes, however
+// short the retention: a commit or checkpoint is written to such a file and linked or renamed to
+// its name within moments, so one this old was left by a writer that died.
+const minLogTempAge = time.Hour
+
+// crashedLogTemps adds to res the temporary files in _delta_log (".<uuid>.json.tmp" of a commit,
+// ".<uuid>.checkpoint.parquet.tmp", ".<uuid>.last_checkpoint.tmp") older than retain and
+// minLogTempAge at now: a process killed between writing one and putting it in place leaves it
+// behind, and neither a commit nor the metadata cleanup (which deletes only expired commits and
+// checkpoints) would ever remove it.
+func (t *Table) crashedLogTemps(now time.Time, retain time.Duration, res *VacuumResult) error {
+	entries, err := os.ReadDir(t.logDir())
+	if err != nil {
+		return err
+	}
+	cutoff := now.Add(-max(retain, minLogTempAge))
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".tmp") {
+			continue
+		}
+		info, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if !info.ModTime().Before(cutoff) {
+			continue
+		}
+		res.Files = append(res.Files, LogDir+"/"+name)
+		res.Bytes += info.Size()
+	}
+	return nil
 }

@@ -175,6 +175,91 @@ func TestVacuumShortRetentionByProperty(t *testing.T) {
 	}
 }
 
+// TestVacuumCrashedLogTemps: a process killed while it commits (or writes a checkpoint) leaves
+// its temporary file in _delta_log, which no commit and no metadata cleanup removes. VACUUM
+// deletes such a file once it is older than the retention (an hour at least, even with a
+// retention of 0: a writer in progress puts its file in place within moments), and never a
+// commit, a checkpoint or _last_checkpoint.
+func TestVacuumCrashedLogTemps(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name   string
+		retain string // delta.deletedFileRetentionDuration
+		age    time.Duration
+		gone   bool
+	}{
+		{"older than the default 7 days", "", 8 * 24 * time.Hour, true},
+		{"younger than the default 7 days", "", 6 * 24 * time.Hour, false},
+		{"retention 0, older than an hour", "interval 0 hours", 2 * time.Hour, true},
+		{"retention 0, younger than an hour", "interval 0 hours", time.Minute, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			tbl := New(t.TempDir())
+			conf := map[string]string{}
+			if c.retain != "" {
+				conf[ConfigDeletedFileRetention] = c.retain
+			}
+			tx := tbl.Begin(nil)
+			tx.SetMetadata(Metadata{Schema: mustDDL(t, "id BIGINT"), Configuration: conf})
+			if _, err := tx.Commit("CREATE TABLE", nil); err != nil {
+				t.Fatal(err)
+			}
+			appendRows(t, tbl, [][]any{{int64(1)}})
+			if err := tbl.WriteCheckpoint(mustSnapshot(t, tbl, -1)); err != nil {
+				t.Fatal(err)
+			}
+			log := filepath.Join(tbl.Dir, LogDir)
+			before, err := os.ReadDir(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			temps := []string{
+				".0c9a6f0e-6c51-4f0e-9a43-1d2b7e0f9a11.json.tmp",
+				".5b1e2d3c-7a44-4c1b-8f0e-2a9b8c7d6e5f.checkpoint.parquet.tmp",
+				".9f8e7d6c-5b4a-4321-8fed-cba987654321.last_checkpoint.tmp",
+			}
+			now := time.Now()
+			for _, name := range temps {
+				p := filepath.Join(log, name)
+				if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chtimes(p, now.Add(-c.age), now.Add(-c.age)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res, err := tbl.Vacuum(VacuumOptions{Retain: -1, Now: now, KeepFromVersion: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			if c.gone {
+				for _, name := range temps {
+					want = append(want, LogDir+"/"+name)
+				}
+				slices.Sort(want)
+			}
+			if !slices.Equal(res.Files, want) {
+				t.Fatalf("vacuum deleted %v, want %v", res.Files, want)
+			}
+			for _, name := range temps {
+				if _, err := os.Stat(filepath.Join(log, name)); errors.Is(err, fs.ErrNotExist) != c.gone {
+					t.Errorf("%s: %v after vacuum, want it gone: %v", name, err, c.gone)
+				}
+			}
+			for _, e := range before {
+				if _, err := os.Stat(filepath.Join(log, e.Name())); err != nil {
+					t.Errorf("vacuum removed %s of the log: %v", e.Name(), err)
+				}
+			}
+			if rows, err := New(tbl.Dir).Rows(mustSnapshot(t, New(tbl.Dir), -1)); err != nil || len(rows) != 1 {
+				t.Errorf("after vacuum: %d rows, %v; want 1", len(rows), err)
+			}
+		})
+	}
+}
+
 func TestParseInterval(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]time.Duration{
