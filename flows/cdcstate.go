@@ -244,9 +244,12 @@ func (s *cdcState) entryAt(i int) *cdcEntry {
 // never leaves a half-applied state behind.
 var stateCache sync.Map // state dir -> *cdcState
 
-// remember caches s as the state named by manifest id, after the commit that names it.
+// remember caches s as the state named by manifest id, after the commit that names it, and
+// prunes the state folder (prune) to that manifest and the one s was loaded from.
 func (s *cdcState) remember(id string, segments []segment, renames map[string]string) {
+	prev, prevSegs := s.id, s.segments
 	s.id, s.segments, s.renames = id, segments, renames
+	s.prune(id, segments, prev, prevSegs)
 	loadedStates.Store(s.dir, struct{}{})
 	if !s.partial {
 		stateCache.Store(s.dir, s)

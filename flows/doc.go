@@ -22,5 +22,7 @@
 //   - APPLY CHANGES keeps its CDC state (per-key sequence and tombstones, or per-key event
 //     histories; which data file holds each key, with renames for rewritten files) under
 //     <storage>/state/<dataset>/, versioned with the target: every commit of the target names the
-//     state manifest written for it (commitInfo key "tributaryCdcState").
+//     state manifest written for it (commitInfo key "tributaryCdcState"). Only the manifest of
+//     the last such commit is read; once a commit names its manifest, the folder is pruned to
+//     that manifest and the one before it, with their segments.
 package flows

@@ -305,8 +305,12 @@ func (s *histState) save(changed []string) (string, []segment, map[string]string
 	return s.write(int64(len(rows)), full, trunc, parquetSegment(s.segmentSchema(), rows))
 }
 
+// remember caches s as the state named by manifest id, after the commit that names it, and
+// prunes the state folder (prune) to that manifest and the one s was loaded from.
 func (s *histState) remember(id string, segs []segment, renames map[string]string) {
+	prev, prevSegs := s.id, s.segments
 	s.id, s.segments, s.renames = id, segs, renames
+	s.prune(id, segs, prev, prevSegs)
 	histCache.Store(s.dir, s)
 }
 

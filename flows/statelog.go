@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/google/uuid"
 
@@ -152,6 +153,39 @@ func (l *stateLog) write(rows int64, full bool, truncate []json.RawMessage, seg 
 		return "", nil, nil, fmt.Errorf("writing the CDC state manifest: %w", err)
 	}
 	return id, segs, renames, nil
+}
+
+// prune removes from the state folder what neither the manifest id, just committed, nor prev,
+// the one its batch started from, names: the manifests of earlier batches, the segments a
+// compaction replaced before that, and the segments, manifests and temporary files of batches
+// whose process was killed or failed before its commit. Only the manifest of the target's last
+// APPLY CHANGES commit is read (lastApply); the one before it stays too, with its segments, so
+// that the state of the previous version is still there should that commit be undone. Without
+// this the folder would grow by a manifest every batch and by the whole state every
+// compaction. It ignores errors: a file left is read no more, and the next commit prunes again.
+func (l *stateLog) prune(id string, segs []segment, prev string, prevSegs []segment) {
+	keep := map[string]bool{}
+	for _, s := range slices.Concat(segs, prevSegs) {
+		keep[filepath.FromSlash(s.Name)] = true
+	}
+	dirs := []struct {
+		dir  string
+		keep func(name string) bool
+	}{
+		{filepath.Join(l.dir, "manifests"), func(name string) bool { return name == id+".json" || (prev != "" && name == prev+".json") }},
+		{filepath.Join(l.dir, "segments"), func(name string) bool { return keep[name] }},
+	}
+	for _, d := range dirs {
+		entries, err := os.ReadDir(d.dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if e.Type().IsRegular() && !d.keep(e.Name()) {
+				os.Remove(filepath.Join(d.dir, e.Name()))
+			}
+		}
+	}
 }
 
 // parquetSegment returns a segment writer (for write) of rows as one Parquet file of schema sch.
