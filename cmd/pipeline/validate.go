@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -34,6 +37,9 @@ func newValidateCmd() *cobra.Command {
 				return nil
 			}
 			fmt.Fprintf(out, "%s: pipeline %s is valid: %d dataset(s)\n", p.File, p.Name, len(p.Datasets))
+			for _, n := range missingSources(p) {
+				fmt.Fprintln(out, n)
+			}
 			return nil
 		},
 	}
@@ -67,4 +73,22 @@ func validateJSON(out io.Writer, path string, err error) error {
 		code = ee.code
 	}
 	return &exitError{code: code, err: err, said: true}
+}
+
+// missingSources returns a note for each source path of p (a folder or file, not a glob, which
+// may match nothing yet) that does not exist: the spec is valid, as a landing folder may be made
+// after it, but `pipeline run` fails until it exists (flows.listInputs), which validate, reading
+// no data, would otherwise not say.
+func missingSources(p *spec.Pipeline) []string {
+	var notes []string
+	for _, d := range p.Datasets {
+		src := d.Source
+		if src == nil || src.Format == spec.FormatPostgres || src.Path == "" || strings.ContainsAny(src.Path, "*?[{") {
+			continue
+		}
+		if _, err := os.Stat(src.Path); errors.Is(err, fs.ErrNotExist) {
+			notes = append(notes, fmt.Sprintf("%s: note: dataset %s: source path %s does not exist yet; `pipeline run` fails until it does: create it, or fix source.path (a relative path is resolved against the spec's folder)", src.Pos, d.Name, src.Path))
+		}
+	}
+	return notes
 }

@@ -632,3 +632,26 @@ datasets:
 		"6:42: datasets[0].expectations[0].expect: expectation e does not compile: unexpected token EOF (hint: columns: id, status)",
 		`8:23: datasets[1].query: the query does not bind: Binder Error: Referenced column "stat" not found in FROM clause! Candidate bindings: "status" (hint: its inputs have the columns the spec declares for them (a query dataset's, its query's); queries are DuckDB SQL (README "SQL datasets"))`)
 }
+
+// TestValidateNotesMissingSource: a spec whose source folder does not exist yet is valid (exit 0:
+// the folder may be made later), and validate says that `pipeline run` fails until it exists,
+// where in the spec, and how to fix it; once the folder exists the note is gone.
+func TestValidateNotesMissingSource(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, "pipeline.yaml")
+	if err := os.WriteFile(specPath, []byte("name: p\nstorage: ./storage\ndatasets:\n  - name: raw\n    source:\n      path: ./landng\n      format: json\n      schema: \"id BIGINT\"\n  - name: globbed\n    source:\n      path: ./later/*.json\n      format: json\n      schema: \"id BIGINT\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := pipeline(t, nil, "validate", specPath)
+	want := specPath + ":6:7: note: dataset raw: source path " + filepath.Join(dir, "landng") + " does not exist yet; `pipeline run` fails until it does"
+	if r.code != 0 || !strings.Contains(r.stdout, want) || strings.Contains(r.stdout, "globbed") {
+		t.Fatalf("validate: exit %d\n%s%s\nwant exit 0 and the note %q (none for the glob)", r.code, r.stdout, r.stderr, want)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "landng"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if r := pipeline(t, nil, "validate", specPath); r.code != 0 || strings.Contains(r.stdout, "note:") {
+		t.Fatalf("validate with the folder made: exit %d\n%s%s\nwant no note", r.code, r.stdout, r.stderr)
+	}
+}
