@@ -238,26 +238,14 @@ func subscripted(t sqlToken) bool {
 }
 
 // callArgTokens returns the tokens of each argument of the call whose "(" is toks[open]
-// (splitTopLevel of what its parentheses hold); none for a call without arguments or not closed.
+// (splitTopLevel of what its parentheses hold, up to closing's bracket); none for a call without
+// arguments or not closed.
 func callArgTokens(toks []sqlToken, open int) [][]sqlToken {
-	depth := 0
-	for j := open; j < len(toks); j++ {
-		if toks[j].kind != 'p' {
-			continue
-		}
-		switch toks[j].text {
-		case "(", "[", "{":
-			depth++
-		case ")", "]", "}":
-			if depth--; depth == 0 {
-				if j == open+1 {
-					return nil
-				}
-				return splitTopLevel(toks[open+1 : j])
-			}
-		}
+	end := closing(toks, open)
+	if end >= len(toks) || end == open+1 {
+		return nil
 	}
-	return nil
+	return splitTopLevel(toks[open+1 : end])
 }
 
 // fromPositionZero reports whether a substring call's position, its second argument (or the

@@ -105,6 +105,21 @@ var sparkExamples = []struct {
 	{"boolean(", "SELECT boolean('true')", "SELECT CAST('true' AS BOOLEAN)", "true"},
 }
 
+// duckDB opens a DuckDB database as the engine's (sqlengine.OpenDB) with the cast macros a
+// rewritten query calls, closed when the test ends.
+func duckDB(t *testing.T) *sql.DB {
+	t.Helper()
+	db, err := sqlengine.OpenDB(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := sqlengine.DefineMacros(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
 // duckText runs query on db and returns its rows, ';' between rows and ',' between columns, NULL
 // as NULL, a DATE as 2024-01-31 and a TIMESTAMP as 2024-01-31 10:00:00.
 func duckText(db *sql.DB, query string) (string, error) {
@@ -174,14 +189,7 @@ func duckValue(v any) string {
 // run, and the DuckDB form of its hint runs there (its casts to integers rewritten, as a
 // query's are) and returns what Spark returns. The examples cover every entry.
 func TestSparkFunctionsFailInDuckDB(t *testing.T) {
-	db, err := sqlengine.OpenDB(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sqlengine.DefineMacros(context.Background(), db); err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := duckDB(t)
 	covered := map[string]bool{}
 	for _, ex := range sparkExamples {
 		covered[ex.name] = true
@@ -230,14 +238,7 @@ func TestSparkFunctionsFailInDuckDB(t *testing.T) {
 // call of a query that calls such a function next to such a name, or names the columns of a
 // call with AS (...) as Spark does.
 func TestSparkNamesAsRelations(t *testing.T) {
-	db, err := sqlengine.OpenDB(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sqlengine.DefineMacros(context.Background(), db); err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := duckDB(t)
 	for _, sql := range []string{
 		"WITH RECURSIVE sequence(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM sequence WHERE n < 3) SELECT n FROM sequence",
 		"WITH a AS (SELECT 1), transform(x, y) AS MATERIALIZED (SELECT 1, 2) SELECT x FROM transform",
@@ -304,14 +305,7 @@ func TestSparkSyntaxHintDuckForms(t *testing.T) {
 // Spark returns the value, so sparkCalls flags it too; the hint's m[key] returns Spark's value
 // (NULL for a key the map does not have, as Spark's element_at with ANSI mode off).
 func TestElementAtMap(t *testing.T) {
-	db, err := sqlengine.OpenDB(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sqlengine.DefineMacros(context.Background(), db); err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := duckDB(t)
 	for sql, want := range map[string]string{
 		"SELECT element_at(MAP {'a': 1}, 'a')": "[1]",
 		"SELECT (MAP {'a': 1})['a']":           "1",
@@ -374,14 +368,7 @@ func TestSparkFormsDuckDBRunsAlike(t *testing.T) {
 // takes backslash escapes, LIKE's escape is a backslash, an array subscript counts from 0, ^ is
 // a bitwise exclusive or, DECIMAL is DECIMAL(10,0)); the Spark query, run by DuckDB, does not.
 func TestSparkFormsOtherInDuckDB(t *testing.T) {
-	db, err := sqlengine.OpenDB(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sqlengine.DefineMacros(context.Background(), db); err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := duckDB(t)
 	for _, ex := range []struct{ spark, duck, want string }{
 		{`SELECT regexp_extract('ab12', '([0-9]+)', 1) || regexp_extract('ab12', '(\\d+)', 1)`, `SELECT regexp_extract('ab12', '([0-9]+)', 1) || regexp_extract('ab12', '(\d+)', 1)`, "1212"},
 		{`SELECT 'a_b' LIKE 'a\_b'`, `SELECT 'a_b' LIKE 'a\_b' ESCAPE '\'`, "true"},
