@@ -243,10 +243,10 @@ func lastTopComma(s string) int {
 	return last
 }
 
-// macroOnce is DefineMacros's work for one database: done once, its error kept.
+// macroOnce is DefineMacros's work for one database: done once it has succeeded.
 type macroOnce struct {
-	once sync.Once
-	err  error
+	mu   sync.Mutex
+	done bool
 }
 
 // macrosDefined holds, by database, whether DefineMacros defined the macros in it.
@@ -254,21 +254,26 @@ var macrosDefined sync.Map // *sql.DB -> *macroOnce
 
 // DefineMacros defines the macros of CastMacro, OnceMacro and ConcatWSPart (castMacros) in the
 // catalog of db, an in-memory database OpenDB opened, the first time it is called for db; later
-// calls return the first one's error. They are defined when a query first calls them
-// (usesMacros), not as each connection opens: about 25 statements of some 0.5 ms each, which
-// a run whose queries cast nothing does not pay (Engine.Query, Engine.Describe).
+// calls do nothing, unless the calls before failed (a query stopped by its ctx while they were
+// being defined: the next call defines them again, as the database may be kept for later queries,
+// Engine.Release). They are defined when a query first calls them (usesMacros), not as each
+// connection opens: about 25 statements of some 0.5 ms each, which a run whose queries cast
+// nothing does not pay (Engine.Query, Engine.Describe).
 func DefineMacros(ctx context.Context, db *sql.DB) error {
 	v, _ := macrosDefined.LoadOrStore(db, &macroOnce{})
 	m := v.(*macroOnce)
-	m.once.Do(func() {
-		for _, s := range castMacros() {
-			if _, err := db.ExecContext(ctx, s); err != nil {
-				m.err = fmt.Errorf("sqlengine: defining the cast macros: %w", err)
-				return
-			}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.done {
+		return nil
+	}
+	for _, s := range castMacros() {
+		if _, err := db.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("sqlengine: defining the cast macros: %w", err)
 		}
-	})
-	return m.err
+	}
+	m.done = true
+	return nil
 }
 
 // usesMacros reports whether query may call a macro of DefineMacros (every one of whose names

@@ -70,3 +70,27 @@ func TestMacrosDefinedWhenCalled(t *testing.T) {
 		t.Errorf("%d cast macros after a query called one, want %d (each type, TRY_CAST, their once forms)", n, want)
 	}
 }
+
+// TestDefineMacrosAgainAfterFailure: a definition stopped by its query's context (a Ctrl-C) is
+// made again by the next query, not kept as that failure: the database may serve later queries
+// (Engine.Release, `pipeline dev`).
+func TestDefineMacrosAgainAfterFailure(t *testing.T) {
+	t.Parallel()
+	db, err := OpenDB("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := DefineMacros(stopped, db); err == nil {
+		t.Fatal("defining the macros under a canceled context did not fail")
+	}
+	if err := DefineMacros(context.Background(), db); err != nil {
+		t.Fatalf("defining them again: %v", err)
+	}
+	var v int32
+	if err := db.QueryRow("SELECT " + CastMacro("INTEGER", false) + "(-2.7)").Scan(&v); err != nil || v != -2 {
+		t.Fatalf("the cast of -2.7: %d (%v), want -2", v, err)
+	}
+}
