@@ -163,7 +163,7 @@ func ParseDate(s string) (Date, error) {
 // since 1970-01-01.
 func ParseReaderDate(s string) (Date, error) {
 	b := strings.TrimFunc(s, func(r rune) bool { return r <= ' ' })
-	bad := fmt.Errorf("%q is not a date (YYYY-MM-DD, as Spark's readers read one)", s)
+	bad := readerDateError{s} // made only when returned: a file's every date comes here
 	seg := [3]int{1, 1, 1}
 	sign, i, j, val, digits := 1, 0, 0, 0, 0
 	valid := func(i, digits int) bool {
@@ -201,6 +201,13 @@ func ParseReaderDate(s string) (Date, error) {
 		return 0, bad
 	}
 	return Date(t.Unix() / 86400), nil
+}
+
+// readerDateError is ParseReaderDate's error for text that is no date.
+type readerDateError struct{ text string }
+
+func (e readerDateError) Error() string {
+	return fmt.Sprintf("%q is not a date (YYYY-MM-DD, as Spark's readers read one)", e.text)
 }
 
 // FormatTimestamp writes microseconds since the epoch as RFC 3339 UTC with six fraction digits
