@@ -101,11 +101,11 @@ func (c *columnCursor) fillPlain(rows [][]any, base int) (int, error) {
 	var err error
 	switch c.conv.raw {
 	case rawInt64:
-		p.vi = boxPlain(p.i64, p.vi, defs, c.maxDef, rows[:m], c.j, c.conv.typ)
+		p.vi = boxPlain(plainSlab[int64](c.arena, m), p.i64, p.vi, defs, c.maxDef, rows[:m], c.j, c.conv.typ)
 	case rawDouble:
-		p.vi = boxPlain(p.f64, p.vi, defs, c.maxDef, rows[:m], c.j, c.conv.typ)
+		p.vi = boxPlain(plainSlab[float64](c.arena, m), p.f64, p.vi, defs, c.maxDef, rows[:m], c.j, c.conv.typ)
 	case rawInt32:
-		p.vi = boxPlain(p.i32, p.vi, defs, c.maxDef, rows[:m], c.j, c.conv.typ)
+		p.vi = boxPlain(plainSlab[int32](c.arena, m), p.i32, p.vi, defs, c.maxDef, rows[:m], c.j, c.conv.typ)
 	case rawDecimal:
 		p.vi, err = c.decimalPlain(defs, rows[:m], base)
 	case rawString:
@@ -118,11 +118,11 @@ func (c *columnCursor) fillPlain(rows [][]any, base int) (int, error) {
 	return m, nil
 }
 
-// boxPlain copies the values of vals from position vi on into column j of rows (one per row
-// whose definition level in defs is maxDef, or every row when defs is nil), boxed with type word
-// typ, and returns the position after the last value taken.
-func boxPlain[T any](vals []T, vi int, defs []byte, maxDef int, rows [][]any, j int, typ unsafe.Pointer) int {
-	slab := make([]T, len(rows))
+// boxPlain copies the values of vals from position vi on into slab (room for len(rows)
+// values) and column j of rows (one per row whose definition level in defs is maxDef, or every
+// row when defs is nil), boxed with type word typ, and returns the position after the last value
+// taken.
+func boxPlain[T any](slab, vals []T, vi int, defs []byte, maxDef int, rows [][]any, j int, typ unsafe.Pointer) int {
 	if defs == nil {
 		copy(slab, vals[vi:vi+len(rows)])
 		for i := range rows {
@@ -145,7 +145,7 @@ func boxPlain[T any](vals []T, vi int, defs []byte, maxDef int, rows [][]any, j 
 // checked against the column's precision (c.conv.limit), as decimalConverter checks it.
 func (c *columnCursor) decimalPlain(defs []byte, rows [][]any, base int) (int, error) {
 	p := c.plain
-	slab := make([]int64, len(rows))
+	slab := plainSlab[int64](c.arena, len(rows))
 	n := 0
 	limit := c.conv.limit
 	for i := range rows {
@@ -185,8 +185,15 @@ func (c *columnCursor) stringPlain(defs []byte, rows [][]any) int {
 		return p.vi
 	}
 	lo, hi := p.offs[p.vi], p.offs[p.vi+nn]
-	all := string(p.bytes[lo:hi])
-	slab := make([]string, nn)
+	var all string
+	var slab []string
+	if a := c.arena; a != nil {
+		b := a.bytes.take(int(hi - lo))
+		copy(b, p.bytes[lo:hi])
+		all, slab = unsafe.String(unsafe.SliceData(b), len(b)), a.strs.take(nn)
+	} else {
+		all, slab = string(p.bytes[lo:hi]), make([]string, nn)
+	}
 	n := 0
 	for i := range rows {
 		if defs != nil && int(defs[i]) != c.maxDef {
@@ -198,4 +205,62 @@ func (c *columnCursor) stringPlain(defs []byte, rows [][]any) int {
 		n++
 	}
 	return p.vi + n
+}
+
+// valueArena is the memory the flat PLAIN columns of a row group read through a RowGroupPool
+// box their values in (fillPlain): chunks of 8-byte words (the numbers), string headers and
+// string bytes, carved in order and carved again from the start once the group's rows are
+// released (reset), so that reading many row groups allocates no memory for them after the
+// first few. Values read other ways (dictionary pages, conversions, nested columns) are
+// allocated as before.
+type valueArena struct {
+	words chunks[uint64]
+	strs  chunks[string]
+	bytes chunks[byte]
+}
+
+// reset makes the arena's memory free to carve again: no value boxed in it before may be in use.
+func (a *valueArena) reset() {
+	a.words.reset()
+	a.strs.reset()
+	a.bytes.reset()
+}
+
+// arenaChunk is the fewest elements a chunk of a valueArena holds.
+const arenaChunk = 64 << 10
+
+// chunks is a list of arrays that take carves slices from, in order, adding an array when the
+// ones it has have no room left.
+type chunks[T any] struct {
+	list   [][]T
+	i, off int // the array being carved, and its next free element
+}
+
+// take returns n elements (not cleared) that no other take since the last reset returned.
+func (c *chunks[T]) take(n int) []T {
+	if n == 0 {
+		return nil
+	}
+	for ; c.i < len(c.list); c.i, c.off = c.i+1, 0 {
+		if cur := c.list[c.i]; len(cur)-c.off >= n {
+			c.off += n
+			return cur[c.off-n : c.off : c.off]
+		}
+	}
+	c.list = append(c.list, make([]T, max(n, arenaChunk)))
+	c.i, c.off = len(c.list)-1, n
+	return c.list[c.i][:n:n]
+}
+
+// reset makes every array free to carve again, from the first.
+func (c *chunks[T]) reset() { c.i, c.off = 0, 0 }
+
+// plainSlab returns room for n values of T: carved from the words of a (a nil a: allocated).
+func plainSlab[T int64 | float64 | int32](a *valueArena, n int) []T {
+	if a == nil || n == 0 {
+		return make([]T, n)
+	}
+	var z T
+	w := a.words.take((n*int(unsafe.Sizeof(z)) + 7) / 8)
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(w))), n)
 }

@@ -56,13 +56,19 @@ func (t *Table) ReadFileGroups(path string, s schema.Schema, fn func(rows [][]an
 // readFileGroups is ReadFileGroups; with reuse, each group's rows are in the memory of the
 // group two before (fn may not keep them).
 func (t *Table) readFileGroups(path string, s schema.Schema, reuse bool, fn func(rows [][]any) error) error {
+	return t.readFileGroupsIn(path, s, groupMemory{reuse: reuse}, func(rows [][]any, _ func()) error { return fn(rows) })
+}
+
+// readFileGroupsIn is readFileGroups with the groups' memory taken as mem says; fn gets each
+// group's release (a no-op unless mem has a pool).
+func (t *Table) readFileGroupsIn(path string, s schema.Schema, mem groupMemory, fn func(rows [][]any, release func()) error) error {
 	name, err := localPath(t.Dir, path)
 	if err != nil {
 		return fmt.Errorf("delta: read %s: %w", path, err)
 	}
 	var fnErr error
-	err = readParquetGroups(name, s, reuse, func(rows [][]any) error {
-		fnErr = fn(rows)
+	err = readParquetGroups(name, s, mem, func(rows [][]any, release func()) error {
+		fnErr = fn(rows, release)
 		return fnErr
 	})
 	if err != nil && err == fnErr {
@@ -74,9 +80,44 @@ func (t *Table) readFileGroups(path string, s schema.Schema, reuse bool, fn func
 	return nil
 }
 
+// groupMemory is where readParquetGroups decodes row groups: new memory for each (the zero
+// value), the memory of the group two before (reuse: the caller keeps no rows past its call), or
+// the groups of a pool, each taken again once released (see RowGroupPool).
+type groupMemory struct {
+	reuse bool
+	pool  *RowGroupPool
+}
+
+// RowGroupPool is the memory of the row groups that Table.FileRowGroupsPooled reads: a few
+// groups' rows and their values (the values of flat columns of PLAIN pages, in a valueArena),
+// each decoded into again once the caller has released it. A batch that reads many row groups
+// and copies what it keeps of them then reads them in the memory of the first few, making
+// next to no garbage. A pool may serve one read at a time.
+type RowGroupPool struct {
+	free chan *decodedGroup
+}
+
+// NewRowGroupPool returns a pool of n row groups' memory (at least 2: one decoded while the
+// caller takes another).
+func NewRowGroupPool(n int) *RowGroupPool {
+	n = max(n, 2)
+	p := &RowGroupPool{free: make(chan *decodedGroup, n)}
+	for range n {
+		p.free <- &decodedGroup{pooled: true}
+	}
+	return p
+}
+
+// releaser returns the function that hands g back to the pool, once however often it is called
+// and from any goroutine.
+func (p *RowGroupPool) releaser(g *decodedGroup) func() {
+	var once sync.Once
+	return func() { once.Do(func() { p.free <- g }) }
+}
+
 func readParquet(name string, s schema.Schema) ([][]any, error) {
 	var all [][]any
-	err := readParquetGroups(name, s, false, func(rows [][]any) error {
+	err := readParquetGroups(name, s, groupMemory{}, func(rows [][]any, _ func()) error {
 		if all == nil {
 			all = rows
 		} else {
@@ -94,10 +135,12 @@ func readParquet(name string, s schema.Schema) ([][]any, error) {
 }
 
 // readParquetGroups reads the file one row group at a time and hands each group's rows to fn,
-// in file order, from the calling goroutine; the group after is decoded meanwhile. With reuse,
-// two groups' memory takes turns (fn may not keep the rows). An error of fn ends the read and is
-// returned as it is.
-func readParquetGroups(name string, s schema.Schema, reuse bool, fn func(rows [][]any) error) error {
+// in file order, from the calling goroutine; the group after is decoded meanwhile. With
+// mem.reuse, two groups' memory takes turns (fn may not keep the rows); with mem.pool, the
+// groups are the pool's, each decoded into once fn's release of it was called (before or after
+// fn returns; its rows and values stay valid until then). An error of fn ends the read and is
+// returned as it is; a group not released then stays out of the pool.
+func readParquetGroups(name string, s schema.Schema, mem groupMemory, fn func(rows [][]any, release func()) error) error {
 	f, pf, err := openParquet(name)
 	if err != nil {
 		return err
@@ -152,7 +195,10 @@ func readParquetGroups(name string, s schema.Schema, reuse bool, fn func(rows []
 	decode := func(rg parquet.RowGroup, g *decodedGroup) error {
 		n := rg.NumRows()
 		chunks := rg.ColumnChunks()
-		if !reuse || cap(g.backing) < int(n)*w {
+		if g.pooled {
+			g.arena.reset()
+		}
+		if !(mem.reuse || g.pooled) || cap(g.backing) < int(n)*w {
 			g.backing, g.rows = make([]any, int(n)*w), make([][]any, n)
 		} else {
 			g.backing, g.rows = g.backing[:int(n)*w], g.rows[:n]
@@ -168,7 +214,11 @@ func readParquetGroups(name string, s schema.Schema, reuse bool, fn func(rows []
 		var flat []*columnCursor
 		for j, fd := range s.Fields {
 			if col := plans[j].col; col != nil && !hasRepeated(fd.Type) && fd.Type.Kind != schema.StructKind {
-				flat = append(flat, &columnCursor{name: fd.Name, pages: chunks[col.Index()].Pages(), maxDef: col.MaxDefinitionLevel(), j: j, conv: plans[j].conv})
+				c := &columnCursor{name: fd.Name, pages: chunks[col.Index()].Pages(), maxDef: col.MaxDefinitionLevel(), j: j, conv: plans[j].conv}
+				if g.pooled {
+					c.arena = &g.arena
+				}
+				flat = append(flat, c)
 			}
 		}
 		if err := readTiles(flat, rows); err != nil {
@@ -201,20 +251,25 @@ func readParquetGroups(name string, s schema.Schema, reuse bool, fn func(rows []
 			groups = append(groups, rg)
 		}
 	}
-	if len(groups) == 1 {
+	noRelease := func() {}
+	if len(groups) == 1 && mem.pool == nil {
 		var g decodedGroup
 		if err := decode(groups[0], &g); err != nil {
 			return err
 		}
-		return fn(g.rows)
+		return fn(g.rows, noRelease)
 	}
 	// The next row group is decoded on a goroutine of its own while fn takes the one before:
 	// two buffers take turns (with reuse, a group's memory is that of the group two before,
-	// which fn is done with).
-	ready := make(chan *decodedGroup, 1)
+	// which fn is done with), or the pool's groups as they are released.
 	free := make(chan *decodedGroup, 2)
-	free <- &decodedGroup{}
-	free <- &decodedGroup{}
+	if mem.pool != nil {
+		free = mem.pool.free
+	} else {
+		free <- &decodedGroup{}
+		free <- &decodedGroup{}
+	}
+	ready := make(chan *decodedGroup, 1)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -232,6 +287,9 @@ func readParquetGroups(name string, s schema.Schema, reuse bool, fn func(rows []
 			select {
 			case ready <- g:
 			case <-stop:
+				if mem.pool != nil {
+					free <- g // never handed to fn
+				}
 				return
 			}
 			if g.err != nil {
@@ -242,15 +300,27 @@ func readParquetGroups(name string, s schema.Schema, reuse bool, fn func(rows []
 	defer func() {
 		close(stop)
 		wg.Wait()
+		for g := range ready { // decoded, never handed to fn
+			if mem.pool != nil {
+				free <- g
+			}
+		}
 	}()
 	for g := range ready {
+		release := noRelease
+		if mem.pool != nil {
+			release = mem.pool.releaser(g)
+		}
 		if g.err != nil {
+			release()
 			return g.err
 		}
-		if err := fn(g.rows); err != nil {
+		if err := fn(g.rows, release); err != nil {
 			return err
 		}
-		free <- g
+		if mem.pool == nil {
+			free <- g
+		}
 	}
 	return nil
 }
@@ -272,6 +342,8 @@ type decodedGroup struct {
 	backing []any
 	rows    [][]any
 	err     error
+	pooled  bool       // a RowGroupPool's: the flat columns' values go in arena
+	arena   valueArena // the values of the group's flat columns, when pooled
 }
 
 // openParquet opens the Parquet file at name for reading, its footer read (page indexes and
@@ -308,7 +380,8 @@ type columnCursor struct {
 	conv   convertFunc
 	buf    []parquet.Value
 	strs   []byte
-	plain  *plainPage // the page being read, when read from its buffers (openPlain)
+	plain  *plainPage  // the page being read, when read from its buffers (openPlain)
+	arena  *valueArena // where fillPlain boxes the values; nil: in memory of their own
 }
 
 // fill reads the column's next len(rows) values into column c.j of rows, page after page, each

@@ -77,7 +77,22 @@ func (t *Table) FileRowGroupsReused(m Metadata, a Add, fn func(rows [][]any) err
 	return t.fileRowGroups(m, a, true, fn)
 }
 
+// FileRowGroupsPooled is FileRowGroups for a caller that copies what it keeps of each group,
+// maybe on another goroutine: each group is decoded into the memory of pool (rows and values),
+// and fn gets, with the group's rows, the release that gives that memory back to the pool. Until
+// release is called (once; later calls do nothing), from any goroutine, before or after fn
+// returns, the rows and their values stay as they are; after it, neither may be used. Reading
+// waits for a released group when the pool has none free, so the caller must release each
+// group it was given; a pool of n groups lets n-1 be held while the next is decoded.
+func (t *Table) FileRowGroupsPooled(m Metadata, a Add, pool *RowGroupPool, fn func(rows [][]any, release func()) error) error {
+	return t.fileRowGroupsIn(m, a, groupMemory{pool: pool}, fn)
+}
+
 func (t *Table) fileRowGroups(m Metadata, a Add, reuse bool, fn func(rows [][]any) error) error {
+	return t.fileRowGroupsIn(m, a, groupMemory{reuse: reuse}, func(rows [][]any, _ func()) error { return fn(rows) })
+}
+
+func (t *Table) fileRowGroupsIn(m Metadata, a Add, mem groupMemory, fn func(rows [][]any, release func()) error) error {
 	l, err := newFileLayout(m, a.Path, a.PartitionValues, nil)
 	if err != nil {
 		return err
@@ -88,11 +103,11 @@ func (t *Table) fileRowGroups(m Metadata, a Add, reuse bool, fn func(rows [][]an
 	}
 	var at uint64 // the file position of the group's first row
 	var fnErr error
-	err = t.readFileGroups(a.Path, l.fileSchema, reuse, func(rows [][]any) error {
+	err = t.readFileGroupsIn(a.Path, l.fileSchema, mem, func(rows [][]any, release func()) error {
 		var live [][]any
 		live, _, deleted = dropDeleted(l.widen(rows), deleted, at, false)
 		at += uint64(len(rows))
-		fnErr = fn(live)
+		fnErr = fn(live, release)
 		return fnErr
 	})
 	if err != nil {
