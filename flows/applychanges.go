@@ -554,6 +554,12 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	var pool *delta.RowGroupPool
 	if perGroup && typed && b.view == nil {
 		pool = delta.NewRowGroupPool(3)
+		if nRows >= collectAroundFinish {
+			// What came before (an ingest flow of the same update) may have left much garbage,
+			// which the relaxed collector would keep beside the batch: collected first, while
+			// little lives (cdc-bulk from bronze: 650 MB peak, against 820 with it kept).
+			runtime.GC()
+		}
 		defer relaxGC()()
 	}
 	for v := start; v <= latest; v++ {
