@@ -596,9 +596,12 @@ func eachCSVRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc, war
 			}
 			var v any
 			var err error
-			if c.Type.Kind == schema.DateKind {
+			switch {
+			case c.Type.Kind == schema.DateKind:
 				v, err = schema.ParseReaderDate(*text) // as Spark's CSV reader reads a date
-			} else {
+			case c.Type.Kind == schema.TimestampKind && !c.Type.IsNTZ():
+				v, err = schema.ParseReaderTimestamp(*text) // and a timestamp
+			default:
 				v, err = schema.FromJSON(c.Type, *text)
 			}
 			if err != nil {

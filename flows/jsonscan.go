@@ -221,7 +221,7 @@ func textValue(t *schema.Type, str string, slab *boxSlab) (any, error) {
 		}
 		return slab.date(d), nil
 	case schema.TimestampKind:
-		parse := schema.ParseTimestamp
+		parse := schema.ParseReaderTimestamp
 		if t.IsNTZ() {
 			parse = schema.ParseTimestampNTZ
 		}

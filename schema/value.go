@@ -210,6 +210,44 @@ func (e readerDateError) Error() string {
 	return fmt.Sprintf("%q is not a date (YYYY-MM-DD, as Spark's readers read one)", e.text)
 }
 
+// ParseReaderTimestamp reads the text of a TIMESTAMP value in a JSON or CSV file as Spark's
+// readers read it without a timestampFormat option, and returns microseconds since the epoch:
+// JacksonParser and UnivocityParser parse it with DateTimeUtils.stringToTimestamp
+// (SparkDateTimeUtils.parseTimestampString) in the session time zone, UTC here, and when that
+// fails once more with every "GMT" removed (DateTimeUtils.cleanLegacyTimestampStr); this follows
+// both. After white space and control characters: an optional sign and a year of 4 to 6 digits,
+// then optionally "-" and a month, then "-" and a day, of 1 or 2 digits each (a year, or a year
+// and a month, alone is its first day); after the day, nothing (midnight), or a space or a T
+// and hours, then optionally ":" and minutes, then ":" and seconds, of 1 or 2 digits each
+// ("2024-01-31T10" and "2024-1-5 9:05" are valid, a missing part 0; "2024-01-31T" is not, since
+// SPARK-36286); after the seconds, optionally "." and a
+// fraction of any number of digits (beyond microseconds truncated), then optionally a zone,
+// which only the seconds or the fraction may carry: Z; an offset +h, +hh, +hh:mm, +hhmm,
+// +hh:mm:ss or +hhmmss (and +h:mm, +hh:m), at most 18 hours; UTC, GMT or UT, alone or followed
+// by such an offset; a short id of java.time.ZoneId.SHORT_IDS (PST, EST); or a region id
+// (Europe/Paris, CET), which the time zone database Go's time.LoadLocation reads must hold, as
+// java.time's must. In a region, a wall clock the zone skips takes the offset before the jump
+// and one it shows twice is the earlier instant (java.time.ZonedDateTime.of). Letters are as
+// written: a lower-case t or z is refused, as Spark refuses it; text without zone is UTC, as
+// ParseTimestamp reads it. Errors: other text; a day or time that does not exist (2024-02-30,
+// 24:00:00); an unknown zone; an instant outside the years 1 to 9999 that a TIMESTAMP holds
+// (Spark's reader goes on to years of 6 digits; Tributary's type stops at 9999, as EpochSeconds
+// does); and a time without a date ("10:00:00", "T10:00:00"), which Spark reads as on
+// the day the query runs: a pipeline reading the same file on another day would store another
+// instant, so it is refused rather than made to depend on the clock.
+func ParseReaderTimestamp(s string) (Timestamp, error) {
+	ts, fault, zone := scanReaderTimestamp(s)
+	if fault == faultNone {
+		return ts, nil
+	}
+	if strings.Contains(s, "GMT") {
+		if ts, again, _ := scanReaderTimestamp(strings.ReplaceAll(s, "GMT", "")); again == faultNone {
+			return ts, nil
+		}
+	}
+	return 0, readerTimestampError{text: s, zone: zone, fault: fault} // made only when returned
+}
+
 // FormatTimestamp writes microseconds since the epoch as RFC 3339 UTC with six fraction digits
 // ("2024-01-31T10:00:00.000000Z"), the form of spec.md §2.
 func FormatTimestamp(v Timestamp) string {
@@ -273,8 +311,11 @@ func FromJSON(t Type, v any) (any, error) {
 // a DOUBLE or FLOAT one unless it is "NaN", "Infinity", "+Infinity", "+INF", "-Infinity" or
 // "-INF" (Spark's allowNonNumericNumbers, on by default), nor a DECIMAL one when it has white
 // space around the number (java.math.BigDecimal takes none), at any depth of a STRUCT, ARRAY or
-// MAP value. DECIMAL, DATE, TIMESTAMP and BINARY columns take other strings as FromJSON does, and
-// so do MAP keys (a JSON object's keys are strings).
+// MAP value; and that a DATE or TIMESTAMP (not TIMESTAMP_NTZ) takes its text as Spark's readers
+// read it without a dateFormat or timestampFormat (ParseReaderDate, ParseReaderTimestamp: a
+// TIMESTAMP of "2024-1-5 9:05" or "2024-01-31T10:00:00+0100", not "2024-01-31t10:00:00z").
+// DECIMAL and BINARY columns take other strings as FromJSON does, and so do MAP keys (a JSON
+// object's keys are strings: a TIMESTAMP key is read by ParseTimestamp).
 func FromJSONReader(t Type, v any) (any, error) {
 	return fromJSON(t, v, true)
 }
@@ -477,6 +518,9 @@ func fromJSON(t Type, v any, reader bool) (any, error) {
 		}
 		switch x := v.(type) {
 		case string:
+			if reader {
+				return ParseReaderTimestamp(x)
+			}
 			return ParseTimestamp(x)
 		case json.Number:
 			return EpochSeconds(string(x))
