@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	_ "time/tzdata" // region zones read alike where the machine has no time zone database
 )
 
 // This file is ParseReaderTimestamp's scanner: Spark's DateTimeUtils.stringToTimestamp
@@ -35,7 +36,7 @@ func (e readerTimestampError) Error() string {
 	case faultNoSuchDay:
 		return fmt.Sprintf("%q is not a timestamp: that day or time of day does not exist", e.text)
 	case faultZone:
-		return fmt.Sprintf("%q has time zone %q, which is not Z, an offset (+01:00), UTC or GMT with an offset (GMT+1), a short id (PST) or a region (Europe/Paris) that this machine's time zone database holds", e.text, strings.TrimSpace(e.zone))
+		return fmt.Sprintf("%q has time zone %q, which is not Z, an offset (+01:00), UTC or GMT with an offset (GMT+1), a short id (PST) or a region of the IANA time zone database (Europe/Paris)", e.text, strings.TrimSpace(e.zone))
 	case faultTimeOnly:
 		return fmt.Sprintf("%q is a time of day without a date, which Spark's readers take as the day the query runs, so that a run on another day would read another value: write the date (e.g. 2024-01-31T10:00:00Z)", e.text)
 	case faultRange:
