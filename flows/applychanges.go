@@ -58,6 +58,7 @@ type changeBatch struct {
 	// left out below a truncate sequence: reduceResult.above does that), when it was reduced
 	// while read; events is then nil.
 	reduced *reduceResult
+	spans   arrivalSpans // where each event came from, by arrival (the WARN about ties names it)
 }
 
 // adjacent returns where the positions idx start when they are side by side, in order (none
@@ -338,10 +339,11 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	dblKeys := doubleKeyCols(srcSch, keyIdx)
 	// consumeAt checks rows (source rows, in arrival order) with the expectations and turns the
 	// kept ones into events: appended to b.events, or folded. originOf gives the origin of the
-	// i-th kept row r. done, when not nil, is called once the memory of rows may be reused: once
-	// their events are folded, or made.
+	// i-th kept row r; carried says that each row carries a pointer to it after its values, else
+	// the rows' origins follow one another. done, when not nil, is called once the memory of rows
+	// may be reused: once their events are folded, or made.
 	var viewEvents [][]event // a view's events, group by group, when they are not folded
-	consumeAt := func(rows [][]any, originOf func(r []any, i int) origin, done func()) error {
+	consumeAt := func(rows [][]any, originOf func(r []any, i int) origin, carried bool, done func()) error {
 		// record adds the rows' quality to the flow's, also when a fail rule stops the batch:
 		// the event log counts the rows that passed and failed then too.
 		record := func(q expectations.Quality) {
@@ -384,6 +386,12 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			copyKey, copySeq, copyRow = copies(keyAt), copies(seqAt), copies(rowAt)
 		}
 		keyVals, seqVals, projVals := buf.arrays(len(kept), nk*copyKey, ns*copySeq, np*copyRow)
+		// Where the events come from, by arrival: a span per run of consecutive rows.
+		if carried {
+			b.spans.addRows(b.nEvents, kept, nsrc)
+		} else if len(kept) > 0 {
+			b.spans.addRun(b.nEvents, originOf(kept[0], 0), len(kept))
+		}
 		evs := b.events
 		switch {
 		case fold != nil:
@@ -480,7 +488,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	}
 	// consume is consumeAt for rows that carry their origin after their values.
 	consume := func(rows [][]any, done func()) error {
-		return consumeAt(rows, func(r []any, _ int) origin { return *r[nsrc].(*origin) }, done)
+		return consumeAt(rows, func(r []any, _ int) origin { return *r[nsrc].(*origin) }, true, done)
 	}
 	// Without expectations every row is kept, in place: a group's rows need no origin of their
 	// own, the i-th is row first+i of version v's data.
@@ -577,7 +585,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 					first := idx
 					idx += int64(len(fr))
 					b.nSource += len(fr)
-					return consumeAt(fr, func(_ []any, i int) origin { return origin{version: v, row: first + int64(i)} }, done)
+					return consumeAt(fr, func(_ []any, i int) origin { return origin{version: v, row: first + int64(i)} }, false, done)
 				}
 				// One allocation for the rows widened by their origin, and one for the
 				// origins (a pointer in the row: boxing it allocates nothing). The events of
@@ -888,16 +896,6 @@ func tombstoneGC(d *spec.Dataset) int64 {
 		}
 	}
 	return gc * 1000
-}
-
-// reportTies emits the once-per-batch WARN event about ties (semantics.md, Decision on ties).
-func reportTies(env *Env, d *spec.Dataset, ties int64) {
-	if ties == 0 {
-		return
-	}
-	env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, d.Name, d.Name,
-		fmt.Sprintf("%d change event(s) tied on key and sequence with a different event; a delete beat an upsert, an upsert equal in sequence to what the table held already changed nothing, and between upserts of this batch the later arrival won", ties),
-		map[string]any{"ties": ties}, "")
 }
 
 // commitApply makes the batch's one commit: removes, adds, change data, the state manifest and

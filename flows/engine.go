@@ -44,7 +44,7 @@ type reduceResult struct {
 	order   []string // keys in order of first arrival, so output is deterministic
 	winners []*event // the winner of each key of order
 	ties    int64
-	tieSeqs [][]any // the sequence of each tie counted in ties
+	tieList []tie // each tie counted in ties, in arrival order
 }
 
 // reduce picks per key the event with the highest sequence. On equal sequences a delete beats
@@ -84,10 +84,10 @@ func (r reduceResult) above(trunc []any) reduceResult {
 			out.winners = append(out.winners, w)
 		}
 	}
-	for _, s := range r.tieSeqs {
-		if compareSeq(s, trunc) > 0 {
+	for _, t := range r.tieList {
+		if compareSeq(t.seq, trunc) > 0 {
 			out.ties++
-			out.tieSeqs = append(out.tieSeqs, s)
+			out.tieList = append(out.tieList, t)
 		}
 	}
 	return out
@@ -254,7 +254,7 @@ func (f *folder) beat(cur, ev *event, c int) {
 	case c == 0:
 		if !sameEvent(ev, cur) {
 			f.res.ties++
-			f.res.tieSeqs = append(f.res.tieSeqs, f.clone(cur.seq))
+			f.res.tieList = append(f.res.tieList, tie{key: cur.key, seq: f.clone(cur.seq), arrival: ev.arrival, other: cur.arrival, rule: inBatchRule(ev.delete, cur.delete)})
 		}
 		if winsTie(ev.delete, ev.arrival, cur.delete, cur.arrival) {
 			f.keep(cur, ev)
@@ -364,6 +364,15 @@ func (f *folder) intGroup(g []event) bool {
 	return true
 }
 
+// inBatchRule is the rule that decides a tie between two events of a batch that differ, one a
+// delete or not (delete), the other (curDelete).
+func inBatchRule(delete, curDelete bool) tieRule {
+	if delete != curDelete {
+		return deleteBeatUpsert
+	}
+	return laterArrivalWon
+}
+
 // winsTie reports whether an event (a delete or not, its arrival) beats the winner of its key so
 // far (curDelete, curArrival) at an equal sequence: a delete beats an upsert, and between upserts
 // the later arrival wins (semantics.md "Decision" on ties).
@@ -403,7 +412,7 @@ func (f *folder) foldEntry(ev *event, k, s int64, beforeTie func()) int {
 		vals := f.winnerVals(at)
 		if e.delete != ev.delete || (!ev.delete && !sameValues(vals[2:], ev.row)) {
 			f.res.ties++
-			f.res.tieSeqs = append(f.res.tieSeqs, f.clone(vals[1:2]))
+			f.res.tieList = append(f.res.tieList, tie{key: vals[0:1:1], seq: f.clone(vals[1:2]), arrival: ev.arrival, other: e.arrival, rule: inBatchRule(ev.delete, e.delete)})
 		}
 		if !winsTie(ev.delete, ev.arrival, e.delete, e.arrival) {
 			return -1
@@ -507,11 +516,11 @@ func sameEvent(a, b *event) bool {
 // decide compares each winner with the stored state (semantics.md, APPLY CHANGES), which state
 // returns for an encoded key (nil for a key it does not hold): an event at or below the stored
 // sequence of a live row or tombstone changes nothing, except that a delete at the live row's own
-// sequence wins the tie. It returns the changes in first-arrival order, the number of ties with
-// stored rows (a delete at a live row's sequence, an upsert at a tombstone's), and the upserts at
-// a live row's own sequence: each is a tie only when its row differs from the stored one, which
-// the state does not hold (sameSeqTies reads it).
-func decide(red reduceResult, state func(kb string) *cdcEntry) (_ []keyChange, ties int64, same []keyChange) {
+// sequence wins the tie. It returns the changes in first-arrival order, the ties with stored
+// rows (a delete at a live row's sequence, an upsert at a tombstone's), and the upserts at a live
+// row's own sequence: each is a tie only when its row differs from the stored one, which the
+// state does not hold (sameSeqTies reads it).
+func decide(red reduceResult, state func(kb string) *cdcEntry) (_ []keyChange, ties tieCount, same []keyChange) {
 	out := make([]keyChange, 0, len(red.order))
 	for i, k := range red.order {
 		w := red.winners[i]
@@ -531,7 +540,8 @@ func decide(red reduceResult, state func(kb string) *cdcEntry) (_ []keyChange, t
 			case c > 0:
 				ch.what = insertRow
 			case c == 0 && !w.delete:
-				ties++ // the stored delete beats the upsert, across batches too
+				// the stored delete beats the upsert, across batches too
+				ties.add(tie{key: w.key, seq: w.seq, arrival: w.arrival, other: -1, rule: deleteBeatUpsert})
 			}
 		default:
 			c := compareSeq(w.seq, e.seq)
@@ -542,7 +552,7 @@ func decide(red reduceResult, state func(kb string) *cdcEntry) (_ []keyChange, t
 				ch.what = updateRow
 			case c == 0 && w.delete:
 				ch.what = deleteRow
-				ties++
+				ties.add(tie{key: w.key, seq: w.seq, arrival: w.arrival, other: -1, rule: deleteBeatUpsert})
 			case c == 0:
 				same = append(same, ch)
 			}

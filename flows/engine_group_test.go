@@ -75,7 +75,7 @@ func TestFolderAddAll(t *testing.T) {
 				at += n
 			}
 			got := all.finish()
-			if !reflect.DeepEqual(got.order, want.order) || got.ties != want.ties || !reflect.DeepEqual(got.tieSeqs, want.tieSeqs) {
+			if !reflect.DeepEqual(got.order, want.order) || got.ties != want.ties || !reflect.DeepEqual(got.tieList, want.tieList) {
 				t.Fatalf("%d keys and %d ties, want %d keys and %d ties in the same order", len(got.order), got.ties, len(want.order), want.ties)
 			}
 			if c.seqs > 0 && c.seqs < 20 && want.ties == 0 {

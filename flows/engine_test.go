@@ -99,8 +99,8 @@ func TestDecide(t *testing.T) {
 	// a delete beats an upsert across batches). Key 4's upsert at its live row's sequence is a
 	// no-op, and a tie only if its row differs from the stored one: decide leaves that to the
 	// caller, which reads the row.
-	if ties != 2 {
-		t.Errorf("ties with stored rows = %d, want 2", ties)
+	if ties.n != 2 {
+		t.Errorf("ties with stored rows = %d, want 2", ties.n)
 	}
 	if len(same) != 1 || same[0].win.key[0].(int64) != 4 {
 		t.Errorf("upserts at the stored sequence = %+v, want key 4's", same)
@@ -161,7 +161,7 @@ func TestFolderIntPath(t *testing.T) {
 		if !reflect.DeepEqual(got.order, want.order) || !reflect.DeepEqual(got.index, want.index) {
 			t.Fatalf("%s: keys %d in order %v..., want %d in order %v...", name, len(got.order), got.order[:3], len(want.order), want.order[:3])
 		}
-		if got.ties != want.ties || !reflect.DeepEqual(got.tieSeqs, want.tieSeqs) {
+		if got.ties != want.ties || !reflect.DeepEqual(got.tieList, want.tieList) {
 			t.Errorf("%s: %d ties, want %d", name, got.ties, want.ties)
 		}
 		for i := range want.winners {
@@ -192,7 +192,7 @@ func TestFolderIntPath(t *testing.T) {
 		grown.add(&many[i])
 	}
 	want, got := general(many), grown.finish()
-	if len(want.order) < 8000 || !reflect.DeepEqual(got.order, want.order) || got.ties != want.ties || !reflect.DeepEqual(got.tieSeqs, want.tieSeqs) {
+	if len(want.order) < 8000 || !reflect.DeepEqual(got.order, want.order) || got.ties != want.ties || !reflect.DeepEqual(got.tieList, want.tieList) {
 		t.Fatalf("many keys: %d keys and %d ties, want %d keys and %d ties in the same order", len(got.order), got.ties, len(want.order), want.ties)
 	}
 	for i := range want.winners {

@@ -197,12 +197,14 @@ func mergeHistory(hist []histEvent, batch []*event) ([]histEvent, bool, int64) {
 // first is the position of the first event of the result that differs from the stored history
 // (the two hold the same events before it), or -1 when the history did not change.
 func mergeHistoryAt(hist []histEvent, batch []*event) (_ []histEvent, first int, ties int64) {
-	return mergeHistoryInto(nil, hist, batch)
+	var c tieCount
+	out, first := mergeHistoryInto(nil, hist, batch, &c)
+	return out, first, c.n
 }
 
 // mergeHistoryInto is mergeHistoryAt that builds a changed history in the memory of buf when it
-// is large enough (buf must not share memory with hist).
-func mergeHistoryInto(buf, hist []histEvent, batch []*event) (_ []histEvent, first int, ties int64) {
+// is large enough (buf must not share memory with hist), and adds the ties it meets to ties.
+func mergeHistoryInto(buf, hist []histEvent, batch []*event, ties *tieCount) (_ []histEvent, first int) {
 	sorted := batch
 	if !slices.IsSortedFunc(batch, compareEvents) {
 		sorted = append([]*event(nil), batch...)
@@ -215,7 +217,7 @@ func mergeHistoryInto(buf, hist []histEvent, batch []*event) (_ []histEvent, fir
 		if n > 0 && compareSeq(reduced[n-1].seq, ev.seq) == 0 {
 			cur := reduced[n-1]
 			if !sameEvent(ev, cur) {
-				ties++
+				ties.add(tie{key: ev.key, seq: ev.seq, arrival: ev.arrival, other: cur.arrival, rule: inBatchRule(ev.delete, cur.delete)})
 			}
 			if winsTie(ev.delete, ev.arrival, cur.delete, cur.arrival) {
 				reduced[n-1] = ev
@@ -239,8 +241,10 @@ func mergeHistoryInto(buf, hist []histEvent, batch []*event) (_ []histEvent, fir
 		if i < len(hist) && compareSeq(hist[i].seq, ev.seq) == 0 {
 			old := hist[i]
 			i++
-			if old.delete != ev.delete || (!ev.delete && !sameRow(old.row, ev.row)) {
-				ties++
+			if old.delete != ev.delete {
+				ties.add(tie{key: ev.key, seq: ev.seq, arrival: ev.arrival, other: -1, rule: deleteBeatUpsert})
+			} else if !ev.delete && !sameRow(old.row, ev.row) {
+				ties.add(tie{key: ev.key, seq: ev.seq, arrival: ev.arrival, other: -1, rule: storedSeqKept})
 			}
 			if ev.delete && !old.delete {
 				if first < 0 {
@@ -262,9 +266,9 @@ func mergeHistoryInto(buf, hist []histEvent, batch []*event) (_ []histEvent, fir
 		out = append(out, he)
 	}
 	if first < 0 {
-		return hist, -1, ties
+		return hist, -1
 	}
-	return append(out, hist[i:]...), first, ties
+	return append(out, hist[i:]...), first
 }
 
 // compareEvents orders events by sequence.

@@ -293,15 +293,24 @@ func writeCommittedList(dir string, upTo int64, seen map[string]offsetFile) {
 
 // locate returns "file:line" of the rowIndex-th row (0-based) of a batch, or "" if unknown.
 func (o *offsets) locate(rowIndex int64) string {
+	if file, line, ok := o.find(rowIndex); ok {
+		return file + ":" + strconv.FormatInt(line, 10)
+	}
+	return ""
+}
+
+// find returns the file (its path under the batch's base folder) and line of the rowIndex-th row
+// (0-based) of a batch; ok is false when unknown.
+func (o *offsets) find(rowIndex int64) (file string, line int64, ok bool) {
 	for _, f := range o.Files {
 		for _, run := range f.Lines {
 			if rowIndex < run[1] {
-				return filepath.Join(o.Base, filepath.FromSlash(f.Path)) + ":" + strconv.FormatInt(run[0]+rowIndex, 10)
+				return filepath.Join(o.Base, filepath.FromSlash(f.Path)), run[0] + rowIndex, true
 			}
 			rowIndex -= run[1]
 		}
 	}
-	return ""
+	return "", 0, false
 }
 
 // addLine records that the next row of the batch came from line of f.

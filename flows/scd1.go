@@ -36,7 +36,7 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 		red        reduceResult
 		reduced    bool // red holds the batch's winners above the truncate sequence
 		changes    []keyChange
-		storedTies int64
+		storedTies tieCount
 		same       []keyChange // upserts at their live row's own sequence
 		touched    map[string]*keyChange
 		located    map[string]*keyChange // touched and same: the keys whose rows are read
@@ -122,8 +122,11 @@ func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, e
 	if err != nil {
 		return m, err
 	}
-	m.Ties = red.ties + storedTies + sameTies
-	reportTies(env, d, m.Ties)
+	ties := red.tieCount()
+	ties.merge(storedTies)
+	ties.merge(sameTies)
+	m.Ties = ties.n
+	reportTies(env, d, b, ties)
 	if mor {
 		return applyMergeOnRead(env, d, b, m, state, changes, nowMs)
 	}
@@ -309,22 +312,22 @@ func (s *cdcState) recordChanges(changes []keyChange, nowMs int64) []int {
 	return changed
 }
 
-// sameSeqTies returns how many of the upserts in same (each at its live row's own sequence, a
-// no-op) carry a row other than the one the target holds: those are ties (semantics.md, Decision
-// on ties), while an identical event is a re-delivery. A merge-on-read state compares with the
-// row image it holds; otherwise the data files holding those keys are read.
-func (s *cdcState) sameSeqTies(t *delta.Table, snap *delta.Snapshot, tgtSch schema.Schema, keyIdx []int, same []keyChange) (int64, error) {
-	var ties int64
+// sameSeqTies returns the upserts in same (each at its live row's own sequence, a no-op) that
+// carry a row other than the one the target holds: those are ties (semantics.md, Decision on
+// ties), while an identical event is a re-delivery. A merge-on-read state compares with the row
+// image it holds; otherwise the data files holding those keys are read.
+func (s *cdcState) sameSeqTies(t *delta.Table, snap *delta.Snapshot, tgtSch schema.Schema, keyIdx []int, same []keyChange) (tieCount, error) {
+	var ties tieCount
 	byFile := map[string]map[string]*keyChange{}
 	for i := range same {
 		ch := &same[i]
 		if j := ch.entry.slot; s.mor && s.slots[j].imgLen > 0 {
 			row, err := decodeValues(s.imgBytes(j))
 			if err != nil {
-				return 0, err
+				return ties, err
 			}
 			if !sameRow(row, ch.win.row) {
-				ties++
+				ties.add(storedTie(ch.win))
 			}
 			continue
 		}
@@ -342,16 +345,22 @@ func (s *cdcState) sameSeqTies(t *delta.Table, snap *delta.Snapshot, tgtSch sche
 		}
 		rows, _, err := t.ReadLiveFile(f, tgtSch)
 		if err != nil {
-			return 0, err
+			return ties, err
 		}
 		for _, r := range rows {
 			kb = appendPicked(kb[:0], r, keyIdx)
 			if ch, ok := keys[string(kb)]; ok && !sameRow(r, ch.win.row) {
-				ties++
+				ties.add(storedTie(ch.win))
 			}
 		}
 	}
 	return ties, nil
+}
+
+// storedTie is the tie of w, an upsert of the batch, with the other row the table holds at its
+// key and sequence: a no-op.
+func storedTie(w *event) tie {
+	return tie{key: w.key, seq: w.seq, arrival: w.arrival, other: -1, rule: storedSeqKept}
 }
 
 // fileOf returns the data file that holds slot i's row now (renames followed), or "".

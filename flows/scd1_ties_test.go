@@ -12,7 +12,9 @@ import (
 // when they differ from what is stored (semantics.md, Decision on ties): an upsert other than the
 // live row (a no-op), an upsert at a tombstone's sequence (the delete wins) and a delete at a live
 // row's sequence (the delete wins) are counted; an identical re-delivery is not. Copy-on-write and
-// merge-on-read, with the state read again by a new process for the second batch.
+// merge-on-read, with the state read again by a new process for the second batch. The WARN names
+// the first tie of the batch (key 1, the first event of the second batch: row 1 of its data
+// file), with its rule.
 func TestSCD1TiesWithStoredRows(t *testing.T) {
 	t.Parallel()
 	for _, mor := range []bool{false, true} {
@@ -21,7 +23,8 @@ func TestSCD1TiesWithStoredRows(t *testing.T) {
 			extra = "    table_properties:\n      delta.enableDeletionVectors: \"true\"\n"
 		}
 		p := loadPipeline(t, t.TempDir(), fmt.Sprintf(reuseSpec, extra))
-		env := &Env{Pipeline: p, Events: nopEvents{}}
+		rec := &tieRecorder{}
+		env := &Env{Pipeline: p, Events: rec}
 		batches := [][][]any{{
 			{"U", int64(1), "a", int64(5)},
 			{"D", int64(2), "gone", int64(5)},
@@ -47,6 +50,17 @@ func TestSCD1TiesWithStoredRows(t *testing.T) {
 			if m.Ties != wantTies[i] {
 				t.Errorf("merge-on-read %v, batch %d: %d ties, want %d", mor, i+1, m.Ties, wantTies[i])
 			}
+			msgs, details := rec.take()
+			if i == 0 {
+				if len(msgs) != 0 {
+					t.Errorf("merge-on-read %v, batch 1: WARNs about ties %q", mor, msgs)
+				}
+				continue
+			}
+			checkTieWarnRows(t, fmt.Sprintf("merge-on-read %v, batch 2", mor), msgs, details, wantTie{
+				ties: 3, key: "id=1", seq: "seq=5", file: sourceDataFiles(t, p)[1], line: 1, with: "what the table held",
+				rule: "an upsert equal in sequence to what the table held already changed nothing",
+			})
 		}
 		_, rows := readTable(t, p, "target")
 		var got []string

@@ -218,6 +218,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		}()
 	}
 	wg.Wait()
+	var ties tieCount
 	var changedList []string
 	byFile := map[string]bool{}
 	var cdcRows [][]any
@@ -240,7 +241,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		for _, nk := range kw.added {
 			state.keys[nk.k] = nk.hk
 		}
-		m.Ties += kw.ties
+		ties.merge(kw.ties)
 		m.NumUpsertedRows += kw.ups
 		m.NumDeletedRows += kw.dels
 		g.sink += kw.sink
@@ -248,7 +249,8 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	// The events were grouped by key and are now in the histories: let the batch's event
 	// structs go.
 	g.byKey, b.events, b.parts = nil, nil, nil
-	reportTies(env, d, m.Ties)
+	m.Ties += ties.n
+	reportTies(env, d, b, ties)
 	m.NumOutputRows = m.NumUpsertedRows + m.NumDeletedRows
 	state.truncate = trunc
 	// Keys without a file yet go to new files; the changed keys of the files that hold them
@@ -632,15 +634,16 @@ type keyWorker struct {
 	state           histState // a copy sharing keys, with a decoder of its own
 	slab            rowSlab
 
-	cdcRows         [][]any
-	cdcTypes        []string
-	inserted        [][][]any // the change rows of keys without versions before the batch: inserts
-	changedList     []string
-	byFile          map[string]bool
-	added           []newKey // the keys new to the state, in order
-	ties, ups, dels int64
-	sink            int64
-	panicked        any // what a fold on a goroutine of its own panicked with, and where
+	cdcRows     [][]any
+	cdcTypes    []string
+	inserted    [][][]any // the change rows of keys without versions before the batch: inserts
+	changedList []string
+	byFile      map[string]bool
+	added       []newKey // the keys new to the state, in order
+	ties        tieCount // the ties of the range's keys, and the first of them
+	ups, dels   int64
+	sink        int64
+	panicked    any // what a fold on a goroutine of its own panicked with, and where
 
 	rowLists       [][]any // backing of the keys' row lists, carved like the rows
 	oldBuf, curBuf []version
@@ -761,8 +764,7 @@ func (w *keyWorker) run(from, to int) {
 			var tail histTail
 			var ok bool
 			if tail, w.offs, ok = w.state.tailOf(hk, mode.tracked, w.offs); ok && allAfter(evs, tail.lastSeq) {
-				added, _, ties := mergeHistoryInto(w.mergeBuf, nil, evs)
-				w.ties += ties
+				added, _ := mergeHistoryInto(w.mergeBuf, nil, evs, &w.ties)
 				wasDeleted := hk.lastDelete
 				hk.blob = encodeHistEvents(append(make([]byte, 0, len(hk.blob)+40*len(added)), hk.blob...), added)
 				hk.nEvents += len(added)
@@ -788,9 +790,7 @@ func (w *keyWorker) run(from, to int) {
 		stored := w.state.eventsOf(hk)
 		merged, first := stored, -1
 		if evs := g.events(i); len(evs) > 0 {
-			var ties int64
-			merged, first, ties = mergeHistoryInto(w.mergeBuf, stored, evs)
-			w.ties += ties
+			merged, first = mergeHistoryInto(w.mergeBuf, stored, evs, &w.ties)
 		}
 		if first < 0 && !w.newTrunc {
 			continue

@@ -113,7 +113,8 @@ func TestSCD2TrackHistoryGuard(t *testing.T) {
 // group) is applied as one: events are in arrival order across the commits (between two upserts
 // of a key at one sequence the later arrival wins, semantics.md "Decision on ties"), a late event
 // of the last commit lands where its sequence belongs, and a drop expectation drops its rows in
-// every commit, its counts summed over them.
+// every commit, its counts summed over them. The WARN about ties names the first (key 2's y, row 2
+// of the second commit's file, against x, row 2 of the first's; z ties later).
 func TestSCD2BatchOfSeveralCommits(t *testing.T) {
 	t.Parallel()
 	text := strings.Replace(scd2Spec, "      stored_as_scd_type: 2\n", `      stored_as_scd_type: 2
@@ -121,7 +122,8 @@ func TestSCD2BatchOfSeveralCommits(t *testing.T) {
       - {name: named, expect: "name != \"bad\"", on_violation: drop}
 `, 1)
 	p := loadPipeline(t, t.TempDir(), text)
-	env := &Env{Pipeline: p, Events: nopEvents{}, Now: time.Now}
+	rec := &tieRecorder{}
+	env := &Env{Pipeline: p, Events: rec, Now: time.Now}
 	appendEvents(t, p, [][]any{ch("I", 1, "a", 10), ch("I", 2, "x", 10), ch("U", 1, "bad", 20)})
 	appendEvents(t, p, [][]any{ch("U", 1, "c", 30), ch("U", 2, "y", 10), ch("U", 2, "bad", 15)})
 	appendEvents(t, p, [][]any{ch("U", 1, "b", 20), ch("U", 2, "z", 10), ch("U", 1, "bad", 40)})
@@ -132,6 +134,10 @@ func TestSCD2BatchOfSeveralCommits(t *testing.T) {
 	if m.Quality.DroppedRecords != 3 || m.Ties != 2 {
 		t.Errorf("dropped %d, ties %d; want the 3 bad rows dropped and 2 ties (key 2 at 10, three upserts)", m.Quality.DroppedRecords, m.Ties)
 	}
+	files := sourceDataFiles(t, p)
+	msgs, details := rec.take()
+	checkTieWarnRows(t, "ties", msgs, details, wantTie{ties: 2, key: "id=2", seq: "seq=10", file: files[1], line: 2,
+		with: files[0] + " row 2", rule: "between upserts of this batch the later arrival won"})
 	_, rows := readTable(t, p, "items")
 	var got []string
 	for _, r := range rows {

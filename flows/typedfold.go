@@ -40,7 +40,7 @@ type typedFold struct {
 	live    int64 // the bytes of arena that winners' slots reserve
 	n       int   // positions in use
 	ties    int64
-	tieSeqs [][]any
+	tieList []tie
 	sink    int64 // the loads addAll makes ahead of the fold, kept so that they are made
 }
 
@@ -283,7 +283,8 @@ func (tf *typedFold) add(ev *event) {
 	if s == e.seq {
 		if e.delete != ev.delete || (!ev.delete && !tf.sameRow(at, e, ev.row)) {
 			tf.ties++
-			tf.tieSeqs = append(tf.tieSeqs, []any{s})
+			kv := []any{k, s}
+			tf.tieList = append(tf.tieList, tie{key: kv[0:1:1], seq: kv[1:2:2], arrival: ev.arrival, other: e.arrival, rule: inBatchRule(ev.delete, e.delete)})
 		}
 		if !winsTie(ev.delete, ev.arrival, e.delete, e.arrival) {
 			return
@@ -330,7 +331,7 @@ func (tf *typedFold) finish() reduceResult {
 		tf.compact()
 	}
 	n := tf.n
-	res := reduceResult{order: make([]string, n), winners: make([]*event, n), ties: tf.ties, tieSeqs: tf.tieSeqs}
+	res := reduceResult{order: make([]string, n), winners: make([]*event, n), ties: tf.ties, tieList: tf.tieList}
 	evs := make([]event, n)
 	w := len(tf.kinds)
 	kv := make([]any, 2*n)

@@ -118,7 +118,7 @@ func TestTypedFoldMatchesFolder(t *testing.T) {
 				t.Fatalf("seed %d: key %v: winner %+v, folder's %+v", seed, w.key, *g, *w)
 			}
 		}
-		if got.ties != want.ties || !reflect.DeepEqual(got.tieSeqs, want.tieSeqs) || want.ties == 0 {
+		if got.ties != want.ties || !reflect.DeepEqual(got.tieList, want.tieList) || want.ties == 0 {
 			t.Fatalf("seed %d: %d ties, folder %d", seed, got.ties, want.ties)
 		}
 	}
