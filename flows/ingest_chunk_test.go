@@ -298,9 +298,10 @@ datasets:
 	}
 }
 
-// TestIngestDefaultTargetOneFile: 600,000 rows with the default chunk bounds (250,000 rows) and
-// target size (128 MiB) are three chunks; they used to be three data files and are now one file
-// of three row groups (250,000, 250,000 and 100,000 rows), whose statistics cover all of them.
+// TestIngestDefaultTargetOneFile: 600,000 rows with the default chunk bounds (122,880 rows) and
+// target size (128 MiB) are five chunks; they used to be a data file each and are now one file
+// of five row groups (four of 122,880 rows and one of 108,480), whose statistics cover all of
+// them.
 // It is not parallel: its input is large.
 func TestIngestDefaultTargetOneFile(t *testing.T) {
 	p, landing := newIngest(t, "permissive", "")
@@ -314,8 +315,8 @@ func TestIngestDefaultTargetOneFile(t *testing.T) {
 	if m.NumOutputRows != n || len(snap.Files) != 1 {
 		t.Fatalf("%d rows in %d files, want %d in 1", m.NumOutputRows, len(snap.Files), n)
 	}
-	if g := rowGroups(t, table, snap.Files[0]); !slices.Equal(g, []int64{250_000, 250_000, 100_000}) {
-		t.Errorf("row groups of %v rows, want [250000 250000 100000]", g)
+	if g := rowGroups(t, table, snap.Files[0]); !slices.Equal(g, []int64{122_880, 122_880, 122_880, 122_880, 108_480}) {
+		t.Errorf("row groups of %v rows, want [122880 122880 122880 122880 108480]", g)
 	}
 	st, err := delta.ParseStats(snap.Files[0].Stats, snap.Metadata.Schema)
 	if err != nil {
