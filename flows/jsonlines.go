@@ -48,6 +48,11 @@ type lineReader struct {
 	// nestedCols[i] is set when column i's type holds a STRUCT (nil when none does).
 	nameLens       uint64
 	nestedCols     []bool
+	// keyWord[i] is the JSON text of column i's name as a field name, quotes included ("id"),
+	// in its first bytes, when that text is 8 bytes or shorter and has no byte JSON escapes
+	// (keyMask[i] has those bytes set; 0 otherwise): the scanner matches the field that follows
+	// the previous one against it with one load, before it reads the name as a string.
+	keyWord, keyMask []uint64
 	mu             sync.Mutex
 	variants       map[string]string
 	nestedVariants bool // variants holds a nested field's
@@ -159,13 +164,34 @@ func (r *lineReader) caseVariantsWarning() string {
 		r.filePath, strings.Join(pairs, ", "))
 }
 
+// keyWord returns the JSON text of name as a field name (quotes included), little-endian in a
+// word, and the mask of its bytes; both 0 when the text is longer than 8 bytes or name holds a
+// byte JSON text would escape (a quote, a backslash, a control character) or one beyond ASCII.
+func keyWord(name string) (word, mask uint64) {
+	if len(name)+2 > 8 {
+		return 0, 0
+	}
+	text := `"` + name + `"`
+	for k := 0; k < len(text); k++ {
+		c := text[k]
+		if (k > 0 && k < len(text)-1 && (c == '"' || c == '\\')) || c < 0x20 || c >= 0x80 {
+			return 0, 0
+		}
+		word |= uint64(c) << (8 * k)
+		mask |= 0xff << (8 * k)
+	}
+	return word, mask
+}
+
 func newLineReader(s schema.Schema, rescued, filePath string) *lineReader {
 	idx := make(map[string]int, len(s.Fields))
 	for i, f := range s.Fields {
 		idx[f.Name] = i
 	}
 	r := &lineReader{schema: s, rescued: rescued, filePath: filePath, index: idx, inOrder: len(idx) == len(s.Fields)}
+	r.keyWord, r.keyMask = make([]uint64, len(s.Fields)), make([]uint64, len(s.Fields))
 	for i, f := range s.Fields {
+		r.keyWord[i], r.keyMask[i] = keyWord(f.Name)
 		r.nameLens |= 1 << min(len(f.Name), 63)
 		if hasStruct(&f.Type) {
 			if r.nestedCols == nil {

@@ -104,6 +104,9 @@ func TestScanMatchesDecoded(t *testing.T) {
 		{"invalid UTF-8 and escape", "{\"s\":\"\\n\xff\"}", false},
 		{"invalid UTF-8 in a key", "{\"s\xff\":1}", false},
 		{"escaped key", `{"\u0073":"x","i\u0064":5}`, true},
+		{"keys that extend a column's name", `{"idx":1,"id":2,"nn":3,"n":4,"s\"":5,"s":"x"}`, true},
+		{"key in order near the line's end", `{"id":1,"n":2}`, true},
+		{"key in order, space before the colon", `{"id" :1,"n"	:2,"s" : "x"}`, true},
 		{"empty key", `{"":1}`, true},
 		{"exponent into BIGINT", `{"id":1e2}`, true},
 		{"fraction into BIGINT", `{"id":1.0}`, true},
@@ -468,6 +471,30 @@ func TestObjectIntoTextKeepsOrder(t *testing.T) {
 			if i := s.Index("s"); !ok || len(bad) != 0 || row[i] != want {
 				t.Errorf("line %s (rescued column %q): s = %v (ok %v, bad %v), want %s", line, lr.rescued, row[i], ok, bad, want)
 			}
+		}
+	}
+}
+
+// TestKeyWord: the word keyWord makes of a column name is the name's JSON text as a field name
+// (quotes included) in its first bytes, little-endian, and its mask covers those bytes; a name
+// whose text is longer than 8 bytes, or that JSON would escape, or that is not ASCII, gets none.
+func TestKeyWord(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		word, mask uint64
+	}{
+		{"id", uint64('"') | uint64('i')<<8 | uint64('d')<<16 | uint64('"')<<24, 0xffffffff},
+		{"", uint64('"') | uint64('"')<<8, 0xffff},
+		{"abcdef", uint64('"') | uint64('a')<<8 | uint64('b')<<16 | uint64('c')<<24 | uint64('d')<<32 | uint64('e')<<40 | uint64('f')<<48 | uint64('"')<<56, ^uint64(0)},
+		{"abcdefg", 0, 0},
+		{`a"b`, 0, 0},
+		{`a\b`, 0, 0},
+		{"a\tb", 0, 0},
+		{"é", 0, 0},
+	} {
+		if w, m := keyWord(tc.name); w != tc.word || m != tc.mask {
+			t.Errorf("keyWord(%q) = %#x, %#x; want %#x, %#x", tc.name, w, m, tc.word, tc.mask)
 		}
 	}
 }
