@@ -46,16 +46,16 @@ type lineReader struct {
 	// object inside a column (a STRUCT's, in an ARRAY or MAP too) so spelt is skipped with or
 	// without one: noteNested records it under its path ("info.Name" -> "info.name").
 	// nestedCols[i] is set when column i's type holds a STRUCT (nil when none does).
-	nameLens       uint64
-	nestedCols     []bool
+	nameLens   uint64
+	nestedCols []bool
 	// keyWord[i] is the JSON text of column i's name as a field name, quotes included ("id"),
 	// in its first bytes, when that text is 8 bytes or shorter and has no byte JSON escapes
 	// (keyMask[i] has those bytes set; 0 otherwise): the scanner matches the field that follows
 	// the previous one against it with one load, before it reads the name as a string.
 	keyWord, keyMask []uint64
-	mu             sync.Mutex
-	variants       map[string]string
-	nestedVariants bool // variants holds a nested field's
+	mu               sync.Mutex
+	variants         map[string]string
+	nestedVariants   bool // variants holds a nested field's
 }
 
 // noteField is called for a field of a line that names no column, without a rescued data
