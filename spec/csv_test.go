@@ -83,6 +83,8 @@ func TestSparkOptionNames(t *testing.T) {
 		{"csv", "charset: latin1", "(hint: did you mean `encoding`?)"},
 		{"csv", "cloudFiles.format: csv", "(hint: set `format` of the source, beside `options:`"},
 		{"json", "format: json", "(hint: set `format` of the source, beside `options:`"},
+		{"csv", "timestampFormat: \"dd/MM/yyyy HH:mm\"", "unknown csv option timestampFormat (hint: a custom pattern is not supported: declare the column STRING and convert it in a SQL dataset"},
+		{"json", "dateFormat: \"dd/MM/yyyy\"", "unknown json option dateFormat (hint: a custom pattern is not supported"},
 	}
 	for _, c := range cases {
 		_, err := Parse("p.yaml", []byte(build(map[string]string{

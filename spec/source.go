@@ -341,6 +341,8 @@ func sparkOptionHint(k, format string) string {
 		return key("max_files_per_trigger", "a number of files")
 	case "includemetadata":
 		return key("include_metadata", "true or false")
+	case "timestampformat", "timestamp_format", "dateformat", "date_format", "timestampntzformat":
+		return "a custom pattern is not supported: declare the column STRING and convert it in a SQL dataset, e.g. strptime(col, '%d/%m/%Y %H:%M'); without a pattern, DATE and TIMESTAMP text is read as Spark's readers read it without one (README, \"The spec\")"
 	}
 	return ""
 }
