@@ -22,6 +22,7 @@ const (
 	faultZone                     // a zone Spark does not know, or that Go cannot load
 	faultTimeOnly                 // a time of day without a date: today's, in Spark
 	faultRange                    // outside the years 1 to 9999
+	faultZoneEarly                // a zone after the hours or minutes, where Spark takes one only after the seconds
 )
 
 // readerTimestampError is ParseReaderTimestamp's error: text is the value, zone its zone text
@@ -37,6 +38,8 @@ func (e readerTimestampError) Error() string {
 		return fmt.Sprintf("%q is not a timestamp: that day or time of day does not exist", e.text)
 	case faultZone:
 		return fmt.Sprintf("%q has time zone %q, which is not Z, an offset (+01:00), UTC or GMT with an offset (GMT+1), a short id (PST) or a region of the IANA time zone database (Europe/Paris)", e.text, strings.TrimSpace(e.zone))
+	case faultZoneEarly:
+		return fmt.Sprintf("%q is not a timestamp: its time zone follows the hours or minutes, and Spark's readers take one only after the seconds (write 2024-01-31T10:00:00Z, 2024-01-31 10:00:00+01:00)", e.text)
 	case faultTimeOnly:
 		return fmt.Sprintf("%q is a time of day without a date, which Spark's readers take as the day the query runs, so that a run on another day would read another value: write the date (e.g. 2024-01-31T10:00:00Z)", e.text)
 	case faultRange:
@@ -195,6 +198,8 @@ scan:
 			zone = s[j:end]
 			i = 7
 			break scan
+		case (i == 3 || i == 4) && digits > 0 && (c == 'Z' || c == '+' || c == '-' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z'):
+			return 0, faultZoneEarly, ""
 		default:
 			return 0, faultSyntax, ""
 		}

@@ -172,9 +172,10 @@ func TestParseReaderTimestamp(t *testing.T) {
 		{"2015-03-18T", "is not a timestamp"},
 		{"2015-03-18T10:", "is not a timestamp"},
 		// A zone on no seconds: after the minutes, the hours or the date.
-		{"2024-01-01T10:00Z", "is not a timestamp"},
-		{"2024-01-01T10:00+01:00", "is not a timestamp"},
-		{"2024-01-01T10Z", "is not a timestamp"},
+		{"2024-01-01T10:00Z", "follows the hours or minutes, and Spark's readers take one only after the seconds"},
+		{"2024-01-01T10:00+01:00", "follows the hours or minutes"},
+		{"2024-01-01T10Z", "follows the hours or minutes"},
+		{"2024-01-01T10:00 UTC", "is not a timestamp (e.g."},
 		{"2020-10-01Z", "is not a timestamp"},
 		{"2020-01-01+05:30", "is not a timestamp"},
 		{"2020-10-01 UTC", "is not a timestamp"},
