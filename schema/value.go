@@ -769,7 +769,15 @@ func jsonKind(v any) string {
 // with microseconds, TIMESTAMP_NTZ as the same without zone (FormatTimestampNTZ), NULL as null; a BINARY column (Storage binary) as base64 text, as Spark's
 // to_json writes it; a STRUCT as an object of its fields, an ARRAY as an array, a MAP as an
 // object whose keys are the key values as Text prints them, in entry order (Spark's to_json).
-func AppendJSON(buf []byte, t Type, v any) []byte {
+func AppendJSON(buf []byte, t Type, v any) []byte { return appendJSON(buf, t, v, false) }
+
+// AppendOutputJSON is AppendJSON for what the CLI prints (`show`, `changes`, `history` in jsonl):
+// a DOUBLE or FLOAT, at any depth, is written as Spark's to_json writes it, Java's
+// Double.toString or Float.toString (AppendJavaFloat: 2.0, 1.0E20), where AppendJSON, whose text
+// other places keep (the CDC state, rescued data), writes Go's shortest form (2, 1e+20).
+func AppendOutputJSON(buf []byte, t Type, v any) []byte { return appendJSON(buf, t, v, true) }
+
+func appendJSON(buf []byte, t Type, v any, java bool) []byte {
 	if v == nil {
 		return append(buf, "null"...)
 	}
@@ -792,6 +800,9 @@ func AppendJSON(buf []byte, t Type, v any) []byte {
 			return append(buf, `"Infinity"`...)
 		case math.IsInf(x, -1):
 			return append(buf, `"-Infinity"`...)
+		}
+		if java {
+			return AppendJavaFloat(buf, x, t.floatBits())
 		}
 		return strconv.AppendFloat(buf, x, 'g', -1, t.floatBits())
 	case bool:
@@ -816,7 +827,7 @@ func AppendJSON(buf []byte, t Type, v any) []byte {
 				}
 				buf = strconv.AppendQuote(buf, f.Name)
 				buf = append(buf, ':')
-				buf = AppendJSON(buf, f.Type, x[i])
+				buf = appendJSON(buf, f.Type, x[i], java)
 			}
 			return append(buf, '}')
 		}
@@ -826,7 +837,7 @@ func AppendJSON(buf []byte, t Type, v any) []byte {
 				if i > 0 {
 					buf = append(buf, ',')
 				}
-				buf = AppendJSON(buf, *t.Elem, e)
+				buf = appendJSON(buf, *t.Elem, e, java)
 			}
 			return append(buf, ']')
 		}
@@ -840,7 +851,7 @@ func AppendJSON(buf []byte, t Type, v any) []byte {
 				k, _ := json.Marshal(Text(*t.Key, e.Key))
 				buf = append(buf, k...)
 				buf = append(buf, ':')
-				buf = AppendJSON(buf, *t.Value, e.Value)
+				buf = appendJSON(buf, *t.Value, e.Value, java)
 			}
 			return append(buf, '}')
 		}
@@ -874,7 +885,7 @@ func Text(t Type, v any) string {
 	return string(AppendJSON(nil, t, v))
 }
 
-// Show returns v as a table for people shows it (`pipeline show --format table`): Text's form,
+// Show returns v as a table for people shows it (`pipeline show --format table`): OutputText's form,
 // except that a BINARY value is its bytes in hexadecimal, two upper-case digits each, between
 // brackets and separated by spaces ("[01 02 FF]"; "[]" for no bytes), as Spark's Dataset.show
 // prints a BinaryType value. A BINARY value nested in a STRUCT, ARRAY or MAP keeps Text's
@@ -890,6 +901,19 @@ func Show(t Type, v any) string {
 			b = append(b, "0123456789ABCDEF"[x[i]>>4], "0123456789ABCDEF"[x[i]&15])
 		}
 		return string(append(b, ']'))
+	}
+	return OutputText(t, v)
+}
+
+// OutputText is Text for what the CLI prints (`show` in csv and table): a DOUBLE or FLOAT, at any
+// depth, as Java's Double.toString or Float.toString writes it (AppendJavaFloat), as Spark's CSV
+// writer and Dataset.show print one (2.0, 1.0E20, NaN).
+func OutputText(t Type, v any) string {
+	switch x := v.(type) {
+	case float64:
+		return string(AppendJavaFloat(nil, x, t.floatBits()))
+	case []any, Map:
+		return string(AppendOutputJSON(nil, t, v))
 	}
 	return Text(t, v)
 }

@@ -91,7 +91,7 @@ func writeHistory(w io.Writer, format string, h []delta.HistoryEntry) error {
 				b = append(b, r[i].(string)...)
 				continue
 			}
-			b = schema.AppendJSON(b, f.Type, r[i])
+			b = schema.AppendOutputJSON(b, f.Type, r[i])
 		}
 		b = append(b, "}\n"...)
 		if _, err := bw.Write(b); err != nil {

@@ -32,7 +32,8 @@ func appendCSVField(buf []byte, field string) []byte {
 // writeRows prints rows of s in one of the formats of spec.md §2: jsonl (one JSON object a line,
 // keys in column order), csv (a header line, NULL as an empty field, an empty string as "") or
 // table (aligned columns for people, NULL as "NULL", BINARY as Spark's show prints it,
-// "[01 02 FF]": schema.Show).
+// "[01 02 FF]": schema.Show); a DOUBLE or FLOAT in every format as Spark prints one, Java's
+// Double.toString (2.0, 1.0E20: schema.AppendOutputJSON, schema.OutputText).
 func writeRows(w io.Writer, format string, s schema.Schema, rows [][]any) error {
 	bw := bufio.NewWriter(w)
 	defer bw.Flush()
@@ -47,7 +48,7 @@ func writeRows(w io.Writer, format string, s schema.Schema, rows [][]any) error 
 				}
 				buf = strconv.AppendQuote(buf, f.Name)
 				buf = append(buf, ": "...)
-				buf = schema.AppendJSON(buf, f.Type, r[i])
+				buf = schema.AppendOutputJSON(buf, f.Type, r[i])
 			}
 			buf = append(buf, "}\n"...)
 			if _, err := bw.Write(buf); err != nil {
@@ -73,7 +74,7 @@ func writeRows(w io.Writer, format string, s schema.Schema, rows [][]any) error 
 					buf = append(buf, ',')
 				}
 				if r[i] != nil {
-					buf = appendCSVField(buf, schema.Text(f.Type, r[i]))
+					buf = appendCSVField(buf, schema.OutputText(f.Type, r[i]))
 				}
 			}
 			buf = append(buf, '\n')
