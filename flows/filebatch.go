@@ -72,7 +72,12 @@ func (r *badRecords) take(file string, lineNo int64, parsed bool, bad []badValue
 		return true, nil
 	}
 	r.count += int64(len(bad))
-	where := fmt.Sprintf("%s:%d", file, lineNo)
+	// The file as the WARN about ties names one: relative to the pipeline's folder.
+	shown := file
+	if r.env != nil && r.env.Pipeline != nil {
+		shown = pipelinePath(r.env.Pipeline, file)
+	}
+	where := fmt.Sprintf("%s:%d", shown, lineNo)
 	if r.src.Mode == spec.ModeFailFast {
 		b := bad[0]
 		if b.RestOfFile {
@@ -99,7 +104,7 @@ func (r *badRecords) take(file string, lineNo int64, parsed bool, bad []badValue
 		if r.malformed == nil {
 			r.malformed = map[string]string{}
 		}
-		r.malformed[where] = bad[0].Reason
+		r.malformed[fmt.Sprintf("%s:%d", file, lineNo)] = bad[0].Reason
 	}
 	if r.warned < maxWarnEvents {
 		for _, b := range bad {

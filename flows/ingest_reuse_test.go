@@ -45,7 +45,7 @@ datasets:
 	type line struct {
 		text string
 		row  string // the row as rawRows renders it, without the metadata columns
-		warn string // the WARN event's "file:line: column" prefix, when the line has a bad value
+		warn string // the WARN event's "file:line: column" prefix (the file relative to the pipeline's folder), when the line has a bad value
 	}
 	var want, wantQ []string
 	var warns []string
@@ -64,13 +64,13 @@ datasets:
 				l.text = fmt.Sprintf("{bad %d", i)
 				r, _ := json.Marshal(map[string]any{"_corrupt_record": l.text, "_file_path": path})
 				rescued = string(r)
-				l.warn = fmt.Sprintf("%s:%d: the line is not valid JSON", path, ln)
+				l.warn = fmt.Sprintf("landing/%s:%d: the line is not valid JSON", filepath.Base(path), ln) // relative to the pipeline
 				l.row = fmt.Sprintf("null null null null null %q", rescued)
 			case i%13 == 4:
 				l.text = fmt.Sprintf(`{"id": "x%d", "name": %q, "region": %q, "amount": %s, "at": %q}`, i, name, region, schema.FormatDecimal(amount, 2), schema.FormatTimestamp(at))
 				r, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("x%d", i), "_file_path": path})
 				rescued = string(r)
-				l.warn = fmt.Sprintf("%s:%d: column id: \"x%d\" is not a whole number", path, ln, i)
+				l.warn = fmt.Sprintf("landing/%s:%d: column id: \"x%d\" is not a whole number", filepath.Base(path), ln, i)
 				id = -1
 			case i%11 == 2:
 				l.text = fmt.Sprintf(`{"id": %d, "extra": "e-%d", "name": %q, "region": %q, "amount": %s, "at": %q}`, i, i, name, region, schema.FormatDecimal(amount, 2), schema.FormatTimestamp(at))
