@@ -696,7 +696,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 		}{{"apply_as_deletes", ac.ApplyAsDeletes, "upserts", &evalErrs.del}, {"apply_as_truncates", ac.ApplyAsTruncates, "no truncates", &evalErrs.trunc}} {
 			if k.e.n > 0 {
 				env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, d.Name, d.Name,
-					fmt.Sprintf("%s `%s` could not be evaluated on %d change event(s) (first at %s: %v); they were taken as %s. If they are not, make the expression hold for every value (e.g. test for nil first)", k.key, k.code, k.e.n, where(k.e.at), k.e.err, k.as),
+					fmt.Sprintf("%s `%s` could not be evaluated on %d change event(s) (first at %s: %v); they were taken as %s. If they are not, make the expression hold for every value (e.g. test for nil first)", k.key, k.code, k.e.n, pipelinePath(p, where(k.e.at)), k.e.err, k.as),
 					map[string]any{"expression": k.key, "events": k.e.n}, "")
 			}
 		}
@@ -719,9 +719,9 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			if j >= len(ac.Keys) {
 				kind = "sequence_by column"
 			}
-			at := where(nullAt[j])
+			place := where(nullAt[j])
+			at := pipelinePath(p, place) // the file relative to the pipeline's folder, as WARNs name it
 			if nullEmpty[j] {
-				place := at
 				if !explained[place] {
 					at += emptyRowReason(b.view, place, ac.Source)
 				}
