@@ -291,14 +291,6 @@ func writeCommittedList(dir string, upTo int64, seen map[string]offsetFile) {
 	}
 }
 
-// locate returns "file:line" of the rowIndex-th row (0-based) of a batch, or "" if unknown.
-func (o *offsets) locate(rowIndex int64) string {
-	if file, line, ok := o.find(rowIndex); ok {
-		return file + ":" + strconv.FormatInt(line, 10)
-	}
-	return ""
-}
-
 // find returns the file (its path under the batch's base folder) and line of the rowIndex-th row
 // (0-based) of a batch; ok is false when unknown.
 func (o *offsets) find(rowIndex int64) (file string, line int64, ok bool) {

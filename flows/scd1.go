@@ -495,9 +495,18 @@ func batchKeys(b *changeBatch) map[string]int {
 // locate names where an event came from: the input file and line when the source is an ingest
 // flow of this pipeline, else the source table version and row.
 func locate(p *spec.Pipeline, source string, c *delta.Commit, o origin) string {
-	fallback := fmt.Sprintf("source table %s, version %d, row %d", source, o.version, o.row+1)
+	if file, line, ok := ingestLine(p, source, c, o.row); ok {
+		return file + ":" + strconv.FormatInt(line, 10)
+	}
+	return fmt.Sprintf("source table %s, version %d, row %d", source, o.version, o.row+1)
+}
+
+// ingestLine returns the input file and line of row (0-based) of commit c of the source table,
+// when an ingest flow of p made that commit (its progress txn names the batch's offsets); ok is
+// false otherwise, or when the offsets cannot be read.
+func ingestLine(p *spec.Pipeline, source string, c *delta.Commit, row int64) (file string, line int64, ok bool) {
 	if c == nil {
-		return fallback
+		return "", 0, false
 	}
 	for _, t := range c.Txns {
 		if t.AppID != AppID(p, source) {
@@ -505,13 +514,13 @@ func locate(p *spec.Pipeline, source string, c *delta.Commit, o origin) string {
 		}
 		off, err := readOffsets(CheckpointDir(p.Storage, source), t.Version)
 		if err != nil {
-			return fallback
+			return "", 0, false
 		}
-		if at := off.locate(o.row); at != "" {
-			return at
+		if file, line, ok := off.find(row); ok {
+			return file, line, true
 		}
 	}
-	return fallback
+	return "", 0, false
 }
 
 func indexes(s schema.Schema, names []string) []int {

@@ -206,15 +206,8 @@ func (b *changeBatch) placeOf(p *spec.Pipeline, source string, arrival int) (_ p
 	if err != nil {
 		return pl, true
 	}
-	for _, t := range c.Txns {
-		if t.AppID != AppID(p, source) {
-			continue
-		}
-		if off, err := readOffsets(CheckpointDir(p.Storage, source), t.Version); err == nil {
-			if file, line, ok := off.find(o.row); ok {
-				return place{file: pipelinePath(p, file), n: line, line: true}, true
-			}
-		}
+	if file, line, ok := ingestLine(p, source, c, o.row); ok {
+		return place{file: pipelinePath(p, file), n: line, line: true}, true
 	}
 	// Not read by an ingest flow of this pipeline: the data file that holds the row, when the
 	// commit's statistics count the rows of each.
