@@ -262,10 +262,11 @@ func readParquetGroups(name string, s schema.Schema, mem groupMemory, fn func(ro
 	// The next row group is decoded on a goroutine of its own while fn takes the one before:
 	// two buffers take turns (with reuse, a group's memory is that of the group two before,
 	// which fn is done with), or the pool's groups as they are released.
-	free := make(chan *decodedGroup, 2)
+	var free chan *decodedGroup
 	if mem.pool != nil {
 		free = mem.pool.free
 	} else {
+		free = make(chan *decodedGroup, 2)
 		free <- &decodedGroup{}
 		free <- &decodedGroup{}
 	}
