@@ -65,6 +65,33 @@ func checkOwners(p *spec.Pipeline, refreshed func(name string) bool) error {
 		strings.Join(taken, ", "), p.Storage, strings.Join(others, ", "), p.Name, others[0], flows.RefreshHint(p, taken...))
 }
 
+// OtherWriters returns, sorted, the other pipelines that wrote the table of dataset name (or of
+// a quarantine table) under p's storage, when p never did: the pipelines whose names its flows'
+// progress or its last commit carries (see checkOwners). It returns nil when p wrote the table,
+// when no pipeline is named, or when there is no table. `pipeline show`, `changes` and `history`
+// read such a table all the same and say whose it is.
+func OtherWriters(p *spec.Pipeline, name string) []string {
+	t := delta.New(flows.TableDir(p.Storage, name))
+	snap, err := t.Snapshot(-1)
+	if err != nil {
+		return nil
+	}
+	var others []string
+	for _, w := range writers(t, snap) {
+		if w[1] != name && w[1]+spec.QuarantineSuffix != name {
+			continue
+		}
+		if w[0] == p.Name {
+			return nil
+		}
+		if !slices.Contains(others, w[0]) {
+			others = append(others, w[0])
+		}
+	}
+	slices.Sort(others)
+	return others
+}
+
 // writeJSONFile writes v as JSON to path through a temporary file and a rename, so that a
 // reader sees the old content or the new; what names the content in an error.
 func writeJSONFile(path string, v any, what string) error {

@@ -33,6 +33,7 @@ func newChangesCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			noteOtherWriters(cmd.ErrOrStderr(), p, args[1])
 			s, rows, err := t.Changes(from, to)
 			if err != nil {
 				return failure(err)

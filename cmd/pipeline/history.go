@@ -39,6 +39,7 @@ func newHistoryCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			noteOtherWriters(cmd.ErrOrStderr(), p, args[1])
 			h, err := t.History(limit)
 			if err != nil {
 				return failure(err)

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 	"tributary/internal/suggest"
 	"tributary/schema"
 	"tributary/spec"
+	"tributary/update"
 )
 
 func newShowCmd() *cobra.Command {
@@ -51,6 +53,7 @@ func newShowCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			noteOtherWriters(cmd.ErrOrStderr(), p, args[1])
 			if cmd.Flags().Changed("timestamp") {
 				// TIMESTAMP AS OF: the newest version committed at or before the time.
 				if version, err = t.VersionAsOf(int64(at) / 1000); err != nil {
@@ -146,6 +149,18 @@ func datasetTable(p *spec.Pipeline, name string) (*delta.Table, error) {
 		return nil, failure(fmt.Errorf("dataset %s has no table yet at %s: run %s first", name, t.Dir, flows.RunHint(p)))
 	}
 	return t, nil
+}
+
+// noteOtherWriters tells w when the table of dataset name was written by pipelines other than
+// p (update.OtherWriters): a read command shows their rows all the same, and says whose they are,
+// since `pipeline run` with this spec would refuse to write to that table.
+func noteOtherWriters(w io.Writer, p *spec.Pipeline, name string) {
+	others := update.OtherWriters(p, name)
+	if len(others) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "pipeline: note: the table of %s in the storage %s was written by pipeline %s, and this spec names pipeline %s: what follows is %s's table. `pipeline run` with this spec refuses to write to it; keep the name %s, or give this spec a storage of its own\n",
+		name, p.Storage, strings.Join(others, ", "), p.Name, others[0], others[0])
 }
 
 // changesTable returns the table whose change data feed `pipeline changes` prints for a dataset:
