@@ -10,7 +10,8 @@ import (
 // TestCSVHeaderNamesNoColumn: a CSV file whose header names none of the schema's columns (here
 // read with the wrong delimiter) is read as before, a row of NULLs a record, and a WARN event
 // names the file, the header as read, the schema's columns, and the delimiter the header holds;
-// a file whose header names a column gets none. The WARNs are bounded as other WARNs are.
+// a file whose header names a column gets none. The WARN names the file relative to the
+// pipeline's folder, as every WARN about a file does. The WARNs are bounded as other WARNs are.
 func TestCSVHeaderNamesNoColumn(t *testing.T) {
 	t.Parallel()
 	p, landing := newCSV(t, "id BIGINT, name STRING, amt INT", "      options: {header: true, delimiter: \";\"}\n")
@@ -21,7 +22,7 @@ func TestCSVHeaderNamesNoColumn(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantRows(t, p, "null null null", `30 "semicolons" 2`)
-	want := "WARN " + filepath.Join(landing, "a.csv") + `:1: the CSV header names none of the schema's columns (id, name, amt): with delimiter ";" it reads as 1 field, "id,name,amt"; every row of the file is read with NULL in those columns. The header holds ",": if that is the file's delimiter, set options: {delimiter: ","}`
+	want := "WARN landing/a.csv" + `:1: the CSV header names none of the schema's columns (id, name, amt): with delimiter ";" it reads as 1 field, "id,name,amt"; every row of the file is read with NULL in those columns. The header holds ",": if that is the file's delimiter, set options: {delimiter: ","}`
 	if events := rec.all(); !strings.Contains(events, want) || strings.Contains(events, "b.csv") || m.Files != 2 {
 		t.Errorf("files %d, events:\n%s\nwant:\n%s", m.Files, events, want)
 	}

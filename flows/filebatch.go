@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"tributary/eventlog"
@@ -31,7 +32,7 @@ func pendingFiles(env *Env, flow, dataset string, seen map[string]offsetFile, fi
 				how = fmt.Sprintf("same size, %d bytes, but modified at %s, read as of %s", f.size, msTime(f.modTime), msTime(old.ModTime))
 			}
 			env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, flow, dataset,
-				fmt.Sprintf("%s changed after it was read (%s); it is not read again. Land files complete: write them elsewhere and move them in, or give new data a new file name", f.abs, how),
+				fmt.Sprintf("%s changed after it was read (%s); it is not read again. Land files complete: write them elsewhere and move them in, or give new data a new file name", pipelinePath(env.Pipeline, f.abs), how),
 				map[string]any{"file": f.abs}, "")
 			changed++
 		}
@@ -162,6 +163,11 @@ func (r *badRecords) emit(msg string, details map[string]any) {
 // WARN event of flow, for the first maxWarnEvents files of a batch; finish counts the others.
 func (r *badRecords) warnFile(file, msg string) {
 	if r.fileWarnings < maxWarnEvents {
+		// The message names the file as the WARNs about lines do: relative to the pipeline's
+		// folder (the details keep the full path).
+		if r.env != nil {
+			msg = strings.ReplaceAll(msg, file, pipelinePath(r.env.Pipeline, file))
+		}
 		r.emit(msg, map[string]any{"file": file})
 	}
 	r.fileWarnings++

@@ -241,13 +241,14 @@ func danglingAt(path string) (danglingLink, bool) {
 // maxWarnEvents of them and then their count.
 func reportDangling(env *Env, flow, dataset string, links []danglingLink) {
 	for i, l := range links {
+		shown := pipelinePath(env.Pipeline, l.path) // the target stays as the link says it
 		if i == maxWarnEvents {
 			env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, flow, dataset, fmt.Sprintf("%d symbolic links in the source folder lead nowhere; %d were reported one by one", len(links), maxWarnEvents), nil, "")
 			return
 		}
-		msg := fmt.Sprintf("%s is a symbolic link to %s, which does not exist (yet): it is skipped, and read once its target exists; land the target before the link, or fix or remove the link", l.path, l.target)
+		msg := fmt.Sprintf("%s is a symbolic link to %s, which does not exist (yet): it is skipped, and read once its target exists; land the target before the link, or fix or remove the link", shown, l.target)
 		if !errors.Is(l.err, fs.ErrNotExist) {
-			msg = fmt.Sprintf("%s is a symbolic link to %s, which cannot be followed (%v): it is skipped; fix or remove the link", l.path, l.target, l.err)
+			msg = fmt.Sprintf("%s is a symbolic link to %s, which cannot be followed (%v): it is skipped; fix or remove the link", shown, l.target, l.err)
 		}
 		env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, flow, dataset, msg, map[string]any{"file": l.path, "target": l.target}, "")
 	}

@@ -336,7 +336,7 @@ func TestJSONLinesCaseVariants(t *testing.T) {
 		t.Errorf("metrics %+v: a field not in the schema is no bad record", m)
 	}
 	wantRows(t, p, "null 2.50 null", "2 null null", "3 null null", "4 1.00 null")
-	want := filepath.Join(landing, "a.json") + ": the file spells fields in another case than the schema (Amount for amount, ID for id): fields are matched by name, case-sensitively, so those columns are NULL where only the other spelling is given; declare them as the file does, or set rescued_data_column to keep their values"
+	want := "WARN landing/a.json: the file spells fields in another case than the schema (Amount for amount, ID for id): fields are matched by name, case-sensitively, so those columns are NULL where only the other spelling is given; declare them as the file does, or set rescued_data_column to keep their values"
 	if events := rec.all(); !strings.Contains(events, want) || strings.Contains(events, "b.json: the file spells") {
 		t.Errorf("events:\n%s\nwant a WARN about a.json only: %s", events, want)
 	}
@@ -421,7 +421,7 @@ func TestJSONCaseVariantsNestedAndMultiline(t *testing.T) {
 			wantRows(t, p, c.rows...)
 			events := rec.all()
 			for name := range c.files {
-				path := filepath.Join(dir, "landing", name)
+				path := "WARN landing/" + name // relative to the pipeline's folder, as every WARN names a file
 				want, warned := c.warns[name]
 				if got := strings.Count(events, path+": the file spells"); !warned && got != 0 || warned && (got != 1 || !strings.Contains(events, path+want)) {
 					t.Errorf("events:\n%s\nwant for %s: %q", events, name, want)

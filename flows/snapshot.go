@@ -283,7 +283,7 @@ func (f *snapshotFlow) pendingFiles(snap *delta.Snapshot) ([]pendingSnapshot, er
 		if old, read := seen[in.rel]; read {
 			if old.Size != in.size || old.ModTime != in.modTime {
 				f.env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, f.d.Name, f.d.Name,
-					fmt.Sprintf("snapshot file %s changed after it was applied (size %d → %d bytes); it is not applied again. Land snapshot files complete, under a new name each", in.abs, old.Size, in.size),
+					fmt.Sprintf("snapshot file %s changed after it was applied (size %d → %d bytes); it is not applied again. Land snapshot files complete, under a new name each", pipelinePath(f.env.Pipeline, in.abs), old.Size, in.size),
 					map[string]any{"file": in.abs}, "")
 				f.m.ChangedFiles++
 			}
@@ -334,7 +334,7 @@ func (f *snapshotFlow) readFile(in inputFile) ([][]any, error) {
 	err = eachRow(src, in.abs, r, nil, func(row []any, parsed bool, bad []badValue, lineNo int64) error {
 		if len(bad) > 0 {
 			f.m.BadRecords += int64(len(bad))
-			where := fmt.Sprintf("%s:%d", in.abs, lineNo)
+			where := fmt.Sprintf("%s:%d", pipelinePath(f.env.Pipeline, in.abs), lineNo) // as every WARN names a file
 			if src.Mode == spec.ModeFailFast {
 				failed = fmt.Errorf("%s: %s (mode: failfast; fix the line or use mode: permissive)", where, bad[0].Reason)
 				if bad[0].Column != "" {
@@ -360,6 +360,7 @@ func (f *snapshotFlow) readFile(in inputFile) ([][]any, error) {
 		rows = append(rows, append(row, lineNo))
 		return nil
 	}, func(msg string) {
+		msg = strings.ReplaceAll(msg, in.abs, pipelinePath(f.env.Pipeline, in.abs))
 		f.env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, f.d.Name, f.d.Name, msg, map[string]any{"file": in.abs}, "")
 	})
 	switch {

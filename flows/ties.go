@@ -171,8 +171,12 @@ func (p place) String() string {
 	return p.file
 }
 
-// pipelinePath returns path relative to the pipeline's folder when it lies below it, else path.
+// pipelinePath returns path relative to the pipeline's folder when it lies below it, else path
+// (also when p is nil).
 func pipelinePath(p *spec.Pipeline, path string) string {
+	if p == nil {
+		return path
+	}
 	if rel, err := filepath.Rel(p.Dir, path); err == nil && filepath.IsLocal(rel) {
 		return filepath.ToSlash(rel)
 	}
