@@ -170,6 +170,7 @@ func readOffsets(dir string, batch int64) (*offsets, error) {
 // compacts a file source's log). A committed batch whose offsets file is missing is an error:
 // the checkpoint was damaged.
 func committedFiles(dir string, upTo int64) (map[string]offsetFile, error) {
+	removeStaleTemps(dir)
 	seen := map[string]offsetFile{}
 	from, err := readCommittedList(dir, upTo, seen)
 	if err != nil {
@@ -193,6 +194,21 @@ func committedFiles(dir string, upTo int64) (map[string]offsetFile, error) {
 		writeCommittedList(dir, upTo, seen)
 	}
 	return seen, nil
+}
+
+// removeStaleTemps removes the temporary files that writeFileAtomic leaves in dir's offsets and
+// compacted-list folders when the process is killed between creating one and renaming it
+// (".tmp-<name>-<random>"). Only the flow that owns dir writes there, one file at a time, and
+// it calls this before writing: any such file is left over from a run that ended. Best effort.
+func removeStaleTemps(dir string) {
+	for _, sub := range []string{filepath.Join(dir, "offsets"), committedListDir(dir)} {
+		entries, _ := os.ReadDir(sub)
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), ".tmp-") && e.Type().IsRegular() {
+				os.Remove(filepath.Join(sub, e.Name()))
+			}
+		}
+	}
 }
 
 // committedCompactAfter is how many batches' offsets committedFiles reads past the newest

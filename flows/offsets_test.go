@@ -1,6 +1,7 @@
 package flows
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -143,4 +144,41 @@ func firstDiff(got, want map[string]offsetFile) []string {
 	}
 	slices.Sort(out)
 	return out[:min(len(out), 5)]
+}
+
+// TestCommittedFilesRemovesStaleTemps: the temporary files a killed run leaves in a checkpoint's
+// offsets and compacted-list folders (writeFileAtomic's ".tmp-<name>-<random>", never renamed)
+// are removed when the flow next reads its committed files; the offsets themselves, and files of
+// other names, stay.
+func TestCommittedFilesRemovesStaleTemps(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := writeOffsets(dir, &offsets{Batch: 1, Base: "/in", Files: []offsetFile{{Path: "a.json", Size: 3, ModTime: 4}}}); err != nil {
+		t.Fatal(err)
+	}
+	stale := []string{filepath.Join(dir, "offsets", ".tmp-2.json-123456"), filepath.Join(committedListDir(dir), ".tmp-100.json-99")}
+	other := filepath.Join(dir, "offsets", "notes.txt")
+	if err := os.MkdirAll(committedListDir(dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range append(stale, other) {
+		write(t, p, []byte(`{"batch":`)) // cut short, as a kill leaves one
+	}
+	seen, err := committedFiles(dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, ok := seen["a.json"]; !ok || f.Size != 3 || len(seen) != 1 {
+		t.Fatalf("committed files %v, want a.json alone", seen)
+	}
+	for _, p := range stale {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: %v, want it removed", p, err)
+		}
+	}
+	for _, p := range []string{other, offsetsPath(dir, 1)} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s: %v, want it kept", p, err)
+		}
+	}
 }
