@@ -160,9 +160,22 @@ func ParseDate(s string) (Date, error) {
 // follows is ignored ("2024-01-31T10:00:00Z" and "2024-01-31 extra" are 2024-01-31). A year
 // alone or a year and a month are their first day ("2024" is 2024-01-01, "2024-3" 2024-03-01).
 // A date that does not exist (2024-02-30), or other text, is an error; the result is days
-// since 1970-01-01.
+// since 1970-01-01. White space and control characters around the text (bytes up to ' ', and
+// 0x7F) are trimmed (UTF8String.trimAll), and text that is no date is read once more with every
+// "GMT" removed, as the readers' fallback does (DateTimeUtils.cleanLegacyTimestampStr).
 func ParseReaderDate(s string) (Date, error) {
-	b := strings.TrimFunc(s, func(r rune) bool { return r <= ' ' })
+	d, err := scanReaderDate(s)
+	if err != nil && strings.Contains(s, "GMT") {
+		if d, err2 := scanReaderDate(strings.ReplaceAll(s, "GMT", "")); err2 == nil {
+			return d, nil
+		}
+	}
+	return d, err
+}
+
+// scanReaderDate is ParseReaderDate without its GMT retry.
+func scanReaderDate(s string) (Date, error) {
+	b := strings.TrimFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f })
 	bad := readerDateError{s} // made only when returned: a file's every date comes here
 	seg := [3]int{1, 1, 1}
 	sign, i, j, val, digits := 1, 0, 0, 0, 0
