@@ -59,6 +59,9 @@ type changeBatch struct {
 	// while read; events is then nil.
 	reduced *reduceResult
 	spans   arrivalSpans // where each event came from, by arrival (the WARN about ties names it)
+	// ctx is the update's: once it is done (a stop signal that stops the running flows), the
+	// batch commits nothing, however far its fold and files have come (finishBatch). nil: never.
+	ctx context.Context
 }
 
 // adjacent returns where the positions idx start when they are side by side, in order (none
@@ -146,6 +149,9 @@ func applyBatch(ctx context.Context, env *Env, d *spec.Dataset, first bool, unre
 	if err != nil || b == nil {
 		return m, err
 	}
+	if err := ctx.Err(); err != nil {
+		return m, err // stopped while reading: nothing to fold
+	}
 	if !viewSource {
 		defer relaxGC()()
 	}
@@ -172,7 +178,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 		return nil, fmt.Errorf("apply_changes source %q is not a dataset of this pipeline", ac.Source)
 	}
 	srcSch := srcDS.Schema
-	b := &changeBatch{target: delta.New(TableDir(p.Storage, d.Name)), appID: AppID(p, d.Name)}
+	b := &changeBatch{target: delta.New(TableDir(p.Storage, d.Name)), appID: AppID(p, d.Name), ctx: ctx}
 	b.dataSch = dataSchema(d)
 	var err error
 	if b.snap, err = b.target.Snapshot(-1); err != nil {
@@ -1123,6 +1129,12 @@ func finishBatch(d *spec.Dataset, b *changeBatch, m *Metrics, f batchFiles,
 	id, segs, renames, err := save()
 	if err != nil {
 		return err
+	}
+	if b.ctx != nil && b.ctx.Err() != nil {
+		// Stopped: the files written and the state saved are left uncommitted, as a kill at
+		// this point leaves them (the next batch reads from the last commit; VACUUM removes
+		// the files).
+		return b.ctx.Err()
 	}
 	fault.Point("apply.after-data-files")
 	v, err := commitApply(d, b, f.removes, f.adds, cdcs, id, metrics)

@@ -116,7 +116,7 @@ func ApplySnapshots(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, er
 			return f.m, err
 		}
 		badBefore := f.m.BadRecords
-		next, err := f.apply(ps, prev)
+		next, err := f.apply(ctx, ps, prev)
 		if inc := incomplete(err); inc != nil {
 			// A compressed snapshot file still being written: it and the snapshots named after
 			// it (applied in name order) wait for a later update, as a file still settling does.
@@ -412,8 +412,8 @@ func (f *snapshotFlow) previous(snap *delta.Snapshot) (*keyed, error) {
 }
 
 // apply applies one snapshot against prev (the target's content) in one commit and returns the
-// snapshot by key, the target's content after it.
-func (f *snapshotFlow) apply(ps pendingSnapshot, prev *keyed) (*keyed, error) {
+// snapshot by key, the target's content after it. Once ctx is done it commits nothing (changeBatch.ctx).
+func (f *snapshotFlow) apply(ctx context.Context, ps pendingSnapshot, prev *keyed) (*keyed, error) {
 	rows, err := ps.read()
 	if err != nil {
 		return nil, err
@@ -458,6 +458,7 @@ func (f *snapshotFlow) apply(ps pendingSnapshot, prev *keyed) (*keyed, error) {
 		target: f.target, snap: snap, appID: f.appID, srcSnap: ps.progress, stateID: stateID,
 		progress: ps.progress.Version, sourceID: ps.progress.Metadata.ID,
 		events: events, dataSch: f.data, keyIdx: f.keyIdx, keySch: f.keySch, seqSch: f.seqSch, nSource: nSource,
+		ctx: ctx,
 	}
 	if ps.file != nil {
 		if err := writeOffsets(CheckpointDir(f.env.Pipeline.Storage, f.d.Name), ps.file); err != nil {
