@@ -25,6 +25,38 @@ type csvConfig struct {
 	hasQuote, hasComment  bool
 	nullValue, emptyValue string
 	latin1                bool
+	// trimLeading and trimTrailing drop the white space before and after an unquoted value
+	// (ignore_leading_white_space, ignore_trailing_white_space: trimFields).
+	trimLeading, trimTrailing bool
+}
+
+// isCSVSpace says whether c is white space to Spark's CSV reader (univocity: a character up to
+// U+0020).
+func isCSVSpace(r rune) bool { return r <= ' ' }
+
+// trimFields drops the white space before (trimLeading) and after (trimTrailing) the text of each
+// unquoted field, as Spark's CSV reader does under ignoreLeadingWhiteSpace and
+// ignoreTrailingWhiteSpace; a quoted field keeps its text as quoted.
+func (c csvConfig) trimFields(fields []csvField) {
+	if !c.trimLeading && !c.trimTrailing {
+		return
+	}
+	for i := range fields {
+		if fields[i].quoted {
+			continue
+		}
+		if c.trimLeading {
+			fields[i].text = strings.TrimLeftFunc(fields[i].text, isCSVSpace)
+		}
+		if c.trimTrailing {
+			fields[i].text = strings.TrimRightFunc(fields[i].text, isCSVSpace)
+		}
+	}
+}
+
+// spaceAround says whether text begins or ends with white space (isCSVSpace).
+func spaceAround(text string) bool {
+	return text != "" && (text[0] <= ' ' || text[len(text)-1] <= ' ')
 }
 
 func csvConfigOf(opts map[string]string) csvConfig {
@@ -50,6 +82,8 @@ func csvConfigOf(opts map[string]string) csvConfig {
 	c.nullValue = opts[spec.CSVNullValue]
 	c.emptyValue = opts[spec.CSVEmptyValue]
 	c.latin1 = opts[spec.CSVEncoding] == "iso-8859-1"
+	c.trimLeading = opts[spec.CSVIgnoreLeadingWhiteSpace] == "true"
+	c.trimTrailing = opts[spec.CSVIgnoreTrailingWhiteSpace] == "true"
 	return c
 }
 
@@ -510,6 +544,7 @@ func eachCSVRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc, war
 		if err != nil {
 			return err
 		}
+		cfg.trimFields(fields)
 		if !headerDone {
 			headerDone = true
 			taken := map[int]bool{}
@@ -596,8 +631,14 @@ func eachCSVRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc, war
 			}
 			var v any
 			var err error
-			switch {
-			case c.Type.Kind == schema.DateKind:
+			switch k := c.Type.Kind; {
+			case (k == schema.Long || k == schema.Integer || k == schema.DecimalKind || k == schema.Boolean) && spaceAround(*text):
+				// Spark's CSV reader converts these with Java's parsers, which take no white space
+				// (Integer.parseInt, BigDecimal, toBoolean); a DOUBLE's (Double.parseDouble), a
+				// DATE's and a TIMESTAMP's trim it.
+				err = fmt.Errorf("%q has white space around the value, which Spark's CSV reader does not read as %s; to drop such white space around unquoted values, set options: {%s: true, %s: true}",
+					*text, c.Type.DDL(), spec.CSVIgnoreLeadingWhiteSpace, spec.CSVIgnoreTrailingWhiteSpace)
+			case k == schema.DateKind:
 				v, err = schema.ParseReaderDate(*text) // as Spark's CSV reader reads a date
 			case c.Type.Kind == schema.TimestampKind && !c.Type.IsNTZ():
 				v, err = schema.ParseReaderTimestamp(*text) // and a timestamp

@@ -401,7 +401,9 @@ func (inf *inferrer) column(name string) bool {
 }
 
 // text records a CSV value: its kind as Spark's CSV inference tries them (INT, BIGINT, an integer
-// beyond BIGINT as DECIMAL, DOUBLE, BOOLEAN, else STRING).
+// beyond BIGINT as DECIMAL, DOUBLE, BOOLEAN, else STRING). As there, white space around the value
+// leaves it no integer or BOOLEAN (Java's parsers take none) but may make it a DOUBLE
+// (Double.parseDouble trims it).
 func (inf *inferrer) text(name, v string) {
 	k := inf.kinds[name]
 	if _, err := strconv.ParseInt(v, 10, 32); err == nil {
@@ -409,7 +411,7 @@ func (inf *inferrer) text(name, v string) {
 	} else if _, err := strconv.ParseInt(v, 10, 64); err == nil {
 		k.int64 = true
 	} else if k.bigInteger(v) {
-	} else if _, err := strconv.ParseFloat(v, 64); err == nil {
+	} else if _, err := strconv.ParseFloat(strings.TrimFunc(v, isCSVSpace), 64); err == nil {
 		k.double = true
 	} else if lv := strings.ToLower(v); lv == "true" || lv == "false" {
 		k.boolean = true
@@ -432,6 +434,7 @@ func (inf *inferrer) csv(src *spec.Source, in io.Reader) error {
 		if err != nil {
 			return err
 		}
+		cfg.trimFields(fields)
 		if first && cfg.header {
 			first = false
 			for _, name := range headerNames(fields, cfg.nullValue, inf.known) {

@@ -327,6 +327,14 @@ func sparkOptionHint(k, format string) string {
 		if format == FormatCSV {
 			return option(CSVEncoding)
 		}
+	case "ignoreleadingwhitespace":
+		if format == FormatCSV {
+			return option(CSVIgnoreLeadingWhiteSpace)
+		}
+	case "ignoretrailingwhitespace":
+		if format == FormatCSV {
+			return option(CSVIgnoreTrailingWhiteSpace)
+		}
 	case "format":
 		return key("format", "json, csv, parquet, ...")
 	case "mode":
@@ -388,6 +396,11 @@ const (
 	CSVEmptyValue = "empty_value" // what a quoted empty field "" reads as; default ""
 	CSVComment    = "comment"     // a record starting with this character is skipped; default none
 	CSVEncoding   = "encoding"    // "utf-8" (default; a byte-order mark is skipped) or "iso-8859-1"
+	// CSVIgnoreLeadingWhiteSpace and CSVIgnoreTrailingWhiteSpace ("true"; default "false", as
+	// Spark's reader: ignoreLeadingWhiteSpace, ignoreTrailingWhiteSpace) drop the white space
+	// (characters up to U+0020) before and after an unquoted value, header names included.
+	CSVIgnoreLeadingWhiteSpace  = "ignore_leading_white_space"
+	CSVIgnoreTrailingWhiteSpace = "ignore_trailing_white_space"
 )
 
 // csvOptions checks each csv option's value and returns it normalised, or a problem.
@@ -401,7 +414,9 @@ var csvOptions = map[string]func(string) (string, string){
 	CSVEmptyValue: func(v string) (string, string) {
 		return v, ""
 	},
-	InferColumnTypes: func(v string) (string, string) { return boolOption(v) },
+	InferColumnTypes:            func(v string) (string, string) { return boolOption(v) },
+	CSVIgnoreLeadingWhiteSpace:  func(v string) (string, string) { return boolOption(v) },
+	CSVIgnoreTrailingWhiteSpace: func(v string) (string, string) { return boolOption(v) },
 	CSVEncoding: func(v string) (string, string) {
 		switch strings.ToLower(strings.ReplaceAll(strings.TrimSpace(v), "_", "-")) {
 		case "utf-8", "utf8":
