@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -253,6 +255,51 @@ type unreadFiles struct {
 	said map[string]bool
 }
 
+// globMissSample is how many of the files below a glob's folder globMiss names.
+const globMissSample = 3
+
+// globMiss says why the glob path (its folder base) matched no file, when that looks like a
+// mistake rather than no data yet: the folder does not exist, or it holds files (other than
+// hidden ones) that the pattern does not match, up to globMissSample of them named. It returns
+// "" when the folder exists and holds no file. Paths are named relative to p's folder.
+func globMiss(p *spec.Pipeline, path, base string) string {
+	shown := pipelinePath(p, path)
+	if _, err := os.Stat(base); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Sprintf("source path %s matches no file: its folder %s does not exist (yet); the flow is idle until it does and holds a matching file (a relative path is resolved against the spec's folder)", shown, pipelinePath(p, base))
+	}
+	var sample []string
+	n := 0
+	const most = 10_000 // files looked at, at most
+	filepath.WalkDir(base, func(q string, e fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return nil
+		case q != base && hidden(e.Name()):
+			if e.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		case e.IsDir():
+			return nil
+		}
+		if n++; len(sample) < globMissSample {
+			sample = append(sample, pipelinePath(p, q))
+		}
+		if n >= most {
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	if n == 0 {
+		return ""
+	}
+	count := strconv.Itoa(n)
+	if n >= most {
+		count = "at least " + count
+	}
+	return fmt.Sprintf("source path %s matches none of the %s files below %s (e.g. %s): check the pattern (its extension, case and folders); the flow is idle until a file matches", shown, count, pipelinePath(p, base), strings.Join(sample, ", "))
+}
+
 // saidWarnings returns the set of the WARNs said in this update (badRecords.said).
 func (u *unreadFiles) saidWarnings() map[string]bool {
 	if u.said == nil {
@@ -278,6 +325,12 @@ func (u *unreadFiles) list(env *Env, ckpt string, committed int64, path, flow, d
 		return 0, err
 	}
 	reportDangling(env, flow, dataset, dangling)
+	if len(files) == 0 && isGlob(path) {
+		if msg := globMiss(env.Pipeline, path, base); msg != "" && !u.saidWarnings()[msg] {
+			u.said[msg] = true
+			env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, flow, dataset, msg, map[string]any{"path": path}, "")
+		}
+	}
 	if err := checkBase(ckpt, committed, base, dataset, func() string { return RefreshWithReaders(env.Pipeline, flow) }); err != nil {
 		return 0, err
 	}

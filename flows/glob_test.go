@@ -86,3 +86,44 @@ func TestCopyingFilesSkipped(t *testing.T) {
 		}
 	}
 }
+
+// TestGlobMatchingNothingWarns: a glob source path that matches no file while its folder holds
+// files (a mistyped extension) leaves the flow idle with a WARN naming the pattern, how many
+// files the folder holds and a few of them; so does a glob whose folder does not exist. A glob
+// over an empty folder (no data yet) is idle without a word, and the WARN stops once a file
+// matches.
+func TestGlobMatchingNothingWarns(t *testing.T) {
+	t.Parallel()
+	run := func(path string, files ...string) (Metrics, string) {
+		t.Helper()
+		dir := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			write(t, filepath.Join(dir, "landing", f), []byte(`{"id": 1}`+"\n"))
+		}
+		p := loadPipeline(t, dir, "name: t\nstorage: ./storage\ndatasets:\n  - name: raw\n    source:\n      path: "+path+"\n      format: json\n      schema: \"id BIGINT\"\n")
+		m, rec, err := ingest(t, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m, rec.all()
+	}
+	m, events := run("./landing/*.jsn", "a.json", "b.json", "c.json", "d.json", ".hidden.jsn")
+	want := "WARN source path landing/*.jsn matches none of the 4 files below landing (e.g. landing/a.json, landing/b.json, landing/c.json): check the pattern (its extension, case and folders); the flow is idle until a file matches"
+	if !m.Idle || events != want {
+		t.Errorf("idle %v, events:\n%s\nwant:\n%s", m.Idle, events, want)
+	}
+	m, events = run("./incoming/*.json")
+	want = "WARN source path incoming/*.json matches no file: its folder incoming does not exist (yet); the flow is idle until it does and holds a matching file (a relative path is resolved against the spec's folder)"
+	if !m.Idle || events != want {
+		t.Errorf("idle %v, events:\n%s\nwant:\n%s", m.Idle, events, want)
+	}
+	if m, events = run("./landing/*.json"); !m.Idle || events != "" {
+		t.Errorf("an empty folder: idle %v, events %q; want idle and no WARN", m.Idle, events)
+	}
+	if m, events = run("./landing/*.json", "a.json"); m.Idle || m.NumOutputRows != 1 || events != "" {
+		t.Errorf("a matching file: %+v, events %q; want its row and no WARN", m, events)
+	}
+}
