@@ -76,6 +76,16 @@ func syntaxError(file string, data []byte, err error) *Error {
 		}
 	} else if slices.Contains(otherParserProblems, msg) {
 		line++
+	} else if strings.Contains(msg, "tab character") {
+		// The scanner names the line of the value it was reading, not the one whose
+		// indentation holds the tab: that is the first such line from there on.
+		for l := max(line, 1); l <= len(lines); l++ {
+			t := lines[l-1]
+			if strings.Contains(t[:len(t)-len(strings.TrimLeft(t, " \t"))], "\t") {
+				line = l
+				break
+			}
+		}
 	}
 	line = min(max(line, 1), len(lines))
 	text := strings.TrimSuffix(lines[line-1], "\r")
