@@ -266,6 +266,8 @@ func TestApplyChangesOptions(t *testing.T) {
 		{"      track_history_column_list: [op]", "track_history_column_list applies to SCD type 2 only"},
 		{"      stored_as_scd_type: 2\n      track_history_column_list: [op]\n      track_history_except_column_list: [op]", "cannot be used together"},
 		{"      stored_as_scd_type: 2\n      track_history_column_list: [opp]", "unknown column opp"},
+		{"      stored_as_scd_type: 2\n      track_history_column_list: [id]", "key id cannot be a tracked column (hint: remove it: a key never changes within its own history)"},
+		{"      stored_as_scd_type: 2\n      track_history_except_column_list: [id]", "key id is never a tracked column, so excepting it says nothing (hint: remove it: the list names the non-key columns whose changes open no new version)"},
 		{"      apply_as_truncates: op ==", "apply_as_truncates does not compile"},
 	} {
 		_, err := Parse("p.yaml", []byte(build(map[string]string{"#AC": c.ac})), nil, nil)

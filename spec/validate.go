@@ -324,11 +324,14 @@ func (v *validation) applyOutput(in *datasetInfo) bool {
 			fmt.Sprintf("to follow the versions of %s, use `apply_changes_from_snapshot: {source: %s, keys: [...]}`", ac.Source, ac.Source),
 			"apply_changes reads an append-only change log, but %s is an APPLY CHANGES target whose commits update and delete rows", ac.Source)
 	}
-	for _, list := range [][]ref{in.apply.track, in.apply.trackExcept} {
-		for _, r := range list {
-			if slices.Contains(ac.Keys, r.node.Value) {
-				v.d.addAt(r.node, r.path, "remove it: a key never changes within its own history", "key %s cannot be a tracked column", r.node.Value)
-			}
+	for _, r := range in.apply.track {
+		if slices.Contains(ac.Keys, r.node.Value) {
+			v.d.addAt(r.node, r.path, "remove it: a key never changes within its own history", "key %s cannot be a tracked column", r.node.Value)
+		}
+	}
+	for _, r := range in.apply.trackExcept {
+		if slices.Contains(ac.Keys, r.node.Value) {
+			v.d.addAt(r.node, r.path, "remove it: the list names the non-key columns whose changes open no new version", "key %s is never a tracked column, so excepting it says nothing", r.node.Value)
 		}
 	}
 	v.columnsIn(in.apply.keys, input, ac.Source)
