@@ -95,7 +95,9 @@ func eachParquetRow(src *spec.Source, filePath string, fn rowFunc, warn func(msg
 			lr := newLineReader(src.Schema, src.RescuedDataColumn, filePath)
 			row[len(src.Schema.Fields)] = lr.rescue(map[string]any{"_corrupt_record": err.Error()})
 		}
-		return fn(row, false, []badValue{{Line: line + 1, Reason: "the file cannot be read as Parquet (" + err.Error() + ")"}}, line+1)
+		// The reader's error names the file, which the WARN names already.
+		why := strings.TrimPrefix(strings.TrimPrefix(err.Error(), "delta: "), "read "+filePath+": ")
+		return fn(row, false, []badValue{{Line: line + 1, Reason: "the file cannot be read as Parquet (" + why + ")", RestOfFile: true}}, line+1)
 	}
 	return nil
 }
