@@ -25,6 +25,11 @@ type Log struct {
 	sequence int64
 	created  bool
 	now      func() time.Time // the clock of housekeeping (tests move it on)
+	// snap is the event log as Open found it, read once by Unfinished (nil after, or when there
+	// was no log); checked: Unfinished was called, so the Flush of this update's end state
+	// records that every update of the pipeline so far has ended.
+	snap    *delta.Snapshot
+	checked bool
 }
 
 // Open prepares the event log at dir (<storage>/system/events) for an update of the given
@@ -38,7 +43,7 @@ func Open(dir, pipelineName, updateID string) (*Log, error) {
 	case err != nil:
 		return nil, fmt.Errorf("eventlog: %w", err)
 	default:
-		l.created = true
+		l.created, l.snap = true, snap
 		l.sequence = snap.NumRecords()
 		if err := l.keepBounded(snap); err != nil {
 			return nil, fmt.Errorf("eventlog: %w", err)
@@ -93,7 +98,9 @@ func (l *Log) Emit(level, eventType, flow, dataset, message string, details map[
 	})
 }
 
-// Flush commits the buffered events as one append to the event log table.
+// Flush commits the buffered events as one append to the event log table. When they hold the
+// end state of the log's update and Unfinished was called, the same commit records that every
+// update of the pipeline so far has ended (see Unfinished).
 func (l *Log) Flush() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -104,6 +111,7 @@ func (l *Log) Flush() error {
 	for i, e := range l.pending {
 		rows[i] = e.Row()
 	}
+	ended := l.checked && endsUpdate(l.pending, l.origin.UpdateID)
 	for attempt := 0; ; attempt++ {
 		var snap *delta.Snapshot
 		before := int64(-1)
@@ -125,6 +133,9 @@ func (l *Log) Flush() error {
 			tx.SetMetadata(delta.Metadata{Name: "events", Description: "Tributary event log", Schema: Schema, Configuration: conf})
 		}
 		tx.Add(add)
+		if ended {
+			tx.SetAppTxn(endedAppID(l.origin.PipelineName), l.sequence+1)
+		}
 		v, err := tx.Commit("WRITE", map[string]any{"mode": "Append"})
 		if err == nil {
 			l.created = true

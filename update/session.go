@@ -77,6 +77,41 @@ func (s *session) state(st, errText string) error {
 	return s.events.Flush()
 }
 
+// endUnfinished records an end for each earlier update of the pipeline that the event log shows
+// as not ended (eventlog.Log.Unfinished): the session holds the storage lock, so their processes
+// stopped (killed, or the machine went down) before they could record one. Each gets an
+// update_progress event FAILED under its own id, as Delta Live Tables shows such an update,
+// with details.update_progress {state, last_state, recorded_by_update}; they are committed
+// with this update's first events. An event log that cannot be read for them does not stop the
+// update: a WARN event says so, and the next update looks again.
+func (s *session) endUnfinished() {
+	unfinished, err := s.events.Unfinished()
+	if err != nil {
+		s.events.Emit(eventlog.Warn, eventlog.PlanningInformation, "", "", "Earlier updates that did not end were not looked for: "+err.Error()+"; an update killed before its end may still show as RUNNING.",
+			nil, err.Error())
+		return
+	}
+	for _, u := range unfinished {
+		during := u.State
+		if during == "" {
+			during = StateCreated
+		}
+		msg := fmt.Sprintf("Update %s ended without finishing: its process stopped (killed, or the machine went down) while it was %s; the batches its flows committed stay, and update %s goes on from them.",
+			short(u.UpdateID), during, short(s.res.UpdateID))
+		s.events.EmitFor(u.UpdateID, eventlog.Error, eventlog.UpdateProgress, msg,
+			map[string]any{"update_progress": map[string]any{"state": StateFailed, "last_state": during, "recorded_by_update": s.res.UpdateID}},
+			"the update's process stopped before the update ended")
+	}
+}
+
+// short is the first 8 characters of an update id, as messages show it.
+func short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
 // close releases the lock the session took.
 func (s *session) close() {
 	if s.lk != nil {
@@ -115,6 +150,7 @@ func begin(p *spec.Pipeline, opts Options) (*session, error) {
 		return nil, err
 	}
 	s.events = events
+	s.endUnfinished()
 	if opts.Started != nil {
 		opts.Started(events)
 	}
