@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -292,7 +293,7 @@ func ParseDraft(file string, data []byte, conf map[string]string, env func(strin
 	d.substituteAll(doc, func(name string) (string, bool) {
 		used[name] = true
 		return look(name)
-	}, cfgNode, brokenVars)
+	}, cfgNode, brokenVars, slices.Sorted(maps.Keys(vars)))
 	d.unusedConf(file, conf, cfgNode, used, inConfig)
 	p, info := d.pipeline(doc, abs, vars)
 	var v *validation

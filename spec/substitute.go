@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"tributary/internal/suggest"
 )
 
 // lookup resolves a ${name}: its value and whether it is set.
@@ -192,9 +194,15 @@ func (d *decoder) configuration(doc *yaml.Node, conf map[string]string, env look
 }
 
 // substituteAll replaces ${key} in every string value of doc but the configuration (skip).
-func (d *decoder) substituteAll(doc *yaml.Node, look lookup, skip *yaml.Node, brokenVars map[string]bool) {
+// defined are the configuration's keys (with --conf's): the hint for a name that is not set
+// offers the closest of them.
+func (d *decoder) substituteAll(doc *yaml.Node, look lookup, skip *yaml.Node, brokenVars map[string]bool, defined []string) {
 	sub := newSubstitution(d, look, func(name string) string {
-		return fmt.Sprintf("define it under `configuration:`, pass --conf %s=VALUE, or set the environment variable %s", name, name)
+		fix := fmt.Sprintf("define it under `configuration:`, pass --conf %s=VALUE, or set the environment variable %s", name, name)
+		if best := suggest.Closest(name, defined); len(best) > 0 {
+			return fmt.Sprintf("did you mean ${%s}, which `configuration:` defines? Otherwise %s", best[0], fix)
+		}
+		return fix
 	})
 	sub.brokenVars = brokenVars
 	sub.walk(doc, "", skip)

@@ -198,3 +198,32 @@ datasets:
 		t.Fatalf("a name used in configuration values: %v\nwant: %s", err, w)
 	}
 }
+
+// TestUnsetSuggestsDefined: a ${name} that is not set, close to a key `configuration:` defines,
+// gets that key as a did-you-mean before the usual ways to set it; a name close to none gets
+// those alone.
+func TestUnsetSuggestsDefined(t *testing.T) {
+	t.Parallel()
+	const spec = `name: p
+configuration:
+  land: ./l
+datasets:
+  - name: a
+    source: {path: '${lnd}', format: json, schema: "id BIGINT"}
+    comment: ${zzzzzz}
+`
+	_, err := Parse("p.yaml", []byte(spec), nil, func(string) (string, bool) { return "", false })
+	var es Errors
+	if !errors.As(err, &es) || len(es) != 2 {
+		t.Fatalf("err = %v, want two problems", err)
+	}
+	want := []string{
+		"p.yaml:6:21: datasets[0].source.path: ${lnd} is not set (hint: did you mean ${land}, which `configuration:` defines? Otherwise define it under `configuration:`, pass --conf lnd=VALUE, or set the environment variable lnd)",
+		"p.yaml:7:14: datasets[0].comment: ${zzzzzz} is not set (hint: define it under `configuration:`, pass --conf zzzzzz=VALUE, or set the environment variable zzzzzz)",
+	}
+	for i, w := range want {
+		if es[i].Error() != w {
+			t.Errorf("problem %d:\n got %s\nwant %s", i, es[i], w)
+		}
+	}
+}
