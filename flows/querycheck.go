@@ -15,14 +15,18 @@ import (
 	"tributary/sqlengine"
 )
 
-// QueryProblem is a query dataset whose query DuckDB would refuse when the update runs it: Err
-// says why, in DuckDB's words (a column, table or function it does not know, arguments of the
-// wrong types); At is the byte offset in the query's SQL of the name DuckDB refused, -1 when
-// the message names none the SQL holds.
+// QueryProblem is a query dataset whose query DuckDB would refuse when the update runs it, or
+// whose expectations would not compile against its query's result when its flow runs
+// (ErrBadExpectation). For a query DuckDB refuses, Err says why, in DuckDB's words (a column,
+// table or function it does not know, arguments of the wrong types), and At is the byte offset
+// in the query's SQL of the name DuckDB refused, -1 when the message names none the SQL holds.
+// For a query that binds, Err is nil and Expectations are the problems of its expectations
+// (spec.CheckExpectations), each at its place in the spec.
 type QueryProblem struct {
-	Dataset *spec.Dataset
-	Err     error
-	At      int
+	Dataset      *spec.Dataset
+	Err          error
+	At           int
+	Expectations spec.Errors
 }
 
 // refusedName matches the name a DuckDB bind error refuses: a column or table it does not find
@@ -51,7 +55,10 @@ func problemAt(q *spec.Query, msg string) int {
 // its readers bind against, are its query's result, however long the chain of queries. A query
 // that reads a dataset whose columns are known only once it runs is not checked; nor is one
 // DuckDB cannot describe, nor one with a PIVOT whose columns are its input's values
-// (spec.Query.DynamicPivot), nor one reading it. The error is one of opening DuckDB.
+// (spec.Query.DynamicPivot), nor one reading it. The expectations of a query that binds are
+// compiled against its result's columns (spec.CheckExpectations), as its flow compiles them
+// (expectationSet); those of a query not checked are left to its flow. The error is one of
+// opening DuckDB.
 func CheckQueries(ctx context.Context, p *spec.Pipeline) ([]QueryProblem, error) {
 	return bindQueries(ctx, p, nil)
 }
@@ -85,8 +92,15 @@ func bindQueries(ctx context.Context, p *spec.Pipeline, draft *spec.Draft) ([]Qu
 	}
 	var out []QueryProblem
 	for _, d := range p.Datasets {
-		if b := c.known[d.Name]; bound[d] && b.err != nil {
+		b := c.known[d.Name]
+		switch {
+		case !bound[d]:
+		case b.err != nil:
 			out = append(out, QueryProblem{Dataset: d, Err: b.err, At: problemAt(d.Query, b.err.Error())})
+		case b.ok:
+			if es := spec.CheckExpectations(d, b.s); len(es) > 0 {
+				out = append(out, QueryProblem{Dataset: d, At: -1, Expectations: es})
+			}
 		}
 	}
 	return out, nil

@@ -27,9 +27,55 @@ func checkQueries(t *testing.T, dir, text string) map[string]string {
 	}
 	out := map[string]string{}
 	for _, pr := range problems {
+		if pr.Err == nil {
+			out[pr.Dataset.Name] = pr.Expectations.Error()
+			continue
+		}
 		out[pr.Dataset.Name] = pr.Err.Error()
 	}
 	return out
+}
+
+// TestCheckQueriesExpectations: the expectations of a query that binds are compiled against its
+// result's columns, as its flow compiles them: a name the result does not have and a STRING
+// compared with a number are problems at their `expect`, with expr's words; a valid expectation,
+// one of a query over an inferred schema (not bound) and one over a query that does not bind
+// are not.
+func TestCheckQueriesExpectations(t *testing.T) {
+	dir := t.TempDir()
+	got := checkQueries(t, dir, `name: t
+storage: ./storage
+datasets:
+  - name: raw
+    source: {path: ./landing, format: json, schema: "id BIGINT, name STRING, v BIGINT"}
+  - name: inferred
+    source: {path: ./landing, format: json}
+  - name: totals
+    query: SELECT id, name, sum(v) AS total FROM raw GROUP BY 1, 2
+    expectations:
+      - {name: ok, expect: 'total > 0 and name != nil'}
+      - {name: typo, expect: 'totl > 0'}
+      - {name: types, expect: 'name > 1'}
+  - name: good
+    query: SELECT id FROM raw
+    expectations: [{name: ok, expect: 'id > 0'}]
+  - name: over_inferred
+    query: SELECT * FROM inferred
+    expectations: [{name: e, expect: 'nope > 1'}]
+  - name: unbound
+    query: SELECT nope FROM raw
+    expectations: [{name: e, expect: 'other > 1'}]
+`)
+	file := filepath.Join(dir, "pipeline.yaml")
+	want := file + ":12:31: datasets[2].expectations[1].expect: expectation typo does not compile: unknown name totl (hint: did you mean `total`?)\n" +
+		file + ":13:37: datasets[2].expectations[2].expect: expectation types does not compile: invalid operation: > (mismatched types string and int) (hint: columns: id, name, total)"
+	if got["totals"] != want {
+		t.Errorf("totals: problems\n%s\nwant\n%s", got["totals"], want)
+	}
+	delete(got, "totals")
+	if len(got) != 1 || !strings.Contains(got["unbound"], `Referenced column "nope" not found`) {
+		t.Errorf("other problems %v, want unbound's column nope alone", got)
+	}
 }
 
 // TestCheckQueriesDynamicPivot: a PIVOT whose columns are its input's values (no IN list) has

@@ -276,7 +276,9 @@ func (d *decoder) expectations(n *yaml.Node, path string) ([]Expectation, []ref)
 				}
 			case "expect":
 				if s, ok := d.nonEmpty(e.val, e.path); ok {
-					x.Expect, expect = s, ref{resolve(e.val), e.path}
+					node := resolve(e.val)
+					x.Expect, expect = s, ref{node, e.path}
+					x.posAt, x.path = func(off int) Pos { return d.posIn(node, off) }, e.path
 				}
 			case "on_violation":
 				if s, ok := d.oneOf(e.val, e.path, OnViolationWarn, OnViolationDrop, OnViolationFail, OnViolationQuarantine); ok {

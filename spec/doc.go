@@ -24,7 +24,8 @@
 // valid unique name, exactly one way to get its data (a Source, an ApplyChanges, an
 // ApplyChangesFromSnapshot or a Query), and its output Schema (except a Query dataset, whose
 // columns are the query result's, known when it runs); every expression compiles with
-// expectations.Compile against the columns it will see (a Query dataset's expectations compile
-// when its query has run); every dataset a query reads exists (query.go finds them in the SQL);
+// expectations.Compile against the columns it will see (a Query dataset's expectations only
+// parse: they compile against its query's result, with CheckExpectations once the query binds,
+// or when it has run); every dataset a query reads exists (query.go finds them in the SQL);
 // and the datasets form an acyclic graph.
 package spec

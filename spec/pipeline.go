@@ -197,6 +197,10 @@ type Expectation struct {
 	Expect      string // a row expression (expectations.Compile); a row passes only when it is true
 	OnViolation string // "warn" (default), "drop", "fail" or "quarantine"
 	Pos         Pos
+	// posAt is the position in the spec's file of a rune offset of Expect (as its problems are
+	// placed), nil for an Expectation not decoded from a spec or without an expression.
+	posAt func(off int) Pos
+	path  string // the key path of its expression, "datasets[i].expectations[j].expect"
 }
 
 // The actions of Expectation.OnViolation.

@@ -580,12 +580,17 @@ func (v *validation) expectationSyntax(in *datasetInfo) {
 // place inside the YAML scalar that it names.
 func (v *validation) compile(code string, r ref, s schema.Schema, what string) {
 	if _, err := expectations.Compile(code, s); err != nil {
-		hint := "columns: " + strings.Join(s.Names(), ", ")
-		if m := unknownName.FindStringSubmatch(err.Error()); m != nil {
-			hint = didYouMean(m[1], s.Names(), "columns")
-		}
-		v.report(err, code, r, hint, what)
+		v.report(err, code, r, compileHint(err, s), what)
 	}
+}
+
+// compileHint is the hint of err, the error of compiling a row expression against the columns
+// of s: the columns closest to a name that is none of them, else every column.
+func compileHint(err error, s schema.Schema) string {
+	if m := unknownName.FindStringSubmatch(err.Error()); m != nil {
+		return didYouMean(m[1], s.Names(), "columns")
+	}
+	return "columns: " + strings.Join(s.Names(), ", ")
 }
 
 // unknownName matches expr's error for a name that is no column, taking the name.
@@ -594,13 +599,23 @@ var unknownName = regexp.MustCompile(`^unknown name ([^\s(]+)`)
 // report reports err, the error of compiling the row expression code, at the place inside the
 // YAML scalar that it names; hint is the hint of an error no more specific one fits.
 func (v *validation) report(err error, code string, r ref, hint, what string) {
-	p := v.d.posIn(r.node, 0)
+	e := expressionError(err, code, func(off int) Pos { return v.d.posIn(r.node, off) }, r.path, hint, what)
+	v.d.errs = append(v.d.errs, e)
+}
+
+// expressionError is the problem of err, the error of compiling the row expression code, whose
+// key path is path: "<what> does not compile: <expr's message>", at posAt(off), the place in the
+// spec's file of the rune offset off of code, that expr's message names (the expression's start
+// when it names none or code has several lines); hint is the hint of an error no more specific
+// one fits (SQL written for expr, a result that is no condition).
+func expressionError(err error, code string, posAt func(off int) Pos, path, hint, what string) *Error {
+	p := posAt(0)
 	msg := err.Error()
 	var fe *file.Error
 	if errors.As(err, &fe) {
 		msg = fe.Message
 		if !strings.Contains(code, "\n") {
-			p = v.d.posIn(r.node, fe.From)
+			p = posAt(fe.From)
 		}
 	}
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
@@ -618,7 +633,7 @@ func (v *validation) report(err error, code string, r ref, hint, what string) {
 			hint = "write a condition that is true for a delete event, e.g. `op == \"D\"`"
 		}
 	}
-	v.d.add(p, r.path, hint, "%s does not compile: %s", what, msg)
+	return &Error{Pos: p, Path: path, Msg: fmt.Sprintf("%s does not compile: %s", what, msg), Hint: hint}
 }
 
 // sqlIdioms are SQL forms that people porting Delta Live Tables expectations (SQL) write, with

@@ -67,11 +67,11 @@ func newRootProfiled() (*cobra.Command, *profiles) {
 
 // loadChecked is load for the commands that run updates or check a spec (run, validate, dev,
 // schedule): the spec's SQL is parsed too (parseSQL), in this spec and in every one the command
-// loads after it (dev's edits), and its queries are bound (checkQueries), those of a spec with
-// other problems too, as far as they can be (flows.CheckDraftQueries): one report holds the
-// spec's problems and the queries', in the order of their positions. The commands that only
-// read tables (show, events, ...) leave the SQL alone: they neither need it valid nor pay for
-// the parser.
+// loads after it (dev's edits), and its queries are bound, the expectations of those that bind
+// compiled against their results' columns (checkQueries), those of a spec with other problems
+// too, as far as they can be (flows.CheckDraftQueries): one report holds the spec's problems
+// and the queries', in the order of their positions. The commands that only read tables (show,
+// events, ...) leave the SQL alone: they neither need it valid nor pay for the parser.
 func loadChecked(path string, confs []string) (*spec.Pipeline, error) {
 	conf, err := parseConf(confs)
 	if err != nil {
@@ -106,8 +106,10 @@ func loadCheckedConf(path string, conf map[string]string) (*spec.Pipeline, error
 
 // checkQueries binds the queries of d as the update would run them (flows.CheckDraftQueries): a
 // query DuckDB refuses (a misspelt column, a function it does not have) is a spec error at the
-// query, before anything runs, rather than a failed flow once the flows before it have run.
-// The error is one of opening DuckDB.
+// query, and an expectation that does not compile against the columns of a query that binds
+// (a misspelt column, a string compared with a number) a spec error at the expectation, before
+// anything runs, rather than a failed flow once the flows before it have run. The error is one
+// of opening DuckDB.
 func checkQueries(d *spec.Draft) (spec.Errors, error) {
 	problems, err := flows.CheckDraftQueries(context.Background(), d)
 	if err != nil {
@@ -115,6 +117,10 @@ func checkQueries(d *spec.Draft) (spec.Errors, error) {
 	}
 	var es spec.Errors
 	for _, pr := range problems {
+		if pr.Err == nil {
+			es = append(es, pr.Expectations...)
+			continue
+		}
 		path := pr.Dataset.Query.Path()
 		if path == "" {
 			path = fmt.Sprintf("datasets[%d].query", slices.Index(d.Pipeline.Datasets, pr.Dataset))

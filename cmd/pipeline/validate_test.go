@@ -655,3 +655,132 @@ func TestValidateNotesMissingSource(t *testing.T) {
 		t.Fatalf("validate with the folder made: exit %d\n%s%s\nwant no note", r.code, r.stdout, r.stderr)
 	}
 }
+
+// queryExpectSpec is the spec of a new user's report: the expectation of a query dataset names
+// nope, a column its query does not produce.
+const queryExpectSpec = `name: qexpect
+storage: ./storage
+datasets:
+  - name: tgt
+    source: {path: ./landing, format: json, schema: "id BIGINT, v STRING"}
+  - name: mv
+    query: SELECT id, count(v) AS s FROM tgt GROUP BY 1
+    expectations:
+      - name: e
+        expect: 'nope > 1'
+`
+
+// TestValidateQueryExpectations: the expectations of a query dataset are compiled against its
+// query's result columns when validate binds the query: a column it does not produce (with the
+// did-you-mean of a near one) and a STRING compared with a number are spec errors at their
+// `expect`, with the spec's other problems; an expectation valid against the result is not, nor
+// is one over a query that cannot be bound (its input infers its schema).
+func TestValidateQueryExpectations(t *testing.T) {
+	t.Parallel()
+	t.Run("unknown column", func(t *testing.T) {
+		t.Parallel()
+		validateReports(t, queryExpectSpec,
+			"10:18: datasets[1].expectations[0].expect: expectation e does not compile: unknown name nope (hint: columns: id, s)")
+	})
+	t.Run("near name, wrong type, other problems", func(t *testing.T) {
+		t.Parallel()
+		validateReports(t, `name: qexpect
+datasets:
+  - name: tgt
+    source: {path: ./landing, format: json, schema: "id BIGINT, v STRING"}
+  - name: mv
+    query: SELECT id, v AS name, count(v) AS total FROM tgt GROUP BY 1, 2
+    commnt: gold
+    expectations:
+      - {name: typo, expect: 'totl > 1'}
+      - {name: types, expect: 'name > 1', on_violation: drop}
+      - {name: ok, expect: 'total > 0 and name != nil'}
+`,
+			"7:5: datasets[1].commnt: unknown key commnt (hint: did you mean `comment`?)",
+			"9:31: datasets[1].expectations[0].expect: expectation typo does not compile: unknown name totl (hint: did you mean `total`?)",
+			"10:37: datasets[1].expectations[1].expect: expectation types does not compile: invalid operation: > (mismatched types string and int) (hint: columns: id, name, total)")
+	})
+	for _, c := range []struct{ name, text string }{
+		{"valid", `name: qexpect
+datasets:
+  - name: tgt
+    source: {path: ./landing, format: json, schema: "id BIGINT, v STRING"}
+  - name: mv
+    query: SELECT id, count(v) AS s FROM tgt GROUP BY 1
+    expectations:
+      - {name: e, expect: 's > 1 and id != nil'}
+`},
+		{"not bound", `name: qexpect
+datasets:
+  - name: tgt
+    source: {path: ./landing, format: json}
+  - name: mv
+    query: SELECT * FROM tgt
+    expectations:
+      - {name: e, expect: 'nope > 1'}
+`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			spec := writeSpec(t, dir, c.text)
+			if r := pipeline(t, nil, "validate", spec); r.code != 0 || r.stderr != "" {
+				t.Errorf("validate: exit %d, stderr\n%s\nwant exit 0 and nothing on stderr", r.code, r.stderr)
+			}
+		})
+	}
+}
+
+// TestValidateQueryExpectationsJSON: `validate --json` prints the expectation that does not
+// compile against its query's result as a problem at its `expect`, with exit status 2 and
+// nothing on stderr.
+func TestValidateQueryExpectationsJSON(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	spec := writeSpec(t, dir, queryExpectSpec)
+	r := pipeline(t, nil, "validate", "--json", spec)
+	if r.code != 2 || r.stderr != "" {
+		t.Fatalf("exit %d, stderr %q; want exit 2 and nothing on stderr\nstdout: %s", r.code, r.stderr, r.stdout)
+	}
+	type problem struct {
+		File    string `json:"file"`
+		Line    int    `json:"line"`
+		Column  int    `json:"column"`
+		Path    string `json:"path"`
+		Message string `json:"message"`
+		Hint    string `json:"hint"`
+	}
+	var got []problem
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatalf("stdout is not a JSON array of problems: %v\n%s", err, r.stdout)
+	}
+	want := []problem{{File: spec, Line: 10, Column: 18, Path: "datasets[1].expectations[0].expect",
+		Message: "expectation e does not compile: unknown name nope", Hint: "columns: id, s"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("problems\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// TestRunRefusesQueryExpectation: `run` refuses the spec whose query dataset's expectation does
+// not compile against the query's result with the message and exit status of validate, before
+// any flow runs (no storage folder), rather than failing the flow once the flows before it ran.
+func TestRunRefusesQueryExpectation(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "landing"), "a.json", `{"id": 1, "v": "a"}`+"\n")
+	spec := writeSpec(t, dir, queryExpectSpec)
+	v := pipeline(t, nil, "validate", spec)
+	r := pipeline(t, nil, "run", spec)
+	if v.code != 2 || !strings.Contains(v.stderr, "expectation e does not compile: unknown name nope") {
+		t.Fatalf("validate: exit %d, stderr\n%s\nwant exit 2 and the expectation's error", v.code, v.stderr)
+	}
+	if r.code != v.code || r.stderr != v.stderr {
+		t.Errorf("run: exit %d, stderr\n%s\nwant validate's exit %d and stderr\n%s", r.code, r.stderr, v.code, v.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "storage")); err == nil {
+		t.Error("run made the storage folder of a spec it refuses")
+	}
+}
