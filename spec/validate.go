@@ -571,7 +571,7 @@ func (v *validation) expectationSyntax(in *datasetInfo) {
 			continue
 		}
 		if err := expectations.CheckSyntax(x.Expect); err != nil {
-			v.report(err, x.Expect, in.expect[i], "write a condition in the expr language, e.g. `amount > 0` or `name != nil` (its columns are checked when the dataset runs)", "expectation "+x.Name)
+			v.report(err, x.Expect, in.expect[i], "write a condition in the expr language, e.g. `amount > 0` or `name != nil` (its columns are checked once they are known: when the query is bound, or when the dataset runs)", "expectation "+x.Name)
 		}
 	}
 }
