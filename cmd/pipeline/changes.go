@@ -24,7 +24,7 @@ func newChangesCmd() *cobra.Command {
 			if cmd.Flags().Changed("to-version") && to < from {
 				return usageError(fmt.Errorf("--to-version %d is before --from-version %d", to, from))
 			}
-			p, err := loadRead(args[0], confs)
+			p, err := loadStored(cmd.ErrOrStderr(), args[0], confs)
 			if err != nil {
 				return err
 			}

@@ -32,7 +32,7 @@ func newEventsCmd() *cobra.Command {
 		Short: "Print the event log (all updates, or --update ID|latest; --type and --level to filter; --follow for new events as they come)",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := loadRead(args[0], confs)
+			p, err := loadStored(cmd.ErrOrStderr(), args[0], confs)
 			if err != nil {
 				return err
 			}

@@ -30,7 +30,7 @@ func newHistoryCmd() *cobra.Command {
 			if limit < 0 {
 				return usageError(fmt.Errorf("--limit %d: give a number of versions, 0 (all) or more", limit))
 			}
-			p, err := loadRead(args[0], confs)
+			p, err := loadStored(cmd.ErrOrStderr(), args[0], confs)
 			if err != nil {
 				return err
 			}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -292,6 +293,42 @@ func loadRead(path string, confs []string) (*spec.Pipeline, error) {
 		return nil, err
 	}
 	return lp, nil
+}
+
+// loadStored is loadRead for the commands that print what the storage holds (show, history,
+// changes, events): a spec with problems elsewhere (a typo in one dataset while it is being
+// fixed) does not keep them from reading the tables already written. When loadRead refuses the
+// spec, the spec as far as it decodes (spec.ParseDraft) is used, with a note on w naming the
+// first problem, provided its name, storage and configuration have none (they say which
+// pipeline's storage to read); otherwise loadRead's error stands.
+func loadStored(w io.Writer, path string, confs []string) (*spec.Pipeline, error) {
+	p, err := loadRead(path, confs)
+	var es spec.Errors
+	if err == nil || !errors.As(err, &es) || len(es) == 0 {
+		return p, err
+	}
+	conf, cerr := parseConf(confs)
+	data, rerr := os.ReadFile(path)
+	if cerr != nil || rerr != nil {
+		return nil, err
+	}
+	d := spec.ParseDraft(path, data, conf, os.LookupEnv)
+	if d.Pipeline == nil || d.Pipeline.Storage == "" || d.Pipeline.Name == "" {
+		return nil, err
+	}
+	for _, e := range d.Errors {
+		if e.Path == "" || e.Path == "name" || e.Path == "storage" || strings.HasPrefix(e.Path, "configuration") {
+			return nil, err
+		}
+	}
+	first := d.Errors[0]
+	more := ""
+	if n := len(d.Errors); n > 1 {
+		more = fmt.Sprintf(" (and %d more)", n-1)
+	}
+	fmt.Fprintf(w, "pipeline: note: the spec has a problem%s, which this command does not need fixed: %s; reading what the storage %s holds all the same (`pipeline validate %s` lists the problems)\n",
+		more, first.Error(), d.Pipeline.Storage, path)
+	return d.Pipeline, nil
 }
 
 // load reads and validates the spec; any spec problem is a usage error (exit 2).

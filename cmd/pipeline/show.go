@@ -44,7 +44,7 @@ func newShowCmd() *cobra.Command {
 					return usageError(fmt.Errorf("--timestamp: %w (a date alone means its midnight UTC)", err))
 				}
 			}
-			p, err := loadRead(args[0], confs)
+			p, err := loadStored(cmd.ErrOrStderr(), args[0], confs)
 			if err != nil {
 				return err
 			}
