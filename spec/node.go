@@ -89,6 +89,90 @@ func child(path, key string) string {
 // item returns the key path of the i-th element of the list at path.
 func item(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
 
+// isMergeKey says whether k is YAML's merge key `<<` (its tag !!merge, or the plain scalar <<).
+func isMergeKey(k *yaml.Node) bool {
+	return k.Kind == yaml.ScalarNode && (k.Tag == "!!merge" || (k.Value == "<<" && k.Style == 0))
+}
+
+// expandMerges applies YAML's merge keys (https://yaml.org/type/merge.html) below n, in place:
+// in a mapping, `<<: *anchor` (or `<<: [*a, *b]`) adds the keys of the named mapping(s) that the
+// mapping does not give itself, an earlier one of a list winning over a later, and the `<<` pair
+// goes. A `<<` whose value is not a mapping or a list of them stays, for the decoder to refuse
+// as a key it does not know. The added pairs are the named mapping's own nodes.
+func expandMerges(n *yaml.Node, done map[*yaml.Node]bool) {
+	if n == nil || done[n] {
+		return
+	}
+	done[n] = true
+	for _, c := range n.Content {
+		expandMerges(c, done)
+	}
+	if n.Kind == yaml.AliasNode {
+		expandMerges(n.Alias, done)
+	}
+	if n.Kind != yaml.MappingNode {
+		return
+	}
+	var out, merged []*yaml.Node
+	own := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if isMergeKey(k) {
+			src := resolve(v)
+			var maps []*yaml.Node
+			switch src.Kind {
+			case yaml.MappingNode:
+				maps = []*yaml.Node{src}
+			case yaml.SequenceNode:
+				for _, e := range src.Content {
+					if m := resolve(e); m.Kind == yaml.MappingNode {
+						maps = append(maps, m)
+					} else {
+						maps = nil
+						break
+					}
+				}
+			}
+			if maps != nil {
+				for _, m := range maps {
+					expandMerges(m, done)
+					merged = append(merged, m.Content...)
+				}
+				continue
+			}
+		}
+		own[resolve(k).Value] = true
+		out = append(out, k, v)
+	}
+	if len(out) == len(n.Content) {
+		return
+	}
+	for i := 0; i+1 < len(merged); i += 2 {
+		if k := resolve(merged[i]); !own[k.Value] {
+			own[k.Value] = true
+			out = append(out, merged[i], merged[i+1])
+		}
+	}
+	n.Content = out
+}
+
+// dropExtensions removes from the top-level mapping doc the keys that start with "x-": extension
+// keys, as in Compose files, which a spec may use to hold YAML anchors that its datasets merge
+// (`x-json-source: &src {...}`, then `source: {<<: *src, path: ...}`). They mean nothing else.
+func dropExtensions(doc *yaml.Node) {
+	if doc == nil || doc.Kind != yaml.MappingNode {
+		return
+	}
+	out := doc.Content[:0]
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if k := resolve(doc.Content[i]); k.Kind == yaml.ScalarNode && strings.HasPrefix(k.Value, "x-") {
+			continue
+		}
+		out = append(out, doc.Content[i], doc.Content[i+1])
+	}
+	doc.Content = out
+}
+
 // resolve follows an alias to the node it names.
 func resolve(n *yaml.Node) *yaml.Node {
 	for n != nil && n.Kind == yaml.AliasNode {

@@ -290,7 +290,9 @@ func ParseDraft(file string, data []byte, conf map[string]string, env func(strin
 		d.add(Pos{File: file, Line: 1, Column: 1}, "", "write at least `name:` and `datasets:`", "the spec is empty")
 		return &Draft{Errors: d.errs}
 	}
+	expandMerges(&root, map[*yaml.Node]bool{})
 	doc := resolve(root.Content[0])
+	dropExtensions(doc)
 	inConfig := configNames(doc)
 	vars, look, cfgNode, brokenVars := d.configuration(doc, conf, env)
 	used := map[string]bool{} // the names ${} looks up outside the configuration
