@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -850,9 +851,30 @@ func (v *validation) querySyntax(infos []*datasetInfo) {
 		hint := "queries are DuckDB SQL (README \"SQL datasets\")"
 		if h, ok := sparkSyntaxHint(in.ds.Query.SQL); ok {
 			hint = h
+		} else if name := keywordDataset(se.Message, v.byName); name != "" {
+			hint = fmt.Sprintf("%s is a dataset's name and a keyword of SQL: write it in double quotes, \"%s\"", name, name)
 		}
 		v.d.add(v.d.queryPos(in.query.node, off), in.query.path, hint, "the SQL does not parse: %s", se.Message)
 	}
+}
+
+// nearWord matches the word DuckDB's parser names in a syntax error.
+var nearWord = regexp.MustCompile(`^syntax error at or near "([^"]+)"`)
+
+// keywordDataset returns the name of the dataset (of byName) that the syntax error message
+// names, without regard to case: a dataset named as an SQL keyword (`order`, `group`), which
+// a query reads only quoted. "" when the message names no dataset.
+func keywordDataset(message string, byName map[string]*datasetInfo) string {
+	m := nearWord.FindStringSubmatch(message)
+	if m == nil {
+		return ""
+	}
+	for name := range byName {
+		if strings.EqualFold(name, m[1]) {
+			return name
+		}
+	}
+	return ""
 }
 
 // sqlKeywords are reserved words of DuckDB's SQL that a query's reference scan can take for a

@@ -602,6 +602,28 @@ datasets:
 		`8:28: datasets[2].query: the SQL does not parse: syntax error at or near "WHERE" (hint: queries are DuckDB SQL (README "SQL datasets"))`)
 }
 
+// TestValidateKeywordDatasetName: a dataset named as an SQL keyword (`order`), read unquoted, is a
+// syntax error whose hint says to write the name in double quotes; quoted, the query is valid.
+func TestValidateKeywordDatasetName(t *testing.T) {
+	t.Parallel()
+	const spec = `name: kw
+datasets:
+  - name: order
+    source: {path: ./l, format: json, schema: "id BIGINT"}
+  - name: n
+    query: SELECT count(*) AS n FROM %s
+`
+	validateReports(t, fmt.Sprintf(spec, "order"),
+		`6:38: datasets[1].query: the SQL does not parse: syntax error at or near "order" (hint: order is a dataset's name and a keyword of SQL: write it in double quotes, "order")`)
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "l"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if r := pipeline(t, nil, "validate", writeSpec(t, dir, fmt.Sprintf(spec, `"order"`))); r.code != 0 {
+		t.Errorf("quoted: exit %d, stderr %s; want a valid spec", r.code, r.stderr)
+	}
+}
+
 // TestValidateDoubleQuotedString: Spark SQL's double-quoted string, which DuckDB reads as a
 // column's name, is reported where it is with the single-quoted string to write.
 func TestValidateDoubleQuotedString(t *testing.T) {
