@@ -120,6 +120,19 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 	if err := pgInheritanceChildren(ctx, conn, qualified); err != nil {
 		return m, fmt.Errorf("dataset %s: %w", d.Name, err)
 	}
+	var relOID uint32
+	if err := conn.QueryRow(ctx, "SELECT $1::regclass::oid", qualified).Scan(&relOID); err != nil {
+		return m, fmt.Errorf("dataset %s: %w", d.Name, err)
+	}
+	owned := pgSlotMarker(p.Storage, slot)
+	if started {
+		// A table dropped and created again has a new OID: publications that take every table
+		// (FOR ALL TABLES, or one it was added to again) publish its changes as the old one's,
+		// and nothing says that the dropped table's rows are gone.
+		if was := slotRelation(owned); was != 0 && was != relOID {
+			return m, fmt.Errorf("dataset %s: table %s was dropped and created again since its snapshot was taken (its OID was %d, now %d): the dropped table's rows are still in the lake and no change of the stream removes them; run %s to take a new snapshot of the table as it is", d.Name, qualified, was, relOID, RefreshWithReaders(p, d.Name))
+		}
+	}
 	if err := pgPublication(ctx, conn, pub, qualified, pg, started); err != nil {
 		switch {
 		case started && errors.Is(err, errPublishedAsPartitions):
@@ -155,11 +168,16 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 	defer w.discardOpen()
 	total := Metrics{Version: -1}
 	first := true
-	owned := pgSlotMarker(p.Storage, slot)
 	if started && slotExists {
 		// A storage that read the slot before its runs left this marker owns it too.
 		if err := markSlot(owned); err != nil {
 			return m, fmt.Errorf("dataset %s: %w", d.Name, err)
+		}
+		if slotRelation(owned) == 0 {
+			// Recorded by a run from before the table's OID was: the table as it is now.
+			if err := recordSlotRelation(owned, relOID); err != nil {
+				return m, fmt.Errorf("dataset %s: %w", d.Name, err)
+			}
 		}
 	}
 	if !started {
@@ -176,7 +194,7 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 				return m, fmt.Errorf("dataset %s: dropping the unused slot %s: %w", d.Name, slot, err)
 			}
 		}
-		if err := markSlot(owned); err != nil {
+		if err := recordSlotRelation(owned, relOID); err != nil {
 			return m, fmt.Errorf("dataset %s: %w", d.Name, err)
 		}
 		res, err := pglogrepl.CreateReplicationSlot(ctx, repl, slot, "pgoutput", pglogrepl.CreateReplicationSlotOptions{SnapshotAction: "EXPORT_SNAPSHOT", Mode: pglogrepl.LogicalReplication})
@@ -345,6 +363,7 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 // pgSlotMarker returns <storage>/system/postgres_slots/<slot>: the file that says this
 // storage made the replication slot (or read it), so that its first run may replace it. A full
 // refresh keeps it; a storage without it never drops a slot of that name (another storage's).
+// It also records the OID of the table as of the source's snapshot (recordSlotRelation).
 func pgSlotMarker(storage, slot string) string {
 	return filepath.Join(storage, "system", "postgres_slots", slot)
 }
@@ -363,6 +382,38 @@ func markSlot(path string) error {
 		return fmt.Errorf("recording the replication slot this storage uses: %w", err)
 	}
 	return nil
+}
+
+// slotRelationPrefix starts the marker file's line that records the OID of the table whose
+// snapshot the slot's source took.
+const slotRelationPrefix = "relation_oid "
+
+// recordSlotRelation writes the marker file path (pgSlotMarker), made if missing, with the OID
+// of the source's table as of its snapshot: a later run that finds another OID under the table's
+// name knows it was dropped and created again.
+func recordSlotRelation(path string, oid uint32) error {
+	if err := writeFileAtomic(path, []byte(slotRelationPrefix+strconv.FormatUint(uint64(oid), 10)+"\n")); err != nil {
+		return fmt.Errorf("recording the replication slot this storage uses: %w", err)
+	}
+	return nil
+}
+
+// slotRelation returns the table OID the marker file path records (recordSlotRelation), or 0
+// when it records none (a marker from before OIDs were recorded, or none at all).
+func slotRelation(path string) uint32 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	s, ok := strings.CutPrefix(strings.TrimSpace(string(b)), slotRelationPrefix)
+	if !ok {
+		return 0
+	}
+	oid, err := strconv.ParseUint(s, 10, 32)
+	if err != nil {
+		return 0
+	}
+	return uint32(oid)
 }
 
 // pgConnectHint returns what to check for a failed connection (err from pgx.ConnectConfig), as

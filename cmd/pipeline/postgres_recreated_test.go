@@ -1,0 +1,96 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tributary/internal/pgtest"
+)
+
+// TestPostgresRecreatedTable: a source table dropped and created again under its name (a new
+// OID) while its publication still publishes it (FOR ALL TABLES) fails the next run, before it
+// reads anything, with the full refresh to run: the dropped table's rows are in the lake and no
+// change removes them. The full refresh takes a snapshot of the new table, and the target then
+// equals SELECT * FROM it; later changes stream as before.
+func TestPostgresRecreatedTable(t *testing.T) {
+	srv := pgtest.Start(t)
+	conn := srv.Conn(t)
+	pgExec(t, conn, `CREATE TABLE t5 (id INT PRIMARY KEY, v TEXT);
+		INSERT INTO t5 VALUES (1, 'old1'), (2, 'old2');
+		CREATE PUBLICATION allpub FOR ALL TABLES`)
+	tmp := t.TempDir()
+	specPath := filepath.Join(tmp, "pipeline.yaml")
+	if err := os.WriteFile(specPath, []byte(`name: pg_t5
+storage: ${storage}
+datasets:
+  - name: t5_changes
+    source:
+      format: postgres
+      connection: ${PGURL}
+      table: public.t5
+      publication: allpub
+      schema: "id INT, v STRING"
+  - name: t5
+    apply_changes:
+      source: t5_changes
+      keys: [id]
+      sequence_by: _lsn
+      apply_as_deletes: _op == "d"
+      except_column_list: [_op, _lsn, _commit_time, _tx_id]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{specPath, "--conf", "storage=" + filepath.Join(tmp, "storage"), "--conf", "PGURL=" + srv.URL}
+	if r := pgRun(t, args); r.code != 0 {
+		t.Fatalf("first run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	pgExec(t, conn, `UPDATE t5 SET v = 'old1b' WHERE id = 1`)
+	if r := pgRun(t, args); r.code != 0 {
+		t.Fatalf("second run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := pgTableLines(t, args, "t5", "id", "v"); strings.Join(got, ",") != "1|old1b,2|old2" {
+		t.Fatalf("t5 = %v before the table is re-created", got)
+	}
+	pgExec(t, conn, `DROP TABLE t5; CREATE TABLE t5 (id INT PRIMARY KEY, v TEXT); INSERT INTO t5 VALUES (3, 'new3')`)
+	r := pgRun(t, args)
+	if r.code != 1 || !strings.Contains(r.stderr, "table \"public\".\"t5\" was dropped and created again since its snapshot was taken") ||
+		!strings.Contains(r.stderr, "--full-refresh t5_changes,t5") {
+		t.Fatalf("run after the table was re-created: exit %d\n%s%s\nwant exit 1 naming the re-created table and the full refresh", r.code, r.stdout, r.stderr)
+	}
+	if got := pgTableLines(t, args, "t5", "id", "v"); strings.Join(got, ",") != "1|old1b,2|old2" {
+		t.Fatalf("t5 = %v after the refused run; want it as it was", got)
+	}
+	if r := pgRun(t, args, "--full-refresh", "t5_changes,t5"); r.code != 0 {
+		t.Fatalf("full refresh: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	pgExec(t, conn, `INSERT INTO t5 VALUES (4, 'new4'); UPDATE t5 SET v = 'new3b' WHERE id = 3`)
+	if r := pgRun(t, args); r.code != 0 {
+		t.Fatalf("run after the full refresh: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	got := pgTableLines(t, args, "t5", "id", "v")
+	want := pgQueryLines(t, conn, "SELECT id, v FROM t5")
+	if strings.Join(got, ",") != strings.Join(want, ",") || strings.Join(got, ",") != "3|new3b,4|new4" {
+		t.Fatalf("t5 = %v, SELECT * FROM t5 = %v; want both 3|new3b, 4|new4", got, want)
+	}
+}
+
+// TestPostgresTableUnpublished: a table removed from the source's publication (its OID
+// unchanged) fails the next run: the changes made meanwhile were not published, so they are
+// lost; the run names the publication and the full refresh to run.
+func TestPostgresTableUnpublished(t *testing.T) {
+	srv := pgtest.Start(t)
+	conn := srv.Conn(t)
+	pgExec(t, conn, `CREATE TABLE notes (id INT PRIMARY KEY, v TEXT); INSERT INTO notes VALUES (1, 'a')`)
+	args := pgOneTableSpec(t, srv.URL, "notes", "id INT, v STRING", "id")
+	if r := pgRun(t, args); r.code != 0 {
+		t.Fatalf("snapshot: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	pgExec(t, conn, `ALTER PUBLICATION tributary_pg_notes_notes_changes DROP TABLE notes; UPDATE notes SET v = 'b'`)
+	r := pgRun(t, args)
+	if out := r.stdout + r.stderr; r.code != 1 || !strings.Contains(out, `table "public"."notes" is not in publication tributary_pg_notes_notes_changes any more`) ||
+		!strings.Contains(out, "--full-refresh notes_changes,notes") {
+		t.Fatalf("exit %d, want the table out of its publication reported, with the full refresh to run:\n%s", r.code, out)
+	}
+}
