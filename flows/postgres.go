@@ -365,7 +365,14 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 // refresh keeps it; a storage without it never drops a slot of that name (another storage's).
 // It also records the OID of the table as of the source's snapshot (recordSlotRelation).
 func pgSlotMarker(storage, slot string) string {
-	return filepath.Join(storage, "system", "postgres_slots", slot)
+	return filepath.Join(PostgresSlotsDir(storage), slot)
+}
+
+// PostgresSlotsDir returns <storage>/system/postgres_slots: the folder of the files that name
+// the replication slots the storage's postgres sources made or read, one file per slot, named
+// after it (pgSlotMarker).
+func PostgresSlotsDir(storage string) string {
+	return filepath.Join(storage, "system", "postgres_slots")
 }
 
 // markSlot writes the marker file path (pgSlotMarker) when it is not there yet, before the

@@ -248,6 +248,10 @@ func begin(p *spec.Pipeline, opts Options) (*session, error) {
 		events.Emit(eventlog.Warn, eventlog.PlanningInformation, "", "", orphanMessage(p, s.res.Orphans),
 			map[string]any{"orphan_tables": s.res.Orphans}, "")
 	}
+	if s.res.OrphanSlots = orphanSlots(p); len(s.res.OrphanSlots) > 0 {
+		events.Emit(eventlog.Warn, eventlog.PlanningInformation, "", "", orphanSlotsMessage(p, s.res.OrphanSlots),
+			map[string]any{"orphan_replication_slots": s.res.OrphanSlots}, "")
+	}
 	if len(reset) > 0 {
 		// Removing tables can take long: SETTING_UP_TABLES is committed first (state).
 		if err := events.Flush(); err != nil {
@@ -412,7 +416,7 @@ func (s *session) batch(ctx context.Context, only map[string]bool) error {
 	res := s.res
 	if s.noticed {
 		shown := *s.res
-		shown.ResetDenied, shown.Orphans = nil, nil
+		shown.ResetDenied, shown.Orphans, shown.OrphanSlots = nil, nil, nil
 		res = &shown
 	}
 	printSummary(s.opts.Out, p, res, ran)

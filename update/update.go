@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -105,6 +107,9 @@ type Result struct {
 	// Orphans are the tables in the storage that the pipeline wrote and no dataset of its spec
 	// writes any more (datasets renamed or removed; see orphanTables).
 	Orphans []string
+	// OrphanSlots are the PostgreSQL replication slots this storage made or read for a postgres
+	// source that no dataset of the spec has any more (see orphanSlots).
+	OrphanSlots []string
 }
 
 // FlowError is returned when flows failed; the update's state is FAILED.
@@ -261,10 +266,50 @@ func printSummary(w io.Writer, p *spec.Pipeline, res *Result, order []string) {
 	if len(res.Orphans) > 0 {
 		fmt.Fprintf(w, "  %s\n", orphanMessage(p, res.Orphans))
 	}
+	if len(res.OrphanSlots) > 0 {
+		fmt.Fprintf(w, "  %s\n", orphanSlotsMessage(p, res.OrphanSlots))
+	}
 	for _, name := range res.ResetDenied {
 		fmt.Fprintf(w, "  %s was not fully refreshed: its table property %s is \"false\", so it was updated normally\n", name, ResetAllowedProperty)
 	}
 	printQuality(w, res, order)
+}
+
+// orphanSlots returns, sorted, the replication slots that the storage of p records as made or
+// read by a postgres source (flows.PostgresSlotsDir) and that no postgres dataset of p uses
+// (flows.PostgresNames): the slots of sources renamed or removed. Such a slot, while it exists
+// on its database, keeps the server's WAL from being removed; nothing here reads it again.
+func orphanSlots(p *spec.Pipeline) []string {
+	entries, err := os.ReadDir(flows.PostgresSlotsDir(p.Storage))
+	if err != nil {
+		return nil
+	}
+	used := map[string]bool{}
+	for _, d := range p.Datasets {
+		if d.Source != nil && d.Source.Format == spec.FormatPostgres && d.Source.Postgres != nil {
+			slot, _ := flows.PostgresNames(p, d)
+			used[slot] = true
+		}
+	}
+	var out []string
+	for _, e := range entries {
+		if e.Type().IsRegular() && !used[e.Name()] && !strings.HasPrefix(e.Name(), ".") {
+			out = append(out, e.Name())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// orphanSlotsMessage says that the postgres sources of p that are gone may have left their
+// replication slots on their databases, and how to drop them.
+func orphanSlotsMessage(p *spec.Pipeline, slots []string) string {
+	var drops []string
+	for _, s := range slots {
+		drops = append(drops, "SELECT pg_drop_replication_slot('"+s+"')")
+	}
+	return fmt.Sprintf("the replication slots %s were made or read by postgres sources that no dataset of pipeline %s has any more (renamed or removed): while such a slot exists on its database it keeps the server's write-ahead log from being removed, which can fill its disk. Once it is no longer needed, drop it on its database (%s), with its publication (DROP PUBLICATION, by default of the slot's name), and remove its file under %s",
+		strings.Join(slots, ", "), p.Name, strings.Join(drops, "; "), flows.PostgresSlotsDir(p.Storage))
 }
 
 // orphanMessage says that the storage of p holds tables of p that no dataset writes any more.

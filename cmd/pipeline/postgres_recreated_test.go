@@ -94,3 +94,48 @@ func TestPostgresTableUnpublished(t *testing.T) {
 		t.Fatalf("exit %d, want the table out of its publication reported, with the full refresh to run:\n%s", r.code, out)
 	}
 }
+
+// TestPostgresOrphanSlot: a postgres source renamed in the spec leaves the replication slot of
+// its old name on the database, holding the server's WAL; each run then names that slot in its
+// summary and a WARN event, with the statement that drops it, until it is dropped and its file
+// removed. The slot of the renamed source is not named.
+func TestPostgresOrphanSlot(t *testing.T) {
+	srv := pgtest.Start(t)
+	conn := srv.Conn(t)
+	pgExec(t, conn, `CREATE TABLE items (id INT PRIMARY KEY, v TEXT); INSERT INTO items VALUES (1, 'a')`)
+	args := pgOneTableSpec(t, srv.URL, "items", "id INT, v STRING", "id")
+	if r := pgRun(t, args); r.code != 0 {
+		t.Fatalf("first run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	text, err := os.ReadFile(args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	renamed := strings.ReplaceAll(string(text), "items_changes", "items_bronze")
+	if err := os.WriteFile(args[0], []byte(renamed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const old, drop = "tributary_pg_items_items_changes", "SELECT pg_drop_replication_slot('tributary_pg_items_items_changes')"
+	for range 2 {
+		r := pgRun(t, args, "--full-refresh", "items")
+		if r.code != 0 || !strings.Contains(r.stdout, "the replication slots "+old+" were made or read by postgres sources that no dataset of pipeline pg_items has any more") ||
+			!strings.Contains(r.stdout, drop) || strings.Contains(r.stdout, "tributary_pg_items_items_bronze") {
+			t.Fatalf("run after the rename: exit %d\n%s%s\nwant the old slot %s named with its drop", r.code, r.stdout, r.stderr, old)
+		}
+	}
+	if got := pgQueryLines(t, conn, "SELECT slot_name FROM pg_replication_slots ORDER BY 1"); strings.Join(got, ",") != "tributary_pg_items_items_bronze,"+old {
+		t.Fatalf("slots on the database: %v", got)
+	}
+	ev := mustRun(t, append([]string{"events", args[0], "--level", "WARN", "--format", "jsonl"}, args[1:]...)...)
+	if !strings.Contains(ev, `orphan_replication_slots`) || !strings.Contains(ev, old) {
+		t.Errorf("no WARN event names the slot:\n%s", ev)
+	}
+	pgExec(t, conn, drop)
+	storage := strings.TrimPrefix(args[2], "storage=")
+	if err := os.Remove(filepath.Join(storage, "system", "postgres_slots", old)); err != nil {
+		t.Fatal(err)
+	}
+	if r := pgRun(t, args); r.code != 0 || strings.Contains(r.stdout, "replication slots") {
+		t.Fatalf("after the slot was dropped: exit %d\n%s%s\nwant no notice", r.code, r.stdout, r.stderr)
+	}
+}
