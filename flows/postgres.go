@@ -3,6 +3,7 @@ package flows
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -120,17 +121,37 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 	if err := pgInheritanceChildren(ctx, conn, qualified); err != nil {
 		return m, fmt.Errorf("dataset %s: %w", d.Name, err)
 	}
-	var relOID uint32
-	if err := conn.QueryRow(ctx, "SELECT $1::regclass::oid", qualified).Scan(&relOID); err != nil {
+	now := slotTable{}
+	if err := conn.QueryRow(ctx, "SELECT $1::regclass::oid", qualified).Scan(&now.OID); err != nil {
+		return m, fmt.Errorf("dataset %s: %w", d.Name, err)
+	}
+	if now.Columns, err = pgColumns(ctx, conn, qualified); err != nil {
 		return m, fmt.Errorf("dataset %s: %w", d.Name, err)
 	}
 	owned := pgSlotMarker(p.Storage, slot)
+	was := readSlotTable(owned)
 	if started {
 		// A table dropped and created again has a new OID: publications that take every table
 		// (FOR ALL TABLES, or one it was added to again) publish its changes as the old one's,
 		// and nothing says that the dropped table's rows are gone.
-		if was := slotRelation(owned); was != 0 && was != relOID {
-			return m, fmt.Errorf("dataset %s: table %s was dropped and created again since its snapshot was taken (its OID was %d, now %d): the dropped table's rows are still in the lake and no change of the stream removes them; run %s to take a new snapshot of the table as it is", d.Name, qualified, was, relOID, RefreshWithReaders(p, d.Name))
+		if was.OID != 0 && was.OID != now.OID {
+			return m, fmt.Errorf("dataset %s: table %s was dropped and created again since its snapshot was taken (its OID was %d, now %d): the dropped table's rows are still in the lake and no change of the stream removes them; run %s to take a new snapshot of the table as it is", d.Name, qualified, was.OID, now.OID, RefreshWithReaders(p, d.Name))
+		}
+		// A column added since the snapshot (ALTER TABLE ... ADD COLUMN) is not read unless
+		// declared: said once a run, as the schema leaves out on purpose the columns it did
+		// not declare at the snapshot.
+		if was.Columns != nil {
+			var added []string
+			for _, c := range now.Columns {
+				if _, declared := tbl.index[c]; !declared && !slices.Contains(was.Columns, c) {
+					added = append(added, c)
+				}
+			}
+			if len(added) > 0 {
+				env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, d.Name, d.Name,
+					fmt.Sprintf("table %s has columns added since the source's snapshot that its schema does not declare: %s; their values are not read. To read them, declare them in the source's schema and run %s, which takes a new snapshot (an SCD type 2 target reading it then starts its history again from that snapshot)", qualified, strings.Join(added, ", "), RefreshWithReaders(p, d.Name)),
+					map[string]any{"columns": added}, "")
+			}
 		}
 	}
 	if err := pgPublication(ctx, conn, pub, qualified, pg, started); err != nil {
@@ -173,9 +194,10 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 		if err := markSlot(owned); err != nil {
 			return m, fmt.Errorf("dataset %s: %w", d.Name, err)
 		}
-		if slotRelation(owned) == 0 {
-			// Recorded by a run from before the table's OID was: the table as it is now.
-			if err := recordSlotRelation(owned, relOID); err != nil {
+		if was.OID == 0 || was.Columns == nil {
+			// Recorded by a run from before the table's OID and columns were: the table as it
+			// is now.
+			if err := recordSlotTable(owned, now); err != nil {
 				return m, fmt.Errorf("dataset %s: %w", d.Name, err)
 			}
 		}
@@ -194,7 +216,7 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 				return m, fmt.Errorf("dataset %s: dropping the unused slot %s: %w", d.Name, slot, err)
 			}
 		}
-		if err := recordSlotRelation(owned, relOID); err != nil {
+		if err := recordSlotTable(owned, now); err != nil {
 			return m, fmt.Errorf("dataset %s: %w", d.Name, err)
 		}
 		res, err := pglogrepl.CreateReplicationSlot(ctx, repl, slot, "pgoutput", pglogrepl.CreateReplicationSlotOptions{SnapshotAction: "EXPORT_SNAPSHOT", Mode: pglogrepl.LogicalReplication})
@@ -363,7 +385,7 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 // pgSlotMarker returns <storage>/system/postgres_slots/<slot>: the file that says this
 // storage made the replication slot (or read it), so that its first run may replace it. A full
 // refresh keeps it; a storage without it never drops a slot of that name (another storage's).
-// It also records the OID of the table as of the source's snapshot (recordSlotRelation).
+// It also records the table's OID and columns as of the source's snapshot (recordSlotTable).
 func pgSlotMarker(storage, slot string) string {
 	return filepath.Join(PostgresSlotsDir(storage), slot)
 }
@@ -391,36 +413,44 @@ func markSlot(path string) error {
 	return nil
 }
 
-// slotRelationPrefix starts the marker file's line that records the OID of the table whose
-// snapshot the slot's source took.
-const slotRelationPrefix = "relation_oid "
+// slotTable is what a slot's marker file (pgSlotMarker) records of the source's table as of its
+// snapshot: its OID (0: not recorded, a marker from before it was) and its columns, in order
+// (nil: not recorded). A later run that finds another OID under the table's name knows it was
+// dropped and created again; columns it does not list were added since.
+type slotTable struct {
+	OID     uint32   `json:"relation_oid"`
+	Columns []string `json:"columns,omitempty"`
+}
 
-// recordSlotRelation writes the marker file path (pgSlotMarker), made if missing, with the OID
-// of the source's table as of its snapshot: a later run that finds another OID under the table's
-// name knows it was dropped and created again.
-func recordSlotRelation(path string, oid uint32) error {
-	if err := writeFileAtomic(path, []byte(slotRelationPrefix+strconv.FormatUint(uint64(oid), 10)+"\n")); err != nil {
+// recordSlotTable writes the marker file path (pgSlotMarker), made if missing, with t.
+func recordSlotTable(path string, t slotTable) error {
+	b, err := json.Marshal(t)
+	if err == nil {
+		err = writeFileAtomic(path, append(b, '\n'))
+	}
+	if err != nil {
 		return fmt.Errorf("recording the replication slot this storage uses: %w", err)
 	}
 	return nil
 }
 
-// slotRelation returns the table OID the marker file path records (recordSlotRelation), or 0
-// when it records none (a marker from before OIDs were recorded, or none at all).
-func slotRelation(path string) uint32 {
-	b, err := os.ReadFile(path)
+// readSlotTable returns what the marker file path records (recordSlotTable): zero values when
+// it records nothing (an empty marker from before, or none at all).
+func readSlotTable(path string) slotTable {
+	var t slotTable
+	if b, err := os.ReadFile(path); err == nil {
+		_ = json.Unmarshal(b, &t) // an empty or older marker records nothing
+	}
+	return t
+}
+
+// pgColumns returns the names of the columns of the table qualified, in order.
+func pgColumns(ctx context.Context, conn *pgx.Conn, qualified string) ([]string, error) {
+	rows, err := conn.Query(ctx, "SELECT attname::text FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum", qualified)
 	if err != nil {
-		return 0
+		return nil, err
 	}
-	s, ok := strings.CutPrefix(strings.TrimSpace(string(b)), slotRelationPrefix)
-	if !ok {
-		return 0
-	}
-	oid, err := strconv.ParseUint(s, 10, 32)
-	if err != nil {
-		return 0
-	}
-	return uint32(oid)
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 // pgConnectHint returns what to check for a failed connection (err from pgx.ConnectConfig), as

@@ -139,3 +139,34 @@ func TestPostgresOrphanSlot(t *testing.T) {
 		t.Fatalf("after the slot was dropped: exit %d\n%s%s\nwant no notice", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestPostgresAddedColumnWarns: a column added to the source's table after its snapshot, which
+// the source's schema does not declare, is not read, and each run says so in a WARN event naming
+// it and the full refresh that would read it; a column left out of the schema from the start is
+// left out without a word, and the rows stream on.
+func TestPostgresAddedColumnWarns(t *testing.T) {
+	srv := pgtest.Start(t)
+	conn := srv.Conn(t)
+	pgExec(t, conn, `CREATE TABLE acct (id INT PRIMARY KEY, v TEXT, secret TEXT); INSERT INTO acct VALUES (1, 'a', 'x')`)
+	args := pgOneTableSpec(t, srv.URL, "acct", "id INT, v STRING", "id")
+	if r := pgRun(t, args); r.code != 0 || strings.Contains(r.stdout, "warning") {
+		t.Fatalf("first run: exit %d, want no warning\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	pgExec(t, conn, `INSERT INTO acct VALUES (2, 'b', 'y')`)
+	if r := pgRun(t, args); r.code != 0 || strings.Contains(r.stdout, "warning") {
+		t.Fatalf("second run: exit %d, want no warning for secret, left out from the start\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	pgExec(t, conn, `ALTER TABLE acct ADD COLUMN priority INT; INSERT INTO acct VALUES (3, 'c', 'z', 5)`)
+	r := pgRun(t, args)
+	if r.code != 0 || !strings.Contains(r.stdout, "1 warning") {
+		t.Fatalf("run after ADD COLUMN: exit %d\n%s%s\nwant a warning", r.code, r.stdout, r.stderr)
+	}
+	ev := mustRun(t, append([]string{"events", args[0], "--level", "WARN", "--format", "jsonl"}, args[1:]...)...)
+	want := `table \"public\".\"acct\" has columns added since the source's snapshot that its schema does not declare: priority; their values are not read`
+	if !strings.Contains(ev, want) || strings.Contains(ev, "secret") || !strings.Contains(ev, "--full-refresh acct_changes,acct") {
+		t.Errorf("WARN events:\n%s\nwant one naming priority (not secret) and the full refresh", ev)
+	}
+	if got := pgTableLines(t, args, "acct", "id", "v"); strings.Join(got, ",") != "1|a,2|b,3|c" {
+		t.Errorf("acct = %v, want 1|a, 2|b, 3|c", got)
+	}
+}
