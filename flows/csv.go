@@ -744,7 +744,7 @@ func eachRow(src *spec.Source, filePath string, in io.Reader, pool *blockPool, f
 	case spec.FormatParquet:
 		return eachParquetRow(src, filePath, fn, warn)
 	case spec.FormatDebezium:
-		return eachDebeziumRow(src, filePath, in, fn)
+		return eachDebeziumRow(src, filePath, in, fn, warn)
 	case "json":
 		lr := newLineReader(src.Schema, src.RescuedDataColumn, filePath)
 		var err error

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/big"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -41,7 +43,19 @@ type debeziumReader struct {
 	rescued  string
 	filePath string
 	data     map[string]int // image columns by name
+	// unavailable counts, by column, the values that are Debezium's placeholder for a TOASTed
+	// value an update left unchanged (debeziumUnavailable).
+	unavailable map[string]int
 }
+
+// debeziumUnavailable is the text Debezium's PostgreSQL connector sends, by default
+// (unavailable.value.placeholder), in place of a TOASTed value that an update left unchanged
+// and the WAL does not hold; debeziumUnavailableBytes is the same for a bytea column, base64 as
+// the JSON converter writes bytes.
+const (
+	debeziumUnavailable      = "__debezium_unavailable_value"
+	debeziumUnavailableBytes = "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="
+)
 
 func newDebeziumReader(src *spec.Source, filePath string) *debeziumReader {
 	r := &debeziumReader{schema: src.Schema, rescued: src.RescuedDataColumn, filePath: filePath, data: map[string]int{}}
@@ -56,8 +70,19 @@ func newDebeziumReader(src *spec.Source, filePath string) *debeziumReader {
 // eachDebeziumRow reads a file of Debezium events, one a line, and calls fn with a row for each
 // event; Kafka tombstones (null values) give no row. A last line with no line end whose JSON is
 // cut short is an *incompleteInput: the file is still being written, most likely.
-func eachDebeziumRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc) error {
+func eachDebeziumRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc, warn func(string)) error {
 	r := newDebeziumReader(src, filePath)
+	defer func() {
+		if len(r.unavailable) == 0 || warn == nil {
+			return
+		}
+		var cols []string
+		for _, c := range slices.Sorted(maps.Keys(r.unavailable)) {
+			cols = append(cols, fmt.Sprintf("%s (%d)", c, r.unavailable[c]))
+		}
+		warn(fmt.Sprintf("%s: values of %s are Debezium's placeholder %s, which its PostgreSQL connector sends for a TOASTed value an update left unchanged: they are stored as that text, and an APPLY CHANGES target takes them for the column's value. To have the connector send such values, set REPLICA IDENTITY FULL on the table in PostgreSQL (Debezium's PostgreSQL connector, \"TOASTed values\")",
+			filePath, strings.Join(cols, ", "), debeziumUnavailable))
+	}()
 	return eachLineEnded(in, func(line []byte, lineNo int64, ended bool) error {
 		if !ended && cutJSON(string(line)) {
 			// Being written, most likely: read once complete, as a JSON-lines file (cutLine).
@@ -155,6 +180,12 @@ func (r *debeziumReader) parse(line []byte, lineNo int64) (row []any, ok bool, b
 		}
 	}
 	for name, v := range image {
+		if s, ok := v.(string); ok && (s == debeziumUnavailable || s == debeziumUnavailableBytes) {
+			if r.unavailable == nil {
+				r.unavailable = map[string]int{}
+			}
+			r.unavailable[name]++
+		}
 		i, known := r.data[name]
 		if !known {
 			keep(name, v)

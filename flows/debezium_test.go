@@ -204,3 +204,31 @@ func TestDebeziumIntoSCD1(t *testing.T) {
 }
 
 func itoa(n int) string { return schema.Text(schema.Type{Kind: schema.Long}, int64(n)) }
+
+// TestDebeziumUnavailableValueWarns: Debezium's placeholder for a TOASTed value an update left
+// unchanged (__debezium_unavailable_value, base64 for bytes) is stored as the text it is, and the
+// file gets one WARN naming the columns that hold it, how many times, and REPLICA IDENTITY FULL,
+// which makes the connector send the values; a file without it gets none.
+func TestDebeziumUnavailableValueWarns(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := loadPipeline(t, dir, dbzPipeline)
+	landing := filepath.Join(dir, "landing")
+	ev := func(op, after string, lsn int) string {
+		return `{"op": "` + op + `", "before": null, "after": ` + after + `, "source": {"lsn": ` + itoa(lsn) + `}, "ts_ms": 1}`
+	}
+	write(t, filepath.Join(landing, "1.json"), []byte(strings.Join([]string{
+		ev("c", `{"id": 1, "name": "long text"}`, 10),
+		ev("u", `{"id": 1, "name": "__debezium_unavailable_value"}`, 20),
+		ev("u", `{"id": 1, "name": "__debezium_unavailable_value"}`, 30),
+	}, "\n")+"\n"))
+	write(t, filepath.Join(landing, "2.json"), []byte(ev("c", `{"id": 2, "name": "b"}`, 40)+"\n"))
+	rec := &recorder{}
+	if _, err := Ingest(context.Background(), &Env{Pipeline: p, Events: rec}, p.Dataset("raw")); err != nil {
+		t.Fatal(err)
+	}
+	want := `WARN landing/1.json: values of name (2) are Debezium's placeholder __debezium_unavailable_value, which its PostgreSQL connector sends for a TOASTed value an update left unchanged: they are stored as that text`
+	if events := rec.all(); !strings.Contains(events, want) || !strings.Contains(events, "REPLICA IDENTITY FULL") || strings.Contains(events, "2.json") {
+		t.Errorf("events:\n%s\nwant one WARN, about 1.json:\n%s", events, want)
+	}
+}
