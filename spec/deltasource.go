@@ -20,7 +20,7 @@ func (d *decoder) deltaSource(n *yaml.Node, path string, src *Source, in *source
 	if strings.Contains(path, kindSnapshot) {
 		for _, e := range entries {
 			if e.name == "format" {
-				d.addAt(resolve(e.val), e.path, "read snapshots from a dataset: `source: <dataset>`, whose source may be `format: delta`",
+				d.addAt(resolve(e.val), e.path, "to follow a Delta table updated in place, read its change data feed (`format: delta`, `read: change_feed`) into `apply_changes` (README \"Reading a Delta table as a source\"); snapshots that are whole files or a dataset's versions are read here as `source: {path: ...}` or `source: <dataset>`",
 					"snapshot files cannot be a Delta table")
 			}
 		}
