@@ -19,6 +19,13 @@ type Retries struct {
 	MaxBackoff     time.Duration
 }
 
+// DefaultRetries is the policy of production mode when the spec has no `retries:` (and the
+// values of the keys `retries:` leaves out): 3 attempts in all, waiting 1s, then 2s, at most 1m
+// (semantics.md: "Production (default) retries a failed flow with exponential backoff").
+func DefaultRetries() Retries {
+	return Retries{MaxAttempts: 3, InitialBackoff: time.Second, MaxBackoff: time.Minute}
+}
+
 // DefaultTriggerInterval is how often continuous mode looks for new input when the spec gives no
 // `trigger_interval` (file notifications usually wake it sooner).
 const DefaultTriggerInterval = 5 * time.Second
@@ -78,7 +85,8 @@ func (d *decoder) retries(n *yaml.Node, path string) *Retries {
 	if !ok {
 		return nil
 	}
-	r := &Retries{MaxAttempts: 3, InitialBackoff: time.Second, MaxBackoff: time.Minute}
+	dr := DefaultRetries()
+	r := &dr
 	for _, e := range entries {
 		switch e.name {
 		case "max_attempts":

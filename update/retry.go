@@ -55,11 +55,14 @@ func Backoff(r spec.Retries, n int) time.Duration {
 	return min(d, r.MaxBackoff)
 }
 
-// policy is the retry policy of the update: one attempt in development mode or without
-// `retries:`.
+// policy is the retry policy of the update: one attempt in development mode; else the spec's
+// `retries:`, or spec.DefaultRetries without it.
 func (s *session) policy() spec.Retries {
-	if s.p.Retries == nil || s.p.Development || s.opts.Development {
+	switch {
+	case s.p.Development || s.opts.Development:
 		return spec.Retries{MaxAttempts: 1}
+	case s.p.Retries == nil:
+		return spec.DefaultRetries()
 	}
 	return *s.p.Retries
 }

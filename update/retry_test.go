@@ -54,8 +54,8 @@ func attemptEvents(t *testing.T, p *spec.Pipeline) []string {
 
 // TestRetries: in production mode a flow failing with a transient error is run again with
 // exponential backoff (each attempt and each retry an event) until it succeeds or runs out of
-// attempts; an expectation with on_violation: fail, a NULL key or development mode is never
-// retried.
+// attempts, by the spec's `retries:` or, without it, 3 attempts from 1s; an expectation with
+// on_violation: fail, a NULL key or development mode is never retried.
 func TestRetries(t *testing.T) {
 	t.Parallel()
 	const policy = "retries: {max_attempts: 4, initial_backoff: 1s, max_backoff: 3s}"
@@ -130,6 +130,27 @@ func TestRetries(t *testing.T) {
 		res, err, sleeps := run(p, false, 0, nil)
 		if err == nil || res.Flows["items"].State != FlowFailed || len(sleeps) != 0 || !strings.Contains(err.Error(), "NULL") {
 			t.Fatalf("err %v, sleeps %v: want items FAILED on the NULL key without retries", err, sleeps)
+		}
+	})
+	t.Run("production default without retries:", func(t *testing.T) {
+		// semantics.md: production mode retries by default; spec.DefaultRetries is 3 attempts
+		// in all, waiting 1s then 2s.
+		t.Parallel()
+		p := setupWith(t, "", good)
+		if p.Retries != nil {
+			t.Fatalf("the spec has retries: %+v", p.Retries)
+		}
+		res, err, sleeps := run(p, false, 2, transient)
+		if err != nil || res.Flows["changes"].State != FlowCompleted || !slices.Equal(sleeps, []time.Duration{time.Second, 2 * time.Second}) {
+			t.Fatalf("err %v, result %+v, backoffs %v; want success on the third attempt after [1s 2s]", err, res, sleeps)
+		}
+		p = setupWith(t, "", good)
+		if _, err, sleeps = run(p, false, 3, transient); err == nil || len(sleeps) != 2 {
+			t.Fatalf("err %v, backoffs %v; want a failure after 3 attempts", err, sleeps)
+		}
+		p = setupWith(t, "retries: {max_attempts: 1}", good)
+		if _, err, sleeps = run(p, false, 1, transient); err == nil || len(sleeps) != 0 {
+			t.Fatalf("max_attempts 1: err %v, backoffs %v; want a failure without retries", err, sleeps)
 		}
 	})
 	t.Run("development mode never retries", func(t *testing.T) {
