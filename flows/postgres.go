@@ -63,6 +63,10 @@ func PostgresNames(p *spec.Pipeline, d *spec.Dataset) (slot, publication string)
 	return slot, publication
 }
 
+// pgConnectTimeout is how long a postgres source waits for its server to accept a connection
+// when the connection URL sets no connect_timeout.
+const pgConnectTimeout = 30 * time.Second
+
 // ReadPostgres runs the flow of a `format: postgres` source. The first run creates the
 // publication and the logical replication slot (pgoutput) and commits the table's rows as of the
 // slot's consistent point (`_op` r); every run then streams the transactions committed since
@@ -98,6 +102,12 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 	cfg.RuntimeParams["DateStyle"] = "ISO, YMD"
 	cfg.RuntimeParams["extra_float_digits"] = "3"
 	cfg.RuntimeParams["bytea_output"] = "hex" // a BINARY column's bytea: pgBytea reads either format
+	if cfg.ConnectTimeout == 0 {
+		// A server that accepts the connection and never answers (stopped, overloaded) fails
+		// the flow, to be retried, rather than holding the update for ever; the URL's own
+		// connect_timeout stands.
+		cfg.ConnectTimeout = pgConnectTimeout
+	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return m, fmt.Errorf("dataset %s: connecting to PostgreSQL: %w%s", d.Name, err, pgConnectHint(err))
@@ -478,8 +488,16 @@ func pgConnectHint(err error) string {
 		return "; check that the user in the source's connection exists and may log in, and that the server's pg_hba.conf lets it connect from here to the database (a logical replication connection matches lines naming it, not `replication`)"
 	case errors.As(err, &pe) && pe.Code == "3D000":
 		return "; correct the database name in the source's connection"
+	case errors.Is(err, context.DeadlineExceeded) || pgTimeout(err):
+		return "; the server did not answer in time (connect_timeout in the connection URL, 30s when it sets none): check that it is up and not stopped or overloaded, and the host and port"
 	}
 	return ""
+}
+
+// pgTimeout reports whether err is a network timeout.
+func pgTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // pgReplicationHint returns what to do about a failed replication connection or slot creation

@@ -168,6 +168,25 @@ func TestPGConnectHint(t *testing.T) {
 	if h := pgConnectHint(err); !strings.Contains(h, "no server listens at that host and port") {
 		t.Errorf("closed port: hint %q for %v", h, err)
 	}
+	// A server that accepts the connection and never answers: the connect timeout, with its hint.
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	err = connect("postgres://postgres@" + silent.Addr().String() + "/postgres?sslmode=disable&connect_timeout=1")
+	if h := pgConnectHint(err); !strings.Contains(h, "the server did not answer in time") {
+		t.Errorf("silent server: hint %q for %v", h, err)
+	}
 	if h := pgConnectHint(fmt.Errorf("x: %w", &pgconn.PgError{Code: "28P01"})); !strings.Contains(h, "correct the user and password") {
 		t.Errorf("password refused: hint %q", h)
 	}
