@@ -135,6 +135,23 @@ func Setup(p *spec.Pipeline, d *spec.Dataset) error {
 		if err := viewResult(p, d, t, snap); err != nil {
 			return err
 		}
+		partitioned := !slices.Equal(snap.Metadata.PartitionColumns, d.PartitionBy) && (len(snap.Metadata.PartitionColumns) > 0 || len(d.PartitionBy) > 0)
+		if (!snap.Metadata.Schema.Equal(d.Schema) || partitioned) && len(snap.Files) == 0 && len(snap.AppTxns) == 0 {
+			// The table never held a row nor recorded progress (its first update failed before
+			// its first batch committed, say): it takes the spec's schema now, as a new table
+			// would, with no full refresh to run.
+			m := snap.Metadata
+			m.Schema, m.PartitionColumns = d.Schema, d.PartitionBy
+			tx := t.Begin(snap)
+			tx.SetMetadata(m)
+			if _, err := tx.Commit("REPLACE TABLE", map[string]any{"isManaged": "true", "description": d.Comment}); err != nil {
+				return fmt.Errorf("dataset %s: %w", d.Name, err)
+			}
+			if snap, err = t.Snapshot(-1); err != nil {
+				return err
+			}
+			return setProperties(t, snap, d)
+		}
 		if !snap.Metadata.Schema.Equal(d.Schema) {
 			// A Delta source's columns are its table's, read when the spec is: that table
 			// changed, not the spec.
@@ -145,7 +162,7 @@ func Setup(p *spec.Pipeline, d *spec.Dataset) error {
 			return fmt.Errorf("dataset %s: %w (%s): the table has (%s) but %s (%s)",
 				d.Name, ErrSchemaChanged, schemaDiff(snap.Metadata.Schema, d.Schema), snap.Metadata.Schema.DDL(), gives, d.Schema.DDL())
 		}
-		if !slices.Equal(snap.Metadata.PartitionColumns, d.PartitionBy) && (len(snap.Metadata.PartitionColumns) > 0 || len(d.PartitionBy) > 0) {
+		if partitioned {
 			return fmt.Errorf("dataset %s: %w: the table is partitioned by [%s] but the spec now gives partition_by [%s]",
 				d.Name, ErrSchemaChanged, strings.Join(snap.Metadata.PartitionColumns, ", "), strings.Join(d.PartitionBy, ", "))
 		}
