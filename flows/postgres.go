@@ -300,6 +300,8 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 				err = fmt.Errorf("%w; declare the column with a type that holds it in the source's schema (STRING keeps PostgreSQL's text) and run again", err)
 			case errors.As(err, &pe) && pe.Code == "42501": // insufficient_privilege
 				err = fmt.Errorf("%w; run GRANT SELECT ON %s TO the role of the connection", err, qualified)
+			case pgLost(err) && ctx.Err() == nil:
+				err = fmt.Errorf("%w; the connection to the server was lost (the server stopped, restarted or ended it, or the network failed) while the snapshot was read: nothing of it was kept, so run again once the server is up, which takes the snapshot anew", err)
 			}
 			return m, fmt.Errorf("dataset %s: reading the initial snapshot: %w", d.Name, err)
 		}
@@ -529,14 +531,21 @@ func pgStreamHint(ctx context.Context, err error, slot string) string {
 		return ""
 	}
 	var pe *pgconn.PgError
-	var ne net.Error
 	switch {
 	case errors.As(err, &pe) && pe.Code == "55006":
 		return fmt.Sprintf("; another connection reads the slot: a run killed a moment ago (the server lets go of the slot once it sees that connection gone, within wal_sender_timeout), or another copy of this pipeline; run again later, or end that connection (SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = '%s')", slot)
-	case errors.As(err, &pe) && strings.HasPrefix(pe.Code, "57P"), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.As(err, &ne):
+	case pgLost(err):
 		return "; the connection to the server was lost (the server stopped, restarted or ended it, or the network failed): nothing after the last committed batch was kept, and the slot still holds it, so run again once the server is up"
 	}
 	return ""
+}
+
+// pgLost reports whether err says the connection to the server was lost: the server stopped or
+// restarted (error codes 57P01..57P03), or the connection closed or failed.
+func pgLost(err error) bool {
+	var pe *pgconn.PgError
+	var ne net.Error
+	return errors.As(err, &pe) && strings.HasPrefix(pe.Code, "57P") || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.As(err, &ne)
 }
 
 // pgServerVersion checks that the server (its server_version, e.g. "15.8 (Debian 15.8-1)") is

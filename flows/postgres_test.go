@@ -311,3 +311,26 @@ func publicationTables(t *testing.T, conn *pgx.Conn, pub string) []string {
 	}
 	return tables
 }
+
+// TestPGLost: the errors that say the connection to the server was lost (the initial snapshot's
+// and the stream's hint to run again once the server is up): the server's admin shutdown,
+// crash shutdown and cannot-connect-now codes, an unexpected EOF, a network error; not a
+// refused privilege nor another error.
+func TestPGLost(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		err  error
+		lost bool
+	}{
+		{fmt.Errorf("reading: %w", &pgconn.PgError{Code: "57P01"}), true},
+		{fmt.Errorf("reading: %w", &pgconn.PgError{Code: "57P02"}), true},
+		{fmt.Errorf("reading: %w", io.ErrUnexpectedEOF), true},
+		{&net.OpError{Op: "read", Err: errors.New("connection reset by peer")}, true},
+		{fmt.Errorf("reading: %w", &pgconn.PgError{Code: "42501"}), false},
+		{errors.New("something else"), false},
+	} {
+		if got := pgLost(c.err); got != c.lost {
+			t.Errorf("pgLost(%v) = %v, want %v", c.err, got, c.lost)
+		}
+	}
+}
