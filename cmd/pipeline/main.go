@@ -257,7 +257,8 @@ func parseConf(kvs []string) (map[string]string, error) {
 }
 
 // loadRead is load for the commands that only read what the pipeline stored (show, history,
-// changes, events, graph): a ${NAME} that is not set is no problem for them when only what they
+// changes, events, graph) and those that maintain its tables (optimize, vacuum), none of which
+// connects to a source: a ${NAME} that is not set is no problem for them when only what they
 // do not use needs it (a postgres source's connection, with the password in the environment of
 // the runs). The spec is then read again with each such name standing for a placeholder, and
 // kept unless the storage folder's path holds one; any other problem is load's.

@@ -214,7 +214,7 @@ func TestFlagHelp(t *testing.T) {
 }
 
 // TestReadCommandsWithoutConnection: the commands that only read what the pipeline stored (show,
-// history, changes, events, graph) run without a ${NAME} that only a postgres source's
+// history, changes, events, graph) or maintain its tables (optimize, vacuum) run without a ${NAME} that only a postgres source's
 // connection needs (its password lives in the environment of the runs); one the storage path
 // needs is still an error, and run still needs them all.
 func TestReadCommandsWithoutConnection(t *testing.T) {
@@ -245,7 +245,7 @@ datasets:
 	if r := pipeline(t, []string{"TRIBUTARY_TEST_PGURL=postgres://x@127.0.0.1:1/x"}, "run", spec, store, "--refresh", "raw"); r.code != 0 {
 		t.Fatalf("run of raw alone: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	for _, args := range [][]string{{"show", spec, "raw"}, {"history", spec, "raw"}, {"changes", spec, "raw", "--from-version", "0"}, {"events", spec}, {"graph", spec}} {
+	for _, args := range [][]string{{"show", spec, "raw"}, {"history", spec, "raw"}, {"changes", spec, "raw", "--from-version", "0"}, {"events", spec}, {"graph", spec}, {"optimize", spec, "raw"}, {"vacuum", spec, "raw"}} {
 		r := pipeline(t, nil, append(args, store)...)
 		if r.code != 0 || strings.Contains(r.stderr, "TRIBUTARY_TEST_PGURL") {
 			t.Errorf("%s without the connection's variable: exit %d\n%s%s", args[0], r.code, r.stdout, r.stderr)

@@ -79,7 +79,7 @@ func specAndDataset(cmd *cobra.Command, args []string) error {
 // openMaintenance loads the spec, lists the tables a maintenance command works on (the dataset
 // args[1], or all) and takes the storage lock; the caller releases it.
 func openMaintenance(args, confs []string, what string) (*spec.Pipeline, []maintained, func(), error) {
-	p, err := load(args[0], confs)
+	p, err := loadRead(args[0], confs) // a postgres source's connection is not needed: nothing connects
 	if err != nil {
 		return nil, nil, nil, err
 	}
