@@ -27,7 +27,9 @@ func Retryable(err error) bool {
 	switch {
 	case err == nil, errors.As(err, &fe), errors.As(err, &se), errors.As(err, &sv),
 		errors.Is(err, flows.ErrSchemaChanged), errors.Is(err, flows.ErrBadExpectation),
-		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		errors.Is(err, context.Canceled):
+		// A deadline of the flow's own (a connection's timeout) is retried: the server may
+		// answer again; the update's stop is context.Canceled, and ends the retries.
 		return false
 	}
 	msg := err.Error()
@@ -101,7 +103,9 @@ func (s *session) runWithRetries(ctx context.Context, d *spec.Dataset) (flows.Me
 			map[string]any{"flow_progress": map[string]any{"status": FlowRunning, "attempt": attempt, "max_attempts": pol.MaxAttempts, "retry_in_ms": wait.Milliseconds()}}, err.Error())
 		_ = s.events.Flush()
 		if serr := sleep(ctx, wait); serr != nil {
-			return m, err
+			// Stopped while waiting to retry: the flow is STOPPED (the update CANCELED), as it
+			// would be stopped while running; its failure was reported above.
+			return m, serr
 		}
 	}
 }

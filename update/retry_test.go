@@ -153,6 +153,30 @@ func TestRetries(t *testing.T) {
 			t.Fatalf("max_attempts 1: err %v, backoffs %v; want a failure without retries", err, sleeps)
 		}
 	})
+	t.Run("stopped while waiting to retry", func(t *testing.T) {
+		// A stop during the wait ends the flow STOPPED and the update CANCELED, as a stop
+		// while it runs does (README "Run modes").
+		t.Parallel()
+		p := setupWith(t, policy, good)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		opts := Options{
+			sleep: func(ctx context.Context, d time.Duration) error {
+				cancel()
+				return ctx.Err()
+			},
+			runFlow: func(ctx context.Context, env *flows.Env, d *spec.Dataset) (flows.Metrics, error) {
+				if d.Name == "changes" {
+					return flows.Metrics{Version: -1}, transient
+				}
+				return flows.Run(ctx, env, d)
+			},
+		}
+		res, err := Run(ctx, p, opts)
+		if !errors.Is(err, context.Canceled) || res.State != StateCanceled || res.Flows["changes"].State != FlowStopped {
+			t.Fatalf("err %v, update %s, changes %s; want context.Canceled, CANCELED, STOPPED", err, res.State, res.Flows["changes"].State)
+		}
+	})
 	t.Run("development mode never retries", func(t *testing.T) {
 		t.Parallel()
 		p := setupWith(t, policy, good)
@@ -174,6 +198,7 @@ func TestRetryable(t *testing.T) {
 		{fmt.Errorf("wrapped: %w", &expectations.FailError{Expectation: "e"}), false},
 		{fmt.Errorf("x: %w", flows.ErrSchemaChanged), false},
 		{context.Canceled, false},
+		{fmt.Errorf("connecting: %w", context.DeadlineExceeded), true}, // a connection's timeout
 		{fmt.Errorf("dataset c: expectation %q (p.yaml:9:9) %w: unknown name nosuch", "e", flows.ErrBadExpectation), false},
 		{errors.New("dataset d: sqlengine: Binder Error: Referenced column \"nosuch\" not found in FROM clause!"), false},
 		{errors.New("dataset d: sqlengine: Catalog Error: Scalar Function with name nosuch does not exist!"), false},
