@@ -48,6 +48,16 @@ type debeziumReader struct {
 	unavailable map[string]int
 }
 
+// isPlaceholder says whether v is Debezium's placeholder for an unchanged TOASTed value
+// (debeziumUnavailable, as base64 for a BINARY column).
+func isPlaceholder(v any, binary bool) bool {
+	s, ok := v.(string)
+	if binary {
+		return ok && s == debeziumUnavailableBytes
+	}
+	return ok && s == debeziumUnavailable
+}
+
 // debeziumUnavailable is the text Debezium's PostgreSQL connector sends, by default
 // (unavailable.value.placeholder), in place of a TOASTed value that an update left unchanged
 // and the WAL does not hold; debeziumUnavailableBytes is the same for a bytea column, base64 as
@@ -180,7 +190,9 @@ func (r *debeziumReader) parse(line []byte, lineNo int64) (row []any, ok bool, b
 		}
 	}
 	for name, v := range image {
-		if s, ok := v.(string); ok && (s == debeziumUnavailable || s == debeziumUnavailableBytes) {
+		// Only a STRING or BINARY column stores the placeholder as it is; another type refuses
+		// it (NULL, and a WARN of its own about the value).
+		if i, known := r.data[name]; known && r.schema.Fields[i].Type.Kind == schema.String && isPlaceholder(v, r.schema.Fields[i].Type.IsBinary()) {
 			if r.unavailable == nil {
 				r.unavailable = map[string]int{}
 			}

@@ -231,4 +231,21 @@ func TestDebeziumUnavailableValueWarns(t *testing.T) {
 	if events := rec.all(); !strings.Contains(events, want) || !strings.Contains(events, "REPLICA IDENTITY FULL") || strings.Contains(events, "2.json") {
 		t.Errorf("events:\n%s\nwant one WARN, about 1.json:\n%s", events, want)
 	}
+	// Only STRING and BINARY columns store the placeholder: an INT column refuses it (a bad
+	// value of its own), so the WARN names the others alone.
+	sch, err := schema.ParseDDL("id BIGINT, name STRING, n INT, blob BINARY, _op STRING")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	line := `{"op": "u", "before": null, "after": {"id": 1, "name": "__debezium_unavailable_value", "n": "__debezium_unavailable_value", "blob": "X19kZWJleml1bV91bmF2YWlsYWJsZV92YWx1ZQ=="}}` + "\n"
+	err = eachDebeziumRow(&spec.Source{Format: spec.FormatDebezium, Schema: sch}, "f.json", strings.NewReader(line), func(row []any, ok bool, bad []badValue, lineNo int64) error {
+		if len(bad) != 1 || bad[0].Column != "n" {
+			t.Errorf("bad values %+v, want one, of n", bad)
+		}
+		return nil
+	}, func(msg string) { warned = append(warned, msg) })
+	if err != nil || len(warned) != 1 || !strings.HasPrefix(warned[0], "f.json: values of blob (1), name (1) are Debezium's placeholder") {
+		t.Errorf("err %v, WARNs %q; want one naming blob and name, not n", err, warned)
+	}
 }
