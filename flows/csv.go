@@ -636,8 +636,11 @@ func eachCSVRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc, war
 				// Spark's CSV reader converts these with Java's parsers, which take no white space
 				// (Integer.parseInt, BigDecimal, toBoolean); a DOUBLE's (Double.parseDouble), a
 				// DATE's and a TIMESTAMP's trim it.
-				err = fmt.Errorf("%q has white space around the value, which Spark's CSV reader does not read as %s; to drop such white space around unquoted values, set options: {%s: true, %s: true}",
-					*text, c.Type.DDL(), spec.CSVIgnoreLeadingWhiteSpace, spec.CSVIgnoreTrailingWhiteSpace)
+				fix := fmt.Sprintf("to drop such white space around unquoted values, set options: {%s: true, %s: true}", spec.CSVIgnoreLeadingWhiteSpace, spec.CSVIgnoreTrailingWhiteSpace)
+				if f.quoted {
+					fix = "the quotes keep it (as Spark's reader does, whatever its options): write the value without it, or declare the column STRING and convert it in a SQL dataset (trim)"
+				}
+				err = fmt.Errorf("%q has white space around the value, which Spark's CSV reader does not read as %s; %s", *text, c.Type.DDL(), fix)
 			case k == schema.DateKind:
 				v, err = schema.ParseReaderDate(*text) // as Spark's CSV reader reads a date
 			case c.Type.Kind == schema.TimestampKind && !c.Type.IsNTZ():
