@@ -308,7 +308,7 @@ func orphanSlotsMessage(p *spec.Pipeline, slots []string) string {
 	for _, s := range slots {
 		drops = append(drops, "SELECT pg_drop_replication_slot('"+s+"')")
 	}
-	return fmt.Sprintf("the replication slots %s were made or read by postgres sources that no dataset of pipeline %s has any more (renamed or removed): while such a slot exists on its database it keeps the server's write-ahead log from being removed, which can fill its disk. Once it is no longer needed, drop it on its database (%s), with its publication (DROP PUBLICATION, by default of the slot's name), and remove its file under %s",
+	return fmt.Sprintf("the replication slots %s were made or read by postgres sources that no dataset of pipeline %s has any more (renamed or removed): while such a slot exists on its database it keeps the server's write-ahead log from being removed, which can fill its disk. Once it is no longer needed, drop it on its database (%s), and its publication too (DROP PUBLICATION; by default it has the slot's name) unless another source still reads it, and remove the slot's file under %s",
 		strings.Join(slots, ", "), p.Name, strings.Join(drops, "; "), flows.PostgresSlotsDir(p.Storage))
 }
 

@@ -322,13 +322,22 @@ func loadStored(w io.Writer, path string, confs []string) (*spec.Pipeline, error
 			return nil, err
 		}
 	}
-	first := d.Errors[0]
-	more := ""
-	if n := len(d.Errors); n > 1 {
-		more = fmt.Sprintf(" (and %d more)", n-1)
+	// The first few problems: a misspelt key and what follows from it (a key then missing)
+	// come together.
+	var shown []string
+	for _, e := range d.Errors[:min(len(d.Errors), 3)] {
+		shown = append(shown, e.Error())
 	}
-	fmt.Fprintf(w, "pipeline: note: the spec has a problem%s, which this command does not need fixed: %s; reading what the storage %s holds all the same (`pipeline validate %s` lists the problems)\n",
-		more, first.Error(), d.Pipeline.Storage, path)
+	more := ""
+	if n := len(d.Errors) - len(shown); n > 0 {
+		more = fmt.Sprintf(" (and %d more)", n)
+	}
+	problem := "a problem"
+	if len(d.Errors) > 1 {
+		problem = "problems"
+	}
+	fmt.Fprintf(w, "pipeline: note: the spec has %s, which this command does not need fixed: %s%s; reading what the storage %s holds all the same (`pipeline validate %s` lists the problems)\n",
+		problem, strings.Join(shown, "; "), more, d.Pipeline.Storage, path)
 	return d.Pipeline, nil
 }
 
