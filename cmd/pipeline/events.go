@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"tributary/eventlog"
 	"tributary/flows"
 	"tributary/schema"
+	"tributary/spec"
 )
 
 func newEventsCmd() *cobra.Command {
@@ -47,6 +49,7 @@ func newEventsCmd() *cobra.Command {
 			if len(evs) == 0 && !follow {
 				return failure(errors.New(empty))
 			}
+			noteOtherPipelines(cmd.ErrOrStderr(), p, evs)
 			// --update latest is this pipeline's latest update (specs that share a storage share
 			// its event log). Followed, it is the latest as updates start: each new update of the
 			// pipeline takes the place of the one before.
@@ -313,4 +316,26 @@ func writeEventTable(cmd *cobra.Command, _ []eventlog.Event, rows [][]any) error
 		out[i] = eventTableRow(r)
 	}
 	return writeRows(cmd.OutOrStdout(), "table", eventTable, out)
+}
+
+// noteOtherPipelines tells w when the event log evs holds updates of pipelines other than p's
+// name and none of p's: a spec renamed, or another spec given the same storage. The events are
+// printed all the same (`--update latest` finds none of p's).
+func noteOtherPipelines(w io.Writer, p *spec.Pipeline, evs []eventlog.Event) {
+	var others []string
+	for _, e := range evs {
+		n := e.Origin.PipelineName
+		if n == p.Name {
+			return
+		}
+		if n != "" && !slices.Contains(others, n) {
+			others = append(others, n)
+		}
+	}
+	if len(others) == 0 {
+		return
+	}
+	slices.Sort(others)
+	fmt.Fprintf(w, "pipeline: note: the event log in the storage %s holds the updates of pipeline %s and none of pipeline %s, which this spec names: what follows are %s's events\n",
+		p.Storage, strings.Join(others, ", "), p.Name, strings.Join(others, ", "))
 }

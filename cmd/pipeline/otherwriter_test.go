@@ -47,6 +47,14 @@ datasets:
 			t.Errorf("%s: printed nothing: %q", args[0], r.stdout)
 		}
 	}
+	// events under the new name: the log holds orders_v1's updates only, which it prints, with
+	// a note; under the writer's name, none.
+	if r := pipeline(t, nil, "events", newSpec); r.code != 0 || !strings.Contains(r.stderr, "holds the updates of pipeline orders_v1 and none of pipeline orders_v2") || !strings.Contains(r.stdout, "COMPLETED") {
+		t.Errorf("events under the new name: exit %d, stderr %q; want the note", r.code, r.stderr)
+	}
+	if r := pipeline(t, nil, "events", oldSpec); r.code != 0 || r.stderr != "" {
+		t.Errorf("events under the writer's name: exit %d, stderr %q; want no note", r.code, r.stderr)
+	}
 	// The writer's own name: no note.
 	if r := pipeline(t, nil, "history", oldSpec, "t"); r.code != 0 || r.stderr != "" {
 		t.Errorf("history with the writer's spec: exit %d, stderr %q; want no note", r.code, r.stderr)
