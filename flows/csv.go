@@ -573,6 +573,19 @@ func eachCSVRow(src *spec.Source, filePath string, in io.Reader, fn rowFunc, war
 			}
 			if warn != nil && len(declared.Fields) > 0 && !slices.ContainsFunc(cols, func(i int) bool { return i >= 0 }) {
 				warn(headerMismatch(filePath, lineNo, cfg.delim, header, declared, src.RescuedDataColumn != ""))
+			} else if warn != nil {
+				// A header name padded with white space names no column (Spark's reader keeps the
+				// spaces too): say which column it would fill, and how to trim it.
+				var padded []string
+				for pos, name := range header {
+					if i := declared.Index(strings.TrimFunc(name, isCSVSpace)); cols[pos] < 0 && spaceAround(name) && i >= 0 && !taken[i] {
+						padded = append(padded, fmt.Sprintf("%q (column %s)", name, declared.Fields[i].Name))
+					}
+				}
+				if len(padded) > 0 {
+					warn(fmt.Sprintf("%s:%d: the CSV header names %s with white space around the name, so those columns are NULL in every row of the file; set options: {%s: true, %s: true} to drop white space around unquoted names and values, or fix the header",
+						filePath, lineNo, strings.Join(padded, ", "), spec.CSVIgnoreLeadingWhiteSpace, spec.CSVIgnoreTrailingWhiteSpace))
+				}
 			}
 			continue
 		}

@@ -90,3 +90,31 @@ func TestCSVInferWhiteSpace(t *testing.T) {
 		}
 	}
 }
+
+// TestCSVPaddedHeaderWarns: a header name padded with white space names no column, as in Spark's
+// reader, so that column is NULL in every row; a WARN names the header and the column it would
+// fill, and the options that trim it, with which the column is read.
+func TestCSVPaddedHeaderWarns(t *testing.T) {
+	t.Parallel()
+	p, landing := newCSV(t, "id INT, n INT, d STRING", "      options: {header: true}\n")
+	write(t, filepath.Join(landing, "a.csv"), []byte("id, n ,d\n1,2,x\n"))
+	_, rec, err := ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, p, `1 null "x"`)
+	want := `WARN landing/a.csv:1: the CSV header names " n " (column n) with white space around the name, so those columns are NULL in every row of the file; set options: {ignore_leading_white_space: true, ignore_trailing_white_space: true}`
+	if events := rec.all(); !strings.Contains(events, want) {
+		t.Errorf("events:\n%s\nwant:\n%s", events, want)
+	}
+	p, landing = newCSV(t, "id INT, n INT, d STRING", "      options: {header: true, ignore_leading_white_space: true, ignore_trailing_white_space: true}\n")
+	write(t, filepath.Join(landing, "a.csv"), []byte("id, n ,d\n1,2,x\n"))
+	if _, rec, err = ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, p, `1 2 "x"`)
+	if events := rec.all(); events != "" {
+		t.Errorf("events with the options: %s; want none", events)
+	}
+}
+
