@@ -117,4 +117,3 @@ func TestCSVPaddedHeaderWarns(t *testing.T) {
 		t.Errorf("events with the options: %s; want none", events)
 	}
 }
-
