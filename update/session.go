@@ -96,7 +96,7 @@ func (s *session) endUnfinished() {
 		if during == "" {
 			during = StateCreated
 		}
-		msg := fmt.Sprintf("Update %s ended without finishing: its process stopped (killed, or the machine went down) while it was %s; the batches its flows committed stay, and update %s goes on from them.",
+		msg := fmt.Sprintf("Update %s is FAILED: it ended without finishing, as its process stopped (killed, or the machine went down) while it was %s; the batches its flows committed stay, and update %s goes on from them.",
 			short(u.UpdateID), during, short(s.res.UpdateID))
 		s.events.EmitFor(u.UpdateID, eventlog.Error, eventlog.UpdateProgress, msg,
 			map[string]any{"update_progress": map[string]any{"state": StateFailed, "last_state": during, "recorded_by_update": s.res.UpdateID}},

@@ -89,7 +89,7 @@ func TestKilledUpdateEnds(t *testing.T) {
 		t.Fatalf("the killed update has %d FAILED events after the second run, want 1: %v", len(ended), byUpdate[killed])
 	}
 	e := ended[0]
-	wantMsg := "Update " + killed[:8] + " ended without finishing: its process stopped (killed, or the machine went down) while it was RUNNING; the batches its flows committed stay, and update " + next[:8] + " goes on from them."
+	wantMsg := "Update " + killed[:8] + " is FAILED: it ended without finishing, as its process stopped (killed, or the machine went down) while it was RUNNING; the batches its flows committed stay, and update " + next[:8] + " goes on from them."
 	if e.level != "ERROR" || e.message != wantMsg || e.errText == "" {
 		t.Errorf("the killed update's end: level %s, message %q, error %q; want ERROR, %q and an error", e.level, e.message, e.errText, wantMsg)
 	}
