@@ -214,3 +214,19 @@ func TestRetryable(t *testing.T) {
 		t.Errorf("Backoff of the 7th retry = %v, want the 1m cap", got)
 	}
 }
+
+// TestFirstLine: the run summary shows an error's first line, and, when it ends in ":" (pgx
+// lists a connection's attempts on the lines after it), the first attempt's line after it.
+func TestFirstLine(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ in, want string }{
+		{"one line", "one line"},
+		{"first\nsecond", "first"},
+		{"failed to connect to `user=postgres database=app`:\n\t127.0.0.1:5432 (127.0.0.1): server error: FATAL: the database system is starting up\n\t127.0.0.1:5432: tls error", "failed to connect to `user=postgres database=app`: 127.0.0.1:5432 (127.0.0.1): server error: FATAL: the database system is starting up"},
+		{"ends:\n\n", "ends:"},
+	} {
+		if got := firstLine(c.in); got != c.want {
+			t.Errorf("firstLine(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

@@ -329,11 +329,20 @@ func plural(n int64, one string, many ...string) string {
 	return fmt.Sprintf("%d %ss", n, one)
 }
 
+// firstLine is the first line of an error's text s, for the run summary; when that line ends
+// in ":" (a connection's error lists its attempts on the lines after it), the first line with
+// text after it follows, trimmed.
 func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
+	head, rest, ok := strings.Cut(s, "\n")
+	if !ok || !strings.HasSuffix(head, ":") {
+		return head
 	}
-	return s
+	for _, l := range strings.Split(rest, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return head + " " + l
+		}
+	}
+	return head
 }
 
 // readersOf names the APPLY CHANGES datasets of p that read the view over files view.
