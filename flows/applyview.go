@@ -69,6 +69,7 @@ func planViewBatch(env *Env, d, view *spec.Dataset, committed int64, warn bool, 
 	}
 	vb := &viewBatch{ckpt: ckpt, off: &offsets{Batch: committed + 1, Base: unread.base}, said: unread.saidWarnings()}
 	todo, more := unread.take(view.Source.MaxFilesPerTrigger)
+	unread.reportVanished(env, d.Name, view.Name)
 	if len(todo) == 0 {
 		return nil, nil, nil
 	}

@@ -253,6 +253,29 @@ type unreadFiles struct {
 	incomplete int         // files left out as found incomplete earlier in the update (Env.waitingFile)
 	// said holds the WARNs about bad lines and files said in this update (badRecords.said).
 	said map[string]bool
+	// vanished are the listed files that take found removed before their batch (skipped), not
+	// yet reported (reportVanished).
+	vanished []string
+}
+
+// reportVanished says, in one WARN event of flow about dataset, which listed files take skipped
+// since they were removed before their batch read them (at most maxWarnEvents named), and
+// forgets them.
+func (u *unreadFiles) reportVanished(env *Env, flow, dataset string) {
+	if len(u.vanished) == 0 {
+		return
+	}
+	var names []string
+	for _, f := range u.vanished[:min(len(u.vanished), maxWarnEvents)] {
+		names = append(names, pipelinePath(env.Pipeline, f))
+	}
+	if n := len(u.vanished) - len(names); n > 0 {
+		names = append(names, fmt.Sprintf("and %d more", n))
+	}
+	env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, flow, dataset,
+		fmt.Sprintf("%d listed file(s) were removed before their batch read them, so they were skipped: %s; a file landed again (moved back) is read by a later update", len(u.vanished), strings.Join(names, ", ")),
+		map[string]any{"files": u.vanished}, "")
+	u.vanished = nil
 }
 
 // globMissSample is how many of the files below a glob's folder globMiss names.
@@ -408,6 +431,7 @@ func (u *unreadFiles) take(n int) (files []inputFile, more bool) {
 		f, err := u.files[0].restat()
 		u.files = u.files[1:]
 		if errors.Is(err, fs.ErrNotExist) {
+			u.vanished = append(u.vanished, f.abs)
 			continue
 		}
 		files = append(files, f)

@@ -464,6 +464,7 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 		}
 		base = unread.base
 		todo, m.more = unread.take(src.MaxFilesPerTrigger)
+		unread.reportVanished(env, d.Name, d.Name)
 	}
 	if len(todo) == 0 {
 		m.Idle = true

@@ -16,7 +16,7 @@ import (
 // does not report it as changed after it was read (unreadFiles.take looks at each file again).
 func TestIngestFileCompletedAfterListing(t *testing.T) {
 	t.Parallel()
-	p, landing, batch := twoFilesABatch(t, 4)
+	p, landing, batch, _ := twoFilesABatch(t, 4)
 	batch(true)
 	// f4 is completed (a second line) after the listing, before its batch reads it.
 	f4 := filepath.Join(landing, "f4.json")

@@ -77,11 +77,11 @@ func TestIngestIncludeMetadata(t *testing.T) {
 // TestIngestListsOncePerUpdate: the batches of one update take their files from the update's
 // first listing (unreadFiles), as Spark keeps a listing's unread files for the next batches: a
 // file landed after it is the next update's, a listed file removed before its batch is left out
-// without failing the batch, and the offsets of every batch name exactly the files it read. The
+// without failing the batch (a WARN names it), and the offsets of every batch name exactly the files it read. The
 // view over files path shares unreadFiles (planViewBatch).
 func TestIngestListsOncePerUpdate(t *testing.T) {
 	t.Parallel()
-	p, landing, batch := twoFilesABatch(t, 5)
+	p, landing, batch, rec := twoFilesABatch(t, 5)
 	if m := batch(true); m.Files != 2 || !m.more {
 		t.Fatalf("batch 1: %d files, more %v; want 2 and more", m.Files, m.more)
 	}
@@ -96,6 +96,9 @@ func TestIngestListsOncePerUpdate(t *testing.T) {
 	}
 	if got := strings.Join(rawRows(t, p), ","); got != "1,2,3,5" {
 		t.Fatalf("after the first update: rows %s, want 1,2,3,5", got)
+	}
+	if want := "WARN 1 listed file(s) were removed before their batch read them, so they were skipped: landing/f4.json"; !strings.Contains(rec.all(), want) {
+		t.Errorf("events:\n%s\nwant:\n%s", rec.all(), want)
 	}
 	// The next update lists again: the files landed meanwhile, in name order.
 	m, _, err := ingest(t, p)
@@ -133,7 +136,7 @@ func assertBatchFiles(t *testing.T, p *spec.Pipeline, want map[int64]string) {
 // twoFilesABatch makes a pipeline whose dataset raw ingests ./landing with max_files_per_trigger
 // 2, lands files f1.json..fN.json of one row each ({"id": i}), and returns a function that runs
 // the update's next batch (first: the update's first), all batches sharing one unreadFiles.
-func twoFilesABatch(t *testing.T, n int) (p *spec.Pipeline, landing string, batch func(first bool) Metrics) {
+func twoFilesABatch(t *testing.T, n int) (p *spec.Pipeline, landing string, batch func(first bool) Metrics, rec *recorder) {
 	t.Helper()
 	dir := t.TempDir()
 	p = loadPipeline(t, dir, `name: t
@@ -146,7 +149,8 @@ datasets:
 	for i := 1; i <= n; i++ {
 		write(t, filepath.Join(landing, fmt.Sprintf("f%d.json", i)), []byte(fmt.Sprintf(`{"id": %d}`+"\n", i)))
 	}
-	env := &Env{Pipeline: p, Events: &recorder{}}
+	rec = &recorder{}
+	env := &Env{Pipeline: p, Events: rec}
 	unread := &unreadFiles{}
 	return p, landing, func(first bool) Metrics {
 		t.Helper()
@@ -155,5 +159,5 @@ datasets:
 			t.Fatal(err)
 		}
 		return m
-	}
+	}, rec
 }
