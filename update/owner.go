@@ -32,22 +32,8 @@ func checkOwners(p *spec.Pipeline, refreshed func(name string) bool) error {
 		if d.FileView() || refreshed(d.Name) {
 			continue
 		}
-		snap, err := delta.New(flows.TableDir(p.Storage, d.Name)).Snapshot(-1)
-		if err != nil {
-			continue // no table yet (or one Setup reports on)
-		}
-		var names []string
-		ours := false
-		for _, w := range writers(delta.New(flows.TableDir(p.Storage, d.Name)), snap) {
-			switch {
-			case w[1] != d.Name:
-			case w[0] == p.Name:
-				ours = true
-			default:
-				names = append(names, w[0])
-			}
-		}
-		if ours || len(names) == 0 {
+		names := OtherWriters(p, d.Name) // none without a table yet (or one Setup reports on)
+		if len(names) == 0 {
 			continue
 		}
 		taken = append(taken, d.Name)
