@@ -1,9 +1,10 @@
 package eventlog
 
 import (
+	"cmp"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -105,32 +106,20 @@ func (l *Log) Unfinished() ([]Unfinished, error) {
 		}
 	}
 	l.checked = true
-	var out []Unfinished
-	var order []int64
+	var ids []string
 	for id, u := range updates {
 		// An update that began before from has ended; one whose create_update is missing is
 		// not an update of this log.
-		if u.ended || u.created < from {
-			continue
+		if !u.ended && u.created >= from {
+			ids = append(ids, id)
 		}
-		out = append(out, Unfinished{UpdateID: id, State: u.state})
-		order = append(order, u.created)
 	}
-	sort.Sort(byStart{out, order})
+	slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(updates[a].created, updates[b].created) })
+	out := make([]Unfinished, len(ids))
+	for i, id := range ids {
+		out[i] = Unfinished{UpdateID: id, State: updates[id].state}
+	}
 	return out, nil
-}
-
-// byStart sorts unfinished updates by the sequence of their create_update.
-type byStart struct {
-	u   []Unfinished
-	seq []int64
-}
-
-func (b byStart) Len() int           { return len(b.u) }
-func (b byStart) Less(i, j int) bool { return b.seq[i] < b.seq[j] }
-func (b byStart) Swap(i, j int) {
-	b.u[i], b.u[j] = b.u[j], b.u[i]
-	b.seq[i], b.seq[j] = b.seq[j], b.seq[i]
 }
 
 // maxSequence is the largest event sequence of the data file f by its statistics; a file
