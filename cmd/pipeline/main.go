@@ -299,8 +299,8 @@ func loadRead(path string, confs []string) (*spec.Pipeline, error) {
 // loadStored is loadRead for the commands that print what the storage holds (show, history,
 // changes, events): a spec with problems elsewhere (a typo in one dataset while it is being
 // fixed) does not keep them from reading the tables already written. When loadRead refuses the
-// spec, the spec as far as it decodes (spec.ParseDraft) is used, with a note on w naming the
-// first problem, provided its name, storage and configuration have none (they say which
+// spec, the spec as far as it decodes (spec.ParseDraft) is used, with a note on w naming its
+// first three problems, provided its name, storage and configuration have none (they say which
 // pipeline's storage to read); otherwise loadRead's error stands.
 func loadStored(w io.Writer, path string, confs []string) (*spec.Pipeline, error) {
 	p, err := loadRead(path, confs)
