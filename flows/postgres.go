@@ -110,7 +110,7 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return m, fmt.Errorf("dataset %s: connecting to PostgreSQL: %w%s", d.Name, err, pgConnectHint(err))
+		return m, fmt.Errorf("dataset %s: connecting to PostgreSQL: %w%s", d.Name, pgAttempts(err), pgConnectHint(err))
 	}
 	defer conn.Close(context.Background())
 	if err := pgServerVersion(conn.PgConn().ParameterStatus("server_version")); err != nil {
@@ -186,7 +186,7 @@ func ReadPostgres(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 	rcfg.RuntimeParams["replication"] = "database"
 	repl, err := pgconn.ConnectConfig(ctx, rcfg)
 	if err != nil {
-		return m, fmt.Errorf("dataset %s: opening a replication connection: %w%s", d.Name, err, pgReplicationHint(err, rcfg.User))
+		return m, fmt.Errorf("dataset %s: opening a replication connection: %w%s", d.Name, pgAttempts(err), pgReplicationHint(err, rcfg.User))
 	}
 	defer repl.Close(context.Background())
 
@@ -494,6 +494,40 @@ func pgConnectHint(err error) string {
 		return "; the server did not answer in time (connect_timeout in the connection URL, 30s when it sets none): check that it is up and not stopped or overloaded, and the host and port"
 	}
 	return ""
+}
+
+// tlsRefused is the line pgx's connection error gives the TLS attempt of sslmode=prefer (the
+// default) at a server without TLS, before the line of the attempt without it.
+const tlsRefused = "tls error: server refused TLS connection"
+
+// attemptsError is a connection error without the lines of its refused TLS attempts: the text of
+// an error pgx lists attempts in, one a line (host: reason), the wrapped error unchanged.
+type attemptsError struct {
+	text string
+	err  error
+}
+
+func (e *attemptsError) Error() string { return e.text }
+func (e *attemptsError) Unwrap() error { return e.err }
+
+// pgAttempts returns err (from pgx.ConnectConfig or pgconn.ConnectConfig) without the lines that
+// say a TLS attempt was refused when a line of another attempt follows them: with sslmode unset,
+// every failure at a server without TLS otherwise starts with that line, which is not the cause
+// (the run summary shows the first line after the colon). An error without such a line is
+// returned as it is.
+func pgAttempts(err error) error {
+	lines := strings.Split(err.Error(), "\n")
+	kept := lines[:0:0]
+	for i, l := range lines {
+		if strings.HasSuffix(l, tlsRefused) && i+1 < len(lines) && !strings.HasSuffix(lines[i+1], tlsRefused) {
+			continue
+		}
+		kept = append(kept, l)
+	}
+	if len(kept) == len(lines) {
+		return err
+	}
+	return &attemptsError{text: strings.Join(kept, "\n"), err: err}
 }
 
 // pgTimeout reports whether err is a network timeout.

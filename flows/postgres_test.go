@@ -211,6 +211,24 @@ func TestPGConnectHint(t *testing.T) {
 	if h := pgConnectHint(err); !strings.Contains(h, "let the role log in (ALTER ROLE ... LOGIN)") {
 		t.Errorf("role without LOGIN: hint %q for %v", h, err)
 	}
+	// Without sslmode in the URL, pgx tries TLS first and lists that attempt's refusal before the
+	// attempt that tells the cause; pgAttempts drops the refusal and keeps the error's type.
+	err = connect(strings.Replace(strings.Replace(srv.URL, "postgres://postgres@", "postgres://nosuchrole@", 1), "sslmode=disable", "application_name=t", 1))
+	if !strings.Contains(err.Error(), tlsRefused) {
+		t.Fatalf("pgx's error %q has no line of a refused TLS attempt: the case pgAttempts is for did not arise", err)
+	}
+	got := pgAttempts(err)
+	if msg := got.Error(); strings.Contains(msg, "tls error") || !strings.Contains(msg, `role "nosuchrole" does not exist`) {
+		t.Errorf("pgAttempts: %q, want the role's error without the TLS attempt", msg)
+	}
+	if h := pgConnectHint(got); !strings.Contains(h, "correct the user in the source's connection, or create the role") {
+		t.Errorf("missing role, TLS attempt dropped: hint %q for %v", h, got)
+	}
+	// sslmode=require: the refusal is the only attempt, and stays.
+	only := errors.New("failed to connect to `user=a database=b`:\n\t127.0.0.1:5432 (127.0.0.1): " + tlsRefused)
+	if got := pgAttempts(only); got != only {
+		t.Errorf("pgAttempts of a refusal alone: %q, want it unchanged", got)
+	}
 	hba := &pgconn.PgError{Code: "28000", Message: `no pg_hba.conf entry for host "10.0.0.9", user "cdc", database "shop", no encryption`}
 	if h := pgConnectHint(fmt.Errorf("x: %w", hba)); !strings.Contains(h, "pg_hba.conf does not let this user connect from here: add a line for it naming the database") {
 		t.Errorf("pg_hba.conf refusal: hint %q", h)
