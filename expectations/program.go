@@ -136,7 +136,7 @@ func (n *logicNode) eval(p *Program, row []any) (truth, error) {
 	out, err := p.vm.Run(n.prog, p.env)
 	if err != nil {
 		for _, i := range n.reads {
-			if row[i] == nil {
+			if hasNull(row[i]) {
 				return tUnknown, nil
 			}
 		}
@@ -404,6 +404,52 @@ func nonNull(args ...any) (any, error) {
 	return args[0], nil
 }
 
+// hasNull says whether v is NULL or holds a NULL: a field of a STRUCT, an element of an ARRAY,
+// a value of a MAP, at any depth. An expression that fails on such a value failed on a NULL
+// (`addr.geo.lat > 1.5` where addr.geo is NULL), which SQL's three-valued logic reads as NULL.
+func hasNull(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case []any:
+		for _, e := range x {
+			if hasNull(e) {
+				return true
+			}
+		}
+	case schema.Map:
+		for _, e := range x {
+			if hasNull(e.Value) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// nullFields makes a field of a STRUCT (`addr.zip`, `.x` of an array's element) and a key of a
+// MAP (`attrs["color"]`) nil when the value they are taken from is nil, as `?.` does: Spark's
+// GetStructField and element_at of a NULL struct or map are NULL, so that `addr.zip == nil` holds
+// when addr is NULL (SQL's `addr.zip IS NULL`) and `addr.geo.lat > 1.5` is not true, where expr
+// would fail the row with "cannot fetch zip from <nil>". Each such member is wrapped in a chain of
+// its own, which turns the nil it meets into the member's value.
+type nullFields struct{}
+
+// Visit makes the member at node optional (see nullFields).
+func (nullFields) Visit(node *ast.Node) {
+	m, ok := (*node).(*ast.MemberNode)
+	if !ok || m.Optional {
+		return
+	}
+	if _, ok := m.Property.(*ast.StringNode); !ok {
+		return // an array's index: out of range stays an error
+	}
+	m.Optional = true
+	chain := &ast.ChainNode{Node: m}
+	chain.SetType(m.Type())
+	*node = chain
+}
+
 // nullOperands wraps in nonNull the columns (or fields of columns) that are operands of `in`,
 // `matches`, `startsWith`, `endsWith` and `contains`, and a BOOLEAN column compared with `==` or
 // `!=` to anything but nil, where expr would give false (or true) for a nil: Spark's `x IN
@@ -422,7 +468,7 @@ func (v nullOperands) Visit(node *ast.Node) {
 	}
 	wrap := func(n *ast.Node) {
 		switch (*n).(type) {
-		case *ast.IdentifierNode, *ast.MemberNode:
+		case *ast.IdentifierNode, *ast.MemberNode, *ast.ChainNode:
 			*n = &ast.CallNode{Callee: &ast.IdentifierNode{Value: nonNullName}, Arguments: []ast.Node{*n}}
 		}
 	}
@@ -478,6 +524,7 @@ func plainOptions(s schema.Schema) []expr.Option {
 			new(func(float64, int) float64), new(func(float64, float64) float64)),
 		expr.Operator("/", divideName),
 		expr.Function(nonNullName, nonNull),
+		expr.Patch(nullFields{}),
 		expr.Patch(nullOperands{s}),
 	}
 }
@@ -706,7 +753,7 @@ func (p *Program) Eval(row []any) (bool, error) {
 	if err != nil {
 		nullRead := false
 		for _, i := range p.reads {
-			if row[i] == nil {
+			if hasNull(row[i]) {
 				nullRead = true
 			}
 		}

@@ -373,7 +373,7 @@ datasets:
 }
 
 // TestApplyChangesDeleteExpressionErrors: an apply_as_deletes expression that cannot be evaluated
-// on an event's values (a conversion of text that is no number, a field of a nested NULL) takes
+// on an event's values (a conversion of text that is no number) takes
 // the event as an upsert, as before, and says so in a WARN naming the expression, how many
 // events and the first one's file and line (it was once silent). A NULL input makes the
 // expression false, with no WARN.
