@@ -155,6 +155,26 @@ func (w *Watcher) addLinkTarget(link string) {
 	}
 }
 
+// forget stops watching the folder at path p and the folders below it, which were removed or
+// renamed (the kernel drops its watch of a removed folder; a renamed one would report its files
+// under the old path), so that a folder created again at p, or below it, is watched again when it
+// appears: Add skips the folders it knows. When p was watched, it is watched through its nearest
+// existing parent until then, as a folder missing from the start is.
+func (w *Watcher) forget(p string) {
+	w.mu.Lock()
+	known := w.dirs[p]
+	for d := range w.dirs {
+		if within(d, p) {
+			delete(w.dirs, d)
+			_ = w.w.Remove(d) // already gone with a removed folder
+		}
+	}
+	w.mu.Unlock()
+	if known {
+		w.Add(p)
+	}
+}
+
 // within says whether path p is folder dir or lies below it (both clean and absolute).
 func within(p, dir string) bool {
 	sep := string(filepath.Separator)
@@ -182,6 +202,9 @@ func (w *Watcher) loop() {
 				if fi, err := os.Stat(ev.Name); err == nil && fi.IsDir() {
 					w.Add(ev.Name)
 				}
+			}
+			if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+				w.forget(ev.Name)
 			}
 			select {
 			case w.events <- Event{Path: ev.Name, Op: ev.Op.String()}:

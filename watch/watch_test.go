@@ -147,3 +147,57 @@ func TestWatcherDanglingLink(t *testing.T) {
 	}
 	wait(t, w, target)
 }
+
+// TestWatcherFolderRecreated: a watched folder (and a sub-folder) removed and created again is
+// watched again: a file written into it afterwards gives an event. (The watch of a removed folder
+// goes with it; a folder the watcher still took for watched was once never added again.)
+func TestWatcherFolderRecreated(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	landing := filepath.Join(dir, "landing")
+	sub := filepath.Join(landing, "sub")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w, err := New(landing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for _, c := range []struct{ remove, file string }{
+		{sub, filepath.Join(sub, "1.json")},         // a sub-folder: its parent stays watched
+		{landing, filepath.Join(landing, "2.json")}, // the watched folder itself
+		{landing, filepath.Join(sub, "3.json")},     // and a folder below it, created with it
+	} {
+		if err := os.RemoveAll(c.remove); err != nil {
+			t.Fatal(err)
+		}
+		wait(t, w, c.remove)
+		time.Sleep(50 * time.Millisecond) // let the removal be handled before the folder is back
+		if err := os.MkdirAll(filepath.Dir(c.file), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+	written:
+		for {
+			if err := os.WriteFile(c.file, []byte("{}\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			timeout := time.After(200 * time.Millisecond)
+			for {
+				select {
+				case ev := <-w.Events:
+					if ev.Path == c.file {
+						break written
+					}
+					continue
+				case <-timeout:
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no event for %s after %s was removed and created again", c.file, c.remove)
+			}
+		}
+	}
+}
