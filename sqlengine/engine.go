@@ -779,7 +779,7 @@ func convert(v any, t schema.Type) (any, error) {
 			return x, nil
 		case uint64:
 			if x > math.MaxInt64 {
-				return nil, errOverflow
+				return nil, fmt.Errorf("%w: %d does not fit in BIGINT (an unsigned value above %d); CAST it to DECIMAL(20,0) or DOUBLE in the query", errOverflow, x, int64(math.MaxInt64))
 			}
 			return int64(x), nil
 		case uint32:

@@ -310,6 +310,9 @@ func TestDecimalOverflow(t *testing.T) {
 			"sqlengine: result column x: value out of range: -9223372036854775808 has more than the 18 digits of DECIMAL(18,0), the widest DECIMAL of a query that reads no DECIMAL column of more than 18 digits; CAST it to DOUBLE; or, to keep every digit, declare the input's column DECIMAL(38,0) (a query over such a column keeps up to 38 digits)"},
 		{"SELECT CAST(-922337203685477580.8 AS DECIMAL(38,1)) AS x",
 			"sqlengine: result column x: value out of range: -922337203685477580.8 has more than the 18 digits of DECIMAL(18,1), the widest DECIMAL of a query that reads no DECIMAL column of more than 18 digits; CAST it to DOUBLE, or round it to fewer fraction digits: CAST(... AS DECIMAL(18,0)); or, to keep every digit, declare the input's column DECIMAL(38,1) (a query over such a column keeps up to 38 digits)"},
+		// A UBIGINT above BIGINT's range (Spark has no unsigned types): the hint names the CAST.
+		{"SELECT CAST(18446744073709551615 AS UBIGINT) AS ub",
+			"sqlengine: result column ub: value out of range: 18446744073709551615 does not fit in BIGINT (an unsigned value above 9223372036854775807); CAST it to DECIMAL(20,0) or DOUBLE in the query"},
 	} {
 		_, _, err := e.Query(context.Background(), c.sql, nil)
 		if err == nil || err.Error() != c.want {

@@ -39,6 +39,9 @@ func Retryable(err error) bool {
 		// DuckDB's errors of the query's text: a column, table or function it names does not
 		// exist, or a type does not fit (sqlengine passes their kind on).
 		"sqlengine: Binder Error", "sqlengine: Parser Error", "sqlengine: Catalog Error",
+		// A result column of a type no dataset stores, or a value its column cannot hold: the
+		// same query gives them again.
+		"cannot be stored in a dataset", "value out of range",
 	} {
 		if strings.Contains(msg, permanent) {
 			return false

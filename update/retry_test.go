@@ -203,6 +203,8 @@ func TestRetryable(t *testing.T) {
 		{errors.New("dataset d: sqlengine: Binder Error: Referenced column \"nosuch\" not found in FROM clause!"), false},
 		{errors.New("dataset d: sqlengine: Catalog Error: Scalar Function with name nosuch does not exist!"), false},
 		{errors.New("dataset d: sqlengine: IO Error: Cannot open file \"x.csv\": Too many open files"), true},
+		{errors.New("dataset q: result column t: type TIME cannot be stored in a dataset yet; CAST it to BIGINT, INT, DOUBLE, DECIMAL(p,s), STRING, BOOLEAN, DATE, TIMESTAMP, or a LIST, MAP or STRUCT of those"), false},
+		{errors.New("dataset q: result column ub: value out of range: 18446744073709551615 does not fit in BIGINT"), false},
 		{errors.New("2 change event(s) have a NULL in the key column id (first at f:1); nothing of this batch was applied"), false},
 		{errors.New("f:3: bad line (mode: failfast; fix the line or use mode: permissive)"), false},
 	} {
