@@ -50,6 +50,7 @@ func newEventsCmd() *cobra.Command {
 				return failure(errors.New(empty))
 			}
 			noteOtherPipelines(cmd.ErrOrStderr(), p, evs)
+			own := ownEvents(cmd.ErrOrStderr(), p, evs, updateID)
 			// --update latest is this pipeline's latest update (specs that share a storage share
 			// its event log). Followed, it is the latest as updates start: each new update of the
 			// pipeline takes the place of the one before.
@@ -78,7 +79,7 @@ func newEventsCmd() *cobra.Command {
 				if latest && updateID == "" {
 					return false // following: no update of this pipeline has started yet
 				}
-				return (updateID == "" || e.Origin.UpdateID == updateID) && (typ == "" || e.EventType == typ) && (level == "" || e.Level == level)
+				return own(e) && (updateID == "" || e.Origin.UpdateID == updateID) && (typ == "" || e.EventType == typ) && (level == "" || e.Level == level)
 			}
 			var rows [][]any
 			for _, e := range evs {
@@ -316,6 +317,41 @@ func writeEventTable(cmd *cobra.Command, _ []eventlog.Event, rows [][]any) error
 		out[i] = eventTableRow(r)
 	}
 	return writeRows(cmd.OutOrStdout(), "table", eventTable, out)
+}
+
+// ownEvents returns which events of the log evs the events command prints for p: when the log
+// holds updates of p's name and of other pipelines (specs sharing the storage), p's events and
+// those of no pipeline, with a note on w naming the others and how many of their events are left
+// out; else every event (a log of other pipelines alone is noteOtherPipelines's case). An update
+// given by id (not "latest") is printed whatever pipeline it is of.
+func ownEvents(w io.Writer, p *spec.Pipeline, evs []eventlog.Event, updateID string) func(eventlog.Event) bool {
+	all := func(eventlog.Event) bool { return true }
+	if updateID != "" && updateID != "latest" {
+		return all
+	}
+	mine := false
+	var others []string
+	left := 0
+	for _, e := range evs {
+		switch n := e.Origin.PipelineName; {
+		case n == p.Name:
+			mine = true
+		case n != "":
+			left++
+			if !slices.Contains(others, n) {
+				others = append(others, n)
+			}
+		}
+	}
+	if !mine || len(others) == 0 {
+		return all
+	}
+	slices.Sort(others)
+	fmt.Fprintf(w, "pipeline: note: the storage %s is shared with pipeline %s: %d event(s) of their updates are left out (`pipeline events` with their spec, or --update ID, shows them)\n",
+		p.Storage, strings.Join(others, ", "), left)
+	return func(e eventlog.Event) bool {
+		return e.Origin.PipelineName == p.Name || e.Origin.PipelineName == ""
+	}
 }
 
 // noteOtherPipelines tells w when the event log evs holds updates of pipelines other than p's

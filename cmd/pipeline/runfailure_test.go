@@ -82,6 +82,23 @@ func TestEventsLatestOfSharedStorage(t *testing.T) {
 		t.Errorf("events --update latest of second before its run: exit %d\n%s", r.code, r.stderr)
 	}
 	mustRun(t, "run", specs["second"])
+	// Without --update, each spec's events are its own pipeline's, with a note naming the other.
+	for name, spec := range specs {
+		r := pipeline(t, nil, "events", spec, "--format", "jsonl")
+		other := map[string]string{"first": "second", "second": "first"}[name]
+		if r.code != 0 || !strings.Contains(r.stderr, "is shared with pipeline "+other+": ") {
+			t.Errorf("events of %s: exit %d, stderr %q; want a note naming %s", name, r.code, r.stderr, other)
+		}
+		evs := readJSONL(t, r.stdout)
+		if len(evs) == 0 {
+			t.Fatalf("events of %s: none", name)
+		}
+		for _, e := range evs {
+			if o, _ := e["origin"].(map[string]any); o["pipeline_name"] != name {
+				t.Fatalf("events of %s shows an event of pipeline %v: %v", name, o["pipeline_name"], e)
+			}
+		}
+	}
 	for name, spec := range specs {
 		evs := readJSONL(t, mustRun(t, "events", spec, "--update", "latest", "--format", "jsonl"))
 		// The short id the messages print names the same update.
