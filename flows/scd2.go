@@ -195,6 +195,9 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	var wg sync.WaitGroup
 	for w, r := range ranges {
 		kw := &keyWorker{mode: mode, g: g, order: order, live: live, kvs: kvs, nowMs: nowMs, oldTrunc: oldTrunc, trunc: trunc, newTrunc: newTrunc}
+		if b.ctx != nil {
+			kw.stop = b.ctx.Done()
+		}
 		kw.state = *state
 		kw.state.dec = nil // each worker decodes into memory of its own
 		kw.slab = rowSlab{width: len(tgtSch.Fields), vals: newValueSlab()}
@@ -218,6 +221,16 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		}()
 	}
 	wg.Wait()
+	if b.ctx != nil && b.ctx.Err() != nil {
+		// Stopped while folding: the workers left their ranges unfinished, and nothing is
+		// written or committed (the next batch folds from the last commit's state).
+		for _, kw := range workers {
+			if kw != nil && kw.panicked != nil {
+				panic(kw.panicked)
+			}
+		}
+		return m, b.ctx.Err()
+	}
 	var ties tieCount
 	var changedList []string
 	byFile := map[string]bool{}
@@ -644,6 +657,9 @@ type keyWorker struct {
 	ups, dels   int64
 	sink        int64
 	panicked    any // what a fold on a goroutine of its own panicked with, and where
+	// stop, when closed (the update's stop), ends the fold of the range before its end: the
+	// batch then commits nothing (applyHistory).
+	stop <-chan struct{}
 
 	rowLists       [][]any // backing of the keys' row lists, carved like the rows
 	oldBuf, curBuf []version
@@ -736,6 +752,9 @@ func (w *keyWorker) changed(i int, k string, hk *histKey, rows [][]any, keep row
 	}
 }
 
+// stopEvery is how many keys a keyWorker folds between two looks at its stop.
+const stopEvery = 1024
+
 // run folds the keys at positions [from, to). A panic is kept in w.panicked with the stack it
 // was raised on, for applyHistory to raise again on its own goroutine (whose stack would not
 // show where it came from).
@@ -747,6 +766,13 @@ func (w *keyWorker) run(from, to int) {
 	}()
 	g, mode := w.g, w.mode
 	for i := from; i < to; i++ {
+		if (i-from)%stopEvery == 0 && w.stop != nil {
+			select {
+			case <-w.stop:
+				return
+			default:
+			}
+		}
 		if (i-from)%touchAhead == 0 {
 			for j := i; j < min(i+touchAhead, to, g.nBatch); j++ {
 				w.sink += touchEvents(g.events(j))

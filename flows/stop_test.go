@@ -100,3 +100,24 @@ func TestApplyChangesStoppedCommitsNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyWorkerStops: a key worker whose stop is closed (the update's stop signal) folds no
+// further key: the stop is looked at before the first key of its range and every stopEvery keys
+// after, so that a second signal stops an SCD type 2 fold of millions of keys at once rather than
+// after it (the batch then commits nothing: TestApplyChangesStoppedCommitsNothing). The worker
+// here has no groups at all: folding a key would panic, which run keeps in panicked.
+func TestKeyWorkerStops(t *testing.T) {
+	t.Parallel()
+	stop := make(chan struct{})
+	close(stop)
+	w := &keyWorker{stop: stop}
+	w.run(0, 3*stopEvery)
+	if w.panicked != nil || len(w.changedList) != 0 {
+		t.Fatalf("a stopped worker folded: panicked %v, changed %v", w.panicked, w.changedList)
+	}
+	w = &keyWorker{}
+	w.run(0, 1)
+	if w.panicked == nil {
+		t.Fatal("a worker without groups folded a key without panicking: this test cannot tell a stopped worker from one that folds")
+	}
+}
