@@ -468,7 +468,14 @@ func (inf *inferrer) json(src *spec.Source, in io.Reader) error {
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.UseNumber()
 		var obj map[string]any
-		if dec.Decode(&obj) != nil || moreText(string(raw), dec) {
+		if err := dec.Decode(&obj); err != nil {
+			// A non-numeric number token (NaN, Infinity) is a DOUBLE, as Spark's JsonInferSchema
+			// infers Jackson's VALUE_NUMBER_FLOAT of NumberType DOUBLE.
+			v, _ := decodeJSONText(string(raw))
+			if obj, _ = v.(map[string]any); obj == nil {
+				return // not an object: a malformed record when read
+			}
+		} else if moreText(string(raw), dec) {
 			return // not an object: a malformed record when read
 		}
 		names := make([]string, 0, len(obj))

@@ -409,7 +409,11 @@ func crBodyText(line string, ended bool) string {
 // byte-order mark before the value) is not.
 func cutJSON(line string) bool {
 	var v json.RawMessage
-	return json.NewDecoder(strings.NewReader(line)).Decode(&v) == io.ErrUnexpectedEOF
+	err := json.NewDecoder(strings.NewReader(line)).Decode(&v)
+	if _, syntax := err.(*json.SyntaxError); syntax && strings.ContainsAny(line, "NI+-") {
+		return cutLoose(line) // it may hold a non-numeric number token (NaN, Infinity)
+	}
+	return err == io.ErrUnexpectedEOF
 }
 
 // blank reports whether line is empty or white space only (Unicode's, as bytes.TrimSpace has it).

@@ -262,7 +262,12 @@ func arrayElements(line string) ([]json.RawMessage, bool) {
 // decodeArray is arrayElements for a line that starts with '['.
 func decodeArray(line string) (elems []json.RawMessage, ok bool) {
 	dec := json.NewDecoder(strings.NewReader(line))
-	if err := dec.Decode(&elems); err != nil || moreText(line, dec) {
+	if err := dec.Decode(&elems); err != nil {
+		// Its elements may hold a non-numeric number token (NaN, Infinity).
+		if elems, ok = looseArray(line); !ok {
+			return nil, false
+		}
+	} else if moreText(line, dec) {
 		return nil, false
 	}
 	for _, e := range elems {
@@ -293,7 +298,12 @@ func (r *lineReader) parseDecoded(line []byte, lineNo int64, row []any) (ok bool
 	if at := invalidUTF8(line); at >= 0 {
 		reason = notUTF8Reason(line[at], utf8.RuneCount(line[:at])+1)
 	} else if err := dec.Decode(&v); err != nil {
-		reason = "the line is not valid JSON (" + err.Error() + ")"
+		// A line with a non-numeric number token (NaN, Infinity), which Spark's JSON reader takes
+		// and encoding/json refuses, is decoded the slow way.
+		var ok bool
+		if v, ok = decodeJSONText(string(line)); !ok {
+			reason = "the line is not valid JSON (" + err.Error() + ")"
+		}
 	} else if moreText(string(line), dec) {
 		reason = "the line has more text after its JSON value"
 	}
@@ -336,6 +346,8 @@ func (r *lineReader) parseDecoded(line []byte, lineNo int64, row []any) (ok bool
 				}
 				if text, ok := schema.JSONValueText(string(raws[name])); ok {
 					val = text
+				} else if text, ok := looseValueText(looseRawFields(string(line))[name]); ok {
+					val = text // it holds a non-numeric number token (NaN, Infinity)
 				}
 			}
 		}
@@ -411,7 +423,11 @@ func notUTF8Reason(b byte, col int) string {
 
 func (r *lineReader) rescue(m map[string]any) string {
 	m["_file_path"] = r.filePath
-	b, _ := json.Marshal(m)
+	b, err := json.Marshal(m)
+	if err != nil {
+		// A non-numeric number token (NaN, Infinity), which encoding/json does not write as a number.
+		b, _ = json.Marshal(quoteNonNumeric(m))
+	}
 	return string(b)
 }
 
@@ -428,7 +444,7 @@ type crPiece struct {
 // after it come that many lines later); nil and 0 otherwise. A "\r" inside a valid line is white
 // space between its tokens and splits nothing.
 func crLines(line string) (out []crPiece, ends int64) {
-	if strings.IndexByte(line, '\r') < 0 || json.Valid([]byte(line)) {
+	if strings.IndexByte(line, '\r') < 0 || json.Valid([]byte(line)) || validLoose(line) {
 		return nil, 0
 	}
 	var off int64

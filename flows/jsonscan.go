@@ -157,10 +157,12 @@ func scanValue(t *schema.Type, s string, i int, slab *boxSlab) (end int, v, deco
 	case c == '-' || c >= '0' && c <= '9':
 		end, isInt := scanNumber(s, i)
 		if end < 0 {
-			return -1, nil, nil, nil
+			return nonNumericScan(t, s, i, slab) // -Infinity, -INF
 		}
 		v, err = numberValue(t, s[i:end], isInt, slab)
 		return end, v, nil, err
+	case c == 'N' || c == 'I' || c == '+':
+		return nonNumericScan(t, s, i, slab)
 	case c == 't' || c == 'f':
 		b := c == 't'
 		lit := "false"
@@ -186,12 +188,22 @@ func scanValue(t *schema.Type, s string, i int, slab *boxSlab) (end int, v, deco
 		dec := json.NewDecoder(strings.NewReader(s[i:end]))
 		dec.UseNumber()
 		var x any
+		loose := false
 		if dec.Decode(&x) != nil {
-			return -1, nil, nil, nil // not expected once skipValue accepted it; parseDecoded says why
+			// A non-numeric number token inside (NaN, Infinity), which encoding/json refuses.
+			var ok bool
+			if x, ok = decodeJSONText(s[i:end]); !ok {
+				return -1, nil, nil, nil // not expected once skipValue accepted it; parseDecoded says why
+			}
+			loose = true
 		}
 		if t.Kind == schema.String && !t.IsBinary() {
 			// The value's own text, its members in their order (a map would sort them).
-			if text, ok := schema.JSONValueText(s[i:end]); ok {
+			valueText := schema.JSONValueText
+			if loose {
+				valueText = looseValueText
+			}
+			if text, ok := valueText(s[i:end]); ok {
 				return end, text, x, nil
 			}
 		}
@@ -199,6 +211,16 @@ func scanValue(t *schema.Type, s string, i int, slab *boxSlab) (end int, v, deco
 		return end, v, x, err
 	}
 	return -1, nil, nil, nil
+}
+
+// nonNumericScan is scanValue for a value at s[i:] that is no JSON number: a non-numeric number
+// token (nonNumericTokens) converted by nonNumericValue, or end -1 when there is none.
+func nonNumericScan(t *schema.Type, s string, i int, slab *boxSlab) (end int, v, decoded any, err error) {
+	if end = nonNumericEnd(s, i); end < 0 {
+		return -1, nil, nil, nil
+	}
+	v, err = nonNumericValue(t, s[i:end], slab)
+	return end, v, nil, err
 }
 
 // textValue converts a JSON string, already unquoted, to type t as schema.FromJSONReader does.
@@ -565,8 +587,12 @@ func skipValue(s string, i, depth int) int {
 	case c == '"':
 		return skipString(s, i)
 	case c == '-' || c >= '0' && c <= '9':
-		end, _ := scanNumber(s, i)
-		return end
+		if end, _ := scanNumber(s, i); end >= 0 {
+			return end
+		}
+		return nonNumericEnd(s, i) // -Infinity, -INF
+	case c == 'N' || c == 'I' || c == '+':
+		return nonNumericEnd(s, i)
 	case c == 't':
 		return literalEnd(s, i, "true")
 	case c == 'f':

@@ -338,6 +338,15 @@ func fromJSON(t Type, v any, reader bool) (any, error) {
 	if v == nil {
 		return nil, nil
 	}
+	if x, ok := v.(json.Number); ok && (t.Kind == Long || t.Kind == Integer || t.Kind == DecimalKind || t.Kind == TimestampKind) {
+		if _, nonNumeric := nonNumericNumber(string(x)); nonNumeric {
+			// A token NaN, Infinity, +Infinity, -Infinity, +INF or -INF, which Spark's JSON reader
+			// (Jackson's ALLOW_NON_NUMERIC_NUMBERS) reads as a floating-point number: its
+			// JacksonParser fills a DOUBLE, FLOAT or STRING column with it, and refuses it for
+			// the integer types and TIMESTAMP (VALUE_NUMBER_INT only) and DECIMAL (getDecimalValue).
+			return nil, fmt.Errorf("%s is not a number for %s: Spark's JSON reader reads NaN, Infinity, +Infinity, -Infinity, +INF and -INF into DOUBLE and FLOAT columns only (a STRING column keeps the text)", x, t.DDL())
+		}
+	}
 	if x, ok := v.(string); ok && reader {
 		switch t.Kind {
 		case Long, Integer, Boolean:
