@@ -445,9 +445,7 @@ func (nullFields) Visit(node *ast.Node) {
 		return // an array's index: out of range stays an error
 	}
 	m.Optional = true
-	chain := &ast.ChainNode{Node: m}
-	chain.SetType(m.Type())
-	*node = chain
+	*node = &ast.ChainNode{Node: m} // typed by the check that follows the patches
 }
 
 // nullOperands wraps in nonNull the columns (or fields of columns) that are operands of `in`,

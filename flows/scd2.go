@@ -221,14 +221,14 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		}()
 	}
 	wg.Wait()
+	for _, kw := range workers {
+		if kw.panicked != nil {
+			panic(kw.panicked)
+		}
+	}
 	if b.ctx != nil && b.ctx.Err() != nil {
 		// Stopped while folding: the workers left their ranges unfinished, and nothing is
 		// written or committed (the next batch folds from the last commit's state).
-		for _, kw := range workers {
-			if kw != nil && kw.panicked != nil {
-				panic(kw.panicked)
-			}
-		}
 		return m, b.ctx.Err()
 	}
 	var ties tieCount
@@ -238,9 +238,6 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	var cdcTypes []string
 	var inserted [][][]any
 	for _, kw := range workers {
-		if kw.panicked != nil {
-			panic(kw.panicked)
-		}
 		if cdcRows == nil {
 			cdcRows, cdcTypes, changedList = kw.cdcRows, kw.cdcTypes, kw.changedList
 		} else {
