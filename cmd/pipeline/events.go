@@ -49,7 +49,6 @@ func newEventsCmd() *cobra.Command {
 			if len(evs) == 0 && !follow {
 				return failure(errors.New(empty))
 			}
-			noteOtherPipelines(cmd.ErrOrStderr(), p, evs)
 			own := ownEvents(cmd.ErrOrStderr(), p, evs, updateID)
 			// --update latest is this pipeline's latest update (specs that share a storage share
 			// its event log). Followed, it is the latest as updates start: each new update of the
@@ -319,16 +318,14 @@ func writeEventTable(cmd *cobra.Command, _ []eventlog.Event, rows [][]any) error
 	return writeRows(cmd.OutOrStdout(), "table", eventTable, out)
 }
 
-// ownEvents returns which events of the log evs the events command prints for p: when the log
-// holds updates of p's name and of other pipelines (specs sharing the storage), p's events and
-// those of no pipeline, with a note on w naming the others and how many of their events are left
-// out; else every event (a log of other pipelines alone is noteOtherPipelines's case). An update
-// given by id (not "latest") is printed whatever pipeline it is of.
+// ownEvents returns which events of the log evs the events command prints for p, and tells w
+// when the log holds updates of pipelines other than p's name (specs sharing the storage, or p
+// renamed): with p's updates too, it keeps p's events and those of no pipeline, and the note names
+// the others and how many of their events are left out; with none of p's, it keeps every event,
+// and the note says whose they are (`--update latest` finds none of p's). An update given by id
+// (not "latest") is printed whatever pipeline it is of.
 func ownEvents(w io.Writer, p *spec.Pipeline, evs []eventlog.Event, updateID string) func(eventlog.Event) bool {
 	all := func(eventlog.Event) bool { return true }
-	if updateID != "" && updateID != "latest" {
-		return all
-	}
 	mine := false
 	var others []string
 	left := 0
@@ -343,35 +340,22 @@ func ownEvents(w io.Writer, p *spec.Pipeline, evs []eventlog.Event, updateID str
 			}
 		}
 	}
-	if !mine || len(others) == 0 {
+	if len(others) == 0 {
 		return all
 	}
 	slices.Sort(others)
+	names := strings.Join(others, ", ")
+	if !mine {
+		fmt.Fprintf(w, "pipeline: note: the event log in the storage %s holds the updates of pipeline %s and none of pipeline %s, which this spec names: what follows are %s's events\n",
+			p.Storage, names, p.Name, names)
+		return all
+	}
+	if updateID != "" && updateID != "latest" {
+		return all
+	}
 	fmt.Fprintf(w, "pipeline: note: the storage %s is shared with pipeline %s: %d event(s) of their updates are left out (`pipeline events` with their spec, or --update ID, shows them)\n",
-		p.Storage, strings.Join(others, ", "), left)
+		p.Storage, names, left)
 	return func(e eventlog.Event) bool {
 		return e.Origin.PipelineName == p.Name || e.Origin.PipelineName == ""
 	}
-}
-
-// noteOtherPipelines tells w when the event log evs holds updates of pipelines other than p's
-// name and none of p's: a spec renamed, or another spec given the same storage. The events are
-// printed all the same (`--update latest` finds none of p's).
-func noteOtherPipelines(w io.Writer, p *spec.Pipeline, evs []eventlog.Event) {
-	var others []string
-	for _, e := range evs {
-		n := e.Origin.PipelineName
-		if n == p.Name {
-			return
-		}
-		if n != "" && !slices.Contains(others, n) {
-			others = append(others, n)
-		}
-	}
-	if len(others) == 0 {
-		return
-	}
-	slices.Sort(others)
-	fmt.Fprintf(w, "pipeline: note: the event log in the storage %s holds the updates of pipeline %s and none of pipeline %s, which this spec names: what follows are %s's events\n",
-		p.Storage, strings.Join(others, ", "), p.Name, strings.Join(others, ", "))
 }
