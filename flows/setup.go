@@ -113,8 +113,10 @@ func Reset(p *spec.Pipeline, d *spec.Dataset) error {
 // Setup creates the dataset's Delta table when it does not exist yet (version 0: protocol,
 // metadata with the dataset's schema and table properties, change data feed on), and checks that
 // an existing table still has the schema the spec declares (an error wrapping ErrSchemaChanged).
-// A source whose schema is inferred gets it first (the table's, or inferred from its files), and
-// a dataset with quarantine expectations gets its quarantine table. A query dataset's table is
+// A source whose schema is inferred gets it first (the table's, or inferred from its files), an
+// APPLY CHANGES target of one gets its columns from it then (spec.Dataset.ResolveSchema: a
+// spec.Errors when the flow does not fit them), and a dataset with quarantine expectations gets
+// its quarantine table. A query dataset's table is
 // created by its first commit, when the query's columns are known (setupQuery).
 func Setup(p *spec.Pipeline, d *spec.Dataset) error {
 	if d.FileView() {
@@ -124,6 +126,11 @@ func Setup(p *spec.Pipeline, d *spec.Dataset) error {
 		return setupQuery(p, d)
 	}
 	if err := resolveInferred(p, d); err != nil {
+		return err
+	}
+	// An APPLY CHANGES target of a source whose schema is inferred is checked against the
+	// source's columns now that its set-up, before this one, has inferred them.
+	if err := d.ResolveSchema(); err != nil {
 		return err
 	}
 	if err := setupQuarantine(p, d); err != nil {
@@ -158,6 +165,10 @@ func Setup(p *spec.Pipeline, d *spec.Dataset) error {
 			gives := "the spec now gives"
 			if d.Source != nil && d.Source.Format == spec.FormatDelta {
 				gives = "its source table " + d.Source.Path + " now has"
+			}
+			if d.SchemaAtRun() {
+				// The columns of a source whose schema is inferred evolve with its files.
+				gives = "the columns inferred for its source " + d.ApplyChanges.Source + " now give"
 			}
 			return fmt.Errorf("dataset %s: %w (%s): the table has (%s) but %s (%s)",
 				d.Name, ErrSchemaChanged, schemaDiff(snap.Metadata.Schema, d.Schema), snap.Metadata.Schema.DDL(), gives, d.Schema.DDL())

@@ -1,14 +1,19 @@
 package spec
 
-// inferredReads refuses a dataset that reads a dataset whose schema is inferred: its columns are
-// known only once the source's files are read, and the reader's are checked before that.
+import (
+	"errors"
+	"fmt"
+)
+
+// inferredReads refuses a dataset that reads, as a Delta table or as snapshots, a dataset whose
+// schema is inferred, or an APPLY CHANGES target of one: its columns are known only once the
+// source's files are read, and the reader's are checked before that. An APPLY CHANGES flow
+// reading such a source is checked when the update has inferred them (deferApply).
 func (v *validation) inferredReads(infos []*datasetInfo) {
 	for _, in := range infos {
 		var name string
 		var r ref
 		switch {
-		case in.kind == kindApplyChanges && in.apply != nil:
-			name, r = in.ds.ApplyChanges.Source, in.apply.source
 		case in.kind == kindSnapshot && in.snapshot != nil && in.ds.ApplyChangesFromSnapshot.Source != "":
 			name, r = in.ds.ApplyChangesFromSnapshot.Source, in.snapshot.source
 		case in.kind == kindSource && in.source != nil && in.ds.Source != nil && in.ds.Source.Table != "":
@@ -17,10 +22,51 @@ func (v *validation) inferredReads(infos []*datasetInfo) {
 			continue
 		}
 		src, ok := v.byName[name]
-		if !ok || src.ds.Source == nil || !src.ds.Source.InferSchema || r.node == nil {
+		if !ok || r.node == nil {
 			continue
 		}
-		v.d.addAt(r.node, r.path, "declare `schema:` on dataset "+name,
-			"reading dataset %s, whose schema is inferred, is not supported yet", name)
+		switch {
+		case inferredSource(src):
+			v.d.addAt(r.node, r.path, "declare `schema:` on dataset "+name,
+				"reading dataset %s, whose schema is inferred, is not supported yet", name)
+		case src.kind == kindApplyChanges:
+			// An APPLY CHANGES target of an inferred source: its columns too are known only
+			// when an update runs.
+			if from, ok := v.byName[src.ds.ApplyChanges.Source]; ok && inferredSource(from) {
+				v.d.addAt(r.node, r.path, "declare `schema:` on dataset "+from.ds.Name,
+					"reading dataset %s, whose columns come from dataset %s, whose schema is inferred, is not supported yet", name, from.ds.Name)
+			}
+		}
+	}
+}
+
+// inferredSource reports whether in is a file source whose schema is inferred.
+func inferredSource(in *datasetInfo) bool {
+	return in.kind == kindSource && in.ds.Source != nil && in.ds.Source.InferSchema
+}
+
+// deferApply makes the checks of in's APPLY CHANGES flow against the columns of src, a source
+// whose schema is inferred, wait until an update has inferred them (Dataset.ResolveSchema): they
+// are the checks applyOutput makes, run again then, with the validation's positions. The
+// expectations' syntax is checked now.
+func (v *validation) deferApply(in, src *datasetInfo) {
+	v.expectationSyntax(in)
+	in.ds.resolve = func() error {
+		if len(src.ds.Schema.Fields) == 0 {
+			return fmt.Errorf("dataset %s: its columns come from dataset %s, whose schema is not inferred yet", in.ds.Name, src.ds.Name)
+		}
+		outer := v.d.errs
+		v.d.errs = nil
+		defer func() { v.d.errs = outer }()
+		v.state[src], v.ok[src] = visited, true
+		delete(v.state, in)
+		ok := v.output(in)
+		if len(v.d.errs) > 0 {
+			return sortErrors(v.d.errs)
+		}
+		if !ok {
+			return errors.New("dataset " + in.ds.Name + ": its APPLY CHANGES flow does not fit the columns inferred for dataset " + src.ds.Name)
+		}
+		return nil
 	}
 }

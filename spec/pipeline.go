@@ -87,8 +87,32 @@ type Dataset struct {
 	// RescuedDataColumn (STRING) at the end when set; for ApplyChanges (SCD type 1), the
 	// source's output schema reduced by ColumnList or ExceptColumnList, in the source's column
 	// order, keys always kept; for ApplyChangesFromSnapshot, the snapshot's columns. SCD type 2
-	// targets add __START_AT and __END_AT (StartAt, EndAt).
+	// targets add __START_AT and __END_AT (StartAt, EndAt). An APPLY CHANGES target whose
+	// source infers its schema has none until ResolveSchema fills it (SchemaAtRun).
 	Schema schema.Schema
+
+	// resolve, for an APPLY CHANGES target whose source infers its schema, checks the flow
+	// against the source's columns once they are known and fills Schema (ResolveSchema).
+	resolve func() error
+}
+
+// SchemaAtRun reports whether the dataset's columns are known only when an update runs: it is
+// an APPLY CHANGES target whose source infers its schema (Source.InferSchema), so that its
+// checks against the source's columns wait for them. Its Schema is empty until ResolveSchema
+// fills it.
+func (ds *Dataset) SchemaAtRun() bool { return ds.resolve != nil }
+
+// ResolveSchema, for a dataset whose columns are known only when an update runs (SchemaAtRun),
+// checks its APPLY CHANGES flow against its source's columns as Load checks a flow whose source
+// declares them (keys, sequence_by, column lists, apply_as_deletes, expectations, a declared
+// target `schema:`) and fills Schema. The source's Schema must be filled first (flows.Setup does
+// so in dependency order). The error is Errors, at the positions of the spec the problems are
+// at, when the flow does not fit those columns; it does nothing for other datasets.
+func (ds *Dataset) ResolveSchema() error {
+	if ds.resolve == nil {
+		return nil
+	}
+	return ds.resolve()
 }
 
 // Source is file ingestion in the style of Auto Loader (semantics.md "Ingestion").

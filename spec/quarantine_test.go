@@ -78,15 +78,16 @@ func TestQuarantine(t *testing.T) {
 	}
 }
 
-// TestInferredReads: a dataset cannot read (apply_changes, or `source: {table: ...}`) a dataset
-// whose schema is inferred.
+// TestInferredReads: a dataset cannot read as a table (`source: {table: ...}`) a dataset whose
+// schema is inferred, nor an APPLY CHANGES target of one; an APPLY CHANGES flow can read it
+// (TestApplyChangesFromInferred).
 func TestInferredReads(t *testing.T) {
 	t.Parallel()
-	text := build(map[string]string{"#SCHEMA": "", "#MORE": "  - name: copy\n    source: {table: bronze}"})
+	text := build(map[string]string{"#SCHEMA": "", "#MORE": "  - name: copy\n    source: {table: bronze}\n  - name: copy2\n    source: {table: silver}"})
 	_, err := Parse("p.yaml", []byte(text), nil, nil)
 	for _, w := range []string{
-		"datasets[1].apply_changes.source: reading dataset bronze, whose schema is inferred, is not supported yet",
 		"datasets[2].source.table: reading dataset bronze, whose schema is inferred, is not supported yet",
+		"datasets[3].source.table: reading dataset silver, whose columns come from dataset bronze, whose schema is inferred, is not supported yet (hint: declare `schema:` on dataset bronze)",
 	} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("err = %v\nwant %s", err, w)

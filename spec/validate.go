@@ -315,7 +315,13 @@ func (v *validation) sourceOutput(in *datasetInfo) bool {
 func (v *validation) applyOutput(in *datasetInfo) bool {
 	ac := in.ds.ApplyChanges
 	src, known := v.byName[ac.Source]
-	if !known || !v.output(src) {
+	if !known {
+		return false
+	}
+	if !v.output(src) {
+		if inferredSource(src) {
+			v.deferApply(in, src)
+		}
 		return false
 	}
 	input := src.ds.Schema

@@ -37,7 +37,7 @@ func newValidateCmd() *cobra.Command {
 				return nil
 			}
 			fmt.Fprintf(out, "%s: pipeline %s is valid: %d dataset(s)\n", p.File, p.Name, len(p.Datasets))
-			for _, n := range missingSources(p) {
+			for _, n := range append(missingSources(p), checkedAtRun(p)...) {
 				fmt.Fprintln(out, n)
 			}
 			return nil
@@ -88,6 +88,19 @@ func missingSources(p *spec.Pipeline) []string {
 		}
 		if _, err := os.Stat(src.Path); errors.Is(err, fs.ErrNotExist) {
 			notes = append(notes, fmt.Sprintf("%s: note: dataset %s: source path %s does not exist yet; `pipeline run` fails until it does: create it, or fix source.path (a relative path is resolved against the spec's folder)", src.Pos, d.Name, src.Path))
+		}
+	}
+	return notes
+}
+
+// checkedAtRun returns a note for each APPLY CHANGES target of p whose source infers its schema
+// (spec.Dataset.SchemaAtRun): validate, reading no data, checks its flow against the source's
+// columns only when an update has inferred them.
+func checkedAtRun(p *spec.Pipeline) []string {
+	var notes []string
+	for _, d := range p.Datasets {
+		if d.SchemaAtRun() {
+			notes = append(notes, fmt.Sprintf("%s: note: dataset %s: its keys, sequence_by and column lists are checked against the columns of dataset %s when an update infers them (%s declares no `schema:`)", d.ApplyChanges.Pos, d.Name, d.ApplyChanges.Source, d.ApplyChanges.Source))
 		}
 	}
 	return notes
