@@ -127,6 +127,13 @@ func (b *changeBatch) eventCount() int {
 // target's checkpoint folder (offsets) and committed as txn version = batch number; with
 // max_files_per_trigger, batches follow until every available file is read.
 func ApplyChanges(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
+	if d.SchemaAtRun() {
+		// A query streaming table's first update makes the table whose columns this target
+		// takes: the update's set-up, before it, could not set the target up.
+		if known, err := setupAtRun(env.Pipeline, d); err != nil || !known {
+			return Metrics{Version: -1, Idle: err == nil}, err
+		}
+	}
 	return runBatches(func(first bool, unread *unreadFiles) (Metrics, error) {
 		return applyBatch(ctx, env, d, first, unread)
 	})

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"tributary/delta"
 	"tributary/schema"
@@ -119,6 +120,12 @@ func Reset(p *spec.Pipeline, d *spec.Dataset) error {
 // its quarantine table. A query dataset's table is
 // created by its first commit, when the query's columns are known (setupQuery).
 func Setup(p *spec.Pipeline, d *spec.Dataset) error {
+	return setup(p, d, false)
+}
+
+// setup is Setup; atRun: made by d's flow (setupAtRun), not by the update's set-up, which runs
+// alone.
+func setup(p *spec.Pipeline, d *spec.Dataset, atRun bool) error {
 	if d.FileView() {
 		return nil // not stored: the flows that read it read its files
 	}
@@ -129,9 +136,16 @@ func Setup(p *spec.Pipeline, d *spec.Dataset) error {
 		return err
 	}
 	// An APPLY CHANGES target of a source whose schema is inferred is checked against the
-	// source's columns now that its set-up, before this one, has inferred them.
-	if err := d.ResolveSchema(); err != nil {
-		return err
+	// source's columns now that its set-up, before this one, has inferred them; one of a query
+	// streaming table, against its table's columns once its query has made it (until then, the
+	// target is set up by its flow, which runs after the query's: setupAtRun).
+	if d.SchemaAtRun() {
+		if known, err := querySourceColumns(p, d, !atRun); err != nil || !known {
+			return err
+		}
+		if err := d.ResolveSchema(); err != nil {
+			return err
+		}
 	}
 	if err := setupQuarantine(p, d); err != nil {
 		return err
@@ -167,8 +181,12 @@ func Setup(p *spec.Pipeline, d *spec.Dataset) error {
 				gives = "its source table " + d.Source.Path + " now has"
 			}
 			if d.SchemaAtRun() {
-				// The columns of a source whose schema is inferred evolve with its files.
+				// The columns of a source whose schema is inferred evolve with its files, and
+				// those of a query streaming table with its query.
 				gives = "the columns inferred for its source " + d.ApplyChanges.Source + " now give"
+				if src := p.Dataset(d.ApplyChanges.Source); src != nil && src.Query != nil {
+					gives = "the columns of its source " + d.ApplyChanges.Source + " (its query's) now give"
+				}
 			}
 			return fmt.Errorf("dataset %s: %w (%s): the table has (%s) but %s (%s)",
 				d.Name, ErrSchemaChanged, schemaDiff(snap.Metadata.Schema, d.Schema), snap.Metadata.Schema.DDL(), gives, d.Schema.DDL())
@@ -303,4 +321,49 @@ func schemaDiff(table, spec schema.Schema) string {
 		return "the columns are in another order"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// atRunSetup serializes the set-ups that flows make (setupAtRun), which may run at once, since
+// they fill the columns of the dataset they read (querySourceColumns) and check their own
+// against them (spec.Dataset.ResolveSchema).
+var atRunSetup sync.Mutex
+
+// setupAtRun sets up d, an APPLY CHANGES target whose columns are known only when an update runs
+// (spec.Dataset.SchemaAtRun), if the update's set-up could not: its source is a query streaming
+// table whose query had not made its table then (its first update), and has run since. It
+// reports whether d has its columns: false when the query has made no table yet.
+func setupAtRun(p *spec.Pipeline, d *spec.Dataset) (bool, error) {
+	atRunSetup.Lock()
+	defer atRunSetup.Unlock()
+	if len(d.Schema.Fields) > 0 {
+		return true, nil
+	}
+	if err := setup(p, d, true); err != nil {
+		return false, err
+	}
+	return len(d.Schema.Fields) > 0, nil
+}
+
+// querySourceColumns fills the columns of the source of d, an APPLY CHANGES target, when it is a
+// query streaming table (whose Schema the spec leaves empty) from its table, as its query made
+// it: always at the update's set-up (refresh), which runs alone, and only when not filled yet
+// otherwise (setupAtRun), so that flows reading it meanwhile see them unchanged. It reports
+// whether the source's columns are known: false for a query that has made no table yet.
+func querySourceColumns(p *spec.Pipeline, d *spec.Dataset, refresh bool) (bool, error) {
+	src := p.Dataset(d.ApplyChanges.Source)
+	if src == nil || src.Query == nil {
+		return true, nil // an inferred source's set-up filled them
+	}
+	if len(src.Schema.Fields) > 0 && !refresh {
+		return true, nil
+	}
+	snap, err := delta.New(TableDir(p.Storage, src.Name)).Snapshot(-1)
+	switch {
+	case errors.Is(err, delta.ErrNoTable):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	src.Schema = snap.Metadata.Schema
+	return true, nil
 }

@@ -60,8 +60,6 @@ func TestNotSupportedYet(t *testing.T) {
 		lines map[string]string
 		want  string // "line:col: path: message"
 	}{
-		{"apply_changes reading a query", map[string]string{"#MORE": "  - name: gold\n    query: SELECT 1 AS id, 2 AS seq\n  - name: g2\n    apply_changes: {source: gold, keys: [id], sequence_by: seq}"},
-			"20:29: datasets[3].apply_changes.source: apply_changes reading a query dataset (gold) is not supported yet"},
 		{"format avro", map[string]string{"#FORMAT": "      format: avro"},
 			"8:15: datasets[0].source.format: format avro is not supported yet"},
 		{"source table of a query", map[string]string{"#MORE": "  - name: gold\n    query: SELECT 1 AS id\n  - name: g2\n    source: {table: gold}"},

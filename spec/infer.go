@@ -30,11 +30,17 @@ func (v *validation) inferredReads(infos []*datasetInfo) {
 			v.d.addAt(r.node, r.path, "declare `schema:` on dataset "+name,
 				"reading dataset %s, whose schema is inferred, is not supported yet", name)
 		case src.kind == kindApplyChanges:
-			// An APPLY CHANGES target of an inferred source: its columns too are known only
-			// when an update runs.
-			if from, ok := v.byName[src.ds.ApplyChanges.Source]; ok && inferredSource(from) {
+			// An APPLY CHANGES target of an inferred source or a query: its columns too are
+			// known only when an update runs.
+			from, ok := v.byName[src.ds.ApplyChanges.Source]
+			switch {
+			case !ok:
+			case inferredSource(from):
 				v.d.addAt(r.node, r.path, "declare `schema:` on dataset "+from.ds.Name,
 					"reading dataset %s, whose columns come from dataset %s, whose schema is inferred, is not supported yet", name, from.ds.Name)
+			case from.kind == kindQuery:
+				v.d.addAt(r.node, r.path, "read "+name+" in a query (`query: SELECT ... FROM "+name+"`)",
+					"reading dataset %s, whose columns come from the query of dataset %s, as a table or as snapshots is not supported yet", name, from.ds.Name)
 			}
 		}
 	}
@@ -45,15 +51,22 @@ func inferredSource(in *datasetInfo) bool {
 	return in.kind == kindSource && in.ds.Source != nil && in.ds.Source.InferSchema
 }
 
+// atRunSource reports whether in is a source an APPLY CHANGES flow reads whose columns are known
+// only when an update runs: a file source whose schema is inferred, or a query streaming table
+// (its query's result).
+func atRunSource(in *datasetInfo) bool {
+	return inferredSource(in) || (in.kind == kindQuery && in.ds.Type == StreamingTable)
+}
+
 // deferApply makes the checks of in's APPLY CHANGES flow against the columns of src, a source
-// whose schema is inferred, wait until an update has inferred them (Dataset.ResolveSchema): they
-// are the checks applyOutput makes, run again then, with the validation's positions. The
-// expectations' syntax is checked now.
+// whose columns are known only when an update runs (atRunSource), wait until the update knows
+// them (Dataset.ResolveSchema): they are the checks applyOutput makes, run again then, with the
+// validation's positions. The expectations' syntax is checked now.
 func (v *validation) deferApply(in, src *datasetInfo) {
 	v.expectationSyntax(in)
 	in.ds.resolve = func() error {
 		if len(src.ds.Schema.Fields) == 0 {
-			return fmt.Errorf("dataset %s: its columns come from dataset %s, whose schema is not inferred yet", in.ds.Name, src.ds.Name)
+			return fmt.Errorf("dataset %s: its columns come from dataset %s, whose columns are not known yet", in.ds.Name, src.ds.Name)
 		}
 		outer := v.d.errs
 		v.d.errs = nil

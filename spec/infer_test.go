@@ -43,7 +43,7 @@ func TestApplyChangesFromInferred(t *testing.T) {
 		if !silver.SchemaAtRun() || len(silver.Schema.Fields) != 0 || p.Dataset("bronze").SchemaAtRun() {
 			t.Fatalf("SchemaAtRun = %v, schema %v before the source's columns are known", silver.SchemaAtRun(), silver.Schema.DDL())
 		}
-		if err := silver.ResolveSchema(); err == nil || !strings.Contains(err.Error(), "dataset silver: its columns come from dataset bronze, whose schema is not inferred yet") {
+		if err := silver.ResolveSchema(); err == nil || !strings.Contains(err.Error(), "dataset silver: its columns come from dataset bronze, whose columns are not known yet") {
 			t.Fatalf("ResolveSchema before the source's = %v", err)
 		}
 		fill(p)
@@ -86,4 +86,40 @@ func TestApplyChangesFromInferred(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestApplyChangesFromQuery: an APPLY CHANGES flow reads a query streaming table (an append-only
+// log, as Delta Live Tables' APPLY CHANGES reads a streaming table defined by a query), its
+// checks waiting for the query's columns (SchemaAtRun); a materialized view, whose updates
+// recompute its rows, is refused with what to write instead; and reading such a target as a
+// table is refused.
+func TestApplyChangesFromQuery(t *testing.T) {
+	t.Parallel()
+	more := "  - name: gold\n    type: #TYPE\n    query: SELECT id, seq, op FROM #FROM\n  - name: g2\n    apply_changes: {source: gold, keys: [id], sequence_by: seq}\n"
+	p, err := Parse("p.yaml", []byte(build(map[string]string{"#MORE": strings.NewReplacer("#TYPE", "streaming_table", "#FROM", "STREAM(bronze)").Replace(more)})), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g2 := p.Dataset("g2"); !g2.SchemaAtRun() || len(g2.Schema.Fields) != 0 {
+		t.Errorf("g2: SchemaAtRun %v, schema %s", g2.SchemaAtRun(), g2.Schema.DDL())
+	}
+	// Its columns, once the query's table has them (flows.Setup), make the target's.
+	p.Dataset("gold").Schema = schema.Schema{Fields: []schema.Field{
+		{Name: "id", Type: schema.Type{Kind: schema.Long}, Nullable: true},
+		{Name: "seq", Type: schema.Type{Kind: schema.Long}, Nullable: true},
+		{Name: "op", Type: schema.Type{Kind: schema.String}, Nullable: true},
+	}}
+	if err := p.Dataset("g2").ResolveSchema(); err != nil || p.Dataset("g2").Schema.DDL() != "id BIGINT, seq BIGINT, op STRING" {
+		t.Errorf("ResolveSchema: %v, schema %s", err, p.Dataset("g2").Schema.DDL())
+	}
+
+	_, err = Parse("p.yaml", []byte(build(map[string]string{"#MORE": strings.NewReplacer("#TYPE", "materialized_view", "#FROM", "bronze").Replace(more)})), nil, nil)
+	if want := "p.yaml:21:29: datasets[3].apply_changes.source: apply_changes reads an append-only change log, but gold is a materialized_view, whose updates recompute its rows (hint: make gold a `type: streaming_table` whose query reads STREAM(...), or feed apply_changes from a dataset with a `source:` (files, a Delta table, or another dataset's change feed: `source: {table: x, read: change_feed}`))"; err == nil || err.Error() != want {
+		t.Errorf("err = %v\nwant %s", err, want)
+	}
+
+	_, err = Parse("p.yaml", []byte(build(map[string]string{"#MORE": strings.NewReplacer("#TYPE", "streaming_table", "#FROM", "STREAM(bronze)").Replace(more) + "  - name: copy\n    source: {table: g2}\n"})), nil, nil)
+	if want := "p.yaml:23:21: datasets[4].source.table: reading dataset g2, whose columns come from the query of dataset gold, as a table or as snapshots is not supported yet (hint: read g2 in a query (`query: SELECT ... FROM g2`))"; err == nil || err.Error() != want {
+		t.Errorf("err = %v\nwant %s", err, want)
+	}
 }

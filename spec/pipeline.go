@@ -97,16 +97,16 @@ type Dataset struct {
 }
 
 // SchemaAtRun reports whether the dataset's columns are known only when an update runs: it is
-// an APPLY CHANGES target whose source infers its schema (Source.InferSchema), so that its
-// checks against the source's columns wait for them. Its Schema is empty until ResolveSchema
-// fills it.
+// an APPLY CHANGES target whose source infers its schema (Source.InferSchema) or is a query
+// streaming table (whose columns are its query's), so that its checks against the source's
+// columns wait for them. Its Schema is empty until ResolveSchema fills it.
 func (ds *Dataset) SchemaAtRun() bool { return ds.resolve != nil }
 
 // ResolveSchema, for a dataset whose columns are known only when an update runs (SchemaAtRun),
 // checks its APPLY CHANGES flow against its source's columns as Load checks a flow whose source
 // declares them (keys, sequence_by, column lists, apply_as_deletes, expectations, a declared
-// target `schema:`) and fills Schema. The source's Schema must be filled first (flows.Setup does
-// so in dependency order). The error is Errors, at the positions of the spec the problems are
+// target `schema:`) and fills Schema. The source's Schema must be filled first (flows.Setup
+// does so: an inferred source's set-up, in dependency order, or a query source's table). The error is Errors, at the positions of the spec the problems are
 // at, when the flow does not fit those columns; it does nothing for other datasets.
 func (ds *Dataset) ResolveSchema() error {
 	if ds.resolve == nil {

@@ -1025,8 +1025,8 @@ func (d *decoder) wrapped(n *yaml.Node) bool {
 
 // queryChecks checks query datasets against the others: every dataset a query reads exists;
 // STREAM only in streaming tables (which need one), and not over views; skip_change_commits only
-// on query streaming tables; and no APPLY CHANGES flow reads a query dataset yet (its columns
-// are known only when the query runs).
+// on query streaming tables; and no APPLY CHANGES flow reads a query dataset but a streaming
+// table (an append-only log; its columns are checked when the query has run: deferApply).
 func (v *validation) queryChecks(infos []*datasetInfo) {
 	for _, in := range infos {
 		ds := in.ds
@@ -1035,9 +1035,11 @@ func (v *validation) queryChecks(infos []*datasetInfo) {
 				"skip_change_commits applies to a streaming_table defined by a query over STREAM(...)")
 		}
 		if ds.ApplyChanges != nil {
-			if src, ok := v.byName[ds.ApplyChanges.Source]; ok && src.kind == kindQuery && in.apply.source.node != nil {
-				v.d.addAt(in.apply.source.node, in.apply.source.path, "feed apply_changes from a dataset with a `source:`: files, a Delta table, or another dataset's change feed (`source: {table: x, read: change_feed}`)",
-					"apply_changes reading a query dataset (%s) is not supported yet", src.ds.Name)
+			// A query streaming table is an append-only log, as a bronze table is; a materialized
+			// view's updates replace its rows, and a view is not stored.
+			if src, ok := v.byName[ds.ApplyChanges.Source]; ok && src.kind == kindQuery && src.ds.Type != StreamingTable && in.apply.source.node != nil {
+				v.d.addAt(in.apply.source.node, in.apply.source.path, fmt.Sprintf("make %s a `type: streaming_table` whose query reads STREAM(...), or feed apply_changes from a dataset with a `source:` (files, a Delta table, or another dataset's change feed: `source: {table: x, read: change_feed}`)", src.ds.Name),
+					"apply_changes reads an append-only change log, but %s is a %s, whose updates recompute its rows", src.ds.Name, src.ds.Type)
 			}
 		}
 		if s := ds.ApplyChangesFromSnapshot; s != nil && s.Source != "" {

@@ -319,7 +319,7 @@ func (v *validation) applyOutput(in *datasetInfo) bool {
 		return false
 	}
 	if !v.output(src) {
-		if inferredSource(src) {
+		if atRunSource(src) {
 			v.deferApply(in, src)
 		}
 		return false
@@ -536,7 +536,7 @@ func dltFormHint(name string) string {
 func (v *validation) noMapColumns(refs []ref, s schema.Schema, role string) {
 	for _, r := range refs {
 		if i := s.Index(r.node.Value); i >= 0 && holdsMap(s.Fields[i].Type) {
-			v.d.addAt(r.node, r.path, "choose a column of another type: a BIGINT, STRING, TIMESTAMP, or a STRUCT or ARRAY of such",
+			v.d.addAt(r.node, r.path, "choose a column of another type (a BIGINT, STRING, TIMESTAMP, or a STRUCT or ARRAY of such), or take a value out of the MAP in a query streaming table the flow reads (`SELECT "+r.node.Value+"['k'] AS k, ... FROM STREAM(...)`)",
 				"column %s is of type %s, which cannot be %s: a MAP has no order or equality", r.node.Value, s.Fields[i].Type.DDL(), role)
 		}
 	}

@@ -125,3 +125,124 @@ func TestApplyChangesFromInferredSource(t *testing.T) {
 		`{"city":"Lyon","id":1,"name":"Anne","seq":5,"__START_AT":5,"__END_AT":null}`,
 		`{"city":null,"id":2,"name":"Bo","seq":2,"__START_AT":2,"__END_AT":4}`))
 }
+
+// queryApplySpec cleans a bronze change log in a query streaming table and applies it to SCD type
+// 1 and 2 targets (Delta Live Tables' APPLY CHANGES FROM STREAM(silver)), with a materialized
+// view over the SCD type 2 target.
+const queryApplySpec = `name: query_cdc
+storage: ./storage
+datasets:
+  - name: bronze
+    source: {path: ./landing, format: json, schema: "op STRING, id BIGINT, name STRING, seq BIGINT"}
+  - name: clean
+    type: streaming_table
+    query: SELECT op, id, upper(trim(name)) AS name, seq FROM STREAM(bronze) WHERE id IS NOT NULL
+  - name: customers
+    apply_changes: {source: clean, keys: [id], sequence_by: seq, apply_as_deletes: op == "D", except_column_list: [op]}
+  - name: customers_history
+    apply_changes: {source: clean, keys: [id], sequence_by: seq, apply_as_deletes: op == "D", except_column_list: [op], stored_as_scd_type: 2}
+  - name: versions
+    type: materialized_view
+    query: SELECT id, count(*) AS n FROM customers_history GROUP BY id
+`
+
+// TestApplyChangesFromQuerySource: APPLY CHANGES reads a query streaming table. Its first update
+// has no table of the query's at set-up: the targets are set up by their flows, after the
+// query's, with its columns; an update whose query made no table yet leaves them idle; a key
+// the query's columns lack fails the flow at its place in the spec; later updates apply late
+// and deleting events as with any source (semantics.md "APPLY CHANGES"); a materialized view is
+// refused as a source.
+func TestApplyChangesFromQuerySource(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "pipeline.yaml")
+	write := func(name, text string) {
+		t.Helper()
+		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A key the query does not return: the flow fails at its place, before any row is read.
+	write(spec, strings.Replace(queryApplySpec, "{source: clean, keys: [id]", "{source: clean, keys: [customer_id]", 1))
+	write(filepath.Join(dir, "landing", "1.json"), `{"op":"I","id":1,"name":" ann ","seq":1}
+{"op":"I","id":null,"name":"nobody","seq":1}
+{"op":"I","id":2,"name":"bo","seq":2}
+{"op":"U","id":1,"name":"anne","seq":3}
+`)
+	r := pipeline(t, nil, "run", spec)
+	if r.code != 1 || !strings.Contains(r.stderr, "pipeline.yaml:10:43: datasets[2].apply_changes.keys[0]: unknown column customer_id: dataset clean has no such column (hint: columns: op, id, name, seq)") {
+		t.Fatalf("run with a misfit key: exit %d\n%s", r.code, r.stderr)
+	}
+	write(spec, queryApplySpec)
+	if out := mustRun(t, "validate", spec); !strings.Contains(out, "note: dataset customers: its keys, sequence_by and column lists are checked against the columns of dataset clean when an update has run its query") {
+		t.Errorf("validate:\n%s", out)
+	}
+	mustRun(t, "run", spec)
+	show := func(ds string) []map[string]any {
+		t.Helper()
+		return readJSONL(t, mustRun(t, "show", spec, ds, "--format", "jsonl"))
+	}
+	assertRows(t, "customers", show("customers"), rowsOf(t,
+		`{"id":1,"name":"ANNE","seq":3}`,
+		`{"id":2,"name":"BO","seq":2}`))
+	assertRows(t, "customers_history", show("customers_history"), rowsOf(t,
+		`{"id":1,"name":"ANN","seq":1,"__START_AT":1,"__END_AT":3}`,
+		`{"id":1,"name":"ANNE","seq":3,"__START_AT":3,"__END_AT":null}`,
+		`{"id":2,"name":"BO","seq":2,"__START_AT":2,"__END_AT":null}`))
+
+	write(filepath.Join(dir, "landing", "2.json"), `{"op":"U","id":1,"name":"an","seq":2}
+{"op":"D","id":2,"seq":4}
+`)
+	mustRun(t, "run", spec)
+	assertRows(t, "customers", show("customers"), rowsOf(t, `{"id":1,"name":"ANNE","seq":3}`))
+	assertRows(t, "customers_history", show("customers_history"), rowsOf(t,
+		`{"id":1,"name":"ANN","seq":1,"__START_AT":1,"__END_AT":2}`,
+		`{"id":1,"name":"AN","seq":2,"__START_AT":2,"__END_AT":3}`,
+		`{"id":1,"name":"ANNE","seq":3,"__START_AT":3,"__END_AT":null}`,
+		`{"id":2,"name":"BO","seq":2,"__START_AT":2,"__END_AT":4}`))
+	assertRows(t, "versions", show("versions"), rowsOf(t, `{"id":1,"n":3}`, `{"id":2,"n":1}`))
+	if dc := os.Getenv("DELTACHECK"); dc != "" {
+		got, err := exec.Command(dc, "rows", filepath.Join(dir, "storage", "tables", "customers_history")).Output()
+		if err != nil {
+			t.Fatalf("deltacheck rows: %v", err)
+		}
+		if n := len(readJSONL(t, string(got))); n != 4 {
+			t.Errorf("deltacheck rows customers_history: %d rows, want 4:\n%s", n, got)
+		}
+	}
+
+	// A materialized view is no change log.
+	mv := filepath.Join(dir, "mv.yaml")
+	write(mv, strings.Replace(queryApplySpec, "    type: streaming_table\n    query: SELECT op, id, upper(trim(name)) AS name, seq FROM STREAM(bronze)", "    type: materialized_view\n    query: SELECT op, id, upper(trim(name)) AS name, seq FROM bronze", 1))
+	r = pipeline(t, nil, "validate", mv)
+	if r.code != 2 || !strings.Contains(r.stderr+r.stdout, "mv.yaml:10:29: datasets[2].apply_changes.source: apply_changes reads an append-only change log, but clean is a materialized_view, whose updates recompute its rows") {
+		t.Errorf("validate with a materialized view source: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestApplyChangesFromQueryWithoutTable: a query streaming table whose first update makes no
+// table (its source has no file yet) leaves its APPLY CHANGES target idle, with no table; the
+// update after the first file lands builds it.
+func TestApplyChangesFromQueryWithoutTable(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "pipeline.yaml")
+	if err := os.WriteFile(spec, []byte(queryApplySpec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := summaryOf(mustRun(t, "run", spec))
+	if !strings.Contains(out, "customers ") || strings.Contains(out, "FAILED") {
+		t.Fatalf("first update:\n%s", out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "landing", "1.json"), []byte(`{"op":"I","id":7,"name":"x","seq":1}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "run", spec)
+	assertRows(t, "customers", readJSONL(t, mustRun(t, "show", spec, "customers", "--format", "jsonl")), rowsOf(t, `{"id":7,"name":"X","seq":1}`))
+}

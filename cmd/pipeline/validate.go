@@ -94,14 +94,20 @@ func missingSources(p *spec.Pipeline) []string {
 }
 
 // checkedAtRun returns a note for each APPLY CHANGES target of p whose source infers its schema
-// (spec.Dataset.SchemaAtRun): validate, reading no data, checks its flow against the source's
-// columns only when an update has inferred them.
+// or is a query streaming table (spec.Dataset.SchemaAtRun): validate, reading no data, leaves
+// the checks of its flow against the source's columns to the update that knows them.
 func checkedAtRun(p *spec.Pipeline) []string {
 	var notes []string
 	for _, d := range p.Datasets {
-		if d.SchemaAtRun() {
-			notes = append(notes, fmt.Sprintf("%s: note: dataset %s: its keys, sequence_by and column lists are checked against the columns of dataset %s when an update infers them (%s declares no `schema:`)", d.ApplyChanges.Pos, d.Name, d.ApplyChanges.Source, d.ApplyChanges.Source))
+		if !d.SchemaAtRun() {
+			continue
 		}
+		src := d.ApplyChanges.Source
+		when := fmt.Sprintf("when an update infers them (%s declares no `schema:`)", src)
+		if s := p.Dataset(src); s != nil && s.Query != nil {
+			when = "when an update has run its query"
+		}
+		notes = append(notes, fmt.Sprintf("%s: note: dataset %s: its keys, sequence_by and column lists are checked against the columns of dataset %s %s", d.ApplyChanges.Pos, d.Name, src, when))
 	}
 	return notes
 }
