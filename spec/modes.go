@@ -36,18 +36,79 @@ var retriesKeys = keySet{known: []string{"max_attempts", "initial_backoff", "max
 // descriptors, `@every 1m`, and an optional `CRON_TZ=Area/City ` prefix.
 var CronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
-// ParseCron parses expr with CronParser and refuses an expression that never fires
-// (`0 0 30 2 *`: February has no 30th), for which robfig/cron finds no time in the next five
-// years and a scheduler would have no next update to wait for.
-func ParseCron(expr string) (cron.Schedule, error) {
-	sched, err := CronParser.Parse(expr)
-	if err != nil {
-		return nil, err
+// ParseCron parses expr with CronParser and refuses what robfig/cron would take but a schedule
+// cannot run: a time-zone prefix with no schedule after it (`CRON_TZ=Europe/Paris` alone), an
+// `@every` interval under one second (robfig/cron runs a shorter or negative one every second),
+// and an expression that never fires (`0 0 30 2 *`: February has no 30th), for which robfig/cron
+// finds no time in the next five years and a scheduler would have no next update to wait for.
+// A five-field expression's error names the field at fault (minute, hour, day of month, month,
+// day of week).
+func ParseCron(expr string) (_ cron.Schedule, err error) {
+	defer func() {
+		// robfig/cron indexes its input unchecked in places: a form this function does not
+		// refuse before it is an error too, never a crash of the scheduler that reloads a spec.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("it cannot be read as a cron expression (%v)", r)
+		}
+	}()
+	body := expr
+	if tz, ok := cutTimeZone(expr); ok {
+		rest := strings.TrimLeft(expr[len(tz):], " \t")
+		if strings.TrimSpace(rest) == "" {
+			return nil, fmt.Errorf("%s is followed by no schedule: write one after it, as in %q", strings.TrimSpace(tz), strings.TrimSpace(tz)+" 0 6 * * *")
+		}
+		body = rest
+	}
+	if strings.TrimSpace(body) == "@every" {
+		return nil, errors.New("@every needs an interval after it, as in \"@every 10m\"")
+	}
+	if d, ok := strings.CutPrefix(strings.TrimSpace(body), "@every "); ok {
+		if v, err := time.ParseDuration(strings.TrimSpace(d)); err == nil && v < time.Second {
+			return nil, fmt.Errorf("@every %s: the interval must be at least 1s", strings.TrimSpace(d))
+		}
+	}
+	sched, perr := CronParser.Parse(expr)
+	if perr != nil {
+		return nil, fieldAtFault(body, perr)
 	}
 	if sched.Next(time.Now()).IsZero() {
 		return nil, errors.New("it never fires: no time in the next five years matches it")
 	}
 	return sched, nil
+}
+
+// cutTimeZone returns the `CRON_TZ=Area/City` (or `TZ=...`) prefix of expr, up to the first
+// space or the end, when expr starts with one.
+func cutTimeZone(expr string) (string, bool) {
+	t := strings.TrimLeft(expr, " \t")
+	if !strings.HasPrefix(t, "CRON_TZ=") && !strings.HasPrefix(t, "TZ=") {
+		return "", false
+	}
+	n := len(expr) - len(t)
+	if i := strings.IndexAny(t, " \t"); i >= 0 {
+		return expr[:n+i], true
+	}
+	return expr, true
+}
+
+// cronFields names the fields of a five-field cron expression, in order.
+var cronFields = []string{"minute", "hour", "day of month", "month", "day of week"}
+
+// fieldAtFault adds to err, robfig/cron's error for a five-field expression body, the field it
+// is about: the first whose value fails alone (the other fields `*`).
+func fieldAtFault(body string, err error) error {
+	fields := strings.Fields(body)
+	if len(fields) != len(cronFields) {
+		return err
+	}
+	for i := range fields {
+		probe := []string{"*", "*", "*", "*", "*"}
+		probe[i] = fields[i]
+		if _, perr := CronParser.Parse(strings.Join(probe, " ")); perr != nil {
+			return fmt.Errorf("%s field %q: %w", cronFields[i], fields[i], err)
+		}
+	}
+	return err
 }
 
 // duration reads a Go duration (`5s`, `1m30s`) that must be positive.

@@ -56,9 +56,11 @@ func Schedule(ctx context.Context, p *spec.Pipeline, expr string, o ScheduleOpti
 		// announce: the next tick was computed while an update ran; the update announces it
 		// once it ends, after its summary, so that the output reads in the order things happen.
 		announce bool
-		cur      Emitter
-		pending  []time.Time // ticks skipped before the running update opened its event log
-		wg       sync.WaitGroup
+		// announceAt is the tick the loop waits for, which the update announces.
+		announceAt time.Time
+		cur        Emitter
+		pending    []time.Time // ticks skipped before the running update opened its event log
+		wg         sync.WaitGroup
 	)
 	skip := func(e Emitter, tick time.Time) {
 		e.Emit(eventlog.Warn, eventlog.UpdateProgress, "", "", fmt.Sprintf("The scheduled update of %s was skipped: this update was still running.", tick.Format(time.RFC3339)),
@@ -71,7 +73,7 @@ func Schedule(ctx context.Context, p *spec.Pipeline, expr string, o ScheduleOpti
 		next := sched.Next(time.Now())
 		mu.Lock()
 		if running {
-			announce = true
+			announce, announceAt = true, next
 		} else {
 			announceNext(o.Log, p, next, expr)
 		}
@@ -138,7 +140,7 @@ func Schedule(ctx context.Context, p *spec.Pipeline, expr string, o ScheduleOpti
 				fmt.Fprintf(o.Log, "pipeline %s: %s\n", p.Name, msg)
 			}
 			if announce && ctx.Err() == nil && !closed(o.Stop) {
-				announceNext(o.Log, p, sched.Next(time.Now()), expr)
+				announceNext(o.Log, p, announceAt, expr)
 			}
 			announce = false
 			mu.Unlock()

@@ -158,6 +158,68 @@ func TestScheduleAnnouncesAfterSummary(t *testing.T) {
 	}
 }
 
+// TestScheduleAnnouncesTheTickItWaitsFor: the next run time printed after an update that ran
+// past its interval is the tick the scheduler waits for (counted from the tick before, as
+// @every counts), not one counted from the update's end: the next update starts then.
+func TestScheduleAnnouncesTheTickItWaitsFor(t *testing.T) {
+	t.Parallel()
+	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n")
+	log := &lockedBuffer{}
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	var starts []time.Time
+	ran := make(chan struct{}, 10)
+	o := ScheduleOptions{Options: Options{Out: log}, Stop: stop, Log: log,
+		Ran: func(res *Result, err error) { ran <- struct{}{} }}
+	o.runFlow = func(ctx context.Context, env *flows.Env, d *spec.Dataset) (flows.Metrics, error) {
+		if d.Name == "changes" {
+			mu.Lock()
+			starts = append(starts, time.Now())
+			first := len(starts) == 1
+			mu.Unlock()
+			if first {
+				time.Sleep(1500 * time.Millisecond) // half of the interval past its tick
+			}
+		}
+		return flows.Run(ctx, env, d)
+	}
+	done := make(chan error)
+	go func() { done <- Schedule(context.Background(), p, "@every 3s", o) }()
+	for i := 0; i < 2; i++ {
+		select {
+		case <-ran:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%d scheduled updates ran, want 2:\n%s", i, log)
+		}
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	out := log.String()
+	lines := strings.Split(out, "\n")
+	var announced []time.Time
+	for _, l := range lines {
+		if _, at, ok := strings.Cut(l, "next update at "); ok {
+			ts, err := time.Parse(time.RFC3339, strings.TrimSuffix(at, " (@every 3s)"))
+			if err != nil {
+				t.Fatalf("%q: %v", l, err)
+			}
+			announced = append(announced, ts)
+		}
+	}
+	if len(announced) < 2 {
+		t.Fatalf("want two next-update lines:\n%s", out)
+	}
+	mu.Lock()
+	second := starts[1]
+	mu.Unlock()
+	// RFC 3339 keeps whole seconds; the tick is on one.
+	if d := second.Sub(announced[1]); d < -100*time.Millisecond || d > 1200*time.Millisecond {
+		t.Errorf("the second update started at %s, %s after the announced %s:\n%s", second.Format(time.RFC3339Nano), d, announced[1].Format(time.RFC3339), out)
+	}
+}
+
 // TestScheduleReportsFailedUpdate: a scheduled update that fails is reported once on the log,
 // naming the flow and its error, and the schedule goes on to the next tick.
 func TestScheduleReportsFailedUpdate(t *testing.T) {
