@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -747,6 +748,14 @@ type rowFunc func(row []any, parsed bool, bad []badValue, lineNo int64) error
 // Text that starts as no UTF-8 text does (sniffText: UTF-16, a compressed file not named so) is
 // not read: it is a *damagedInput at line 1.
 func eachRow(src *spec.Source, filePath string, in io.Reader, pool *blockPool, fn rowFunc, warn func(msg string)) error {
+	// A plain file smaller than a JSON-lines block is read in a block of its size (one more
+	// byte: the read that finds its end).
+	blockSize := jsonBlockSize
+	if f, ok := in.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() < int64(blockSize) {
+			blockSize = max(int(st.Size())+1, 64)
+		}
+	}
 	if src.Format != spec.FormatParquet {
 		var reason string
 		if in, reason = sniffText(in, string(src.Format)); reason != "" {
@@ -767,7 +776,7 @@ func eachRow(src *spec.Source, filePath string, in io.Reader, pool *blockPool, f
 		if src.Options[spec.JSONMultiline] == "true" {
 			err = eachJSONValue(lr, in, fn, nil)
 		} else {
-			err = eachJSONLine(lr, in, pool, fn)
+			err = eachJSONLineSized(lr, in, pool, blockSize, fn)
 			if cut := (*cutLine)(nil); errors.As(err, &cut) {
 				return &incompleteInput{path: filePath, reason: cut.Error()}
 			}

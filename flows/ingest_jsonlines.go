@@ -132,10 +132,18 @@ func (e *cutLine) Error() string {
 // (blockPool); with none, it is the rows' own. When fn returns an error, reading stops and the
 // error is returned; a read error is returned after the rows of the lines before it.
 func eachJSONLine(lr *lineReader, in io.Reader, pool *blockPool, fn rowFunc) error {
+	return eachJSONLineSized(lr, in, pool, jsonBlockSize, fn)
+}
+
+// eachJSONLineSized is eachJSONLine with blocks of about blockSize bytes: a file smaller than
+// jsonBlockSize is read in one block of its own size (eachRow), so that a batch of many small
+// files, whose blocks a pool holds until their rows are written, holds about their size, not
+// jsonBlockSize each.
+func eachJSONLineSized(lr *lineReader, in io.Reader, pool *blockPool, blockSize int, fn rowFunc) error {
 	workers := runtime.GOMAXPROCS(0)
 	if workers < 2 {
 		var shift lineShift
-		return readBlocks(in, jsonBlockSize, pool, func(b *lineBlock) error {
+		return readBlocks(in, blockSize, pool, func(b *lineBlock) error {
 			parseBlock(lr, b)
 			shift.apply(b)
 			if err := emitBlock(b, fn); err != nil {
@@ -166,7 +174,7 @@ func eachJSONLine(lr *lineReader, in io.Reader, pool *blockPool, fn rowFunc) err
 		defer close(ordered)
 		defer close(jobs)
 		errStopped := io.ErrClosedPipe
-		err := readBlocks(in, jsonBlockSize, pool, func(b *lineBlock) error {
+		err := readBlocks(in, blockSize, pool, func(b *lineBlock) error {
 			b.done = make(chan struct{})
 			select {
 			case ordered <- b:

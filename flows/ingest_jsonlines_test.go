@@ -430,3 +430,85 @@ func TestJSONCaseVariantsNestedAndMultiline(t *testing.T) {
 		})
 	}
 }
+
+// TestSmallFileBlocks: a plain JSON-lines file smaller than a block is read into a block of about
+// its own size, so that a batch of many small files, whose blocks the pool holds until their rows
+// are written, holds about what they hold (20,000 files of 60 bytes held 5 GB in blocks of 256
+// KiB in a long-lived dev process); blocks smaller than the file (its size taken before it grew)
+// read the same rows.
+func TestSmallFileBlocks(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := &spec.Source{Format: "json", Schema: schema.Schema{Fields: []schema.Field{
+		{Name: "id", Type: schema.Type{Kind: schema.Long}, Nullable: true},
+		{Name: "name", Type: schema.Type{Kind: schema.String}, Nullable: true},
+	}}}
+	read := func(path string) ([]string, []*lineBlock) {
+		t.Helper()
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		pool := &blockPool{}
+		var got []string
+		err = eachRow(src, path, f, pool, func(row []any, parsed bool, bad []badValue, lineNo int64) error {
+			got = append(got, fmt.Sprintf("%d:%v:%v", lineNo, row[0], row[1]))
+			return nil
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got, pool.seal()
+	}
+	small := filepath.Join(dir, "small.json")
+	if err := os.WriteFile(small, []byte("{\"id\": 1, \"name\": \"a\"}\n{\"id\": 2, \"name\": \"b\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, blocks := read(small)
+	if strings.Join(got, " ") != "1:1:a 2:2:b" {
+		t.Errorf("rows %v", got)
+	}
+	for _, b := range blocks {
+		if cap(b.buf) > 1024 {
+			t.Errorf("a file of 48 bytes was read into a block of %d bytes", cap(b.buf))
+		}
+	}
+
+	// Larger than the block it was sized for when read: many lines, read in small blocks.
+	var text strings.Builder
+	var want []string
+	for i := 1; i <= 2000; i++ {
+		fmt.Fprintf(&text, "{\"id\": %d, \"name\": \"n%d\"}\n", i, i)
+		want = append(want, fmt.Sprintf("%d:%d:n%d", i, i, i))
+	}
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, []byte(text.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, blocks = read(big)
+	if !slices.Equal(got, want) {
+		t.Errorf("rows of a %d-byte file differ", text.Len())
+	}
+	for _, b := range blocks {
+		if cap(b.buf) > text.Len()+64 {
+			t.Errorf("a file of %d bytes was read into a block of %d bytes", text.Len(), cap(b.buf))
+		}
+	}
+	// A block smaller than the file (its size taken before it grew) reads the same rows.
+	f, err := os.Open(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var again []string
+	if err := eachJSONLineSized(newLineReader(src.Schema, "", big), f, &blockPool{}, 100, func(row []any, parsed bool, bad []badValue, lineNo int64) error {
+		again = append(again, fmt.Sprintf("%d:%v:%v", lineNo, row[0], row[1]))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(again, want) {
+		t.Errorf("rows read in 100-byte blocks differ")
+	}
+}
