@@ -228,16 +228,17 @@ func (w *Watcher) Close() error {
 	return err
 }
 
-// Debounce collects the events of in until none came for quiet, then sends their paths (each
-// once, in arrival order) as one batch. The returned channel is closed when in is closed (after
-// sending what is pending).
-func Debounce(in <-chan Event, quiet time.Duration) <-chan []string {
+// Debounce collects the events of in until none came for quiet, or for at most maxWait after
+// the first of them (events that keep coming less than quiet apart would otherwise never make a
+// batch), then sends their paths (each once, in arrival order) as one batch. The returned
+// channel is closed when in is closed (after sending what is pending).
+func Debounce(in <-chan Event, quiet, maxWait time.Duration) <-chan []string {
 	out := make(chan []string)
 	go func() {
 		defer close(out)
 		var pending []string
 		seen := map[string]bool{}
-		var timer <-chan time.Time
+		var timer, deadline <-chan time.Time
 		for {
 			select {
 			case ev, ok := <-in:
@@ -252,9 +253,15 @@ func Debounce(in <-chan Event, quiet time.Duration) <-chan []string {
 					pending = append(pending, ev.Path)
 				}
 				timer = time.After(quiet)
+				if deadline == nil {
+					deadline = time.After(maxWait)
+				}
 			case <-timer:
 				out <- pending
-				pending, seen, timer = nil, map[string]bool{}, nil
+				pending, seen, timer, deadline = nil, map[string]bool{}, nil, nil
+			case <-deadline:
+				out <- pending
+				pending, seen, timer, deadline = nil, map[string]bool{}, nil, nil
 			}
 		}
 	}()

@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -75,7 +76,7 @@ func TestWatcherFolders(t *testing.T) {
 func TestDebounce(t *testing.T) {
 	t.Parallel()
 	in := make(chan Event)
-	out := Debounce(in, 50*time.Millisecond)
+	out := Debounce(in, 50*time.Millisecond, time.Minute)
 	for _, p := range []string{"a", "b", "a", "c"} {
 		in <- Event{Path: p, Op: "WRITE"}
 	}
@@ -89,6 +90,36 @@ func TestDebounce(t *testing.T) {
 	}
 	if _, ok := <-out; ok {
 		t.Error("the batches did not end when the input closed")
+	}
+}
+
+// TestDebounceMaxWait: events that keep coming less than quiet apart still make batches, each
+// sent at most maxWait after its first event, with the paths that came by then.
+func TestDebounceMaxWait(t *testing.T) {
+	t.Parallel()
+	in := make(chan Event)
+	out := Debounce(in, 200*time.Millisecond, 500*time.Millisecond)
+	start := time.Now()
+	var first []string
+	got := make(chan []string, 1)
+	go func() { got <- <-out }()
+	for i := 0; ; i++ {
+		select {
+		case first = <-got:
+		case in <- Event{Path: fmt.Sprint(i)}:
+			if time.Since(start) > 5*time.Second {
+				t.Fatal("no batch in 5s of events 20ms apart")
+			}
+			time.Sleep(20 * time.Millisecond) // ten times as often as quiet
+			continue
+		}
+		break
+	}
+	if d := time.Since(start); d > 5*time.Second || len(first) == 0 || first[0] != "0" {
+		t.Errorf("first batch %v after %s, want one starting with 0 about 500ms after it", first, d)
+	}
+	close(in)
+	for range out {
 	}
 }
 

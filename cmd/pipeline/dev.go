@@ -37,7 +37,7 @@ func newDevCmd() *cobra.Command {
 				Conf:    conf,
 				Load:    loadCheckedConf,
 				Stop:    stop,
-				Changes: watch.Debounce(w.Events, 200*time.Millisecond),
+				Changes: watch.Debounce(w.Events, 200*time.Millisecond, time.Second),
 				Watch: func(dirs []string) {
 					for _, d := range dirs {
 						w.Add(d)

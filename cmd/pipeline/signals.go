@@ -51,7 +51,7 @@ func wakeOnInput(p *spec.Pipeline) (<-chan struct{}, func()) {
 	if err != nil {
 		return wake, func() {}
 	}
-	batches := watch.Debounce(w.Events, 100*time.Millisecond)
+	batches := watch.Debounce(w.Events, 100*time.Millisecond, time.Second)
 	go func() {
 		for range batches {
 			select {
