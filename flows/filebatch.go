@@ -407,7 +407,7 @@ func (u *unreadFiles) putBack(env *Env, flow, dataset string, todo []inputFile, 
 	}
 	u.files = append(keep, u.files...)
 	env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, flow, dataset,
-		fmt.Sprintf("%s; it is left unread, and an update after it is complete reads it whole (write files elsewhere and move them in once complete)", inc.Error()),
+		fmt.Sprintf("%s: %s; it is left unread, and an update after it is complete reads it whole (write files elsewhere and move them in once complete)", pipelinePath(env.Pipeline, inc.path), inc.reason),
 		map[string]any{"file": inc.path}, "")
 }
 
