@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -17,6 +18,21 @@ type lockInfo struct {
 	Host     string `json:"host"`
 	UpdateID string `json:"update_id"`
 	Started  string `json:"started"`
+	// Command, for a lock held across updates (Hold), is the command that holds it ("dev",
+	// "schedule"); UpdateID is then its latest update, which may have ended.
+	Command string `json:"command,omitempty"`
+}
+
+// holderText says who holds a lock, from its file's info.
+func (h lockInfo) holderText() string {
+	if h.Command == "" {
+		return fmt.Sprintf("pid %d on %s, update %s, started %s", h.PID, h.Host, h.UpdateID, h.Started)
+	}
+	latest := "no update yet"
+	if h.UpdateID != "" && h.UpdateID != h.Command {
+		latest = "its latest update " + strings.TrimSuffix(h.UpdateID, " ("+h.Command+")")
+	}
+	return fmt.Sprintf("`pipeline %s` holds it across its updates: pid %d on %s, since %s (%s)", h.Command, h.PID, h.Host, h.Started, latest)
 }
 
 // lock holds <storage>/.lock with flock(2); the kernel releases it when the process dies, so a
@@ -27,6 +43,11 @@ type lock struct{ f *os.File }
 var ErrLocked = fmt.Errorf("update: the storage is locked by another update")
 
 func acquire(storage, updateID string) (*lock, error) {
+	return acquireFor(storage, updateID, "")
+}
+
+// acquireFor is acquire; command names a command that holds the lock across updates (Hold).
+func acquireFor(storage, updateID, command string) (*lock, error) {
 	if err := os.MkdirAll(storage, 0o755); err != nil {
 		return nil, fmt.Errorf("update: creating the storage folder: %w", err)
 	}
@@ -40,10 +61,10 @@ func acquire(storage, updateID string) (*lock, error) {
 		b, _ := os.ReadFile(path)
 		_ = json.Unmarshal(b, &holder)
 		f.Close()
-		return nil, fmt.Errorf("%w: pid %d on %s, update %s, started %s (lock file %s); wait for it to finish or stop it", ErrLocked, holder.PID, holder.Host, holder.UpdateID, holder.Started, path)
+		return nil, fmt.Errorf("%w: %s (lock file %s); wait for it to finish or stop it", ErrLocked, holder.holderText(), path)
 	}
 	host, _ := os.Hostname()
-	b, _ := json.Marshal(lockInfo{PID: os.Getpid(), Host: host, UpdateID: updateID, Started: time.Now().UTC().Format(time.RFC3339)})
+	b, _ := json.Marshal(lockInfo{PID: os.Getpid(), Host: host, UpdateID: updateID, Started: time.Now().UTC().Format(time.RFC3339), Command: command})
 	_ = f.Truncate(0)
 	_, _ = f.WriteAt(b, 0)
 	return &lock{f: f}, nil
@@ -101,7 +122,7 @@ type Held struct {
 // (for example "schedule"). The error wraps ErrLocked and names the holder when the storage is
 // taken. A lock left by a dead process is free: the kernel drops flock locks with their process.
 func Hold(p *spec.Pipeline, what string) (*Held, error) {
-	lk, err := acquire(p.Storage, what)
+	lk, err := acquireFor(p.Storage, "", what)
 	if err != nil {
 		return nil, err
 	}

@@ -136,7 +136,7 @@ func begin(p *spec.Pipeline, opts Options) (*session, error) {
 	}
 	s := &session{p: p, opts: opts, res: &Result{UpdateID: uuid.NewString(), Flows: map[string]*FlowResult{}}, start: time.Now()}
 	if opts.Held != nil {
-		opts.Held.lk.note(s.res.UpdateID + " (" + opts.Held.what + ")")
+		opts.Held.lk.note(s.res.UpdateID)
 	} else {
 		lk, err := acquire(p.Storage, s.res.UpdateID)
 		if err != nil {
