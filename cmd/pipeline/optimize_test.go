@@ -41,14 +41,14 @@ func TestMaintenanceCommandErrors(t *testing.T) {
 	check(2, "--retain", "vacuum", specFile, "--retain", "seven days")
 	check(0, "accounts_history: nothing to compact", "optimize", specFile, "accounts_history")
 	// The datasets allow 1 hour; the event log keeps a day (eventlog.Housekeeping) and is skipped.
-	check(0, "event log: skipped: --retain 1h0m0s is shorter than its delta.deletedFileRetentionDuration (1 day)", "vacuum", specFile, "--retain", "1h", "--dry-run")
-	check(2, "raw: --retain 30m0s is shorter than its delta.deletedFileRetentionDuration (1h0m0s)", "vacuum", specFile, "raw", "--retain", "30m")
+	check(0, "event log: skipped: --retain 1h is shorter than its delta.deletedFileRetentionDuration (1 day)", "vacuum", specFile, "--retain", "1h", "--dry-run")
+	check(2, "raw: --retain 30m is shorter than its delta.deletedFileRetentionDuration (1h)", "vacuum", specFile, "raw", "--retain", "30m")
 	// A property lowered in the spec reaches the table with the next update: until then, the
 	// refusal says so rather than asking for what the spec already says.
 	if err := os.WriteFile(specFile, []byte(accountsSpec(map[string]string{"delta.deletedFileRetentionDuration": "interval 30 minutes"})), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	check(2, `raw: --retain 30m0s is shorter than its delta.deletedFileRetentionDuration (1h0m0s); the spec sets it to "interval 30 minutes", which the table takes with the next update: `+runFirst, "vacuum", specFile, "raw", "--retain", "30m")
+	check(2, `raw: --retain 30m is shorter than its delta.deletedFileRetentionDuration (1h); the spec sets it to "interval 30 minutes", which the table takes with the next update: `+runFirst, "vacuum", specFile, "raw", "--retain", "30m")
 
 	p, err := spec.Load(specFile, map[string]string{"landing": landing, "storage": storage})
 	if err != nil {

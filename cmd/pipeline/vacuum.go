@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -67,7 +68,7 @@ func vacuum(w io.Writer, p *spec.Pipeline, tables []maintained, retain time.Dura
 		} else if retain >= 0 && retain < min && pending != "" {
 			short = append(short, fmt.Errorf("%s: --retain %s is shorter than its delta.deletedFileRetentionDuration (%s)%s", m.name, days(retain), days(min), pending))
 		} else if retain >= 0 && retain < min {
-			short = append(short, fmt.Errorf("%s: --retain %s is shorter than its delta.deletedFileRetentionDuration (%s): versions a reader may still use would lose files; lower the property with table_properties (e.g. delta.deletedFileRetentionDuration: \"interval 1 hours\") to allow it", m.name, days(retain), days(min)))
+			short = append(short, fmt.Errorf("%s: --retain %s is shorter than its delta.deletedFileRetentionDuration (%s): versions a reader may still use would lose files; lower the property with table_properties (e.g. delta.deletedFileRetentionDuration: \"interval 1 hour\") to allow it", m.name, days(retain), days(min)))
 		}
 	}
 	if len(skip) == len(tables) {
@@ -136,7 +137,7 @@ func pendingRetention(p *spec.Pipeline, m maintained, current time.Duration) str
 	return fmt.Sprintf("; the spec sets it to %q, which the table takes with the next update: run %s first", v, flows.RunHint(p))
 }
 
-// days writes a retention for people: "7 days", "36h0m0s".
+// days writes a retention for people: "7 days", "36h", "1h30m", "0s".
 func days(d time.Duration) string {
 	if d > 0 && d%(24*time.Hour) == 0 {
 		if d == 24*time.Hour {
@@ -144,5 +145,13 @@ func days(d time.Duration) string {
 		}
 		return fmt.Sprintf("%d days", d/(24*time.Hour))
 	}
-	return d.String()
+	// 1h0m0s reads 1h, 1h30m0s 1h30m, as --retain takes them.
+	t := d.String()
+	if strings.HasSuffix(t, "m0s") {
+		t = strings.TrimSuffix(t, "0s")
+	}
+	if strings.HasSuffix(t, "h0m") {
+		t = strings.TrimSuffix(t, "0m")
+	}
+	return t
 }
