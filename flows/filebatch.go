@@ -18,9 +18,18 @@ import (
 
 // pendingFiles returns the files of files that no committed batch read (seen: the committed
 // batches' files by path), in the order given. A file read before whose size or modification time
-// has changed since is not read again; with warn, each is reported as a WARN event of flow
-// (about dataset, the one whose source lists it). changed counts those files.
+// has changed since is not read again; with warn, the first maxWarnEvents of them are reported
+// as a WARN event of flow each (about dataset, the one whose source lists it), and the rest in
+// one WARN that counts them. changed counts those files.
 func pendingFiles(env *Env, flow, dataset string, seen map[string]offsetFile, files []inputFile, warn bool) (todo []inputFile, changed int) {
+	var more []string // the changed files past maxWarnEvents
+	defer func() {
+		if len(more) > 0 {
+			env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, flow, dataset,
+				fmt.Sprintf("%d more files changed after they were read (the first: %s); they are not read again. Land files complete: write them elsewhere and move them in, or give new data a new file name", len(more), pipelinePath(env.Pipeline, more[0])),
+				map[string]any{"files": more}, "")
+		}
+	}()
 	for _, f := range files {
 		old, read := seen[f.rel]
 		if !read {
@@ -28,6 +37,11 @@ func pendingFiles(env *Env, flow, dataset string, seen map[string]offsetFile, fi
 			continue
 		}
 		if (old.Size != f.size || old.ModTime != f.modTime) && warn {
+			changed++
+			if changed > maxWarnEvents {
+				more = append(more, f.abs)
+				continue
+			}
 			how := fmt.Sprintf("size %d → %d bytes", old.Size, f.size)
 			if old.Size == f.size {
 				// Rewritten (or replaced) with as many bytes: only its time says so.
@@ -36,7 +50,6 @@ func pendingFiles(env *Env, flow, dataset string, seen map[string]offsetFile, fi
 			env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, flow, dataset,
 				fmt.Sprintf("%s changed after it was read (%s); it is not read again. Land files complete: write them elsewhere and move them in, or give new data a new file name", pipelinePath(env.Pipeline, f.abs), how),
 				map[string]any{"file": f.abs}, "")
-			changed++
 		}
 	}
 	return todo, changed

@@ -474,3 +474,33 @@ func TestRunBatchesStopped(t *testing.T) {
 		}
 	}
 }
+
+// TestChangedFilesWarnBounded: files changed after they were read are each a WARN up to
+// maxWarnEvents; the rest are one WARN that counts them and names the first (a batch that
+// found 20,000 touched files made 20,000 events, in every update after); every one is counted.
+func TestChangedFilesWarnBounded(t *testing.T) {
+	t.Parallel()
+	p, landing := newIngest(t, "permissive", "")
+	n := maxWarnEvents + 5
+	for i := range n {
+		write(t, filepath.Join(landing, fmt.Sprintf("f%02d.json", i)), []byte(fmt.Sprintf(`{"id": %d}`+"\n", i)))
+	}
+	if _, _, err := ingest(t, p); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		write(t, filepath.Join(landing, fmt.Sprintf("f%02d.json", i)), []byte(fmt.Sprintf(`{"id": %d}`+"\n"+`{"id": 100}`+"\n", i)))
+	}
+	m, rec, err := ingest(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := rec.all()
+	if m.ChangedFiles != n || strings.Count(all, " changed after it was read (size ") != maxWarnEvents ||
+		!strings.Contains(all, "WARN 5 more files changed after they were read (the first: landing/f20.json); they are not read again") {
+		t.Errorf("changed %d, events:\n%s", m.ChangedFiles, all)
+	}
+	if got := rawRows(t, p); len(got) != n {
+		t.Errorf("%d rows, want %d (each file read once)", len(got), n)
+	}
+}
