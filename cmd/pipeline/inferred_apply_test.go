@@ -1,9 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -35,6 +37,91 @@ datasets:
       stored_as_scd_type: 2
 `
 
+// cdcDir is a pipeline folder with a landing folder, for the tests of APPLY CHANGES from
+// sources whose columns are known only when an update runs.
+type cdcDir struct {
+	t         *testing.T
+	dir, spec string
+}
+
+func newCDCDir(t *testing.T, specText string) *cdcDir {
+	t.Helper()
+	d := &cdcDir{t: t, dir: t.TempDir()}
+	d.spec = filepath.Join(d.dir, "pipeline.yaml")
+	if err := os.MkdirAll(filepath.Join(d.dir, "landing"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d.write(d.spec, specText)
+	return d
+}
+
+// write writes text to the file name.
+func (d *cdcDir) write(name, text string) {
+	d.t.Helper()
+	if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
+		d.t.Fatal(err)
+	}
+}
+
+// land writes text to the landing folder's file name.
+func (d *cdcDir) land(name, text string) { d.write(filepath.Join(d.dir, "landing", name), text) }
+
+// show returns the rows of dataset ds.
+func (d *cdcDir) show(ds string) []map[string]any {
+	d.t.Helper()
+	return readJSONL(d.t, mustRun(d.t, "show", d.spec, ds, "--format", "jsonl"))
+}
+
+// firstChanges and lateChanges are the change events of both tests: ids 1 and 2 inserted, 1
+// updated; then a late update of 1 (seq 2, before its seq 3), which changes its history only,
+// and a delete of 2.
+const (
+	firstChanges = `{"op":"I","id":1,"name":"Ann","seq":1}
+{"op":"I","id":2,"name":"Bo","seq":2}
+{"op":"U","id":1,"name":"Anne","seq":3}
+`
+	lateChanges = `{"op":"U","id":1,"name":"An","seq":2}
+{"op":"D","id":2,"seq":4}
+`
+)
+
+// checkTargets checks customers (SCD type 1) and customers_history (SCD type 2) after
+// firstChanges, and, late, after lateChanges too (semantics.md "APPLY CHANGES"); name is how the
+// flow's source spells the names.
+func (d *cdcDir) checkTargets(late bool, name func(string) string) {
+	d.t.Helper()
+	row := func(format string, names ...any) string {
+		for i, n := range names {
+			names[i] = name(n.(string))
+		}
+		return fmt.Sprintf(format, names...)
+	}
+	if !late {
+		assertRows(d.t, "customers", d.show("customers"), rowsOf(d.t,
+			row(`{"id":1,"name":"%s","seq":3}`, "Anne"),
+			row(`{"id":2,"name":"%s","seq":2}`, "Bo")))
+		assertRows(d.t, "customers_history", d.show("customers_history"), rowsOf(d.t,
+			row(`{"id":1,"name":"%s","seq":1,"__START_AT":1,"__END_AT":3}`, "Ann"),
+			row(`{"id":1,"name":"%s","seq":3,"__START_AT":3,"__END_AT":null}`, "Anne"),
+			row(`{"id":2,"name":"%s","seq":2,"__START_AT":2,"__END_AT":null}`, "Bo")))
+		return
+	}
+	want := rowsOf(d.t, row(`{"id":1,"name":"%s","seq":3}`, "Anne"))
+	assertRows(d.t, "customers", d.show("customers"), want)
+	assertRows(d.t, "customers_history", d.show("customers_history"), rowsOf(d.t,
+		row(`{"id":1,"name":"%s","seq":1,"__START_AT":1,"__END_AT":2}`, "Ann"),
+		row(`{"id":1,"name":"%s","seq":2,"__START_AT":2,"__END_AT":3}`, "An"),
+		row(`{"id":1,"name":"%s","seq":3,"__START_AT":3,"__END_AT":null}`, "Anne"),
+		row(`{"id":2,"name":"%s","seq":2,"__START_AT":2,"__END_AT":4}`, "Bo")))
+	if dc := os.Getenv("DELTACHECK"); dc != "" {
+		got, err := exec.Command(dc, "rows", filepath.Join(d.dir, "storage", "tables", "customers")).Output()
+		if err != nil {
+			d.t.Fatalf("deltacheck rows: %v", err)
+		}
+		assertRows(d.t, "deltacheck rows customers", readJSONL(d.t, string(got)), want)
+	}
+}
+
 // TestApplyChangesFromInferredSource: APPLY CHANGES reads a bronze table whose schema is
 // inferred. validate says its checks wait for the inferred columns; the first update infers them
 // (JSON columns sorted by name, integers BIGINT) and the targets take them, less
@@ -45,57 +132,19 @@ datasets:
 // rebuilds them with it.
 func TestApplyChangesFromInferredSource(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	spec := filepath.Join(dir, "pipeline.yaml")
-	write := func(name, text string) {
-		t.Helper()
-		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(spec, inferredApplySpec)
-	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	write(filepath.Join(dir, "landing", "1.json"), `{"op":"I","id":1,"name":"Ann","seq":1}
-{"op":"I","id":2,"name":"Bo","seq":2}
-{"op":"U","id":1,"name":"Anne","seq":3}
-`)
+	d := newCDCDir(t, inferredApplySpec)
+	dir, spec, write, show := d.dir, d.spec, d.write, d.show
+	d.land("1.json", firstChanges)
 	out := mustRun(t, "validate", spec)
 	if !strings.Contains(out, "note: dataset customers: its keys, sequence_by and column lists are checked against the columns of dataset bronze when an update infers them (bronze declares no `schema:`)") {
 		t.Errorf("validate:\n%s", out)
 	}
 	mustRun(t, "run", spec)
-	show := func(ds string) []map[string]any {
-		t.Helper()
-		return readJSONL(t, mustRun(t, "show", spec, ds, "--format", "jsonl"))
-	}
-	assertRows(t, "customers", show("customers"), rowsOf(t,
-		`{"id":1,"name":"Anne","seq":3}`,
-		`{"id":2,"name":"Bo","seq":2}`))
-	assertRows(t, "customers_history", show("customers_history"), rowsOf(t,
-		`{"id":1,"name":"Ann","seq":1,"__START_AT":1,"__END_AT":3}`,
-		`{"id":1,"name":"Anne","seq":3,"__START_AT":3,"__END_AT":null}`,
-		`{"id":2,"name":"Bo","seq":2,"__START_AT":2,"__END_AT":null}`))
-
-	// A late update of 1 (seq 2, before its seq 3) changes its history only; 2 is deleted.
-	write(filepath.Join(dir, "landing", "2.json"), `{"op":"U","id":1,"name":"An","seq":2}
-{"op":"D","id":2,"seq":4}
-`)
+	same := func(s string) string { return s }
+	d.checkTargets(false, same)
+	d.land("2.json", lateChanges)
 	mustRun(t, "run", spec)
-	assertRows(t, "customers", show("customers"), rowsOf(t, `{"id":1,"name":"Anne","seq":3}`))
-	assertRows(t, "customers_history", show("customers_history"), rowsOf(t,
-		`{"id":1,"name":"Ann","seq":1,"__START_AT":1,"__END_AT":2}`,
-		`{"id":1,"name":"An","seq":2,"__START_AT":2,"__END_AT":3}`,
-		`{"id":1,"name":"Anne","seq":3,"__START_AT":3,"__END_AT":null}`,
-		`{"id":2,"name":"Bo","seq":2,"__START_AT":2,"__END_AT":4}`))
-	if dc := os.Getenv("DELTACHECK"); dc != "" {
-		got, err := exec.Command(dc, "rows", filepath.Join(dir, "storage", "tables", "customers")).Output()
-		if err != nil {
-			t.Fatalf("deltacheck rows: %v", err)
-		}
-		assertRows(t, "deltacheck rows customers", readJSONL(t, string(got)), rowsOf(t, `{"id":1,"name":"Anne","seq":3}`))
-	}
+	d.checkTargets(true, same)
 
 	// A key the inferred columns lack: the problem at its place, as validate gives one.
 	bad := filepath.Join(dir, "bad.yaml")
@@ -154,24 +203,10 @@ datasets:
 // refused as a source.
 func TestApplyChangesFromQuerySource(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	spec := filepath.Join(dir, "pipeline.yaml")
-	write := func(name, text string) {
-		t.Helper()
-		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	// A key the query does not return: the flow fails at its place, before any row is read.
-	write(spec, strings.Replace(queryApplySpec, "{source: clean, keys: [id]", "{source: clean, keys: [customer_id]", 1))
-	write(filepath.Join(dir, "landing", "1.json"), `{"op":"I","id":1,"name":" ann ","seq":1}
-{"op":"I","id":null,"name":"nobody","seq":1}
-{"op":"I","id":2,"name":"bo","seq":2}
-{"op":"U","id":1,"name":"anne","seq":3}
-`)
+	d := newCDCDir(t, strings.Replace(queryApplySpec, "{source: clean, keys: [id]", "{source: clean, keys: [customer_id]", 1))
+	dir, spec, write, show := d.dir, d.spec, d.write, d.show
+	d.land("1.json", firstChanges+`{"op":"I","id":null,"name":"nobody","seq":1}`+"\n")
 	r := pipeline(t, nil, "run", spec)
 	if r.code != 1 || !strings.Contains(r.stderr, "pipeline.yaml:10:43: datasets[2].apply_changes.keys[0]: unknown column customer_id: dataset clean has no such column (hint: columns: op, id, name, seq)") {
 		t.Fatalf("run with a misfit key: exit %d\n%s", r.code, r.stderr)
@@ -181,38 +216,11 @@ func TestApplyChangesFromQuerySource(t *testing.T) {
 		t.Errorf("validate:\n%s", out)
 	}
 	mustRun(t, "run", spec)
-	show := func(ds string) []map[string]any {
-		t.Helper()
-		return readJSONL(t, mustRun(t, "show", spec, ds, "--format", "jsonl"))
-	}
-	assertRows(t, "customers", show("customers"), rowsOf(t,
-		`{"id":1,"name":"ANNE","seq":3}`,
-		`{"id":2,"name":"BO","seq":2}`))
-	assertRows(t, "customers_history", show("customers_history"), rowsOf(t,
-		`{"id":1,"name":"ANN","seq":1,"__START_AT":1,"__END_AT":3}`,
-		`{"id":1,"name":"ANNE","seq":3,"__START_AT":3,"__END_AT":null}`,
-		`{"id":2,"name":"BO","seq":2,"__START_AT":2,"__END_AT":null}`))
-
-	write(filepath.Join(dir, "landing", "2.json"), `{"op":"U","id":1,"name":"an","seq":2}
-{"op":"D","id":2,"seq":4}
-`)
+	d.checkTargets(false, strings.ToUpper)
+	d.land("2.json", lateChanges)
 	mustRun(t, "run", spec)
-	assertRows(t, "customers", show("customers"), rowsOf(t, `{"id":1,"name":"ANNE","seq":3}`))
-	assertRows(t, "customers_history", show("customers_history"), rowsOf(t,
-		`{"id":1,"name":"ANN","seq":1,"__START_AT":1,"__END_AT":2}`,
-		`{"id":1,"name":"AN","seq":2,"__START_AT":2,"__END_AT":3}`,
-		`{"id":1,"name":"ANNE","seq":3,"__START_AT":3,"__END_AT":null}`,
-		`{"id":2,"name":"BO","seq":2,"__START_AT":2,"__END_AT":4}`))
+	d.checkTargets(true, strings.ToUpper)
 	assertRows(t, "versions", show("versions"), rowsOf(t, `{"id":1,"n":3}`, `{"id":2,"n":1}`))
-	if dc := os.Getenv("DELTACHECK"); dc != "" {
-		got, err := exec.Command(dc, "rows", filepath.Join(dir, "storage", "tables", "customers_history")).Output()
-		if err != nil {
-			t.Fatalf("deltacheck rows: %v", err)
-		}
-		if n := len(readJSONL(t, string(got))); n != 4 {
-			t.Errorf("deltacheck rows customers_history: %d rows, want 4:\n%s", n, got)
-		}
-	}
 
 	// A materialized view is no change log.
 	mv := filepath.Join(dir, "mv.yaml")
@@ -223,26 +231,22 @@ func TestApplyChangesFromQuerySource(t *testing.T) {
 	}
 }
 
-// TestApplyChangesFromQueryWithoutTable: a query streaming table whose first update makes no
-// table (its source has no file yet) leaves its APPLY CHANGES target idle, with no table; the
-// update after the first file lands builds it.
-func TestApplyChangesFromQueryWithoutTable(t *testing.T) {
+// TestApplyChangesFromQueryWithoutRows: in a first update whose query streaming table reads no
+// row (its source has no file yet), its APPLY CHANGES targets are set up by their flows, empty,
+// and IDLE; the update after the first file lands fills them.
+func TestApplyChangesFromQueryWithoutRows(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	spec := filepath.Join(dir, "pipeline.yaml")
-	if err := os.WriteFile(spec, []byte(queryApplySpec), 0o644); err != nil {
-		t.Fatal(err)
+	d := newCDCDir(t, queryApplySpec)
+	out := summaryOf(mustRun(t, "run", d.spec))
+	for _, ds := range []string{"customers", "customers_history"} {
+		if !regexp.MustCompile(`(?m)^  ` + ds + ` +IDLE`).MatchString(out) {
+			t.Errorf("first update: %s not IDLE:\n%s", ds, out)
+		}
+		if rows := d.show(ds); len(rows) != 0 {
+			t.Errorf("%s: %v, want no row", ds, rows)
+		}
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "landing"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	out := summaryOf(mustRun(t, "run", spec))
-	if !strings.Contains(out, "customers ") || strings.Contains(out, "FAILED") {
-		t.Fatalf("first update:\n%s", out)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "landing", "1.json"), []byte(`{"op":"I","id":7,"name":"x","seq":1}`+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	mustRun(t, "run", spec)
-	assertRows(t, "customers", readJSONL(t, mustRun(t, "show", spec, "customers", "--format", "jsonl")), rowsOf(t, `{"id":7,"name":"X","seq":1}`))
+	d.land("1.json", `{"op":"I","id":7,"name":"x","seq":1}`+"\n")
+	mustRun(t, "run", d.spec)
+	assertRows(t, "customers", d.show("customers"), rowsOf(t, `{"id":7,"name":"X","seq":1}`))
 }
