@@ -68,6 +68,9 @@ func Dev(ctx context.Context, p *spec.Pipeline, o DevOptions) error {
 	// read by an update of their datasets once they had the time to settle.
 	var settled <-chan time.Time
 	var unsettled map[string]bool
+	// blocked are the datasets of updates that failed at their set-up, which the next update
+	// an edit or new input makes runs too.
+	blocked := map[string]bool{}
 	run := func(only map[string]bool, cause string) {
 		opts := o.Options
 		opts.Held, opts.Development, opts.Cause, opts.Only = held, true, cause, only
@@ -85,6 +88,24 @@ func Dev(ctx context.Context, p *spec.Pipeline, o DevOptions) error {
 					unsettled[name] = true
 				}
 			}
+		}
+		if err != nil && (res == nil || len(res.Flows) == 0) {
+			// The update failed before any flow ran (at its set-up: a schema change, a flow
+			// that does not fit its source's columns): running it again on the timer would
+			// fail the same way, every second. Its datasets run with the next update an edit
+			// or new input makes.
+			if only == nil {
+				for _, d := range p.Datasets {
+					blocked[d.Name] = true
+				}
+			}
+			for n := range only {
+				blocked[n] = true
+			}
+			for n := range unsettled {
+				blocked[n] = true
+			}
+			clear(unsettled)
 		}
 		switch {
 		case len(unsettled) == 0:
@@ -196,6 +217,12 @@ func Dev(ctx context.Context, p *spec.Pipeline, o DevOptions) error {
 		if len(changed) == 0 {
 			continue
 		}
+		for n := range blocked {
+			if p.Dataset(n) != nil && !contains(changed, n) {
+				changed = append(changed, n)
+			}
+		}
+		clear(blocked)
 		g, _ := p.Graph()
 		only := map[string]bool{}
 		for _, n := range changed {

@@ -283,3 +283,75 @@ func TestDevEditAndNewInput(t *testing.T) {
 	}
 	stop()
 }
+
+// TestDevSetupFailureWaits: an update that fails at its set-up (an APPLY CHANGES flow whose key
+// its inferred source lacks) is not run again on the settle timer, where it would fail the same
+// way every second, but with the next edit or input; the edit that fixes the spec then runs the
+// datasets the failed updates did not, so the files they left are read.
+func TestDevSetupFailureWaits(t *testing.T) {
+	t.Parallel()
+	inferred := strings.Replace(strings.Replace(failSpec, "      schema: \"op STRING, id BIGINT, seq BIGINT\"\n", "", 1), "keys: [id]", "keys: [idd]", 1)
+	dir := t.TempDir()
+	landing := filepath.Join(dir, "landing")
+	if err := os.MkdirAll(landing, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Minute)
+	write := func(path, text string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(landing, "1.json"), `{"op": "I", "id": 1, "seq": 1}`+"\n")
+	if err := os.Chtimes(filepath.Join(landing, "1.json"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	specFile := filepath.Join(dir, "pipeline.yaml")
+	write(specFile, inferred)
+	p, err := spec.Load(specFile, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes := make(chan []string)
+	stopped := make(chan struct{})
+	runs := make(chan devRun, 20)
+	done := make(chan error)
+	go func() {
+		done <- Dev(context.Background(), p, DevOptions{Options: Options{Settle: 500 * time.Millisecond}, Changes: changes, Stop: stopped,
+			Ran: func(only []string, res *Result, err error) { runs <- devRun{only, res} }})
+	}()
+	next := func(what string) devRun {
+		t.Helper()
+		select {
+		case r := <-runs:
+			return r
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no update after %s", what)
+		}
+		return devRun{}
+	}
+	next("the start") // fails at set-up: idd
+	f := filepath.Join(landing, "2.json")
+	write(f, `{"op": "I", "id": 2, "seq": 2}`+"\n")
+	changes <- []string{f}
+	next("the new file") // waits for it to settle, then fails at set-up again
+	select {
+	case r := <-runs:
+		t.Fatalf("an update ran again with no change: %v", r.only)
+	case <-time.After(3 * time.Second):
+	}
+	write(specFile, strings.Replace(inferred, "keys: [idd]", "keys: [id]", 1))
+	changes <- []string{specFile}
+	r := next("the fix")
+	if !slices.Equal(r.only, []string{"changes", "items"}) || r.res.Flows["items"].State != FlowCompleted {
+		t.Errorf("the update after the fix ran %v, items %+v; want [changes items] completed", r.only, r.res.Flows["items"])
+	}
+	if n := tableRows(t, p, "items"); n != 2 {
+		t.Errorf("items has %d rows, want 2", n)
+	}
+	close(stopped)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
