@@ -284,7 +284,7 @@ func streamColumns(p *spec.Pipeline, d *spec.Dataset, table, result schema.Schem
 		i := result.Index(f.Name)
 		if i < 0 || !result.Fields[i].Type.Equal(f.Type) {
 			return table, nil, fmt.Errorf("dataset %s: %w: the table has (%s) but the query now returns (%s); run %s",
-				d.Name, ErrSchemaChanged, table.DDL(), result.DDL(), RefreshHint(p, d.Name))
+				d.Name, ErrSchemaChanged, table.DDL(), result.DDL(), RefreshWithReaders(p, d.Name))
 		}
 		order = append(order, i)
 	}

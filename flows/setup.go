@@ -339,6 +339,10 @@ func setupAtRun(p *spec.Pipeline, d *spec.Dataset) (bool, error) {
 		return true, nil
 	}
 	if err := setup(p, d, true); err != nil {
+		if errors.Is(err, ErrSchemaChanged) {
+			// The update's set-up, which names the full refresh of such a change, ran before.
+			err = fmt.Errorf("%w; run %s", err, RefreshWithReaders(p, d.Name))
+		}
 		return false, err
 	}
 	return len(d.Schema.Fields) > 0, nil
