@@ -205,6 +205,9 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 		}
 		latest = b.srcSnap.Version
 		b.sourceID, b.progress = b.srcSnap.Metadata.ID, latest
+		if d.SchemaAtRun() {
+			warnLeftOut(env, d, b.srcSnap.Metadata.Schema)
+		}
 	}
 	var sourceID string
 	var was *applySettings
@@ -1226,4 +1229,31 @@ func foldGroups(dataset string, fold batchFold, in <-chan *eventBuf, free chan<-
 		}
 	}
 	return nil
+}
+
+// warnLeftOut says, in a WARN event of d's flow, which columns of its source's table (src) the
+// target d leaves out though its column lists would keep them: d's columns are known only when
+// an update runs (spec.Dataset.SchemaAtRun) and were fixed when its table was created, and the
+// source gained them since (an inferred schema that evolved, an edited query). Their values are
+// not applied; the next update's set-up fails naming them (Setup), and a continuous update,
+// which has no next set-up, says so at each batch.
+func warnLeftOut(env *Env, d *spec.Dataset, src schema.Schema) {
+	ac := d.ApplyChanges
+	var left []string
+	for _, f := range src.Fields {
+		kept := !slices.Contains(ac.ExceptColumnList, f.Name)
+		if ac.ColumnList != nil {
+			kept = slices.Contains(ac.ColumnList, f.Name)
+		}
+		if kept && d.Schema.Index(f.Name) < 0 {
+			left = append(left, f.Name)
+		}
+	}
+	if len(left) == 0 {
+		return
+	}
+	env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, d.Name, d.Name,
+		fmt.Sprintf("column(s) %s of %s are not columns of %s, whose columns were fixed when its table was created: their values are left out; run %s to rebuild it with them, or add them to except_column_list",
+			strings.Join(left, ", "), ac.Source, d.Name, RefreshWithReaders(env.Pipeline, d.Name)),
+		map[string]any{"columns": left}, "")
 }

@@ -159,6 +159,11 @@ func TestApplyChangesFromInferredSource(t *testing.T) {
 	write(filepath.Join(dir, "landing", "3.json"), `{"op":"U","id":1,"name":"Anne","seq":5,"city":"Lyon"}
 `)
 	mustRun(t, "run", spec)
+	// The update that adds the column leaves it out of the targets, and says so.
+	if warns := mustRun(t, "events", spec, "--update", "latest", "--level", "WARN"); !strings.Contains(warns, "column(s) city of bronze are not columns of customers, whose columns were fixed when its table was created: their values are left out; run ") ||
+		!strings.Contains(warns, "--full-refresh customers` to rebuild it with them, or add them to except_column_list") {
+		t.Errorf("WARN events of the update that adds city:\n%s", warns)
+	}
 	r = pipeline(t, nil, "run", spec)
 	if r.code != 1 || !strings.Contains(r.stderr, "dataset customers: the schema changed (column city is new)") ||
 		!strings.Contains(r.stderr, "but the columns inferred for its source bronze now give (id BIGINT, name STRING, seq BIGINT, city STRING)") ||
