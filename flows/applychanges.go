@@ -133,6 +133,7 @@ func ApplyChanges(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, erro
 		if known, err := setupAtRun(env.Pipeline, d); err != nil || !known {
 			return Metrics{Version: -1, Idle: err == nil}, err
 		}
+		warnTextSequence(env, d)
 	}
 	return runBatches(func(first bool, unread *unreadFiles) (Metrics, error) {
 		return applyBatch(ctx, env, d, first, unread)
@@ -1256,4 +1257,28 @@ func warnLeftOut(env *Env, d *spec.Dataset, src schema.Schema) {
 		fmt.Sprintf("column(s) %s of %s are not columns of %s, whose columns were fixed when its table was created: their values are left out; run %s to rebuild it with them, or add them to except_column_list",
 			strings.Join(left, ", "), ac.Source, d.Name, RefreshWithReaders(env.Pipeline, d.Name)),
 		map[string]any{"columns": left}, "")
+}
+
+// warnTextSequence says, in a WARN event of d's flow, which sequence_by columns of d are STRING
+// because its source is CSV whose schema is inferred with every column STRING (the default,
+// infer_column_types false; schema_hints unset for them): the events are then ordered as text,
+// "10" before "9", as Spark would order them, which is seldom what a numeric sequence means.
+func warnTextSequence(env *Env, d *spec.Dataset) {
+	src := env.Pipeline.Dataset(d.ApplyChanges.Source)
+	if src == nil || src.Source == nil || !src.Source.InferSchema || src.Source.Format != spec.FormatCSV || src.Source.Options[spec.InferColumnTypes] == "true" {
+		return
+	}
+	var text []string
+	for _, c := range d.ApplyChanges.SequenceBy {
+		if i := src.Schema.Index(c); i >= 0 && src.Schema.Fields[i].Type.Kind == schema.String && src.Source.SchemaHints.Index(c) < 0 {
+			text = append(text, c)
+		}
+	}
+	if len(text) == 0 {
+		return
+	}
+	env.Events.Emit(eventlog.Warn, eventlog.FlowProgress, d.Name, d.Name,
+		fmt.Sprintf("sequence_by %s of %s is STRING, as CSV schema inference types every column by default: events are ordered as text (\"10\" before \"9\"); give it a type with `schema_hints: \"%s BIGINT\"` (or `options: {infer_column_types: true}`) on %s, then run %s",
+			strings.Join(text, ", "), d.Name, text[0], src.Name, RefreshWithReaders(env.Pipeline, src.Name)),
+		map[string]any{"columns": text}, "")
 }

@@ -255,3 +255,35 @@ func TestApplyChangesFromQueryWithoutRows(t *testing.T) {
 	mustRun(t, "run", d.spec)
 	assertRows(t, "customers", d.show("customers"), rowsOf(t, `{"id":7,"name":"X","seq":1}`))
 }
+
+// TestApplyChangesTextSequenceWarns: a CSV source whose schema is inferred types every column
+// STRING by default, so its sequence_by orders events as text ("10" before "9"): the flow says
+// so in a WARN with the schema_hints and full refresh to write, which, followed, orders them as
+// numbers (semantics.md "APPLY CHANGES": the latest by sequence_by wins).
+func TestApplyChangesTextSequenceWarns(t *testing.T) {
+	t.Parallel()
+	spec := `name: csv_cdc
+storage: ./storage
+datasets:
+  - name: bronze
+    source: {path: ./landing, format: csv, options: {header: true}#HINTS}
+  - name: s
+    apply_changes: {source: bronze, keys: [id], sequence_by: seq, except_column_list: [op, _rescued_data]}
+`
+	d := newCDCDir(t, strings.Replace(spec, "#HINTS", "", 1))
+	d.land("a.csv", "op,id,name,seq\nI,1,a,9\nU,1,b,10\n")
+	mustRun(t, "run", d.spec)
+	// As text, "9" is the latest.
+	assertRows(t, "s as text", d.show("s"), rowsOf(t, `{"id":"1","name":"a","seq":"9"}`))
+	warns := mustRun(t, "events", d.spec, "--update", "latest", "--level", "WARN")
+	if !strings.Contains(warns, "sequence_by seq of s is STRING, as CSV schema inference types every column by default: events are ordered as text (\"10\" before \"9\"); give it a type with `schema_hints: \"seq BIGINT\"` (or `options: {infer_column_types: true}`) on bronze, then run ") ||
+		!strings.Contains(warns, "--full-refresh bronze,s`") {
+		t.Fatalf("WARN events:\n%s", warns)
+	}
+	d.write(d.spec, strings.Replace(spec, "#HINTS", `, schema_hints: "seq BIGINT"`, 1))
+	mustRun(t, "run", d.spec, "--full-refresh", "bronze,s")
+	assertRows(t, "s as numbers", d.show("s"), rowsOf(t, `{"id":"1","name":"b","seq":10}`))
+	if warns := mustRun(t, "events", d.spec, "--update", "latest", "--level", "WARN"); strings.Contains(warns, "sequence_by") {
+		t.Errorf("WARN with schema_hints:\n%s", warns)
+	}
+}
