@@ -757,7 +757,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 				strings.Join(parts, "; "), ac.Source, d.Name, drop, dropMalformed)
 		}
 		return nil, fmt.Errorf("%s; nothing of this batch was applied. Drop such events with an expectation on %s (e.g. `%s` with on_violation: drop), then run again; the events are already in %s, so fixing the input files needs %s%s",
-			strings.Join(parts, "; "), d.Name, drop, ac.Source, RefreshWithReaders(p, ac.Source), dropMalformed)
+			strings.Join(parts, "; "), d.Name, drop, ac.Source, refreshFromInputs(p, ac.Source), dropMalformed)
 	}
 	return b, nil
 }
@@ -1281,4 +1281,41 @@ func warnTextSequence(env *Env, d *spec.Dataset) {
 		fmt.Sprintf("sequence_by %s of %s is STRING, as CSV schema inference types every column by default: events are ordered as text (\"10\" before \"9\"); give it a type with `schema_hints: \"%s BIGINT\"` (or `options: {infer_column_types: true}`) on %s, then run %s",
 			strings.Join(text, ", "), d.Name, text[0], src.Name, RefreshWithReaders(env.Pipeline, src.Name)),
 		map[string]any{"columns": text}, "")
+}
+
+// refreshFromInputs returns the full refresh that reads the input of dataset name again: of name
+// and its readers, and, when name is a query dataset, of the datasets its query reads (up to the
+// first that is not a query: a file or table source, whose input files a user fixes) and theirs.
+func refreshFromInputs(p *spec.Pipeline, name string) string {
+	g, err := p.Graph()
+	if err != nil {
+		return RefreshWithReaders(p, name)
+	}
+	var roots []string
+	seen := map[string]bool{}
+	var up func(n string)
+	up = func(n string) {
+		if seen[n] {
+			return
+		}
+		seen[n] = true
+		if d := p.Dataset(n); d == nil || d.Query == nil {
+			roots = append(roots, n)
+			return
+		}
+		for _, dep := range g.Deps(n) {
+			up(dep)
+		}
+	}
+	up(name)
+	var names []string
+	for _, n := range g.Order() {
+		for _, r := range roots {
+			if n == r || slices.Contains(g.Descendants(r), n) {
+				names = append(names, n)
+				break
+			}
+		}
+	}
+	return RefreshHint(p, names...)
 }

@@ -287,3 +287,23 @@ datasets:
 		t.Errorf("WARN with schema_hints:\n%s", warns)
 	}
 }
+
+// TestApplyChangesFromQueryNullKeyHint: a NULL key from a query streaming table fails the flow
+// with the full refresh that reads the input files again: of the file source the query reads,
+// not only of the query's table (which a refresh would fill from the same bronze rows); followed
+// after fixing the file, it applies the fixed events.
+func TestApplyChangesFromQueryNullKeyHint(t *testing.T) {
+	t.Parallel()
+	d := newCDCDir(t, queryApplySpec)
+	d.land("1.json", `{"op":"I","id":1,"name":"a","seq":1}`+"\n"+`{"op":"U","id":null,"name":"b","seq":2}`+"\n")
+	// The query keeps the NULL key: drop its filter.
+	d.write(d.spec, strings.Replace(queryApplySpec, " WHERE id IS NOT NULL", "", 1))
+	r := pipeline(t, nil, "run", d.spec)
+	if r.code != 1 || !strings.Contains(r.stderr, "the events are already in clean, so fixing the input files needs ") ||
+		!strings.Contains(r.stderr, "--full-refresh bronze,clean,customers,customers_history,versions`") {
+		t.Fatalf("run with a NULL key: exit %d\n%s", r.code, r.stderr)
+	}
+	d.land("1.json", `{"op":"I","id":1,"name":"a","seq":1}`+"\n"+`{"op":"U","id":2,"name":"b","seq":2}`+"\n")
+	mustRun(t, "run", d.spec, "--full-refresh", "bronze,clean,customers,customers_history,versions")
+	assertRows(t, "customers", d.show("customers"), rowsOf(t, `{"id":1,"name":"A","seq":1}`, `{"id":2,"name":"B","seq":2}`))
+}
