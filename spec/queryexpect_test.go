@@ -43,4 +43,11 @@ datasets:
 	if got := CheckExpectations(built, cols).Error(); got != "b.yaml:3:5: expectation e does not compile: unknown name zzz (hint: columns: id, name)" {
 		t.Errorf("built: %s", got)
 	}
+	// SQL's NULL (or Python's None) is nil here.
+	for _, null := range []string{"null", "NULL", "None"} {
+		built.Expectations[0].Expect = "name != " + null
+		if got, want := CheckExpectations(built, cols).Error(), "b.yaml:3:5: expectation e does not compile: unknown name "+null+" (hint: NULL is `nil` in row expressions: write `name != nil`, `amount == nil`)"; got != want {
+			t.Errorf("%s:\n%s\nwant\n%s", null, got, want)
+		}
+	}
 }

@@ -594,6 +594,10 @@ func (v *validation) compile(code string, r ref, s schema.Schema, what string) {
 // of s: the columns closest to a name that is none of them, else every column.
 func compileHint(err error, s schema.Schema) string {
 	if m := unknownName.FindStringSubmatch(err.Error()); m != nil {
+		if strings.EqualFold(m[1], "null") || m[1] == "None" {
+			// SQL's NULL, Python's None: the expr language's is nil.
+			return "NULL is `nil` in row expressions: write `name != nil`, `amount == nil`"
+		}
 		return didYouMean(m[1], s.Names(), "columns")
 	}
 	return "columns: " + strings.Join(s.Names(), ", ")
