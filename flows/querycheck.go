@@ -57,8 +57,9 @@ func problemAt(q *spec.Query, msg string) int {
 // DuckDB cannot describe, nor one with a PIVOT whose columns are its input's values
 // (spec.Query.DynamicPivot), nor one reading it. The expectations of a query that binds are
 // compiled against its result's columns (spec.CheckExpectations), as its flow compiles them
-// (expectationSet); those of a query not checked are left to its flow. The error is one of
-// opening DuckDB.
+// (expectationSet), and an APPLY CHANGES flow reading a query streaming table that binds is
+// checked against them (spec.Dataset.CheckSchemaWith); those of a query not checked are left to
+// its flow. The error is one of opening DuckDB.
 func CheckQueries(ctx context.Context, p *spec.Pipeline) ([]QueryProblem, error) {
 	return bindQueries(ctx, p, nil)
 }
@@ -101,6 +102,21 @@ func bindQueries(ctx context.Context, p *spec.Pipeline, draft *spec.Draft) ([]Qu
 			if es := spec.CheckExpectations(d, b.s); len(es) > 0 {
 				out = append(out, QueryProblem{Dataset: d, At: -1, Expectations: es})
 			}
+		}
+	}
+	// An APPLY CHANGES flow reading a query streaming table is checked against the columns its
+	// query binds to, as its update's set-up checks it against the query's table (a key the
+	// query does not return is a spec error now, not a failed flow later).
+	for _, d := range p.Datasets {
+		if !d.SchemaAtRun() || (draft != nil && !draft.Sound(d)) {
+			continue
+		}
+		src := p.Dataset(d.ApplyChanges.Source)
+		if src == nil || src.Query == nil || c.known[src.Name] == nil || !c.known[src.Name].ok {
+			continue
+		}
+		if es := d.CheckSchemaWith(c.known[src.Name].s); len(es) > 0 {
+			out = append(out, QueryProblem{Dataset: d, At: -1, Expectations: es})
 		}
 	}
 	return out, nil

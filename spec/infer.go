@@ -64,6 +64,7 @@ func atRunSource(in *datasetInfo) bool {
 // validation's positions. The expectations' syntax is checked now.
 func (v *validation) deferApply(in, src *datasetInfo) {
 	v.expectationSyntax(in)
+	in.ds.resolveFrom = src.ds
 	in.ds.resolve = func() error {
 		if len(src.ds.Schema.Fields) == 0 {
 			return fmt.Errorf("dataset %s: its columns come from dataset %s, whose columns are not known yet", in.ds.Name, src.ds.Name)

@@ -92,8 +92,10 @@ type Dataset struct {
 	Schema schema.Schema
 
 	// resolve, for an APPLY CHANGES target whose source infers its schema, checks the flow
-	// against the source's columns once they are known and fills Schema (ResolveSchema).
-	resolve func() error
+	// against the source's columns once they are known and fills Schema (ResolveSchema);
+	// resolveFrom is that source.
+	resolve     func() error
+	resolveFrom *Dataset
 }
 
 // SchemaAtRun reports whether the dataset's columns are known only when an update runs: it is
@@ -113,6 +115,28 @@ func (ds *Dataset) ResolveSchema() error {
 		return nil
 	}
 	return ds.resolve()
+}
+
+// CheckSchemaWith makes ResolveSchema's checks of ds as if its source's columns were source (a
+// query streaming table's, as its query binds before any update has run it) and returns their
+// problems, leaving the Schema of both datasets as it was; nil for a dataset whose columns are
+// not known only when an update runs. Not safe to call while an update runs ResolveSchema.
+func (ds *Dataset) CheckSchemaWith(source schema.Schema) Errors {
+	if ds.resolve == nil || ds.resolveFrom == nil {
+		return nil
+	}
+	was, own := ds.resolveFrom.Schema, ds.Schema
+	defer func() { ds.resolveFrom.Schema, ds.Schema = was, own }()
+	ds.resolveFrom.Schema = source
+	err := ds.resolve()
+	var es Errors
+	switch {
+	case err == nil:
+	case errors.As(err, &es):
+	default:
+		es = Errors{{Pos: ds.ApplyChanges.Pos, Msg: err.Error()}}
+	}
+	return es
 }
 
 // Source is file ingestion in the style of Auto Loader (semantics.md "Ingestion").

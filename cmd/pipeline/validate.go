@@ -94,8 +94,9 @@ func missingSources(p *spec.Pipeline) []string {
 }
 
 // checkedAtRun returns a note for each APPLY CHANGES target of p whose source infers its schema
-// or is a query streaming table (spec.Dataset.SchemaAtRun): validate, reading no data, leaves
-// the checks of its flow against the source's columns to the update that knows them.
+// (spec.Dataset.SchemaAtRun): validate, reading no data, leaves the checks of its flow against
+// the source's columns to the update that infers them. One reading a query streaming table is
+// checked against the columns its query binds to (flows.CheckQueries).
 func checkedAtRun(p *spec.Pipeline) []string {
 	var notes []string
 	for _, d := range p.Datasets {
@@ -103,11 +104,10 @@ func checkedAtRun(p *spec.Pipeline) []string {
 			continue
 		}
 		src := d.ApplyChanges.Source
-		when := fmt.Sprintf("when an update infers them (%s declares no `schema:`)", src)
 		if s := p.Dataset(src); s != nil && s.Query != nil {
-			when = "when an update has run its query"
+			continue // checked against the columns its query binds to (flows.CheckQueries)
 		}
-		notes = append(notes, fmt.Sprintf("%s: note: dataset %s: its keys, sequence_by and column lists are checked against the columns of dataset %s %s", d.ApplyChanges.Pos, d.Name, src, when))
+		notes = append(notes, fmt.Sprintf("%s: note: dataset %s: its keys, sequence_by and column lists are checked against the columns of dataset %s when an update infers them (%s declares no `schema:`)", d.ApplyChanges.Pos, d.Name, src, src))
 	}
 	return notes
 }
