@@ -1242,11 +1242,7 @@ func warnLeftOut(env *Env, d *spec.Dataset, src schema.Schema) {
 	ac := d.ApplyChanges
 	var left []string
 	for _, f := range src.Fields {
-		kept := !slices.Contains(ac.ExceptColumnList, f.Name)
-		if ac.ColumnList != nil {
-			kept = slices.Contains(ac.ColumnList, f.Name)
-		}
-		if kept && d.Schema.Index(f.Name) < 0 {
+		if ac.Keeps(f.Name) && d.Schema.Index(f.Name) < 0 {
 			left = append(left, f.Name)
 		}
 	}

@@ -748,10 +748,10 @@ type rowFunc func(row []any, parsed bool, bad []badValue, lineNo int64) error
 // Text that starts as no UTF-8 text does (sniffText: UTF-16, a compressed file not named so) is
 // not read: it is a *damagedInput at line 1.
 func eachRow(src *spec.Source, filePath string, in io.Reader, pool *blockPool, fn rowFunc, warn func(msg string)) error {
-	// A plain file smaller than a JSON-lines block is read in a block of its size (one more
+	// A plain JSON-lines file smaller than a block is read in a block of its size (one more
 	// byte: the read that finds its end).
 	blockSize := jsonBlockSize
-	if f, ok := in.(*os.File); ok {
+	if f, ok := in.(*os.File); ok && src.Format == "json" && src.Options[spec.JSONMultiline] != "true" {
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() < int64(blockSize) {
 			blockSize = max(int(st.Size())+1, 64)
 		}

@@ -79,7 +79,7 @@ func (v *validation) deferApply(in, src *datasetInfo) {
 			return sortErrors(v.d.errs)
 		}
 		if !ok {
-			return errors.New("dataset " + in.ds.Name + ": its APPLY CHANGES flow does not fit the columns inferred for dataset " + src.ds.Name)
+			return errors.New("dataset " + in.ds.Name + ": its APPLY CHANGES flow does not fit the columns of dataset " + src.ds.Name)
 		}
 		return nil
 	}

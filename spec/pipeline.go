@@ -88,11 +88,12 @@ type Dataset struct {
 	// source's output schema reduced by ColumnList or ExceptColumnList, in the source's column
 	// order, keys always kept; for ApplyChangesFromSnapshot, the snapshot's columns. SCD type 2
 	// targets add __START_AT and __END_AT (StartAt, EndAt). An APPLY CHANGES target whose
-	// source infers its schema has none until ResolveSchema fills it (SchemaAtRun).
+	// source infers its schema or is a query streaming table has none until ResolveSchema
+	// fills it (SchemaAtRun).
 	Schema schema.Schema
 
-	// resolve, for an APPLY CHANGES target whose source infers its schema, checks the flow
-	// against the source's columns once they are known and fills Schema (ResolveSchema);
+	// resolve, for an APPLY CHANGES target whose source's columns are known only when an update
+	// runs, checks the flow against them once they are and fills Schema (ResolveSchema);
 	// resolveFrom is that source.
 	resolve     func() error
 	resolveFrom *Dataset
@@ -108,8 +109,9 @@ func (ds *Dataset) SchemaAtRun() bool { return ds.resolve != nil }
 // checks its APPLY CHANGES flow against its source's columns as Load checks a flow whose source
 // declares them (keys, sequence_by, column lists, apply_as_deletes, expectations, a declared
 // target `schema:`) and fills Schema. The source's Schema must be filled first (flows.Setup
-// does so: an inferred source's set-up, in dependency order, or a query source's table). The error is Errors, at the positions of the spec the problems are
-// at, when the flow does not fit those columns; it does nothing for other datasets.
+// does so: an inferred source's set-up, in dependency order, or a query source's table). The
+// error is Errors, at the positions of the spec the problems are at, when the flow does not
+// fit those columns; it does nothing for other datasets.
 func (ds *Dataset) ResolveSchema() error {
 	if ds.resolve == nil {
 		return nil
@@ -230,6 +232,20 @@ type ApplyChanges struct {
 	TrackHistoryColumnList       []string
 	TrackHistoryExceptColumnList []string
 	Pos                          Pos
+}
+
+// Keeps reports whether the target keeps the source column named col: a key always, else a
+// column of ColumnList when it is set, else one not in ExceptColumnList (Delta Live Tables'
+// COLUMNS / COLUMNS * EXCEPT of APPLY CHANGES).
+func (ac *ApplyChanges) Keeps(col string) bool {
+	switch {
+	case slices.Contains(ac.Keys, col):
+		return true
+	case ac.ColumnList != nil:
+		return slices.Contains(ac.ColumnList, col)
+	default:
+		return !slices.Contains(ac.ExceptColumnList, col)
+	}
 }
 
 // The SCD type 2 columns of an APPLY CHANGES target (semantics.md "APPLY CHANGES"): the version's

@@ -377,19 +377,9 @@ func (v *validation) applyOutput(in *datasetInfo) bool {
 			"track_history_column_list and track_history_except_column_list cannot be used together")
 	}
 	v.expectations(in, input)
-	keep := func(f schema.Field) bool {
-		switch {
-		case slices.Contains(ac.Keys, f.Name):
-			return true
-		case ac.ColumnList != nil:
-			return slices.Contains(ac.ColumnList, f.Name)
-		default:
-			return !slices.Contains(ac.ExceptColumnList, f.Name)
-		}
-	}
 	out := schema.Schema{}
 	for _, f := range input.Fields {
-		if keep(f) {
+		if ac.Keeps(f.Name) {
 			out.Fields = append(out.Fields, f)
 		}
 	}

@@ -190,6 +190,17 @@ func settledDev(t *testing.T) (p *spec.Pipeline, landing string, changes chan []
 	t.Helper()
 	p = setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n")
 	landing = filepath.Join(filepath.Dir(p.File), "landing")
+	changes, next, stop = startDev(t, p, time.Second)
+	return p, landing, changes, next, stop
+}
+
+// startDev makes the files of p's landing folder a minute old, starts Dev on p with the settle
+// time settle, and waits for its first update. It returns the channel of changes, next, which
+// waits for the next update, and stop, which stops dev, checks that it ended cleanly and that
+// no update ran that next did not take.
+func startDev(t *testing.T, p *spec.Pipeline, settle time.Duration) (changes chan []string, next func(what string) devRun, stop func()) {
+	t.Helper()
+	landing := filepath.Join(filepath.Dir(p.File), "landing")
 	old := time.Now().Add(-time.Minute)
 	entries, err := os.ReadDir(landing)
 	if err != nil {
@@ -205,10 +216,9 @@ func settledDev(t *testing.T) (p *spec.Pipeline, landing string, changes chan []
 	runs := make(chan devRun, 10)
 	done := make(chan error)
 	go func() {
-		done <- Dev(context.Background(), p, DevOptions{Options: Options{Settle: time.Second}, Changes: changes, Stop: stopped,
+		done <- Dev(context.Background(), p, DevOptions{Options: Options{Settle: settle}, Changes: changes, Stop: stopped,
 			Ran: func(only []string, res *Result, err error) { runs <- devRun{only, res} }})
 	}()
-	<-runs
 	next = func(what string) devRun {
 		t.Helper()
 		select {
@@ -219,6 +229,7 @@ func settledDev(t *testing.T) (p *spec.Pipeline, landing string, changes chan []
 		}
 		return devRun{}
 	}
+	next("the start")
 	stop = func() {
 		t.Helper()
 		close(stopped)
@@ -230,7 +241,7 @@ func settledDev(t *testing.T) (p *spec.Pipeline, landing string, changes chan []
 			t.Errorf("one more update ran: %v", extra.only)
 		}
 	}
-	return p, landing, changes, next, stop
+	return changes, next, stop
 }
 
 // TestDevWaitsForNewInput: a new input file, modified within the settle time when dev hears of
@@ -290,68 +301,34 @@ func TestDevEditAndNewInput(t *testing.T) {
 // datasets the failed updates did not, so the files they left are read.
 func TestDevSetupFailureWaits(t *testing.T) {
 	t.Parallel()
+	p := setup(t, `{"op": "I", "id": 1, "seq": 1}`+"\n")
 	inferred := strings.Replace(strings.Replace(failSpec, "      schema: \"op STRING, id BIGINT, seq BIGINT\"\n", "", 1), "keys: [id]", "keys: [idd]", 1)
-	dir := t.TempDir()
-	landing := filepath.Join(dir, "landing")
-	if err := os.MkdirAll(landing, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	old := time.Now().Add(-time.Minute)
 	write := func(path, text string) {
 		t.Helper()
 		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	write(filepath.Join(landing, "1.json"), `{"op": "I", "id": 1, "seq": 1}`+"\n")
-	if err := os.Chtimes(filepath.Join(landing, "1.json"), old, old); err != nil {
-		t.Fatal(err)
-	}
-	specFile := filepath.Join(dir, "pipeline.yaml")
-	write(specFile, inferred)
-	p, err := spec.Load(specFile, nil)
+	write(p.File, inferred)
+	p, err := spec.Load(p.File, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	changes := make(chan []string)
-	stopped := make(chan struct{})
-	runs := make(chan devRun, 20)
-	done := make(chan error)
-	go func() {
-		done <- Dev(context.Background(), p, DevOptions{Options: Options{Settle: 500 * time.Millisecond}, Changes: changes, Stop: stopped,
-			Ran: func(only []string, res *Result, err error) { runs <- devRun{only, res} }})
-	}()
-	next := func(what string) devRun {
-		t.Helper()
-		select {
-		case r := <-runs:
-			return r
-		case <-time.After(20 * time.Second):
-			t.Fatalf("no update after %s", what)
-		}
-		return devRun{}
-	}
-	next("the start") // fails at set-up: idd
-	f := filepath.Join(landing, "2.json")
+	changes, next, stop := startDev(t, p, 500*time.Millisecond) // the first update fails at set-up: idd
+	f := filepath.Join(filepath.Dir(p.File), "landing", "2.json")
 	write(f, `{"op": "I", "id": 2, "seq": 2}`+"\n")
 	changes <- []string{f}
 	next("the new file") // waits for it to settle, then fails at set-up again
-	select {
-	case r := <-runs:
-		t.Fatalf("an update ran again with no change: %v", r.only)
-	case <-time.After(3 * time.Second):
-	}
-	write(specFile, strings.Replace(inferred, "keys: [idd]", "keys: [id]", 1))
-	changes <- []string{specFile}
+	time.Sleep(3 * time.Second)
+	write(p.File, strings.Replace(inferred, "keys: [idd]", "keys: [id]", 1))
+	changes <- []string{p.File}
+	// An update run again with no change (the failure every second) would be taken here.
 	r := next("the fix")
-	if !slices.Equal(r.only, []string{"changes", "items"}) || r.res.Flows["items"].State != FlowCompleted {
-		t.Errorf("the update after the fix ran %v, items %+v; want [changes items] completed", r.only, r.res.Flows["items"])
+	if fr := r.res.Flows["items"]; !slices.Equal(r.only, []string{"changes", "items"}) || fr == nil || fr.State != FlowCompleted {
+		t.Fatalf("the update after the fix ran %v, items %+v; want [changes items] completed", r.only, fr)
 	}
 	if n := tableRows(t, p, "items"); n != 2 {
 		t.Errorf("items has %d rows, want 2", n)
 	}
-	close(stopped)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 }

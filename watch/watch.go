@@ -239,6 +239,10 @@ func Debounce(in <-chan Event, quiet, maxWait time.Duration) <-chan []string {
 		var pending []string
 		seen := map[string]bool{}
 		var timer, deadline <-chan time.Time
+		flush := func() {
+			out <- pending
+			pending, seen, timer, deadline = nil, map[string]bool{}, nil, nil
+		}
 		for {
 			select {
 			case ev, ok := <-in:
@@ -257,11 +261,9 @@ func Debounce(in <-chan Event, quiet, maxWait time.Duration) <-chan []string {
 					deadline = time.After(maxWait)
 				}
 			case <-timer:
-				out <- pending
-				pending, seen, timer, deadline = nil, map[string]bool{}, nil, nil
+				flush()
 			case <-deadline:
-				out <- pending
-				pending, seen, timer, deadline = nil, map[string]bool{}, nil, nil
+				flush()
 			}
 		}
 	}()
