@@ -531,3 +531,92 @@ func TestReadFileGroups(t *testing.T) {
 		t.Errorf("after fn's error: err %v, %d calls; want the error itself after 1 call", err, calls)
 	}
 }
+
+// TestWriteFileFrom: rows handed over in parts of any size, each part's rows reused for the
+// next, make the file WriteFileNamed makes of all of them: the same rows, row groups of
+// rowGroupRows rows, and the same statistics. A bad row is an error counted from the file's
+// first row, and leaves no file. It is not parallel: it changes rowGroupRows.
+func TestWriteFileFrom(t *testing.T) {
+	saved := rowGroupRows
+	rowGroupRows = 7000
+	defer func() { rowGroupRows = saved }()
+	s, rows := benchRows(20_000)
+	tbl := New(t.TempDir())
+	whole, err := tbl.WriteFile(s, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := func(a Add) []int64 {
+		f, err := os.Open(filepath.Join(tbl.Dir, a.Path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		st, _ := f.Stat()
+		pf, err := parquet.OpenFile(f, st.Size())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int64
+		for _, g := range pf.RowGroups() {
+			out = append(out, g.NumRows())
+		}
+		return out
+	}
+	for _, part := range []int{1, 999, 7000, 6999, 30_000} {
+		buf := make([][]any, part)
+		for i := range buf {
+			buf[i] = make([]any, len(s.Fields))
+		}
+		next := 0
+		a, err := tbl.WriteFileFrom(NewDataFileName(), s, func() ([][]any, error) {
+			n := min(part, len(rows)-next)
+			for i := range n {
+				copy(buf[i], rows[next+i]) // the part's rows are reused
+			}
+			next += n
+			return buf[:n], nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := tbl.ReadFile(a.Path, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertRows(t, got, rows)
+		if g, w := groups(a), groups(whole); fmt.Sprint(g) != fmt.Sprint(w) || fmt.Sprint(g) != "[7000 7000 6000]" {
+			t.Errorf("parts of %d: row groups %v, WriteFile's %v, want [7000 7000 6000]", part, g, w)
+		}
+		if a.Stats != whole.Stats {
+			t.Errorf("parts of %d: stats %s, WriteFile's %s", part, a.Stats, whole.Stats)
+		}
+	}
+	// A row of the wrong width in the second part: named by its place in the file.
+	bad := 0
+	dir := t.TempDir()
+	_, err = New(dir).WriteFileFrom(NewDataFileName(), s, func() ([][]any, error) {
+		bad++
+		switch bad {
+		case 1:
+			return rows[:10], nil
+		case 2:
+			return [][]any{rows[10], {int64(1)}}, nil
+		}
+		return nil, nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "row 11 has 1 values") {
+		t.Fatalf("err = %v, want row 11 named", err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("files left behind: %v", left)
+	}
+	// next's own error ends the file too.
+	_, err = New(dir).WriteFileFrom(NewDataFileName(), s, func() ([][]any, error) { return nil, os.ErrClosed })
+	if !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("err = %v, want next's", err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("files left behind: %v", left)
+	}
+}

@@ -79,6 +79,44 @@ func (t *Table) WriteFileNamed(rel string, s schema.Schema, rows [][]any) (Add, 
 	}, nil
 }
 
+// WriteFileFrom is WriteFileNamed with the rows handed over in parts: next returns the rows
+// that follow those it returned before, or no rows at the end; the rows of a part (and their
+// values) may be reused once next is called again. The parts form row groups of rowGroupRows
+// rows, whatever their sizes, so the file is the one WriteFileNamed writes of all the rows;
+// errors are WriteFileNamed's, a row counted from the file's first, and next's own. Only one
+// part of the rows is held at once.
+func (t *Table) WriteFileFrom(rel string, s schema.Schema, next func() ([][]any, error)) (Add, error) {
+	pf, err := t.createParquet(rel, s, false)
+	if err != nil {
+		return Add{}, err
+	}
+	for {
+		rows, err := next()
+		if err == nil && len(rows) == 0 {
+			break
+		}
+		if err == nil {
+			err = pf.addPart(rows)
+		}
+		if err != nil {
+			pf.abort()
+			return Add{}, err
+		}
+	}
+	if err := pf.flushGroup(); err != nil {
+		pf.abort()
+		return Add{}, err
+	}
+	size, mtime, stats, err := pf.close()
+	if err != nil {
+		return Add{}, err
+	}
+	return Add{
+		Path: EscapePath(rel), PartitionValues: map[string]string{}, Size: size,
+		ModificationTime: mtime, DataChange: true, Stats: stats,
+	}, nil
+}
+
 // WriteCDCFile writes a change data file "_change_data/cdc-00000-<uuid>.c000.snappy.parquet"
 // (Delta PROTOCOL.md, "Change Data Files"): the columns of s, typed as WriteFile types them,
 // plus `_change_type` STRING holding changeTypes[i] for rows[i] (one of ChangeInsert,
@@ -361,6 +399,7 @@ type parquetFile struct {
 	cols             []colStats
 	rgw              *rowGroupWriter
 	rows             int64
+	open             int // rows addPart wrote to the row group not yet flushed
 }
 
 // countingWriter passes writes on to w and counts their bytes.
@@ -449,6 +488,53 @@ func (pf *parquetFile) add(rows [][]any, changeTypes []string) error {
 		}
 	}
 	pf.rows += int64(len(rows))
+	return nil
+}
+
+// addPart writes rows (of a data file: no change types) into the open row group, which is
+// flushed whenever it reaches rowGroupRows rows (flushGroup flushes the last one): unlike add,
+// the row groups do not depend on how the rows were split between calls.
+func (pf *parquetFile) addPart(rows [][]any) error {
+	for len(rows) > 0 {
+		n := min(len(rows), rowGroupRows-pf.open)
+		part := rows[:n]
+		for i, r := range part {
+			if len(r) != len(pf.s.Fields) {
+				return fmt.Errorf("delta: %s: row %d has %d values, the schema %d columns (%s)", pf.what, pf.rows+int64(i), len(r), len(pf.s.Fields), pf.s.DDL())
+			}
+		}
+		if err := pf.rgw.write(pf.w.ColumnWriters(), part, nil); err != nil {
+			ce := (*columnError)(nil)
+			if !errors.As(err, &ce) {
+				return fmt.Errorf("delta: %s: %w", pf.what, err)
+			}
+			name := strconv.Quote(pf.lvs[ce.col].name)
+			if ce.row >= 0 {
+				return fmt.Errorf("delta: %s: row %d: column %s: %w", pf.what, pf.rows+int64(ce.row), name, ce.err)
+			}
+			return fmt.Errorf("delta: %s: column %s: %w", pf.what, name, ce.err)
+		}
+		pf.rows += int64(n)
+		pf.open += n
+		rows = rows[n:]
+		if pf.open == rowGroupRows {
+			if err := pf.flushGroup(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// flushGroup ends the row group addPart has open, if it holds rows.
+func (pf *parquetFile) flushGroup() error {
+	if pf.open == 0 {
+		return nil
+	}
+	pf.open = 0
+	if err := pf.w.Flush(); err != nil {
+		return fmt.Errorf("delta: %s: %w", pf.what, err)
+	}
 	return nil
 }
 

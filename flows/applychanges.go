@@ -58,7 +58,10 @@ type changeBatch struct {
 	// left out below a truncate sequence: reduceResult.above does that), when it was reduced
 	// while read; events is then nil.
 	reduced *reduceResult
-	spans   arrivalSpans // where each event came from, by arrival (the WARN about ties names it)
+	// hist holds the batch instead of events when it was folded into columns as read: the first
+	// batch of an SCD type 2 target (histColumns).
+	hist  *histColumns
+	spans arrivalSpans // where each event came from, by arrival (the WARN about ties names it)
 	// ctx is the update's: once it is done (a stop signal that stops the running flows), the
 	// batch commits nothing, however far its fold and files have come (finishBatch). nil: never.
 	ctx context.Context
@@ -160,7 +163,8 @@ func applyBatch(ctx context.Context, env *Env, d *spec.Dataset, first bool, unre
 	if err := ctx.Err(); err != nil {
 		return m, err // stopped while reading: nothing to fold
 	}
-	if !viewSource {
+	if !viewSource && b.hist == nil {
+		// (A batch folded into columns holds little, and nothing the collector marks long.)
 		defer relaxGC()()
 	}
 	if b.view != nil {
@@ -295,12 +299,21 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	freeBufs := make(chan *eventBuf, 2)
 	var foldDone sync.WaitGroup
 	var foldErr error // set by the folding goroutine before foldDone is done
-	if ac.StoredAsSCDType != 2 && !ac.IgnoreNullUpdates && !failRule {
+	switch {
+	case ac.StoredAsSCDType != 2 && !ac.IgnoreNullUpdates && !failRule:
 		if tf := typedFoldFor(b.keySch, b.seqSch, b.dataSch, b.keyIdx[0], b.dataSch.Index(ac.SequenceBy[0])); tf != nil {
 			fold, typed = tf, true
 		} else {
 			fold = newFolder(0)
 		}
+	case ac.StoredAsSCDType == 2 && !ac.IgnoreNullUpdates && !failRule && truncProg == nil && b.stateID == "" && len(b.snap.Files) == 0:
+		// An SCD type 2 target without history yet takes its first batch in columns
+		// (histColumns), folded as it is read like an SCD type 1 batch.
+		if hc := histColumnsFor(b.keySch, b.seqSch, b.dataSch, b.keyIdx[0], b.dataSch.Index(ac.SequenceBy[0])); hc != nil {
+			fold, typed, b.hist = hc, true, hc
+		}
+	}
+	if fold != nil {
 		folded = make(chan *eventBuf)
 		foldDone.Add(1)
 		go func(in <-chan *eventBuf) {
@@ -695,7 +708,9 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			// writes reuse their memory (40 MB less peak, 0.05 s less system time).
 			runtime.GC()
 		}
-		b.reduced = &red
+		if b.hist == nil {
+			b.reduced = &red
+		}
 	}
 	// where names the input file and line (or source version and row) of an event's origin.
 	where := func(o origin) string {
@@ -1052,6 +1067,10 @@ type batchFiles struct {
 	// inserted are more change rows, each an insert, after cdcRows: kept apart so that a batch
 	// that only inserts them need not make its change rows (see insertsOnly).
 	inserted [][][]any
+	// freshInserts are more change rows, each an insert, whose rows only the added data files
+	// hold (an SCD type 2 target's first batch folded in columns, histColumns): a batch with
+	// them must be insertsOnly, and changes cannot list them.
+	freshInserts int64
 	// cdcWritten, when set, returns the change data file of the batch written already (beside
 	// its data files), and finishBatch writes none.
 	cdcWritten func() ([]delta.CDC, error)
@@ -1066,7 +1085,7 @@ func (f batchFiles) needsCDC() bool {
 
 // nInserted returns the number of rows of f.inserted.
 func (f batchFiles) nInserted() int {
-	n := 0
+	n := int(f.freshInserts)
 	for _, rows := range f.inserted {
 		n += len(rows)
 	}
@@ -1076,6 +1095,9 @@ func (f batchFiles) nInserted() int {
 // changes returns the batch's change rows and their change types: cdcRows, then the rows of
 // inserted.
 func (f batchFiles) changes() ([][]any, []string) {
+	if f.freshInserts > 0 {
+		panic("flows: the change rows of a batch folded in columns are its data files' rows only")
+	}
 	if len(f.inserted) == 0 {
 		return f.cdcRows, f.cdcTypes
 	}

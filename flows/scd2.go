@@ -169,96 +169,126 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		trunc = b.truncate
 	}
 
-	// Group the batch by key (keys in order of first arrival, each key's events in arrival
-	// order), merge into the histories, recompute rows.
-	g := groupByKey(b.eventParts()...)
-	order := g.keys
-	if newTrunc {
-		for k := range state.keys {
-			if _, ok := g.index[k]; !ok {
-				g.index[k] = len(order)
-				order = append(order, k)
-			}
-		}
-	}
 	live := make(map[string]bool, len(b.snap.Files))
 	for _, f := range b.snap.Files {
 		live[f.Path] = true
 	}
-	kvs := make([]changedKey, len(order))
-	// The keys are folded in contiguous ranges, on a goroutine each when the batch has many
-	// (keyRanges), each range by a keyWorker of its own: the workers share only what they read
-	// (the state's keys, g, live) and kvs, each its own positions. Their change rows, changed
-	// keys and new keys are joined in range order, so that the result is the serial one.
-	ranges := keyRanges(g, len(order))
-	workers := make([]*keyWorker, len(ranges))
-	var wg sync.WaitGroup
-	for w, r := range ranges {
-		kw := &keyWorker{mode: mode, g: g, order: order, live: live, kvs: kvs, nowMs: nowMs, oldTrunc: oldTrunc, trunc: trunc, newTrunc: newTrunc}
-		if b.ctx != nil {
-			kw.stop = b.ctx.Done()
-		}
-		kw.state = *state
-		kw.state.dec = nil // each worker decodes into memory of its own
-		kw.slab = rowSlab{width: len(tgtSch.Fields), vals: newValueSlab()}
-		// About a change row per event (an insert or a closed version and its successor): room
-		// for as many as the range has events spares most of the growing.
-		// The first range's arrays have room for all the ranges' rows, which are joined there.
-		n := g.start[min(r[1], g.nBatch)] - g.start[min(r[0], g.nBatch)]
-		if w == 0 {
-			n = g.start[g.nBatch]
-		}
-		kw.cdcRows, kw.cdcTypes = make([][]any, 0, n), make([]string, 0, n)
-		workers[w] = kw
-		if len(ranges) == 1 {
-			kw.run(r[0], r[1])
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			kw.run(r[0], r[1])
-		}()
-	}
-	wg.Wait()
-	for _, kw := range workers {
-		if kw.panicked != nil {
-			panic(kw.panicked)
-		}
-	}
-	if b.ctx != nil && b.ctx.Err() != nil {
-		// Stopped while folding: the workers left their ranges unfinished, and nothing is
-		// written or committed (the next batch folds from the last commit's state).
-		return m, b.ctx.Err()
-	}
+	var g *keyGroups
+	var kvs []changedKey
 	var ties tieCount
 	var changedList []string
 	byFile := map[string]bool{}
 	var cdcRows [][]any
 	var cdcTypes []string
 	var inserted [][][]any
-	for _, kw := range workers {
-		if cdcRows == nil {
-			cdcRows, cdcTypes, changedList = kw.cdcRows, kw.cdcTypes, kw.changedList
-		} else {
-			cdcRows, cdcTypes = append(cdcRows, kw.cdcRows...), append(cdcTypes, kw.cdcTypes...)
-			changedList = append(changedList, kw.changedList...)
-		}
-		inserted = append(inserted, kw.inserted...)
-		for f := range kw.byFile {
-			byFile[f] = true
-		}
-		for _, nk := range kw.added {
-			state.keys[nk.k] = nk.hk
-		}
-		ties.merge(kw.ties)
-		m.NumUpsertedRows += kw.ups
-		m.NumDeletedRows += kw.dels
-		g.sink += kw.sink
+	var freshInserts int64
+	if b.hist != nil && (len(state.keys) > 0 || newTrunc) {
+		// Folded into columns for a target without history, which has some after all (not
+		// the case readChangeBatch chose it for): the general fold takes the batch.
+		b.parts, b.hist = [][]event{b.hist.events()}, nil
 	}
-	// The events were grouped by key and are now in the histories: let the batch's event
-	// structs go.
-	g.byKey, b.events, b.parts = nil, nil, nil
+	if b.hist != nil {
+		// The target's first batch, in columns: every key is new (histColumns.fold).
+		var stop <-chan struct{}
+		if b.ctx != nil {
+			stop = b.ctx.Done()
+		}
+		fk := b.hist.fold(mode, nowMs, stop)
+		b.hist = nil
+		if fk.panicked != nil {
+			panic(fk.panicked)
+		}
+		if b.ctx != nil && b.ctx.Err() != nil {
+			return m, b.ctx.Err()
+		}
+		g, kvs, ties, freshInserts = &keyGroups{index: map[string]int{}}, fk.kvs, fk.ties, fk.ups
+		for _, nk := range fk.keys {
+			state.keys[nk.k] = nk.hk
+			changedList = append(changedList, nk.k)
+		}
+		m.NumUpsertedRows += fk.ups
+	} else {
+		// Group the batch by key (keys in order of first arrival, each key's events in arrival
+		// order), merge into the histories, recompute rows.
+		g = groupByKey(b.eventParts()...)
+		order := g.keys
+		if newTrunc {
+			for k := range state.keys {
+				if _, ok := g.index[k]; !ok {
+					g.index[k] = len(order)
+					order = append(order, k)
+				}
+			}
+		}
+		kvs = make([]changedKey, len(order))
+		// The keys are folded in contiguous ranges, on a goroutine each when the batch has many
+		// (keyRanges), each range by a keyWorker of its own: the workers share only what they read
+		// (the state's keys, g, live) and kvs, each its own positions. Their change rows, changed
+		// keys and new keys are joined in range order, so that the result is the serial one.
+		ranges := keyRanges(g, len(order))
+		workers := make([]*keyWorker, len(ranges))
+		var wg sync.WaitGroup
+		for w, r := range ranges {
+			kw := &keyWorker{mode: mode, g: g, order: order, live: live, kvs: kvs, nowMs: nowMs, oldTrunc: oldTrunc, trunc: trunc, newTrunc: newTrunc}
+			if b.ctx != nil {
+				kw.stop = b.ctx.Done()
+			}
+			kw.state = *state
+			kw.state.dec = nil // each worker decodes into memory of its own
+			kw.slab = rowSlab{width: len(tgtSch.Fields), vals: newValueSlab()}
+			// About a change row per event (an insert or a closed version and its successor): room
+			// for as many as the range has events spares most of the growing.
+			// The first range's arrays have room for all the ranges' rows, which are joined there.
+			n := g.start[min(r[1], g.nBatch)] - g.start[min(r[0], g.nBatch)]
+			if w == 0 {
+				n = g.start[g.nBatch]
+			}
+			kw.cdcRows, kw.cdcTypes = make([][]any, 0, n), make([]string, 0, n)
+			workers[w] = kw
+			if len(ranges) == 1 {
+				kw.run(r[0], r[1])
+				break
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				kw.run(r[0], r[1])
+			}()
+		}
+		wg.Wait()
+		for _, kw := range workers {
+			if kw.panicked != nil {
+				panic(kw.panicked)
+			}
+		}
+		if b.ctx != nil && b.ctx.Err() != nil {
+			// Stopped while folding: the workers left their ranges unfinished, and nothing is
+			// written or committed (the next batch folds from the last commit's state).
+			return m, b.ctx.Err()
+		}
+		for _, kw := range workers {
+			if cdcRows == nil {
+				cdcRows, cdcTypes, changedList = kw.cdcRows, kw.cdcTypes, kw.changedList
+			} else {
+				cdcRows, cdcTypes = append(cdcRows, kw.cdcRows...), append(cdcTypes, kw.cdcTypes...)
+				changedList = append(changedList, kw.changedList...)
+			}
+			inserted = append(inserted, kw.inserted...)
+			for f := range kw.byFile {
+				byFile[f] = true
+			}
+			for _, nk := range kw.added {
+				state.keys[nk.k] = nk.hk
+			}
+			ties.merge(kw.ties)
+			m.NumUpsertedRows += kw.ups
+			m.NumDeletedRows += kw.dels
+			g.sink += kw.sink
+		}
+		// The events were grouped by key and are now in the histories: let the batch's event
+		// structs go.
+		g.byKey, b.events, b.parts = nil, nil, nil
+	}
 	m.Ties += ties.n
 	reportTies(env, d, b, ties)
 	m.NumOutputRows = m.NumUpsertedRows + m.NumDeletedRows
@@ -321,7 +351,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		saved.id, saved.segs, saved.renames, saved.err = state.save(changedList)
 	}()
 	defer saving.Wait() // on every return: nothing touches the state after this batch
-	files := batchFiles{cdcRows: cdcRows, cdcTypes: cdcTypes, inserted: inserted, removes: removes}
+	files := batchFiles{cdcRows: cdcRows, cdcTypes: cdcTypes, inserted: inserted, freshInserts: freshInserts, removes: removes}
 	if files.needsCDC() {
 		// So is the change data file.
 		var cdc delta.CDC
@@ -530,7 +560,7 @@ func planKeyRows(kvs []changedKey, fresh []int) []keyFile {
 	sizes := make([]int, len(fresh))
 	total := 0
 	for j, i := range fresh {
-		sizes[j] = len(kvs[i].rows)
+		sizes[j] = kvs[i].rowCount()
 		total += sizes[j]
 	}
 	limit := targetFileRows
@@ -542,7 +572,7 @@ func planKeyRows(kvs []changedKey, fresh []int) []keyFile {
 	for _, part := range cutBetweenKeys(sizes, limit) {
 		f := keyFile{keys: fresh[part[0]:part[1]], name: delta.NewDataFileName()}
 		for _, i := range f.keys {
-			if n := len(kvs[i].rows); n > 0 {
+			if n := kvs[i].rowCount(); n > 0 {
 				f.rows += n
 				kvs[i].hk.file = delta.EscapePath(f.name)
 			}
@@ -558,12 +588,57 @@ func planKeyRows(kvs []changedKey, fresh []int) []keyFile {
 // their add actions in plan order.
 func writeKeyRows(t *delta.Table, tgtSch schema.Schema, kvs []changedKey, plan []keyFile) ([]delta.Add, error) {
 	return eachIndex(len(plan), func(j int) (delta.Add, error) {
-		rows := make([][]any, 0, plan[j].rows)
-		for _, i := range plan[j].keys {
-			rows = append(rows, kvs[i].rows...)
-		}
-		return t.WriteFileNamed(plan[j].name, tgtSch, rows)
+		return t.WriteFileFrom(plan[j].name, tgtSch, keyRows(kvs, plan[j].keys, len(tgtSch.Fields)))
 	})
+}
+
+// keyRowsPart is the most rows keyRows hands over at once.
+const keyRowsPart = 1 << 16
+
+// keyRows returns the rows of the keys at positions keys in kvs, in order, in parts of at most
+// keyRowsPart rows, for delta.Table.WriteFileFrom: a key's rows as they are, or, for a key
+// folded in columns (changedKey.src), made as they are handed over, into rows of width values
+// that each part reuses.
+func keyRows(kvs []changedKey, keys []int, width int) func() ([][]any, error) {
+	var out, made [][]any
+	var box *boxSlab
+	k, v := 0, 0 // the next row: key keys[k], its v-th row
+	return func() ([][]any, error) {
+		out = out[:0]
+		if box != nil {
+			box.reset(0, 0)
+		}
+		for len(out) < keyRowsPart && k < len(keys) {
+			kv := &kvs[keys[k]]
+			if kv.src == nil {
+				if v >= len(kv.rows) {
+					k, v = k+1, 0
+					continue
+				}
+				n := min(len(kv.rows)-v, keyRowsPart-len(out))
+				out = append(out, kv.rows[v:v+n]...)
+				v += n
+				continue
+			}
+			if v >= int(kv.vTo-kv.vFrom) {
+				k, v = k+1, 0
+				continue
+			}
+			if made == nil {
+				made = make([][]any, keyRowsPart)
+				backing := make([]any, keyRowsPart*width)
+				for i := range made {
+					made[i] = backing[i*width : (i+1)*width : (i+1)*width]
+				}
+				box = newBoxSlab(keyRowsPart*width, keyRowsPart)
+			}
+			r := made[len(out)]
+			kv.src.fillRow(r, kv.src.vers[int(kv.vFrom)+v], box)
+			out = append(out, r)
+			v++
+		}
+		return out, nil
+	}
 }
 
 // changedKey is a key a batch changed (hk set), with the rows of its versions after it that its
@@ -572,12 +647,25 @@ func writeKeyRows(t *delta.Table, tgtSch schema.Schema, kvs []changedKey, plan [
 // (copy-on-write) or left where they are (merge-on-read), and rows holds the rows of the
 // versions that follow.
 type changedKey struct {
-	hk      *histKey
-	rows    [][]any
-	keep    rowKeep
-	gone    int  // how many rows of the versions before the batch keep does not keep
-	hasRows bool // the key has rows after the batch
-	diff    bool // the key's rows changed
+	hk   *histKey
+	rows [][]any
+	// src, when set, holds the rows instead of rows, as versions vFrom to vTo of a key folded
+	// in columns (histColumns.fold): its rows are made as they are written (keyRows).
+	src        *freshPart
+	vFrom, vTo int32
+	keep       rowKeep
+	gone       int  // how many rows of the versions before the batch keep does not keep
+	hasRows    bool // the key has rows after the batch
+	diff       bool // the key's rows changed
+}
+
+// rowCount returns the number of the key's rows after the batch that its data files do not
+// hold already: of rows, or of its versions in src.
+func (kv *changedKey) rowCount() int {
+	if kv.src != nil {
+		return int(kv.vTo - kv.vFrom)
+	}
+	return len(kv.rows)
 }
 
 // minKeysPerWorker is the fewest keys a batch folds on each goroutine of applyHistory: below

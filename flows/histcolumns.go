@@ -1,0 +1,645 @@
+package flows
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"tributary/schema"
+)
+
+// histColumns is the batch of an SCD type 2 target that has no history yet (its first batch, or
+// the first after a full refresh), when the key is one BIGINT, the sequence one BIGINT and every
+// target column a primitive (typedFoldFor's shape). readChangeBatch folds the batch into it as it
+// is read, on the folding goroutine: each event's key, sequence and kind, and its target columns
+// unboxed (a fixed-width value as an int64 word, as typedFold keeps it; a string copied into the
+// arena, its column holding where, lens its length; a word of NULL bits per event), each column
+// in chunks of a fixed size, so that a column is never copied to grow. The events' memory is
+// then reused for the next group, and the batch takes about a tenth of the memory of its
+// events.
+//
+// fold turns the columns into what keyWorker.run makes of a batch's new keys (every key is new):
+// the same histories, versions, rows, ties and state, by the same rules (mergeHistoryInto,
+// foldOnto, encodeHistEvents), computed from the events sorted by key, sequence and arrival
+// (order) and gathered in that order (histBatch). The keys come out in key order rather than in
+// order of first arrival, which only changes the order of the rows in the data files.
+type histColumns struct {
+	kinds  []schema.Kind // the target's data columns
+	strAt  []int         // per data column: its index among the string columns, or -1
+	keyCol int           // the data column that holds the key (its values are keys), or -1
+	seqCol int           // the data column that holds the sequence, or -1
+	n      int           // events
+	keys   chunks[int64] // per event, in arrival order
+	seqs   chunks[int64]
+	dels   chunks[bool]
+	nulls  chunks[uint64]  // per event: bit c set when data column c is NULL
+	words  []chunks[int64] // per data column but the key's and the sequence's: the values' words
+	lens   []chunks[uint32]
+	arena  [][]byte // a string column's word is its chunk (high 32 bits) and offset in it
+}
+
+// chunkBits sets the size of a histColumns chunk: 1<<chunkBits values.
+const chunkBits = 16
+
+// chunks is a column of values in chunks of 1<<chunkBits, appended to at the end.
+type chunks[T any] struct {
+	cs [][]T
+}
+
+// add appends v as value n (the column's length before).
+func (c *chunks[T]) add(n int, v T) {
+	if n&(1<<chunkBits-1) == 0 {
+		c.cs = append(c.cs, make([]T, 1<<chunkBits))
+	}
+	c.cs[n>>chunkBits][n&(1<<chunkBits-1)] = v
+}
+
+// at returns value i.
+func (c *chunks[T]) at(i int32) T { return c.cs[i>>chunkBits][i&(1<<chunkBits-1)] }
+
+// arenaChunk is the size of a chunk of a histColumns arena (a longer string gets one of its own).
+const arenaChunk = 1 << 20
+
+// histColumnsOff turns the columnar first batch off, so that tests can compare it with the
+// general fold of the same input.
+var histColumnsOff atomic.Bool
+
+// histColumnFolds counts the batches folded in columns, for tests.
+var histColumnFolds atomic.Int64
+
+// histColumnsFor returns the columns of a batch of this shape, or nil when it is not of it (as
+// typedFoldFor). keyCol and seqCol are the data columns of the key and the sequence (-1: none).
+func histColumnsFor(keySch, seqSch, dataSch schema.Schema, keyCol, seqCol int) *histColumns {
+	if histColumnsOff.Load() || typedFoldFor(keySch, seqSch, dataSch, keyCol, seqCol) == nil {
+		return nil
+	}
+	c := &histColumns{keyCol: keyCol, seqCol: seqCol, words: make([]chunks[int64], len(dataSch.Fields))}
+	strs := 0
+	for _, f := range dataSch.Fields {
+		c.kinds = append(c.kinds, f.Type.Kind)
+		at := -1
+		if f.Type.Kind == schema.String {
+			at, strs = strs, strs+1
+		}
+		c.strAt = append(c.strAt, at)
+	}
+	c.lens = make([]chunks[uint32], strs)
+	return c
+}
+
+// stored says whether data column col has words of its own (not the key's or the sequence's).
+func (c *histColumns) stored(col int) bool { return col != c.keyCol && col != c.seqCol }
+
+// addAll adds a group of events, which must come in arrival order: the i-th event added is
+// arrival i. A NULL key or sequence is kept as 0 (the batch fails on it before it is applied).
+func (c *histColumns) addAll(evs []event) {
+	for i := range evs {
+		ev := &evs[i]
+		n := c.n
+		if ev.arrival != n {
+			panic(fmt.Sprintf("event of arrival %d added as the %d-th", ev.arrival, n))
+		}
+		k, _ := ev.key[0].(int64)
+		s, _ := ev.seq[0].(int64)
+		c.keys.add(n, k)
+		c.seqs.add(n, s)
+		c.dels.add(n, ev.delete)
+		var nulls uint64
+		for col, kind := range c.kinds {
+			if !c.stored(col) {
+				continue
+			}
+			var v any
+			if !ev.delete { // a delete keeps no values
+				v = ev.row[col]
+			}
+			at := c.strAt[col]
+			switch {
+			case v == nil:
+				nulls |= 1 << col
+				c.words[col].add(n, 0)
+				if at >= 0 {
+					c.lens[at].add(n, 0)
+				}
+			case at >= 0:
+				str := v.(string)
+				c.words[col].add(n, c.place(str))
+				c.lens[at].add(n, uint32(len(str)))
+			default:
+				c.words[col].add(n, word(kind, v))
+			}
+		}
+		c.nulls.add(n, nulls)
+		c.n++
+	}
+}
+
+// place copies str into the arena and returns where it is (a string column's word).
+func (c *histColumns) place(str string) int64 {
+	last := len(c.arena) - 1
+	if last < 0 || cap(c.arena[last])-len(c.arena[last]) < len(str) {
+		c.arena = append(c.arena, make([]byte, 0, max(arenaChunk, len(str))))
+		last++
+	}
+	off := len(c.arena[last])
+	c.arena[last] = append(c.arena[last], str...)
+	return int64(last)<<32 | int64(off)
+}
+
+// finish ends the batch: the columns are read by fold, so the result is empty.
+func (c *histColumns) finish() reduceResult { return reduceResult{} }
+
+// len is the number of events.
+func (c *histColumns) len() int { return c.n }
+
+// order returns the positions of the events grouped by key, in key order, each key's events in
+// order of sequence and, at equal sequences, of arrival: a radix sort by key (stable: each key's
+// events stay in arrival order), then a sort by sequence of the keys whose events arrived out
+// of it (few: a change feed mostly arrives in sequence order).
+func (c *histColumns) order() []int32 {
+	n := c.len()
+	if n == 0 {
+		return nil
+	}
+	lo, hi := c.keys.at(0), c.keys.at(0)
+	for _, ch := range c.keys.cs {
+		for _, k := range ch {
+			lo, hi = min(lo, k), max(hi, k)
+		}
+	}
+	// (The unused end of the last chunk holds zeros: a bound of 0 that no key reaches only
+	// widens the span.)
+	span := uint64(hi) - uint64(lo)
+	a, b := make([]keyAt, n), make([]keyAt, n)
+	for i := range a {
+		a[i] = keyAt{k: uint64(c.keys.at(int32(i))) - uint64(lo), at: int32(i)}
+	}
+	const bits = 11
+	var counts [1 << bits]int32
+	for shift := uint(0); shift < 64 && span>>shift != 0; shift += bits {
+		clear(counts[:])
+		for _, e := range a {
+			counts[e.k>>shift&(1<<bits-1)]++
+		}
+		sum := int32(0)
+		for d, m := range counts {
+			counts[d], sum = sum, sum+m
+		}
+		for _, e := range a {
+			d := e.k >> shift & (1<<bits - 1)
+			b[counts[d]] = e
+			counts[d]++
+		}
+		a, b = b, a
+	}
+	ord := make([]int32, n)
+	for j, e := range a {
+		ord[j] = e.at
+	}
+	var pairs []histOrder
+	for lo := 0; lo < n; {
+		hi := lo + 1
+		sorted := true
+		for hi < n && a[hi].k == a[lo].k {
+			if c.seqs.at(ord[hi]) < c.seqs.at(ord[hi-1]) {
+				sorted = false
+			}
+			hi++
+		}
+		if !sorted {
+			pairs = pairs[:0]
+			for _, at := range ord[lo:hi] {
+				pairs = append(pairs, histOrder{seq: c.seqs.at(at), at: at})
+			}
+			// Stable: a key's events at one sequence stay in arrival order.
+			slices.SortStableFunc(pairs, func(x, y histOrder) int { return cmp.Compare(x.seq, y.seq) })
+			for j, p := range pairs {
+				ord[lo+j] = p.at
+			}
+		}
+		lo = hi
+	}
+	return ord
+}
+
+// keyAt is an event (its position) and its key, less the batch's lowest, as order sorts them.
+type keyAt struct {
+	k  uint64
+	at int32
+}
+
+// histOrder is an event (its position) and its sequence, as order sorts a key's events.
+type histOrder struct {
+	seq int64
+	at  int32
+}
+
+// histBatch is events of a histColumns gathered in an order (gather), each column in one array:
+// a fold that reads the events in key order then reads each column from start to end, rather
+// than all over the batch (a cache miss a value). Events are positions in it; arr holds their
+// arrivals.
+type histBatch struct {
+	kinds  []schema.Kind
+	strAt  []int
+	keyCol int
+	seqCol int
+	keys   []int64
+	seqs   []int64
+	dels   []bool
+	nulls  []uint64
+	words  [][]int64 // per data column (nil for the key's and the sequence's); a string's offset
+	lens   [][]uint32
+	arena  []byte
+	arr    []int32
+}
+
+// gather returns the events at positions ord, in that order.
+func (c *histColumns) gather(ord []int32) *histBatch {
+	n := len(ord)
+	s := &histBatch{kinds: c.kinds, strAt: c.strAt, keyCol: c.keyCol, seqCol: c.seqCol,
+		keys: make([]int64, n), seqs: make([]int64, n), dels: make([]bool, n), nulls: make([]uint64, n),
+		words: make([][]int64, len(c.kinds)), lens: make([][]uint32, len(c.lens)), arr: ord}
+	for j, at := range ord {
+		s.keys[j], s.seqs[j] = c.keys.at(at), c.seqs.at(at)
+		s.dels[j], s.nulls[j] = c.dels.at(at), c.nulls.at(at)
+	}
+	bytes := 0
+	for col := range c.kinds {
+		if !c.stored(col) {
+			continue
+		}
+		out := make([]int64, n)
+		if at := c.strAt[col]; at >= 0 {
+			sl := make([]uint32, n)
+			for j, e := range ord {
+				sl[j] = c.lens[at].at(e)
+				bytes += int(sl[j])
+			}
+			s.lens[at] = sl
+		} else {
+			for j, e := range ord {
+				out[j] = c.words[col].at(e)
+			}
+		}
+		s.words[col] = out
+	}
+	if bytes > 0 {
+		s.arena = make([]byte, 0, bytes)
+		for col := range c.kinds {
+			at := c.strAt[col]
+			if !c.stored(col) || at < 0 {
+				continue
+			}
+			out := s.words[col]
+			for j, e := range ord {
+				w, l := c.words[col].at(e), c.lens[at].at(e)
+				out[j] = int64(len(s.arena))
+				s.arena = append(s.arena, c.arena[w>>32][w&(1<<32-1):][:l]...)
+			}
+		}
+	}
+	return s
+}
+
+// str returns data column col of event e, a string column, as a window of the arena.
+func (c *histBatch) str(col int, e int32) string {
+	n := c.lens[c.strAt[col]][e]
+	if n == 0 {
+		return ""
+	}
+	return unsafe.String(&c.arena[c.words[col][e]], int(n))
+}
+
+// wordOf returns the word of data column col of event e (the key or sequence for their columns).
+func (c *histBatch) wordOf(col int, e int32) int64 {
+	switch col {
+	case c.keyCol:
+		return c.keys[e]
+	case c.seqCol:
+		return c.seqs[e]
+	}
+	return c.words[col][e]
+}
+
+// null says whether data column col of event e is NULL.
+func (c *histBatch) null(col int, e int32) bool { return c.nulls[e]>>col&1 != 0 }
+
+// sameColumn says whether data column col holds equal values (schema.Equal) in events a and b.
+func (c *histBatch) sameColumn(col int, a, b int32) bool {
+	na, nb := c.null(col, a), c.null(col, b)
+	if na || nb {
+		return na && nb
+	}
+	switch c.kinds[col] {
+	case schema.String:
+		return c.str(col, a) == c.str(col, b)
+	case schema.Double:
+		x, y := math.Float64frombits(uint64(c.wordOf(col, a))), math.Float64frombits(uint64(c.wordOf(col, b)))
+		return schema.Compare(x, y) == 0
+	}
+	return c.wordOf(col, a) == c.wordOf(col, b)
+}
+
+// sameEvent is sameEvent (engine.go) for events a and b.
+func (c *histBatch) sameEvent(a, b int32) bool {
+	if c.dels[a] != c.dels[b] {
+		return false
+	}
+	if c.dels[a] {
+		return true
+	}
+	for col := range c.kinds {
+		if !c.sameColumn(col, a, b) {
+			return false
+		}
+	}
+	return true
+}
+
+// appendRow appends the encoding of event e's data columns, as appendValues encodes them.
+func (c *histBatch) appendRow(buf []byte, e int32) []byte {
+	for col, kind := range c.kinds {
+		switch {
+		case c.null(col, e):
+			buf = append(buf, tagNull)
+		case kind == schema.String:
+			s := c.str(col, e)
+			buf = binary.AppendUvarint(append(buf, tagString), uint64(len(s)))
+			buf = append(buf, s...)
+		default:
+			buf = appendWord(buf, kind, c.wordOf(col, e))
+		}
+	}
+	return buf
+}
+
+// value returns data column col of event e, boxed in box (a string is a window of the arena).
+func (c *histBatch) value(col int, e int32, box *boxSlab) any {
+	switch {
+	case c.null(col, e):
+		return nil
+	case c.kinds[col] == schema.String:
+		return box.string(c.str(col, e))
+	}
+	return value(c.kinds[col], c.wordOf(col, e), box)
+}
+
+// appendWord appends the encoding appendValue gives the value of a fixed-width kind whose word
+// is w.
+func appendWord(buf []byte, kind schema.Kind, w int64) []byte {
+	switch kind {
+	case schema.Long:
+		return appendLong(buf, w)
+	case schema.Integer:
+		return binary.AppendUvarint(append(buf, tagInt), zigzag(w))
+	case schema.DecimalKind:
+		return binary.AppendUvarint(append(buf, tagDecimal), zigzag(w))
+	case schema.DateKind:
+		return binary.AppendUvarint(append(buf, tagDate), zigzag(w))
+	case schema.TimestampKind:
+		return binary.AppendUvarint(append(buf, tagTimestamp), zigzag(w))
+	case schema.Double:
+		return binary.LittleEndian.AppendUint64(append(buf, tagDouble), uint64(w))
+	case schema.Boolean:
+		if w != 0 {
+			return append(buf, tagTrue)
+		}
+		return append(buf, tagFalse)
+	}
+	panic(fmt.Sprintf("flows: no word encoding for %v", kind))
+}
+
+// events returns the batch as the events readChangeBatch would have made of it, in arrival order
+// (for a batch whose target turns out to hold history after all: the general fold takes them).
+func (c *histColumns) events() []event {
+	ord := make([]int32, c.len())
+	for i := range ord {
+		ord[i] = int32(i)
+	}
+	b := c.gather(ord)
+	out := make([]event, c.len())
+	box := newBoxSlab(c.len()*2, c.len())
+	for i := range out {
+		e := int32(i)
+		ev := event{key: []any{b.keys[i]}, seq: []any{b.seqs[i]}, delete: b.dels[i], arrival: i}
+		ev.row = make([]any, len(b.kinds))
+		if !ev.delete {
+			for col := range b.kinds {
+				ev.row[col] = b.value(col, e, box)
+			}
+		}
+		out[i] = ev
+	}
+	return out
+}
+
+// freshPart is the versions of a range of keys fold folded (each key's changedKey names its
+// own: vers[vFrom:vTo]), with the columns their data comes from (the range's, gathered in key
+// order). Their rows are made only as the data files are written (keyRows).
+type freshPart struct {
+	c    *histBatch
+	vers []histVersion
+}
+
+// fillRow sets r, a row of the target (the data columns, __START_AT, __END_AT), to version v,
+// its values boxed in box.
+func (p *freshPart) fillRow(r []any, v histVersion, box *boxSlab) {
+	c := p.c
+	for col := range c.kinds {
+		r[col] = c.value(col, v.row, box)
+	}
+	nd := len(c.kinds)
+	r[nd], r[nd+1] = box.int64(c.seqs[v.open]), nil
+	if v.close >= 0 {
+		r[nd+1] = box.int64(c.seqs[v.close])
+	}
+}
+
+// histVersion is one version of a key's history, as events of its histBatch: the event that
+// opened it (its sequence is __START_AT), the event whose data columns it holds, and the event
+// that closed it (its sequence is __END_AT; -1 while open).
+type histVersion struct {
+	open, row, close int32
+}
+
+// freshKeys is what fold makes of a range of keys: as keyWorker gives it for keys new to the
+// state.
+type freshKeys struct {
+	kvs      []changedKey // rows from their freshPart
+	keys     []newKey
+	ties     tieCount
+	ups      int64
+	panicked any
+}
+
+// fold folds every key of the batch into its history, versions and rows, by mode (SCD type 2,
+// without ignore_null_updates); nowMs is the time of a delete
+// that ends a history (histKey.deletedAt). The keys are folded in ranges on up to four
+// goroutines, each gathering its events first (histBatch); the result holds them in key order. stop, when closed, ends the fold early (the
+// result is then incomplete, and the batch commits nothing).
+func (c *histColumns) fold(mode historyMode, nowMs int64, stop <-chan struct{}) freshKeys {
+	histColumnFolds.Add(1)
+	n := c.len()
+	ord := c.order()
+	// Ranges of about equal events, cut between keys.
+	workers := 1
+	if n >= 2*histMinEvents {
+		workers = min(runtime.GOMAXPROCS(0), 4, n/histMinEvents)
+	}
+	var cuts []int
+	from := 0
+	for w := 1; w < workers; w++ {
+		at := max(n*w/workers, from)
+		for at < n && at > 0 && c.keys.at(ord[at]) == c.keys.at(ord[at-1]) {
+			at++
+		}
+		cuts = append(cuts, from, at)
+		from = at
+	}
+	cuts = append(cuts, from, n)
+	parts := make([]freshKeys, len(cuts)/2)
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if r := recover(); r != nil {
+					parts[p].panicked = fmt.Sprintf("%v\n\nraised by a key worker at:\n%s", r, debug.Stack())
+				}
+			}()
+			parts[p] = c.foldRange(ord[cuts[2*p]:cuts[2*p+1]], mode, nowMs, stop)
+		}()
+	}
+	wg.Wait()
+	out := parts[0]
+	for _, p := range parts[1:] {
+		if p.panicked != nil && out.panicked == nil {
+			out.panicked = p.panicked
+		}
+		out.kvs = append(out.kvs, p.kvs...)
+		out.keys = append(out.keys, p.keys...)
+		out.ties.merge(p.ties)
+		out.ups += p.ups
+	}
+	return out
+}
+
+// histMinEvents is the fewest events fold gives each goroutine.
+const histMinEvents = 16384
+
+// foldRange folds the keys of ord, a run of whole keys in sorted order.
+func (h *histColumns) foldRange(ord []int32, mode historyMode, nowMs int64, stop <-chan struct{}) freshKeys {
+	c := h.gather(ord)
+	arr := c.arr
+	nk := 0
+	for j := range c.keys {
+		if j == 0 || c.keys[j] != c.keys[j-1] {
+			nk++
+		}
+	}
+	out := freshKeys{kvs: make([]changedKey, 0, nk), keys: make([]newKey, 0, nk)}
+	part := &freshPart{c: c}
+	var red []int32
+	vers := make([]histVersion, 0, len(ord))
+	var blobs []byte // backing of the keys' encoded events
+	var tmp []byte
+	nkeys := 0
+	for a := 0; a < len(ord); {
+		if nkeys%stopEvery == 0 && stop != nil {
+			select {
+			case <-stop:
+				return out
+			default:
+			}
+		}
+		nkeys++
+		key := c.keys[a]
+		b := a + 1
+		for b < len(ord) && c.keys[b] == key {
+			b++
+		}
+		// One event per sequence (mergeHistoryInto): a delete beats an upsert, and between
+		// upserts the later arrival wins; different events at one sequence are ties. Events
+		// are positions in the gathered columns; arr holds their arrivals.
+		red = red[:0]
+		for e := int32(a); e < int32(b); e++ {
+			if n := len(red); n > 0 && c.seqs[red[n-1]] == c.seqs[e] {
+				cur := red[n-1]
+				if !c.sameEvent(e, cur) {
+					out.ties.add(tie{key: []any{key}, seq: []any{c.seqs[e]}, arrival: int(arr[e]), other: int(arr[cur]), rule: inBatchRule(c.dels[e], c.dels[cur])})
+				}
+				if winsTie(c.dels[e], int(arr[e]), c.dels[cur], int(arr[cur])) {
+					red[n-1] = e
+				}
+				continue
+			}
+			red = append(red, e)
+		}
+		a = b
+		// The versions (foldOnto): a new one when a tracked column changes or after a delete; a
+		// change to untracked columns rewrites the open one; a delete closes it. The key's are
+		// vers[v0:], after those of the keys before it.
+		v0 := len(vers)
+		open := -1
+		for _, e := range red {
+			if c.dels[e] {
+				if open >= 0 {
+					vers[open].close = e
+					open = -1
+				}
+				continue
+			}
+			if open >= 0 {
+				same := true
+				for _, col := range mode.tracked {
+					if !c.sameColumn(col, vers[open].row, e) {
+						same = false
+						break
+					}
+				}
+				if same {
+					vers[open].row = e
+					continue
+				}
+				vers[open].close = e
+			}
+			vers = append(vers, histVersion{open: e, row: e, close: -1})
+			open = len(vers) - 1
+		}
+		// The history for the state, as encodeHistEvents encodes it.
+		if cap(blobs)-len(blobs) < 64*len(red) {
+			blobs = make([]byte, 0, max(1<<20, 128*len(red)))
+		}
+		start := len(blobs)
+		for _, e := range red {
+			tmp = appendLong(tmp[:0], c.seqs[e])
+			blobs = binary.AppendUvarint(blobs, uint64(len(tmp)))
+			blobs = append(blobs, tmp...)
+			if c.dels[e] {
+				blobs = append(blobs, 1)
+				continue
+			}
+			tmp = c.appendRow(tmp[:0], e)
+			blobs = binary.AppendUvarint(append(blobs, 0), uint64(len(tmp)))
+			blobs = append(blobs, tmp...)
+		}
+		last := red[len(red)-1]
+		hk := &histKey{blob: blobs[start:len(blobs):len(blobs)], nEvents: len(red), lastDelete: c.dels[last]}
+		if hk.lastDelete {
+			hk.deletedAt = nowMs
+		}
+		out.keys = append(out.keys, newKey{k: string(appendLong(nil, key)), hk: hk})
+		out.kvs = append(out.kvs, changedKey{hk: hk, src: part, vFrom: int32(v0), vTo: int32(len(vers)), hasRows: len(vers) > v0, diff: len(vers) > v0})
+		out.ups += int64(len(vers) - v0)
+	}
+	part.vers = vers
+	return out
+}
