@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"tributary/internal/hugepages"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -62,9 +63,23 @@ func newRootProfiled() (*cobra.Command, *profiles) {
 	root.AddCommand(newHistoryCmd(), newOptimizeCmd(), newVacuumCmd())
 	root.AddCommand(newScheduleCmd(), newDevCmd(), newInitCmd())
 	prof.addFlags(root)
-	root.PersistentPreRunE = func(*cobra.Command, []string) error { return prof.start() }
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		if dataCommands[c.Name()] {
+			hugepages.Reserve(hugeHeap)
+		}
+		return prof.start()
+	}
 	return root, prof
 }
+
+// dataCommands are the commands that process data: their heap grows first into a span backed by
+// transparent huge pages (internal/hugepages; TRIBUTARY_HUGE_PAGES=off turns that off).
+var dataCommands = map[string]bool{"run": true, "dev": true, "schedule": true, "optimize": true}
+
+// hugeHeap is the most heap a data command advises huge pages on (bytes; at most an eighth of
+// the machine's memory): a batch of a million SCD type 2 events or ten million SCD type 1
+// events peaks below it.
+const hugeHeap = 1 << 30
 
 // loadChecked is load for the commands that run updates or check a spec (run, validate, dev,
 // schedule): the spec's SQL is parsed too (parseSQL), in this spec and in every one the command
