@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -160,18 +161,47 @@ func (w *Watcher) addLinkTarget(link string) {
 // under the old path), so that a folder created again at p, or below it, is watched again when it
 // appears: Add skips the folders it knows. When p was watched, it is watched through its nearest
 // existing parent until then, as a folder missing from the start is.
-func (w *Watcher) forget(p string) {
+//
+// Watching that parent can race with the removal of another watched folder: fsnotify drops the
+// report of a watched folder's own removal when its parent is watched, and a parent watched only
+// after the folder went reports nothing, so that folder would stay known, and never be watched
+// again when created anew. forget therefore also drops every known folder that no longer exists,
+// watches it through its parent in the same way, and returns those folders (sorted) for the
+// caller to report as removed.
+func (w *Watcher) forget(p string) []string {
 	w.mu.Lock()
 	known := w.dirs[p]
+	w.drop(p)
+	w.mu.Unlock()
+	if !known {
+		return nil
+	}
+	w.Add(p)
+	var gone []string
+	w.mu.Lock()
+	for d := range w.dirs {
+		if _, err := os.Stat(d); err != nil {
+			gone = append(gone, d)
+		}
+	}
+	for _, d := range gone {
+		w.drop(d)
+	}
+	w.mu.Unlock()
+	slices.Sort(gone)
+	for _, d := range gone {
+		w.Add(d)
+	}
+	return gone
+}
+
+// drop stops watching folder p and the known folders below it; w.mu is held.
+func (w *Watcher) drop(p string) {
 	for d := range w.dirs {
 		if within(d, p) {
 			delete(w.dirs, d)
 			_ = w.w.Remove(d) // already gone with a removed folder
 		}
-	}
-	w.mu.Unlock()
-	if known {
-		w.Add(p)
 	}
 }
 
@@ -203,13 +233,22 @@ func (w *Watcher) loop() {
 					w.Add(ev.Name)
 				}
 			}
+			var gone []string
 			if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
-				w.forget(ev.Name)
+				gone = w.forget(ev.Name)
 			}
-			select {
-			case w.events <- Event{Path: ev.Name, Op: ev.Op.String()}:
-			case <-w.done:
-				return
+			out := []Event{{Path: ev.Name, Op: ev.Op.String()}}
+			for _, d := range gone {
+				if d != ev.Name {
+					out = append(out, Event{Path: d, Op: fsnotify.Remove.String()})
+				}
+			}
+			for _, e := range out {
+				select {
+				case w.events <- e:
+				case <-w.done:
+					return
+				}
 			}
 		case _, ok := <-w.w.Errors:
 			if !ok {
