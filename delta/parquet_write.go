@@ -69,14 +69,22 @@ func NewDataFileName() string {
 // WriteFileNamed is WriteFile writing the file under rel, a name from NewDataFileName, with the
 // same errors; it returns the file's add action.
 func (t *Table) WriteFileNamed(rel string, s schema.Schema, rows [][]any) (Add, error) {
-	size, mtime, stats, err := t.writeParquet(rel, s, rows, nil)
-	if err != nil {
-		return Add{}, err
+	return dataAdd(rel)(t.writeParquet(rel, s, rows, nil))
+}
+
+// dataAdd returns a function that makes the add action of the unpartitioned data file at rel
+// from what writing it returned (its size in bytes, modification time in ms, and statistics
+// JSON), or passes on the error.
+func dataAdd(rel string) func(size, mtime int64, stats string, err error) (Add, error) {
+	return func(size, mtime int64, stats string, err error) (Add, error) {
+		if err != nil {
+			return Add{}, err
+		}
+		return Add{
+			Path: EscapePath(rel), PartitionValues: map[string]string{}, Size: size,
+			ModificationTime: mtime, DataChange: true, Stats: stats,
+		}, nil
 	}
-	return Add{
-		Path: EscapePath(rel), PartitionValues: map[string]string{}, Size: size,
-		ModificationTime: mtime, DataChange: true, Stats: stats,
-	}, nil
 }
 
 // WriteFileFrom is WriteFileNamed with the rows handed over in parts: next returns the rows
@@ -107,14 +115,7 @@ func (t *Table) WriteFileFrom(rel string, s schema.Schema, next func() ([][]any,
 		pf.abort()
 		return Add{}, err
 	}
-	size, mtime, stats, err := pf.close()
-	if err != nil {
-		return Add{}, err
-	}
-	return Add{
-		Path: EscapePath(rel), PartitionValues: map[string]string{}, Size: size,
-		ModificationTime: mtime, DataChange: true, Stats: stats,
-	}, nil
+	return dataAdd(rel)(pf.close())
 }
 
 // WriteCDCFile writes a change data file "_change_data/cdc-00000-<uuid>.c000.snappy.parquet"

@@ -21,6 +21,7 @@ import (
 	"tributary/delta"
 	"tributary/eventlog"
 	"tributary/flows"
+	"tributary/internal/suggest"
 	"tributary/schema"
 	"tributary/spec"
 )
@@ -67,12 +68,12 @@ func newEventsCmd() *cobra.Command {
 			if updateID != "" && !hasUpdate(evs, updateID) {
 				return usageError(fmt.Errorf("--update %s: the event log has no such update; %s", updateID, recentUpdates(evs)))
 			}
-			if typ != "" && !knownTypes[typ] {
-				return usageError(fmt.Errorf("--type %s: not an event type; use one of create_update, update_progress, dataset_definition, flow_definition, flow_progress, planning_information, user_action, maintenance_progress", typ))
+			if typ != "" && !slices.Contains(knownTypes, typ) {
+				return usageError(notOneOf("--type", typ, "an event type", knownTypes))
 			}
 			level = strings.ToUpper(level)
-			if level != "" && !knownLevels[level] {
-				return usageError(fmt.Errorf("--level %s: not an event level; use one of INFO, WARN, ERROR, METRICS", level))
+			if level != "" && !slices.Contains(knownLevels, level) {
+				return usageError(notOneOf("--level", level, "an event level", knownLevels))
 			}
 			keep := func(e eventlog.Event) bool {
 				if latest && updateID == "" {
@@ -230,14 +231,24 @@ func eventMessage(e eventlog.Event) string {
 	return msg
 }
 
-var knownTypes = map[string]bool{
-	eventlog.CreateUpdate: true, eventlog.UpdateProgress: true, eventlog.DatasetDefinition: true, eventlog.FlowDefinition: true,
-	eventlog.FlowProgress: true, eventlog.PlanningInformation: true, eventlog.UserAction: true,
-	eventlog.MaintenanceProgress: true,
+// knownTypes are the event types --type takes, in the order the help names them.
+var knownTypes = []string{
+	eventlog.CreateUpdate, eventlog.UpdateProgress, eventlog.DatasetDefinition, eventlog.FlowDefinition,
+	eventlog.FlowProgress, eventlog.PlanningInformation, eventlog.UserAction, eventlog.MaintenanceProgress,
 }
 
 // knownLevels are the event levels --level takes.
-var knownLevels = map[string]bool{eventlog.Info: true, eventlog.Warn: true, eventlog.Error: true, eventlog.Metrics: true}
+var knownLevels = []string{eventlog.Info, eventlog.Warn, eventlog.Error, eventlog.Metrics}
+
+// notOneOf is the error of a flag given a value outside known: what it is not, the closest
+// of known ("did you mean"), and all of them.
+func notOneOf(flag, value, what string, known []string) error {
+	msg := fmt.Sprintf("%s %s: not %s", flag, value, what)
+	if close := suggest.Closest(value, known); len(close) > 0 {
+		msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(close, " or "))
+	}
+	return fmt.Errorf("%s; use one of %s", msg, strings.Join(known, ", "))
+}
 
 func hasUpdate(evs []eventlog.Event, id string) bool {
 	for _, e := range evs {
@@ -303,7 +314,7 @@ func eventTableRow(r []any) []any {
 // (at least the header's), and the message's header (the last column is not padded).
 func eventTableWidths(flowWidth int) []int {
 	widths := []int{len("2006-01-02T15:04:05.000000Z"), len(eventlog.Metrics), 0, max(flowWidth, len("flow")), len("message")}
-	for typ := range knownTypes {
+	for _, typ := range knownTypes {
 		widths[2] = max(widths[2], len(typ))
 	}
 	return widths

@@ -44,6 +44,10 @@ func TestEventsLevel(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.stderr, "--level LOUD: not an event level; use one of INFO, WARN, ERROR, METRICS") {
 		t.Errorf("--level loud: exit %d, stderr %q; want exit 2 naming the levels", r.code, r.stderr)
 	}
+	r = pipeline(t, nil, "events", spec, "--type", "flow_progres")
+	if r.code != 2 || !strings.Contains(r.stderr, "--type flow_progres: not an event type (did you mean flow_progress?); use one of create_update, update_progress, dataset_definition, flow_definition, flow_progress, planning_information, user_action, maintenance_progress") {
+		t.Errorf("--type flow_progres: exit %d, stderr %q; want exit 2 with the closest type and all of them", r.code, r.stderr)
+	}
 }
 
 // readJSONLOrTable returns the level of each event events printed, in jsonl or as a table.
