@@ -95,15 +95,11 @@ func (d *decoder) applyChanges(n *yaml.Node, path string) (*ApplyChanges, *apply
 			ac.TrackHistoryExceptColumnList, in.trackExcept = d.columns(e.val, e.path, e.name, false)
 		}
 	}
-	for _, req := range []struct{ key, hint string }{
+	d.requireKeys(n, path, "apply_changes", entries, [][2]string{
 		{"source", "name the dataset that delivers the change events: `source: my_changes`"},
 		{"keys", "name the column(s) that identify a row: `keys: [id]`"},
 		{"sequence_by", "name the column that orders the events: `sequence_by: seq`"},
-	} {
-		if !hasKey(entries, req.key) {
-			d.addAt(n, child(path, req.key), req.hint, "apply_changes has no %s", req.key)
-		}
-	}
+	})
 	return ac, in
 }
 

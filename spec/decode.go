@@ -216,6 +216,37 @@ func hasKey(entries []entry, name string) bool {
 	return false
 }
 
+// requireKeys reports each of reqs (a key and the hint of how to give it) that the mapping n at
+// path, decoded into entries, lacks, as "<block> has no <key>": unless a key of n that is not
+// among entries (an unknown key, already reported with a did-you-mean) is a misspelling of it,
+// which would make one mistake two errors.
+func (d *decoder) requireKeys(n *yaml.Node, path, block string, entries []entry, reqs [][2]string) {
+	for _, req := range reqs {
+		if !hasKey(entries, req[0]) && !misspelt(n, entries, req[0]) {
+			d.addAt(n, child(path, req[0]), req[1], "%s has no %s", block, req[0])
+		}
+	}
+}
+
+// misspelt says whether the mapping n has a key, not among entries, that suggest.Closest (or a
+// case-blind match) takes for key.
+func misspelt(n *yaml.Node, entries []entry, key string) bool {
+	n = resolve(n)
+	if n.Kind != yaml.MappingNode {
+		return false
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := resolve(n.Content[i])
+		if k.Kind != yaml.ScalarNode || hasKey(entries, k.Value) {
+			continue
+		}
+		if strings.EqualFold(k.Value, key) || len(suggest.Closest(k.Value, []string{key})) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // datasetType decodes `type`, defaulting by how the dataset gets its data. A dataset fed by
 // apply_changes or apply_changes_from_snapshot is a streaming table; one fed by `source:` is a
 // streaming table or a view over files (fileView).

@@ -81,6 +81,10 @@ func TestManyMistakes(t *testing.T) {
 		}
 	}
 	for _, e := range es {
+		if e.Path == "datasets[1].apply_changes.sequence_by" {
+			// The misspelt key is one mistake: one error (the unknown key's, with its hint).
+			t.Errorf("a misspelt sequence_by is reported missing too: %v", e)
+		}
 		if e.Path == "datasets[1].apply_changes.sequnce_by" && e.Hint != "did you mean `sequence_by`?" {
 			t.Errorf("hint for the unknown key = %q", e.Hint)
 		}

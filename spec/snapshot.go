@@ -108,14 +108,10 @@ func (d *decoder) snapshot(n *yaml.Node, path string) (*ApplyChangesFromSnapshot
 				"apply_changes_from_snapshot takes no %s", e.name)
 		}
 	}
-	for _, req := range []struct{ key, hint string }{
+	d.requireKeys(n, path, "apply_changes_from_snapshot", entries, [][2]string{
 		{"source", "name the dataset whose versions are snapshots (`source: customers_raw`), or a folder of snapshot files: `source: {path: ./snapshots, format: json, schema: \"...\"}`"},
 		{"keys", "name the column(s) that identify a row: `keys: [id]`"},
-	} {
-		if !hasKey(entries, req.key) {
-			d.addAt(n, child(path, req.key), req.hint, "apply_changes_from_snapshot has no %s", req.key)
-		}
-	}
+	})
 	return s, in
 }
 

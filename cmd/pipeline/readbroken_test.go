@@ -42,12 +42,11 @@ datasets:
 			assertRows(t, "show "+args[2], readJSONL(t, r.stdout), rowsOf(t, `{"id": 1, "v": "a"}`))
 		}
 	}
-	// A misspelt key makes two problems (the key unknown, the one it stands for missing): the
-	// note names both.
-	writeFile(t, tmp, "kyes.yaml", strings.Replace(ok, "keys: [id]", "kyes: [id]", 1))
+	// Two problems (a misspelt key, an unknown column): the note names both.
+	writeFile(t, tmp, "kyes.yaml", strings.NewReplacer("keys: [id]", "kyes: [id]", "sequence_by: id", "sequence_by: idd").Replace(ok))
 	r := pipeline(t, nil, "show", filepath.Join(tmp, "kyes.yaml"), "c", "--format", "jsonl")
 	if r.code != 0 || !strings.HasPrefix(r.stderr, "pipeline: note: the spec has problems, which this command does not need fixed: ") ||
-		!strings.Contains(r.stderr, "unknown key kyes") || !strings.Contains(r.stderr, "has no keys") {
+		!strings.Contains(r.stderr, "unknown key kyes") || !strings.Contains(r.stderr, "unknown column idd") {
 		t.Errorf("show with kyes: exit %d, stderr %q; want the note naming both problems", r.code, r.stderr)
 	}
 	if r := pipeline(t, nil, "run", broken); r.code != 2 || !strings.Contains(r.stderr, "unknown column idd") {
