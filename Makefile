@@ -23,9 +23,10 @@ deltacheck:
 		mkdir -p bin && cd $(SHARED)/tools/deltacheck && $(GO) build -o $(DELTACHECK) . ; \
 	else echo "no $(SHARED)/tools/deltacheck: tests that need the independent reader are skipped"; fi
 
-# After `go test ./...`, the folds (the columnar first SCD type 2 batch's too), and a history target's writes (data files, state, change data
-# file, row locator), that run on several goroutines, and the row groups a fold gives back to
-# the reader's pool from its own goroutine, run again under the race detector.
+# After `go test ./...`, the folds (the columnar first SCD type 2 batch's too), and a history
+# target's writes (data files, state, change data file, row locator), that run on several
+# goroutines, and the row groups a fold gives back to the reader's pool from its own goroutine,
+# run again under the race detector.
 test: deltacheck
 	DELTACHECK=$$( [ -d $(SHARED)/tools/deltacheck ] && [ -x $(DELTACHECK) ] && echo $(DELTACHECK) ) $(GO) test -count=1 ./...
 	$(GO) test -race -count=1 -run 'TestHistoryKeyWorkersEquivalence|TestKeyWorkers|TestKeyRanges|TestRelaxGC|TestViewOverFiles|TestHistoryMergeOnRead|TestPooledRowGroupsFold|TestHistColumnsEquivalence' ./flows
