@@ -69,22 +69,20 @@ func NewDataFileName() string {
 // WriteFileNamed is WriteFile writing the file under rel, a name from NewDataFileName, with the
 // same errors; it returns the file's add action.
 func (t *Table) WriteFileNamed(rel string, s schema.Schema, rows [][]any) (Add, error) {
-	return dataAdd(rel)(t.writeParquet(rel, s, rows, nil))
+	size, mtime, stats, err := t.writeParquet(rel, s, rows, nil)
+	return dataAdd(rel, size, mtime, stats, err)
 }
 
-// dataAdd returns a function that makes the add action of the unpartitioned data file at rel
-// from what writing it returned (its size in bytes, modification time in ms, and statistics
-// JSON), or passes on the error.
-func dataAdd(rel string) func(size, mtime int64, stats string, err error) (Add, error) {
-	return func(size, mtime int64, stats string, err error) (Add, error) {
-		if err != nil {
-			return Add{}, err
-		}
-		return Add{
-			Path: EscapePath(rel), PartitionValues: map[string]string{}, Size: size,
-			ModificationTime: mtime, DataChange: true, Stats: stats,
-		}, nil
+// dataAdd is the add action of the unpartitioned data file at rel from what writing it returned
+// (its size in bytes, modification time in ms since the epoch, and statistics JSON), or err.
+func dataAdd(rel string, size, mtime int64, stats string, err error) (Add, error) {
+	if err != nil {
+		return Add{}, err
 	}
+	return Add{
+		Path: EscapePath(rel), PartitionValues: map[string]string{}, Size: size,
+		ModificationTime: mtime, DataChange: true, Stats: stats,
+	}, nil
 }
 
 // WriteFileFrom is WriteFileNamed with the rows handed over in parts: next returns the rows
@@ -115,7 +113,8 @@ func (t *Table) WriteFileFrom(rel string, s schema.Schema, next func() ([][]any,
 		pf.abort()
 		return Add{}, err
 	}
-	return dataAdd(rel)(pf.close())
+	size, mtime, stats, err := pf.close()
+	return dataAdd(rel, size, mtime, stats, err)
 }
 
 // WriteCDCFile writes a change data file "_change_data/cdc-00000-<uuid>.c000.snappy.parquet"

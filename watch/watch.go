@@ -70,18 +70,25 @@ func New(dirs ...string) (*Watcher, error) {
 // Add watches dir (recursively) too; a missing dir is watched through its nearest existing
 // parent.
 func (w *Watcher) Add(dir string) {
+	if d := existing(dir); d != "" {
+		w.addTree(d, new([]string))
+	}
+}
+
+// existing returns dir (cleaned) or its nearest parent that is an existing folder; "" when none
+// is.
+func existing(dir string) string {
 	dir = filepath.Clean(dir)
 	for {
 		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
-			break
+			return dir
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return
+			return ""
 		}
 		dir = parent
 	}
-	w.addTree(dir, new([]string))
 }
 
 // addTree watches dir and every folder below it, following symbolic links to folders (dir
@@ -162,12 +169,12 @@ func (w *Watcher) addLinkTarget(link string) {
 // appears: Add skips the folders it knows. When p was watched, it is watched through its nearest
 // existing parent until then, as a folder missing from the start is.
 //
-// Watching that parent can race with the removal of another watched folder: fsnotify drops the
-// report of a watched folder's own removal when its parent is watched, and a parent watched only
-// after the folder went reports nothing, so that folder would stay known, and never be watched
-// again when created anew. forget therefore also drops every known folder that no longer exists,
-// watches it through its parent in the same way, and returns those folders (sorted) for the
-// caller to report as removed.
+// Watching a parent that was not watched before can race with the removal of another watched
+// folder below it: fsnotify drops the report of a watched folder's own removal when its parent
+// is watched, and a parent watched only after the folder went reports nothing, so that folder
+// would stay known, and never be watched again when created anew. In that case forget also drops
+// every known folder below that parent that no longer exists, watches it through its parent in
+// the same way, and returns those folders (sorted) for the caller to report as removed.
 func (w *Watcher) forget(p string) []string {
 	w.mu.Lock()
 	known := w.dirs[p]
@@ -176,14 +183,28 @@ func (w *Watcher) forget(p string) []string {
 	if !known {
 		return nil
 	}
+	parent := existing(p)
+	w.mu.Lock()
+	fresh := parent != "" && !w.dirs[parent]
+	w.mu.Unlock()
 	w.Add(p)
-	var gone []string
+	if !fresh {
+		return nil
+	}
+	var below, gone []string
 	w.mu.Lock()
 	for d := range w.dirs {
+		if d != parent && within(d, parent) {
+			below = append(below, d)
+		}
+	}
+	w.mu.Unlock()
+	for _, d := range below {
 		if _, err := os.Stat(d); err != nil {
 			gone = append(gone, d)
 		}
 	}
+	w.mu.Lock()
 	for _, d := range gone {
 		w.drop(d)
 	}

@@ -244,8 +244,8 @@ var knownLevels = []string{eventlog.Info, eventlog.Warn, eventlog.Error, eventlo
 // of known ("did you mean"), and all of them.
 func notOneOf(flag, value, what string, known []string) error {
 	msg := fmt.Sprintf("%s %s: not %s", flag, value, what)
-	if close := suggest.Closest(value, known); len(close) > 0 {
-		msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(close, " or "))
+	if near := suggest.Closest(value, known); len(near) > 0 {
+		msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(near, " or "))
 	}
 	return fmt.Errorf("%s; use one of %s", msg, strings.Join(known, ", "))
 }
