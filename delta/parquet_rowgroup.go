@@ -57,12 +57,37 @@ const valueBatches = 2
 // column and, in it, of the lowest row, as writing the columns one after the other would find.
 // An error of a column writer is a *columnError with row -1.
 func (w *rowGroupWriter) write(cws []*parquet.ColumnWriter, rows [][]any, changeTypes []string) error {
+	err := w.writeBatches(cws, len(rows), func(b *valueBatch, start, end int) error {
+		return w.convert(b, rows[start:end], changeTypes, start, end)
+	})
+	if ce := (*columnError)(nil); errors.As(err, &ce) && ce.row >= 0 {
+		// Later batches of lower columns may hold errors too: find the first in column order.
+		return w.firstError(rows, err)
+	}
+	return err
+}
+
+// writeColumns is write for rows [from, to) of a part given column by column (ColumnPart),
+// without change types. A value out of its column's range is a *columnError with its row,
+// counted from from.
+func (w *rowGroupWriter) writeColumns(cws []*parquet.ColumnWriter, part ColumnPart, from, to int) error {
+	var cb columnBatch
+	return w.writeBatches(cws, to-from, func(b *valueBatch, start, end int) error {
+		return w.convertColumns(b, part, &cb, from+start, from+end, start)
+	})
+}
+
+// writeBatches writes n rows to cws in batches of writeBatch rows, in two stages that run at
+// once: convert fills a batch with the values of rows [start, end) on the calling goroutine,
+// while a second goroutine hands the batch before to the column writers. It returns the first
+// error of convert (the later batches are not converted) or else of the column writers.
+func (w *rowGroupWriter) writeBatches(cws []*parquet.ColumnWriter, n int, convert func(b *valueBatch, start, end int) error) error {
 	full := make(chan *valueBatch, valueBatches)
 	free := make(chan *valueBatch, valueBatches)
 	for range valueBatches {
 		b := &valueBatch{cols: make([][]parquet.Value, w.ncols)}
 		for j := range b.cols {
-			b.cols[j] = make([]parquet.Value, 0, min(len(rows), writeBatch))
+			b.cols[j] = make([]parquet.Value, 0, min(n, writeBatch))
 		}
 		free <- b
 	}
@@ -81,10 +106,10 @@ func (w *rowGroupWriter) write(cws []*parquet.ColumnWriter, rows [][]any, change
 		done <- err
 	}()
 	var convErr error
-	for start := 0; start < len(rows) && !failed.Load(); start += writeBatch {
-		end := min(start+writeBatch, len(rows))
+	for start := 0; start < n && !failed.Load(); start += writeBatch {
+		end := min(start+writeBatch, n)
 		b := <-free
-		if convErr = w.convert(b, rows[start:end], changeTypes, start, end); convErr != nil {
+		if convErr = convert(b, start, end); convErr != nil {
 			break
 		}
 		full <- b
@@ -92,8 +117,7 @@ func (w *rowGroupWriter) write(cws []*parquet.ColumnWriter, rows [][]any, change
 	close(full)
 	werr := <-done
 	if convErr != nil {
-		// Later batches of lower columns may hold errors too: find the first in column order.
-		return w.firstError(rows, convErr)
+		return convErr
 	}
 	return werr
 }

@@ -586,10 +586,104 @@ func planKeyRows(kvs []changedKey, fresh []int) []keyFile {
 
 // writeKeyRows writes the files planKeyRows planned, at once on the rewrite workers, and returns
 // their add actions in plan order.
+// A file whose keys were all folded in columns (changedKey.src) is written from their columns
+// (keyColumns), without boxing a value.
 func writeKeyRows(t *delta.Table, tgtSch schema.Schema, kvs []changedKey, plan []keyFile) ([]delta.Add, error) {
+	columnar := delta.ColumnsWritable(tgtSch)
 	return eachIndex(len(plan), func(j int) (delta.Add, error) {
+		if columnar && allFolded(kvs, plan[j].keys) {
+			return t.WriteFileFromColumns(plan[j].name, tgtSch, keyColumns(kvs, plan[j].keys))
+		}
 		return t.WriteFileFrom(plan[j].name, tgtSch, keyRows(kvs, plan[j].keys, len(tgtSch.Fields)))
 	})
+}
+
+// allFolded says whether every key at positions keys in kvs was folded in columns.
+func allFolded(kvs []changedKey, keys []int) bool {
+	for _, i := range keys {
+		if kvs[i].src == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// keyColumns is keyRows for keys that were all folded in columns (allFolded): the parts hand
+// the versions' values over column by column (delta.ColumnPart), each part at most
+// keyRowsPart rows.
+func keyColumns(kvs []changedKey, keys []int) func() (delta.ColumnPart, error) {
+	part := &versionColumns{}
+	k, v := 0, 0 // the next row: key keys[k], its v-th version
+	return func() (delta.ColumnPart, error) {
+		part.refs = part.refs[:0]
+		for len(part.refs) < keyRowsPart && k < len(keys) {
+			kv := &kvs[keys[k]]
+			n := min(int(kv.vTo-kv.vFrom)-v, keyRowsPart-len(part.refs))
+			for _, ver := range kv.src.vers[int(kv.vFrom)+v : int(kv.vFrom)+v+n] {
+				part.refs = append(part.refs, versionRef{c: kv.src.c, v: ver})
+			}
+			if v += n; v >= int(kv.vTo-kv.vFrom) {
+				k, v = k+1, 0
+			}
+		}
+		return part, nil
+	}
+}
+
+// versionColumns is rows of the target (the data columns, __START_AT, __END_AT) as versions of
+// keys folded in columns, as freshPart.fillRow makes them, given column by column.
+type versionColumns struct {
+	refs []versionRef
+}
+
+// versionRef is a version and the columns its values come from.
+type versionRef struct {
+	c *histBatch
+	v histVersion
+}
+
+// Len is the number of rows.
+func (p *versionColumns) Len() int { return len(p.refs) }
+
+// Column fills column j of rows [from, to) (delta.ColumnPart): a data column's value of the
+// event that holds the version's row, the sequence of the event that opened it (__START_AT),
+// of the event that closed it or NULL while it is open (__END_AT).
+func (p *versionColumns) Column(j, from, to int, nulls []bool, words []int64, strs []string) {
+	refs := p.refs[from:to]
+	if len(refs) == 0 {
+		return
+	}
+	nd := len(refs[0].c.kinds)
+	switch {
+	case j == nd:
+		for i, r := range refs {
+			words[i] = r.c.seqs[r.v.open]
+		}
+	case j == nd+1:
+		for i, r := range refs {
+			if r.v.close < 0 {
+				nulls[i] = true
+			} else {
+				words[i] = r.c.seqs[r.v.close]
+			}
+		}
+	case refs[0].c.kinds[j] == schema.String:
+		for i, r := range refs {
+			if r.c.null(j, r.v.row) {
+				nulls[i] = true
+			} else {
+				strs[i] = r.c.str(j, r.v.row)
+			}
+		}
+	default:
+		for i, r := range refs {
+			if r.c.null(j, r.v.row) {
+				nulls[i] = true
+			} else {
+				words[i] = r.c.wordOf(j, r.v.row)
+			}
+		}
+	}
 }
 
 // keyRowsPart is the most rows keyRows hands over at once.

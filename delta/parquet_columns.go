@@ -1,0 +1,203 @@
+package delta
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"unsafe"
+
+	"github.com/parquet-go/parquet-go"
+
+	"tributary/schema"
+)
+
+// ColumnPart is a part of a data file's rows given column by column, its values unboxed, for
+// Table.WriteFileFromColumns: rows 0 to Len()-1 of the part, each with a value for every field
+// of the file's schema (which has only top-level columns of primitive types).
+//
+// Column fills, for rows [from, to) of column j (the schema's j-th field), nulls[i-from] with
+// whether the value is NULL and, when it is not, words[i-from] with the value of a fixed-width
+// column as a word or strs[i-from] with the value of a STRING column (the slices have exactly
+// to-from elements; what Column leaves in them for a NULL is ignored). A word is, by type:
+// BIGINT, INT, SMALLINT, TINYINT its value; DECIMAL of precision up to 18 its unscaled value;
+// DATE its days since 1970-01-01; TIMESTAMP and TIMESTAMP_NTZ its microseconds since the epoch;
+// DOUBLE and FLOAT math.Float64bits of its value; BOOLEAN 1 for true, 0 for false. These are the
+// values of the row form (schema package) as words, so a file written from a ColumnPart is the
+// file WriteFileFrom writes of the same rows. A string may be reused once the next Column call
+// is made.
+type ColumnPart interface {
+	Len() int
+	Column(j, from, to int, nulls []bool, words []int64, strs []string)
+}
+
+// ColumnsWritable reports whether s can be written from ColumnParts (WriteFileFromColumns):
+// every field a top-level BIGINT, INT, SMALLINT, TINYINT, DOUBLE, FLOAT, BOOLEAN, STRING,
+// BINARY, DATE, TIMESTAMP, TIMESTAMP_NTZ or DECIMAL of precision up to 18.
+func ColumnsWritable(s schema.Schema) bool {
+	for _, f := range s.Fields {
+		switch f.Type.Kind {
+		case schema.Long, schema.Integer, schema.Double, schema.Boolean, schema.String, schema.DateKind, schema.TimestampKind:
+		case schema.DecimalKind:
+			if f.Type.WideDecimal() {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// WriteFileFromColumns is WriteFileFrom with each part given column by column: next returns the
+// part that follows those it returned before, or nil (or an empty part) at the end. The file,
+// its add action and its statistics are those WriteFileFrom writes of the same rows, without
+// boxing a value. A schema ColumnsWritable rejects is an error before anything is written; a
+// value out of its column's range (an INT word beyond 32 bits, a DECIMAL beyond its precision)
+// is an error naming the row (counted from the file's first) and the column.
+func (t *Table) WriteFileFromColumns(rel string, s schema.Schema, next func() (ColumnPart, error)) (Add, error) {
+	if !ColumnsWritable(s) {
+		return Add{}, fmt.Errorf("delta: write %s: the schema %s has a column that cannot be written from columns (nested, or a DECIMAL of precision above 18)", rel, s.DDL())
+	}
+	pf, err := t.createParquet(rel, s, false)
+	if err != nil {
+		return Add{}, err
+	}
+	for {
+		part, err := next()
+		if err == nil && (part == nil || part.Len() == 0) {
+			break
+		}
+		if err == nil {
+			err = pf.addColumns(part)
+		}
+		if err != nil {
+			pf.abort()
+			return Add{}, err
+		}
+	}
+	if err := pf.flushGroup(); err != nil {
+		pf.abort()
+		return Add{}, err
+	}
+	size, mtime, stats, err := pf.close()
+	return dataAdd(rel, size, mtime, stats, err)
+}
+
+// addColumns is addPart for a part given column by column.
+func (pf *parquetFile) addColumns(part ColumnPart) error {
+	n := part.Len()
+	for from := 0; from < n; {
+		to := from + min(n-from, rowGroupRows-pf.open)
+		if err := pf.rgw.writeColumns(pf.w.ColumnWriters(), part, from, to); err != nil {
+			ce := (*columnError)(nil)
+			if !errors.As(err, &ce) {
+				return fmt.Errorf("delta: %s: %w", pf.what, err)
+			}
+			name := strconv.Quote(pf.lvs[ce.col].name)
+			if ce.row >= 0 {
+				return fmt.Errorf("delta: %s: row %d: column %s: %w", pf.what, pf.rows+int64(ce.row), name, ce.err)
+			}
+			return fmt.Errorf("delta: %s: column %s: %w", pf.what, name, ce.err)
+		}
+		pf.rows += int64(to - from)
+		pf.open += to - from
+		from = to
+		if pf.open == rowGroupRows {
+			if err := pf.flushGroup(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// columnBatch is the scratch a ColumnPart fills for one column of a batch of rows.
+type columnBatch struct {
+	nulls []bool
+	words []int64
+	strs  []string
+}
+
+// convertColumns fills b with the values of rows [from, to) of part, folding them into the
+// column statistics, as convert does for the same rows boxed; base is the position of row from
+// in what writeColumns writes (for errors).
+func (w *rowGroupWriter) convertColumns(b *valueBatch, part ColumnPart, cb *columnBatch, from, to, base int) error {
+	n := to - from
+	if cap(cb.nulls) < n {
+		cb.nulls, cb.words, cb.strs = make([]bool, n), make([]int64, n), make([]string, n)
+	}
+	nulls, words, strs := cb.nulls[:n], cb.words[:n], cb.strs[:n]
+	for j, l := range w.lvs {
+		t, st := &l.typ, &w.stats[j]
+		clear(nulls)
+		part.Column(j, from, to, nulls, words, strs)
+		buf := b.cols[j][:0]
+		for i := range n {
+			if nulls[i] {
+				st.nulls++
+				buf = appendLeveled(buf, parquet.NullValue(), 0, 0, j)
+				continue
+			}
+			var pv parquet.Value
+			x := words[i]
+			switch t.Kind {
+			case schema.Long:
+				st.int(x)
+				pv = parquet.Int64Value(x)
+			case schema.Integer:
+				lo, hi := int64(math.MinInt32), int64(math.MaxInt32)
+				switch t.Storage {
+				case schema.StorageShort:
+					lo, hi = math.MinInt16, math.MaxInt16
+				case schema.StorageByte:
+					lo, hi = math.MinInt8, math.MaxInt8
+				}
+				if x < lo || x > hi {
+					return &columnError{col: j, row: base + i, err: fmt.Errorf("%d does not fit %s", x, t.DDL())}
+				}
+				st.int(x)
+				pv = parquet.Int32Value(int32(x))
+			case schema.String:
+				s := strs[i]
+				if t.Storage != schema.StorageBinary {
+					st.str(s)
+				}
+				// The writer copies the bytes into its page buffer; s is never written through.
+				pv = parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(s), len(s)))
+			case schema.Double:
+				f := math.Float64frombits(uint64(x))
+				st.float(f)
+				if t.Storage == schema.StorageFloat {
+					pv = parquet.FloatValue(float32(f))
+				} else {
+					pv = parquet.DoubleValue(f)
+				}
+			case schema.Boolean:
+				pv = parquet.BooleanValue(x != 0)
+			case schema.DecimalKind:
+				if d := schema.Decimal(x); d >= pow10[t.Precision] || d <= -pow10[t.Precision] {
+					return &columnError{col: j, row: base + i, err: fmt.Errorf("%s does not fit %s", schema.FormatDecimal(d, t.Scale), t.DDL())}
+				}
+				st.int(x)
+				if t.Precision <= 9 {
+					pv = parquet.Int32Value(int32(x))
+				} else {
+					pv = parquet.Int64Value(x)
+				}
+			case schema.DateKind:
+				if x < math.MinInt32 || x > math.MaxInt32 {
+					return &columnError{col: j, row: base + i, err: fmt.Errorf("%d days does not fit DATE", x)}
+				}
+				st.int(x)
+				pv = parquet.Int32Value(int32(x))
+			case schema.TimestampKind:
+				st.int(x)
+				pv = parquet.Int64Value(x)
+			}
+			buf = appendLeveled(buf, pv, 0, 1, j)
+		}
+		b.cols[j] = buf
+	}
+	return nil
+}
