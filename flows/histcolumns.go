@@ -183,37 +183,53 @@ func (c *histColumns) order() []int32 {
 	// (The unused end of the last chunk holds zeros: a bound of 0 that no key reaches only
 	// widens the span.)
 	span := uint64(hi) - uint64(lo)
-	a, b := make([]keyAt, n), make([]keyAt, n)
-	for i := range a {
-		a[i] = keyAt{k: uint64(c.keys.at(int32(i))) - uint64(lo), at: int32(i)}
-	}
-	const bits = 11
-	var counts [1 << bits]int32
-	for shift := uint(0); shift < 64 && span>>shift != 0; shift += bits {
-		clear(counts[:])
-		for _, e := range a {
-			counts[e.k>>shift&(1<<bits-1)]++
-		}
-		sum := int32(0)
-		for d, m := range counts {
-			counts[d], sum = sum, sum+m
-		}
-		for _, e := range a {
-			d := e.k >> shift & (1<<bits - 1)
-			b[counts[d]] = e
-			counts[d]++
-		}
-		a, b = b, a
-	}
 	ord := make([]int32, n)
-	for j, e := range a {
-		ord[j] = e.at
+	// same[j] says whether event ord[j] has the key of event ord[j-1].
+	same := make([]bool, n)
+	if span < 1<<32 {
+		// Key (less the lowest) and position packed in one word: half the bytes to move.
+		a, b := make([]uint64, n), make([]uint64, n)
+		for i := range a {
+			a[i] = (uint64(c.keys.at(int32(i)))-uint64(lo))<<32 | uint64(i)
+		}
+		a = radixSort64(a, b, span)
+		for j, e := range a {
+			ord[j] = int32(uint32(e))
+			same[j] = j > 0 && e>>32 == a[j-1]>>32
+		}
+	} else {
+		a, b := make([]keyAt, n), make([]keyAt, n)
+		const bits = 11
+		var counts [1 << bits]int32
+		for i := range a {
+			a[i] = keyAt{k: uint64(c.keys.at(int32(i))) - uint64(lo), at: int32(i)}
+		}
+		for shift := uint(0); shift < 64 && span>>shift != 0; shift += bits {
+			clear(counts[:])
+			for _, e := range a {
+				counts[e.k>>shift&(1<<bits-1)]++
+			}
+			sum := int32(0)
+			for d, m := range counts {
+				counts[d], sum = sum, sum+m
+			}
+			for _, e := range a {
+				d := e.k >> shift & (1<<bits - 1)
+				b[counts[d]] = e
+				counts[d]++
+			}
+			a, b = b, a
+		}
+		for j, e := range a {
+			ord[j] = e.at
+			same[j] = j > 0 && e.k == a[j-1].k
+		}
 	}
 	var pairs []histOrder
 	for lo := 0; lo < n; {
 		hi := lo + 1
 		sorted := true
-		for hi < n && a[hi].k == a[lo].k {
+		for hi < n && same[hi] {
 			if c.seqs.at(ord[hi]) < c.seqs.at(ord[hi-1]) {
 				sorted = false
 			}
@@ -233,6 +249,31 @@ func (c *histColumns) order() []int32 {
 		lo = hi
 	}
 	return ord
+}
+
+// radixSort64 sorts a, keys in the high 32 bits and positions in the low, by key, stably (LSD
+// radix sort, 11 bits a pass, as many passes as span's bits need); b is scratch of the same
+// length. It returns the sorted slice (a or b).
+func radixSort64(a, b []uint64, span uint64) []uint64 {
+	const bits = 11
+	var counts [1 << bits]int32
+	for shift := uint(32); shift < 64 && span>>(shift-32) != 0; shift += bits {
+		clear(counts[:])
+		for _, e := range a {
+			counts[e>>shift&(1<<bits-1)]++
+		}
+		sum := int32(0)
+		for d, m := range counts {
+			counts[d], sum = sum, sum+m
+		}
+		for _, e := range a {
+			d := e >> shift & (1<<bits - 1)
+			b[counts[d]] = e
+			counts[d]++
+		}
+		a, b = b, a
+	}
+	return a
 }
 
 // keyAt is an event (its position) and its key, less the batch's lowest, as order sorts them.
