@@ -25,12 +25,13 @@ deltacheck:
 
 # After `go test ./...`, the folds (the columnar first SCD type 2 batch's too), and a history
 # target's writes (data files, state, change data file, row locator), that run on several
-# goroutines, and the row groups a fold gives back to the reader's pool from its own goroutine,
+# goroutines, the row groups a fold gives back to the reader's pool from its own goroutine, and
+# the Parquet writer's two stages (rows or columns converted while the batch before is encoded),
 # run again under the race detector.
 test: deltacheck
 	DELTACHECK=$$( [ -d $(SHARED)/tools/deltacheck ] && [ -x $(DELTACHECK) ] && echo $(DELTACHECK) ) $(GO) test -count=1 ./...
 	$(GO) test -race -count=1 -run 'TestHistoryKeyWorkersEquivalence|TestKeyWorkers|TestKeyRanges|TestRelaxGC|TestViewOverFiles|TestHistoryMergeOnRead|TestPooledRowGroupsFold|TestHistColumnsEquivalence' ./flows
-	$(GO) test -race -count=1 -run 'TestFileRowGroupsPooled' ./delta
+	$(GO) test -race -count=1 -run 'TestFileRowGroupsPooled|TestWriteFileFrom' ./delta
 	@if [ -f $(SHARED)/cases/run_cases.py ] && [ -d $(SHARED)/tools/deltacheck ] && [ -x $(DELTACHECK) ]; then \
 		$(GO) build -o bin/pipeline ./cmd/pipeline && \
 		python3 $(SHARED)/cases/run_cases.py ./bin/pipeline $(DELTACHECK) $(SHARED)/cases/*/; \

@@ -560,10 +560,20 @@ func (c *histColumns) fold(mode historyMode, nowMs int64, stop <-chan struct{}) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() {
+				if r := recover(); r != nil {
+					parts[p].panicked = fmt.Sprintf("%v\n\nraised while gathering events at:\n%s", r, debug.Stack())
+				}
+			}()
 			batches[p] = c.gather(ord[cuts[2*p]:cuts[2*p+1]])
 		}()
 	}
 	wg.Wait()
+	for _, p := range parts {
+		if p.panicked != nil {
+			return freshKeys{panicked: p.panicked}
+		}
+	}
 	c.release()
 	if n >= histCollectEvents {
 		// The columns as they were read and the sort's buffers are garbage now, and what lives
