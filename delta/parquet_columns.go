@@ -1,10 +1,8 @@
 package delta
 
 import (
-	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
@@ -59,57 +57,20 @@ func (t *Table) WriteFileFromColumns(rel string, s schema.Schema, next func() (C
 	if !ColumnsWritable(s) {
 		return Add{}, fmt.Errorf("delta: write %s: the schema %s has a column that cannot be written from columns (nested, or a DECIMAL of precision above 18)", rel, s.DDL())
 	}
-	pf, err := t.createParquet(rel, s, false)
-	if err != nil {
-		return Add{}, err
-	}
-	for {
+	return t.writeFileParts(rel, s, func(pf *parquetFile) (bool, error) {
 		part, err := next()
-		if err == nil && (part == nil || part.Len() == 0) {
-			break
+		if err != nil || part == nil || part.Len() == 0 {
+			return false, err
 		}
-		if err == nil {
-			err = pf.addColumns(part)
-		}
-		if err != nil {
-			pf.abort()
-			return Add{}, err
-		}
-	}
-	if err := pf.flushGroup(); err != nil {
-		pf.abort()
-		return Add{}, err
-	}
-	size, mtime, stats, err := pf.close()
-	return dataAdd(rel, size, mtime, stats, err)
+		return true, pf.addColumns(part)
+	})
 }
 
 // addColumns is addPart for a part given column by column.
 func (pf *parquetFile) addColumns(part ColumnPart) error {
-	n := part.Len()
-	for from := 0; from < n; {
-		to := from + min(n-from, rowGroupRows-pf.open)
-		if err := pf.rgw.writeColumns(pf.w.ColumnWriters(), part, from, to); err != nil {
-			ce := (*columnError)(nil)
-			if !errors.As(err, &ce) {
-				return fmt.Errorf("delta: %s: %w", pf.what, err)
-			}
-			name := strconv.Quote(pf.lvs[ce.col].name)
-			if ce.row >= 0 {
-				return fmt.Errorf("delta: %s: row %d: column %s: %w", pf.what, pf.rows+int64(ce.row), name, ce.err)
-			}
-			return fmt.Errorf("delta: %s: column %s: %w", pf.what, name, ce.err)
-		}
-		pf.rows += int64(to - from)
-		pf.open += to - from
-		from = to
-		if pf.open == rowGroupRows {
-			if err := pf.flushGroup(); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return pf.addRows(part.Len(), func(from, to int) error {
+		return pf.rgw.writeColumns(pf.w.ColumnWriters(), part, from, to)
+	})
 }
 
 // columnBatch is the scratch a ColumnPart fills for one column of a batch of rows.

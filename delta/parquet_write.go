@@ -92,21 +92,31 @@ func dataAdd(rel string, size, mtime int64, stats string, err error) (Add, error
 // errors are WriteFileNamed's, a row counted from the file's first, and next's own. Only one
 // part of the rows is held at once.
 func (t *Table) WriteFileFrom(rel string, s schema.Schema, next func() ([][]any, error)) (Add, error) {
+	return t.writeFileParts(rel, s, func(pf *parquetFile) (bool, error) {
+		rows, err := next()
+		if err != nil || len(rows) == 0 {
+			return false, err
+		}
+		return true, pf.addPart(rows)
+	})
+}
+
+// writeFileParts writes the data file rel of schema s from parts: part adds the next one to pf
+// and says whether there was one. The open row group is flushed after the last, and the file
+// closed; on an error it is removed.
+func (t *Table) writeFileParts(rel string, s schema.Schema, part func(pf *parquetFile) (bool, error)) (Add, error) {
 	pf, err := t.createParquet(rel, s, false)
 	if err != nil {
 		return Add{}, err
 	}
 	for {
-		rows, err := next()
-		if err == nil && len(rows) == 0 {
-			break
-		}
-		if err == nil {
-			err = pf.addPart(rows)
-		}
+		more, err := part(pf)
 		if err != nil {
 			pf.abort()
 			return Add{}, err
+		}
+		if !more {
+			break
 		}
 	}
 	if err := pf.flushGroup(); err != nil {
@@ -495,15 +505,23 @@ func (pf *parquetFile) add(rows [][]any, changeTypes []string) error {
 // flushed whenever it reaches rowGroupRows rows (flushGroup flushes the last one): unlike add,
 // the row groups do not depend on how the rows were split between calls.
 func (pf *parquetFile) addPart(rows [][]any) error {
-	for len(rows) > 0 {
-		n := min(len(rows), rowGroupRows-pf.open)
-		part := rows[:n]
-		for i, r := range part {
-			if len(r) != len(pf.s.Fields) {
-				return fmt.Errorf("delta: %s: row %d has %d values, the schema %d columns (%s)", pf.what, pf.rows+int64(i), len(r), len(pf.s.Fields), pf.s.DDL())
-			}
+	for i, r := range rows {
+		if len(r) != len(pf.s.Fields) {
+			return fmt.Errorf("delta: %s: row %d has %d values, the schema %d columns (%s)", pf.what, pf.rows+int64(i), len(r), len(pf.s.Fields), pf.s.DDL())
 		}
-		if err := pf.rgw.write(pf.w.ColumnWriters(), part, nil); err != nil {
+	}
+	return pf.addRows(len(rows), func(from, to int) error {
+		return pf.rgw.write(pf.w.ColumnWriters(), rows[from:to], nil)
+	})
+}
+
+// addRows adds n rows to the open row group, flushing it whenever it reaches rowGroupRows rows:
+// write writes rows [from, to) of the n to the row group's column writers. A *columnError of
+// write becomes an error naming the row (counted from the file's first) and the column.
+func (pf *parquetFile) addRows(n int, write func(from, to int) error) error {
+	for from := 0; from < n; {
+		to := from + min(n-from, rowGroupRows-pf.open)
+		if err := write(from, to); err != nil {
 			ce := (*columnError)(nil)
 			if !errors.As(err, &ce) {
 				return fmt.Errorf("delta: %s: %w", pf.what, err)
@@ -514,9 +532,9 @@ func (pf *parquetFile) addPart(rows [][]any) error {
 			}
 			return fmt.Errorf("delta: %s: column %s: %w", pf.what, name, ce.err)
 		}
-		pf.rows += int64(n)
-		pf.open += n
-		rows = rows[n:]
+		pf.rows += int64(to - from)
+		pf.open += to - from
+		from = to
 		if pf.open == rowGroupRows {
 			if err := pf.flushGroup(); err != nil {
 				return err
