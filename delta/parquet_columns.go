@@ -22,8 +22,9 @@ import (
 // DATE its days since 1970-01-01; TIMESTAMP and TIMESTAMP_NTZ its microseconds since the epoch;
 // DOUBLE and FLOAT math.Float64bits of its value; BOOLEAN 1 for true, 0 for false. These are the
 // values of the row form (schema package) as words, so a file written from a ColumnPart is the
-// file WriteFileFrom writes of the same rows. A string may be reused once the next Column call
-// is made.
+// file WriteFileFrom writes of the same rows. The bytes of the strings must not change until
+// next (WriteFileFromColumns) is called again: the Parquet writer copies a batch's values while
+// the part's next rows are converted.
 type ColumnPart interface {
 	Len() int
 	Column(j, from, to int, nulls []bool, words []int64, strs []string)
@@ -107,14 +108,7 @@ func (w *rowGroupWriter) convertColumns(b *valueBatch, part ColumnPart, cb *colu
 				st.int(x)
 				pv = parquet.Int64Value(x)
 			case schema.Integer:
-				lo, hi := int64(math.MinInt32), int64(math.MaxInt32)
-				switch t.Storage {
-				case schema.StorageShort:
-					lo, hi = math.MinInt16, math.MaxInt16
-				case schema.StorageByte:
-					lo, hi = math.MinInt8, math.MaxInt8
-				}
-				if x < lo || x > hi {
+				if lo, hi := t.IntRange(); x < lo || x > hi {
 					return &columnError{col: j, row: base + i, err: fmt.Errorf("%d does not fit %s", x, t.DDL())}
 				}
 				st.int(x)

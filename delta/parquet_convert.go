@@ -319,13 +319,11 @@ func unsignedConverter(kind parquet.Kind, t schema.Type, bad func() (convertFunc
 // narrowRange returns the range of an INT column stored narrower (SMALLINT, TINYINT: Storage);
 // narrow is false for INT.
 func narrowRange(t schema.Type) (lo, hi int32, narrow bool) {
-	switch t.Storage {
-	case schema.StorageShort:
-		return math.MinInt16, math.MaxInt16, true
-	case schema.StorageByte:
-		return math.MinInt8, math.MaxInt8, true
+	l, h := t.IntRange()
+	if h == math.MaxInt32 {
+		return 0, 0, false
 	}
-	return 0, 0, false
+	return int32(l), int32(h), true
 }
 
 // narrowBits returns the bits of an INT column stored narrower (16 or 8), 32 for INT.

@@ -489,24 +489,10 @@ func (c *histColumns) events() []event {
 
 // freshPart is the versions of a range of keys fold folded (each key's changedKey names its
 // own: vers[vFrom:vTo]), with the columns their data comes from (the range's, gathered in key
-// order). Their rows are made only as the data files are written (keyRows).
+// order). Their rows are made only as the data files are written (keyColumns).
 type freshPart struct {
 	c    *histBatch
 	vers []histVersion
-}
-
-// fillRow sets r, a row of the target (the data columns, __START_AT, __END_AT), to version v,
-// its values boxed in box.
-func (p *freshPart) fillRow(r []any, v histVersion, box *boxSlab) {
-	c := p.c
-	for col := range c.kinds {
-		r[col] = c.value(col, v.row, box)
-	}
-	nd := len(c.kinds)
-	r[nd], r[nd+1] = box.int64(c.seqs[v.open]), nil
-	if v.close >= 0 {
-		r[nd+1] = box.int64(c.seqs[v.close])
-	}
 }
 
 // histVersion is one version of a key's history, as events of its histBatch: the event that
@@ -555,24 +541,10 @@ func (c *histColumns) fold(mode historyMode, nowMs int64, stop <-chan struct{}) 
 	cuts = append(cuts, from, n)
 	parts := make([]freshKeys, len(cuts)/2)
 	batches := make([]*histBatch, len(parts))
-	var wg sync.WaitGroup
-	for p := range parts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() {
-				if r := recover(); r != nil {
-					parts[p].panicked = fmt.Sprintf("%v\n\nraised while gathering events at:\n%s", r, debug.Stack())
-				}
-			}()
-			batches[p] = c.gather(ord[cuts[2*p]:cuts[2*p+1]])
-		}()
-	}
-	wg.Wait()
-	for _, p := range parts {
-		if p.panicked != nil {
-			return freshKeys{panicked: p.panicked}
-		}
+	if panicked := eachRange(len(parts), "while gathering events", func(p int) {
+		batches[p] = c.gather(ord[cuts[2*p]:cuts[2*p+1]])
+	}); panicked != nil {
+		return freshKeys{panicked: panicked}
 	}
 	c.release()
 	if n >= histCollectEvents {
@@ -582,30 +554,45 @@ func (c *histColumns) fold(mode historyMode, nowMs int64, stop <-chan struct{}) 
 		// pages (1M events through a view: 430 MB peak before, 300 after).
 		runtime.GC()
 	}
-	for p := range parts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() {
-				if r := recover(); r != nil {
-					parts[p].panicked = fmt.Sprintf("%v\n\nraised by a key worker at:\n%s", r, debug.Stack())
-				}
-			}()
-			parts[p] = foldRange(batches[p], mode, nowMs, stop)
-		}()
-	}
-	wg.Wait()
+	panicked := eachRange(len(parts), "by a key worker", func(p int) {
+		parts[p] = foldRange(batches[p], mode, nowMs, stop)
+	})
 	out := parts[0]
+	out.panicked = panicked
 	for _, p := range parts[1:] {
-		if p.panicked != nil && out.panicked == nil {
-			out.panicked = p.panicked
-		}
 		out.kvs = append(out.kvs, p.kvs...)
 		out.keys = append(out.keys, p.keys...)
 		out.ties.merge(p.ties)
 		out.ups += p.ups
 	}
 	return out
+}
+
+// eachRange calls fn(p) for every p in [0, n), each on a goroutine of its own, and returns once
+// all have: nil, or the text of the first panic (in p order) and where it was raised, by what
+// the caller names ("by a key worker"), as freshKeys.panicked holds it.
+func eachRange(n int, by string, fn func(p int)) any {
+	panics := make([]any, n)
+	var wg sync.WaitGroup
+	for p := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if r := recover(); r != nil {
+					panics[p] = fmt.Sprintf("%v\n\nraised %s at:\n%s", r, by, debug.Stack())
+				}
+			}()
+			fn(p)
+		}()
+	}
+	wg.Wait()
+	for _, r := range panics {
+		if r != nil {
+			return r
+		}
+	}
+	return nil
 }
 
 // histCollectEvents is the fewest events of a batch for which fold runs a garbage collection

@@ -3,7 +3,6 @@ package flows
 import (
 	"encoding/binary"
 	"encoding/json"
-	"math"
 	"math/bits"
 	"strconv"
 	"strings"
@@ -356,13 +355,7 @@ func smallInt(raw string, isInt bool) (n int64, ok bool) {
 // fitsInteger reports whether n is in the range of an INT column (SMALLINT or TINYINT when the
 // column's Storage says so), as schema.FromJSON checks it.
 func fitsInteger(t *schema.Type, n int64) bool {
-	lo, hi := int64(math.MinInt32), int64(math.MaxInt32)
-	switch t.Storage {
-	case schema.StorageShort:
-		lo, hi = math.MinInt16, math.MaxInt16
-	case schema.StorageByte:
-		lo, hi = math.MinInt8, math.MaxInt8
-	}
+	lo, hi := t.IntRange()
 	return lo <= n && n <= hi
 }
 

@@ -585,30 +585,19 @@ func planKeyRows(kvs []changedKey, fresh []int) []keyFile {
 }
 
 // writeKeyRows writes the files planKeyRows planned, at once on the rewrite workers, and returns
-// their add actions in plan order.
-// A file whose keys were all folded in columns (changedKey.src) is written from their columns
-// (keyColumns), without boxing a value.
+// their add actions in plan order. The keys of a batch folded in columns (changedKey.src: all of
+// its keys, or none) are written from their columns (keyColumns), without boxing a value; their
+// target is of histColumnsFor's shape, which delta.ColumnsWritable accepts.
 func writeKeyRows(t *delta.Table, tgtSch schema.Schema, kvs []changedKey, plan []keyFile) ([]delta.Add, error) {
-	columnar := delta.ColumnsWritable(tgtSch)
 	return eachIndex(len(plan), func(j int) (delta.Add, error) {
-		if columnar && allFolded(kvs, plan[j].keys) {
-			return t.WriteFileFromColumns(plan[j].name, tgtSch, keyColumns(kvs, plan[j].keys))
+		if keys := plan[j].keys; len(keys) > 0 && kvs[keys[0]].src != nil {
+			return t.WriteFileFromColumns(plan[j].name, tgtSch, keyColumns(kvs, keys))
 		}
-		return t.WriteFileFrom(plan[j].name, tgtSch, keyRows(kvs, plan[j].keys, len(tgtSch.Fields)))
+		return t.WriteFileFrom(plan[j].name, tgtSch, keyRows(kvs, plan[j].keys))
 	})
 }
 
-// allFolded says whether every key at positions keys in kvs was folded in columns.
-func allFolded(kvs []changedKey, keys []int) bool {
-	for _, i := range keys {
-		if kvs[i].src == nil {
-			return false
-		}
-	}
-	return true
-}
-
-// keyColumns is keyRows for keys that were all folded in columns (allFolded): the parts hand
+// keyColumns is keyRows for keys that were all folded in columns: the parts hand
 // the versions' values over column by column (delta.ColumnPart), each part at most
 // keyRowsPart rows.
 func keyColumns(kvs []changedKey, keys []int) func() (delta.ColumnPart, error) {
@@ -631,7 +620,7 @@ func keyColumns(kvs []changedKey, keys []int) func() (delta.ColumnPart, error) {
 }
 
 // versionColumns is rows of the target (the data columns, __START_AT, __END_AT) as versions of
-// keys folded in columns, as freshPart.fillRow makes them, given column by column.
+// keys folded in columns, given column by column.
 type versionColumns struct {
 	refs []versionRef
 }
@@ -690,46 +679,21 @@ func (p *versionColumns) Column(j, from, to int, nulls []bool, words []int64, st
 const keyRowsPart = 1 << 16
 
 // keyRows returns the rows of the keys at positions keys in kvs, in order, in parts of at most
-// keyRowsPart rows, for delta.Table.WriteFileFrom: a key's rows as they are, or, for a key
-// folded in columns (changedKey.src), made as they are handed over, into rows of width values
-// that each part reuses.
-func keyRows(kvs []changedKey, keys []int, width int) func() ([][]any, error) {
-	var out, made [][]any
-	var box *boxSlab
+// keyRowsPart rows, for delta.Table.WriteFileFrom.
+func keyRows(kvs []changedKey, keys []int) func() ([][]any, error) {
+	var out [][]any
 	k, v := 0, 0 // the next row: key keys[k], its v-th row
 	return func() ([][]any, error) {
 		out = out[:0]
-		if box != nil {
-			box.reset(0, 0)
-		}
 		for len(out) < keyRowsPart && k < len(keys) {
 			kv := &kvs[keys[k]]
-			if kv.src == nil {
-				if v >= len(kv.rows) {
-					k, v = k+1, 0
-					continue
-				}
-				n := min(len(kv.rows)-v, keyRowsPart-len(out))
-				out = append(out, kv.rows[v:v+n]...)
-				v += n
-				continue
-			}
-			if v >= int(kv.vTo-kv.vFrom) {
+			if v >= len(kv.rows) {
 				k, v = k+1, 0
 				continue
 			}
-			if made == nil {
-				made = make([][]any, keyRowsPart)
-				backing := make([]any, keyRowsPart*width)
-				for i := range made {
-					made[i] = backing[i*width : (i+1)*width : (i+1)*width]
-				}
-				box = newBoxSlab(keyRowsPart*width, keyRowsPart)
-			}
-			r := made[len(out)]
-			kv.src.fillRow(r, kv.src.vers[int(kv.vFrom)+v], box)
-			out = append(out, r)
-			v++
+			n := min(len(kv.rows)-v, keyRowsPart-len(out))
+			out = append(out, kv.rows[v:v+n]...)
+			v += n
 		}
 		return out, nil
 	}
@@ -744,7 +708,7 @@ type changedKey struct {
 	hk   *histKey
 	rows [][]any
 	// src, when set, holds the rows instead of rows, as versions vFrom to vTo of a key folded
-	// in columns (histColumns.fold): its rows are made as they are written (keyRows).
+	// in columns (histColumns.fold): its rows are made as they are written (keyColumns).
 	src        *freshPart
 	vFrom, vTo int32
 	keep       rowKeep

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -86,6 +87,19 @@ var Binary = Type{Kind: String, Storage: StorageBinary}
 
 // IsBinary reports whether t is BINARY (a String kind with Storage binary).
 func (t Type) IsBinary() bool { return t.Kind == String && t.Storage == StorageBinary }
+
+// IntRange returns the range [lo, hi] of the values of an Integer column: INT's 32 bits, or
+// SMALLINT's 16 and TINYINT's 8 when Storage says so (Delta PROTOCOL.md, "Primitive Types":
+// integer, short, byte). It is INT's range for any other type.
+func (t Type) IntRange() (lo, hi int64) {
+	switch t.Storage {
+	case StorageShort:
+		return math.MinInt16, math.MaxInt16
+	case StorageByte:
+		return math.MinInt8, math.MaxInt8
+	}
+	return math.MinInt32, math.MaxInt32
+}
 
 // IsNTZ reports whether t is TIMESTAMP_NTZ (a TimestampKind with Storage timestamp_ntz).
 func (t Type) IsNTZ() bool { return t.Kind == TimestampKind && t.Storage == StorageTimestampNTZ }

@@ -388,14 +388,7 @@ func fromJSON(t Type, v any, reader bool) (any, error) {
 			return nil, fmt.Errorf("%s is not a number for %s", jsonKind(v), t.DDL())
 		}
 		if t.Kind == Integer {
-			lo, hi := int64(math.MinInt32), int64(math.MaxInt32)
-			switch t.Storage {
-			case StorageShort:
-				lo, hi = math.MinInt16, math.MaxInt16
-			case StorageByte:
-				lo, hi = math.MinInt8, math.MaxInt8
-			}
-			if n < lo || n > hi {
+			if lo, hi := t.IntRange(); n < lo || n > hi {
 				return nil, fmt.Errorf("%d does not fit %s", n, t.DDL())
 			}
 			return int32(n), nil
