@@ -101,6 +101,105 @@ func (w *DataWriter) Write(rows [][]any) error {
 	return nil
 }
 
+// WriteColumns is Write with the rows given column by column (a ColumnPart, as
+// Table.WriteFileFromColumns takes them), for a table without partition columns whose schema
+// ColumnsWritable accepts: the files, their row groups and their statistics are those Write
+// makes of the same rows in the same calls, without a boxed value. The strings of part must stay
+// unchanged until WriteColumns returns. A partitioned table, or a schema ColumnsWritable
+// rejects, is an error before anything is written; a value out of its column's range is an error
+// naming the file, the row in it and the column. After an error the writer takes nothing more:
+// Abort it.
+func (w *DataWriter) WriteColumns(part ColumnPart) error {
+	if w.done {
+		return fmt.Errorf("delta: write %s: the data writer is closed; start a new one", w.t.Dir)
+	}
+	if w.err != nil {
+		return w.err
+	}
+	if len(w.part.pidx) > 0 || !ColumnsWritable(w.part.data) {
+		w.err = fmt.Errorf("delta: write %s: rows given by column need a table without partition columns whose columns are all primitive (not %s, partitioned by %v); write them as rows", w.t.Dir, w.part.m.Schema.DDL(), w.part.m.PartitionColumns)
+		return w.err
+	}
+	g := &partGroup{values: map[string]string{}}
+	for at, n := 0, part.Len(); at < n; {
+		f := w.open[g.key]
+		if f == nil {
+			var err error
+			if f, err = w.openFile(g); err != nil {
+				w.err = err
+				return err
+			}
+		}
+		piece := partWindow{part: part, from: at, n: w.pieceRowsOf(f, n-at, func() float64 { return sampleColumnBytes(w.part.data, part, at, n) })}
+		before := f.pf.size()
+		err := f.pf.addColumns(piece)
+		if err == nil {
+			// A row group per call, as add makes them.
+			err = f.pf.flushGroup()
+		}
+		if err != nil {
+			w.err = err
+			return err
+		}
+		w.tick++
+		f.used = w.tick
+		w.bytes += f.pf.size() - before
+		w.rows += int64(piece.n)
+		at += piece.n
+		if f.pf.size() >= w.target {
+			if err := w.finish(f); err != nil {
+				w.err = err
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// partWindow is rows [from, from+n) of a ColumnPart, as a ColumnPart of its own.
+type partWindow struct {
+	part    ColumnPart
+	from, n int
+}
+
+func (p partWindow) Len() int { return p.n }
+
+func (p partWindow) Column(j, from, to int, nulls []bool, words []int64, strs []string) {
+	p.part.Column(j, p.from+from, p.from+to, nulls, words, strs)
+}
+
+// sampleColumnBytes is sampleRowBytes of rows [from, to) of part (of schema s): the
+// plain-encoded size of at most 64 rows spread over them, per row, by plainBytes' measure of
+// each value's row form.
+func sampleColumnBytes(s schema.Schema, part ColumnPart, from, to int) float64 {
+	n := min(to-from, 64)
+	if n == 0 {
+		return 0
+	}
+	nulls, words, strs := make([]bool, 1), make([]int64, 1), make([]string, 1)
+	var total int
+	for i := range n {
+		r := from + i*(to-from)/n
+		for j, f := range s.Fields {
+			nulls[0], strs[0] = false, ""
+			part.Column(j, r, r+1, nulls, words, strs)
+			switch {
+			case nulls[0]:
+				total++
+			case f.Type.Kind == schema.String:
+				total += 5 + len(strs[0])
+			case f.Type.Kind == schema.Boolean:
+				total += 2
+			case f.Type.Kind == schema.DateKind, f.Type.Kind == schema.Integer:
+				total += 5
+			default:
+				total += 9
+			}
+		}
+	}
+	return float64(total) / float64(n)
+}
+
 // writeGroup writes the rows of one partition, in pieces that fill its open file up to the
 // target size.
 func (w *DataWriter) writeGroup(g *partGroup) error {
@@ -165,6 +264,12 @@ func (w *DataWriter) openFile(g *partGroup) (*dataFile, error) {
 // leave a sliver of a row group to follow, at the bytes per row f has written, or else the
 // writer, or else the plain-encoded size of a sample of rows (which compression only shrinks).
 func (w *DataWriter) pieceRows(f *dataFile, rows [][]any) int {
+	return w.pieceRowsOf(f, len(rows), func() float64 { return sampleRowBytes(rows) })
+}
+
+// pieceRowsOf is pieceRows of n rows whose sample size (when f and the writer have written
+// nothing yet) is sample's.
+func (w *DataWriter) pieceRowsOf(f *dataFile, n int, sample func() float64) int {
 	want := float64(w.target-f.pf.size()) + float64(w.target)/32
 	var perRow float64
 	switch {
@@ -173,10 +278,10 @@ func (w *DataWriter) pieceRows(f *dataFile, rows [][]any) int {
 	case w.rows > 0:
 		perRow = float64(w.bytes) / float64(w.rows)
 	default:
-		perRow = sampleRowBytes(rows)
+		perRow = sample()
 	}
-	if perRow <= 0 || want/perRow >= float64(len(rows)) {
-		return len(rows)
+	if perRow <= 0 || want/perRow >= float64(n) {
+		return n
 	}
 	return max(int(math.Ceil(want/perRow)), 1)
 }
