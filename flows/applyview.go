@@ -134,7 +134,7 @@ func readViewFiles(ctx context.Context, env *Env, d, view *spec.Dataset, b *chan
 			return flush()
 		}
 		return nil
-	})
+	}, nil)
 	m.Files += files
 	if err != nil {
 		return nil, fmt.Errorf("view %s: %w", view.Name, err)

@@ -748,6 +748,17 @@ type rowFunc func(row []any, parsed bool, bad []badValue, lineNo int64) error
 // Text that starts as no UTF-8 text does (sniffText: UTF-16, a compressed file not named so) is
 // not read: it is a *damagedInput at line 1.
 func eachRow(src *spec.Source, filePath string, in io.Reader, pool *blockPool, fn rowFunc, warn func(msg string)) error {
+	return eachRowOrBlock(src, filePath, in, pool, fn, nil, warn)
+}
+
+// eachRowOrBlock is eachRow, save that with blocks not nil a JSON-lines file (not multiline) is
+// read by column: each parsed block is given to blocks, its rows in lineBlock.cols (see
+// blockColumns), instead of its rows to fn. Another format is then an error.
+func eachRowOrBlock(src *spec.Source, filePath string, in io.Reader, pool *blockPool, fn rowFunc, blocks func(*lineBlock) error, warn func(msg string)) error {
+	jsonLines := src.Format == "json" && src.Options[spec.JSONMultiline] != "true"
+	if blocks != nil && !jsonLines {
+		return fmt.Errorf("%s: only JSON lines are read by column, not format %s", filePath, src.Format)
+	}
 	// A plain JSON-lines file smaller than a block is read in a block of its size (one more
 	// byte: the read that finds its end).
 	blockSize := jsonBlockSize
@@ -772,11 +783,14 @@ func eachRow(src *spec.Source, filePath string, in io.Reader, pool *blockPool, f
 		return eachDebeziumRow(src, filePath, in, fn, warn)
 	case "json":
 		lr := newLineReader(src.Schema, src.RescuedDataColumn, filePath)
+		if blocks != nil {
+			lr.columns = newColumnLayout(src.Schema)
+		}
 		var err error
-		if src.Options[spec.JSONMultiline] == "true" {
+		if !jsonLines {
 			err = eachJSONValue(lr, in, fn, nil)
 		} else {
-			err = eachJSONLineSized(lr, in, pool, blockSize, fn)
+			err = eachJSONLineSized(lr, in, pool, blockSize, fn, blocks)
 			if cut := (*cutLine)(nil); errors.As(err, &cut) {
 				return &incompleteInput{path: filePath, reason: cut.Error()}
 			}

@@ -210,8 +210,10 @@ func (r *badRecords) finish() {
 // *incompleteInput errors, as a compressed file whose stream ends early is: still being
 // written, most likely, they are left for an update after they are complete. It returns how
 // many files it read whole; an error reading a file names it, and the first error of fn or of
-// ctx ends the reading.
-func readFiles(ctx context.Context, src *spec.Source, todo []inputFile, pool *blockPool, bad *badRecords, fn func(row []any, fi int, lineNo int64) error) (files int, err error) {
+// ctx ends the reading. With cols not nil, a JSON-lines source is read by column instead: cols
+// gets each block's rows (blockColumns), those the mode drops taken out, with the file's index;
+// fn is not called.
+func readFiles(ctx context.Context, src *spec.Source, todo []inputFile, pool *blockPool, bad *badRecords, fn func(row []any, fi int, lineNo int64) error, cols func(c *blockColumns, fi int) error) (files int, err error) {
 	for fi, f := range todo {
 		if err := ctx.Err(); err != nil {
 			return files, err
@@ -237,10 +239,29 @@ func readFiles(ctx context.Context, src *spec.Source, todo []inputFile, pool *bl
 			}
 			return fn(row, fi, lineNo)
 		}
-		err = eachRow(src, f.abs, in, pool, emit, func(msg string) { bad.warnFile(f.abs, msg) })
+		var blocks func(b *lineBlock) error
+		if cols != nil {
+			blocks = func(b *lineBlock) error {
+				if err := settleColumns(b, f.abs, bad); err != nil {
+					return err
+				}
+				return cols(b.cols, fi)
+			}
+		}
+		err = eachRowOrBlock(src, f.abs, in, pool, emit, blocks, func(msg string) { bad.warnFile(f.abs, msg) })
 		if dmg := (*damagedInput)(nil); errors.As(err, &dmg) {
 			// The rows before the damage are kept; the rest of the file is one malformed record.
-			err = emit(damagedRow(src, f.abs, dmg), false, []badValue{{Line: dmg.line, Reason: dmg.reason, RestOfFile: true}}, dmg.line)
+			row, bads := damagedRow(src, f.abs, dmg), []badValue{{Line: dmg.line, Reason: dmg.reason, RestOfFile: true}}
+			if blocks == nil {
+				err = emit(row, false, bads, dmg.line)
+			} else {
+				// A block of its own, of that one row.
+				l := newColumnLayout(src.Schema)
+				b := &lineBlock{rows: []lineRow{{bad: bads, lineNo: dmg.line}}}
+				b.cols = b.cols.reset(l, 1, len(row), 0, 0)
+				b.cols.add(l, row, dmg.line)
+				err = blocks(b)
+			}
 		}
 		in.Close()
 		if err != nil {

@@ -482,6 +482,10 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 	if err != nil {
 		return m, err
 	}
+	byColumns := ingestByColumns(d, meta, set, quar)
+	if byColumns {
+		ingestColumnBatches.Add(1)
+	}
 	batch := committed + 1
 	off := &offsets{Batch: batch, Base: base}
 	var chunk [][]any // each row carries two trailing values: file index, line number
@@ -550,6 +554,52 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 	for _, f := range todo {
 		off.Files = append(off.Files, offsetFile{Path: f.rel, Size: f.size, ModTime: f.modTime})
 	}
+	// By column (ingestByColumns), a chunk is runs of rows of blocks, bounded as the rows are.
+	chunkCols := &chunkColumns{}
+	if byColumns {
+		flush = func() error {
+			if chunkCols.n == 0 {
+				return nil
+			}
+			if err := collect(); err != nil {
+				return err
+			}
+			// Every block emitted so far has its rows in this chunk or in chunks already
+			// written; the one being emitted is released with the next chunk's.
+			writing = pool.seal()
+			fw.startColumns(chunkCols)
+			chunkCols, chunkSize = &chunkColumns{}, 0
+			return nil
+		}
+	}
+	var cols func(c *blockColumns, fi int) error
+	if byColumns {
+		cols = func(c *blockColumns, fi int) error {
+			f := &off.Files[fi]
+			for _, l := range c.lines[:c.n] {
+				f.addLine(l)
+			}
+			for lo := 0; lo < c.n; {
+				hi, full := lo, false
+				for hi < c.n && !full {
+					chunkSize += c.rowBytes(hi)
+					hi++
+					full = chunkCols.n+hi-lo >= chunkRows || chunkSize >= chunkBytes
+				}
+				chunkCols.add(c, lo, hi)
+				lo = hi
+				if full {
+					if err := flush(); err != nil {
+						return err
+					}
+				}
+			}
+			if fw.busy() && (chunkAhead*chunkCols.n >= chunkRows || chunkAhead*chunkSize >= chunkBytes) {
+				return collect()
+			}
+			return nil
+		}
+	}
 	m.Files, err = readFiles(ctx, src, todo, pool, bad, func(row []any, fi int, lineNo int64) error {
 		chunk = append(chunk, append(row, fi, lineNos.int64(lineNo)))
 		chunkSize += rowBytes(row)
@@ -560,7 +610,7 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 			return collect()
 		}
 		return nil
-	})
+	}, cols)
 	m.BadRecords = bad.count
 	if inc := incomplete(err); inc != nil && !replay {
 		// A compressed file still being written: this batch (whose files are removed on
@@ -641,6 +691,11 @@ func newFileWriter(table *delta.Table, meta delta.Metadata) (*fileWriter, error)
 // start begins writing rows to the batch's data files (delta.DataWriter.Write); its result is
 // left for wait. No write may be in flight: wait for it (and take its result) first.
 func (w *fileWriter) start(rows [][]any) {
+	w.begin(func() error { return w.dw.Write(rows) }, len(rows))
+}
+
+// begin runs write, of n rows, on a goroutine of its own.
+func (w *fileWriter) begin(write func() error, n int) {
 	if w.done != nil {
 		panic("flows: fileWriter.start with a write in flight")
 	}
@@ -648,11 +703,16 @@ func (w *fileWriter) start(rows [][]any) {
 	w.done = done
 	go func() {
 		defer close(done)
-		w.err = w.dw.Write(rows)
+		w.err = write()
 		if w.err == nil {
-			w.rows = int64(len(rows))
+			w.rows = int64(n)
 		}
 	}()
+}
+
+// startColumns is start for rows given by column (delta.DataWriter.WriteColumns).
+func (w *fileWriter) startColumns(part delta.ColumnPart) {
+	w.begin(func() error { return w.dw.WriteColumns(part) }, part.Len())
 }
 
 // busy reports whether a write is in flight and has not ended.

@@ -29,6 +29,9 @@ type lineBlock struct {
 	buf  []byte
 	vals []any
 	slab *boxSlab
+	// cols holds the rows by column when the lineReader keeps them so (lineReader.columns):
+	// rows then lists only the rows that did not settle cleanly (see blockColumns).
+	cols *blockColumns
 }
 
 // blockPool recycles the memory of the blocks eachJSONLine reads and parses: their input text,
@@ -104,6 +107,7 @@ type lineRow struct {
 	bad    []badValue
 	lineNo int64
 	parsed bool
+	at     int // the row in the block's columns, when it keeps them (lineBlock.cols)
 	// cut says that the line is the input's last, does not end in "\n" and is a JSON value cut
 	// short (cutJSON): the file is most likely still being written (eachJSONLine then fails
 	// with a *cutLine).
@@ -132,21 +136,26 @@ func (e *cutLine) Error() string {
 // (blockPool); with none, it is the rows' own. When fn returns an error, reading stops and the
 // error is returned; a read error is returned after the rows of the lines before it.
 func eachJSONLine(lr *lineReader, in io.Reader, pool *blockPool, fn rowFunc) error {
-	return eachJSONLineSized(lr, in, pool, jsonBlockSize, fn)
+	return eachJSONLineSized(lr, in, pool, jsonBlockSize, fn, nil)
 }
 
 // eachJSONLineSized is eachJSONLine with blocks of about blockSize bytes: a file smaller than
 // jsonBlockSize is read in one block of its own size (eachRow), so that a batch of many small
 // files, whose blocks a pool holds until their rows are written, holds about their size, not
-// jsonBlockSize each.
-func eachJSONLineSized(lr *lineReader, in io.Reader, pool *blockPool, blockSize int, fn rowFunc) error {
+// jsonBlockSize each. With blocks not nil (and lr keeping rows by column, lr.columns), each
+// parsed block is given to blocks instead of its rows to fn.
+func eachJSONLineSized(lr *lineReader, in io.Reader, pool *blockPool, blockSize int, fn rowFunc, blocks func(*lineBlock) error) error {
+	emit := func(b *lineBlock) error { return emitBlock(b, fn) }
+	if blocks != nil {
+		emit = func(b *lineBlock) error { return emitColumns(b, blocks) }
+	}
 	workers := runtime.GOMAXPROCS(0)
 	if workers < 2 {
 		var shift lineShift
 		return readBlocks(in, blockSize, pool, func(b *lineBlock) error {
 			parseBlock(lr, b)
 			shift.apply(b)
-			if err := emitBlock(b, fn); err != nil {
+			if err := emit(b); err != nil {
 				return err
 			}
 			pool.emit(b)
@@ -198,7 +207,7 @@ func eachJSONLineSized(lr *lineReader, in io.Reader, pool *blockPool, blockSize 
 	for b := range ordered {
 		<-b.done
 		shift.apply(b)
-		if fnErr = emitBlock(b, fn); fnErr != nil {
+		if fnErr = emit(b); fnErr != nil {
 			break
 		}
 		pool.emit(b)
@@ -227,14 +236,25 @@ func emitBlock(b *lineBlock, fn rowFunc) error {
 	return nil
 }
 
+// emitColumns calls blocks with b, whose rows are by column (lineBlock.cols); a cut last line
+// (lineRow.cut) is a *cutLine error instead.
+func emitColumns(b *lineBlock, blocks func(*lineBlock) error) error {
+	for _, r := range b.rows {
+		if r.cut {
+			return &cutLine{line: r.lineNo}
+		}
+	}
+	return blocks(b)
+}
+
 // lineShift numbers the lines of blocks after lines ended by bare "\r"s: readBlocks numbers a
 // block's lines by the "\n"s before it, and the blocks are parsed at the same time, so the
 // "\r"-ended lines of the blocks before one (lineBlock.ends) are added to its rows' numbers as
 // the blocks are emitted, in order.
 type lineShift int64
 
-// apply adds the lines ended by bare "\r"s in the blocks before b to the numbers of b's rows,
-// then counts b's.
+// apply adds the lines ended by bare "\r"s in the blocks before b to the numbers of b's rows
+// (and of the rows of its columns), then counts b's.
 func (s *lineShift) apply(b *lineBlock) {
 	if *s != 0 {
 		for i := range b.rows {
@@ -242,6 +262,11 @@ func (s *lineShift) apply(b *lineBlock) {
 			r.lineNo += int64(*s)
 			for j := range r.bad {
 				r.bad[j].Line += int64(*s)
+			}
+		}
+		if b.cols != nil {
+			for i := range b.cols.lines {
+				b.cols.lines[i] += int64(*s)
 			}
 		}
 	}
@@ -316,27 +341,53 @@ func blockText(b []byte) string {
 
 // parseBlock parses the lines of b into b.rows. The rows of a block share one backing array,
 // each with rowSpare spare capacity, and their values share one boxSlab; a released block's
-// arrays and slab are reused when they are big enough.
+// arrays and slab are reused when they are big enough. When lr keeps rows by column
+// (lr.columns), they go to b.cols instead, and b.rows lists those that did not settle cleanly
+// (blockColumns).
 func parseBlock(lr *lineReader, b *lineBlock) {
 	n := strings.Count(b.text, "\n") + 1
 	width := lr.width()
 	stride := width + rowSpare
-	rows, reused := b.vals, cap(b.vals) >= n*stride
-	if reused {
-		rows = rows[:n*stride]
-	} else {
-		rows = make([]any, n*stride)
-		b.vals = rows
-	}
-	values := b.slab
-	if values == nil || !values.reset(n*lr.wordCols, n*lr.stringCols) {
-		values = newBoxSlab(n*lr.wordCols, n*lr.stringCols)
-		b.slab = values
-	}
-	if cap(b.rows) >= n {
+	byColumn := lr.columns != nil
+	var rows []any
+	var values *boxSlab
+	reused := false
+	if byColumn {
+		// A row per line at most (an array of objects on a line may make more: the columns
+		// then grow).
+		b.cols = b.cols.reset(lr.columns, n, width, lr.wordCols, lr.stringCols)
 		b.rows = b.rows[:0]
 	} else {
-		b.rows = make([]lineRow, 0, n)
+		rows, reused = b.vals, cap(b.vals) >= n*stride
+		if reused {
+			rows = rows[:n*stride]
+		} else {
+			rows = make([]any, n*stride)
+			b.vals = rows
+		}
+		values = b.slab
+		if values == nil || !values.reset(n*lr.wordCols, n*lr.stringCols) {
+			values = newBoxSlab(n*lr.wordCols, n*lr.stringCols)
+			b.slab = values
+		}
+		if cap(b.rows) >= n {
+			b.rows = b.rows[:0]
+		} else {
+			b.rows = make([]lineRow, 0, n)
+		}
+	}
+	// put keeps the row of a line: as it is, or into the columns (listed in rows too when it
+	// did not settle cleanly).
+	put := func(r lineRow) {
+		if !byColumn {
+			b.rows = append(b.rows, r)
+			return
+		}
+		b.cols.add(lr.columns, r.row, r.lineNo)
+		if len(r.bad) > 0 || !r.parsed || r.cut {
+			r.row, r.at = nil, b.cols.n-1
+			b.rows = append(b.rows, r)
+		}
 	}
 	lineNo := b.first
 	b.ends = 0
@@ -366,15 +417,20 @@ func parseBlock(lr *lineReader, b *lineBlock) {
 			// block has room for a row per line).
 			for _, e := range elems {
 				row, parsed, bad := lr.parse(e, lineNo)
-				b.rows = append(b.rows, lineRow{row: row, bad: bad, lineNo: lineNo, parsed: parsed})
+				put(lineRow{row: row, bad: bad, lineNo: lineNo, parsed: parsed})
 			}
 			continue
 		}
-		k := slot * stride
-		slot++
-		row := rows[k : k+width : k+stride]
-		if reused {
-			clear(row) // a parse sets only the columns its line has
+		var row []any
+		if byColumn {
+			row, values = b.cols.row(width, lr.wordCols, lr.stringCols)
+		} else {
+			k := slot * stride
+			slot++
+			row = rows[k : k+width : k+stride]
+			if reused {
+				clear(row) // a parse sets only the columns its line has
+			}
 		}
 		parsed, bad := lr.parseInto(line, lineNo, row, values)
 		if !parsed && strings.IndexByte(raw, '\r') >= 0 {
@@ -382,8 +438,10 @@ func parseBlock(lr *lineReader, b *lineBlock) {
 				// Lines ended by bare "\r"s: a row of each (or of each object of an array),
 				// in memory of their own, in place of the one malformed row, each with its
 				// own line number.
-				slot--
-				clear(row) // the slot goes to the next line
+				if !byColumn {
+					slot--
+					clear(row) // the slot goes to the next line
+				}
 				for j, p := range pieces {
 					elems, ok := arrayElements(p.text)
 					if !ok {
@@ -392,7 +450,7 @@ func parseBlock(lr *lineReader, b *lineBlock) {
 					last := j == len(pieces)-1 // of an unended line, it may be cut short
 					for _, e := range elems {
 						row, parsed, bad := lr.parse(e, lineNo+p.off)
-						b.rows = append(b.rows, lineRow{row: row, bad: bad, lineNo: lineNo + p.off, parsed: parsed, cut: !parsed && !ended && last && cutJSON(p.text)})
+						put(lineRow{row: row, bad: bad, lineNo: lineNo + p.off, parsed: parsed, cut: !parsed && !ended && last && cutJSON(p.text)})
 					}
 				}
 				lineNo += ends
@@ -400,7 +458,7 @@ func parseBlock(lr *lineReader, b *lineBlock) {
 				continue
 			}
 		}
-		b.rows = append(b.rows, lineRow{row: row, bad: bad, lineNo: lineNo, parsed: parsed, cut: !parsed && !ended && cutJSON(line)})
+		put(lineRow{row: row, bad: bad, lineNo: lineNo, parsed: parsed, cut: !parsed && !ended && cutJSON(line)})
 	}
 }
 

@@ -505,7 +505,7 @@ func TestSmallFileBlocks(t *testing.T) {
 	if err := eachJSONLineSized(newLineReader(src.Schema, "", big), f, &blockPool{}, 100, func(row []any, parsed bool, bad []badValue, lineNo int64) error {
 		again = append(again, fmt.Sprintf("%d:%v:%v", lineNo, row[0], row[1]))
 		return nil
-	}); err != nil {
+	}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(again, want) {

@@ -53,9 +53,12 @@ type lineReader struct {
 	// (keyMask[i] has those bytes set; 0 otherwise): the scanner matches the field that follows
 	// the previous one against it with one load, before it reads the name as a string.
 	keyWord, keyMask []uint64
-	mu               sync.Mutex
-	variants         map[string]string
-	nestedVariants   bool // variants holds a nested field's
+	// columns, when not nil, makes eachJSONLineSized keep the rows of each block by column
+	// (blockColumns) in this layout of the schema's columns.
+	columns        *columnLayout
+	mu             sync.Mutex
+	variants       map[string]string
+	nestedVariants bool // variants holds a nested field's
 }
 
 // noteField is called for a field of a line that names no column, without a rescued data
