@@ -84,8 +84,9 @@ type blockColumns struct {
 	slab    *boxSlab
 }
 
-// reset empties c (nil: a new one) for a block of at most n rows of layout l, of width values
-// a row as parsed, and returns it.
+// reset empties c (nil: a new one) for a block of about n rows of layout l (each column's array
+// non-nil, with room for n), of width values a row as parsed, wordCols and stringCols of them
+// boxed in the slab (lineReader's counts), and returns it.
 func (c *blockColumns) reset(l *columnLayout, n, width, wordCols, stringCols int) *blockColumns {
 	if c == nil {
 		c = &blockColumns{}
@@ -96,9 +97,9 @@ func (c *blockColumns) reset(l *columnLayout, n, width, wordCols, stringCols int
 	}
 	for j, k := range l.kinds {
 		if k == schema.String {
-			c.strs[j] = grown(c.strs[j], n)
+			c.strs[j], c.words[j] = grown(c.strs[j], n), nil
 		} else {
-			c.words[j] = grown(c.words[j], n)
+			c.words[j], c.strs[j] = grown(c.words[j], n), nil
 		}
 		c.nulls[j] = grown(c.nulls[j], n)
 	}
