@@ -127,7 +127,7 @@ func (r *debeziumReader) parse(line []byte, lineNo int64) (row []any, ok bool, b
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return malformed("the line is not valid JSON (" + err.Error() + ")")
+		return malformed("the line is not valid JSON (" + err.Error() + "); it starts " + textStart(line))
 	}
 	if moreText(string(line), dec) {
 		return malformed("the line has more text after its JSON value")

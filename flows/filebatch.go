@@ -138,7 +138,11 @@ func (r *badRecords) take(file string, lineNo int64, parsed bool, bad []badValue
 			if r.src.RescuedDataColumn != "" && !b.RestOfFile {
 				msg += " and the original is in " + r.src.RescuedDataColumn
 			}
-			r.emit(msg, map[string]any{"file": file, "line": lineNo, "column": b.Column})
+			details := map[string]any{"file": file, "line": lineNo}
+			if b.Column != "" { // a line that does not parse names no column
+				details["column"] = b.Column
+			}
+			r.emit(msg, details)
 		}
 		r.warned++
 		r.reported += int64(len(bad))

@@ -3,6 +3,7 @@ package flows
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -277,4 +278,55 @@ func lineFrom(s string, i int) string {
 		return "(end)"
 	}
 	return strings.Join(l[i:], "\n")
+}
+
+// detailRecorder keeps the messages and details of the WARN events a flow emits.
+type detailRecorder struct {
+	msgs    []string
+	details []map[string]any
+}
+
+func (r *detailRecorder) Emit(level, eventType, flow, dataset, message string, details map[string]any, errText string) {
+	if level == "WARN" {
+		r.msgs = append(r.msgs, message)
+		r.details = append(r.details, details)
+	}
+}
+
+// TestMalformedLineWarning: the WARN of a line that is not JSON quotes the start of the line (at
+// most 40 characters, "..." after a longer one) after the parser's words, and its details name
+// file and line but no column; the WARN of a value that does not fit names its column.
+func TestMalformedLineWarning(t *testing.T) {
+	t.Parallel()
+	p, landing := newIngest(t, "permissive", "")
+	write(t, filepath.Join(landing, "a.json"), []byte(`{"id": 1}`+"\n"+
+		"this is not json at all\n"+
+		`{"id": "x"}`+"\n"+
+		"nope, ünïcödé and more text than forty characters in all\n"))
+	rec := &detailRecorder{}
+	if _, err := Ingest(context.Background(), &Env{Pipeline: p, Events: rec}, p.Dataset("raw")); err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		msg    string
+		line   int64
+		column string
+	}{
+		{`landing/a.json:2: the line is not valid JSON (invalid character 'h' in literal true (expecting 'r')); it starts "this is not json at all"; the line becomes a row of NULLs`, 2, ""},
+		{`landing/a.json:3: column id: "x" is not a whole number for BIGINT; the value is NULL`, 3, "id"},
+		{`landing/a.json:4: the line is not valid JSON (invalid character 'o' in literal null (expecting 'u')); it starts "nope, ünïcödé and more text than forty c"...; the line becomes a row of NULLs`, 4, ""},
+	}
+	if len(rec.msgs) != len(want) {
+		t.Fatalf("WARN events:\n%s\nwant %d", strings.Join(rec.msgs, "\n"), len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(rec.msgs[i], w.msg) {
+			t.Errorf("WARN %d:\n%s\nwant it to start with\n%s", i, rec.msgs[i], w.msg)
+		}
+		d := rec.details[i]
+		col, has := d["column"]
+		if d["line"] != w.line || has != (w.column != "") || (has && col != w.column) {
+			t.Errorf("WARN %d details %v, want line %d and column %q (none when empty)", i, d, w.line, w.column)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -305,7 +306,7 @@ func (r *lineReader) parseDecoded(line []byte, lineNo int64, row []any) (ok bool
 		// and encoding/json refuses, is decoded the slow way.
 		var ok bool
 		if v, ok = decodeJSONText(string(line)); !ok {
-			reason = "the line is not valid JSON (" + err.Error() + ")"
+			reason = "the line is not valid JSON (" + err.Error() + "); it starts " + textStart(line)
 		}
 	} else if moreText(string(line), dec) {
 		reason = "the line has more text after its JSON value"
@@ -372,6 +373,24 @@ func (r *lineReader) parseDecoded(line []byte, lineNo int64, row []any) (ok bool
 	sortBad(bad)
 	return true, bad
 }
+
+// textStart quotes the start of a line of input (at most textStartRunes runes, "..." after when
+// there is more), for a reason that says why the line does not parse: the parser's own words
+// ("invalid character 'h' in literal true") rarely show the line.
+func textStart(line []byte) string {
+	s := string(line)
+	n := 0
+	for i := range s {
+		if n == textStartRunes {
+			return strconv.Quote(s[:i]) + "..."
+		}
+		n++
+	}
+	return strconv.Quote(s)
+}
+
+// textStartRunes is how much of a line textStart quotes.
+const textStartRunes = 40
 
 // sortBad sorts the bad values of one line by column name.
 func sortBad(bad []badValue) {
