@@ -231,6 +231,7 @@ datasets:
 		want                          bool
 	}{
 		{"plain", "id BIGINT, s STRING", "", "", true},
+		{"the example's change log", "op STRING, order_id BIGINT, status STRING, amount DECIMAL(10,2), seq BIGINT", "", "", true},
 		{"expectation", "id BIGINT, s STRING", "", "\n    expectations:\n      - name: positive\n        expect: id > 0", false},
 		{"partitioned", "id BIGINT, s STRING", "", "\n    partition_by: [s]", false},
 		{"rescued", "id BIGINT, s STRING", "\n      rescued_data_column: _rescued", "", false},

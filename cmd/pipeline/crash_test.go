@@ -38,6 +38,20 @@ func TestCrashRecovery(t *testing.T) {
 			crashAndRecover(t, c.name+"/"+point, c.spec, point)
 		}
 	}
+	// Without the expectation (which drops none of the example's lines), the landing reads its
+	// lines by column (flows' ingest by column): killed after its data files or after its commit,
+	// it too lands every line once.
+	const expectation = "    expectations:\n      - {name: valid_op, expect: 'op in [\"I\", \"U\", \"D\"]', on_violation: drop}\n"
+	if !strings.Contains(string(text), expectation) {
+		t.Fatal("the example spec no longer has the expectation this test takes out")
+	}
+	byColumn := filepath.Join(t.TempDir(), "pipeline.yaml")
+	if err := os.WriteFile(byColumn, []byte(strings.Replace(string(text), expectation, "", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, point := range []string{"ingest.after-data-files", "ingest.after-commit"} {
+		crashAndRecover(t, "by-column/"+point, byColumn, point)
+	}
 	// With the change log a view over files, orders' flow reads the files itself: its offsets,
 	// data files and commit are the points to be killed at.
 	const bronze = "    type: streaming_table\n    comment: The shop database's change log"
