@@ -1,6 +1,7 @@
 package flows
 
 import (
+	"slices"
 	"sync/atomic"
 
 	"tributary/delta"
@@ -166,16 +167,21 @@ func (c *blockColumns) compact(drop []bool) {
 		c.lines[keep] = c.lines[i]
 		keep++
 	}
+	c.truncate(keep)
+}
+
+// truncate keeps the first n rows.
+func (c *blockColumns) truncate(n int) {
 	for j := range c.nulls {
-		c.nulls[j] = c.nulls[j][:keep]
+		c.nulls[j] = c.nulls[j][:n]
 		if c.strs[j] != nil {
-			c.strs[j] = c.strs[j][:keep]
+			c.strs[j] = c.strs[j][:n]
 		} else {
-			c.words[j] = c.words[j][:keep]
+			c.words[j] = c.words[j][:n]
 		}
 	}
-	c.lines = c.lines[:keep]
-	c.n = keep
+	c.lines = c.lines[:n]
+	c.n = n
 }
 
 // rowBytes is rowBytes of row i as a row of values (what the rows of a chunk are bounded by).
@@ -217,9 +223,12 @@ func settleColumns(b *lineBlock, file string, bad *badRecords) error {
 }
 
 // chunkColumns is the rows of a chunk, runs of rows of blocks in order, as a delta.ColumnPart.
+// starts[i] is the chunk's row of run i's first (a chunk of many small files has many runs:
+// Column finds its first by a binary search).
 type chunkColumns struct {
-	runs []blockRun
-	n    int
+	runs   []blockRun
+	starts []int
+	n      int
 }
 
 // blockRun is rows [lo, hi) of a block's columns.
@@ -231,14 +240,18 @@ type blockRun struct {
 // add appends rows [lo, hi) of c.
 func (p *chunkColumns) add(c *blockColumns, lo, hi int) {
 	p.runs = append(p.runs, blockRun{c, lo, hi})
+	p.starts = append(p.starts, p.n)
 	p.n += hi - lo
 }
 
 func (p *chunkColumns) Len() int { return p.n }
 
 func (p *chunkColumns) Column(j, from, to int, nulls []bool, words []int64, strs []string) {
-	at := 0 // the chunk's row of the run's first
-	for _, r := range p.runs {
+	// The last run starting at or before from.
+	first, _ := slices.BinarySearch(p.starts, from+1)
+	first = max(first-1, 0)
+	for k, r := range p.runs[first:] {
+		at := p.starts[first+k] // the chunk's row of the run's first
 		if at >= to {
 			return
 		}
@@ -252,6 +265,5 @@ func (p *chunkColumns) Column(j, from, to int, nulls []bool, words []int64, strs
 				copy(words[out:], r.c.words[j][in:in+hi-lo])
 			}
 		}
-		at += n
 	}
 }

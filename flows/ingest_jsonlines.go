@@ -236,11 +236,17 @@ func emitBlock(b *lineBlock, fn rowFunc) error {
 	return nil
 }
 
-// emitColumns calls blocks with b, whose rows are by column (lineBlock.cols); a cut last line
-// (lineRow.cut) is a *cutLine error instead.
+// emitColumns calls blocks with b, whose rows are by column (lineBlock.cols); with a cut last
+// line (lineRow.cut), as emitBlock does, with the rows before it only, then returns a *cutLine
+// error (the cut line is the input's last, so its row is the block's last).
 func emitColumns(b *lineBlock, blocks func(*lineBlock) error) error {
-	for _, r := range b.rows {
+	for i, r := range b.rows {
 		if r.cut {
+			b.rows = b.rows[:i]
+			b.cols.truncate(r.at)
+			if err := blocks(b); err != nil {
+				return err
+			}
 			return &cutLine{line: r.lineNo}
 		}
 	}
