@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -417,8 +418,8 @@ func TestDataWriterAbort(t *testing.T) {
 }
 
 // TestWriteDataDefaultTarget: WriteData of 300,000 rows (about 7 MiB of data files, far below
-// the default 128 MiB target) gives one file of one row group; with a target of 1 MiB the same
-// rows give files of at least 1 MiB each but the last.
+// the default 128 MiB target) gives one file, in row groups of 131,072 rows; with a target of
+// 1 MiB the same rows give files of at least 1 MiB each but the last.
 func TestWriteDataDefaultTarget(t *testing.T) {
 	t.Parallel()
 	s := mustDDL(t, "id BIGINT, name STRING, score DOUBLE")
@@ -434,8 +435,8 @@ func TestWriteDataDefaultTarget(t *testing.T) {
 	if len(adds) != 1 {
 		t.Fatalf("%d files, want 1", len(adds))
 	}
-	if g := rowGroupsOf(t, tbl, adds[0]); len(g) != 1 || g[0] != 300_000 {
-		t.Errorf("row groups %v, want [300000]", g)
+	if g := rowGroupsOf(t, tbl, adds[0]); !slices.Equal(g, []int64{131_072, 131_072, 37_856}) {
+		t.Errorf("row groups %v, want [131072 131072 37856] (row groups of 131,072 rows)", g)
 	}
 	small := createSizedTable(t, s, "1mb")
 	adds, err = small.WriteData(mustSnapshot(t, small, -1).Metadata, rows)

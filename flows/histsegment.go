@@ -196,7 +196,8 @@ func (s *histState) writeSegment(dir string, keys []string, nEvents int64) (segm
 	if err != nil {
 		return segment{}, err
 	}
-	var buf, blob []byte
+	var buf, blob, enc []byte // enc: the encoding of a key that has none of its own
+	var sc freshScratch
 	for _, k := range keys {
 		hk := s.keys[k]
 		buf = binary.AppendUvarint(buf[:0], uint64(len(k)))
@@ -209,9 +210,16 @@ func (s *histState) writeSegment(dir string, keys []string, nEvents int64) (segm
 		buf = binary.AppendUvarint(buf, zigzag(hk.deletedAt))
 		buf = binary.AppendUvarint(buf, local[hk.file])
 		buf = binary.AppendUvarint(buf, uint64(hk.nEvents))
-		blob = hk.blob
-		if blob == nil {
-			blob = encodeHistEvents(blob[:0], hk.events)
+		switch {
+		case hk.fresh != nil:
+			enc = hk.appendFresh(enc[:0], &sc)
+			blob = enc
+		case hk.blob != nil:
+			blob = hk.blob
+		default:
+			// Into enc, never blob[:0]: that would be the key before's own encoding.
+			enc = encodeHistEvents(enc[:0], hk.events)
+			blob = enc
 		}
 		buf = binary.AppendUvarint(buf, uint64(len(blob)))
 		sw.write(buf)

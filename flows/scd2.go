@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -202,6 +203,13 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			return m, b.ctx.Err()
 		}
 		g, kvs, ties, freshInserts = &keyGroups{index: map[string]int{}}, fk.kvs, fk.ties, fk.ups
+		if len(state.keys) == 0 {
+			// Sized once rather than grown through every doubling (each one's table is
+			// garbage that the relaxed collector leaves for fresh pages; see relaxGC).
+			state.keys = make(map[string]*histKey, len(fk.keys))
+		}
+		changedList = slices.Grow(changedList, len(fk.keys))
+		state.fresh = true
 		for _, nk := range fk.keys {
 			state.keys[nk.k] = nk.hk
 			changedList = append(changedList, nk.k)
@@ -601,7 +609,7 @@ func writeKeyRows(t *delta.Table, tgtSch schema.Schema, kvs []changedKey, plan [
 // the versions' values over column by column (delta.ColumnPart), each part at most
 // keyRowsPart rows.
 func keyColumns(kvs []changedKey, keys []int) func() (delta.ColumnPart, error) {
-	part := &versionColumns{}
+	part := &versionColumns{refs: make([]versionRef, 0, keyRowsPart)}
 	k, v := 0, 0 // the next row: key keys[k], its v-th version
 	return func() (delta.ColumnPart, error) {
 		part.refs = part.refs[:0]

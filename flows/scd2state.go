@@ -22,6 +22,10 @@ type histState struct {
 	keys     map[string]*histKey // by encoded key (appendValues)
 	truncate []any               // the highest truncate sequence applied (SCD type 1), or nil
 	dec      *histDecoder        // decodes the keys' events (eventsOf)
+	// fresh says whether keys hold events not yet encoded (histKey.fresh): the state is then
+	// not kept in memory after the batch (remember), which would keep the batch's columns
+	// alive; the next batch reads it back from its segments.
+	fresh bool
 }
 
 // histKey is one key of a histState. Its events stay encoded (blob) until a batch needs them
@@ -37,6 +41,34 @@ type histKey struct {
 	// deletedAt is when the key's last event became a delete (ms), for tombstone GC of SCD
 	// type 1 targets kept as histories; 0 otherwise.
 	deletedAt int64
+	// fresh, for a key of a first batch folded in columns (histColumns.fold), holds its events
+	// as positions [from, to) of the gathered batch, not yet encoded: the save encodes them as
+	// it writes them (1M events: 40 MB that were held from the fold to the end of the batch),
+	// and settle before any other use. events and blob are then nil.
+	fresh    *histBatch
+	from, to int32
+}
+
+// settle encodes the events of a fresh key (blob), so that it is as any other key.
+func (hk *histKey) settle() {
+	if hk.fresh != nil {
+		hk.blob = hk.appendFresh(nil, &freshScratch{})
+		hk.fresh = nil
+	}
+}
+
+// freshScratch is the scratch space of appendFresh, reused from key to key.
+type freshScratch struct {
+	red []int32
+	tmp []byte
+}
+
+// appendFresh appends the encoding of a fresh key's events to buf, as encodeHistEvents encodes
+// them.
+func (hk *histKey) appendFresh(buf []byte, sc *freshScratch) []byte {
+	sc.red = hk.fresh.reduce(sc.red[:0], hk.from, hk.to, nil)
+	buf, sc.tmp = hk.fresh.appendHistory(buf, sc.tmp, sc.red)
+	return buf
 }
 
 // setEvents replaces the key's events.
@@ -159,6 +191,7 @@ func (s *histState) readSegment(sg segment) error {
 // encoded itself or read from a checked segment, so a decoding error means the state is corrupt in
 // memory: it panics.
 func (s *histState) eventsOf(hk *histKey) []histEvent {
+	hk.settle()
 	if hk.blob != nil {
 		if s.dec == nil {
 			s.dec = newHistDecoder()
@@ -176,6 +209,7 @@ func (s *histState) eventsOf(hk *histKey) []histEvent {
 // decodes them again when a batch needs them); it does nothing when the keyed form cannot hold
 // the data columns (keyedData).
 func (s *histState) encode(hk *histKey) {
+	hk.settle()
 	if hk.blob != nil || len(hk.events) == 0 || !keyedData(s.dataSch) {
 		return
 	}
@@ -214,6 +248,7 @@ type histTail struct {
 // differ: within a version they are all the same), not the whole history. offs is scratch space,
 // returned for reuse; ok is false when the blob does not hold n events.
 func (s *histState) tailOf(hk *histKey, tracked []int, offs []int) (_ histTail, _ []int, ok bool) {
+	hk.settle()
 	offs, ok = histEventBounds(offs[:0], hk.blob)
 	n := len(offs) - 1
 	if !ok || n != hk.nEvents || n == 0 {
@@ -305,13 +340,16 @@ func (s *histState) save(changed []string) (string, []segment, map[string]string
 	return s.write(int64(len(rows)), full, trunc, parquetSegment(s.segmentSchema(), rows))
 }
 
-// remember caches s as the state named by manifest id, after the commit that names it, and
-// prunes the state folder (prune) to that manifest and the one s was loaded from.
+// remember caches s as the state named by manifest id, after the commit that names it (unless
+// it holds fresh keys: the next batch then reads it back), and prunes the state folder (prune)
+// to that manifest and the one s was loaded from.
 func (s *histState) remember(id string, segs []segment, renames map[string]string) {
 	prev, prevSegs := s.id, s.segments
 	s.id, s.segments, s.renames = id, segs, renames
 	s.prune(id, segs, prev, prevSegs)
-	histCache.Store(s.dir, s)
+	if !s.fresh {
+		histCache.Store(s.dir, s)
+	}
 }
 
 // rebuildIndex sets the data file of every key from the rows of the snapshot's files, for when the
