@@ -1,6 +1,8 @@
 package flows
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -49,6 +51,49 @@ func TestHistEventsRoundTrip(t *testing.T) {
 		}
 		if _, err := decodeHistEvents(b[:len(b)-3], 9, 0, tc.dec); err == nil {
 			t.Errorf("%s: bytes cut short decoded without an error", tc.name)
+		}
+	}
+}
+
+// TestWriteSegmentKeepsEncodings: a segment written of a key still encoded (its blob, as a
+// batch's fold or a segment read back leaves it, its capacity ending with it) and then of a key
+// whose events were decoded holds both keys' events, and leaves the first key's encoding as it
+// was: the state keeps it in memory for the next batch.
+func TestWriteSegmentKeepsEncodings(t *testing.T) {
+	t.Parallel()
+	data := schema.Schema{Fields: []schema.Field{{Name: "id", Type: schema.Type{Kind: schema.Long}}, {Name: "name", Type: schema.Type{Kind: schema.String}}}}
+	evA := []histEvent{{seq: []any{int64(1)}, row: []any{int64(1), "first-a"}}, {seq: []any{int64(4)}, delete: true}}
+	evB := []histEvent{{seq: []any{int64(2)}, row: []any{int64(2), "b"}}}
+	blobA := encodeHistEvents(nil, evA)
+	blobA = blobA[:len(blobA):len(blobA)]
+	saved := append([]byte(nil), blobA...)
+	s := &histState{dataSch: data, keys: map[string]*histKey{
+		"a": {blob: blobA, nEvents: len(evA), lastDelete: true},
+		"b": {events: evB, nEvents: len(evB)},
+	}}
+	dir := t.TempDir()
+	sg, err := s.writeSegment(dir, []string{"a", "b"}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(s.keys["a"].blob, saved) {
+		t.Fatalf("writing the segment changed key a's encoding: %q, want %q", s.keys["a"].blob, saved)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, sg.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := &histState{dataSch: data, keys: map[string]*histKey{}}
+	if err := back.decodeSegment(b); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string][]histEvent{"a": evA, "b": evB} {
+		hk := back.keys[k]
+		if hk == nil {
+			t.Fatalf("key %s is not in the segment", k)
+		}
+		if got := back.eventsOf(hk); !reflect.DeepEqual(got, want) {
+			t.Errorf("key %s: events %+v, want %+v", k, got, want)
 		}
 	}
 }
