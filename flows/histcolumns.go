@@ -39,7 +39,8 @@ type histColumns struct {
 	keys   chunks[int64] // per event, in arrival order
 	seqs   chunks[int64]
 	dels   chunks[bool]
-	nulls  chunks[uint64]  // per event: bit c set when data column c is NULL
+	nulls  chunks[uint64]  // per event: bit c set when data column c is NULL (more than 8 columns)
+	nulls8 chunks[uint8]   // nulls, of 8 data columns or fewer
 	words  []chunks[int64] // per data column but the key's and the sequence's: the values' words
 	lens   []chunks[uint32]
 	arena  [][]byte // a string column's word is its chunk (high 32 bits) and offset in it
@@ -94,6 +95,9 @@ func histColumnsFor(keySch, seqSch, dataSch schema.Schema, keyCol, seqCol int) *
 	return c
 }
 
+// narrow says whether the NULL bits of an event fit a byte (nulls8): 8 data columns or fewer.
+func (c *histColumns) narrow() bool { return len(c.kinds) <= 8 }
+
 // stored says whether data column col has words of its own (not the key's or the sequence's).
 func (c *histColumns) stored(col int) bool { return col != c.keyCol && col != c.seqCol }
 
@@ -136,7 +140,11 @@ func (c *histColumns) addAll(evs []event) {
 				c.words[col].add(n, word(kind, v))
 			}
 		}
-		c.nulls.add(n, nulls)
+		if c.narrow() {
+			c.nulls8.add(n, uint8(nulls))
+		} else {
+			c.nulls.add(n, nulls)
+		}
 		c.n++
 	}
 }
@@ -158,7 +166,7 @@ func (c *histColumns) finish() reduceResult { return reduceResult{} }
 
 // release drops the columns (gathered by then), so that the collector can reuse their memory.
 func (c *histColumns) release() {
-	c.keys, c.seqs, c.dels, c.nulls = chunks[int64]{}, chunks[int64]{}, chunks[bool]{}, chunks[uint64]{}
+	c.keys, c.seqs, c.dels, c.nulls, c.nulls8 = chunks[int64]{}, chunks[int64]{}, chunks[bool]{}, chunks[uint64]{}, chunks[uint8]{}
 	c.words, c.lens, c.arena = nil, nil, nil
 }
 
@@ -331,7 +339,8 @@ type histBatch struct {
 	keys   []int64
 	seqs   []int64
 	dels   []bool
-	nulls  []uint64
+	nulls  []uint64  // as histColumns.nulls; nil when nulls8 holds them
+	nulls8 []uint8
 	words  [][]int64 // per data column (nil for the key's and the sequence's); a string's offset
 	lens   [][]uint32
 	arena  []byte
@@ -353,11 +362,22 @@ func (c *histColumns) gather(ord []int32, spare histSpare) *histBatch {
 		dels = make([]bool, n)
 	}
 	s := &histBatch{kinds: c.kinds, strAt: c.strAt, keyCol: c.keyCol, seqCol: c.seqCol,
-		keys: orMake(spare.words[0]), seqs: orMake(spare.words[1]), dels: dels, nulls: make([]uint64, n),
+		keys: orMake(spare.words[0]), seqs: orMake(spare.words[1]), dels: dels,
 		words: make([][]int64, len(c.kinds)), lens: make([][]uint32, len(c.lens)), arr: ord}
 	for j, at := range ord {
 		s.keys[j], s.seqs[j] = c.keys.at(at), c.seqs.at(at)
-		s.dels[j], s.nulls[j] = c.dels.at(at), c.nulls.at(at)
+		s.dels[j] = c.dels.at(at)
+	}
+	if c.narrow() {
+		s.nulls8 = make([]uint8, n)
+		for j, at := range ord {
+			s.nulls8[j] = c.nulls8.at(at)
+		}
+	} else {
+		s.nulls = make([]uint64, n)
+		for j, at := range ord {
+			s.nulls[j] = c.nulls.at(at)
+		}
 	}
 	bytes := 0
 	for col := range c.kinds {
@@ -418,7 +438,12 @@ func (c *histBatch) wordOf(col int, e int32) int64 {
 }
 
 // null says whether data column col of event e is NULL.
-func (c *histBatch) null(col int, e int32) bool { return c.nulls[e]>>col&1 != 0 }
+func (c *histBatch) null(col int, e int32) bool {
+	if c.nulls8 != nil {
+		return c.nulls8[e]>>col&1 != 0
+	}
+	return c.nulls[e]>>col&1 != 0
+}
 
 // sameColumn says whether data column col holds equal values (schema.Equal) in events a and b.
 func (c *histBatch) sameColumn(col int, a, b int32) bool {
@@ -596,18 +621,43 @@ func (c *histColumns) fold(mode historyMode, nowMs int64, stop <-chan struct{}) 
 		// pages (1M events through a view: 430 MB peak before, 300 after).
 		runtime.GC()
 	}
+	// Each range folds its keys into its own window of one array of the batch's keys, so that
+	// joining the ranges copies nothing (1M events: 11 MB fewer new pages).
+	wins := make([]int, len(parts)+1)
+	for p, b := range batches {
+		wins[p+1] = wins[p] + b.distinctKeys()
+	}
+	kvs, keys := make([]changedKey, wins[len(parts)]), make([]newKey, wins[len(parts)])
 	panicked := eachRange(len(parts), "by a key worker", func(p int) {
-		parts[p] = foldRange(batches[p], mode, nowMs, stop)
+		lo, hi := wins[p], wins[p+1]
+		parts[p] = foldRange(batches[p], mode, nowMs, stop, kvs[lo:lo:hi], keys[lo:lo:hi])
 	})
-	out := parts[0]
-	out.panicked = panicked
-	for _, p := range parts[1:] {
-		out.kvs = append(out.kvs, p.kvs...)
-		out.keys = append(out.keys, p.keys...)
-		out.ties.merge(p.ties)
-		out.ups += p.ups
+	out := freshKeys{kvs: kvs, keys: keys, panicked: panicked}
+	whole := true
+	for p, part := range parts {
+		whole = whole && len(part.kvs) == wins[p+1]-wins[p] && len(part.keys) == wins[p+1]-wins[p]
+		out.ties.merge(part.ties)
+		out.ups += part.ups
+	}
+	if !whole { // stopped early: the ranges' keys so far
+		out.kvs, out.keys = nil, nil
+		for _, part := range parts {
+			out.kvs = append(out.kvs, part.kvs...)
+			out.keys = append(out.keys, part.keys...)
+		}
 	}
 	return out
+}
+
+// distinctKeys is the number of keys of the gathered events (sorted by key).
+func (c *histBatch) distinctKeys() int {
+	nk := 0
+	for j := range c.keys {
+		if j == 0 || c.keys[j] != c.keys[j-1] {
+			nk++
+		}
+	}
+	return nk
 }
 
 // eachRange calls fn(p) for every p in [0, n), each on a goroutine of its own, and returns once
@@ -684,17 +734,12 @@ func (c *histBatch) appendHistory(buf, tmp []byte, red []int32) ([]byte, []byte)
 	return buf, tmp
 }
 
-// foldRange folds the keys of ord, a run of whole keys in sorted order.
-func foldRange(c *histBatch, mode historyMode, nowMs int64, stop <-chan struct{}) freshKeys {
+// foldRange folds the keys of ord, a run of whole keys in sorted order, appending them to kvs
+// and keys (empty, with room for every key of c: distinctKeys).
+func foldRange(c *histBatch, mode historyMode, nowMs int64, stop <-chan struct{}, kvs []changedKey, keys []newKey) freshKeys {
 	arr := c.arr
 	ord := arr
-	nk := 0
-	for j := range c.keys {
-		if j == 0 || c.keys[j] != c.keys[j-1] {
-			nk++
-		}
-	}
-	out := freshKeys{kvs: make([]changedKey, 0, nk), keys: make([]newKey, 0, nk)}
+	out := freshKeys{kvs: kvs, keys: keys}
 	part := &freshPart{c: c}
 	var red []int32
 	vers := make([]histVersion, 0, len(ord))
