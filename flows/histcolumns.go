@@ -339,7 +339,7 @@ type histBatch struct {
 	keys   []int64
 	seqs   []int64
 	dels   []bool
-	nulls  []uint64  // as histColumns.nulls; nil when nulls8 holds them
+	nulls  []uint64 // as histColumns.nulls; nil when nulls8 holds them
 	nulls8 []uint8
 	words  [][]int64 // per data column (nil for the key's and the sequence's); a string's offset
 	lens   [][]uint32
