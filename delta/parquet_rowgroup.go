@@ -123,11 +123,6 @@ func (w *rowGroupWriter) writeBatches(cws []*parquet.ColumnWriter, n int, conver
 	for range valueBatches {
 		free <- getValueBatch(w.ncols, min(n, writeBatch))
 	}
-	defer func() {
-		for range valueBatches {
-			putValueBatch(<-free)
-		}
-	}()
 	done := make(chan error, 1)
 	var failed atomic.Bool
 	go func() {
@@ -154,6 +149,11 @@ func (w *rowGroupWriter) writeBatches(cws []*parquet.ColumnWriter, n int, conver
 	}
 	close(full)
 	werr := <-done
+	// Every batch is back in free now. (Not deferred: after a panic of convert, one is not, and
+	// waiting for it would hang the panic's way up; the pool then lacks it.)
+	for range valueBatches {
+		putValueBatch(<-free)
+	}
 	if convErr != nil {
 		return convErr
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unsafe"
 
 	"tributary/schema"
@@ -183,4 +184,25 @@ func ownRow(r []any) []any {
 		}
 	}
 	return out
+}
+
+// TestWriteBatchesPanicPropagates: a panic while a batch of values is converted goes up the
+// caller's stack (where the update recovers it) rather than leaving writeBatches waiting for the
+// batch the panic took away.
+func TestWriteBatchesPanicPropagates(t *testing.T) {
+	t.Parallel()
+	w := &rowGroupWriter{ncols: 1}
+	got := make(chan any, 1)
+	go func() {
+		defer func() { got <- recover() }()
+		w.writeBatches(nil, 10, func(b *valueBatch, start, end int) error { panic("converting") })
+	}()
+	select {
+	case r := <-got:
+		if r != "converting" {
+			t.Fatalf("recovered %v, want the panic of convert", r)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("writeBatches did not return or panic within 30 s of a panic of convert")
+	}
 }

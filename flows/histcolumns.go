@@ -20,7 +20,8 @@ import (
 // target column a primitive (typedFoldFor's shape). readChangeBatch folds the batch into it as it
 // is read, on the folding goroutine: each event's key, sequence and kind, and its target columns
 // unboxed (a fixed-width value as an int64 word, as typedFold keeps it; a string copied into the
-// arena, its column holding where, lens its length; a word of NULL bits per event), each column
+// arena, its column holding where, lens its length; the NULL bits of an event in a byte, or a
+// word for more than 8 data columns), each column
 // in chunks of a fixed size, so that a column is never copied to grow. The events' memory is
 // then reused for the next group, and the batch takes about a tenth of the memory of its
 // events.
@@ -615,8 +616,9 @@ func (c *histColumns) fold(mode historyMode, nowMs int64, stop <-chan struct{}) 
 	}
 	c.release()
 	if n >= histCollectEvents {
-		// The columns as they were read and the sort's buffers are garbage now, and what lives
-		// (the gathered columns) holds no pointers, so a collection is quick (a few ms): run it,
+		// The columns as they were read are garbage now (the sort's buffers hold the gathered
+		// keys, sequences and delete flags), and what lives (the gathered columns) holds no
+		// pointers, so a collection is quick (a few ms): run it,
 		// so that the histories, the versions and the writes reuse that memory instead of new
 		// pages (1M events through a view: 430 MB peak before, 300 after).
 		runtime.GC()

@@ -32,7 +32,7 @@ type histState struct {
 // (histState.eventsOf), so that the keys a batch does not touch cost no decoding on load and no
 // encoding on save.
 type histKey struct {
-	events  []histEvent // in sequence order; valid once decoded (blob == nil)
+	events  []histEvent // in sequence order; valid once decoded (blob and fresh nil)
 	blob    []byte      // the events as a keyed segment holds them (encodeHistEvents), or nil
 	nEvents int         // len of the events, decoded or not
 	// lastDelete says whether the last event is a delete.
@@ -73,7 +73,7 @@ func (hk *histKey) appendFresh(buf []byte, sc *freshScratch) []byte {
 
 // setEvents replaces the key's events.
 func (hk *histKey) setEvents(events []histEvent) {
-	hk.events, hk.blob, hk.nEvents = events, nil, len(events)
+	hk.events, hk.blob, hk.fresh, hk.nEvents = events, nil, nil, len(events)
 	hk.lastDelete = len(events) > 0 && events[len(events)-1].delete
 }
 
@@ -242,11 +242,12 @@ type histTail struct {
 	openRow   []any
 }
 
-// tailOf reads the tail of the key's encoded events (hk.blob, which must be set) for an SCD type
-// 2 fold without ignore_null_updates: it decodes only the events from the last one back to where
-// the open version began (the upsert after a delete, or after an upsert whose tracked columns
-// differ: within a version they are all the same), not the whole history. offs is scratch space,
-// returned for reuse; ok is false when the blob does not hold n events.
+// tailOf reads the tail of the key's encoded events (hk.blob, which must be set, or fresh: it is
+// settled first) for an SCD type 2 fold without ignore_null_updates: it decodes only the events
+// from the last one back to where the open version began (the upsert after a delete, or after an
+// upsert whose tracked columns differ: within a version they are all the same), not the whole
+// history. offs is scratch space, returned for reuse; ok is false when the blob does not hold n
+// events.
 func (s *histState) tailOf(hk *histKey, tracked []int, offs []int) (_ histTail, _ []int, ok bool) {
 	hk.settle()
 	offs, ok = histEventBounds(offs[:0], hk.blob)
