@@ -720,21 +720,32 @@ func (c *histBatch) reduce(red []int32, a, b int32, tie func(e, cur int32)) []in
 }
 
 // appendHistory appends the encoding of the events red of c (reduce's), as encodeHistEvents
-// encodes a key's history; tmp is scratch, returned for reuse.
-func (c *histBatch) appendHistory(buf, tmp []byte, red []int32) ([]byte, []byte) {
+// encodes a key's history. Each length prefix is a byte set after what it measures is appended
+// (a sequence's encoding is at most 11 bytes); a row of 128 bytes or more is moved up to make
+// room for its longer prefix.
+func (c *histBatch) appendHistory(buf []byte, red []int32) []byte {
 	for _, e := range red {
-		tmp = appendLong(tmp[:0], c.seqs[e])
-		buf = binary.AppendUvarint(buf, uint64(len(tmp)))
-		buf = append(buf, tmp...)
+		at := len(buf)
+		buf = appendLong(append(buf, 0), c.seqs[e])
+		buf[at] = byte(len(buf) - at - 1)
 		if c.dels[e] {
 			buf = append(buf, 1)
 			continue
 		}
-		tmp = c.appendRow(tmp[:0], e)
-		buf = binary.AppendUvarint(append(buf, 0), uint64(len(tmp)))
-		buf = append(buf, tmp...)
+		at = len(buf) + 1
+		buf = c.appendRow(append(buf, 0, 0), e)
+		n := len(buf) - at - 1
+		if n < 1<<7 {
+			buf[at] = byte(n)
+			continue
+		}
+		var prefix [binary.MaxVarintLen64]byte
+		p := binary.PutUvarint(prefix[:], uint64(n))
+		buf = append(buf, prefix[1:p]...) // room for the prefix's other bytes
+		copy(buf[at+p:], buf[at+1:at+1+n])
+		copy(buf[at:], prefix[:p])
 	}
-	return buf, tmp
+	return buf
 }
 
 // foldRange folds the keys of ord, a run of whole keys in sorted order, appending them to kvs

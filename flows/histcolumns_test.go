@@ -35,6 +35,10 @@ datasets:
       stored_as_scd_type: 2
 %s`
 
+// longName is a value that makes an event's encoded row longer than 127 bytes, so that its length
+// takes two bytes (histBatch.appendHistory moves such a row up).
+var longName = strings.Repeat("a long name ", 12)
+
 // randomHistEvents makes n change events over keys keys (spread apart: key i is i*spread) with
 // sequences from 0 to seqs: repeated sequences of a key (ties, and identical duplicates),
 // deletes, NULLs in every data column, doubles that are equal but differ in bits (0 and -0), and
@@ -47,7 +51,7 @@ func randomHistEvents(r *rand.Rand, n, keys, seqs int, spread int64) [][]any {
 		return vals[r.IntN(len(vals))]
 	}
 	values := func() []any {
-		return []any{pick("a", "b", "", "ccc-long-name"),
+		return []any{pick("a", "b", "", "ccc-long-name", longName),
 			pick(schema.Decimal(100), schema.Decimal(-250)), pick(0.0, math.Copysign(0, -1), 1.5),
 			pick(int32(7), int32(-7)), pick(true, false), pick(schema.Date(19000), schema.Date(-3)),
 			pick(schema.Timestamp(1_700_000_000_000_000), schema.Timestamp(0))}

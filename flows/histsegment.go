@@ -179,13 +179,13 @@ func (d *histDecoder) value(b []byte) (any, int, error) {
 	return d.box.string(string(b[1+n : 1+n+int(u)])), 1 + n + int(u), nil
 }
 
-// writeSegment writes the given keys (with nEvents events in all) as a new keyed history segment
-// file in dir and syncs it.
-func (s *histState) writeSegment(dir string, keys []string, nEvents int64) (segment, error) {
+// writeSegment writes the given keys (with nEvents events in all; keys[i]'s histKey is hks[i])
+// as a new keyed history segment file in dir and syncs it.
+func (s *histState) writeSegment(dir string, keys []string, hks []*histKey, nEvents int64) (segment, error) {
 	local := map[string]uint64{"": 0}
 	var paths []string
-	for _, k := range keys {
-		if p := s.keys[k].file; p != "" {
+	for _, hk := range hks {
+		if p := hk.file; p != "" {
 			if _, ok := local[p]; !ok {
 				paths = append(paths, p)
 				local[p] = uint64(len(paths))
@@ -198,8 +198,8 @@ func (s *histState) writeSegment(dir string, keys []string, nEvents int64) (segm
 	}
 	var buf, blob, enc []byte // enc: the encoding of a key that has none of its own
 	var sc freshScratch
-	for _, k := range keys {
-		hk := s.keys[k]
+	for i, k := range keys {
+		hk := hks[i]
 		buf = binary.AppendUvarint(buf[:0], uint64(len(k)))
 		buf = append(buf, k...)
 		last := byte(0)

@@ -72,7 +72,7 @@ func TestWriteSegmentKeepsEncodings(t *testing.T) {
 		"b": {events: evB, nEvents: len(evB)},
 	}}
 	dir := t.TempDir()
-	sg, err := s.writeSegment(dir, []string{"a", "b"}, 3)
+	sg, err := s.writeSegment(dir, []string{"a", "b"}, []*histKey{s.keys["a"], s.keys["b"]}, 3)
 	if err != nil {
 		t.Fatal(err)
 	}

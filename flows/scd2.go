@@ -178,6 +178,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	var kvs []changedKey
 	var ties tieCount
 	var changedList []string
+	var changedHKs []*histKey // changedList's histKeys, when known (nil: save looks them up)
 	byFile := map[string]bool{}
 	var cdcRows [][]any
 	var cdcTypes []string
@@ -209,10 +210,11 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			state.keys = make(map[string]*histKey, len(fk.keys))
 		}
 		changedList = slices.Grow(changedList, len(fk.keys))
+		changedHKs = make([]*histKey, 0, len(fk.keys))
 		state.fresh = true
 		for _, nk := range fk.keys {
 			state.keys[nk.k] = nk.hk
-			changedList = append(changedList, nk.k)
+			changedList, changedHKs = append(changedList, nk.k), append(changedHKs, nk.hk)
 		}
 		m.NumUpsertedRows += fk.ups
 	} else {
@@ -356,7 +358,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	saving.Add(1)
 	go func() {
 		defer saving.Done()
-		saved.id, saved.segs, saved.renames, saved.err = state.save(changedList)
+		saved.id, saved.segs, saved.renames, saved.err = state.save(changedList, changedHKs)
 	}()
 	defer saving.Wait() // on every return: nothing touches the state after this batch
 	files := batchFiles{cdcRows: cdcRows, cdcTypes: cdcTypes, inserted: inserted, freshInserts: freshInserts, removes: removes}

@@ -60,15 +60,13 @@ func (hk *histKey) settle() {
 // freshScratch is the scratch space of appendFresh, reused from key to key.
 type freshScratch struct {
 	red []int32
-	tmp []byte
 }
 
 // appendFresh appends the encoding of a fresh key's events to buf, as encodeHistEvents encodes
 // them.
 func (hk *histKey) appendFresh(buf []byte, sc *freshScratch) []byte {
 	sc.red = hk.fresh.reduce(sc.red[:0], hk.from, hk.to, nil)
-	buf, sc.tmp = hk.fresh.appendHistory(buf, sc.tmp, sc.red)
-	return buf
+	return hk.fresh.appendHistory(buf, sc.red)
 }
 
 // setEvents replaces the key's events.
@@ -292,30 +290,38 @@ func (s *histState) tailOf(hk *histKey, tracked []int, offs []int) (_ histTail, 
 // keys) as a new segment, or, when the log has grown past its base, every key as one segment,
 // and a manifest; it returns the manifest id and the new log for remember. The segment is in the
 // keyed form (segmentFormatHistory) unless a data column is nested, which the keyed form does
-// not hold: then it is a Parquet file of segmentSchema.
-func (s *histState) save(changed []string) (string, []segment, map[string]string, error) {
+// not hold: then it is a Parquet file of segmentSchema. hks, when not nil, holds the histKey of
+// each changed key (changed[i]'s is hks[i]), so that none is looked up in s.keys again (for a
+// batch of 100,000 new keys, 300,000 lookups of string keys fewer).
+func (s *histState) save(changed []string, hks []*histKey) (string, []segment, map[string]string, error) {
 	keys := changed
+	if hks == nil {
+		hks = make([]*histKey, len(changed))
+		for i, k := range changed {
+			hks[i] = s.keys[k]
+		}
+	}
 	var n int64
-	for _, k := range changed {
-		n += int64(s.keys[k].nEvents)
+	for _, hk := range hks {
+		n += int64(hk.nEvents)
 	}
 	full := s.shouldCompact(n)
 	if full {
-		keys = make([]string, 0, len(s.keys))
+		keys, hks = make([]string, 0, len(s.keys)), make([]*histKey, 0, len(s.keys))
 		n = 0
 		for k, hk := range s.keys {
 			hk.file = s.resolve(hk.file)
 			n += int64(hk.nEvents)
-			keys = append(keys, k)
+			keys, hks = append(keys, k), append(hks, hk)
 		}
 	}
 	trunc := encodeSeq(s.truncate, s.seqSch)
 	if keyedData(s.dataSch) {
-		return s.write(n, full, trunc, func(dir string) (segment, error) { return s.writeSegment(dir, keys, n) })
+		return s.write(n, full, trunc, func(dir string) (segment, error) { return s.writeSegment(dir, keys, hks, n) })
 	}
 	var rows [][]any
-	for _, k := range keys {
-		hk := s.keys[k]
+	for i, k := range keys {
+		hk := hks[i]
 		key, err := decodeValues([]byte(k))
 		if err != nil {
 			panic(fmt.Sprintf("flows: CDC history state key: %v", err))
