@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -37,13 +38,14 @@ func vmFlags(t *testing.T, p uintptr) string {
 
 // TestReserveAdvisesTheHeapsNextMemory: where THP is in madvise mode, Reserve advises a span,
 // and a large allocation made after it lies in memory advised MADV_HUGEPAGE ("hg" in the
-// mapping's VmFlags, proc(5)); with TRIBUTARY_HUGE_PAGES=off it advises nothing.
+// mapping's VmFlags, proc(5)); with TRIBUTARY_HUGE_PAGES=off it advises nothing, and with on it
+// advises without the probe.
 func TestReserveAdvisesTheHeapsNextMemory(t *testing.T) {
 	t.Setenv("TRIBUTARY_HUGE_PAGES", "off")
 	if n := Reserve(64 << 20); n != 0 {
 		t.Fatalf("Reserve advised %d bytes with TRIBUTARY_HUGE_PAGES=off", n)
 	}
-	t.Setenv("TRIBUTARY_HUGE_PAGES", "")
+	t.Setenv("TRIBUTARY_HUGE_PAGES", "on") // whatever the probe would find
 	if !advisable() {
 		t.Skip("transparent huge pages are not in madvise mode here, or overcommit is strict")
 	}
@@ -60,4 +62,34 @@ func TestReserveAdvisesTheHeapsNextMemory(t *testing.T) {
 	if !strings.Contains(flags, " hg") {
 		t.Fatalf("a 64 MiB allocation after Reserve lies in a mapping without MADV_HUGEPAGE: %s", flags)
 	}
+}
+
+// TestReserveFollowsTheProbe: by default Reserve advises huge pages only where the first touch
+// of a small page costs slowFault or more (a fault that traps to the host), or could not be
+// measured.
+func TestReserveFollowsTheProbe(t *testing.T) {
+	if !advisable() {
+		t.Skip("transparent huge pages are not in madvise mode here, or overcommit is strict")
+	}
+	t.Setenv("TRIBUTARY_HUGE_PAGES", "")
+	defer func(p func() time.Duration) { probe = p }(probe)
+	for _, c := range []struct {
+		cost   time.Duration
+		advise bool
+	}{{2 * time.Microsecond, false}, {slowFault - 1, false}, {slowFault, true}, {9 * time.Microsecond, true}, {0, true}} {
+		probe = func() time.Duration { return c.cost }
+		if n := Reserve(16 << 20); (n > 0) != c.advise {
+			t.Errorf("a small page costing %v: Reserve advised %d bytes, want advising %v", c.cost, n, c.advise)
+		}
+	}
+}
+
+// TestSmallPageCost: the probe measures something (a first touch takes time) and something
+// plausible (under a millisecond a page, where a first touch costs microseconds at most).
+func TestSmallPageCost(t *testing.T) {
+	c := smallPageCost()
+	if c <= 0 || c > time.Millisecond {
+		t.Fatalf("smallPageCost() = %v, want a few microseconds at most", c)
+	}
+	t.Logf("first touch of a 4 KiB page here: %v (huge pages advised from %v)", c, slowFault)
 }

@@ -3,4 +3,4 @@
 package hugepages
 
 // reserve does nothing: transparent huge pages are Linux's.
-func reserve(int) int { return 0 }
+func reserve(int, bool) int { return 0 }
