@@ -175,11 +175,11 @@ func (c *histColumns) release() {
 func (c *histColumns) len() int { return c.n }
 
 // histSorted is the keys, sequences and delete flags of the events in the order order sorted
-// them to, read as it sorted them (the keys from the radix sort's words, so that gather reads
-// no key or delete flag at random and each sequence once), in the sort's own memory where it
-// can: for 1M events 17 MB fewer fresh pages (the collector, relaxed while a batch is applied,
-// gives nothing back in time; see relaxGC) and three fewer cache misses an event. All nil:
-// gather reads them itself.
+// them to, read as it sorted them (the keys and delete flags from the radix sort's words, so
+// that gather reads none of them at random and each sequence once), the keys and sequences in
+// the sort's own two arrays where the keys span less than 2^32 (the collector, relaxed while a
+// batch is applied, gives no memory back in time; see relaxGC). All nil: gather reads them
+// itself.
 type histSorted struct {
 	keys, seqs []int64
 	dels       []bool
@@ -208,8 +208,9 @@ func (c *histColumns) order() (ord []int32, sorted histSorted) {
 	dels := make([]bool, n)
 	var keys, seqs []int64
 	if span < 1<<32 {
-		// Key (less the lowest), delete flag (bit 31) and position (ord's int32 leaves it 31
-		// bits) packed in one word: half the bytes to move, and the flag comes in key order.
+		// Key (less the lowest), delete flag (bit 31) and position packed in one word: half the
+		// bytes to move, and the flag comes in key order. A position takes 31 bits: a batch
+		// holds fewer than 2^31 events (chunks.at takes an int32).
 		a, b := make([]uint64, n), make([]uint64, n)
 		for i := range a {
 			a[i] = (uint64(c.keys.at(int32(i)))-uint64(lo))<<32 | uint64(i)
@@ -297,9 +298,9 @@ func (s histSorted) part(from, to int) histSorted {
 	return histSorted{keys: s.keys[from:to:to], seqs: s.seqs[from:to:to], dels: s.dels[from:to:to]}
 }
 
-// radixSort64 sorts a, keys in the high 32 bits and positions in the low, by key, stably (LSD
-// radix sort, 11 bits a pass, as many passes as span's bits need); b is scratch of the same
-// length. It returns the sorted slice (a or b).
+// radixSort64 sorts a, keys in the high 32 bits, by key, stably (LSD radix sort, 11 bits a
+// pass, as many passes as span's bits need; the low 32 bits, order's delete flag and position,
+// are carried along); b is scratch of the same length. It returns the sorted slice (a or b).
 func radixSort64(a, b []uint64, span uint64) []uint64 {
 	const bits = 11
 	var counts [1 << bits]int32
@@ -617,7 +618,7 @@ func (c *histColumns) fold(mode historyMode, nowMs int64, stop <-chan struct{}) 
 	}
 	c.release()
 	if n >= histCollectEvents {
-		// The columns as they were read are garbage now (the sort's buffers hold the gathered
+		// The columns as they were read are garbage now (order's arrays hold the gathered
 		// keys, sequences and delete flags), and what lives (the gathered columns) holds no
 		// pointers, so a collection is quick (a few ms): run it,
 		// so that the histories, the versions and the writes reuse that memory instead of new

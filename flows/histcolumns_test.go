@@ -1,6 +1,8 @@
 package flows
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -241,5 +243,82 @@ func TestAppendWordMatchesAppendValue(t *testing.T) {
 		if string(got) != string(want) {
 			t.Errorf("%v %v: appendWord %x, appendValue %x", c.kind, c.v, got, want)
 		}
+	}
+}
+
+// TestHistColumnsEncodeHistories sorts and gathers a batch of more than one chunk of events
+// (histColumns.order reads the delete flags chunk by chunk) and checks each key's history, as
+// histBatch.appendHistory encodes it for the state, byte for byte against encodeHistEvents of
+// the same events in sequence order: deletes, keys whose events arrived out of sequence order,
+// and rows whose encoding is 126 to 129 bytes and 16,382 to 16,386 bytes long (the lengths at
+// which a row's length prefix takes a second and a third byte).
+func TestHistColumnsEncodeHistories(t *testing.T) {
+	t.Parallel()
+	long := func(f schema.Kind, name string) schema.Field {
+		return schema.Field{Name: name, Type: schema.Type{Kind: f}}
+	}
+	keySch := schema.Schema{Fields: []schema.Field{long(schema.Long, "id")}}
+	seqSch := schema.Schema{Fields: []schema.Field{long(schema.Long, "seq")}}
+	dataSch := schema.Schema{Fields: []schema.Field{long(schema.Long, "id"), long(schema.String, "name"), long(schema.Long, "seq")}}
+	c := histColumnsFor(keySch, seqSch, dataSch, 0, 2)
+	if c == nil {
+		t.Fatal("no columns for a BIGINT key and sequence")
+	}
+	// A row is its id and sequence (2 or 3 bytes each) and its name (1 + the name's length
+	// prefix + its bytes): names of 115 to 126 and of 16,365 to 16,380 bytes give rows of every
+	// length about the two boundaries.
+	var lengths []int
+	for n := 115; n <= 126; n++ {
+		lengths = append(lengths, n)
+	}
+	var longer []int
+	for n := 16365; n <= 16380; n++ {
+		longer = append(longer, n)
+	}
+	const keys, perKey = 40, 1700 // 68,000 events: more than a chunk (1<<chunkBits)
+	want := map[int64][]histEvent{}
+	evs := make([]event, 0, keys*perKey)
+	for i := range keys * perKey {
+		id := int64(1 + i%keys)
+		seq := int64(i / keys)
+		if id%3 == 0 {
+			seq = perKey - 1 - seq // this key's events arrive in reverse sequence order
+		}
+		ev := event{key: []any{id}, seq: []any{seq}, arrival: i, delete: i%7 == 3}
+		he := histEvent{seq: []any{seq}, delete: ev.delete}
+		if !ev.delete {
+			n := lengths[i%len(lengths)]
+			if i%29 == 0 {
+				n = longer[i/29%len(longer)]
+			}
+			name := strings.Repeat("n", n)
+			ev.row = []any{id, name, seq}
+			he.row = ev.row
+		}
+		evs = append(evs, ev)
+		want[id] = append(want[id], he)
+	}
+	c.addAll(evs)
+	ord, sorted := c.order()
+	b := c.gather(ord, sorted)
+	got := 0
+	var red []int32
+	for a := 0; a < len(ord); {
+		end := a + 1
+		for end < len(ord) && b.keys[end] == b.keys[a] {
+			end++
+		}
+		id := b.keys[a]
+		hist := slices.Clone(want[id])
+		slices.SortStableFunc(hist, func(x, y histEvent) int { return cmp.Compare(x.seq[0].(int64), y.seq[0].(int64)) })
+		red = b.reduce(red[:0], int32(a), int32(end), nil)
+		if enc, exp := b.appendHistory(nil, red), encodeHistEvents(nil, hist); !bytes.Equal(enc, exp) {
+			t.Fatalf("key %d: the history encodes to %d bytes, want %d (encodeHistEvents)", id, len(enc), len(exp))
+		}
+		got++
+		a = end
+	}
+	if got != keys {
+		t.Fatalf("%d keys gathered, want %d", got, keys)
 	}
 }

@@ -291,8 +291,7 @@ func (s *histState) tailOf(hk *histKey, tracked []int, offs []int) (_ histTail, 
 // and a manifest; it returns the manifest id and the new log for remember. The segment is in the
 // keyed form (segmentFormatHistory) unless a data column is nested, which the keyed form does
 // not hold: then it is a Parquet file of segmentSchema. hks, when not nil, holds the histKey of
-// each changed key (changed[i]'s is hks[i]), so that none is looked up in s.keys again (for a
-// batch of 100,000 new keys, 300,000 lookups of string keys fewer).
+// each changed key (changed[i]'s is hks[i]), so that none is looked up in s.keys again.
 func (s *histState) save(changed []string, hks []*histKey) (string, []segment, map[string]string, error) {
 	keys := changed
 	if hks == nil {
@@ -306,7 +305,15 @@ func (s *histState) save(changed []string, hks []*histKey) (string, []segment, m
 		n += int64(hk.nEvents)
 	}
 	full := s.shouldCompact(n)
-	if full {
+	switch {
+	case full && s.fresh && len(changed) == len(s.keys):
+		// Every key is a first batch's, and changed names them all, in key order: written in
+		// that order, their encodings read the gathered columns from start to end (in the
+		// map's order, all over them).
+		for _, hk := range hks {
+			hk.file = s.resolve(hk.file)
+		}
+	case full:
 		keys, hks = make([]string, 0, len(s.keys)), make([]*histKey, 0, len(s.keys))
 		n = 0
 		for k, hk := range s.keys {

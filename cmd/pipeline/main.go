@@ -73,7 +73,8 @@ func newRootProfiled() (*cobra.Command, *profiles) {
 }
 
 // dataCommands are the commands that process data: their heap grows first into a span backed by
-// transparent huge pages (internal/hugepages; TRIBUTARY_HUGE_PAGES=off turns that off).
+// transparent huge pages where small pages are slow to fault in (internal/hugepages, which
+// probes; TRIBUTARY_HUGE_PAGES=on or off decides instead).
 var dataCommands = map[string]bool{"run": true, "dev": true, "schedule": true, "optimize": true}
 
 // hugeHeap is the most heap a data command advises huge pages on (bytes; at most an eighth of

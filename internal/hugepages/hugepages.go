@@ -9,21 +9,21 @@
 // MADV_HUGEPAGE. Reserve maps a span of heap once, advises it, and hands it back to the runtime
 // untouched: the heap grows into that span first, one fault per 2 MiB.
 //
-// Huge pages pay only where a small page's first touch is slow. On a machine whose 4 KiB page
-// faults are cheap (bare metal, and virtual machines whose host backs their memory ahead:
-// about 2 µs a page, zeroing included), a huge page costs as much to zero and, where the host
-// hands back freed guest memory in 2 MiB blocks (free page reporting), can cost a host fault a
-// 4 KiB of it when first touched: measured on the project's test host, 0.2 ms for a huge page
-// the guest had just freed and 6.5 ms for one the host had taken back, against 1.1 ms for the
-// same 2 MiB in small pages. So unless the environment says on, Reserve first times the first
-// touch of a few small pages (smallPageCost, under a millisecond) and advises nothing when it
-// is below slowFault.
+// Huge pages pay only where a small page's first touch is slow. Where 4 KiB page faults are
+// cheap (bare metal, and virtual machines whose host backs their memory ahead: about 2 µs a
+// page, zeroing included), a huge page costs as much to zero and, where the host takes freed
+// guest memory back in 2 MiB blocks (free page reporting), can cost a host fault per 4 KiB of
+// it on first touch: 0.2 ms for a huge page the guest had just freed and 6.5 ms for one the
+// host had taken back, against 1.1 ms for the same 2 MiB in small pages, on a virtual machine
+// of 2 cores. So unless the environment says on, Reserve first times the first touch of a few
+// small pages (smallPageCost: well under a millisecond where they are cheap, a few
+// milliseconds where they are not) and advises nothing when it is below slowFault.
 //
-// It is on for the commands that process data (run, dev, schedule; cmd/pipeline) and off with
-// TRIBUTARY_HUGE_PAGES=off in the environment; TRIBUTARY_HUGE_PAGES=on advises without the
-// probe. It does nothing where THP is "never" or "always" (there is nothing to advise), under
-// strict overcommit (vm.overcommit_memory 2, where the span would count against the commit
-// limit), and on systems other than Linux.
+// It is on for the commands that process data (run, dev, schedule, optimize; cmd/pipeline) and
+// off with TRIBUTARY_HUGE_PAGES=off in the environment; TRIBUTARY_HUGE_PAGES=on advises without
+// the probe. It does nothing where THP is "never" or "always" (there is nothing to advise),
+// under strict overcommit (vm.overcommit_memory 2, where the span would count against the
+// commit limit), and on systems other than Linux.
 package hugepages
 
 import (
@@ -52,22 +52,21 @@ func forced() bool {
 }
 
 // slowFault is the first touch of a 4 KiB page (fault and zeroing) from which the heap is
-// advised huge pages: about twice what it costs where the host backs guest memory ahead (2 µs
-// measured), half what it cost on a host whose page table updates trap to it (9 µs measured, a
-// paravirtualized MMU), where huge pages took a batch of a million SCD type 2 events from 1.6 s
-// to 0.8 s.
+// advised huge pages: about twice what it costs where the host backs guest memory ahead (2 µs),
+// half what it costs where page table updates trap to the host (9 µs, a paravirtualized MMU),
+// where huge pages halve the time of a batch of a million SCD type 2 events.
 const slowFault = 4 * time.Microsecond
 
 // worthIt says whether a first touch of a small page of cost (smallPageCost's; 0: not measured)
-// makes huge pages worth advising: at slowFault or above, or when it could not be measured (as
-// before the probe existed).
+// makes huge pages worth advising: at slowFault or above, or when it could not be measured.
 func worthIt(cost time.Duration) bool {
 	return cost == 0 || cost >= slowFault
 }
 
 // Reserve advises huge pages on a span of the Go heap of up to max bytes (an eighth of the
 // machine's memory at most), unless Disabled, the system has no use for it, or small pages are
-// cheap to fault in here (see the package doc), and returns the bytes advised (0 when it did
+// cheap to fault in here and the environment does not say TRIBUTARY_HUGE_PAGES=on (see the
+// package doc), and returns the bytes advised (0 when it did
 // nothing). Call it once, early, before the heap has grown: the span is the heap's next memory.
 // It allocates nothing that stays, and touches no page of the span.
 func Reserve(max int) int {

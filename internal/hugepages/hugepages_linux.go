@@ -28,14 +28,14 @@ func reserve(n int, force bool) int {
 	if !advisable() {
 		return 0
 	}
-	if !force && !worthIt(probe()) {
-		return 0
-	}
 	var si syscall.Sysinfo_t
 	if syscall.Sysinfo(&si) == nil {
 		n = min(n, int(uint64(si.Totalram)*uint64(si.Unit)/8))
 	}
 	if n < 2*hugePage {
+		return 0
+	}
+	if !force && !worthIt(probe()) {
 		return 0
 	}
 	b := make([]byte, n)
@@ -75,15 +75,15 @@ const (
 // smallPageCost returns the first touch of a 4 KiB page of fresh anonymous memory advised
 // MADV_NOHUGEPAGE (the fault and the zeroing): the least mean over probeRounds regions of
 // probePages pages (a preemption then spoils one round, not the figure), or 0 when the memory
-// cannot be mapped. It unmaps what it maps; 1.5 MiB touched, well under a millisecond on a machine
-// whose small pages are cheap.
+// cannot be mapped. It unmaps what it maps: 1.5 MiB touched, well under a millisecond where
+// small pages are cheap, a few milliseconds where they are not.
 func smallPageCost() time.Duration {
 	const page = 4096
-	best := time.Duration(0)
+	best, measured := time.Duration(0), false
 	for range probeRounds {
 		m, err := syscall.Mmap(-1, 0, probePages*page, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
 		if err != nil {
-			return 0
+			break // the rounds measured so far stand
 		}
 		syscall.Syscall(syscall.SYS_MADVISE, uintptr(unsafe.Pointer(unsafe.SliceData(m))), uintptr(len(m)), madvNohugepage)
 		start := time.Now()
@@ -92,9 +92,12 @@ func smallPageCost() time.Duration {
 		}
 		per := time.Since(start) / probePages
 		syscall.Munmap(m)
-		if best == 0 || per < best {
-			best = per
+		if !measured || per < best {
+			best, measured = per, true
 		}
+	}
+	if !measured {
+		return 0
 	}
 	return max(best, 1) // a measured cost is never 0, which means "not measured"
 }
