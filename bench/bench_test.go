@@ -289,8 +289,8 @@ func TestMedianAndPair(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(calls, " "); got != "ours base ours base ours base" {
-		t.Errorf("runs in the order %s, want the sides in turn, three times", got)
+	if got := strings.Join(calls, " "); got != "ours base base ours ours base" {
+		t.Errorf("runs in the order %s, want the sides in turn, three times, the baseline first in the second round", got)
 	}
 	if ours.wall != 5*time.Second || base.wall != 2*time.Second || ours.peakMiB != 3 || base.peakMiB != 3 {
 		t.Errorf("ours %v (%v MiB), base %v (%v MiB); want the medians 5s and 2s, peaks 3 MiB", ours.wall, ours.peakMiB, base.wall, base.peakMiB)

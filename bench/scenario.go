@@ -114,17 +114,24 @@ func (e *env) runOurs(spec string, args ...string) (measure, error) {
 }
 
 // pair measures a scenario that starts from its input alone: e.repeat runs of each side,
-// interleaved (ours, then the baseline), each from an empty output (ourStorage and baseOut
-// removed first). A side's figure is its run of median wall time, with the highest peak of its
+// interleaved, each from an empty output (ourStorage and baseOut removed first), ours first in
+// the first round, the baseline first in the second, and so on (ABBA: a side that runs first
+// after the data were written, or on the memory the other side just freed, is not always the
+// same side). A side's figure is its run of median wall time, with the highest peak of its
 // runs: one slow moment of a shared machine then moves neither side.
 func (e *env) pair(ourStorage, baseOut string, ours, base func() (measure, error)) (measure, measure, error) {
 	var ourRuns, baseRuns []measure
-	for range max(1, e.repeat) {
-		for _, side := range []struct {
-			dir string
-			run func() (measure, error)
-			out *[]measure
-		}{{ourStorage, ours, &ourRuns}, {baseOut, base, &baseRuns}} {
+	type side struct {
+		dir string
+		run func() (measure, error)
+		out *[]measure
+	}
+	for round := range max(1, e.repeat) {
+		sides := []side{{ourStorage, ours, &ourRuns}, {baseOut, base, &baseRuns}}
+		if round%2 == 1 {
+			sides[0], sides[1] = sides[1], sides[0]
+		}
+		for _, side := range sides {
 			if side.dir != "" {
 				if err := os.RemoveAll(side.dir); err != nil {
 					return measure{}, measure{}, err
