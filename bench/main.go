@@ -12,6 +12,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -37,6 +38,9 @@ func main() {
 		return
 	}
 	if err := run(os.Args[1:], os.Stdout); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h: the flag set printed the usage
+		}
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -56,7 +60,7 @@ func run(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&o.scenario, "scenario", "", "run only this scenario (comma-separated list): "+scenarioNames())
 	fs.Float64Var(&o.scale, "scale", defaultScale, "multiplies the issue's sizes (1: 1 GB ingest, 10M events, 10M-row tables)")
-	fs.IntVar(&o.repeat, "repeat", 3, "runs of each side of ingest, cdc-bulk, scd2 (one update) and mv, interleaved; the median run is reported")
+	fs.IntVar(&o.repeat, "repeat", 3, "runs of each side of ingest, cdc-bulk and scd2 (one update), interleaved ABBA; the median run is reported (the other lines run once)")
 	fs.StringVar(&o.format, "format", "table", "table or jsonl")
 	fs.StringVar(&o.pipeline, "pipeline", "", "the pipeline binary to measure (default: go build ./cmd/pipeline into the work folder)")
 	fs.StringVar(&o.dir, "dir", "", "work folder (default: a temporary one, removed at the end)")

@@ -19,9 +19,9 @@
 // small pages (smallPageCost: well under a millisecond where they are cheap, a few
 // milliseconds where they are not) and advises nothing when it is below slowFault.
 //
-// It is on for the commands that process data (run, dev, schedule, optimize; cmd/pipeline) and
-// off with TRIBUTARY_HUGE_PAGES=off in the environment; TRIBUTARY_HUGE_PAGES=on advises without
-// the probe. It does nothing where THP is "never" or "always" (there is nothing to advise),
+// The commands that process data (run, dev, schedule, optimize; cmd/pipeline) call Reserve,
+// which probes as above; TRIBUTARY_HUGE_PAGES=on (or 1, true, yes) advises without the probe,
+// off (or 0, false, no) never advises, and any other value leaves the probe to decide. It does nothing where THP is "never" or "always" (there is nothing to advise),
 // under strict overcommit (vm.overcommit_memory 2, where the span would count against the
 // commit limit), and on systems other than Linux.
 package hugepages
