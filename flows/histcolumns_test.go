@@ -254,12 +254,12 @@ func TestAppendWordMatchesAppendValue(t *testing.T) {
 // which a row's length prefix takes a second and a third byte).
 func TestHistColumnsEncodeHistories(t *testing.T) {
 	t.Parallel()
-	long := func(f schema.Kind, name string) schema.Field {
-		return schema.Field{Name: name, Type: schema.Type{Kind: f}}
+	field := func(kind schema.Kind, name string) schema.Field {
+		return schema.Field{Name: name, Type: schema.Type{Kind: kind}}
 	}
-	keySch := schema.Schema{Fields: []schema.Field{long(schema.Long, "id")}}
-	seqSch := schema.Schema{Fields: []schema.Field{long(schema.Long, "seq")}}
-	dataSch := schema.Schema{Fields: []schema.Field{long(schema.Long, "id"), long(schema.String, "name"), long(schema.Long, "seq")}}
+	keySch := schema.Schema{Fields: []schema.Field{field(schema.Long, "id")}}
+	seqSch := schema.Schema{Fields: []schema.Field{field(schema.Long, "seq")}}
+	dataSch := schema.Schema{Fields: []schema.Field{field(schema.Long, "id"), field(schema.String, "name"), field(schema.Long, "seq")}}
 	c := histColumnsFor(keySch, seqSch, dataSch, 0, 2)
 	if c == nil {
 		t.Fatal("no columns for a BIGINT key and sequence")

@@ -21,9 +21,10 @@
 //
 // The commands that process data (run, dev, schedule, optimize; cmd/pipeline) call Reserve,
 // which probes as above; TRIBUTARY_HUGE_PAGES=on (or 1, true, yes) advises without the probe,
-// off (or 0, false, no) never advises, and any other value leaves the probe to decide. It does nothing where THP is "never" or "always" (there is nothing to advise),
-// under strict overcommit (vm.overcommit_memory 2, where the span would count against the
-// commit limit), and on systems other than Linux.
+// off (or 0, false, no) never advises, and any other value leaves the probe to decide. It does
+// nothing where THP is "never" or "always" (there is nothing to advise), under strict
+// overcommit (vm.overcommit_memory 2, where the span would count against the commit limit),
+// and on systems other than Linux.
 package hugepages
 
 import (
@@ -31,25 +32,21 @@ import (
 	"time"
 )
 
-// Disabled says whether the environment turns huge pages off (TRIBUTARY_HUGE_PAGES=off, or 0,
-// false, no).
-func Disabled() bool {
+// setting reads TRIBUTARY_HUGE_PAGES: -1 for off (off, 0, false, no), 1 for on (on, 1, true,
+// yes), 0 for anything else (the probe decides).
+func setting() int {
 	switch os.Getenv("TRIBUTARY_HUGE_PAGES") {
 	case "off", "0", "false", "no":
-		return true
+		return -1
+	case "on", "1", "true", "yes":
+		return 1
 	}
-	return false
+	return 0
 }
 
-// forced says whether the environment asks for huge pages whatever the probe finds
-// (TRIBUTARY_HUGE_PAGES=on, or 1, true, yes).
-func forced() bool {
-	switch os.Getenv("TRIBUTARY_HUGE_PAGES") {
-	case "on", "1", "true", "yes":
-		return true
-	}
-	return false
-}
+// Disabled says whether the environment turns huge pages off (TRIBUTARY_HUGE_PAGES=off, or 0,
+// false, no).
+func Disabled() bool { return setting() < 0 }
 
 // slowFault is the first touch of a 4 KiB page (fault and zeroing) from which the heap is
 // advised huge pages: about twice what it costs where the host backs guest memory ahead (2 µs),
@@ -66,12 +63,15 @@ func worthIt(cost time.Duration) bool {
 // Reserve advises huge pages on a span of the Go heap of up to max bytes (an eighth of the
 // machine's memory at most), unless Disabled, the system has no use for it, or small pages are
 // cheap to fault in here and the environment does not say TRIBUTARY_HUGE_PAGES=on (see the
-// package doc), and returns the bytes advised (0 when it did
-// nothing). Call it once, early, before the heap has grown: the span is the heap's next memory.
-// It allocates nothing that stays, and touches no page of the span.
+// package doc), and returns the bytes advised (0 when it did nothing). Call it once, early,
+// before the heap has grown: the span is the heap's next memory. It allocates nothing that
+// stays, and touches no page of the span.
 func Reserve(max int) int {
-	if Disabled() {
+	switch setting() {
+	case -1:
 		return 0
+	case 1:
+		return reserve(max, true)
 	}
-	return reserve(max, forced())
+	return reserve(max, false)
 }
