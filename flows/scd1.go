@@ -18,6 +18,13 @@ import (
 // "APPLY CHANGES"). A truncate event removes every row at or below its sequence, and events at or
 // below the highest truncate ever applied change nothing.
 func applySCD1(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, error) {
+	if b.typed != nil {
+		if freshSCD1(b) {
+			return applySCD1Fresh(env, d, b, m)
+		}
+		red := b.typed.finish() // (freshSCD1 held when the batch was read)
+		b.reduced, b.typed = &red, nil
+	}
 	p := env.Pipeline
 	tgtSch := b.dataSch
 	now := env.now()

@@ -142,14 +142,14 @@ func TestSCD2KeyRowsStayInOneFile(t *testing.T) {
 	env := &Env{Pipeline: p, Events: nopEvents{}, Now: time.Now}
 	// Key 0 has three versions, every other key two, so that cuts made every so many rows
 	// regardless of keys would split keys.
-	const keys = targetFileRows/2 + 1
+	keys := int64(targetFileRows/2 + 1)
 	var evs [][]any
 	seq := int64(0)
-	for k := range int64(keys) {
+	for k := range keys {
 		seq++
 		evs = append(evs, ch("I", k, "a", seq))
 	}
-	for k := range int64(keys) {
+	for k := range keys {
 		seq++
 		evs = append(evs, ch("U", k, "b", seq))
 	}
@@ -218,7 +218,7 @@ func TestSCD2KeyRowsStayInOneFile(t *testing.T) {
 			t.Errorf("key %d: versions %q, want %q", k, vs, want)
 		}
 	}
-	if want := 2*keys + 1 + len(change); len(rows) != want {
+	if want := 2*int(keys) + 1 + len(change); len(rows) != want {
 		t.Errorf("%d rows, want %d", len(rows), want)
 	}
 }

@@ -94,7 +94,7 @@ func bucketOf(h uint64, bits uint) uint64 {
 // writeSegment writes the keys of slots as a new bucketed segment file in dir and syncs it.
 func (s *cdcState) writeSegment(dir string, slots []int) (seg segment, err error) {
 	// The data files the keys name, numbered from 1 in the order first met.
-	local := map[int32]uint64{0: 0}
+	local := make([]uint64, len(s.files)) // data file id -> the segment's (0: none)
 	var paths []string
 	for _, i := range slots {
 		if id := s.slots[i].file; local[id] == 0 && id != 0 {
@@ -210,7 +210,7 @@ type encodedBuckets struct {
 
 // encodeBuckets encodes the records of buckets [b0, b1), which are order[start[b]:start[b+1]]
 // for bucket b, as writeSegment writes them.
-func (s *cdcState) encodeBuckets(order, start []int, b0, b1 int, local map[int32]uint64) encodedBuckets {
+func (s *cdcState) encodeBuckets(order, start []int, b0, b1 int, local []uint64) encodedBuckets {
 	e := encodedBuckets{firsts: make([]uint64, 0, b1-b0), crcs: make([]uint32, 0, b1-b0)}
 	for b := b0; b < b1; b++ {
 		first := len(e.records)
@@ -225,7 +225,7 @@ func (s *cdcState) encodeBuckets(order, start []int, b0, b1 int, local map[int32
 
 // appendRecord appends slot i's record (the layout of segmentFormatBucketed) to buf; local maps
 // the state's data file ids to the segment's.
-func (s *cdcState) appendRecord(buf []byte, i int, local map[int32]uint64) []byte {
+func (s *cdcState) appendRecord(buf []byte, i int, local []uint64) []byte {
 	sl := &s.slots[i]
 	kb, sb, img := s.keyBytes(i), s.seqBytes(i), s.imgBytes(i)
 	buf = binary.AppendUvarint(buf, uint64(len(kb)))

@@ -1,0 +1,263 @@
+package flows
+
+import (
+	"fmt"
+	"hash/maphash"
+	"strconv"
+	"sync/atomic"
+	"unsafe"
+
+	"tributary/delta"
+	"tributary/spec"
+)
+
+// freshSCD1 says whether batch b of an SCD type 1 target can be applied straight from the
+// typedFold it was folded into (applySCD1Fresh): the target holds no rows and no CDC state yet
+// (its first batch, or the first after a full refresh), the batch truncates nothing, and the
+// target is copy-on-write (a merge-on-read state also keeps each row's image and position,
+// which applyMergeOnRead records).
+func freshSCD1(b *changeBatch) bool {
+	return !scd1FreshOff.Load() && b.stateID == "" && len(b.snap.Files) == 0 && b.truncate == nil && !mergeOnRead(b.snap)
+}
+
+// scd1FreshOff turns applySCD1Fresh off, so that tests can compare it with the general path;
+// scd1FreshBatches counts the batches it applied.
+var (
+	scd1FreshOff     atomic.Bool
+	scd1FreshBatches atomic.Int64
+)
+
+// applySCD1Fresh is applySCD1 for a batch that freshSCD1 accepts, folded into b.typed: every
+// winner is new to the target, so each upsert is an insert and each delete a tombstone only
+// (decide). It writes what applySCD1 writes of the same batch (the same rows, in the same order
+// and files, the same CDC state, commit and metrics) without boxing a winner: the data files
+// are written from the fold's records (delta.Table.WriteFileFromColumns) while the state is
+// built from its entries and saved, the file names chosen first so that both can go at once.
+func applySCD1Fresh(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, error) {
+	tf := b.typed
+	b.typed = nil
+	scd1FreshBatches.Add(1)
+	nowMs := env.now().UnixMilli()
+	state, err := loadState(StateDir(env.Pipeline.Storage, d.Name), b.target, b.snap, b.stateID, b.keySch, b.seqSch, nowMs, tombstoneGC(d), nil)
+	if err != nil {
+		return m, err
+	}
+	state.mor = false
+	ties := tf.tieCount()
+	m.Ties = ties.n
+	reportTies(env, d, b, ties)
+
+	// The winners by position (order of first arrival, as reduceResult.order has them) and the
+	// positions of the upserts, the rows to write.
+	entryOf := tf.entryOf()
+	ins := make([]int32, 0, tf.n)
+	for at := range tf.n {
+		if !tf.ints.entries[entryOf[at]].delete {
+			ins = append(ins, int32(at))
+		}
+	}
+	// The files as writeRows cuts the rows, named first.
+	nf := (len(ins) + targetFileRows - 1) / targetFileRows
+	if len(ins) >= 2*parallelFileRows {
+		nf = max(nf, min(rewriteWorkers(), len(ins)/parallelFileRows))
+	}
+	names := make([]string, nf)
+	for i := range names {
+		names[i] = delta.NewDataFileName()
+	}
+	bounds := func(i int) (int, int) { return i * len(ins) / nf, (i + 1) * len(ins) / nf }
+
+	type saved struct {
+		id      string
+		segs    []segment
+		renames map[string]string
+		err     error
+	}
+	done := make(chan saved, 1)
+	go func() {
+		var sv saved
+		defer func() {
+			if r := recover(); r != nil {
+				sv.err = fmt.Errorf("recording the CDC state of %s: %v", d.Name, r)
+			}
+			done <- sv
+		}()
+		fileOf := make([]int32, nf)
+		for i, name := range names {
+			fileOf[i] = state.fileID(delta.EscapePath(name))
+		}
+		f := 0
+		first := len(state.slots)
+		changed := state.recordFresh(tf, entryOf, nowMs, func(k int) int32 {
+			for _, end := bounds(f); k >= end; _, end = bounds(f) {
+				f++
+			}
+			return fileOf[f]
+		})
+		// The keys go in the hash table (for the state this process keeps for its next batch)
+		// while the state is saved, which reads only the slots and the arena.
+		indexed := make(chan struct{})
+		go func() {
+			defer close(indexed)
+			state.index(first)
+		}()
+		sv.id, sv.segs, sv.renames, sv.err = state.save(changed)
+		<-indexed
+	}()
+	adds, werr := eachIndex(nf, func(i int) (delta.Add, error) {
+		start, end := bounds(i)
+		return b.target.WriteFileFromColumns(names[i], b.dataSch, foldColumnParts(tf, entryOf, ins[start:end]))
+	})
+	sv := <-done
+	if werr != nil {
+		return m, werr
+	}
+	if sv.err != nil {
+		return m, sv.err
+	}
+	m.NumUpsertedRows = int64(len(ins))
+	m.NumOutputRows = m.NumUpsertedRows
+	err = finishBatch(d, b, &m, batchFiles{adds: adds, freshInserts: int64(len(ins))},
+		func() (string, []segment, map[string]string, error) { return sv.id, sv.segs, sv.renames, nil },
+		state.remember,
+		map[string]string{
+			"numTargetRowsInserted": strconv.Itoa(len(ins)),
+			"numTargetRowsUpdated":  "0",
+			"numTargetRowsDeleted":  "0",
+		})
+	return m, err
+}
+
+// recordFresh records the winners of tf, a batch of keys the state does not hold (freshSCD1), as
+// recordChanges records their changes (insertRow, tombstoneOnly), in order of position: an
+// upsert's key with its sequence and data file (fileOf(k) for the k-th upsert, k counted from 0
+// in position order), a delete's as a tombstone of commit time nowMs. It returns the slots, the
+// i-th that of position i. The keys are not put in the hash table: index does that, and until it
+// has, only what reads the slots (save) may use the state.
+func (s *cdcState) recordFresh(tf *typedFold, entryOf []int32, nowMs int64, fileOf func(k int) int32) []int {
+	changed := make([]int, tf.n)
+	s.grow(len(s.slots) + tf.n) // room in the table for index
+	// About 3 bytes of key and 4 of sequence each: the arena and the slots grown once.
+	s.arena = append(make([]byte, 0, len(s.arena)+12*tf.n), s.arena...)
+	s.slots = append(make([]cdcSlot, 0, len(s.slots)+tf.n), s.slots...)
+	k := 0 // upserts so far
+	for at := range tf.n {
+		e := &tf.ints.entries[entryOf[at]]
+		off := uint64(len(s.arena))
+		s.arena = appendLong(s.arena, e.key)
+		kl := uint64(len(s.arena)) - off
+		s.arena = appendLong(s.arena, e.seq)
+		sl := cdcSlot{off: off, keyLen: uint32(kl), seqLen: uint32(uint64(len(s.arena)) - off - kl)}
+		if e.delete {
+			sl.deleted, sl.deletedAt = true, nowMs
+		} else {
+			sl.file = fileOf(k)
+			k++
+		}
+		changed[at] = len(s.slots)
+		s.slots = append(s.slots, sl)
+	}
+	return changed
+}
+
+// index puts the keys of the slots from first on, none of them in the table yet
+// (recordFresh's, which made room for them), in the hash table. As recordChanges does, a group's
+// buckets are loaded first, so that their cache misses overlap.
+func (s *cdcState) index(first int) {
+	const group = 32
+	var hashes [group]uint64
+	mask := uint64(len(s.table) - 1)
+	for start := first; start < len(s.slots); start += group {
+		end := min(start+group, len(s.slots))
+		var sink uint64
+		for i := start; i < end; i++ {
+			hashes[i-start] = maphash.Bytes(s.seed, s.keyBytes(i))
+			sink += s.table[hashes[i-start]&mask]
+		}
+		s.sink += sink
+		for i := start; i < end; i++ {
+			h := hashes[i-start]
+			b := h & mask
+			for s.table[b] != 0 {
+				b = (b + 1) & mask
+			}
+			s.table[b] = h>>32<<32 | uint64(i+1)
+		}
+	}
+}
+
+// entryOf maps each winner's position to its entry in tf.ints.
+func (tf *typedFold) entryOf() []int32 {
+	entryOf := make([]int32, tf.n)
+	for i := range tf.ints.entries {
+		if p := tf.ints.entries[i].pos; p != 0 {
+			entryOf[p-1] = int32(i)
+		}
+	}
+	return entryOf
+}
+
+// tieCount counts the ties the fold met, as reduceResult.tieCount does of finish's result.
+func (tf *typedFold) tieCount() tieCount {
+	var c tieCount
+	for _, t := range tf.tieList {
+		c.add(t)
+	}
+	return c
+}
+
+// foldColumnParts hands the winners of tf at positions pos (in that order) to
+// delta.Table.WriteFileFromColumns as rows of the target, in parts of at most keyRowsPart.
+func foldColumnParts(tf *typedFold, entryOf, pos []int32) func() (delta.ColumnPart, error) {
+	part := &foldColumns{tf: tf, entryOf: entryOf}
+	return func() (delta.ColumnPart, error) {
+		n := min(len(pos), keyRowsPart)
+		part.pos, pos = pos[:n], pos[n:]
+		return part, nil
+	}
+}
+
+// foldColumns is rows of an SCD type 1 target, the winners of a typedFold at positions pos,
+// given column by column (delta.ColumnPart): a column's word is the one the fold keeps
+// (typedFold.setRow), which is the word delta.ColumnPart takes; the key's and the sequence's
+// are the entry's.
+type foldColumns struct {
+	tf      *typedFold
+	entryOf []int32
+	pos     []int32
+}
+
+// Len is the number of rows.
+func (p *foldColumns) Len() int { return len(p.pos) }
+
+// Column fills column j of rows [from, to) (delta.ColumnPart).
+func (p *foldColumns) Column(j, from, to int, nulls []bool, words []int64, strs []string) {
+	tf, pos := p.tf, p.pos[from:to]
+	switch wi := tf.wordAt[j]; wi {
+	case aliasKey:
+		for i, at := range pos {
+			words[i] = tf.ints.entries[p.entryOf[at]].key
+		}
+	case aliasSeq:
+		for i, at := range pos {
+			words[i] = tf.ints.entries[p.entryOf[at]].seq
+		}
+	default:
+		bit, sj := int64(1)<<j, tf.strAt[j]
+		for i, at := range pos {
+			rec := tf.words[int(at)*tf.stride : (int(at)+1)*tf.stride]
+			switch {
+			case rec[len(rec)-1]&bit != 0:
+				nulls[i] = true
+			case sj >= 0:
+				if n := int(uint32(rec[tf.stored+sj])); n > 0 {
+					strs[i] = unsafe.String(&tf.arena[rec[wi]], n)
+				} else {
+					strs[i] = ""
+				}
+			default:
+				words[i] = rec[wi]
+			}
+		}
+	}
+}
