@@ -5,7 +5,6 @@ import (
 	"hash/maphash"
 	"strconv"
 	"sync/atomic"
-	"unsafe"
 
 	"tributary/delta"
 	"tributary/spec"
@@ -49,10 +48,9 @@ func applySCD1Fresh(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metri
 
 	// The winners by position (order of first arrival, as reduceResult.order has them) and the
 	// positions of the upserts, the rows to write.
-	entryOf := tf.entryOf()
 	ins := make([]int32, 0, tf.n)
-	for at := range tf.n {
-		if !tf.ints.entries[entryOf[at]].delete {
+	for at, slot := range tf.order {
+		if !deleted(tf.tab[int(slot)*tf.stride+recMeta]) {
 			ins = append(ins, int32(at))
 		}
 	}
@@ -88,7 +86,7 @@ func applySCD1Fresh(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metri
 		}
 		f := 0
 		first := len(state.slots)
-		changed := state.recordFresh(tf, entryOf, nowMs, func(k int) int32 {
+		changed := state.recordFresh(tf, nowMs, func(k int) int32 {
 			for _, end := bounds(f); k >= end; _, end = bounds(f) {
 				f++
 			}
@@ -106,7 +104,7 @@ func applySCD1Fresh(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metri
 	}()
 	adds, werr := eachIndex(nf, func(i int) (delta.Add, error) {
 		start, end := bounds(i)
-		return b.target.WriteFileFromColumns(names[i], b.dataSch, foldColumnParts(tf, entryOf, ins[start:end]))
+		return b.target.WriteFileFromColumns(names[i], b.dataSch, foldColumnParts(tf, ins[start:end]))
 	})
 	sv := <-done
 	if werr != nil {
@@ -134,21 +132,21 @@ func applySCD1Fresh(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metri
 // in position order), a delete's as a tombstone of commit time nowMs. It returns the slots, the
 // i-th that of position i. The keys are not put in the hash table: index does that, and until it
 // has, only what reads the slots (save) may use the state.
-func (s *cdcState) recordFresh(tf *typedFold, entryOf []int32, nowMs int64, fileOf func(k int) int32) []int {
+func (s *cdcState) recordFresh(tf *typedFold, nowMs int64, fileOf func(k int) int32) []int {
 	changed := make([]int, tf.n)
 	s.grow(len(s.slots) + tf.n) // room in the table for index
 	// About 3 bytes of key and 4 of sequence each: the arena and the slots grown once.
 	s.arena = append(make([]byte, 0, len(s.arena)+12*tf.n), s.arena...)
 	s.slots = append(make([]cdcSlot, 0, len(s.slots)+tf.n), s.slots...)
 	k := 0 // upserts so far
-	for at := range tf.n {
-		e := &tf.ints.entries[entryOf[at]]
+	for at, slot := range tf.order {
+		rec := tf.tab[int(slot)*tf.stride:][:recHead]
 		off := uint64(len(s.arena))
-		s.arena = appendLong(s.arena, e.key)
+		s.arena = appendLong(s.arena, rec[recKey])
 		kl := uint64(len(s.arena)) - off
-		s.arena = appendLong(s.arena, e.seq)
+		s.arena = appendLong(s.arena, rec[recSeq])
 		sl := cdcSlot{off: off, keyLen: uint32(kl), seqLen: uint32(uint64(len(s.arena)) - off - kl)}
-		if e.delete {
+		if deleted(rec[recMeta]) {
 			sl.deleted, sl.deletedAt = true, nowMs
 		} else {
 			sl.file = fileOf(k)
@@ -186,17 +184,6 @@ func (s *cdcState) index(first int) {
 	}
 }
 
-// entryOf maps each winner's position to its entry in tf.ints.
-func (tf *typedFold) entryOf() []int32 {
-	entryOf := make([]int32, tf.n)
-	for i := range tf.ints.entries {
-		if p := tf.ints.entries[i].pos; p != 0 {
-			entryOf[p-1] = int32(i)
-		}
-	}
-	return entryOf
-}
-
 // tieCount counts the ties the fold met, as reduceResult.tieCount does of finish's result.
 func (tf *typedFold) tieCount() tieCount {
 	var c tieCount
@@ -208,8 +195,8 @@ func (tf *typedFold) tieCount() tieCount {
 
 // foldColumnParts hands the winners of tf at positions pos (in that order) to
 // delta.Table.WriteFileFromColumns as rows of the target, in parts of at most keyRowsPart.
-func foldColumnParts(tf *typedFold, entryOf, pos []int32) func() (delta.ColumnPart, error) {
-	part := &foldColumns{tf: tf, entryOf: entryOf}
+func foldColumnParts(tf *typedFold, pos []int32) func() (delta.ColumnPart, error) {
+	part := &foldColumns{tf: tf}
 	return func() (delta.ColumnPart, error) {
 		n := min(len(pos), keyRowsPart)
 		part.pos, pos = pos[:n], pos[n:]
@@ -220,11 +207,10 @@ func foldColumnParts(tf *typedFold, entryOf, pos []int32) func() (delta.ColumnPa
 // foldColumns is rows of an SCD type 1 target, the winners of a typedFold at positions pos,
 // given column by column (delta.ColumnPart): a column's word is the one the fold keeps
 // (typedFold.setRow), which is the word delta.ColumnPart takes; the key's and the sequence's
-// are the entry's.
+// are the record's.
 type foldColumns struct {
-	tf      *typedFold
-	entryOf []int32
-	pos     []int32
+	tf  *typedFold
+	pos []int32
 }
 
 // Len is the number of rows.
@@ -233,30 +219,28 @@ func (p *foldColumns) Len() int { return len(p.pos) }
 // Column fills column j of rows [from, to) (delta.ColumnPart).
 func (p *foldColumns) Column(j, from, to int, nulls []bool, words []int64, strs []string) {
 	tf, pos := p.tf, p.pos[from:to]
-	switch wi := tf.wordAt[j]; wi {
-	case aliasKey:
-		for i, at := range pos {
-			words[i] = tf.ints.entries[p.entryOf[at]].key
+	wi := tf.wordAt[j]
+	at := func(i int) int { return int(tf.order[pos[i]]) * tf.stride }
+	switch {
+	case wi == aliasKey:
+		for i := range pos {
+			words[i] = tf.tab[at(i)+recKey]
 		}
-	case aliasSeq:
-		for i, at := range pos {
-			words[i] = tf.ints.entries[p.entryOf[at]].seq
+	case wi == aliasSeq:
+		for i := range pos {
+			words[i] = tf.tab[at(i)+recSeq]
 		}
 	default:
-		bit, sj := int64(1)<<j, tf.strAt[j]
-		for i, at := range pos {
-			rec := tf.words[int(at)*tf.stride : (int(at)+1)*tf.stride]
+		bit, isStr := int64(1)<<j, tf.strAt[j] >= 0
+		for i := range pos {
+			r := at(i)
 			switch {
-			case rec[len(rec)-1]&bit != 0:
+			case tf.tab[r+recNulls]&bit != 0:
 				nulls[i] = true
-			case sj >= 0:
-				if n := int(uint32(rec[tf.stored+sj])); n > 0 {
-					strs[i] = unsafe.String(&tf.arena[rec[wi]], n)
-				} else {
-					strs[i] = ""
-				}
+			case isStr:
+				strs[i] = tf.str(r, j)
 			default:
-				words[i] = rec[wi]
+				words[i] = tf.tab[r+wi]
 			}
 		}
 	}

@@ -2,7 +2,6 @@ package flows
 
 import (
 	"math"
-	"slices"
 	"sync"
 	"unsafe"
 
@@ -11,38 +10,52 @@ import (
 
 // typedFold is the fold of an SCD type 1 batch (see folder) when the key is one BIGINT, the
 // sequence one BIGINT and every target column a primitive (not STRUCT, ARRAY or MAP): the common
-// shape of a change feed. It decides exactly as folder does, but keeps the winners' values
-// unboxed, a winner's together in one record of stride words: a fixed-width value as an int64
-// word (float64 bits, 0/1), a string as its offset in arena (the word) and its slot (a word
-// after the columns' words: the length in the low 32 bits, the bytes reserved in the high 32),
-// then a word of NULL bits. Strings are copied into arena, so that the events' strings may share
+// shape of a change feed. It decides exactly as folder does, but keeps each key's winner unboxed
+// in one record of stride words in an open-addressing table keyed by the key: the key, the
+// sequence, the arrival and kind (meta), the NULL bits, then each stored column's words: a
+// fixed-width value as one int64 word (float64 bits, 0/1), a string as three: its length (low 32
+// bits) and the bytes reserved for it in arena (high 32; 0 when it is inline), then its bytes
+// inline in the next two words when it has at most inlineString bytes and has never needed
+// more, else its offset in arena. A string is copied, so that the events' strings may share
 // memory that is reused once they are folded (a view's input blocks). A winner's string that
-// fits the slot of the one it beats is written over it (a change feed's successive values of a
-// column are mostly of one length); a longer one takes a new slot at the end of arena, which is
-// compacted once abandoned slots outweigh the live ones. A
-// winner's key, sequence, arrival and kind stay in its intTable entry. An event then touches its
-// entry and, when it wins, one record and the end of arena, and allocates nothing; the winners
-// hold no pointers, so that the garbage collector has nothing to mark. finish boxes each key's
-// winner once, into the events of a reduceResult, as folder.finish returns them (their strings
-// windows of the final arena, which is never written again).
+// fits the arena slot of the one it beats is written over it (a change feed's successive values
+// of a column are mostly of one length); a longer one takes a new slot at the end of arena,
+// which is compacted once abandoned slots outweigh the live ones. An event then touches one
+// record (most change feeds' strings are short) and, now and then, the end of arena, and
+// allocates nothing; the records hold no pointers, so that the garbage collector has nothing
+// to mark. With a million keys nearly every event misses the cache: one miss an event, where a
+// table of entries beside the records made two or three. order lists each key's slot by
+// position (the order of its first event); finish boxes each key's winner once, into the events
+// of a reduceResult, as folder.finish returns them.
 type typedFold struct {
-	ints  *intTable // each key's position (plus one), sequence, arrival and kind
 	kinds []schema.Kind
-	// wordAt is, for each column, the index of its word in a record; aliasKey or aliasSeq for
-	// the column that holds the key or the sequence, which the winner's entry holds already.
+	// wordAt is, for each column, the index in a record of its first word; aliasKey or aliasSeq
+	// for the column that holds the key or the sequence, which the record holds already.
 	wordAt  []int
-	strAt   []int // for each column, its index among the string columns, or -1
-	stride  int   // words per winner: one per stored column, one per string column, the NULL bits
-	stored  int   // columns with a word of their own
-	strCols int
-	words   []int64
+	strAt   []int   // for each column, its index among the string columns, or -1
+	stride  int     // words per record
+	tab     []int64 // the records, a power of two of them; a record whose meta word is 0 is empty
+	shift   uint    // 64 - log2(records)
+	order   []int32 // per position: the record of the key
 	arena   []byte
 	live    int64 // the bytes of arena that winners' slots reserve
-	n       int   // positions in use
+	n       int   // keys (positions) in use
 	ties    int64
 	tieList []tie
 	sink    int64 // the loads addAll makes ahead of the fold, kept so that they are made
 }
+
+// The words at the start of a typedFold record.
+const (
+	recKey   = iota // the key
+	recSeq          // the winner's sequence
+	recMeta         // (arrival+1)<<1, | 1 for a delete; 0 for an empty record
+	recNulls        // bit c set: column c is NULL
+	recHead
+)
+
+// inlineString is the longest string a typedFold record holds in place of an arena offset.
+const inlineString = 16
 
 // arenaSlack is how many bytes of beaten winners' strings a typedFold's arena may hold beyond
 // as many as the live ones before it is compacted (a variable for tests).
@@ -59,13 +72,14 @@ const (
 
 // typedFoldFor returns a typedFold for a batch with these key, sequence and target schemas, or nil
 // when they are not of its shape. keyCol and seqCol are the target columns that hold the key and
-// the sequence (-1: none): their values are the entry's, not stored again.
+// the sequence (-1: none): their values are the record's key and sequence, not stored again.
 func typedFoldFor(keySch, seqSch, dataSch schema.Schema, keyCol, seqCol int) *typedFold {
 	if len(keySch.Fields) != 1 || keySch.Fields[0].Type.Kind != schema.Long ||
 		len(seqSch.Fields) != 1 || seqSch.Fields[0].Type.Kind != schema.Long || len(dataSch.Fields) > maxTypedColumns {
 		return nil
 	}
-	tf := &typedFold{ints: newIntTable(0)}
+	tf := &typedFold{}
+	strCols := 0
 	for _, f := range dataSch.Fields {
 		switch f.Type.Kind {
 		case schema.Long, schema.Integer, schema.Double, schema.Boolean, schema.DecimalKind, schema.DateKind, schema.TimestampKind:
@@ -74,27 +88,83 @@ func typedFoldFor(keySch, seqSch, dataSch schema.Schema, keyCol, seqCol int) *ty
 			}
 			tf.strAt = append(tf.strAt, -1)
 		case schema.String:
-			tf.strAt = append(tf.strAt, tf.strCols)
-			tf.strCols++
+			tf.strAt = append(tf.strAt, strCols)
+			strCols++
 		default:
 			return nil
 		}
 		tf.kinds = append(tf.kinds, f.Type.Kind)
 	}
+	tf.stride = recHead
 	for c := range tf.kinds {
-		switch c {
-		case keyCol:
+		switch {
+		case c == keyCol:
 			tf.wordAt = append(tf.wordAt, aliasKey)
-		case seqCol:
+		case c == seqCol:
 			tf.wordAt = append(tf.wordAt, aliasSeq)
 		default:
-			tf.wordAt = append(tf.wordAt, tf.stored)
-			tf.stored++
+			tf.wordAt = append(tf.wordAt, tf.stride)
+			if tf.strAt[c] >= 0 {
+				tf.stride += 3
+			} else {
+				tf.stride++
+			}
 		}
 	}
-	tf.stride = tf.stored + tf.strCols + 1
+	tf.resize(1024)
 	return tf
 }
+
+// resize makes room for size records (a power of two), moving those in use.
+func (tf *typedFold) resize(size int) {
+	bits := uint(0)
+	for 1<<bits < size {
+		bits++
+	}
+	old := tf.tab
+	tf.tab, tf.shift = make([]int64, (1<<bits)*tf.stride), 64-bits
+	// By position, a group at a time: the old records' loads first, so that their misses
+	// overlap.
+	const group = 16
+	for start := 0; start < tf.n; start += group {
+		end := min(start+group, tf.n)
+		var sink int64
+		for at := start; at < end; at++ {
+			sink += old[int(tf.order[at])*tf.stride]
+		}
+		tf.sink += sink
+		for at := start; at < end; at++ {
+			from := int(tf.order[at]) * tf.stride
+			to := tf.find(old[from+recKey])
+			copy(tf.tab[to:to+tf.stride], old[from:from+tf.stride])
+			tf.order[at] = int32(to / tf.stride)
+		}
+	}
+}
+
+// find returns the index in tab of the record of key k, or of the empty record where it goes.
+func (tf *typedFold) find(k int64) int {
+	mask := uint64(len(tf.tab)/tf.stride - 1)
+	for i := (uint64(k) * 0x9E3779B97F4A7C15) >> tf.shift; ; i = (i + 1) & mask {
+		r := int(i) * tf.stride
+		if tf.tab[r+recMeta] == 0 || tf.tab[r+recKey] == k {
+			return r
+		}
+	}
+}
+
+// meta is a record's meta word for an event of this arrival and kind.
+func meta(arrival int, del bool) int64 {
+	m := int64(arrival+1) << 1
+	if del {
+		m |= 1
+	}
+	return m
+}
+
+// arrivalOf and deleted read a meta word.
+func arrivalOf(m int64) int { return int(m>>1) - 1 }
+func deleted(m int64) bool  { return m&1 != 0 }
 
 // word returns the int64 word a fixed-width value of kind is kept as.
 func word(kind schema.Kind, v any) int64 {
@@ -140,78 +210,86 @@ func value(kind schema.Kind, w int64, slab *boxSlab) any {
 	return nil
 }
 
-// get returns column c of the winner at position at, whose entry is e, boxed in slab (nil: the
-// ordinary way; nil for NULL). A string is a window of the arena.
-func (tf *typedFold) get(at, c int, e *intEntry, slab *boxSlab) any {
-	switch tf.wordAt[c] {
-	case aliasKey:
-		return slab.int64(e.key)
-	case aliasSeq:
-		return slab.int64(e.seq)
+// str returns string column c (not NULL) of the record at r: a window of the record (inline)
+// or of the arena.
+func (tf *typedFold) str(r, c int) string {
+	w := r + tf.wordAt[c]
+	slot := tf.tab[w]
+	n := int(uint32(slot))
+	switch {
+	case n == 0:
+		return ""
+	case slot>>32 == 0:
+		return unsafe.String((*byte)(unsafe.Pointer(&tf.tab[w+1])), n)
 	}
-	rec := tf.words[at*tf.stride : (at+1)*tf.stride]
-	if rec[len(rec)-1]&(1<<c) != 0 {
-		return nil
-	}
-	w := rec[tf.wordAt[c]]
-	if j := tf.strAt[c]; j >= 0 {
-		n := int(uint32(rec[tf.stored+j]))
-		if n == 0 {
-			return ""
-		}
-		return slab.string(unsafe.String(&tf.arena[w], n))
-	}
-	return value(tf.kinds[c], w, slab)
+	return unsafe.String(&tf.arena[tf.tab[w+1]], n)
 }
 
-// sameRow says whether the winner at position at holds the values of row (schema.Equal each).
-func (tf *typedFold) sameRow(at int, e *intEntry, row []any) bool {
+// get returns column c of the record at r, boxed in slab (nil: the ordinary way; nil for NULL).
+// A string is a window of the record or of the arena.
+func (tf *typedFold) get(r, c int, slab *boxSlab) any {
+	switch wi := tf.wordAt[c]; {
+	case wi == aliasKey:
+		return slab.int64(tf.tab[r+recKey])
+	case wi == aliasSeq:
+		return slab.int64(tf.tab[r+recSeq])
+	case tf.tab[r+recNulls]&(1<<c) != 0:
+		return nil
+	case tf.strAt[c] >= 0:
+		return slab.string(tf.str(r, c))
+	default:
+		return value(tf.kinds[c], tf.tab[r+wi], slab)
+	}
+}
+
+// sameRow says whether the record at r holds the values of row (schema.Equal each).
+func (tf *typedFold) sameRow(r int, row []any) bool {
 	for c := range tf.kinds {
-		if !schema.Equal(tf.get(at, c, e, nil), row[c]) {
+		if !schema.Equal(tf.get(r, c, nil), row[c]) {
 			return false
 		}
 	}
 	return true
 }
 
-// setRow stores row as the winner at position at (at == tf.n: a new position).
-func (tf *typedFold) setRow(at int, row []any) {
-	if at == tf.n {
-		tf.words = slices.Grow(tf.words, tf.stride)[:len(tf.words)+tf.stride]
-	} else if len(tf.arena) > 2*int(tf.live)+arenaSlack {
+// setRow stores row in the record at r (a new key's: its column words all zero).
+func (tf *typedFold) setRow(r int, row []any) {
+	if len(tf.arena) > 2*int(tf.live)+arenaSlack {
 		tf.compact()
 	}
-	rec := tf.words[at*tf.stride : (at+1)*tf.stride]
-	slots := rec[tf.stored : tf.stored+tf.strCols] // all zero for a new position
+	rec := tf.tab[r : r+tf.stride]
 	var nulls int64
 	for c, v := range row {
-		j, wi := tf.strAt[c], tf.wordAt[c]
+		wi := tf.wordAt[c]
 		switch {
 		case wi < 0:
-			// the key or the sequence: the entry's
+			// the key or the sequence: the record's own
 		case v == nil:
 			nulls |= 1 << c
-			if j >= 0 {
-				slots[j] &^= math.MaxUint32 // the slot is kept for a string to come
+			if tf.strAt[c] >= 0 {
+				rec[wi] &^= math.MaxUint32 // an arena slot is kept for a string to come
 			}
-		case j >= 0:
+		case tf.strAt[c] >= 0:
 			str := v.(string)
-			room := int(slots[j] >> 32)
-			if len(str) > room {
-				tf.live -= int64(room) // abandoned
+			room := int(rec[wi] >> 32)
+			switch {
+			case room == 0 && len(str) <= inlineString:
+				copy(unsafe.Slice((*byte)(unsafe.Pointer(&rec[wi+1])), 2*8), str)
+				rec[wi] = int64(len(str))
+				continue
+			case len(str) > room:
+				tf.live -= int64(room) // abandoned (none when inline)
 				room = slotSize(len(str))
-				rec[wi] = int64(tf.reserve(room))
+				rec[wi+1] = int64(tf.reserve(room))
 				tf.live += int64(room)
 			}
-			if len(str) > 0 { // an empty string's offset may be stale: it reserves nothing
-				copy(tf.arena[rec[wi]:], str)
-			}
-			slots[j] = int64(room)<<32 | int64(len(str))
+			copy(tf.arena[rec[wi+1]:], str)
+			rec[wi] = int64(room)<<32 | int64(len(str))
 		default:
 			rec[wi] = word(tf.kinds[c], v)
 		}
 	}
-	rec[len(rec)-1] = nulls
+	rec[recNulls] = nulls
 }
 
 // slotSize is the bytes reserved in an arena for a string of n bytes: n rounded up to a multiple
@@ -231,26 +309,27 @@ func (tf *typedFold) reserve(n int) int {
 	return off
 }
 
-// compact copies the winners' strings into a new arena, each into a slot of its size, leaving
-// out the abandoned slots and the empty slots of NULLs.
+// compact copies the winners' arena strings into a new arena, each into a slot of its size,
+// leaving out the abandoned slots and the empty slots of NULLs.
 func (tf *typedFold) compact() {
 	// Room for the strings to come until the next compaction, so that growing does not move it.
 	arena := make([]byte, 0, max(0, 2*tf.live+int64(arenaSlack))+4096)
 	var live int64
-	nk := tf.stored
-	for at := range tf.n {
-		rec := tf.words[at*tf.stride : (at+1)*tf.stride]
+	for _, slot := range tf.order {
+		rec := tf.tab[int(slot)*tf.stride:][:tf.stride]
 		for c, j := range tf.strAt {
-			if j < 0 {
-				continue
+			wi := tf.wordAt[c]
+			if j < 0 || wi < 0 || rec[wi]>>32 == 0 {
+				continue // not a string kept in the arena
 			}
-			n := int(uint32(rec[nk+j]))
+			n := int(uint32(rec[wi]))
 			if n == 0 {
-				rec[nk+j] = 0
+				// NULL or empty: the slot goes; an empty string is held inline
+				rec[wi] = 0
 				continue
 			}
-			off, room := rec[tf.wordAt[c]], slotSize(n)
-			rec[tf.wordAt[c]], rec[nk+j] = int64(len(arena)), int64(room)<<32|int64(n)
+			off, room := rec[wi+1], slotSize(n)
+			rec[wi], rec[wi+1] = int64(room)<<32|int64(n), int64(len(arena))
 			arena = append(arena, tf.arena[off:off+int64(n)]...)
 			arena = append(arena, make([]byte, room-n)...)
 			live += int64(room)
@@ -269,51 +348,48 @@ func (tf *typedFold) add(ev *event) {
 	if !ok1 || !ok2 {
 		return
 	}
-	e := tf.ints.find(k)
-	if e.pos == 0 {
-		tf.ints.insert(intEntry{key: k, seq: s, arrival: ev.arrival, pos: int32(tf.n + 1), delete: ev.delete})
-		tf.setRow(tf.n, ev.row)
-		tf.n++
+	r := tf.find(k)
+	rec := tf.tab[r : r+tf.stride]
+	if rec[recMeta] == 0 {
+		rec[recKey], rec[recSeq], rec[recMeta] = k, s, meta(ev.arrival, ev.delete)
+		tf.setRow(r, ev.row)
+		tf.order = append(tf.order, int32(r/tf.stride))
+		if tf.n++; 2*tf.n > len(tf.tab)/tf.stride {
+			tf.resize(2 * len(tf.tab) / tf.stride)
+		}
 		return
 	}
-	if s < e.seq {
+	if s < rec[recSeq] {
 		return
 	}
-	at := int(e.pos - 1)
-	if s == e.seq {
-		if e.delete != ev.delete || (!ev.delete && !tf.sameRow(at, e, ev.row)) {
+	if s == rec[recSeq] {
+		del, arr := deleted(rec[recMeta]), arrivalOf(rec[recMeta])
+		if del != ev.delete || (!ev.delete && !tf.sameRow(r, ev.row)) {
 			tf.ties++
 			kv := []any{k, s}
-			tf.tieList = append(tf.tieList, tie{key: kv[0:1:1], seq: kv[1:2:2], arrival: ev.arrival, other: e.arrival, rule: inBatchRule(ev.delete, e.delete)})
+			tf.tieList = append(tf.tieList, tie{key: kv[0:1:1], seq: kv[1:2:2], arrival: ev.arrival, other: arr, rule: inBatchRule(ev.delete, del)})
 		}
-		if !winsTie(ev.delete, ev.arrival, e.delete, e.arrival) {
+		if !winsTie(ev.delete, ev.arrival, del, arr) {
 			return
 		}
 	}
-	e.seq, e.arrival, e.delete = s, ev.arrival, ev.delete
-	tf.setRow(at, ev.row)
+	rec[recSeq], rec[recMeta] = s, meta(ev.arrival, ev.delete)
+	tf.setRow(r, ev.row)
 }
 
-// addAll folds evs, in order, as add does one at a time. With a million keys nearly every entry
-// and winner an event touches misses the cache; addAll first looks up the entries of a group of
-// events, then their winners' records, each a load independent of the others, so that the misses
-// of a group overlap, and then folds the group with the lines in cache.
+// addAll folds evs, in order, as add does one at a time. With a million keys nearly every
+// record an event touches misses the cache; addAll first loads the first record each event of a
+// group may touch, each load independent of the others, so that the misses of a group overlap,
+// and then folds the group with the lines in cache.
 func (tf *typedFold) addAll(evs []event) {
 	const group = 32
 	for start := 0; start < len(evs); start += group {
 		g := evs[start:min(start+group, len(evs))]
-		entries, shift := tf.ints.entries, tf.ints.shift
+		tab, shift, stride := tf.tab, tf.shift, tf.stride
 		var sink int64
 		for i := range g {
 			if k, ok := g[i].key[0].(int64); ok {
-				sink += entries[(uint64(k)*0x9E3779B97F4A7C15)>>shift].key
-			}
-		}
-		for i := range g {
-			if k, ok := g[i].key[0].(int64); ok {
-				if e := tf.ints.find(k); e.pos != 0 {
-					sink += tf.words[int(e.pos-1)*tf.stride]
-				}
+				sink += tab[int((uint64(k)*0x9E3779B97F4A7C15)>>shift)*stride]
 			}
 		}
 		tf.sink += sink
@@ -325,7 +401,8 @@ func (tf *typedFold) addAll(evs []event) {
 
 // finish returns the winners as folder.finish does: keys in order of first arrival (their
 // encodings windows of one string, and no index until reduceResult.keyIndex builds one), each
-// winner an event with its key, sequence and row boxed once.
+// winner an event with its key, sequence and row boxed once. Strings held inline are copied out,
+// so that the table can go.
 func (tf *typedFold) finish() reduceResult {
 	if len(tf.arena) > int(tf.live)+int(tf.live)/4 {
 		tf.compact()
@@ -337,26 +414,30 @@ func (tf *typedFold) finish() reduceResult {
 	kv := make([]any, 2*n)
 	rows := make([]any, n*w)
 	// The winners are boxed, and their keys encoded, on rewriteWorkers() goroutines, each over
-	// its own part of the positions (a winner's slots are its own). Going by position, not by
-	// table entry, each part writes its events, rows and slabs in order and reads the records
-	// and the arena in order: only the entry is a jump (entryOf maps a position to it).
-	// Each part boxes into a boxSlab of its own: a few allocations, not one a value.
-	entryOf := make([]int32, n)
-	for i := range tf.ints.entries {
-		if p := tf.ints.entries[i].pos; p != 0 {
-			entryOf[p-1] = int32(i)
-		}
-	}
+	// its own part of the positions: each part writes its events, rows and slabs in order; only
+	// the record is a jump. Each part boxes into a boxSlab of its own (a few allocations, not
+	// one a value), and copies the inline strings into memory of its own.
 	inParts(n, func(lo, hi int) {
 		slab := newBoxSlab(1<<16, 1<<14)
+		var strs []byte
 		for at := lo; at < hi; at++ {
-			e := &tf.ints.entries[entryOf[at]]
-			kv[2*at], kv[2*at+1] = slab.int64(e.key), slab.int64(e.seq)
+			r := int(tf.order[at]) * tf.stride
+			m := tf.tab[r+recMeta]
+			kv[2*at], kv[2*at+1] = slab.int64(tf.tab[r+recKey]), slab.int64(tf.tab[r+recSeq])
 			row := rows[at*w : (at+1)*w : (at+1)*w]
 			for c := range row {
-				row[c] = tf.get(at, c, e, slab)
+				if wi := tf.wordAt[c]; wi >= 0 && tf.strAt[c] >= 0 && tf.tab[r+recNulls]&(1<<c) == 0 && tf.tab[r+wi]>>32 == 0 {
+					str := tf.str(r, c)
+					if cap(strs)-len(strs) < len(str) {
+						strs = make([]byte, 0, 1<<16)
+					}
+					strs = append(strs, str...)
+					row[c] = slab.string(unsafe.String(unsafe.SliceData(strs[len(strs)-len(str):]), len(str)))
+					continue
+				}
+				row[c] = tf.get(r, c, slab)
 			}
-			evs[at] = event{key: kv[2*at : 2*at+1 : 2*at+1], seq: kv[2*at+1 : 2*at+2 : 2*at+2], row: row, delete: e.delete, arrival: e.arrival}
+			evs[at] = event{key: kv[2*at : 2*at+1 : 2*at+1], seq: kv[2*at+1 : 2*at+2 : 2*at+2], row: row, delete: deleted(m), arrival: arrivalOf(m)}
 		}
 	})
 	inParts(n, func(lo, hi int) {
@@ -372,7 +453,7 @@ func (tf *typedFold) finish() reduceResult {
 			res.order[lo+i], start = keys[start:end], end
 		}
 	})
-	tf.ints, tf.words, tf.arena = nil, nil, nil
+	tf.tab, tf.order, tf.arena = nil, nil, nil
 	return res
 }
 

@@ -175,11 +175,12 @@ func TestFoldGroupsPanic(t *testing.T) {
 	}
 }
 
-// TestTypedFoldStringSlots follows one arena through the cases of a string slot, compacting
-// before every write to a known key (arenaSlack far below zero): a longer string takes a new
-// slot, a shorter one is written over its slot, a NULL keeps its slot until a compaction drops
-// it, and an empty string after that reserves nothing at the dropped slot's old offset, which
-// lies beyond the compacted arena.
+// TestTypedFoldStringSlots follows one record's strings through the cases of inline and arena
+// storage, compacting before every write to a known key (arenaSlack far below zero): a short
+// string is held inline, a string longer than inlineString takes an arena slot, a longer one
+// than its slot a new slot, a shorter one is written over its slot, a NULL keeps its slot until
+// a compaction drops it, and after that an empty or short string is held inline again, at a
+// record whose old arena offset lies beyond the compacted arena.
 func TestTypedFoldStringSlots(t *testing.T) {
 	saved := arenaSlack
 	arenaSlack = -1 << 20
@@ -195,14 +196,15 @@ func TestTypedFoldStringSlots(t *testing.T) {
 		key, seq int64
 		s        any
 	}{
-		{1, 1, strings.Repeat("a", 16)}, // slot of 16 at 0
-		{2, 1, strings.Repeat("b", 8)},  // slot of 8 at 16
-		{1, 2, strings.Repeat("a", 24)}, // longer: a new slot at the end (24)
-		{2, 2, nil},                     // NULL: its slot (at 24 once compacted) is kept
+		{1, 1, strings.Repeat("a", 16)}, // inline
+		{2, 1, strings.Repeat("b", 17)}, // too long to be inline: a slot of 24 at 0
+		{1, 2, strings.Repeat("a", 24)}, // a slot of 24 at 24
+		{2, 2, strings.Repeat("b", 40)}, // longer than its slot: a new one at the end (48)
+		{2, 3, nil},                     // NULL: its slot (at 24 once compacted) is kept
 		{1, 3, "a"},                     // fits: written over; the compaction dropped key 2's slot
-		{2, 3, ""},                      // empty, at key 2's old offset beyond the arena: no write
-		{2, 4, "bb"},                    // a new slot
-		{1, 5, "c"},                     // over key 1's slot
+		{2, 4, ""},                      // empty: inline, its old offset beyond the arena
+		{2, 5, "bb"},                    // inline
+		{1, 5, "c"},                     // over key 1's slot, which it keeps
 	}
 	want := map[int64]any{}
 	for i, st := range steps {
