@@ -28,10 +28,12 @@ var (
 
 // applySCD1Fresh is applySCD1 for a batch that freshSCD1 accepts, folded into b.typed: every
 // winner is new to the target, so each upsert is an insert and each delete a tombstone only
-// (decide). It writes what applySCD1 writes of the same batch (the same rows, in the same order
-// and files, the same CDC state, commit and metrics) without boxing a winner: the data files
-// are written from the fold's records (delta.Table.WriteFileFromColumns) while the state is
-// built from its entries and saved, the file names chosen first so that both can go at once.
+// (decide). It writes what applySCD1 writes of the same batch (the same rows, as many files, the
+// same CDC state, commit and metrics) without boxing a winner: the data files are written from
+// the fold's records (delta.Table.WriteFileFromColumns) while the state is built from them and
+// saved, the file names chosen first so that both can go at once. The rows and the state's keys
+// come in the order of the fold's table, read from start to end, rather than in order of first
+// arrival, which only changes the order of the rows in the files.
 func applySCD1Fresh(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, error) {
 	tf := b.typed
 	b.typed = nil
@@ -46,12 +48,16 @@ func applySCD1Fresh(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metri
 	m.Ties = ties.n
 	reportTies(env, d, b, ties)
 
-	// The winners by position (order of first arrival, as reduceResult.order has them) and the
-	// positions of the upserts, the rows to write.
+	// The winners' records in the order of the table (read from start to end, not at random
+	// as by position), and those of the upserts, the rows to write.
+	recs := make([]int32, 0, tf.n)
 	ins := make([]int32, 0, tf.n)
-	for at, slot := range tf.order {
-		if !deleted(tf.tab[int(slot)*tf.stride+recMeta]) {
-			ins = append(ins, int32(at))
+	for r := 0; r < len(tf.tab); r += tf.stride {
+		if m := tf.tab[r+recMeta]; m != 0 {
+			recs = append(recs, int32(r/tf.stride))
+			if !deleted(m) {
+				ins = append(ins, int32(r/tf.stride))
+			}
 		}
 	}
 	// The files as writeRows cuts the rows, named first.
@@ -86,7 +92,7 @@ func applySCD1Fresh(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metri
 		}
 		f := 0
 		first := len(state.slots)
-		changed := state.recordFresh(tf, nowMs, func(k int) int32 {
+		changed := state.recordFresh(tf, recs, nowMs, func(k int) int32 {
 			for _, end := bounds(f); k >= end; _, end = bounds(f) {
 				f++
 			}
@@ -127,20 +133,20 @@ func applySCD1Fresh(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metri
 }
 
 // recordFresh records the winners of tf, a batch of keys the state does not hold (freshSCD1), as
-// recordChanges records their changes (insertRow, tombstoneOnly), in order of position: an
-// upsert's key with its sequence and data file (fileOf(k) for the k-th upsert, k counted from 0
-// in position order), a delete's as a tombstone of commit time nowMs. It returns the slots, the
-// i-th that of position i. The keys are not put in the hash table: index does that, and until it
-// has, only what reads the slots (save) may use the state.
-func (s *cdcState) recordFresh(tf *typedFold, nowMs int64, fileOf func(k int) int32) []int {
+// recordChanges records their changes (insertRow, tombstoneOnly), in the order of recs (tf's
+// records of every key): an upsert's key with its sequence and data file (fileOf(k) for the k-th
+// upsert of recs, k counted from 0), a delete's as a tombstone of commit time nowMs. It returns
+// the slots, the i-th that of recs[i]. The keys are not put in the hash table: index does that,
+// and until it has, only what reads the slots (save) may use the state.
+func (s *cdcState) recordFresh(tf *typedFold, recs []int32, nowMs int64, fileOf func(k int) int32) []int {
 	changed := make([]int, tf.n)
 	s.grow(len(s.slots) + tf.n) // room in the table for index
 	// About 3 bytes of key and 4 of sequence each: the arena and the slots grown once.
 	s.arena = append(make([]byte, 0, len(s.arena)+12*tf.n), s.arena...)
 	s.slots = append(make([]cdcSlot, 0, len(s.slots)+tf.n), s.slots...)
 	k := 0 // upserts so far
-	for at, slot := range tf.order {
-		rec := tf.tab[int(slot)*tf.stride:][:recHead]
+	for i, at := range recs {
+		rec := tf.tab[int(at)*tf.stride:][:recHead]
 		off := uint64(len(s.arena))
 		s.arena = appendLong(s.arena, rec[recKey])
 		kl := uint64(len(s.arena)) - off
@@ -152,7 +158,7 @@ func (s *cdcState) recordFresh(tf *typedFold, nowMs int64, fileOf func(k int) in
 			sl.file = fileOf(k)
 			k++
 		}
-		changed[at] = len(s.slots)
+		changed[i] = len(s.slots)
 		s.slots = append(s.slots, sl)
 	}
 	return changed
@@ -193,46 +199,46 @@ func (tf *typedFold) tieCount() tieCount {
 	return c
 }
 
-// foldColumnParts hands the winners of tf at positions pos (in that order) to
+// foldColumnParts hands the winners of tf in its records recs (in that order) to
 // delta.Table.WriteFileFromColumns as rows of the target, in parts of at most keyRowsPart.
-func foldColumnParts(tf *typedFold, pos []int32) func() (delta.ColumnPart, error) {
+func foldColumnParts(tf *typedFold, recs []int32) func() (delta.ColumnPart, error) {
 	part := &foldColumns{tf: tf}
 	return func() (delta.ColumnPart, error) {
-		n := min(len(pos), keyRowsPart)
-		part.pos, pos = pos[:n], pos[n:]
+		n := min(len(recs), keyRowsPart)
+		part.recs, recs = recs[:n], recs[n:]
 		return part, nil
 	}
 }
 
-// foldColumns is rows of an SCD type 1 target, the winners of a typedFold at positions pos,
+// foldColumns is rows of an SCD type 1 target, the winners of a typedFold in its records recs,
 // given column by column (delta.ColumnPart): a column's word is the one the fold keeps
 // (typedFold.setRow), which is the word delta.ColumnPart takes; the key's and the sequence's
 // are the record's.
 type foldColumns struct {
-	tf  *typedFold
-	pos []int32
+	tf   *typedFold
+	recs []int32
 }
 
 // Len is the number of rows.
-func (p *foldColumns) Len() int { return len(p.pos) }
+func (p *foldColumns) Len() int { return len(p.recs) }
 
 // Column fills column j of rows [from, to) (delta.ColumnPart).
 func (p *foldColumns) Column(j, from, to int, nulls []bool, words []int64, strs []string) {
-	tf, pos := p.tf, p.pos[from:to]
+	tf, recs := p.tf, p.recs[from:to]
 	wi := tf.wordAt[j]
-	at := func(i int) int { return int(tf.order[pos[i]]) * tf.stride }
+	at := func(i int) int { return int(recs[i]) * tf.stride }
 	switch {
 	case wi == aliasKey:
-		for i := range pos {
+		for i := range recs {
 			words[i] = tf.tab[at(i)+recKey]
 		}
 	case wi == aliasSeq:
-		for i := range pos {
+		for i := range recs {
 			words[i] = tf.tab[at(i)+recSeq]
 		}
 	default:
 		bit, isStr := int64(1)<<j, tf.strAt[j] >= 0
-		for i := range pos {
+		for i := range recs {
 			r := at(i)
 			switch {
 			case tf.tab[r+recNulls]&bit != 0:
