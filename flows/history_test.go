@@ -2,6 +2,7 @@ package flows
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -207,6 +208,42 @@ func TestCutBetweenKeys(t *testing.T) {
 	} {
 		if got := fmt.Sprint(cutBetweenKeys(tc.sizes, tc.limit)); got != tc.want {
 			t.Errorf("cutBetweenKeys(%v, %d) = %s, want %s", tc.sizes, tc.limit, got, tc.want)
+		}
+	}
+}
+
+// TestCutEvenly: n runs of about equal rows, cut between keys at the first boundary at or past
+// each share, with no short run of leftovers at the end (500,000 rows of keys of 10 rows cut in
+// two: 250,000 each, where a greedy cut to 250,000 gave 249,990, 249,990 and 20); a key larger
+// than a share makes fewer runs; keys without rows at a cut go with the run after.
+func TestCutEvenly(t *testing.T) {
+	tens := make([]int, 50_000)
+	for i := range tens {
+		tens[i] = 10
+	}
+	if got := fmt.Sprint(cutEvenly(tens, 2)); got != "[[0 25000] [25000 50000]]" {
+		t.Errorf("cutEvenly(50,000 × 10, 2) = %s", got)
+	}
+	odd := append(slices.Clone(tens[:49_999]), 9) // 499,999 rows
+	if got := fmt.Sprint(cutEvenly(odd, 2)); got != "[[0 25000] [25000 50000]]" {
+		t.Errorf("cutEvenly(49,999 × 10 + 9, 2) = %s", got)
+	}
+	for _, tc := range []struct {
+		sizes []int
+		n     int
+		want  string
+	}{
+		{nil, 2, "[]"},
+		{[]int{3, 3, 3}, 1, "[[0 3]]"},
+		{[]int{3, 3, 3, 3}, 2, "[[0 2] [2 4]]"},
+		{[]int{3, 3, 3, 3}, 3, "[[0 2] [2 3] [3 4]]"},
+		{[]int{1, 20, 1, 1}, 3, "[[0 2] [2 4]]"},
+		{[]int{20, 1, 1}, 2, "[[0 1] [1 3]]"},
+		{[]int{4, 0, 0, 4}, 2, "[[0 1] [1 4]]"},
+		{[]int{0, 0, 5}, 2, "[[0 3]]"},
+	} {
+		if got := fmt.Sprint(cutEvenly(tc.sizes, tc.n)); got != tc.want {
+			t.Errorf("cutEvenly(%v, %d) = %s, want %s", tc.sizes, tc.n, got, tc.want)
 		}
 	}
 }

@@ -30,6 +30,36 @@ func cutBetweenKeys(sizes []int, limit int) [][2]int {
 	return out
 }
 
+// cutEvenly splits keys with sizes rows each (in order) into n runs of about equal rows, cut
+// only between keys: run j ends at the first key boundary at or past j/n of the rows, so that no
+// run is more than one key's rows (less one) over its share, and there is no short last run of
+// what the runs before left over (a greedy cut to a limit leaves one). Empty runs are left out;
+// it returns each run's [start, end) in sizes.
+func cutEvenly(sizes []int, n int) [][2]int {
+	total := 0
+	for _, sz := range sizes {
+		total += sz
+	}
+	var out [][2]int
+	start, sum, j := 0, 0, 1
+	for i, sz := range sizes {
+		sum += sz
+		if j < n && sum*n >= j*total {
+			if sum > 0 && i+1 > start {
+				out = append(out, [2]int{start, i + 1})
+				start = i + 1
+			}
+			for j < n && sum*n >= j*total {
+				j++
+			}
+		}
+	}
+	if start < len(sizes) {
+		out = append(out, [2]int{start, len(sizes)})
+	}
+	return out
+}
+
 // rowKeep says which rows of a changed key its file keeps when rewritten: all of them, or those
 // whose __START_AT is before before (none when before is nil).
 type rowKeep struct {

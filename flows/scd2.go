@@ -564,8 +564,9 @@ type keyFile struct {
 // files of about targetFileRows rows, cut between keys, so that a key's versions stay together
 // in the one file the state names for it, and records that file in the state of each key with
 // rows (before the file is written: writeKeyRows writes it). As writeRows does, rows enough for
-// two files of parallelFileRows or more are cut into as many files as there are rewrite workers,
-// written at once. Runs without rows make no file.
+// two files of parallelFileRows or more are cut into as many files as there are rewrite workers
+// (or more, of about targetFileRows each), written at once, of about equal rows (cutEvenly).
+// Runs without rows make no file.
 func planKeyRows(kvs []changedKey, fresh []int) []keyFile {
 	sizes := make([]int, len(fresh))
 	total := 0
@@ -573,13 +574,12 @@ func planKeyRows(kvs []changedKey, fresh []int) []keyFile {
 		sizes[j] = kvs[i].rowCount()
 		total += sizes[j]
 	}
-	limit := targetFileRows
+	parts := cutBetweenKeys(sizes, targetFileRows)
 	if total >= 2*parallelFileRows {
-		n := max((total+targetFileRows-1)/targetFileRows, min(rewriteWorkers(), total/parallelFileRows))
-		limit = (total + n - 1) / n
+		parts = cutEvenly(sizes, max((total+targetFileRows-1)/targetFileRows, min(rewriteWorkers(), total/parallelFileRows)))
 	}
 	var plan []keyFile
-	for _, part := range cutBetweenKeys(sizes, limit) {
+	for _, part := range parts {
 		f := keyFile{keys: fresh[part[0]:part[1]], name: delta.NewDataFileName()}
 		for _, i := range f.keys {
 			if n := kvs[i].rowCount(); n > 0 {
