@@ -1091,8 +1091,9 @@ type batchFiles struct {
 	// that only inserts them need not make its change rows (see insertsOnly).
 	inserted [][][]any
 	// freshInserts are more change rows, each an insert, whose rows only the added data files
-	// hold (an SCD type 2 target's first batch folded in columns, histColumns): a batch with
-	// them must be insertsOnly, and changes cannot list them.
+	// hold (a first batch written from columns: an SCD type 2 target's, histColumns, or an SCD
+	// type 1 target's, applySCD1Fresh): a batch with them must be insertsOnly, and changes
+	// cannot list them.
 	freshInserts int64
 	// cdcWritten, when set, returns the change data file of the batch written already (beside
 	// its data files), and finishBatch writes none.

@@ -88,9 +88,11 @@ func randomHistEvents(r *rand.Rand, n, keys, seqs int, spread int64) [][]any {
 }
 
 // histOutcome is what a batch did to the target, as comparable text: the table's rows and the
-// whole change data feed (sorted), the metrics and the WARNs.
+// whole change data feed (sorted), the metrics and the WARNs, and, where a test compares it, the
+// CDC state.
 type histOutcome struct {
 	rows, changes, metrics, warns string
+	state                         string
 }
 
 // runHistBatches applies each batch to a new pipeline with the columnar first batch on or off,

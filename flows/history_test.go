@@ -213,37 +213,64 @@ func TestCutBetweenKeys(t *testing.T) {
 }
 
 // TestCutEvenly: n runs of about equal rows, cut between keys at the first boundary at or past
-// each share, with no short run of leftovers at the end (500,000 rows of keys of 10 rows cut in
-// two: 250,000 each, where a greedy cut to 250,000 gave 249,990, 249,990 and 20); a key larger
-// than a share makes fewer runs; keys without rows at a cut go with the run after.
+// each share, with no short run of leftovers at the end (keys of 3 rows cut in two, where a
+// greedy cut to half the rows leaves a last run of one key), never more than limit rows in a run
+// unless one key has more (then it ends before the key that would pass the limit, and a share
+// ending inside that key is not cut again right after it), and keys without rows at a cut going
+// with the run after.
 func TestCutEvenly(t *testing.T) {
 	tens := make([]int, 50_000)
 	for i := range tens {
 		tens[i] = 10
 	}
-	if got := fmt.Sprint(cutEvenly(tens, 2)); got != "[[0 25000] [25000 50000]]" {
+	if got := fmt.Sprint(cutEvenly(tens, 2, 1_000_000)); got != "[[0 25000] [25000 50000]]" {
 		t.Errorf("cutEvenly(50,000 × 10, 2) = %s", got)
 	}
 	odd := append(slices.Clone(tens[:49_999]), 9) // 499,999 rows
-	if got := fmt.Sprint(cutEvenly(odd, 2)); got != "[[0 25000] [25000 50000]]" {
+	if got := fmt.Sprint(cutEvenly(odd, 2, 1_000_000)); got != "[[0 25000] [25000 50000]]" {
 		t.Errorf("cutEvenly(49,999 × 10 + 9, 2) = %s", got)
 	}
+	threes := []int{3, 3, 3, 3, 3}
+	if greedy, even := fmt.Sprint(cutBetweenKeys(threes, 8)), fmt.Sprint(cutEvenly(threes, 2, 100)); greedy != "[[0 2] [2 4] [4 5]]" || even != "[[0 3] [3 5]]" {
+		t.Errorf("keys of 3 rows in two: greedy to 8 %s, evenly %s", greedy, even)
+	}
+	// 2,000,000 rows in keys of 3 cannot go in two runs of at most 1,000,000: the limit cuts.
+	many := make([]int, 666_667)
+	for i := range many {
+		many[i] = 3
+	}
+	many[len(many)-1] = 2
+	got := cutEvenly(many, 2, 1_000_000)
+	for _, run := range got {
+		rows := 0
+		for _, sz := range many[run[0]:run[1]] {
+			rows += sz
+		}
+		if rows > 1_000_000 {
+			t.Errorf("cutEvenly(666,666 × 3 + 2, 2, 1,000,000): a run of %d rows: %v", rows, got)
+		}
+	}
+	if fmt.Sprint(got) != "[[0 333333] [333333 666666] [666666 666667]]" {
+		t.Errorf("cutEvenly(666,666 × 3 + 2, 2, 1,000,000) = %v", got)
+	}
 	for _, tc := range []struct {
-		sizes []int
-		n     int
-		want  string
+		sizes    []int
+		n, limit int
+		want     string
 	}{
-		{nil, 2, "[]"},
-		{[]int{3, 3, 3}, 1, "[[0 3]]"},
-		{[]int{3, 3, 3, 3}, 2, "[[0 2] [2 4]]"},
-		{[]int{3, 3, 3, 3}, 3, "[[0 2] [2 3] [3 4]]"},
-		{[]int{1, 20, 1, 1}, 3, "[[0 2] [2 4]]"},
-		{[]int{20, 1, 1}, 2, "[[0 1] [1 3]]"},
-		{[]int{4, 0, 0, 4}, 2, "[[0 1] [1 4]]"},
-		{[]int{0, 0, 5}, 2, "[[0 3]]"},
+		{nil, 2, 10, "[]"},
+		{[]int{3, 3, 3}, 1, 10, "[[0 3]]"},
+		{[]int{3, 3, 3, 3}, 2, 10, "[[0 2] [2 4]]"},
+		{[]int{3, 3, 3, 3}, 3, 10, "[[0 2] [2 3] [3 4]]"},
+		{[]int{1, 20, 1, 1}, 3, 100, "[[0 2] [2 4]]"},
+		{[]int{1, 20, 1, 1}, 3, 10, "[[0 1] [1 2] [2 4]]"},
+		{[]int{20, 1, 1}, 2, 100, "[[0 1] [1 3]]"},
+		{[]int{4, 0, 0, 4}, 2, 10, "[[0 1] [1 4]]"},
+		{[]int{0, 0, 5}, 2, 10, "[[0 3]]"},
+		{[]int{999_990, 5_000, 995_010}, 2, 1_000_000, "[[0 1] [1 2] [2 3]]"},
 	} {
-		if got := fmt.Sprint(cutEvenly(tc.sizes, tc.n)); got != tc.want {
-			t.Errorf("cutEvenly(%v, %d) = %s, want %s", tc.sizes, tc.n, got, tc.want)
+		if got := fmt.Sprint(cutEvenly(tc.sizes, tc.n, tc.limit)); got != tc.want {
+			t.Errorf("cutEvenly(%v, %d, %d) = %s, want %s", tc.sizes, tc.n, tc.limit, got, tc.want)
 		}
 	}
 }

@@ -31,27 +31,35 @@ func cutBetweenKeys(sizes []int, limit int) [][2]int {
 }
 
 // cutEvenly splits keys with sizes rows each (in order) into n runs of about equal rows, cut
-// only between keys: run j ends at the first key boundary at or past j/n of the rows, so that no
-// run is more than one key's rows (less one) over its share, and there is no short last run of
-// what the runs before left over (a greedy cut to a limit leaves one). Empty runs are left out;
-// it returns each run's [start, end) in sizes.
-func cutEvenly(sizes []int, n int) [][2]int {
+// only between keys: run j ends at the first key boundary at or past j/n of the rows, so that
+// there is no short last run of what the runs before left over (as a greedy cut to a limit
+// leaves), unless a run would then hold more than limit rows: it ends before that key instead
+// (a key of more than limit rows is a run of its own), and a share that ends inside that key
+// counts as reached. It returns each run's [start, end) in sizes; a run may hold only keys
+// without rows (planKeyRows makes no file of it).
+func cutEvenly(sizes []int, n, limit int) [][2]int {
 	total := 0
 	for _, sz := range sizes {
 		total += sz
 	}
 	var out [][2]int
-	start, sum, j := 0, 0, 1
+	start, run, sum, j := 0, 0, 0, 1
+	reach := func(rows int) { // j is the next share to reach
+		for j < n && rows*n >= j*total {
+			j++
+		}
+	}
 	for i, sz := range sizes {
-		sum += sz
-		if j < n && sum*n >= j*total {
-			if sum > 0 && i+1 > start {
-				out = append(out, [2]int{start, i + 1})
-				start = i + 1
-			}
-			for j < n && sum*n >= j*total {
-				j++
-			}
+		if run > 0 && run+sz > limit {
+			out = append(out, [2]int{start, i})
+			start, run = i, 0
+			reach(sum + sz)
+		}
+		sum, run = sum+sz, run+sz
+		if run > 0 && j < n && sum*n >= j*total {
+			out = append(out, [2]int{start, i + 1})
+			start, run = i+1, 0
+			reach(sum)
 		}
 	}
 	if start < len(sizes) {

@@ -1,6 +1,7 @@
 package flows
 
 import (
+	"cmp"
 	"fmt"
 	"hash/maphash"
 	"strconv"
@@ -28,12 +29,12 @@ var (
 
 // applySCD1Fresh is applySCD1 for a batch that freshSCD1 accepts, folded into b.typed: every
 // winner is new to the target, so each upsert is an insert and each delete a tombstone only
-// (decide). It writes what applySCD1 writes of the same batch (the same rows, as many files, the
-// same CDC state, commit and metrics) without boxing a winner: the data files are written from
-// the fold's records (delta.Table.WriteFileFromColumns) while the state is built from them and
-// saved, the file names chosen first so that both can go at once. The rows and the state's keys
-// come in the order of the fold's table, read from start to end, rather than in order of first
-// arrival, which only changes the order of the rows in the files.
+// (decide). It writes what applySCD1 writes of the same batch (the same rows in the same files,
+// in order of each key's first event, the same CDC state, commit and metrics) without boxing a
+// winner: the data files are written from the fold's records (delta.Table.WriteFileFromColumns)
+// while the state is built from them and saved, the file names chosen first so that both can go
+// at once. The state's keys are recorded in the order of the fold's table, read from start to
+// end rather than at random, which only changes the order of its slots.
 func applySCD1Fresh(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metrics, error) {
 	tf := b.typed
 	b.typed = nil
@@ -48,19 +49,15 @@ func applySCD1Fresh(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metri
 	m.Ties = ties.n
 	reportTies(env, d, b, ties)
 
-	// The winners' records in the order of the table (read from start to end, not at random
-	// as by position), and those of the upserts, the rows to write.
-	recs := make([]int32, 0, tf.n)
+	// The rows to write: the upserts' records in order of first arrival, as writeRows gets
+	// them from decide (so that a batch landing in key order makes files of key ranges).
 	ins := make([]int32, 0, tf.n)
-	for r := 0; r < len(tf.tab); r += tf.stride {
-		if m := tf.tab[r+recMeta]; m != 0 {
-			recs = append(recs, int32(r/tf.stride))
-			if !deleted(m) {
-				ins = append(ins, int32(r/tf.stride))
-			}
+	for _, rec := range tf.order {
+		if !deleted(tf.tab[int(rec)*tf.stride+recMeta]) {
+			ins = append(ins, rec)
 		}
 	}
-	// The files as writeRows cuts the rows, named first.
+	// The files as writeRows cuts the rows, named first, and each upsert's file by record.
 	nf := (len(ins) + targetFileRows - 1) / targetFileRows
 	if len(ins) >= 2*parallelFileRows {
 		nf = max(nf, min(rewriteWorkers(), len(ins)/parallelFileRows))
@@ -70,6 +67,16 @@ func applySCD1Fresh(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metri
 		names[i] = delta.NewDataFileName()
 	}
 	bounds := func(i int) (int, int) { return i * len(ins) / nf, (i + 1) * len(ins) / nf }
+	var fileOfRec []int32 // per record of the table: its file among names (upserts only)
+	if nf > 1 {
+		fileOfRec = make([]int32, len(tf.tab)/tf.stride)
+		for i := range nf {
+			start, end := bounds(i)
+			for _, rec := range ins[start:end] {
+				fileOfRec[rec] = int32(i)
+			}
+		}
+	}
 
 	type saved struct {
 		id      string
@@ -80,33 +87,49 @@ func applySCD1Fresh(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metri
 	done := make(chan saved, 1)
 	go func() {
 		var sv saved
+		var indexed chan struct{} // closed once index is done; nil until it starts
+		var indexErr error
 		defer func() {
 			if r := recover(); r != nil {
 				sv.err = fmt.Errorf("recording the CDC state of %s: %v", d.Name, r)
 			}
+			if indexed != nil {
+				<-indexed
+				sv.err = cmp.Or(sv.err, indexErr)
+			}
 			done <- sv
 		}()
-		fileOf := make([]int32, nf)
+		ids := make([]int32, nf)
 		for i, name := range names {
-			fileOf[i] = state.fileID(delta.EscapePath(name))
+			ids[i] = state.fileID(delta.EscapePath(name))
 		}
-		f := 0
 		first := len(state.slots)
-		changed := state.recordFresh(tf, recs, nowMs, func(k int) int32 {
-			for _, end := bounds(f); k >= end; _, end = bounds(f) {
-				f++
+		changed := state.recordFresh(tf, nowMs, func(rec int32) int32 {
+			if fileOfRec == nil {
+				return ids[0]
 			}
-			return fileOf[f]
+			return ids[fileOfRec[rec]]
 		})
 		// The keys go in the hash table (for the state this process keeps for its next batch)
-		// while the state is saved, which reads only the slots and the arena.
-		indexed := make(chan struct{})
+		// while the state is saved, which reads only the slots, the arena and the file paths:
+		// a fresh state's arena holds only live keys, so save does not compact it (the one
+		// thing that would move the slots; were it to, the table would be filled first).
+		if state.needsCompact() {
+			state.index(first)
+			sv.id, sv.segs, sv.renames, sv.err = state.save(changed)
+			return
+		}
+		indexed = make(chan struct{})
 		go func() {
 			defer close(indexed)
+			defer func() {
+				if r := recover(); r != nil {
+					indexErr = fmt.Errorf("indexing the CDC state of %s: %v", d.Name, r)
+				}
+			}()
 			state.index(first)
 		}()
 		sv.id, sv.segs, sv.renames, sv.err = state.save(changed)
-		<-indexed
 	}()
 	adds, werr := eachIndex(nf, func(i int) (delta.Add, error) {
 		start, end := bounds(i)
@@ -133,20 +156,21 @@ func applySCD1Fresh(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metri
 }
 
 // recordFresh records the winners of tf, a batch of keys the state does not hold (freshSCD1), as
-// recordChanges records their changes (insertRow, tombstoneOnly), in the order of recs (tf's
-// records of every key): an upsert's key with its sequence and data file (fileOf(k) for the k-th
-// upsert of recs, k counted from 0), a delete's as a tombstone of commit time nowMs. It returns
-// the slots, the i-th that of recs[i]. The keys are not put in the hash table: index does that,
-// and until it has, only what reads the slots (save) may use the state.
-func (s *cdcState) recordFresh(tf *typedFold, recs []int32, nowMs int64, fileOf func(k int) int32) []int {
-	changed := make([]int, tf.n)
+// recordChanges records their changes (insertRow, tombstoneOnly), in the order of tf's table: an
+// upsert's key with its sequence and data file (fileOf of its record), a delete's as a tombstone
+// of commit time nowMs. It returns the slots it filled. The keys are not put in the hash table:
+// index does that, and until it has, only what reads the slots (save) may use the state.
+func (s *cdcState) recordFresh(tf *typedFold, nowMs int64, fileOf func(rec int32) int32) []int {
+	changed := make([]int, 0, tf.n)
 	s.grow(len(s.slots) + tf.n) // room in the table for index
 	// About 3 bytes of key and 4 of sequence each: the arena and the slots grown once.
 	s.arena = append(make([]byte, 0, len(s.arena)+12*tf.n), s.arena...)
 	s.slots = append(make([]cdcSlot, 0, len(s.slots)+tf.n), s.slots...)
-	k := 0 // upserts so far
-	for i, at := range recs {
-		rec := tf.tab[int(at)*tf.stride:][:recHead]
+	for r := 0; r < len(tf.tab); r += tf.stride {
+		rec := tf.tab[r:][:recHead]
+		if rec[recMeta] == 0 {
+			continue
+		}
 		off := uint64(len(s.arena))
 		s.arena = appendLong(s.arena, rec[recKey])
 		kl := uint64(len(s.arena)) - off
@@ -155,10 +179,9 @@ func (s *cdcState) recordFresh(tf *typedFold, recs []int32, nowMs int64, fileOf 
 		if deleted(rec[recMeta]) {
 			sl.deleted, sl.deletedAt = true, nowMs
 		} else {
-			sl.file = fileOf(k)
-			k++
+			sl.file = fileOf(int32(r / tf.stride))
 		}
-		changed[i] = len(s.slots)
+		changed = append(changed, len(s.slots))
 		s.slots = append(s.slots, sl)
 	}
 	return changed

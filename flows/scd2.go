@@ -565,7 +565,7 @@ type keyFile struct {
 // in the one file the state names for it, and records that file in the state of each key with
 // rows (before the file is written: writeKeyRows writes it). As writeRows does, rows enough for
 // two files of parallelFileRows or more are cut into as many files as there are rewrite workers
-// (or more, of about targetFileRows each), written at once, of about equal rows (cutEvenly).
+// (or more, of at most targetFileRows each), written at once, of about equal rows (cutEvenly).
 // Runs without rows make no file.
 func planKeyRows(kvs []changedKey, fresh []int) []keyFile {
 	sizes := make([]int, len(fresh))
@@ -576,7 +576,7 @@ func planKeyRows(kvs []changedKey, fresh []int) []keyFile {
 	}
 	parts := cutBetweenKeys(sizes, targetFileRows)
 	if total >= 2*parallelFileRows {
-		parts = cutEvenly(sizes, max((total+targetFileRows-1)/targetFileRows, min(rewriteWorkers(), total/parallelFileRows)))
+		parts = cutEvenly(sizes, max((total+targetFileRows-1)/targetFileRows, min(rewriteWorkers(), total/parallelFileRows)), targetFileRows)
 	}
 	var plan []keyFile
 	for _, part := range parts {

@@ -14,17 +14,17 @@ import (
 // in one record of stride words in an open-addressing table keyed by the key: the key, the
 // sequence, the arrival and kind (meta), the NULL bits, then each stored column's words: a
 // fixed-width value as one int64 word (float64 bits, 0/1), a string as three: its length (low 32
-// bits) and the bytes reserved for it in arena (high 32; 0 when it is inline), then its bytes
-// inline in the next two words when it has at most inlineString bytes and has never needed
-// more, else its offset in arena. A string is copied, so that the events' strings may share
-// memory that is reused once they are folded (a view's input blocks). A winner's string that
-// fits the arena slot of the one it beats is written over it (a change feed's successive values
-// of a column are mostly of one length); a longer one takes a new slot at the end of arena,
-// which is compacted once abandoned slots outweigh the live ones. An event then touches one
-// record (most change feeds' strings are short) and, now and then, the end of arena, and
-// allocates nothing; the records hold no pointers, so that the garbage collector has nothing
-// to mark. With a million keys nearly every event misses the cache: one miss an event, where a
-// table of entries beside the records made two or three. order lists each key's slot by
+// bits) and the bytes reserved for it in arena (high 32), then, when nothing is reserved, its
+// bytes in the next two words (at most inlineString of them), else its offset in arena. A
+// string is held inline until its column's record needs an arena slot (a longer string), and
+// again once a compaction drops that slot (after a NULL or an empty string). Strings are
+// copied, so that the events' strings may share memory that is reused once they are folded (a
+// view's input blocks). A winner's string that fits the arena slot of the one it beats is
+// written over it (a change feed's successive values of a column are mostly of one length); a
+// longer one takes a new slot at the end of arena, which is compacted once abandoned slots
+// outweigh the live ones. An event then touches one record (one cache miss, with a million
+// keys) and, now and then, the end of arena, and allocates nothing; the records hold no
+// pointers, so that the garbage collector has nothing to mark. order lists each key's record by
 // position (the order of its first event); finish boxes each key's winner once, into the events
 // of a reduceResult, as folder.finish returns them.
 type typedFold struct {

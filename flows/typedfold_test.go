@@ -48,12 +48,13 @@ func TestTypedFoldMatchesFolder(t *testing.T) {
 			case schema.Integer:
 				return int32(x)
 			case schema.String:
-				// Lengths 0 to 16: a winner's string fits the slot of the one it beats, or
-				// needs a new one; an empty string reserves none.
+				// Lengths 0 to 32: a string of up to 16 bytes is held inline until its column
+				// needs an arena slot; a longer one fits the slot of the one it beats, or needs
+				// a new one; an empty string reserves none.
 				if r.IntN(10) == 0 {
 					return blockText(buf[:0])
 				}
-				n := copy(buf, fmt.Sprintf("s%d-%s", x, strings.Repeat("y", int(r.Int64N(14)))))
+				n := copy(buf, fmt.Sprintf("s%d-%s", x, strings.Repeat("y", int(r.Int64N(30)))))
 				return blockText(buf[:n])
 			case schema.Double:
 				if x == 2 {
@@ -87,12 +88,12 @@ func TestTypedFoldMatchesFolder(t *testing.T) {
 				tf.addAll(group)
 			}
 			for _, b := range bufs {
-				copy(b, "XXXXXXXXXXXXXXXX")
+				copy(b, strings.Repeat("X", len(b)))
 			}
 			group, bufs = group[:0], bufs[:0]
 		}
 		for i := range events {
-			buf := make([]byte, 16)
+			buf := make([]byte, 32)
 			k, s := r.Int64N(keys), r.Int64N(40)
 			ev := event{key: []any{k}, seq: []any{s}, delete: r.IntN(5) == 0, arrival: i, row: make([]any, len(kinds))}
 			for c, kind := range kinds {
