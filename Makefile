@@ -27,11 +27,12 @@ deltacheck:
 # target's writes (data files, state, change data file, row locator), that run on several
 # goroutines, the row groups a fold gives back to the reader's pool from its own goroutine, and
 # the Parquet writer's two stages (rows or columns converted while the batch before is encoded),
-# and the ingest by column (blocks parsed on workers, written from a goroutine of their own while
-# the next are read), run again under the race detector.
+# the ingest by column (blocks parsed on workers, written from a goroutine of their own while
+# the next are read), and the first SCD type 1 batch written from its fold (data files, state and
+# its hash table at once), run again under the race detector.
 test: deltacheck
 	DELTACHECK=$$( [ -d $(SHARED)/tools/deltacheck ] && [ -x $(DELTACHECK) ] && echo $(DELTACHECK) ) $(GO) test -count=1 ./...
-	$(GO) test -race -count=1 -run 'TestHistoryKeyWorkersEquivalence|TestKeyWorkers|TestKeyRanges|TestRelaxGC|TestViewOverFiles|TestHistoryMergeOnRead|TestPooledRowGroupsFold|TestHistColumnsEquivalence|TestIngestByColumnsEquivalence' ./flows
+	$(GO) test -race -count=1 -run 'TestHistoryKeyWorkersEquivalence|TestKeyWorkers|TestKeyRanges|TestRelaxGC|TestViewOverFiles|TestHistoryMergeOnRead|TestPooledRowGroupsFold|TestHistColumnsEquivalence|TestIngestByColumnsEquivalence|TestSCD1FreshEquivalence' ./flows
 	$(GO) test -race -count=1 -run 'TestFileRowGroupsPooled|TestWriteFileFrom|TestDataWriterWriteColumns' ./delta
 	@if [ -f $(SHARED)/cases/run_cases.py ] && [ -d $(SHARED)/tools/deltacheck ] && [ -x $(DELTACHECK) ]; then \
 		$(GO) build -o bin/pipeline ./cmd/pipeline && \
