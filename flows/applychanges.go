@@ -983,15 +983,23 @@ func commitApply(d *spec.Dataset, b *changeBatch, removes []delta.Remove, adds [
 	return tx.Commit("MERGE", map[string]any{"predicate": fmt.Sprintf("APPLY CHANGES keys %v sequence_by %v stored_as_scd_type %d", ac.Keys, ac.SequenceBy, ac.StoredAsSCDType)})
 }
 
+// fileCount is how many data files an APPLY CHANGES commit writes rows new rows into: enough
+// for at most targetFileRows each, and, for at least 2 × parallelFileRows rows, at least
+// rewriteWorkers() (of parallelFileRows or more each), written at the same time. 0 for none.
+func fileCount(rows int) int {
+	n := (rows + targetFileRows - 1) / targetFileRows
+	if rows >= 2*parallelFileRows {
+		n = max(n, min(rewriteWorkers(), rows/parallelFileRows))
+	}
+	return n
+}
+
 // writeRows writes out in data files of at most targetFileRows rows and calls placed for every
 // row with the path of the file that holds it. A batch of at least 2 × parallelFileRows rows is
 // cut into at least rewriteWorkers() files, written at the same time (each file's encoding and
 // compression is one goroutine's work); placed is called from the calling goroutine, in row order.
 func writeRows(t *delta.Table, s schema.Schema, out [][]any, placed func(row []any, path string)) ([]delta.Add, error) {
-	n := (len(out) + targetFileRows - 1) / targetFileRows
-	if len(out) >= 2*parallelFileRows {
-		n = max(n, min(rewriteWorkers(), len(out)/parallelFileRows))
-	}
+	n := fileCount(len(out))
 	bounds := func(i int) (int, int) { return i * len(out) / n, (i + 1) * len(out) / n }
 	adds, err := eachIndex(n, func(i int) (delta.Add, error) {
 		start, end := bounds(i)

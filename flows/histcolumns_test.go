@@ -15,6 +15,7 @@ import (
 
 	"tributary/delta"
 	"tributary/schema"
+	"tributary/spec"
 )
 
 // histColumnsSpec is an SCD type 2 target of typedFoldFor's shape (one BIGINT key, one BIGINT
@@ -117,28 +118,35 @@ func runHistBatches(t *testing.T, spec string, batches [][][]any, columns bool) 
 		if _, kept := histCache.Load(StateDir(p.Storage, "items")); kept == (columns && i == 0) {
 			t.Fatalf("batch %d (columns %v): the state kept in memory: %v", i+1, columns, kept)
 		}
-		tb := delta.New(TableDir(p.Storage, "items"))
-		snap, err := tb.Snapshot(-1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows, err := tb.Rows(snap)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sch := snap.Metadata.Schema
-		cs, changes, err := tb.Changes(1, -1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, histOutcome{
-			rows:    histRowsText(sch, rows, ""),
-			changes: histRowsText(cs, changes, "_commit_timestamp"),
-			metrics: fmt.Sprintf("upserted %d deleted %d output %d ties %d", m.NumUpsertedRows, m.NumDeletedRows, m.NumOutputRows, m.Ties),
-			warns:   dataFileName.ReplaceAllString(rec.all(), "part-*"),
-		})
+		o, _ := readOutcome(t, p, m, rec)
+		out = append(out, o)
 	}
 	return out, histColumnFolds.Load() - before
+}
+
+// readOutcome is what the batch just applied to the target items of p did (m its metrics, rec
+// the events of the run so far), without the CDC state, and how many data files the table has.
+func readOutcome(t *testing.T, p *spec.Pipeline, m Metrics, rec *recorder) (histOutcome, int) {
+	t.Helper()
+	tb := delta.New(TableDir(p.Storage, "items"))
+	snap, err := tb.Snapshot(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tb.Rows(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, changes, err := tb.Changes(1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return histOutcome{
+		rows:    histRowsText(snap.Metadata.Schema, rows, ""),
+		changes: histRowsText(cs, changes, "_commit_timestamp"),
+		metrics: fmt.Sprintf("upserted %d deleted %d output %d ties %d", m.NumUpsertedRows, m.NumDeletedRows, m.NumOutputRows, m.Ties),
+		warns:   dataFileName.ReplaceAllString(rec.all(), "part-*"),
+	}, len(snap.Files)
 }
 
 // dataFileName matches the name of a data file (its uuid differs between two runs).

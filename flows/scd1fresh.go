@@ -58,10 +58,7 @@ func applySCD1Fresh(env *Env, d *spec.Dataset, b *changeBatch, m Metrics) (Metri
 		}
 	}
 	// The files as writeRows cuts the rows, named first, and each upsert's file by record.
-	nf := (len(ins) + targetFileRows - 1) / targetFileRows
-	if len(ins) >= 2*parallelFileRows {
-		nf = max(nf, min(rewriteWorkers(), len(ins)/parallelFileRows))
-	}
+	nf := fileCount(len(ins))
 	names := make([]string, nf)
 	for i := range names {
 		names[i] = delta.NewDataFileName()

@@ -117,26 +117,10 @@ func runSCD1Batches(t *testing.T, spec string, batches [][][]any, fresh, cached 
 		} else {
 			t.Fatalf("batch %d: no state kept in memory", i+1)
 		}
-		tb := delta.New(TableDir(p.Storage, "items"))
-		snap, err := tb.Snapshot(-1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows, err := tb.Rows(snap)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs, changes, err := tb.Changes(1, -1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, histOutcome{
-			rows:    histRowsText(snap.Metadata.Schema, rows, ""),
-			changes: histRowsText(cs, changes, "_commit_timestamp"),
-			metrics: fmt.Sprintf("upserted %d deleted %d output %d ties %d files %d", m.NumUpsertedRows, m.NumDeletedRows, m.NumOutputRows, m.Ties, len(snap.Files)),
-			warns:   dataFileName.ReplaceAllString(rec.all(), "part-*"),
-			state:   scd1StateText(t, p),
-		})
+		o, files := readOutcome(t, p, m, rec)
+		o.metrics += fmt.Sprintf(" files %d", files)
+		o.state = scd1StateText(t, p)
+		out = append(out, o)
 	}
 	return out, scd1FreshBatches.Load() - before
 }

@@ -576,7 +576,7 @@ func planKeyRows(kvs []changedKey, fresh []int) []keyFile {
 	}
 	parts := cutBetweenKeys(sizes, targetFileRows)
 	if total >= 2*parallelFileRows {
-		parts = cutEvenly(sizes, max((total+targetFileRows-1)/targetFileRows, min(rewriteWorkers(), total/parallelFileRows)), targetFileRows)
+		parts = cutEvenly(sizes, fileCount(total), targetFileRows)
 	}
 	var plan []keyFile
 	for _, part := range parts {
