@@ -18,34 +18,51 @@ import (
 // histColumns is the batch of an SCD type 2 target that has no history yet (its first batch, or
 // the first after a full refresh), when the key is one BIGINT, the sequence one BIGINT and every
 // target column a primitive (typedFoldFor's shape). readChangeBatch folds the batch into it as it
-// is read, on the folding goroutine: each event's key, sequence and kind, and its target columns
-// unboxed (a fixed-width value as an int64 word, as typedFold keeps it; a string copied into the
-// arena, its column holding where, lens its length; the NULL bits of an event in a byte, or a
-// word for more than 8 data columns), each column
-// in chunks of a fixed size, so that a column is never copied to grow. The events' memory is
-// then reused for the next group, and the batch takes about a tenth of the memory of its
-// events.
+// is read, on the folding goroutine: each event's key and kind in columns of their own (which
+// order sorts), and the rest in one record of stride words: its sequence, its NULL bits (bit c
+// for data column c), then each stored data column (not the key's or the sequence's) unboxed: a
+// fixed-width value as one int64 word, as typedFold keeps it, a string as three: its length,
+// then its bytes (up to inlineString of them) or where in the arena they are (a chunk, high 32
+// bits, and an offset in it). Records and columns are in chunks of a fixed size, so that nothing
+// is copied to grow. The events' memory is then reused for the next group, and the batch takes
+// about a tenth of the memory of its events. gather, which reads the events in key order and so
+// at random, then meets one record an event (one or two cache lines, short strings included)
+// rather than a column each.
 //
 // fold turns the columns into what keyWorker.run makes of a batch's new keys (every key is new):
 // the same histories, versions, rows, ties and state, by the same rules (mergeHistoryInto,
 // foldOnto, encodeHistEvents), computed from the events sorted by key, sequence and arrival
-// (order) and gathered in that order (histBatch). The keys come out in key order rather than in
-// order of first arrival, which only changes the order of the rows in the data files.
+// (order, then gather) and gathered in that order (histBatch). The keys come out in key order
+// rather than in order of first arrival, which only changes the order of the rows in the data
+// files.
 type histColumns struct {
-	kinds  []schema.Kind // the target's data columns
-	strAt  []int         // per data column: its index among the string columns, or -1
-	keyCol int           // the data column that holds the key (its values are keys), or -1
-	seqCol int           // the data column that holds the sequence, or -1
-	n      int           // events
-	keys   chunks[int64] // per event, in arrival order
-	seqs   chunks[int64]
-	dels   chunks[bool]
-	nulls  chunks[uint64]  // per event: bit c set when data column c is NULL (more than 8 columns)
-	nulls8 chunks[uint8]   // nulls, of 8 data columns or fewer
-	words  []chunks[int64] // per data column but the key's and the sequence's: the values' words
-	lens   []chunks[uint32]
-	arena  [][]byte // a string column's word is its chunk (high 32 bits) and offset in it
+	kinds  []schema.Kind
+	strAt  []int // per data column: its index among the string columns, or -1
+	keyCol int   // the data column that holds the key (its values are keys), or -1
+	seqCol int   // the data column that holds the sequence, or -1
+	// wordAt is, per data column, the index in a record of its first word, or -1 for the key's
+	// and the sequence's.
+	wordAt   []int
+	stride   int           // words per record
+	strCols  int           // string columns
+	n        int           // events
+	keys     chunks[int64] // per event, in arrival order
+	dels     chunks[bool]
+	recs     [][]int64    // per event, in arrival order, 1<<chunkBits records a chunk
+	arena    [][]byte     // the strings longer than inlineString
+	strBytes int          // the bytes of all the strings
+	sink     atomic.Int64 // the loads gather makes ahead, kept so that they are made
 }
+
+// gatherGroup is how many events' records gather loads ahead of copying them.
+const gatherGroup = 16
+
+// The words at the start of a histColumns record.
+const (
+	histSeq   = iota // the sequence
+	histNulls        // bit c set: data column c is NULL
+	histHead
+)
 
 // chunkBits sets the size of a histColumns chunk: 1<<chunkBits values.
 const chunkBits = 16
@@ -82,25 +99,45 @@ func histColumnsFor(keySch, seqSch, dataSch schema.Schema, keyCol, seqCol int) *
 	if histColumnsOff.Load() || typedFoldFor(keySch, seqSch, dataSch, keyCol, seqCol) == nil {
 		return nil
 	}
-	c := &histColumns{keyCol: keyCol, seqCol: seqCol, words: make([]chunks[int64], len(dataSch.Fields))}
-	strs := 0
-	for _, f := range dataSch.Fields {
+	c := &histColumns{keyCol: keyCol, seqCol: seqCol, stride: histHead}
+	for col, f := range dataSch.Fields {
 		c.kinds = append(c.kinds, f.Type.Kind)
 		at := -1
 		if f.Type.Kind == schema.String {
-			at, strs = strs, strs+1
+			at, c.strCols = c.strCols, c.strCols+1
 		}
 		c.strAt = append(c.strAt, at)
+		switch {
+		case !c.stored(col):
+			c.wordAt = append(c.wordAt, -1)
+		case at >= 0:
+			c.wordAt = append(c.wordAt, c.stride)
+			c.stride += 3
+		default:
+			c.wordAt = append(c.wordAt, c.stride)
+			c.stride++
+		}
 	}
-	c.lens = make([]chunks[uint32], strs)
 	return c
 }
 
-// narrow says whether the NULL bits of an event fit a byte (nulls8): 8 data columns or fewer.
+// narrow says whether the NULL bits of an event fit a byte (histBatch.nulls8): 8 data columns
+// or fewer.
 func (c *histColumns) narrow() bool { return len(c.kinds) <= 8 }
 
 // stored says whether data column col has words of its own (not the key's or the sequence's).
 func (c *histColumns) stored(col int) bool { return col != c.keyCol && col != c.seqCol }
+
+// rec returns the record of event e.
+func (c *histColumns) rec(e int32) []int64 {
+	at := int(e&(1<<chunkBits-1)) * c.stride
+	return c.recs[e>>chunkBits][at : at+c.stride : at+c.stride]
+}
+
+// inlineBytes returns the inlineString bytes of the two words at w.
+func inlineBytes(w *int64) *[inlineString]byte {
+	return (*[inlineString]byte)(unsafe.Pointer(w))
+}
 
 // addAll adds a group of events, which must come in arrival order: the i-th event added is
 // arrival i. A NULL key or sequence is kept as 0 (the batch fails on it before it is applied).
@@ -114,43 +151,45 @@ func (c *histColumns) addAll(evs []event) {
 		k, _ := ev.key[0].(int64)
 		s, _ := ev.seq[0].(int64)
 		c.keys.add(n, k)
-		c.seqs.add(n, s)
 		c.dels.add(n, ev.delete)
+		if n&(1<<chunkBits-1) == 0 {
+			c.recs = append(c.recs, make([]int64, (1<<chunkBits)*c.stride))
+		}
+		rec := c.rec(int32(n)) // zero: a chunk's records are written once
+		rec[histSeq] = s
 		var nulls uint64
 		for col, kind := range c.kinds {
-			if !c.stored(col) {
+			w := c.wordAt[col]
+			if w < 0 {
 				continue
 			}
 			var v any
 			if !ev.delete { // a delete keeps no values
 				v = ev.row[col]
 			}
-			at := c.strAt[col]
 			switch {
 			case v == nil:
 				nulls |= 1 << col
-				c.words[col].add(n, 0)
-				if at >= 0 {
-					c.lens[at].add(n, 0)
-				}
-			case at >= 0:
+			case c.strAt[col] >= 0:
 				str := v.(string)
-				c.words[col].add(n, c.place(str))
-				c.lens[at].add(n, uint32(len(str)))
+				rec[w] = int64(len(str))
+				c.strBytes += len(str)
+				if len(str) <= inlineString {
+					copy(inlineBytes(&rec[w+1])[:], str)
+				} else {
+					rec[w+1] = c.place(str)
+				}
 			default:
-				c.words[col].add(n, word(kind, v))
+				rec[w] = word(kind, v)
 			}
 		}
-		if c.narrow() {
-			c.nulls8.add(n, uint8(nulls))
-		} else {
-			c.nulls.add(n, nulls)
-		}
+		rec[histNulls] = int64(nulls)
 		c.n++
 	}
 }
 
-// place copies str into the arena and returns where it is (a string column's word).
+// place copies str into the arena and returns where it is (a chunk, high 32 bits, and an offset
+// in it).
 func (c *histColumns) place(str string) int64 {
 	last := len(c.arena) - 1
 	if last < 0 || cap(c.arena[last])-len(c.arena[last]) < len(str) {
@@ -167,29 +206,26 @@ func (c *histColumns) finish() reduceResult { return reduceResult{} }
 
 // release drops the columns (gathered by then), so that the collector can reuse their memory.
 func (c *histColumns) release() {
-	c.keys, c.seqs, c.dels, c.nulls, c.nulls8 = chunks[int64]{}, chunks[int64]{}, chunks[bool]{}, chunks[uint64]{}, chunks[uint8]{}
-	c.words, c.lens, c.arena = nil, nil, nil
+	c.keys, c.dels, c.recs, c.arena = chunks[int64]{}, chunks[bool]{}, nil, nil
 }
 
 // len is the number of events.
 func (c *histColumns) len() int { return c.n }
 
-// histSorted is the keys, sequences and delete flags of the events in the order order sorted
-// them to, read as it sorted them (the keys and delete flags from the radix sort's words, so
-// that gather reads none of them at random and each sequence once), the keys and sequences in
-// the sort's own two arrays where the keys span less than 2^32 (the collector, relaxed while a
-// batch is applied, gives no memory back in time; see relaxGC). All nil: gather reads them
-// itself.
+// histSorted is the keys and delete flags of the events in the order order sorted them to,
+// read as it sorted them (from the radix sort's words, so that gather reads none of them at
+// random), and room for their sequences, which gather reads with the rest of each event's
+// record: where the keys span less than 2^32, the keys and the room are the sort's own two arrays
+// (the collector, relaxed while a batch is applied, gives no memory back in time; see relaxGC).
+// All nil: gather reads the keys and delete flags itself.
 type histSorted struct {
 	keys, seqs []int64
 	dels       []bool
 }
 
 // order returns the positions of the events grouped by key, in key order, each key's events in
-// order of sequence and, at equal sequences, of arrival, and their keys, sequences and delete
-// flags in that order: a radix sort by key (stable: each key's events stay in arrival order),
-// then a sort by sequence of the keys whose events arrived out of it (few: a change feed mostly
-// arrives in sequence order).
+// order of arrival, and their keys and delete flags in that order: a radix sort by key (stable).
+// gather then puts each key's events in order of sequence (sortRuns).
 func (c *histColumns) order() (ord []int32, sorted histSorted) {
 	n := c.len()
 	if n == 0 {
@@ -228,9 +264,8 @@ func (c *histColumns) order() (ord []int32, sorted histSorted) {
 		}
 		keys, seqs = wordsOf(res), wordsOf(other)
 		for j, e := range res {
-			at := int32(uint32(e) & (1<<31 - 1))
-			ord[j], dels[j] = at, e>>31&1 != 0
-			keys[j], seqs[j] = int64(e>>32+uint64(lo)), c.seqs.at(at)
+			ord[j], dels[j] = int32(uint32(e)&(1<<31-1)), e>>31&1 != 0
+			keys[j] = int64(e>>32 + uint64(lo))
 		}
 	} else {
 		a, b := make([]keyAt, n), make([]keyAt, n)
@@ -258,29 +293,8 @@ func (c *histColumns) order() (ord []int32, sorted histSorted) {
 		keys, seqs = make([]int64, n), make([]int64, n)
 		for j, e := range a {
 			ord[j], dels[j] = e.at, c.dels.at(e.at)
-			keys[j], seqs[j] = int64(e.k+uint64(lo)), c.seqs.at(e.at)
+			keys[j] = int64(e.k + uint64(lo))
 		}
-	}
-	var pairs []histOrder
-	for from := 0; from < n; {
-		to := from + 1
-		inOrder := true
-		for to < n && keys[to] == keys[from] {
-			inOrder = inOrder && seqs[to] >= seqs[to-1]
-			to++
-		}
-		if !inOrder {
-			pairs = pairs[:0]
-			for j := from; j < to; j++ {
-				pairs = append(pairs, histOrder{seq: seqs[j], at: ord[j], del: dels[j]})
-			}
-			// Stable: a key's events at one sequence stay in arrival order.
-			slices.SortStableFunc(pairs, func(x, y histOrder) int { return cmp.Compare(x.seq, y.seq) })
-			for j, p := range pairs {
-				ord[from+j], seqs[from+j], dels[from+j] = p.at, p.seq, p.del
-			}
-		}
-		from = to
 	}
 	return ord, histSorted{keys: keys, seqs: seqs, dels: dels}
 }
@@ -329,12 +343,11 @@ type keyAt struct {
 	at int32
 }
 
-// histOrder is an event (its position), its sequence and delete flag, as order sorts a key's
-// events.
+// histOrder is an event (its position in a histBatch) and its sequence, as sortRuns sorts a
+// key's events.
 type histOrder struct {
 	seq int64
 	at  int32
-	del bool
 }
 
 // histBatch is events of a histColumns gathered in an order (gather), each column in one array:
@@ -357,67 +370,152 @@ type histBatch struct {
 	arr    []int32
 }
 
-// gather returns the events at positions ord, in that order: sorted's keys, sequences and
-// delete flags (order's, of the same events), or, when it has none, those it reads itself.
+// gather returns the events at positions ord, in that order, reading each event's record once:
+// with sorted's keys and delete flags (order's, of the same events: ord is then in key order,
+// and each key's events are put in order of sequence and, at equal sequences, of arrival, ord
+// included; see sortRuns), or, when it has none, those it reads itself (ord is left as it is).
 func (c *histColumns) gather(ord []int32, sorted histSorted) *histBatch {
 	n := len(ord)
 	s := &histBatch{kinds: c.kinds, strAt: c.strAt, keyCol: c.keyCol, seqCol: c.seqCol,
 		keys: sorted.keys, seqs: sorted.seqs, dels: sorted.dels,
-		words: make([][]int64, len(c.kinds)), lens: make([][]uint32, len(c.lens)), arr: ord}
-	if s.keys == nil {
+		words: make([][]int64, len(c.kinds)), lens: make([][]uint32, c.strCols), arr: ord}
+	byKey := s.keys != nil
+	if !byKey {
 		s.keys, s.seqs, s.dels = make([]int64, n), make([]int64, n), make([]bool, n)
 		for j, at := range ord {
-			s.keys[j], s.seqs[j] = c.keys.at(at), c.seqs.at(at)
-			s.dels[j] = c.dels.at(at)
+			s.keys[j], s.dels[j] = c.keys.at(at), c.dels.at(at)
 		}
 	}
-	if c.narrow() {
+	narrow := c.narrow()
+	if narrow {
 		s.nulls8 = make([]uint8, n)
-		for j, at := range ord {
-			s.nulls8[j] = c.nulls8.at(at)
-		}
 	} else {
 		s.nulls = make([]uint64, n)
-		for j, at := range ord {
-			s.nulls[j] = c.nulls.at(at)
-		}
 	}
-	bytes := 0
+	type stored struct {
+		w   int
+		out []int64
+		len []uint32 // a string column's
+	}
+	var cols []stored
 	for col := range c.kinds {
-		if !c.stored(col) {
-			continue
-		}
-		out := make([]int64, n)
-		if at := c.strAt[col]; at >= 0 {
-			sl := make([]uint32, n)
-			for j, e := range ord {
-				sl[j] = c.lens[at].at(e)
-				bytes += int(sl[j])
+		if w := c.wordAt[col]; w >= 0 {
+			s.words[col] = make([]int64, n)
+			st := stored{w: w, out: s.words[col]}
+			if at := c.strAt[col]; at >= 0 {
+				s.lens[at] = make([]uint32, n)
+				st.len = s.lens[at]
 			}
-			s.lens[at] = sl
-		} else {
-			for j, e := range ord {
-				out[j] = c.words[col].at(e)
-			}
+			cols = append(cols, st)
 		}
-		s.words[col] = out
 	}
-	if bytes > 0 {
-		s.arena = make([]byte, 0, bytes)
-		for col := range c.kinds {
-			at := c.strAt[col]
-			if !c.stored(col) || at < 0 {
+	if c.strBytes > 0 && c.n > 0 {
+		// This range's share of the strings, and some (append grows it when short).
+		s.arena = make([]byte, 0, int(int64(c.strBytes)*int64(n)/int64(c.n))*9/8+inlineString)
+	}
+	arena := s.arena
+	var sink int64
+	for j, e := range ord {
+		if j&(gatherGroup-1) == 0 {
+			// The next group's records loaded first, in a loop of nothing else, so that their
+			// cache misses overlap rather than come one an event.
+			for _, e := range ord[j:min(j+gatherGroup, n)] {
+				sink += c.recs[e>>chunkBits][int(e&(1<<chunkBits-1))*c.stride]
+			}
+		}
+		rec := c.rec(e)
+		s.seqs[j] = rec[histSeq]
+		if narrow {
+			s.nulls8[j] = uint8(rec[histNulls])
+		} else {
+			s.nulls[j] = uint64(rec[histNulls])
+		}
+		for _, st := range cols {
+			if st.len == nil {
+				st.out[j] = rec[st.w]
 				continue
 			}
-			out := s.words[col]
-			for j, e := range ord {
-				w, l := c.words[col].at(e), c.lens[at].at(e)
-				out[j] = int64(len(s.arena))
-				s.arena = append(s.arena, c.arena[w>>32][w&(1<<32-1):][:l]...)
+			l := int(rec[st.w])
+			st.len[j], st.out[j] = uint32(l), int64(len(arena))
+			switch {
+			case l > inlineString:
+				ref := rec[st.w+1]
+				arena = append(arena, c.arena[ref>>32][ref&(1<<32-1):][:l]...)
+			case cap(arena)-len(arena) >= inlineString:
+				// A fixed 16-byte copy, the bytes past l then cut off.
+				at := len(arena)
+				arena = arena[:at+inlineString]
+				*(*[inlineString]byte)(arena[at:]) = *inlineBytes(&rec[st.w+1])
+				arena = arena[:at+l]
+			default:
+				arena = append(arena, inlineBytes(&rec[st.w+1])[:l]...)
 			}
 		}
 	}
+	s.arena = arena
+	c.sink.Add(sink)
+	if byKey {
+		s.sortRuns()
+	}
 	return s
+}
+
+// sortRuns puts each key's events (a run of equal keys) in order of sequence, stably (at equal
+// sequences they stay in arrival order), moving every column and arr with them: few keys need
+// it, as a change feed mostly arrives in sequence order.
+func (s *histBatch) sortRuns() {
+	n := len(s.keys)
+	var pairs []histOrder
+	var ints []int64
+	for from := 0; from < n; {
+		to := from + 1
+		inOrder := true
+		for to < n && s.keys[to] == s.keys[from] {
+			inOrder = inOrder && s.seqs[to] >= s.seqs[to-1]
+			to++
+		}
+		if !inOrder {
+			pairs = pairs[:0]
+			for j := from; j < to; j++ {
+				pairs = append(pairs, histOrder{seq: s.seqs[j], at: int32(j)})
+			}
+			slices.SortStableFunc(pairs, func(x, y histOrder) int { return cmp.Compare(x.seq, y.seq) })
+			permuteRun(s.arr, from, pairs)
+			permuteRun(s.dels, from, pairs)
+			if s.nulls8 != nil {
+				permuteRun(s.nulls8, from, pairs)
+			} else {
+				permuteRun(s.nulls, from, pairs)
+			}
+			for col, w := range s.words {
+				if w == nil {
+					continue
+				}
+				ints = ints[:0]
+				for _, p := range pairs {
+					ints = append(ints, w[p.at])
+				}
+				copy(w[from:], ints)
+				if at := s.strAt[col]; at >= 0 {
+					permuteRun(s.lens[at], from, pairs)
+				}
+			}
+			for j, p := range pairs {
+				s.seqs[from+j] = p.seq
+			}
+		}
+		from = to
+	}
+}
+
+// permuteRun sets xs[from+j] to the value at pairs[j].at, for every j, as sortRuns orders a run.
+func permuteRun[T any](xs []T, from int, pairs []histOrder) {
+	var buf [32]T
+	tmp := buf[:0]
+	for _, p := range pairs {
+		tmp = append(tmp, xs[p.at])
+	}
+	copy(xs[from:], tmp)
 }
 
 // str returns data column col of event e, a string column, as a window of the arena.

@@ -54,7 +54,9 @@ func randomHistEvents(r *rand.Rand, n, keys, seqs int, spread int64) [][]any {
 		return vals[r.IntN(len(vals))]
 	}
 	values := func() []any {
-		return []any{pick("a", "b", "", "ccc-long-name", longName),
+		// Strings of 16 and 17 bytes: the longest a histColumns record holds inline, and the
+		// shortest it puts in its arena.
+		return []any{pick("a", "b", "", "ccc-long-name", "sixteen-bytes-16", "seventeen-bytes17", longName),
 			pick(schema.Decimal(100), schema.Decimal(-250)), pick(0.0, math.Copysign(0, -1), 1.5),
 			pick(int32(7), int32(-7)), pick(true, false), pick(schema.Date(19000), schema.Date(-3)),
 			pick(schema.Timestamp(1_700_000_000_000_000), schema.Timestamp(0))}
