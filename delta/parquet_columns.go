@@ -83,7 +83,8 @@ type columnBatch struct {
 
 // convertColumns fills b with the values of rows [from, to) of part, folding them into the
 // column statistics, as convert does for the same rows boxed; base is the position of row from
-// in what writeColumns writes (for errors).
+// in what writeColumns writes (for errors). Each column's values are written in place (a loop
+// per kind, the levels set inline), not appended one call a value.
 func (w *rowGroupWriter) convertColumns(b *valueBatch, part ColumnPart, cb *columnBatch, from, to, base int) error {
 	n := to - from
 	if cap(cb.nulls) < n {
@@ -95,64 +96,117 @@ func (w *rowGroupWriter) convertColumns(b *valueBatch, part ColumnPart, cb *colu
 		clear(nulls)
 		part.Column(j, from, to, nulls, words, strs)
 		buf := b.cols[j][:0]
+		if cap(buf) < n {
+			buf = make([]parquet.Value, 0, n)
+		}
+		buf = buf[:n]
+		b.cols[j] = buf
+		// A NULL's definition level is 0, as NullValue's.
 		for i := range n {
 			if nulls[i] {
 				st.nulls++
-				buf = appendLeveled(buf, parquet.NullValue(), 0, 0, j)
-				continue
+				buf[i] = parquet.NullValue()
+				buf[i].SetColumnIndex(j)
 			}
-			var pv parquet.Value
-			x := words[i]
-			switch t.Kind {
-			case schema.Long:
-				st.int(x)
-				pv = parquet.Int64Value(x)
-			case schema.Integer:
-				if lo, hi := t.IntRange(); x < lo || x > hi {
+		}
+		switch t.Kind {
+		case schema.Long, schema.TimestampKind:
+			for i, x := range words {
+				if !nulls[i] {
+					st.int(x)
+					buf[i] = parquet.Int64Value(x)
+					buf[i].SetDefinitionLevel(1)
+					buf[i].SetColumnIndex(j)
+				}
+			}
+		case schema.Integer:
+			lo, hi := t.IntRange()
+			for i, x := range words {
+				if nulls[i] {
+					continue
+				}
+				if x < lo || x > hi {
 					return &columnError{col: j, row: base + i, err: fmt.Errorf("%d does not fit %s", x, t.DDL())}
 				}
 				st.int(x)
-				pv = parquet.Int32Value(int32(x))
-			case schema.String:
-				s := strs[i]
-				if t.Storage != schema.StorageBinary {
+				buf[i] = parquet.Int32Value(int32(x))
+				buf[i].SetDefinitionLevel(1)
+				buf[i].SetColumnIndex(j)
+			}
+		case schema.String:
+			binary := t.Storage == schema.StorageBinary
+			for i, s := range strs {
+				if nulls[i] {
+					continue
+				}
+				if !binary {
 					st.str(s)
 				}
 				// The writer copies the bytes into its page buffer; s is never written through.
-				pv = parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(s), len(s)))
-			case schema.Double:
+				buf[i] = parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(s), len(s)))
+				buf[i].SetDefinitionLevel(1)
+				buf[i].SetColumnIndex(j)
+			}
+		case schema.Double:
+			float := t.Storage == schema.StorageFloat
+			for i, x := range words {
+				if nulls[i] {
+					continue
+				}
 				f := math.Float64frombits(uint64(x))
 				st.float(f)
-				if t.Storage == schema.StorageFloat {
-					pv = parquet.FloatValue(float32(f))
+				if float {
+					buf[i] = parquet.FloatValue(float32(f))
+					buf[i].SetDefinitionLevel(1)
+					buf[i].SetColumnIndex(j)
 				} else {
-					pv = parquet.DoubleValue(f)
+					buf[i] = parquet.DoubleValue(f)
+					buf[i].SetDefinitionLevel(1)
+					buf[i].SetColumnIndex(j)
 				}
-			case schema.Boolean:
-				pv = parquet.BooleanValue(x != 0)
-			case schema.DecimalKind:
-				if d := schema.Decimal(x); d >= pow10[t.Precision] || d <= -pow10[t.Precision] {
+			}
+		case schema.Boolean:
+			for i, x := range words {
+				if !nulls[i] {
+					buf[i] = parquet.BooleanValue(x != 0)
+					buf[i].SetDefinitionLevel(1)
+					buf[i].SetColumnIndex(j)
+				}
+			}
+		case schema.DecimalKind:
+			limit := pow10[t.Precision]
+			for i, x := range words {
+				if nulls[i] {
+					continue
+				}
+				if d := schema.Decimal(x); d >= limit || d <= -limit {
 					return &columnError{col: j, row: base + i, err: fmt.Errorf("%s does not fit %s", schema.FormatDecimal(d, t.Scale), t.DDL())}
 				}
 				st.int(x)
 				if t.Precision <= 9 {
-					pv = parquet.Int32Value(int32(x))
+					buf[i] = parquet.Int32Value(int32(x))
+					buf[i].SetDefinitionLevel(1)
+					buf[i].SetColumnIndex(j)
 				} else {
-					pv = parquet.Int64Value(x)
+					buf[i] = parquet.Int64Value(x)
+					buf[i].SetDefinitionLevel(1)
+					buf[i].SetColumnIndex(j)
 				}
-			case schema.DateKind:
+			}
+		case schema.DateKind:
+			for i, x := range words {
+				if nulls[i] {
+					continue
+				}
 				if x < math.MinInt32 || x > math.MaxInt32 {
 					return &columnError{col: j, row: base + i, err: fmt.Errorf("%d days does not fit DATE", x)}
 				}
 				st.int(x)
-				pv = parquet.Int32Value(int32(x))
-			case schema.TimestampKind:
-				st.int(x)
-				pv = parquet.Int64Value(x)
+				buf[i] = parquet.Int32Value(int32(x))
+				buf[i].SetDefinitionLevel(1)
+				buf[i].SetColumnIndex(j)
 			}
-			buf = appendLeveled(buf, pv, 0, 1, j)
 		}
-		b.cols[j] = buf
 	}
 	return nil
 }

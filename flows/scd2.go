@@ -581,10 +581,11 @@ func planKeyRows(kvs []changedKey, fresh []int) []keyFile {
 	var plan []keyFile
 	for _, part := range parts {
 		f := keyFile{keys: fresh[part[0]:part[1]], name: delta.NewDataFileName()}
+		path := delta.EscapePath(f.name) // one string for every key of the file
 		for _, i := range f.keys {
 			if n := kvs[i].rowCount(); n > 0 {
 				f.rows += n
-				kvs[i].hk.file = delta.EscapePath(f.name)
+				kvs[i].hk.file = path
 			}
 		}
 		if f.rows > 0 {
