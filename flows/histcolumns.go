@@ -246,27 +246,30 @@ func (c *histColumns) order() (ord []int32, sorted histSorted) {
 	if span < 1<<32 {
 		// Key (less the lowest), delete flag (bit 31) and position packed in one word: half the
 		// bytes to move, and the flag comes in key order. A position takes 31 bits: a batch
-		// holds fewer than 2^31 events (chunks.at takes an int32).
+		// holds fewer than 2^31 events (chunks.at takes an int32). Each step is cut into
+		// ranges of events, one per goroutine.
 		a, b := make([]uint64, n), make([]uint64, n)
-		for i := range a {
-			a[i] = (uint64(c.keys.at(int32(i)))-uint64(lo))<<32 | uint64(i)
-		}
-		for ci, ch := range c.dels.cs {
-			for i, d := range ch[:min(len(ch), n-ci<<chunkBits)] {
-				if d {
-					a[ci<<chunkBits+i] |= 1 << 31
+		workers := sortWorkers(n)
+		eachPart(n, workers, func(_, from, to int) {
+			for i := from; i < to; i++ {
+				a[i] = (uint64(c.keys.at(int32(i)))-uint64(lo))<<32 | uint64(i)
+				if c.dels.at(int32(i)) {
+					a[i] |= 1 << 31
 				}
 			}
-		}
-		res, other := radixSort64(a, b, span), b
+		})
+		res, other := radixSort64(a, b, span, workers), b
 		if &res[0] == &b[0] {
 			other = a
 		}
 		keys, seqs = wordsOf(res), wordsOf(other)
-		for j, e := range res {
-			ord[j], dels[j] = int32(uint32(e)&(1<<31-1)), e>>31&1 != 0
-			keys[j] = int64(e>>32 + uint64(lo))
-		}
+		eachPart(n, workers, func(_, from, to int) {
+			for j := from; j < to; j++ {
+				e := res[j]
+				ord[j], dels[j] = int32(uint32(e)&(1<<31-1)), e>>31&1 != 0
+				keys[j] = int64(e>>32 + uint64(lo))
+			}
+		})
 	} else {
 		a, b := make([]keyAt, n), make([]keyAt, n)
 		const bits = 11
@@ -314,27 +317,62 @@ func (s histSorted) part(from, to int) histSorted {
 
 // radixSort64 sorts a, keys in the high 32 bits, by key, stably (LSD radix sort, 11 bits a
 // pass, as many passes as span's bits need; the low 32 bits, order's delete flag and position,
-// are carried along); b is scratch of the same length. It returns the sorted slice (a or b).
-func radixSort64(a, b []uint64, span uint64) []uint64 {
+// are carried along); b is scratch of the same length. Each pass is cut into workers ranges of a
+// (eachPart), each counted and then scattered by a goroutine of its own: a range's values of a
+// digit go after those of the ranges before it, so the sort stays stable. It returns the sorted
+// slice (a or b).
+func radixSort64(a, b []uint64, span uint64, workers int) []uint64 {
 	const bits = 11
-	var counts [1 << bits]int32
+	counts := make([][1 << bits]int, workers)
 	for shift := uint(32); shift < 64 && span>>(shift-32) != 0; shift += bits {
-		clear(counts[:])
-		for _, e := range a {
-			counts[e>>shift&(1<<bits-1)]++
+		eachPart(len(a), workers, func(w, from, to int) {
+			cs := &counts[w]
+			clear(cs[:])
+			for _, e := range a[from:to] {
+				cs[e>>shift&(1<<bits-1)]++
+			}
+		})
+		// Each range's start for each digit: the digits below it, then the ranges before.
+		sum := 0
+		for d := range 1 << bits {
+			for w := range counts {
+				counts[w][d], sum = sum, sum+counts[w][d]
+			}
 		}
-		sum := int32(0)
-		for d, m := range counts {
-			counts[d], sum = sum, sum+m
-		}
-		for _, e := range a {
-			d := e >> shift & (1<<bits - 1)
-			b[counts[d]] = e
-			counts[d]++
-		}
+		src, dst := a, b
+		eachPart(len(a), workers, func(w, from, to int) {
+			cs := &counts[w]
+			for _, e := range src[from:to] {
+				d := e >> shift & (1<<bits - 1)
+				dst[cs[d]] = e
+				cs[d]++
+			}
+		})
 		a, b = b, a
 	}
 	return a
+}
+
+// sortWorkers is how many goroutines order sorts n events on: one per core, up to four, each
+// with at least histMinEvents.
+func sortWorkers(n int) int {
+	return max(1, min(runtime.GOMAXPROCS(0), 4, n/histMinEvents))
+}
+
+// eachPart calls fn(w, from, to) for the workers ranges w that cut [0, n) evenly (range w
+// starts at n*w/workers), each on a goroutine of its own but the last, and returns once all
+// have.
+func eachPart(n, workers int, fn func(w, from, to int)) {
+	var wg sync.WaitGroup
+	for w := range workers - 1 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(w, n*w/workers, n*(w+1)/workers)
+		}()
+	}
+	fn(workers-1, n*(workers-1)/workers, n)
+	wg.Wait()
 }
 
 // keyAt is an event (its position) and its key, less the batch's lowest, as order sorts them.
