@@ -154,6 +154,11 @@ func scanValue(t *schema.Type, s string, i int, slab *boxSlab) (end int, v, deco
 		v, err = textValue(t, str, slab)
 		return end, v, nil, err
 	case c == '-' || c >= '0' && c <= '9':
+		if t.Kind == schema.Long {
+			if n, end, ok := scanSmallInt(s, i); ok {
+				return end, slab.int64(n), nil, nil
+			}
+		}
 		end, isInt := scanNumber(s, i)
 		if end < 0 {
 			return nonNumericScan(t, s, i, slab) // -Infinity, -INF
@@ -560,6 +565,37 @@ func scanNumber(s string, i int) (end int, isInt bool) {
 		j = k
 	}
 	return j, isInt
+}
+
+// scanSmallInt reads the JSON integer at s[i:] in one pass, when it is one scanNumber and
+// smallInt take in two: -?(0|[1-9][0-9]*) of at most 18 digits, not followed by a fraction or an
+// exponent. end is the index after it; ok is false for anything else (scanNumber decides then).
+func scanSmallInt(s string, i int) (n int64, end int, ok bool) {
+	j := i
+	neg := s[j] == '-'
+	if neg {
+		j++
+	}
+	start := j
+	for j < len(s) {
+		d := s[j] - '0'
+		if d > 9 {
+			break
+		}
+		n = n*10 + int64(d)
+		j++
+	}
+	digits := j - start
+	if digits == 0 || digits > 18 || (digits > 1 && s[start] == '0') {
+		return 0, 0, false
+	}
+	if j < len(s) && (s[j] == '.' || s[j] == 'e' || s[j] == 'E') {
+		return 0, 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, j, true
 }
 
 func skipDigits(s string, i int) int {

@@ -70,3 +70,26 @@ func TestParseDecimalSyntax(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainDecimalAgreesWithExact: where the fast path takes a text (parsePlainDecimal ok), its
+// value is the exact path's (parseDecimalBig, BigDecimal's reading); texts it must leave to the
+// exact path (a second point, a bare point at either end, a sign alone, too many digits or
+// fraction digits, an exponent, spaces) it does not take.
+func TestPlainDecimalAgreesWithExact(t *testing.T) {
+	t.Parallel()
+	taken := []string{"0", "-0", "7", "25.5", "0.07", "-0.5", "3869.57", "0012.50", "-12345678.99", "9999999999999999.99"}
+	left := []string{"", "-", ".", ".5", "5.", "-.5", "1.2.3", "1..2", "1.235", "1e2", "+4.1", " 7", "7 ", "1,5",
+		"99999999999999999.00", "1234567890123456789", "12a", "--1", "0x10"}
+	for _, s := range taken {
+		got, ok := parsePlainDecimal(s, 2)
+		want, err := parseDecimalBig(s, 2)
+		if !ok || err != nil || want.Int64() != got {
+			t.Errorf("parsePlainDecimal(%q, 2) = %d, %v; the exact path gives %v, %v", s, got, ok, want, err)
+		}
+	}
+	for _, s := range left {
+		if got, ok := parsePlainDecimal(s, 2); ok {
+			t.Errorf("parsePlainDecimal(%q, 2) = %d, took a text it must leave to the exact path", s, got)
+		}
+	}
+}

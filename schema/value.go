@@ -62,27 +62,33 @@ func DecimalText(s string) string {
 
 // parsePlainDecimal is ParseDecimal's fast path: s of the form -?digits(.digits)? with no more
 // fraction digits than scale and at most 18 digits once scaled, the unscaled value exact. ok is
-// false for anything else (the exact path decides).
+// false for anything else (the exact path decides). One pass over s: the digits accumulate as
+// the point is looked for.
 func parsePlainDecimal(s string, scale int) (int64, bool) {
-	neg := strings.HasPrefix(s, "-")
+	neg := len(s) > 0 && s[0] == '-'
 	if neg {
 		s = s[1:]
 	}
-	intPart, frac, dot := strings.Cut(s, ".")
-	if intPart == "" || (dot && frac == "") || len(frac) > scale || len(intPart)+scale > 18 {
+	var v int64 // may wrap on a long s, which the length check below then rejects
+	dot := -1
+	for i := 0; i < len(s); i++ {
+		if d := s[i] - '0'; d <= 9 {
+			v = v*10 + int64(d)
+			continue
+		}
+		if s[i] != '.' || dot >= 0 {
+			return 0, false
+		}
+		dot = i
+	}
+	intLen, fracLen := len(s), 0
+	if dot >= 0 {
+		intLen, fracLen = dot, len(s)-dot-1
+	}
+	if intLen == 0 || (dot >= 0 && fracLen == 0) || fracLen > scale || intLen+scale > 18 {
 		return 0, false
 	}
-	var v int64
-	for _, part := range [2]string{intPart, frac} {
-		for i := 0; i < len(part); i++ {
-			c := part[i]
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			v = v*10 + int64(c-'0')
-		}
-	}
-	v *= pow10[scale-len(frac)]
+	v *= pow10[scale-fracLen]
 	if neg {
 		v = -v
 	}
