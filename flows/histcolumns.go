@@ -456,9 +456,12 @@ func (c *histColumns) gather(ord []int32, sorted histSorted) *histBatch {
 	for j, e := range ord {
 		if j&(gatherGroup-1) == 0 {
 			// The next group's records loaded first, in a loop of nothing else, so that their
-			// cache misses overlap rather than come one an event.
+			// cache misses overlap rather than come one an event: a record's first and last
+			// words, as it may span two cache lines.
+			last := c.stride - 1
 			for _, e := range ord[j:min(j+gatherGroup, n)] {
-				sink += c.recs[e>>chunkBits][int(e&(1<<chunkBits-1))*c.stride]
+				ch, at := c.recs[e>>chunkBits], int(e&(1<<chunkBits-1))*c.stride
+				sink += ch[at] + ch[at+last]
 			}
 		}
 		rec := c.rec(e)
