@@ -334,3 +334,46 @@ func TestHistColumnsEncodeHistories(t *testing.T) {
 		t.Fatalf("%d keys gathered, want %d", got, keys)
 	}
 }
+
+// TestHistColumnsEvents: a batch folded into columns gives back, for the general fold
+// (histColumns.events, when its target turns out to hold history), every event in arrival order
+// with its key, sequence, kind and data columns (NULLs, strings inline and in the arena).
+func TestHistColumnsEvents(t *testing.T) {
+	field := func(kind schema.Kind, name string) schema.Field {
+		return schema.Field{Name: name, Type: schema.Type{Kind: kind}}
+	}
+	keySch := schema.Schema{Fields: []schema.Field{field(schema.Long, "id")}}
+	seqSch := schema.Schema{Fields: []schema.Field{field(schema.Long, "seq")}}
+	dataSch := schema.Schema{Fields: []schema.Field{field(schema.Long, "id"), field(schema.String, "name"),
+		{Name: "amount", Type: schema.Type{Kind: schema.DecimalKind, Precision: 10, Scale: 2}}, field(schema.Long, "seq")}}
+	c := histColumnsFor(keySch, seqSch, dataSch, 0, 3)
+	r := rand.New(rand.NewPCG(7, 8))
+	var evs []event
+	for i := range 3000 {
+		id, seq := int64(r.IntN(500))-250, int64(r.IntN(1000))
+		ev := event{key: []any{id}, seq: []any{seq}, arrival: i, delete: r.IntN(7) == 0}
+		var name, amount any
+		if r.IntN(5) > 0 {
+			name = strings.Repeat("n", r.IntN(40))
+		}
+		if r.IntN(5) > 0 {
+			amount = schema.Decimal(r.IntN(100000) - 50000)
+		}
+		ev.row = []any{id, name, amount, seq}
+		evs = append(evs, ev)
+	}
+	c.addAll(evs)
+	got := c.events()
+	if len(got) != len(evs) {
+		t.Fatalf("%d events, want %d", len(got), len(evs))
+	}
+	for i, g := range got {
+		w := evs[i]
+		if g.arrival != i || g.key[0] != w.key[0] || g.seq[0] != w.seq[0] || g.delete != w.delete {
+			t.Fatalf("event %d is %v %v %v arrival %d, want %v %v %v", i, g.key, g.seq, g.delete, g.arrival, w.key, w.seq, w.delete)
+		}
+		if !w.delete && fmt.Sprint(g.row) != fmt.Sprint(w.row) {
+			t.Fatalf("event %d's row is %v, want %v", i, g.row, w.row)
+		}
+	}
+}
