@@ -83,130 +83,149 @@ type columnBatch struct {
 
 // convertColumns fills b with the values of rows [from, to) of part, folding them into the
 // column statistics, as convert does for the same rows boxed; base is the position of row from
-// in what writeColumns writes (for errors). Each column's values are written in place (a loop
-// per kind, the levels set inline), not appended one call a value.
+// in what writeColumns writes (for errors). A value that does not convert is a *columnError (the
+// first in column order, then row order, of these rows).
 func (w *rowGroupWriter) convertColumns(b *valueBatch, part ColumnPart, cb *columnBatch, from, to, base int) error {
+	for j := range w.lvs {
+		nulls, words, strs := cb.column(part, j, from, to)
+		var err error
+		if b.cols[j], err = w.convertColumn(b.cols[j][:0], j, &w.stats[j], nulls, words, strs, base); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// column fills cb with column j of rows [from, to) of part and returns its NULL flags, words and
+// strings (ColumnPart.Column's).
+func (cb *columnBatch) column(part ColumnPart, j, from, to int) ([]bool, []int64, []string) {
 	n := to - from
 	if cap(cb.nulls) < n {
 		cb.nulls, cb.words, cb.strs = make([]bool, n), make([]int64, n), make([]string, n)
 	}
 	nulls, words, strs := cb.nulls[:n], cb.words[:n], cb.strs[:n]
-	for j, l := range w.lvs {
-		t, st := &l.typ, &w.stats[j]
-		clear(nulls)
-		part.Column(j, from, to, nulls, words, strs)
-		buf := b.cols[j][:0]
-		if cap(buf) < n {
-			buf = make([]parquet.Value, 0, n)
-		}
-		buf = buf[:n]
-		b.cols[j] = buf
-		// A NULL's definition level is 0, as NullValue's.
-		for i := range n {
-			if nulls[i] {
-				st.nulls++
-				buf[i] = parquet.NullValue()
-				buf[i].SetColumnIndex(j)
-			}
-		}
-		switch t.Kind {
-		case schema.Long, schema.TimestampKind:
-			for i, x := range words {
-				if !nulls[i] {
-					st.int(x)
-					buf[i] = parquet.Int64Value(x)
-					buf[i].SetDefinitionLevel(1)
-					buf[i].SetColumnIndex(j)
-				}
-			}
-		case schema.Integer:
-			lo, hi := t.IntRange()
-			for i, x := range words {
-				if nulls[i] {
-					continue
-				}
-				if x < lo || x > hi {
-					return &columnError{col: j, row: base + i, err: fmt.Errorf("%d does not fit %s", x, t.DDL())}
-				}
-				st.int(x)
-				buf[i] = parquet.Int32Value(int32(x))
-				buf[i].SetDefinitionLevel(1)
-				buf[i].SetColumnIndex(j)
-			}
-		case schema.String:
-			binary := t.Storage == schema.StorageBinary
-			for i, s := range strs {
-				if nulls[i] {
-					continue
-				}
-				if !binary {
-					st.str(s)
-				}
-				// The writer copies the bytes into its page buffer; s is never written through.
-				buf[i] = parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(s), len(s)))
-				buf[i].SetDefinitionLevel(1)
-				buf[i].SetColumnIndex(j)
-			}
-		case schema.Double:
-			float := t.Storage == schema.StorageFloat
-			for i, x := range words {
-				if nulls[i] {
-					continue
-				}
-				f := math.Float64frombits(uint64(x))
-				st.float(f)
-				if float {
-					buf[i] = parquet.FloatValue(float32(f))
-					buf[i].SetDefinitionLevel(1)
-					buf[i].SetColumnIndex(j)
-				} else {
-					buf[i] = parquet.DoubleValue(f)
-					buf[i].SetDefinitionLevel(1)
-					buf[i].SetColumnIndex(j)
-				}
-			}
-		case schema.Boolean:
-			for i, x := range words {
-				if !nulls[i] {
-					buf[i] = parquet.BooleanValue(x != 0)
-					buf[i].SetDefinitionLevel(1)
-					buf[i].SetColumnIndex(j)
-				}
-			}
-		case schema.DecimalKind:
-			limit := pow10[t.Precision]
-			for i, x := range words {
-				if nulls[i] {
-					continue
-				}
-				if d := schema.Decimal(x); d >= limit || d <= -limit {
-					return &columnError{col: j, row: base + i, err: fmt.Errorf("%s does not fit %s", schema.FormatDecimal(d, t.Scale), t.DDL())}
-				}
-				st.int(x)
-				if t.Precision <= 9 {
-					buf[i] = parquet.Int32Value(int32(x))
-					buf[i].SetDefinitionLevel(1)
-					buf[i].SetColumnIndex(j)
-				} else {
-					buf[i] = parquet.Int64Value(x)
-					buf[i].SetDefinitionLevel(1)
-					buf[i].SetColumnIndex(j)
-				}
-			}
-		case schema.DateKind:
-			for i, x := range words {
-				if nulls[i] {
-					continue
-				}
-				if x < math.MinInt32 || x > math.MaxInt32 {
-					return &columnError{col: j, row: base + i, err: fmt.Errorf("%d days does not fit DATE", x)}
-				}
-				st.int(x)
-				buf[i] = parquet.Int32Value(int32(x))
-				buf[i].SetDefinitionLevel(1)
-				buf[i].SetColumnIndex(j)
-			}
+	clear(nulls)
+	part.Column(j, from, to, nulls, words, strs)
+	return nulls, words, strs
+}
+
+// convertColumn returns buf (empty, reused when it has room) holding the Parquet values of leaf
+// column j of a batch of rows, given as ColumnPart.Column gives them, folding them into st; base
+// is the position of the batch's first row in what writeColumns writes (for errors). The values
+// are written in place (a loop per kind, the levels set inline), not appended one call a value.
+// A value out of its column's range is a *columnError naming its row.
+func (w *rowGroupWriter) convertColumn(buf []parquet.Value, j int, st *colStats, nulls []bool, words []int64, strs []string, base int) ([]parquet.Value, error) {
+	t := &w.lvs[j].typ
+	n := len(nulls)
+	if cap(buf) < n {
+		buf = make([]parquet.Value, 0, n)
+	}
+	buf = buf[:n]
+	// A NULL's definition level is 0, as NullValue's.
+	for i := range n {
+		if nulls[i] {
+			st.nulls++
+			buf[i] = parquet.NullValue()
+			buf[i].SetColumnIndex(j)
 		}
 	}
-	return nil
+	switch t.Kind {
+	case schema.Long, schema.TimestampKind:
+		for i, x := range words {
+			if !nulls[i] {
+				st.int(x)
+				buf[i] = parquet.Int64Value(x)
+				buf[i].SetDefinitionLevel(1)
+				buf[i].SetColumnIndex(j)
+			}
+		}
+	case schema.Integer:
+		lo, hi := t.IntRange()
+		for i, x := range words {
+			if nulls[i] {
+				continue
+			}
+			if x < lo || x > hi {
+				return buf, &columnError{col: j, row: base + i, err: fmt.Errorf("%d does not fit %s", x, t.DDL())}
+			}
+			st.int(x)
+			buf[i] = parquet.Int32Value(int32(x))
+			buf[i].SetDefinitionLevel(1)
+			buf[i].SetColumnIndex(j)
+		}
+	case schema.String:
+		binary := t.Storage == schema.StorageBinary
+		for i, s := range strs {
+			if nulls[i] {
+				continue
+			}
+			if !binary {
+				st.str(s)
+			}
+			// The writer copies the bytes into its page buffer; s is never written through.
+			buf[i] = parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(s), len(s)))
+			buf[i].SetDefinitionLevel(1)
+			buf[i].SetColumnIndex(j)
+		}
+	case schema.Double:
+		float := t.Storage == schema.StorageFloat
+		for i, x := range words {
+			if nulls[i] {
+				continue
+			}
+			f := math.Float64frombits(uint64(x))
+			st.float(f)
+			if float {
+				buf[i] = parquet.FloatValue(float32(f))
+				buf[i].SetDefinitionLevel(1)
+				buf[i].SetColumnIndex(j)
+			} else {
+				buf[i] = parquet.DoubleValue(f)
+				buf[i].SetDefinitionLevel(1)
+				buf[i].SetColumnIndex(j)
+			}
+		}
+	case schema.Boolean:
+		for i, x := range words {
+			if !nulls[i] {
+				buf[i] = parquet.BooleanValue(x != 0)
+				buf[i].SetDefinitionLevel(1)
+				buf[i].SetColumnIndex(j)
+			}
+		}
+	case schema.DecimalKind:
+		limit := pow10[t.Precision]
+		for i, x := range words {
+			if nulls[i] {
+				continue
+			}
+			if d := schema.Decimal(x); d >= limit || d <= -limit {
+				return buf, &columnError{col: j, row: base + i, err: fmt.Errorf("%s does not fit %s", schema.FormatDecimal(d, t.Scale), t.DDL())}
+			}
+			st.int(x)
+			if t.Precision <= 9 {
+				buf[i] = parquet.Int32Value(int32(x))
+				buf[i].SetDefinitionLevel(1)
+				buf[i].SetColumnIndex(j)
+			} else {
+				buf[i] = parquet.Int64Value(x)
+				buf[i].SetDefinitionLevel(1)
+				buf[i].SetColumnIndex(j)
+			}
+		}
+	case schema.DateKind:
+		for i, x := range words {
+			if nulls[i] {
+				continue
+			}
+			if x < math.MinInt32 || x > math.MaxInt32 {
+				return buf, &columnError{col: j, row: base + i, err: fmt.Errorf("%d days does not fit DATE", x)}
+			}
+			st.int(x)
+			buf[i] = parquet.Int32Value(int32(x))
+			buf[i].SetDefinitionLevel(1)
+			buf[i].SetColumnIndex(j)
+		}
+	}
+	return buf, nil
 }

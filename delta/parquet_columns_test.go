@@ -166,6 +166,25 @@ func TestWriteFileFromColumns(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `row 0: column "small": 1000.00 does not fit DECIMAL(5,2)`) {
 		t.Fatalf("err = %v, want row 0 and column small named", err)
 	}
+	// Two values out of range in different batches of the column writers (writeBatch rows
+	// each): the lower column's, in a later batch, is the error, as WriteFile reports it.
+	_, many := columnRows(t, 5000)
+	many[4500][2] = int32(40000) // sh
+	many[10][3] = int32(300)     // ti
+	_, boxedErr := New(dir).WriteFile(s, many)
+	once := false
+	_, err = New(dir).WriteFileFromColumns(NewDataFileName(), s, func() (ColumnPart, error) {
+		if once {
+			return nil, nil
+		}
+		once = true
+		return rowsPart{s: s, rows: many}, nil
+	})
+	// (The messages name each its own file.)
+	after := func(e error) string { _, rest, _ := strings.Cut(e.Error(), ".parquet: "); return rest }
+	if err == nil || boxedErr == nil || after(err) != after(boxedErr) || !strings.HasPrefix(after(err), `row 4500: column "sh"`) {
+		t.Fatalf("err = %v, want WriteFile's (%v), naming row 4500 and column sh", err, boxedErr)
+	}
 	// next's own error.
 	_, err = New(dir).WriteFileFromColumns(NewDataFileName(), s, func() (ColumnPart, error) { return nil, os.ErrClosed })
 	if err != os.ErrClosed {

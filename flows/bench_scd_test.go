@@ -167,7 +167,7 @@ func BenchmarkTouchedFiles(b *testing.B) {
 }
 
 // histGatherBatch is 1,000,000 events over 100,000 keys in the shape of the bench's scd2
-// scenario (id, name, amount, seq; names of 11 to 14 bytes; 5% of the events late), folded into
+// scenario (id, name, amount, seq; names of 8 to 12 bytes; 5% of the events late), folded into
 // histColumns in arrival order.
 func histGatherBatch(b *testing.B) *histColumns {
 	const n, keys = 1_000_000, 100_000

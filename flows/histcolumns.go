@@ -36,10 +36,10 @@ import (
 // rather than in order of first arrival, which only changes the order of the rows in the data
 // files.
 type histColumns struct {
-	kinds  []schema.Kind
-	strAt  []int // per data column: its index among the string columns, or -1
-	keyCol int   // the data column that holds the key (its values are keys), or -1
-	seqCol int   // the data column that holds the sequence, or -1
+	kinds  []schema.Kind // the target's data columns
+	strAt  []int         // per data column: its index among the string columns, or -1
+	keyCol int           // the data column that holds the key (its values are keys), or -1
+	seqCol int           // the data column that holds the sequence, or -1
 	// wordAt is, per data column, the index in a record of its first word, or -1 for the key's
 	// and the sequence's.
 	wordAt   []int
@@ -47,11 +47,11 @@ type histColumns struct {
 	strCols  int           // string columns
 	n        int           // events
 	keys     chunks[int64] // per event, in arrival order
-	dels     chunks[bool]
-	recs     [][]int64    // per event, in arrival order, 1<<chunkBits records a chunk
-	arena    [][]byte     // the strings longer than inlineString
-	strBytes int          // the bytes of all the strings
-	sink     atomic.Int64 // the loads gather makes ahead, kept so that they are made
+	dels     chunks[bool]  // per event, in arrival order: whether it is a delete
+	recs     [][]int64     // per event, in arrival order, 1<<chunkBits records a chunk
+	arena    [][]byte      // the strings longer than inlineString
+	strBytes int           // the bytes of all the strings
+	sink     atomic.Int64  // the loads gather makes ahead, kept so that they are made
 }
 
 // gatherGroup is how many events' records gather loads ahead of copying them.
@@ -61,7 +61,7 @@ const gatherGroup = 16
 const (
 	histSeq   = iota // the sequence
 	histNulls        // bit c set: data column c is NULL
-	histHead
+	histHead         // the words before the first data column's
 )
 
 // chunkBits sets the size of a histColumns chunk: 1<<chunkBits values.
@@ -400,8 +400,8 @@ type histBatch struct {
 	keys   []int64
 	seqs   []int64
 	dels   []bool
-	nulls  []uint64 // as histColumns.nulls; nil when nulls8 holds them
-	nulls8 []uint8
+	nulls  []uint64  // per event: bit c set when data column c is NULL (more than 8 data columns); nil when nulls8 holds them
+	nulls8 []uint8   // nulls, of 8 data columns or fewer (else nil)
 	words  [][]int64 // per data column (nil for the key's and the sequence's); a string's offset
 	lens   [][]uint32
 	arena  []byte

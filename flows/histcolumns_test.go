@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -182,7 +183,7 @@ func TestHistColumnsEquivalence(t *testing.T) {
 		seqSecond       bool // seq right after id, so that the 9th data column (at) has NULLs
 	}{
 		{"", "[op]", false}, {"      track_history_column_list: [name]\n", "[op]", false},
-		// 8 data columns: an event's NULL bits are kept in a byte (histColumns.nulls8).
+		// 8 data columns: an event's NULL bits are gathered into a byte (histBatch.nulls8).
 		{"", "[op, score]", false},
 		// 9, the last one NULL at times: its bit needs a word.
 		{"", "[op]", true},
@@ -259,7 +260,8 @@ func TestAppendWordMatchesAppendValue(t *testing.T) {
 }
 
 // TestHistColumnsEncodeHistories sorts and gathers a batch of more than one chunk of events
-// (histColumns.order reads the delete flags chunk by chunk) and checks each key's history, as
+// (records and keys span chunks, and the sort runs on more than one goroutine where there is
+// more than one core) and checks each key's history, as
 // histBatch.appendHistory encodes it for the state, byte for byte against encodeHistEvents of
 // the same events in sequence order: deletes, keys whose events arrived out of sequence order,
 // and rows whose encoding is 126 to 129 bytes and 16,382 to 16,386 bytes long (the lengths at
@@ -337,43 +339,64 @@ func TestHistColumnsEncodeHistories(t *testing.T) {
 
 // TestHistColumnsEvents: a batch folded into columns gives back, for the general fold
 // (histColumns.events, when its target turns out to hold history), every event in arrival order
-// with its key, sequence, kind and data columns (NULLs, strings inline and in the arena).
+// with its key, sequence, kind and data columns, each of its type (NULLs, strings inline and in
+// the arena): a batch of one chunk with 4 data columns, and one of more than one chunk with 10
+// (an event's NULL bits then take a word).
 func TestHistColumnsEvents(t *testing.T) {
 	field := func(kind schema.Kind, name string) schema.Field {
 		return schema.Field{Name: name, Type: schema.Type{Kind: kind}}
 	}
 	keySch := schema.Schema{Fields: []schema.Field{field(schema.Long, "id")}}
 	seqSch := schema.Schema{Fields: []schema.Field{field(schema.Long, "seq")}}
-	dataSch := schema.Schema{Fields: []schema.Field{field(schema.Long, "id"), field(schema.String, "name"),
-		{Name: "amount", Type: schema.Type{Kind: schema.DecimalKind, Precision: 10, Scale: 2}}, field(schema.Long, "seq")}}
-	c := histColumnsFor(keySch, seqSch, dataSch, 0, 3)
-	r := rand.New(rand.NewPCG(7, 8))
-	var evs []event
-	for i := range 3000 {
-		id, seq := int64(r.IntN(500))-250, int64(r.IntN(1000))
-		ev := event{key: []any{id}, seq: []any{seq}, arrival: i, delete: r.IntN(7) == 0}
-		var name, amount any
-		if r.IntN(5) > 0 {
-			name = strings.Repeat("n", r.IntN(40))
+	narrow := []schema.Field{field(schema.Long, "id"), field(schema.String, "name"),
+		{Name: "amount", Type: schema.Type{Kind: schema.DecimalKind, Precision: 10, Scale: 2}}, field(schema.Long, "seq")}
+	wide := append(slices.Clone(narrow), field(schema.Double, "score"), field(schema.Integer, "n"), field(schema.Boolean, "ok"),
+		field(schema.DateKind, "day"), field(schema.TimestampKind, "at"), field(schema.String, "note"))
+	for _, c := range []struct {
+		fields []schema.Field
+		events int
+	}{{narrow, 3000}, {wide, 70_000}} {
+		dataSch := schema.Schema{Fields: c.fields}
+		hc := histColumnsFor(keySch, seqSch, dataSch, 0, 3)
+		if hc == nil {
+			t.Fatalf("%d columns: no histColumns for a BIGINT key and sequence", len(c.fields))
 		}
-		if r.IntN(5) > 0 {
-			amount = schema.Decimal(r.IntN(100000) - 50000)
+		r := rand.New(rand.NewPCG(7, uint64(len(c.fields))))
+		maybe := func(v any) any {
+			if r.IntN(5) == 0 {
+				return nil
+			}
+			return v
 		}
-		ev.row = []any{id, name, amount, seq}
-		evs = append(evs, ev)
-	}
-	c.addAll(evs)
-	got := c.events()
-	if len(got) != len(evs) {
-		t.Fatalf("%d events, want %d", len(got), len(evs))
-	}
-	for i, g := range got {
-		w := evs[i]
-		if g.arrival != i || g.key[0] != w.key[0] || g.seq[0] != w.seq[0] || g.delete != w.delete {
-			t.Fatalf("event %d is %v %v %v arrival %d, want %v %v %v", i, g.key, g.seq, g.delete, g.arrival, w.key, w.seq, w.delete)
+		var evs []event
+		for i := range c.events {
+			id, seq := int64(r.IntN(500))-250, int64(r.IntN(1000))
+			ev := event{key: []any{id}, seq: []any{seq}, arrival: i, delete: r.IntN(7) == 0}
+			ev.row = []any{id, maybe(strings.Repeat("n", r.IntN(40))), maybe(schema.Decimal(r.IntN(100000) - 50000)), seq}
+			if len(c.fields) > 4 {
+				ev.row = append(ev.row, maybe(r.Float64()), maybe(int32(r.IntN(100))), maybe(r.IntN(2) == 0),
+					maybe(schema.Date(r.IntN(20000))), maybe(schema.Timestamp(r.Int64N(1<<50))), maybe(strings.Repeat("x", r.IntN(20))))
+			}
+			evs = append(evs, ev)
 		}
-		if !w.delete && fmt.Sprint(g.row) != fmt.Sprint(w.row) {
-			t.Fatalf("event %d's row is %v, want %v", i, g.row, w.row)
+		hc.addAll(evs)
+		got := hc.events()
+		if len(got) != len(evs) {
+			t.Fatalf("%d columns: %d events, want %d", len(c.fields), len(got), len(evs))
+		}
+		for i, g := range got {
+			w := evs[i]
+			if g.arrival != i || g.key[0] != w.key[0] || g.seq[0] != w.seq[0] || g.delete != w.delete {
+				t.Fatalf("%d columns: event %d is %v %v %v arrival %d, want %v %v %v", len(c.fields), i, g.key, g.seq, g.delete, g.arrival, w.key, w.seq, w.delete)
+			}
+			if w.delete {
+				continue // a delete keeps no values
+			}
+			for col := range w.row {
+				if !reflect.DeepEqual(g.row[col], w.row[col]) {
+					t.Fatalf("%d columns: event %d, column %s is %#v, want %#v", len(c.fields), i, c.fields[col].Name, g.row[col], w.row[col])
+				}
+			}
 		}
 	}
 }
