@@ -112,7 +112,8 @@ func (cb *columnBatch) column(part ColumnPart, j, from, to int) ([]bool, []int64
 // convertColumn returns buf (empty, reused when it has room) holding the Parquet values of leaf
 // column j of a batch of rows, given as ColumnPart.Column gives them, folding them into st; base
 // is the position of the batch's first row in what writeColumns writes (for errors). The values
-// are written in place (a loop per kind, the levels set inline), not appended one call a value.
+// are written in place (a loop per kind, then the levels in one pass), not appended one call a
+// value.
 // A value out of its column's range is a *columnError naming its row.
 func (w *rowGroupWriter) convertColumn(buf []parquet.Value, j int, st *colStats, nulls []bool, words []int64, strs []string, base int) ([]parquet.Value, error) {
 	t := &w.lvs[j].typ
@@ -121,12 +122,10 @@ func (w *rowGroupWriter) convertColumn(buf []parquet.Value, j int, st *colStats,
 		buf = make([]parquet.Value, 0, n)
 	}
 	buf = buf[:n]
-	// A NULL's definition level is 0, as NullValue's.
 	for i := range n {
 		if nulls[i] {
 			st.nulls++
 			buf[i] = parquet.NullValue()
-			buf[i].SetColumnIndex(j)
 		}
 	}
 	switch t.Kind {
@@ -135,8 +134,6 @@ func (w *rowGroupWriter) convertColumn(buf []parquet.Value, j int, st *colStats,
 			if !nulls[i] {
 				st.int(x)
 				buf[i] = parquet.Int64Value(x)
-				buf[i].SetDefinitionLevel(1)
-				buf[i].SetColumnIndex(j)
 			}
 		}
 	case schema.Integer:
@@ -150,8 +147,6 @@ func (w *rowGroupWriter) convertColumn(buf []parquet.Value, j int, st *colStats,
 			}
 			st.int(x)
 			buf[i] = parquet.Int32Value(int32(x))
-			buf[i].SetDefinitionLevel(1)
-			buf[i].SetColumnIndex(j)
 		}
 	case schema.String:
 		binary := t.Storage == schema.StorageBinary
@@ -164,8 +159,6 @@ func (w *rowGroupWriter) convertColumn(buf []parquet.Value, j int, st *colStats,
 			}
 			// The writer copies the bytes into its page buffer; s is never written through.
 			buf[i] = parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(s), len(s)))
-			buf[i].SetDefinitionLevel(1)
-			buf[i].SetColumnIndex(j)
 		}
 	case schema.Double:
 		float := t.Storage == schema.StorageFloat
@@ -177,20 +170,14 @@ func (w *rowGroupWriter) convertColumn(buf []parquet.Value, j int, st *colStats,
 			st.float(f)
 			if float {
 				buf[i] = parquet.FloatValue(float32(f))
-				buf[i].SetDefinitionLevel(1)
-				buf[i].SetColumnIndex(j)
 			} else {
 				buf[i] = parquet.DoubleValue(f)
-				buf[i].SetDefinitionLevel(1)
-				buf[i].SetColumnIndex(j)
 			}
 		}
 	case schema.Boolean:
 		for i, x := range words {
 			if !nulls[i] {
 				buf[i] = parquet.BooleanValue(x != 0)
-				buf[i].SetDefinitionLevel(1)
-				buf[i].SetColumnIndex(j)
 			}
 		}
 	case schema.DecimalKind:
@@ -205,12 +192,8 @@ func (w *rowGroupWriter) convertColumn(buf []parquet.Value, j int, st *colStats,
 			st.int(x)
 			if t.Precision <= 9 {
 				buf[i] = parquet.Int32Value(int32(x))
-				buf[i].SetDefinitionLevel(1)
-				buf[i].SetColumnIndex(j)
 			} else {
 				buf[i] = parquet.Int64Value(x)
-				buf[i].SetDefinitionLevel(1)
-				buf[i].SetColumnIndex(j)
 			}
 		}
 	case schema.DateKind:
@@ -223,9 +206,14 @@ func (w *rowGroupWriter) convertColumn(buf []parquet.Value, j int, st *colStats,
 			}
 			st.int(x)
 			buf[i] = parquet.Int32Value(int32(x))
-			buf[i].SetDefinitionLevel(1)
-			buf[i].SetColumnIndex(j)
 		}
+	}
+	// The levels, in one pass: a value's definition level is 1, a NULL's 0 (NullValue's).
+	for i := range buf {
+		if !nulls[i] {
+			buf[i].SetDefinitionLevel(1)
+		}
+		buf[i].SetColumnIndex(j)
 	}
 	return buf, nil
 }

@@ -171,17 +171,7 @@ func BenchmarkTouchedFiles(b *testing.B) {
 // histColumns in arrival order.
 func histGatherBatch(b *testing.B) *histColumns {
 	const n, keys = 1_000_000, 100_000
-	field := func(kind schema.Kind, name string) schema.Field {
-		return schema.Field{Name: name, Type: schema.Type{Kind: kind}}
-	}
-	keySch := schema.Schema{Fields: []schema.Field{field(schema.Long, "id")}}
-	seqSch := schema.Schema{Fields: []schema.Field{field(schema.Long, "seq")}}
-	dataSch := schema.Schema{Fields: []schema.Field{field(schema.Long, "id"), field(schema.String, "name"),
-		{Name: "amount", Type: schema.Type{Kind: schema.DecimalKind, Precision: 10, Scale: 2}}, field(schema.Long, "seq")}}
-	c := histColumnsFor(keySch, seqSch, dataSch, 0, 3)
-	if c == nil {
-		b.Fatal("no columns for the scd2 shape")
-	}
+	c := histColumnsOf(b, "id BIGINT, name STRING, amount DECIMAL(10,2), seq BIGINT")
 	r := rand.New(rand.NewPCG(3, 4))
 	evs := make([]event, n)
 	for i := range evs {

@@ -360,19 +360,18 @@ func sortWorkers(n int) int {
 }
 
 // eachPart calls fn(w, from, to) for the workers ranges w that cut [0, n) evenly (range w
-// starts at n*w/workers), each on a goroutine of its own but the last, and returns once all
-// have.
+// starts at n*w/workers), each on a goroutine of its own (eachRange), and returns once all have;
+// a panic of fn is raised again on the caller's goroutine, with where it was first raised.
 func eachPart(n, workers int, fn func(w, from, to int)) {
-	var wg sync.WaitGroup
-	for w := range workers - 1 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fn(w, n*w/workers, n*(w+1)/workers)
-		}()
+	if workers == 1 {
+		fn(0, 0, n)
+		return
 	}
-	fn(workers-1, n*(workers-1)/workers, n)
-	wg.Wait()
+	if panicked := eachRange(workers, "while sorting", func(w int) {
+		fn(w, n*w/workers, n*(w+1)/workers)
+	}); panicked != nil {
+		panic(panicked)
+	}
 }
 
 // keyAt is an event (its position) and its key, less the batch's lowest, as order sorts them.

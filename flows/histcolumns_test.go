@@ -259,6 +259,30 @@ func TestAppendWordMatchesAppendValue(t *testing.T) {
 	}
 }
 
+// histDDL is the schema of ddl (schema.ParseDDL's text), for the histColumns tests; a bad ddl
+// fails tb.
+func histDDL(tb testing.TB, ddl string) schema.Schema {
+	tb.Helper()
+	s, err := schema.ParseDDL(ddl)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// histColumnsOf returns the histColumns of a batch keyed by id BIGINT, sequenced by seq BIGINT,
+// with the data columns of dataDDL (which holds id and seq), or fails tb when that is not of its
+// shape.
+func histColumnsOf(tb testing.TB, dataDDL string) *histColumns {
+	tb.Helper()
+	data := histDDL(tb, dataDDL)
+	c := histColumnsFor(histDDL(tb, "id BIGINT"), histDDL(tb, "seq BIGINT"), data, data.Index("id"), data.Index("seq"))
+	if c == nil {
+		tb.Fatalf("no histColumns for a BIGINT key and sequence and the columns %s", dataDDL)
+	}
+	return c
+}
+
 // TestHistColumnsEncodeHistories sorts and gathers a batch of more than one chunk of events
 // (records and keys span chunks, and the sort runs on more than one goroutine where there is
 // more than one core) and checks each key's history, as
@@ -268,16 +292,7 @@ func TestAppendWordMatchesAppendValue(t *testing.T) {
 // which a row's length prefix takes a second and a third byte).
 func TestHistColumnsEncodeHistories(t *testing.T) {
 	t.Parallel()
-	field := func(kind schema.Kind, name string) schema.Field {
-		return schema.Field{Name: name, Type: schema.Type{Kind: kind}}
-	}
-	keySch := schema.Schema{Fields: []schema.Field{field(schema.Long, "id")}}
-	seqSch := schema.Schema{Fields: []schema.Field{field(schema.Long, "seq")}}
-	dataSch := schema.Schema{Fields: []schema.Field{field(schema.Long, "id"), field(schema.String, "name"), field(schema.Long, "seq")}}
-	c := histColumnsFor(keySch, seqSch, dataSch, 0, 2)
-	if c == nil {
-		t.Fatal("no columns for a BIGINT key and sequence")
-	}
+	c := histColumnsOf(t, "id BIGINT, name STRING, seq BIGINT")
 	// A row is its id and sequence (2 or 3 bytes each) and its name (1 + the name's length
 	// prefix + its bytes): names of 115 to 126 and of 16,365 to 16,380 bytes give rows of every
 	// length about the two boundaries.
@@ -343,25 +358,14 @@ func TestHistColumnsEncodeHistories(t *testing.T) {
 // the arena): a batch of one chunk with 4 data columns, and one of more than one chunk with 10
 // (an event's NULL bits then take a word).
 func TestHistColumnsEvents(t *testing.T) {
-	field := func(kind schema.Kind, name string) schema.Field {
-		return schema.Field{Name: name, Type: schema.Type{Kind: kind}}
-	}
-	keySch := schema.Schema{Fields: []schema.Field{field(schema.Long, "id")}}
-	seqSch := schema.Schema{Fields: []schema.Field{field(schema.Long, "seq")}}
-	narrow := []schema.Field{field(schema.Long, "id"), field(schema.String, "name"),
-		{Name: "amount", Type: schema.Type{Kind: schema.DecimalKind, Precision: 10, Scale: 2}}, field(schema.Long, "seq")}
-	wide := append(slices.Clone(narrow), field(schema.Double, "score"), field(schema.Integer, "n"), field(schema.Boolean, "ok"),
-		field(schema.DateKind, "day"), field(schema.TimestampKind, "at"), field(schema.String, "note"))
+	const narrow = "id BIGINT, name STRING, amount DECIMAL(10,2), seq BIGINT"
 	for _, c := range []struct {
-		fields []schema.Field
+		ddl    string
 		events int
-	}{{narrow, 3000}, {wide, 70_000}} {
-		dataSch := schema.Schema{Fields: c.fields}
-		hc := histColumnsFor(keySch, seqSch, dataSch, 0, 3)
-		if hc == nil {
-			t.Fatalf("%d columns: no histColumns for a BIGINT key and sequence", len(c.fields))
-		}
-		r := rand.New(rand.NewPCG(7, uint64(len(c.fields))))
+	}{{narrow, 3000}, {narrow + ", score DOUBLE, n INT, ok BOOLEAN, day DATE, at TIMESTAMP, note STRING", 70_000}} {
+		fields := histDDL(t, c.ddl).Fields
+		hc := histColumnsOf(t, c.ddl)
+		r := rand.New(rand.NewPCG(7, uint64(len(fields))))
 		maybe := func(v any) any {
 			if r.IntN(5) == 0 {
 				return nil
@@ -373,7 +377,7 @@ func TestHistColumnsEvents(t *testing.T) {
 			id, seq := int64(r.IntN(500))-250, int64(r.IntN(1000))
 			ev := event{key: []any{id}, seq: []any{seq}, arrival: i, delete: r.IntN(7) == 0}
 			ev.row = []any{id, maybe(strings.Repeat("n", r.IntN(40))), maybe(schema.Decimal(r.IntN(100000) - 50000)), seq}
-			if len(c.fields) > 4 {
+			if len(fields) > 4 {
 				ev.row = append(ev.row, maybe(r.Float64()), maybe(int32(r.IntN(100))), maybe(r.IntN(2) == 0),
 					maybe(schema.Date(r.IntN(20000))), maybe(schema.Timestamp(r.Int64N(1<<50))), maybe(strings.Repeat("x", r.IntN(20))))
 			}
@@ -382,19 +386,19 @@ func TestHistColumnsEvents(t *testing.T) {
 		hc.addAll(evs)
 		got := hc.events()
 		if len(got) != len(evs) {
-			t.Fatalf("%d columns: %d events, want %d", len(c.fields), len(got), len(evs))
+			t.Fatalf("%d columns: %d events, want %d", len(fields), len(got), len(evs))
 		}
 		for i, g := range got {
 			w := evs[i]
 			if g.arrival != i || g.key[0] != w.key[0] || g.seq[0] != w.seq[0] || g.delete != w.delete {
-				t.Fatalf("%d columns: event %d is %v %v %v arrival %d, want %v %v %v", len(c.fields), i, g.key, g.seq, g.delete, g.arrival, w.key, w.seq, w.delete)
+				t.Fatalf("%d columns: event %d is %v %v %v arrival %d, want %v %v %v", len(fields), i, g.key, g.seq, g.delete, g.arrival, w.key, w.seq, w.delete)
 			}
 			if w.delete {
 				continue // a delete keeps no values
 			}
 			for col := range w.row {
 				if !reflect.DeepEqual(g.row[col], w.row[col]) {
-					t.Fatalf("%d columns: event %d, column %s is %#v, want %#v", len(c.fields), i, c.fields[col].Name, g.row[col], w.row[col])
+					t.Fatalf("%d columns: event %d, column %s is %#v, want %#v", len(fields), i, fields[col].Name, g.row[col], w.row[col])
 				}
 			}
 		}
