@@ -717,6 +717,12 @@ func (v *identifiers) Visit(n *ast.Node) {
 	}
 }
 
+// Columns returns the indexes, in the compiled schema, of the columns Eval reads of a row: a row
+// holding those values, and nil in every other column, evaluates as the whole row does. It is
+// every column when the expression reads the whole environment ($env). The slice is the
+// Program's own, not to be changed.
+func (p *Program) Columns() []int { return p.setCols }
+
 // Eval evaluates the expression on one row (values in the order of the compiled schema).
 // It returns true only when the result is the boolean true. Anything else is false: with a nil
 // error when the result is not true, or when evaluation fails on a row where a column the

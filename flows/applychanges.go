@@ -527,6 +527,60 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	// Without expectations every row is kept, in place: a group's rows need no origin of their
 	// own, the i-th is row first+i of version v's data.
 	direct := perGroup && len(set.Rules) == 0
+	// A view read by column (viewColumnsFor): each block's rows are checked as consumeAt checks
+	// rows (NULL keys and sequences, apply_as_deletes) and go to the fold as they are, no row or
+	// event made of them.
+	var consumeCols func(c *blockColumns, fi int, done func()) error
+	if colSrc := viewColumnsFor(fold, srcDS, set, viewSet, truncProg != nil, keyIdx, seqIdx, projIdx, b); colSrc != nil && perGroup {
+		viewColumnBatches.Add(1)
+		layout := newColumnLayout(srcDS.Source.Schema)
+		var delCols []int
+		var delRow []any
+		delSlab := newBoxSlab(0, 0)
+		if delProg != nil {
+			delCols, delRow = delProg.Columns(), make([]any, nsrc)
+		}
+		nullSrc := []int{colSrc.key, colSrc.seq} // nullCols' columns
+		consumeCols = func(c *blockColumns, fi int, done func()) error {
+			n := c.n
+			b.spans.addLines(b.nEvents, int64(fi), c.lines[:n])
+			for j, col := range nullSrc {
+				for i, null := range c.nulls[col][:n] {
+					if !null {
+						continue
+					}
+					if nullCounts[j] == 0 {
+						nullAt[j] = origin{version: int64(fi), row: c.lines[i]}
+						nullEmpty[j] = c.emptyAt(i)
+					}
+					nullCounts[j]++
+					anyNull = true
+				}
+			}
+			buf := &eventBuf{}
+			select {
+			case buf = <-freeBufs:
+			default:
+			}
+			var dels []bool
+			if delProg != nil {
+				dels = buf.dels[:0]
+				for i := range n {
+					delSlab.reset(0, 0)
+					c.rowOf(delRow, i, delCols, layout, delSlab)
+					del, err := delProg.Eval(delRow)
+					if err != nil {
+						evalErrs.del.add(err, origin{version: int64(fi), row: c.lines[i]})
+					}
+					dels = append(dels, del)
+				}
+			}
+			buf.cols, buf.dels, buf.src, buf.done, buf.evs = c, dels, colSrc, done, buf.evs[:0]
+			b.nEvents += n
+			folded <- buf
+			return nil
+		}
+	}
 
 	// Read the new change events, in arrival order, each with its origin appended. When they
 	// are consumed group by group, each group's rows are done with once consumed (the events
@@ -671,7 +725,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 		case perGroup:
 			groupRows = viewBatchRows
 		}
-		if rows, err = readViewFiles(ctx, env, d, srcDS, b, m, todo, groupRows, consume); err != nil {
+		if rows, err = readViewFiles(ctx, env, d, srcDS, b, m, todo, groupRows, consume, consumeCols); err != nil {
 			if inc := incomplete(err); inc != nil {
 				// A compressed file still being written: the batch, which applied nothing, runs
 				// again without it, and a later update reads it once complete.
@@ -1218,6 +1272,12 @@ type eventBuf struct {
 	evs                []event
 	keys, seqs, values []any
 	done               func() // called once the events are folded: see consumeAt
+	// cols, when not nil, holds the group's events by column instead of evs (a view read by
+	// column: viewColumnsFor): its rows, deletes where dels says (nil: none), their values
+	// where src says.
+	cols *blockColumns
+	dels []bool
+	src  *columnSource
 }
 
 // arrays returns the buffer's arrays for n events of nk key, ns sequence and np row values
@@ -1275,7 +1335,12 @@ func foldGroups(dataset string, fold batchFold, in <-chan *eventBuf, free chan<-
 	}()
 	for buf := range in {
 		cur = buf
-		fold.addAll(buf.evs)
+		if buf.cols != nil {
+			fold.(columnFold).addColumns(buf.cols, buf.dels, buf.src)
+			buf.cols = nil
+		} else {
+			fold.addAll(buf.evs)
+		}
 		release(buf)
 		cur = nil
 		select {

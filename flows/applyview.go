@@ -97,16 +97,30 @@ func (vb *viewBatch) locate(o origin) string {
 // do not fit its schema, and hands the rows to consume, each with its origin (file index, line
 // number) after its values: groupRows at a time, whose memory is reused for later rows once
 // consume calls done (consume keeps copies of what it keeps), or, when groupRows is 0, all at
-// once. It returns the rows not yet consumed: none in groups, else the whole batch.
-func readViewFiles(ctx context.Context, env *Env, d, view *spec.Dataset, b *changeBatch, m *Metrics, todo []inputFile, groupRows int, consume func(rows [][]any, done func()) error) ([][]any, error) {
+// once. It returns the rows not yet consumed: none in groups, else the whole batch. With
+// consumeCols not nil (viewColumnsFor said yes: JSON lines of primitive columns), the files are
+// read by column instead: consumeCols gets each parsed block's rows (blockColumns, those the
+// mode drops taken out) with the file's index, and done, to call once it holds nothing of the
+// blocks before this one (their memory is then reused); consume is not called.
+func readViewFiles(ctx context.Context, env *Env, d, view *spec.Dataset, b *changeBatch, m *Metrics, todo []inputFile, groupRows int, consume func(rows [][]any, done func()) error, consumeCols func(c *blockColumns, fi int, done func()) error) ([][]any, error) {
 	perGroup := groupRows > 0
 	src := view.Source
 	bad := &badRecords{env: env, flow: d.Name, dataset: view.Name, src: src, said: b.view.said}
 	b.view.bad = bad
 	defer func() { m.BadRecords = bad.count }()
 	var pool *blockPool
-	if perGroup {
+	if perGroup || consumeCols != nil {
 		pool = &blockPool{}
+	}
+	var cols func(c *blockColumns, fi int) error
+	if consumeCols != nil {
+		cols = func(c *blockColumns, fi int) error {
+			b.nSource += c.n
+			// The blocks emitted so far are the ones before c (a block is emitted once its
+			// rows were handed on): consumeCols holds nothing of them once done is called.
+			before := pool.seal()
+			return consumeCols(c, fi, func() { pool.release(before) })
+		}
 	}
 	var rows [][]any
 	var origins []origin
@@ -134,7 +148,7 @@ func readViewFiles(ctx context.Context, env *Env, d, view *spec.Dataset, b *chan
 			return flush()
 		}
 		return nil
-	}, nil)
+	}, cols)
 	m.Files += files
 	if err != nil {
 		return nil, fmt.Errorf("view %s: %w", view.Name, err)

@@ -112,25 +112,39 @@ func (s *arrivalSpans) addRun(arrival int, at origin, n int) {
 	s.spans = append(s.spans, arrivalSpan{arrival: arrival, at: at, run: true})
 }
 
+// addLines records the origins of the events made of rows read by column from the file of index
+// version (a view's), which arrive from arrival on, the i-th from line lines[i].
+func (s *arrivalSpans) addLines(arrival int, version int64, lines []int64) {
+	for i, line := range lines {
+		s.addOrigin(arrival+i, origin{version: version, row: line})
+	}
+}
+
 // addRows records the origins of the events made of rows, which arrive from arrival on, each row
 // with a pointer to its origin at position at.
 func (s *arrivalSpans) addRows(arrival int, rows [][]any, at int) {
 	for i, r := range rows {
-		o := *r[at].(*origin)
-		if k := len(s.spans); k > 0 {
-			l := &s.spans[k-1]
-			if l.at.version == o.version {
-				if !l.run || l.at.row+int64(arrival+i-l.arrival) == o.row {
-					continue
-				}
-				if k >= maxArrivalSpans {
-					l.run = false
-					continue
-				}
+		s.addOrigin(arrival+i, *r[at].(*origin))
+	}
+}
+
+// addOrigin records that the event of this arrival, the one after those recorded, comes from o:
+// the last span goes on when o follows its origins, else a span starts (or, past
+// maxArrivalSpans, the last span of o's version stops telling its rows apart).
+func (s *arrivalSpans) addOrigin(arrival int, o origin) {
+	if k := len(s.spans); k > 0 {
+		l := &s.spans[k-1]
+		if l.at.version == o.version {
+			if !l.run || l.at.row+int64(arrival-l.arrival) == o.row {
+				return
+			}
+			if k >= maxArrivalSpans {
+				l.run = false
+				return
 			}
 		}
-		s.spans = append(s.spans, arrivalSpan{arrival: arrival + i, at: o, run: true})
 	}
+	s.spans = append(s.spans, arrivalSpan{arrival: arrival, at: o, run: true})
 }
 
 // origin returns the origin of the event that arrived at arrival, and whether its row is known

@@ -1,0 +1,143 @@
+package flows
+
+import (
+	"sync/atomic"
+
+	"tributary/delta"
+	"tributary/expectations"
+	"tributary/spec"
+)
+
+// An APPLY CHANGES batch that reads a view over JSON-lines files and folds its events into
+// columns (histColumns: an SCD type 2 target's first batch) reads the files by column, as an
+// ingest does (ingestByColumns): each parsed block keeps its rows as unboxed column values
+// (blockColumns), and the fold takes the key, the sequence and the data columns straight from
+// them (columnFold), with no row, event or boxed value in between. The events, their order and
+// every check are those the rows would give (TestViewColumnsEquivalence): a NULL key or
+// sequence fails the batch naming the first's file and line, apply_as_deletes is evaluated on
+// each row (a row of the columns it reads), and each event's origin is its file and line.
+
+// viewColumnsOff turns reading a view by column off, so that tests can compare it with the rows
+// of the same input.
+var viewColumnsOff atomic.Bool
+
+// viewColumnBatches counts the APPLY CHANGES batches that read a view by column, for tests.
+var viewColumnBatches atomic.Int64
+
+// columnFold is a batchFold that also folds events given by column: the rows of c in order, the
+// next arrivals, row i a delete when dels[i] (dels nil: no delete), its key, sequence and data
+// columns those of src. c's memory may be reused once addColumns returns.
+type columnFold interface {
+	batchFold
+	addColumns(c *blockColumns, dels []bool, src *columnSource)
+}
+
+// columnSource says where a columnFold finds an event's values in a block's columns: the key's
+// column, the sequence's, and each data column's (indexes in the view's schema).
+type columnSource struct {
+	key, seq int
+	data     []int
+}
+
+// viewColumnsFor returns the columns of view's rows the fold takes for a batch of d read from
+// view by column, or nil when the batch is read by row: the fold must take columns (columnFold),
+// the view must read JSON lines (not multiline) into declared primitive columns with no
+// rescued-data or metadata column, and neither the view nor d may have expectations (set and
+// viewSet: a row path check) or apply_as_truncates. keyIdx, seqIdx and projIdx are the view
+// schema's columns of the key, the sequence and d's data columns (dataSch), as readChangeBatch
+// picks them.
+func viewColumnsFor(fold batchFold, view *spec.Dataset, set, viewSet *expectations.Set, truncates bool, keyIdx, seqIdx, projIdx []int, b *changeBatch) *columnSource {
+	if _, ok := fold.(columnFold); !ok || viewColumnsOff.Load() || b.view == nil {
+		return nil
+	}
+	src := view.Source
+	if src == nil || src.Format != "json" || src.Options[spec.JSONMultiline] == "true" || src.RescuedDataColumn != "" ||
+		src.IncludeMetadata || len(set.Rules) > 0 || viewSet != nil || truncates || !delta.ColumnsWritable(src.Schema) {
+		return nil
+	}
+	// The rows the reader makes are the view's, column for column.
+	if len(src.Schema.Fields) != len(view.Schema.Fields) {
+		return nil
+	}
+	for i, f := range view.Schema.Fields {
+		if g := src.Schema.Fields[i]; g.Name != f.Name || !g.Type.Equal(f.Type) {
+			return nil
+		}
+	}
+	if len(keyIdx) != 1 || len(seqIdx) != 1 || keyIdx[0] < 0 || seqIdx[0] < 0 {
+		return nil
+	}
+	for i, j := range projIdx {
+		if j < 0 || !view.Schema.Fields[j].Type.Equal(b.dataSch.Fields[i].Type) {
+			return nil
+		}
+	}
+	return &columnSource{key: keyIdx[0], seq: seqIdx[0], data: projIdx}
+}
+
+// rowOf sets in row (of the view's width) the values of row i of c in the columns cols, boxed
+// in slab, for an expression that reads only those (expectations.Program.Columns).
+func (c *blockColumns) rowOf(row []any, i int, cols []int, l *columnLayout, slab *boxSlab) {
+	for _, j := range cols {
+		switch {
+		case c.nulls[j][i]:
+			row[j] = nil
+		case c.strs[j] != nil:
+			row[j] = slab.string(c.strs[j][i])
+		default:
+			row[j] = value(l.kinds[j], c.words[j][i], slab)
+		}
+	}
+}
+
+// emptyAt says whether row i of c has no value at all (emptyRow of a view with no rescued-data
+// or metadata column).
+func (c *blockColumns) emptyAt(i int) bool {
+	for _, nulls := range c.nulls {
+		if !nulls[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// addColumns is addAll of the rows of c (columnFold): a NULL key or sequence is kept as 0 (the
+// batch fails on it before it is applied), a delete keeps no values.
+func (c *histColumns) addColumns(bc *blockColumns, dels []bool, src *columnSource) {
+	keys, seqs := bc.words[src.key][:bc.n], bc.words[src.seq][:bc.n]
+	for i := range bc.n {
+		n := c.n
+		del := dels != nil && dels[i]
+		c.keys.add(n, keys[i])
+		c.dels.add(n, del)
+		if n&(1<<chunkBits-1) == 0 {
+			c.recs = append(c.recs, make([]int64, (1<<chunkBits)*c.stride))
+		}
+		rec := c.rec(int32(n)) // zero: a chunk's records are written once
+		rec[histSeq] = seqs[i]
+		var nulls uint64
+		for col, w := range c.wordAt {
+			if w < 0 {
+				continue
+			}
+			j := src.data[col]
+			switch {
+			case del || bc.nulls[j][i]:
+				nulls |= 1 << col
+			case c.strAt[col] >= 0:
+				str := bc.strs[j][i]
+				rec[w] = int64(len(str))
+				c.strBytes += len(str)
+				if len(str) <= inlineString {
+					copy(inlineBytes(&rec[w+1])[:], str)
+				} else {
+					rec[w+1] = c.place(str)
+				}
+			default:
+				rec[w] = bc.words[j][i]
+			}
+		}
+		rec[histNulls] = int64(nulls)
+		c.n++
+	}
+}
