@@ -49,6 +49,7 @@ type segmentWriter struct {
 	f    *os.File
 	w    *bufio.Writer
 	crc  hash.Hash32
+	n    int // the bytes written so far
 }
 
 // createSegment creates the segment file and writes its header: magic, then len(paths) and each
@@ -75,6 +76,7 @@ func createSegment(dir, magic string, paths []string, nrecords int) (*segmentWri
 func (sw *segmentWriter) write(b []byte) {
 	sw.w.Write(b)
 	sw.crc.Write(b)
+	sw.n += len(b)
 }
 
 // finish appends the checksum, syncs and closes the file and syncs its folder; on error the

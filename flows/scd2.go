@@ -940,7 +940,7 @@ func (w *keyWorker) run(from, to int) {
 		}
 		// A key whose stored events all come before the batch's, as most do, needs of them
 		// only their end (tailOf) when its state is encoded and the fold keeps no NULLs.
-		if evs := g.events(i); hk.blob != nil && mode.scd2 && !mode.ignoreNulls && len(evs) > 0 {
+		if evs := g.events(i); (hk.blob != nil || hk.fresh != nil) && mode.scd2 && !mode.ignoreNulls && len(evs) > 0 {
 			var tail histTail
 			var ok bool
 			if tail, w.offs, ok = w.state.tailOf(hk, mode.tracked, w.offs); ok && allAfter(evs, tail.lastSeq) {

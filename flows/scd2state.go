@@ -154,6 +154,12 @@ func (s *histState) readSegment(sg segment) error {
 			return err
 		}
 		return s.decodeSegment(b)
+	case segmentFormatHistoryColumns:
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		return s.decodeColumnsSegment(b)
 	case "":
 		rows, err := delta.New(s.dir).ReadFile(filepath.ToSlash(filepath.Join("segments", sg.Name)), s.segmentSchema())
 		if err != nil {
@@ -324,6 +330,11 @@ func (s *histState) save(changed []string, hks []*histKey) (string, []segment, m
 	}
 	trunc := encodeSeq(s.truncate, s.seqSch)
 	if keyedData(s.dataSch) {
+		if full && s.fresh && len(changed) == len(s.keys) && columnsSegmentFor(hks) {
+			// A first batch's keys, each holding its events in the gathered columns: saved
+			// as those columns (histcolsegment.go).
+			return s.write(n, full, trunc, func(dir string) (segment, error) { return s.writeColumnsSegment(dir, hks) })
+		}
 		return s.write(n, full, trunc, func(dir string) (segment, error) { return s.writeSegment(dir, keys, hks, n) })
 	}
 	var rows [][]any

@@ -25,9 +25,11 @@ type segment struct {
 	Name string `json:"name"`
 	Rows int64  `json:"rows"`
 	// Format is how the file is written: segmentFormatKeyed (SCD type 1 states, cdcsegment.go),
-	// segmentFormatHistory (states kept as histories, histsegment.go), or "" for a Parquet file
-	// of state rows (cdcState.segmentSchema, histState.segmentSchema): the form of every state
-	// written before the keyed forms, still read, and of history states with a nested column.
+	// segmentFormatHistory (states kept as histories, histsegment.go), segmentFormatHistoryColumns
+	// (the state of an SCD type 2 first batch folded in columns, histcolsegment.go), or "" for a
+	// Parquet file of state rows (cdcState.segmentSchema, histState.segmentSchema): the form of
+	// every state written before the keyed forms, still read, and of history states with a
+	// nested column.
 	Format string `json:"format,omitempty"`
 }
 
