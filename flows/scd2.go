@@ -184,6 +184,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	var cdcTypes []string
 	var inserted [][][]any
 	var freshInserts int64
+	var freshKeys []newKey // a first batch's keys in columns, which the state's save indexes
 	if b.hist != nil && (len(state.keys) > 0 || newTrunc) {
 		// Folded into columns for a target without history, which has some after all (not
 		// the case readChangeBatch chose it for): the general fold takes the batch.
@@ -204,18 +205,16 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 			return m, b.ctx.Err()
 		}
 		g, kvs, ties, freshInserts = &keyGroups{index: map[string]int{}}, fk.kvs, fk.ties, fk.ups
-		if len(state.keys) == 0 {
-			// Sized once rather than grown through every doubling (each one's table is
-			// garbage that the relaxed collector leaves for fresh pages; see relaxGC).
-			state.keys = make(map[string]*histKey, len(fk.keys))
-		}
 		changedList = slices.Grow(changedList, len(fk.keys))
 		changedHKs = make([]*histKey, 0, len(fk.keys))
 		state.fresh = true
 		for _, nk := range fk.keys {
-			state.keys[nk.k] = nk.hk
 			changedList, changedHKs = append(changedList, nk.k), append(changedHKs, nk.hk)
 		}
+		// The state's index of the keys is wanted only by its save, which adds them to it
+		// (freshKeys), beside the writes, rather than before them on this goroutine alone
+		// (100k keys: 7 ms).
+		freshKeys = fk.keys
 		m.NumUpsertedRows += fk.ups
 	} else {
 		// Group the batch by key (keys in order of first arrival, each key's events in arrival
@@ -358,6 +357,14 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	saving.Add(1)
 	go func() {
 		defer saving.Done()
+		if len(state.keys) == 0 && len(freshKeys) > 0 {
+			// Sized once rather than grown through every doubling (each one's table is
+			// garbage that the relaxed collector leaves for fresh pages; see relaxGC).
+			state.keys = make(map[string]*histKey, len(freshKeys))
+		}
+		for _, nk := range freshKeys {
+			state.keys[nk.k] = nk.hk
+		}
 		saved.id, saved.segs, saved.renames, saved.err = state.save(changedList, changedHKs)
 	}()
 	defer saving.Wait() // on every return: nothing touches the state after this batch
