@@ -14,6 +14,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
 
+	"tributary/internal/writeback"
 	"tributary/schema"
 )
 
@@ -445,7 +446,9 @@ func (t *Table) createParquet(rel string, s schema.Schema, change bool) (*parque
 	if err != nil {
 		return nil, fmt.Errorf("delta: %s: %w", what, err)
 	}
-	bw := bufio.NewWriterSize(f, 1<<20)
+	// The file's pages are written back as it grows (writeback), so that close's fsync waits
+	// for its last few megabytes only.
+	bw := bufio.NewWriterSize(writeback.New(f), 1<<20)
 	cw := &countingWriter{w: bw}
 	w := parquet.NewWriter(cw, ps,
 		parquet.Compression(dataFileCodec),

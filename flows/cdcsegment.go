@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 
 	"github.com/google/uuid"
+
+	"tributary/internal/writeback"
 )
 
 // segmentFormatKeyed is the segment format (segment.Format) of SCD type 1 states written before
@@ -60,7 +62,9 @@ func createSegment(dir, magic string, paths []string, nrecords int) (*segmentWri
 	if err != nil {
 		return nil, err
 	}
-	sw := &segmentWriter{name: name, dir: dir, f: f, w: bufio.NewWriterSize(f, 1<<20), crc: crc32.New(castagnoli)}
+	// Its pages are written back as it grows (writeback), so that finish's fsync waits for the
+	// last few megabytes only.
+	sw := &segmentWriter{name: name, dir: dir, f: f, w: bufio.NewWriterSize(writeback.New(f), 1<<20), crc: crc32.New(castagnoli)}
 	buf := append([]byte(nil), magic...)
 	buf = binary.AppendUvarint(buf, uint64(len(paths)))
 	for _, p := range paths {
