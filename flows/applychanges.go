@@ -575,7 +575,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 					dels = append(dels, del)
 				}
 			}
-			buf.cols, buf.dels, buf.src, buf.done, buf.evs = c, dels, colSrc, done, buf.evs[:0]
+			buf.cols, buf.dels, buf.src, buf.first, buf.done, buf.evs = c, dels, colSrc, b.nEvents, done, buf.evs[:0]
 			b.nEvents += n
 			folded <- buf
 			return nil
@@ -1275,9 +1275,10 @@ type eventBuf struct {
 	// cols, when not nil, holds the group's events by column instead of evs (a view read by
 	// column: viewColumnsFor): its rows, deletes where dels says (nil: none), their values
 	// where src says.
-	cols *blockColumns
-	dels []bool
-	src  *columnSource
+	cols  *blockColumns
+	dels  []bool
+	src   *columnSource
+	first int // the arrival of cols' first row
 }
 
 // arrays returns the buffer's arrays for n events of nk key, ns sequence and np row values
@@ -1336,7 +1337,7 @@ func foldGroups(dataset string, fold batchFold, in <-chan *eventBuf, free chan<-
 	for buf := range in {
 		cur = buf
 		if buf.cols != nil {
-			fold.(columnFold).addColumns(buf.cols, buf.dels, buf.src)
+			fold.(columnFold).addColumns(buf.cols, buf.dels, buf.src, buf.first)
 			buf.cols = nil
 		} else {
 			fold.addAll(buf.evs)

@@ -254,10 +254,7 @@ func (tf *typedFold) sameRow(r int, row []any) bool {
 
 // setRow stores row in the record at r (a new key's: its column words all zero).
 func (tf *typedFold) setRow(r int, row []any) {
-	if len(tf.arena) > 2*int(tf.live)+arenaSlack {
-		tf.compact()
-	}
-	rec := tf.tab[r : r+tf.stride]
+	rec := tf.record(r)
 	var nulls int64
 	for c, v := range row {
 		wi := tf.wordAt[c]
@@ -265,31 +262,71 @@ func (tf *typedFold) setRow(r int, row []any) {
 		case wi < 0:
 			// the key or the sequence: the record's own
 		case v == nil:
-			nulls |= 1 << c
-			if tf.strAt[c] >= 0 {
-				rec[wi] &^= math.MaxUint32 // an arena slot is kept for a string to come
-			}
+			nulls |= tf.setNull(rec, c, wi)
 		case tf.strAt[c] >= 0:
-			str := v.(string)
-			room := int(rec[wi] >> 32)
-			switch {
-			case room == 0 && len(str) <= inlineString:
-				copy(unsafe.Slice((*byte)(unsafe.Pointer(&rec[wi+1])), 2*8), str)
-				rec[wi] = int64(len(str))
-				continue
-			case len(str) > room:
-				tf.live -= int64(room) // abandoned (none when inline)
-				room = slotSize(len(str))
-				rec[wi+1] = int64(tf.reserve(room))
-				tf.live += int64(room)
-			}
-			copy(tf.arena[rec[wi+1]:], str)
-			rec[wi] = int64(room)<<32 | int64(len(str))
+			tf.setString(rec, wi, v.(string))
 		default:
 			rec[wi] = word(tf.kinds[c], v)
 		}
 	}
 	rec[recNulls] = nulls
+}
+
+// setBlockRow is setRow of row i of a block's columns, column c of the row being column
+// src.data[c] of the block.
+func (tf *typedFold) setBlockRow(r int, bc *blockColumns, i int, src *columnSource) {
+	rec := tf.record(r)
+	var nulls int64
+	for c, wi := range tf.wordAt {
+		j := src.data[c]
+		switch {
+		case wi < 0:
+		case bc.nulls[j][i]:
+			nulls |= tf.setNull(rec, c, wi)
+		case tf.strAt[c] >= 0:
+			tf.setString(rec, wi, bc.strs[j][i])
+		default:
+			rec[wi] = bc.words[j][i]
+		}
+	}
+	rec[recNulls] = nulls
+}
+
+// record returns the record at r for a new row, compacting the arena first when abandoned slots
+// outweigh the live ones.
+func (tf *typedFold) record(r int) []int64 {
+	if len(tf.arena) > 2*int(tf.live)+arenaSlack {
+		tf.compact()
+	}
+	return tf.tab[r : r+tf.stride]
+}
+
+// setNull marks column c (first word wi) of rec NULL, keeping a string's arena slot for a string
+// to come, and returns c's NULL bit.
+func (tf *typedFold) setNull(rec []int64, c, wi int) int64 {
+	if tf.strAt[c] >= 0 {
+		rec[wi] &^= math.MaxUint32
+	}
+	return 1 << c
+}
+
+// setString stores str in the string column whose first word in rec is wi: inline when it fits
+// and the column has no arena slot, else in the slot, which a longer string replaces.
+func (tf *typedFold) setString(rec []int64, wi int, str string) {
+	room := int(rec[wi] >> 32)
+	switch {
+	case room == 0 && len(str) <= inlineString:
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&rec[wi+1])), 2*8), str)
+		rec[wi] = int64(len(str))
+		return
+	case len(str) > room:
+		tf.live -= int64(room) // abandoned (none when inline)
+		room = slotSize(len(str))
+		rec[wi+1] = int64(tf.reserve(room))
+		tf.live += int64(room)
+	}
+	copy(tf.arena[rec[wi+1]:], str)
+	rec[wi] = int64(room)<<32 | int64(len(str))
 }
 
 // slotSize is the bytes reserved in an arena for a string of n bytes: n rounded up to a multiple
@@ -348,11 +385,54 @@ func (tf *typedFold) add(ev *event) {
 	if !ok1 || !ok2 {
 		return
 	}
+	foldEvent(tf, k, s, ev.arrival, ev.delete, rowValues(ev.row))
+}
+
+// foldValues is where foldEvent finds an event's target columns: a boxed row (rowValues) or a
+// row of a block's columns (blockRowValues).
+type foldValues interface {
+	set(tf *typedFold, r int)       // stores them in the record at r (setRow)
+	same(tf *typedFold, r int) bool // whether the record at r holds them (sameRow)
+}
+
+// rowValues is an event's row.
+type rowValues []any
+
+func (v rowValues) set(tf *typedFold, r int)       { tf.setRow(r, v) }
+func (v rowValues) same(tf *typedFold, r int) bool { return tf.sameRow(r, v) }
+
+// blockRowValues is row i of a block's columns, column c of the row being src.data[c].
+type blockRowValues struct {
+	c   *blockColumns
+	i   int
+	src *columnSource
+}
+
+func (v blockRowValues) set(tf *typedFold, r int) { tf.setBlockRow(r, v.c, v.i, v.src) }
+
+// same boxes the row (only ties, rare, compare rows).
+func (v blockRowValues) same(tf *typedFold, r int) bool {
+	row := make([]any, len(tf.kinds))
+	for c, j := range v.src.data {
+		switch {
+		case v.c.nulls[j][v.i]:
+		case v.c.strs[j] != nil:
+			row[c] = v.c.strs[j][v.i]
+		default:
+			row[c] = value(tf.kinds[c], v.c.words[j][v.i], nil)
+		}
+	}
+	return tf.sameRow(r, row)
+}
+
+// foldEvent folds the event of key k, sequence s, arrival and kind (del), whose target columns
+// are vals, by add's rules.
+func foldEvent[V foldValues](tf *typedFold, k, s int64, arrival int, del bool, vals V) {
 	r := tf.find(k)
 	rec := tf.tab[r : r+tf.stride]
 	if rec[recMeta] == 0 {
-		rec[recKey], rec[recSeq], rec[recMeta] = k, s, meta(ev.arrival, ev.delete)
-		tf.setRow(r, ev.row)
+		rec[recKey], rec[recSeq], rec[recMeta] = k, s, meta(arrival, del)
+		vals.set(tf, r)
 		tf.order = append(tf.order, int32(r/tf.stride))
 		if tf.n++; 2*tf.n > len(tf.tab)/tf.stride {
 			tf.resize(2 * len(tf.tab) / tf.stride)
@@ -363,18 +443,42 @@ func (tf *typedFold) add(ev *event) {
 		return
 	}
 	if s == rec[recSeq] {
-		del, arr := deleted(rec[recMeta]), arrivalOf(rec[recMeta])
-		if del != ev.delete || (!ev.delete && !tf.sameRow(r, ev.row)) {
+		was, arr := deleted(rec[recMeta]), arrivalOf(rec[recMeta])
+		if was != del || (!del && !vals.same(tf, r)) {
 			tf.ties++
 			kv := []any{k, s}
-			tf.tieList = append(tf.tieList, tie{key: kv[0:1:1], seq: kv[1:2:2], arrival: ev.arrival, other: arr, rule: inBatchRule(ev.delete, del)})
+			tf.tieList = append(tf.tieList, tie{key: kv[0:1:1], seq: kv[1:2:2], arrival: arrival, other: arr, rule: inBatchRule(del, was)})
 		}
-		if !winsTie(ev.delete, ev.arrival, del, arr) {
+		if !winsTie(del, arrival, was, arr) {
 			return
 		}
 	}
-	rec[recSeq], rec[recMeta] = s, meta(ev.arrival, ev.delete)
-	tf.setRow(r, ev.row)
+	rec[recSeq], rec[recMeta] = s, meta(arrival, del)
+	vals.set(tf, r)
+}
+
+// addColumns folds the rows of bc in order as add folds events (columnFold): row i is the event
+// of arrival first+i, a delete when dels[i]; a row with a NULL key or sequence is left out.
+func (tf *typedFold) addColumns(bc *blockColumns, dels []bool, src *columnSource, first int) {
+	keys, seqs := bc.words[src.key][:bc.n], bc.words[src.seq][:bc.n]
+	keyNull, seqNull := bc.nulls[src.key][:bc.n], bc.nulls[src.seq][:bc.n]
+	const group = 32
+	for start := 0; start < bc.n; start += group {
+		end := min(start+group, bc.n)
+		// The first record each row of the group may touch, loaded ahead (as addAll).
+		tab, shift, stride := tf.tab, tf.shift, tf.stride
+		var sink int64
+		for i := start; i < end; i++ {
+			sink += tab[int((uint64(keys[i])*0x9E3779B97F4A7C15)>>shift)*stride]
+		}
+		tf.sink += sink
+		for i := start; i < end; i++ {
+			if keyNull[i] || seqNull[i] {
+				continue
+			}
+			foldEvent(tf, keys[i], seqs[i], first+i, dels != nil && dels[i], blockRowValues{bc, i, src})
+		}
+	}
 }
 
 // addAll folds evs, in order, as add does one at a time. With a million keys nearly every

@@ -1,6 +1,7 @@
 package flows
 
 import (
+	"fmt"
 	"sync/atomic"
 
 	"tributary/delta"
@@ -9,13 +10,15 @@ import (
 )
 
 // An APPLY CHANGES batch that reads a view over JSON-lines files and folds its events into
-// columns (histColumns: an SCD type 2 target's first batch) reads the files by column, as an
-// ingest does (ingestByColumns): each parsed block keeps its rows as unboxed column values
-// (blockColumns), and the fold takes the key, the sequence and the data columns straight from
-// them (columnFold), with no row, event or boxed value in between. The events, their order and
-// every check are those the rows would give (TestViewColumnsEquivalence): a NULL key or
-// sequence fails the batch naming the first's file and line, apply_as_deletes is evaluated on
-// each row (a row of the columns it reads), and each event's origin is its file and line.
+// typed columns (typedFold: an SCD type 1 target's batches; histColumns: an SCD type 2 target's
+// first batch) reads the files by column, as an ingest does (ingestByColumns): each parsed
+// block keeps its rows as unboxed column values (blockColumns), and the fold takes the key, the
+// sequence and the data columns straight from them (columnFold), with no row, event or boxed
+// value in between. The events, their order and every check are those the rows would give
+// (TestViewColumnsEquivalence): a NULL key or sequence fails the batch naming the first's file
+// and line, apply_as_deletes is evaluated on each row (a row of the columns it reads), and each
+// event's origin is its file and line. On the bench (2 cores), scd2 through a view took about
+// 0.06 s less CPU of 1.1, and cdc-bulk through a view (10M events) about 0.3 s less of 5.5.
 
 // viewColumnsOff turns reading a view by column off, so that tests can compare it with the rows
 // of the same input.
@@ -24,12 +27,13 @@ var viewColumnsOff atomic.Bool
 // viewColumnBatches counts the APPLY CHANGES batches that read a view by column, for tests.
 var viewColumnBatches atomic.Int64
 
-// columnFold is a batchFold that also folds events given by column: the rows of c in order, the
-// next arrivals, row i a delete when dels[i] (dels nil: no delete), its key, sequence and data
-// columns those of src. c's memory may be reused once addColumns returns.
+// columnFold is a batchFold that also folds events given by column: the rows of c in order, row
+// i the event of arrival first+i (the next arrivals), a delete when dels[i] (dels nil: no
+// delete), its key, sequence and data columns those of src. c's memory may be reused once
+// addColumns returns.
 type columnFold interface {
 	batchFold
-	addColumns(c *blockColumns, dels []bool, src *columnSource)
+	addColumns(c *blockColumns, dels []bool, src *columnSource, first int)
 }
 
 // columnSource says where a columnFold finds an event's values in a block's columns: the key's
@@ -101,9 +105,13 @@ func (c *blockColumns) emptyAt(i int) bool {
 	return true
 }
 
-// addColumns is addAll of the rows of c (columnFold): a NULL key or sequence is kept as 0 (the
-// batch fails on it before it is applied), a delete keeps no values.
-func (c *histColumns) addColumns(bc *blockColumns, dels []bool, src *columnSource) {
+// addColumns is addAll of the rows of c (columnFold), which must come in arrival order (first is
+// the number of events added before): a NULL key or sequence is kept as 0 (the batch fails on
+// it before it is applied), a delete keeps no values.
+func (c *histColumns) addColumns(bc *blockColumns, dels []bool, src *columnSource, first int) {
+	if first != c.n {
+		panic(fmt.Sprintf("rows of arrival %d on added as the %d-th on", first, c.n))
+	}
 	keys, seqs := bc.words[src.key][:bc.n], bc.words[src.seq][:bc.n]
 	for i := range bc.n {
 		n := c.n

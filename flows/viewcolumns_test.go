@@ -92,12 +92,19 @@ func runViewBatches(t *testing.T, spec string, batches [][][]any, extra []string
 	return out, nil, viewColumnBatches.Load() - before
 }
 
-// TestViewColumnsEquivalence: an SCD type 2 target's first batch read through a view by column
-// gives exactly what reading it by row gives (semantics.md "APPLY CHANGES"): the same table rows,
-// change data feed, metrics and WARNs (ties name their file and line), and a CDC state from
-// which a second batch (read by row: the target holds history) gives the same again; with
-// apply_as_deletes of each shape (a string match, an expression over a column with NULLs, none).
+// TestViewColumnsEquivalence: batches read through a view by column give exactly what reading
+// them by row gives (semantics.md "APPLY CHANGES"): the same table rows, change data feed,
+// metrics and WARNs (ties name their file and line), batch after batch; for an SCD type 2
+// target its first batch (the later ones fold by row: the target holds history, from the
+// state the first saved), for an SCD type 1 target every batch; with apply_as_deletes of each
+// shape (a string match, an expression over a column with NULLs, none).
 func TestViewColumnsEquivalence(t *testing.T) {
+	for _, scd := range []int{2, 1} {
+		testViewColumnsEquivalence(t, scd)
+	}
+}
+
+func testViewColumnsEquivalence(t *testing.T, scd int) {
 	for _, del := range []string{`op == "D"`, `op == "D" or amount <= 0`, ""} {
 		for seed := range uint64(6) {
 			r := rand.New(rand.NewPCG(seed, 17))
@@ -105,7 +112,8 @@ func TestViewColumnsEquivalence(t *testing.T) {
 			if seed == 0 {
 				n, keys, seqs = 30_000, 3_000, 5_000 // many blocks, and a block of more than one group
 			}
-			batches := [][][]any{randomHistEvents(r, n, keys, seqs, 1), randomHistEvents(r, 1+r.IntN(200), keys+5, seqs, 1)}
+			batches := [][][]any{randomHistEvents(r, n, keys, seqs, 1), randomHistEvents(r, 1+r.IntN(200), keys+5, seqs, 1),
+				randomHistEvents(r, 1+r.IntN(300), keys+9, 2*seqs, 1)}
 			for _, b := range batches {
 				for _, row := range b {
 					if row[3] != nil && r.IntN(4) == 0 {
@@ -114,13 +122,17 @@ func TestViewColumnsEquivalence(t *testing.T) {
 				}
 			}
 			spec := viewHistSpec(del, "permissive")
+			want := int64(1) // an SCD type 2 target's first batch
+			if scd == 1 {
+				spec, want = strings.Replace(spec, "stored_as_scd_type: 2", "stored_as_scd_type: 1", 1), int64(len(batches))
+			}
 			rows, errRows, off := runViewBatches(t, spec, batches, nil, false)
 			cols, errCols, on := runViewBatches(t, spec, batches, nil, true)
 			if errRows != nil || errCols != nil {
-				t.Fatalf("deletes %q seed %d: by row: %v; by column: %v", del, seed, errRows, errCols)
+				t.Fatalf("SCD %d deletes %q seed %d: by row: %v; by column: %v", scd, del, seed, errRows, errCols)
 			}
-			if off != 0 || on != 1 {
-				t.Fatalf("deletes %q seed %d: %d batches read by column with it off, %d with it on; want 0 and 1", del, seed, off, on)
+			if off != 0 || on != want {
+				t.Fatalf("SCD %d deletes %q seed %d: %d batches read by column with it off, %d with it on; want 0 and %d", scd, del, seed, off, on, want)
 			}
 			for i := range batches {
 				g, c := rows[i], cols[i]
@@ -129,12 +141,12 @@ func TestViewColumnsEquivalence(t *testing.T) {
 					{"metrics", g.metrics, c.metrics}, {"events", g.warns, c.warns},
 				} {
 					if d.g != d.c {
-						t.Fatalf("deletes %q seed %d batch %d: %s differ\n by row:\n%s\n by column:\n%s", del, seed, i+1, d.what, d.g, d.c)
+						t.Fatalf("SCD %d deletes %q seed %d batch %d: %s differ\n by row:\n%s\n by column:\n%s", scd, del, seed, i+1, d.what, d.g, d.c)
 					}
 				}
 			}
 			if seed == 0 && (!strings.Contains(rows[0].warns, "tie") || !strings.Contains(rows[0].warns, ".json:")) {
-				t.Fatalf("seed 0 met no tie named by its file and line:\n%s", rows[0].warns)
+				t.Fatalf("SCD %d seed 0 met no tie named by its file and line:\n%s", scd, rows[0].warns)
 			}
 		}
 	}
@@ -176,8 +188,9 @@ func TestViewColumnsBadLines(t *testing.T) {
 }
 
 // TestViewColumnsWhen: a view is read by column only where the rows would give nothing more: not
-// with an expectation on the target or the view, or a rescued-data column; and a target that
-// already holds history folds its batches by row (the second batch of each case).
+// with an expectation on the target or the view, or a rescued-data column; and an SCD type 2
+// target that already holds history folds its batches by row (the second batch of each case),
+// where an SCD type 1 target reads each by column.
 func TestViewColumnsWhen(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 9))
 	batch := randomHistEvents(r, 50, 10, 40, 1)
@@ -187,6 +200,7 @@ func TestViewColumnsWhen(t *testing.T) {
 		want       int64
 	}{
 		{"plain", base, 1},
+		{"an SCD type 1 target (every batch)", strings.Replace(base, "stored_as_scd_type: 2", "stored_as_scd_type: 1", 1), 2},
 		{"a target expectation", strings.Replace(base, "      stored_as_scd_type: 2\n", "      stored_as_scd_type: 2\n    expectations:\n      - {name: has_seq, expect: 'seq != nil', on_violation: warn}\n", 1), 0},
 		{"a view expectation", strings.Replace(base, "    type: view\n", "    type: view\n    expectations:\n      - {name: has_op, expect: 'op != nil', on_violation: drop}\n", 1), 0},
 		{"a rescued-data column", strings.Replace(base, "      mode: permissive\n", "      mode: permissive\n      rescued_data_column: _rescued\n", 1), 0},
