@@ -37,14 +37,14 @@ const keyedSegmentMagic = "tributary cdc state\n"
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// errSegmentCorrupt is returned for a keyed segment whose bytes do not follow the layout or whose
-// checksum does not match.
-var errSegmentCorrupt = errors.New("the keyed CDC state segment is damaged (run a full refresh of the table to rebuild its state)")
+// errSegmentCorrupt is returned for a binary segment (the keyed forms, history-columns) whose
+// bytes do not follow the layout or whose checksum does not match.
+var errSegmentCorrupt = errors.New("the CDC state segment is damaged (run a full refresh of the table to rebuild its state)")
 
 // segmentWriter writes a binary state segment (cdcsegment.go, histsegment.go): the magic, the
 // data file paths the records number from 1, the record count, the records, and the CRC-32C
 // (Castagnoli, 4 bytes little-endian) of every byte before it. The file is new
-// ("<uuid>.keyed" in dir, created exclusively) and synced with its folder by finish.
+// ("<uuid><ext>" in dir, created exclusively) and synced with its folder by finish.
 type segmentWriter struct {
 	name string // the file's name in dir
 	dir  string
@@ -54,10 +54,11 @@ type segmentWriter struct {
 	n    int // the bytes written so far
 }
 
-// createSegment creates the segment file and writes its header: magic, then len(paths) and each
-// path (length and bytes), then nrecords.
-func createSegment(dir, magic string, paths []string, nrecords int) (*segmentWriter, error) {
-	name := uuid.NewString() + ".keyed"
+// createSegment creates the segment file, named a new uuid and ext (".keyed" for the keyed forms,
+// ".columns" for history-columns), and writes its header: magic, then len(paths) and each path
+// (length and bytes), then nrecords.
+func createSegment(dir, magic, ext string, paths []string, nrecords int) (*segmentWriter, error) {
+	name := uuid.NewString() + ext
 	f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err

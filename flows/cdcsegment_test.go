@@ -78,7 +78,7 @@ func writeKeyed1(t *testing.T, st *cdcState) []byte {
 			local[id] = uint64(len(paths))
 		}
 	}
-	sw, err := createSegment(st.dir, keyedSegmentMagic, paths, len(st.slots))
+	sw, err := createSegment(st.dir, keyedSegmentMagic, ".keyed", paths, len(st.slots))
 	if err != nil {
 		t.Fatal(err)
 	}

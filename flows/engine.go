@@ -194,7 +194,7 @@ func (t *intTable) insert(e intEntry) {
 // find returns the entry of key k, or the empty entry where it goes.
 func (t *intTable) find(k int64) *intEntry {
 	mask := uint64(len(t.entries) - 1)
-	for i := (uint64(k) * 0x9E3779B97F4A7C15) >> t.shift; ; i = (i + 1) & mask {
+	for i := homeOf(k, t.shift); ; i = (i + 1) & mask {
 		if e := &t.entries[i]; e.pos == 0 || e.key == k {
 			return e
 		}
@@ -329,7 +329,7 @@ func (f *folder) intGroup(g []event) bool {
 	// Pass 1: read each home entry, so that the misses overlap; touched keeps the reads.
 	touched := 0
 	for i := range g {
-		if t.entries[(uint64(keys[i])*0x9E3779B97F4A7C15)>>t.shift].pos != 0 {
+		if t.entries[homeOf(keys[i], t.shift)].pos != 0 {
 			touched++
 		}
 	}

@@ -47,6 +47,7 @@ import (
 // A segment holds every event of each key it names, one event per sequence (histBatch.reduce's).
 const segmentFormatHistoryColumns = "history-columns-1"
 
+// historyColumnsMagic starts a history-columns segment (segmentFormatHistoryColumns).
 const historyColumnsMagic = "tributary cdc history columns\n"
 
 // columnsSegmentFor says whether the keys hks (changed by a first batch, every one of them, in
@@ -66,9 +67,8 @@ type histRun struct {
 	lo, hi int32
 }
 
-// writeColumnsSegment writes the keys hks (with nEvents events in all before reduce; each
-// holding its events in a histBatch: columnsSegmentFor) as a new history-columns segment file
-// in dir and syncs it.
+// writeColumnsSegment writes the keys hks (in key order, each holding its events in a histBatch:
+// columnsSegmentFor) as a new history-columns segment file in dir and syncs it.
 func (s *histState) writeColumnsSegment(dir string, hks []*histKey) (segment, error) {
 	local := map[string]uint64{"": 0}
 	var paths []string
@@ -119,7 +119,7 @@ func (s *histState) writeColumnsSegment(dir string, hks []*histKey) (segment, er
 			arenaLen += int64(len(r.b.arena))
 		}
 	}
-	sw, err := createSegment(dir, historyColumnsMagic, paths, len(hks))
+	sw, err := createSegment(dir, historyColumnsMagic, ".columns", paths, len(hks))
 	if err != nil {
 		return segment{}, err
 	}
@@ -235,42 +235,44 @@ func (sw *segmentWriter) writeUint32s(xs []uint32) {
 // int64sAt returns the n little-endian int64 at b[at:] (at a multiple of 8 from b's start, which
 // is 8-aligned): a view of b on a little-endian machine, else a copy.
 func int64sAt(b []byte, at, n int) []int64 {
-	raw := b[at : at+8*n]
-	if littleEndian {
-		if n == 0 {
-			return []int64{}
-		}
-		return unsafe.Slice((*int64)(unsafe.Pointer(&raw[0])), n)
-	}
-	out := make([]int64, n)
-	for i := range out {
-		out[i] = int64(binary.LittleEndian.Uint64(raw[8*i:]))
-	}
-	return out
+	return leSliceAt(b, at, n, func(p []byte) int64 { return int64(binary.LittleEndian.Uint64(p)) })
 }
 
 // uint32sAt is int64sAt for uint32 (at a multiple of 4).
-func uint32sAt(b []byte, at, n int) []uint32 {
-	raw := b[at : at+4*n]
+func uint32sAt(b []byte, at, n int) []uint32 { return leSliceAt(b, at, n, binary.LittleEndian.Uint32) }
+
+// leSliceAt returns the n little-endian integers of type T at b[at:] (aligned for T): a view of b
+// on a little-endian machine, else a copy, each read by get from its bytes.
+func leSliceAt[T int64 | uint32](b []byte, at, n int, get func([]byte) T) []T {
+	size := int(unsafe.Sizeof(T(0)))
+	raw := b[at : at+size*n]
 	if littleEndian {
 		if n == 0 {
-			return []uint32{}
+			return []T{}
 		}
-		return unsafe.Slice((*uint32)(unsafe.Pointer(&raw[0])), n)
+		return unsafe.Slice((*T)(unsafe.Pointer(&raw[0])), n)
 	}
-	out := make([]uint32, n)
+	out := make([]T, n)
 	for i := range out {
-		out[i] = binary.LittleEndian.Uint32(raw[4*i:])
+		out[i] = get(raw[size*i:])
 	}
 	return out
 }
 
 // decodeColumnsSegment adds the keys of the history-columns segment b (read whole into memory
-// of its own, 8-aligned) to the state, replacing their events: each key's events stay in the
-// segment's columns (histKey.fresh, a histBatch over b) until a batch needs them. Every length,
-// offset, flag and the order of each key's sequences are checked, so that nothing read from the
+// of its own; copied first unless 8-aligned) to the state, replacing their events: each key's
+// events stay in the segment's columns (histKey.fresh, a histBatch over b) until a batch needs
+// them. The columns' shape (the state's), every length, offset and flag, the order of the keys
+// and of each key's sequences, and the padding are checked, so that nothing read from the
 // columns later can fail: a segment that does not hold is errSegmentCorrupt.
 func (s *histState) decodeColumnsSegment(b []byte) error {
+	if len(b) > 0 && uintptr(unsafe.Pointer(&b[0]))%8 != 0 {
+		// The arrays are read in place (int64sAt): memory of 8-byte words (os.ReadFile's is).
+		words := make([]uint64, (len(b)+7)/8)
+		aligned := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), len(b))
+		copy(aligned, b)
+		b = aligned
+	}
 	sr, files, nkeys, err := openSegment(b, historyColumnsMagic)
 	if err != nil {
 		return err
@@ -293,15 +295,16 @@ func (s *histState) decodeColumnsSegment(b []byte) error {
 		}
 		hb.kinds, hb.strAt = append(hb.kinds, k), append(hb.strAt, at)
 	}
-	hb.keyCol, hb.seqCol = int(uv())-1, int(uv())-1
+	// The key's and the sequence's data columns are the state's, and the data columns of the
+	// shape histColumns takes (typedFoldFor's): every value a word or a string.
+	kc, sc := uv(), uv()
 	n, arenaLen := uv(), uv()
-	if sr.bad || hb.keyCol >= len(hb.kinds) || hb.seqCol >= len(hb.kinds) || n > uint64(len(b)) || arenaLen > uint64(len(b)) {
+	if sr.bad || len(s.keySch.Fields) != 1 || len(s.seqSch.Fields) != 1 || n > uint64(len(b)) || arenaLen > uint64(len(b)) {
 		return errSegmentCorrupt
 	}
-	for _, c := range []int{hb.keyCol, hb.seqCol} {
-		if c >= 0 && hb.kinds[c] != schema.Long {
-			return errSegmentCorrupt
-		}
+	hb.keyCol, hb.seqCol = s.dataSch.Index(s.keySch.Fields[0].Name), s.dataSch.Index(s.seqSch.Fields[0].Name)
+	if kc != uint64(hb.keyCol+1) || sc != uint64(hb.seqCol+1) || typedFoldFor(s.keySch, s.seqSch, s.dataSch, hb.keyCol, hb.seqCol) == nil {
+		return errSegmentCorrupt
 	}
 	paths := append([]string{""}, files...)
 	type keyRec struct {
@@ -312,12 +315,13 @@ func (s *histState) decodeColumnsSegment(b []byte) error {
 	}
 	recs := make([]keyRec, 0, min(nkeys, n))
 	total := uint64(0)
-	for range nkeys {
+	for i := range nkeys {
 		r := keyRec{key: unzigzag(uv())}
 		last := sr.byte()
 		r.deletedAt = unzigzag(uv())
 		file, cnt := uv(), uv()
-		if sr.bad || last > 1 || file >= uint64(len(paths)) || cnt == 0 || cnt > n-total {
+		// The keys in their order, each once.
+		if sr.bad || last > 1 || file >= uint64(len(paths)) || cnt == 0 || cnt > n-total || (i > 0 && r.key <= recs[i-1].key) {
 			return errSegmentCorrupt
 		}
 		r.last, r.file, r.n = last == 1, paths[file], int(cnt)
@@ -330,7 +334,11 @@ func (s *histState) decodeColumnsSegment(b []byte) error {
 	// The arrays, from the first multiple of 8 after the records.
 	body := b[:len(b)-4]
 	at := len(body) - int(sr.left())
-	at += (8 - at%8) % 8
+	for pad := at + (8-at%8)%8; at < pad; at++ {
+		if at >= len(body) || body[at] != 0 {
+			return errSegmentCorrupt
+		}
+	}
 	ne := int(n)
 	stored, nstr := 0, 0
 	for col := range hb.kinds {

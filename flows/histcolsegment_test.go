@@ -2,14 +2,17 @@ package flows
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,8 +105,42 @@ func TestHistColumnsSegment(t *testing.T) {
 	}
 	sameHistories(t, "history-columns segment", general, cols)
 
+	// On a big-endian machine the arrays are converted one by one: the same bytes are written,
+	// and read back to the same histories.
+	unread, err := loadItemsState(p) // every key still in the columns (sameHistories encoded them)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hks0 []*histKey
+	for _, k := range slices.Sorted(maps.Keys(unread.keys)) {
+		hks0 = append(hks0, unread.keys[k])
+	}
+	slices.SortFunc(hks0, func(a, b *histKey) int { return cmp.Compare(a.fresh.keys[a.from], b.fresh.keys[b.from]) })
+	var written [2][]byte
+	for i, le := range []bool{true, false} {
+		littleEndian = le
+		dir := t.TempDir()
+		seg, err := unread.writeColumnsSegment(dir, hks0)
+		if err == nil {
+			written[i], err = os.ReadFile(filepath.Join(dir, seg.Name))
+		}
+		if err == nil {
+			back := &histState{keySch: unread.keySch, seqSch: unread.seqSch, dataSch: unread.dataSch, keys: map[string]*histKey{}}
+			if err = back.decodeColumnsSegment(written[i]); err == nil {
+				sameHistories(t, fmt.Sprintf("written and read with littleEndian %v", le), general, back)
+			}
+		}
+		littleEndian = true
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(written[0], written[1]) {
+		t.Fatalf("the segment written as on a big-endian machine differs (%d bytes against %d)", len(written[1]), len(written[0]))
+	}
+
 	// Written again as a keyed segment (every key, as a compaction writes them) and read back.
-	cols, err := loadItemsState(p)
+	cols, err = loadItemsState(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +169,8 @@ func TestHistColumnsSegment(t *testing.T) {
 // TestHistColumnsSegmentDamaged: a history-columns segment that does not hold what its writer
 // wrote is an error naming the state as damaged, never a state read from it: a byte changed (the
 // checksum), a byte missing, and, with the checksum made to match, a delete flag that is neither
-// 0 nor 1, a key's sequences out of order, and a string beyond the arena.
+// 0 nor 1, a key's sequences out of order, a string beyond the arena, a key twice, and the
+// key's column not the state's.
 func TestHistColumnsSegmentDamaged(t *testing.T) {
 	spec := strings.Replace(fmt.Sprintf(histColumnsSpec, ""),
 		"op STRING, id BIGINT, name STRING, amount DECIMAL(10,2), score DOUBLE, n INT, ok BOOLEAN, day DATE, at TIMESTAMP, seq BIGINT",
@@ -167,6 +205,26 @@ func TestHistColumnsSegmentDamaged(t *testing.T) {
 	resum := func(b []byte) []byte {
 		return binary.LittleEndian.AppendUint32(b[:len(b)-4], crc32.Checksum(b[:len(b)-4], castagnoli))
 	}
+	// The header's key column (after the column count and kinds) and the first key record.
+	sr, _, _, err := openSegment(orig, historyColumnsMagic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range sr.uvarint() { // the column count, then a kind each
+		sr.uvarint()
+	}
+	keyColAt := len(orig) - 4 - int(sr.left())
+	sr.uvarint()             // keyCol
+	sr.uvarint()             // seqCol
+	sr.uvarint()             // events
+	sr.uvarint()             // arena
+	if orig[keyColAt] != 1 { // id is data column 0
+		t.Fatalf("the layout is not the one expected: key column byte %d", orig[keyColAt])
+	}
+	firstKeyAt := len(orig) - 4 - int(sr.left())
+	if orig[firstKeyAt] != 0 || orig[firstKeyAt+5] != 2 { // keys 0 and 1, zigzag, each record 5 bytes
+		t.Fatalf("the layout is not the one expected: first keys %d and %d", orig[firstKeyAt], orig[firstKeyAt+5])
+	}
 	for _, c := range []struct {
 		what string
 		edit func(b []byte) []byte
@@ -182,6 +240,8 @@ func TestHistColumnsSegmentDamaged(t *testing.T) {
 			binary.LittleEndian.PutUint64(b[offs+8*7:], uint64(arena-3))
 			return resum(b)
 		}},
+		{"a key twice", func(b []byte) []byte { b[firstKeyAt+5] = 0; return resum(b) }},
+		{"the key in another column", func(b []byte) []byte { b[keyColAt] = 2; return resum(b) }},
 	} {
 		if err := os.WriteFile(path, c.edit(bytes.Clone(orig)), 0o644); err != nil {
 			t.Fatal(err)

@@ -150,13 +150,7 @@ func (c *histColumns) addAll(evs []event) {
 		}
 		k, _ := ev.key[0].(int64)
 		s, _ := ev.seq[0].(int64)
-		c.keys.add(n, k)
-		c.dels.add(n, ev.delete)
-		if n&(1<<chunkBits-1) == 0 {
-			c.recs = append(c.recs, make([]int64, (1<<chunkBits)*c.stride))
-		}
-		rec := c.rec(int32(n)) // zero: a chunk's records are written once
-		rec[histSeq] = s
+		rec := c.next(k, s, ev.delete)
 		var nulls uint64
 		for col, kind := range c.kinds {
 			w := c.wordAt[col]
@@ -171,20 +165,39 @@ func (c *histColumns) addAll(evs []event) {
 			case v == nil:
 				nulls |= 1 << col
 			case c.strAt[col] >= 0:
-				str := v.(string)
-				rec[w] = int64(len(str))
-				c.strBytes += len(str)
-				if len(str) <= inlineString {
-					copy(inlineBytes(&rec[w+1])[:], str)
-				} else {
-					rec[w+1] = c.place(str)
-				}
+				c.putString(rec, w, v.(string))
 			default:
 				rec[w] = word(kind, v)
 			}
 		}
 		rec[histNulls] = int64(nulls)
 		c.n++
+	}
+}
+
+// next appends the key and kind of the next event (arrival c.n) and returns its record, its
+// sequence set; the caller sets the rest and counts the event (c.n++).
+func (c *histColumns) next(k, s int64, del bool) []int64 {
+	n := c.n
+	c.keys.add(n, k)
+	c.dels.add(n, del)
+	if n&(1<<chunkBits-1) == 0 {
+		c.recs = append(c.recs, make([]int64, (1<<chunkBits)*c.stride))
+	}
+	rec := c.rec(int32(n)) // zero: a chunk's records are written once
+	rec[histSeq] = s
+	return rec
+}
+
+// putString stores str in the string column whose words in rec start at w: its length, then its
+// bytes inline or where the arena holds them.
+func (c *histColumns) putString(rec []int64, w int, str string) {
+	rec[w] = int64(len(str))
+	c.strBytes += len(str)
+	if len(str) <= inlineString {
+		copy(inlineBytes(&rec[w+1])[:], str)
+	} else {
+		rec[w+1] = c.place(str)
 	}
 }
 

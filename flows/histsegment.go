@@ -192,7 +192,7 @@ func (s *histState) writeSegment(dir string, keys []string, hks []*histKey, nEve
 			}
 		}
 	}
-	sw, err := createSegment(dir, historySegmentMagic, paths, len(keys))
+	sw, err := createSegment(dir, historySegmentMagic, ".keyed", paths, len(keys))
 	if err != nil {
 		return segment{}, err
 	}

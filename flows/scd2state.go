@@ -22,9 +22,11 @@ type histState struct {
 	keys     map[string]*histKey // by encoded key (appendValues)
 	truncate []any               // the highest truncate sequence applied (SCD type 1), or nil
 	dec      *histDecoder        // decodes the keys' events (eventsOf)
-	// fresh says whether keys hold events not yet encoded (histKey.fresh): the state is then
-	// not kept in memory after the batch (remember), which would keep the batch's columns
-	// alive; the next batch reads it back from its segments.
+	// fresh says whether the batch folded its keys in columns (a first batch, histColumns):
+	// they hold events not yet encoded (histKey.fresh), and the state is then not kept in
+	// memory after the batch (remember), which would keep the batch's columns alive; the next
+	// batch reads it back from its segments. (A state read from a history-columns segment
+	// holds such keys too, in the segment's memory, and is kept as any other.)
 	fresh bool
 }
 
@@ -41,10 +43,11 @@ type histKey struct {
 	// deletedAt is when the key's last event became a delete (ms), for tombstone GC of SCD
 	// type 1 targets kept as histories; 0 otherwise.
 	deletedAt int64
-	// fresh, for a key of a first batch folded in columns (histColumns.fold), holds its events
-	// as positions [from, to) of the gathered batch, not yet encoded: the save encodes them as
-	// it writes them (1M events: 40 MB that were held from the fold to the end of the batch),
-	// and settle before any other use. events and blob are then nil.
+	// fresh, for a key of a first batch folded in columns (histColumns.fold) or read from a
+	// history-columns segment (decodeColumnsSegment), holds its events as positions [from, to)
+	// of those columns, not yet encoded: a save writes them from there (as columns again, or
+	// encoded as it writes them: 1M events, 40 MB that were held from the fold to the end of
+	// the batch), and settle encodes them before any other use. events and blob are then nil.
 	fresh    *histBatch
 	from, to int32
 }

@@ -142,10 +142,14 @@ func (tf *typedFold) resize(size int) {
 	}
 }
 
+// homeOf is the record find looks at first for key k, in a table of 2^(64-shift) records
+// (Fibonacci hashing: the high bits of k times 2^64/φ).
+func homeOf(k int64, shift uint) uint64 { return (uint64(k) * 0x9E3779B97F4A7C15) >> shift }
+
 // find returns the index in tab of the record of key k, or of the empty record where it goes.
 func (tf *typedFold) find(k int64) int {
 	mask := uint64(len(tf.tab)/tf.stride - 1)
-	for i := (uint64(k) * 0x9E3779B97F4A7C15) >> tf.shift; ; i = (i + 1) & mask {
+	for i := homeOf(k, tf.shift); ; i = (i + 1) & mask {
 		r := int(i) * tf.stride
 		if tf.tab[r+recMeta] == 0 || tf.tab[r+recKey] == k {
 			return r
@@ -398,7 +402,10 @@ type foldValues interface {
 // rowValues is an event's row.
 type rowValues []any
 
-func (v rowValues) set(tf *typedFold, r int)       { tf.setRow(r, v) }
+// set is setRow.
+func (v rowValues) set(tf *typedFold, r int) { tf.setRow(r, v) }
+
+// same is sameRow.
 func (v rowValues) same(tf *typedFold, r int) bool { return tf.sameRow(r, v) }
 
 // blockRowValues is row i of a block's columns, column c of the row being src.data[c].
@@ -408,9 +415,10 @@ type blockRowValues struct {
 	src *columnSource
 }
 
+// set is setBlockRow.
 func (v blockRowValues) set(tf *typedFold, r int) { tf.setBlockRow(r, v.c, v.i, v.src) }
 
-// same boxes the row (only ties, rare, compare rows).
+// same is sameRow of the row boxed (only ties, rare, compare rows).
 func (v blockRowValues) same(tf *typedFold, r int) bool {
 	row := make([]any, len(tf.kinds))
 	for c, j := range v.src.data {
@@ -469,7 +477,7 @@ func (tf *typedFold) addColumns(bc *blockColumns, dels []bool, src *columnSource
 		tab, shift, stride := tf.tab, tf.shift, tf.stride
 		var sink int64
 		for i := start; i < end; i++ {
-			sink += tab[int((uint64(keys[i])*0x9E3779B97F4A7C15)>>shift)*stride]
+			sink += tab[int(homeOf(keys[i], shift))*stride]
 		}
 		tf.sink += sink
 		for i := start; i < end; i++ {
@@ -493,7 +501,7 @@ func (tf *typedFold) addAll(evs []event) {
 		var sink int64
 		for i := range g {
 			if k, ok := g[i].key[0].(int64); ok {
-				sink += tab[int((uint64(k)*0x9E3779B97F4A7C15)>>shift)*stride]
+				sink += tab[int(homeOf(k, shift))*stride]
 			}
 		}
 		tf.sink += sink

@@ -106,7 +106,7 @@ func (c *blockColumns) emptyAt(i int) bool {
 	return true
 }
 
-// addColumns is addAll of the rows of c (columnFold), which must come in arrival order (first is
+// addColumns is addAll of the rows of bc (columnFold), which must come in arrival order (first is
 // the number of events added before): a NULL key or sequence is kept as 0 (the batch fails on
 // it before it is applied), a delete keeps no values.
 func (c *histColumns) addColumns(bc *blockColumns, dels []bool, src *columnSource, first int) {
@@ -115,15 +115,8 @@ func (c *histColumns) addColumns(bc *blockColumns, dels []bool, src *columnSourc
 	}
 	keys, seqs := bc.words[src.key][:bc.n], bc.words[src.seq][:bc.n]
 	for i := range bc.n {
-		n := c.n
 		del := dels != nil && dels[i]
-		c.keys.add(n, keys[i])
-		c.dels.add(n, del)
-		if n&(1<<chunkBits-1) == 0 {
-			c.recs = append(c.recs, make([]int64, (1<<chunkBits)*c.stride))
-		}
-		rec := c.rec(int32(n)) // zero: a chunk's records are written once
-		rec[histSeq] = seqs[i]
+		rec := c.next(keys[i], seqs[i], del)
 		var nulls uint64
 		for col, w := range c.wordAt {
 			if w < 0 {
@@ -134,14 +127,7 @@ func (c *histColumns) addColumns(bc *blockColumns, dels []bool, src *columnSourc
 			case del || bc.nulls[j][i]:
 				nulls |= 1 << col
 			case c.strAt[col] >= 0:
-				str := bc.strs[j][i]
-				rec[w] = int64(len(str))
-				c.strBytes += len(str)
-				if len(str) <= inlineString {
-					copy(inlineBytes(&rec[w+1])[:], str)
-				} else {
-					rec[w+1] = c.place(str)
-				}
+				c.putString(rec, w, bc.strs[j][i])
 			default:
 				rec[w] = bc.words[j][i]
 			}

@@ -107,6 +107,11 @@ func TestViewColumnsEquivalence(t *testing.T) {
 func testViewColumnsEquivalence(t *testing.T, scd int) {
 	for _, del := range []string{`op == "D"`, `op == "D" or amount <= 0`, ""} {
 		for seed := range uint64(6) {
+			if seed == 1 {
+				// Blocks of about 40 lines: many blocks released for reuse while later ones
+				// are folded.
+				setChunking(t, chunkRows, 4096)
+			}
 			r := rand.New(rand.NewPCG(seed, 17))
 			keys, seqs, n := 2+r.IntN(60), 5+r.IntN(100), 1+r.IntN(400)
 			if seed == 0 {
@@ -169,6 +174,9 @@ func TestViewColumnsBadLines(t *testing.T) {
 	for what, text := range bad {
 		for _, mode := range []string{"permissive", "dropmalformed", "failfast"} {
 			spec := viewHistSpec(`op == "D"`, mode)
+			if len(what)%2 == 0 { // some of the cases into an SCD type 1 target (typedFold)
+				spec = strings.Replace(spec, "stored_as_scd_type: 2", "stored_as_scd_type: 1", 1)
+			}
 			rows, errRows, _ := runViewBatches(t, spec, [][][]any{batch}, []string{text}, false)
 			cols, errCols, on := runViewBatches(t, spec, [][][]any{batch}, []string{text}, true)
 			if fmt.Sprint(errRows) != fmt.Sprint(errCols) {

@@ -28,6 +28,7 @@ type Writer struct {
 	f       *os.File
 	written int64 // bytes written to f through the Writer
 	started int64 // bytes whose write-back was started
+	calls   int   // the write-backs started (the calls that succeeded)
 	off     bool  // the call failed once: not tried again
 }
 
@@ -42,6 +43,8 @@ func (w *Writer) Write(p []byte) (int, error) {
 	if w.written-w.started >= Chunk && !w.off {
 		if startWriteback(w.f, w.started, w.written-w.started) != nil {
 			w.off = true
+		} else {
+			w.calls++
 		}
 		w.started = w.written
 	}
