@@ -184,7 +184,6 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	var cdcTypes []string
 	var inserted [][][]any
 	var freshInserts int64
-	var freshKeys []newKey // a first batch's keys in columns, which the state's save indexes
 	if b.hist != nil && (len(state.keys) > 0 || newTrunc) {
 		// Folded into columns for a target without history, which has some after all (not
 		// the case readChangeBatch chose it for): the general fold takes the batch.
@@ -211,10 +210,9 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		for _, nk := range fk.keys {
 			changedList, changedHKs = append(changedList, nk.k), append(changedHKs, nk.hk)
 		}
-		// The state's index of the keys is wanted only by its save, which adds them to it
-		// (freshKeys), beside the writes, rather than before them on this goroutine alone
-		// (100k keys: 7 ms).
-		freshKeys = fk.keys
+		// The state's save takes the keys from changedHKs; nothing else looks them up
+		// (histState.unindexed).
+		state.unindexed = len(fk.keys)
 		m.NumUpsertedRows += fk.ups
 	} else {
 		// Group the batch by key (keys in order of first arrival, each key's events in arrival
@@ -357,14 +355,6 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	saving.Add(1)
 	go func() {
 		defer saving.Done()
-		if len(state.keys) == 0 && len(freshKeys) > 0 {
-			// Sized once rather than grown through every doubling (each one's table is
-			// garbage that the relaxed collector leaves for fresh pages; see relaxGC).
-			state.keys = make(map[string]*histKey, len(freshKeys))
-		}
-		for _, nk := range freshKeys {
-			state.keys[nk.k] = nk.hk
-		}
 		saved.id, saved.segs, saved.renames, saved.err = state.save(changedList, changedHKs)
 	}()
 	defer saving.Wait() // on every return: nothing touches the state after this batch
