@@ -70,16 +70,7 @@ type histRun struct {
 // writeColumnsSegment writes the keys hks (in key order, each holding its events in a histBatch:
 // columnsSegmentFor) as a new history-columns segment file in dir and syncs it.
 func (s *histState) writeColumnsSegment(dir string, hks []*histKey) (segment, error) {
-	local := map[string]uint64{"": 0}
-	var paths []string
-	for _, hk := range hks {
-		if p := hk.file; p != "" {
-			if _, ok := local[p]; !ok {
-				paths = append(paths, p)
-				local[p] = uint64(len(paths))
-			}
-		}
-	}
+	local, paths := fileIDs(hks)
 	// Each key's events less those that lose at their sequence, as runs of the batches' events
 	// (a key without a tie is one run, and follows the key before in its batch).
 	var runs []histRun

@@ -179,11 +179,10 @@ func (d *histDecoder) value(b []byte) (any, int, error) {
 	return d.box.string(string(b[1+n : 1+n+int(u)])), 1 + n + int(u), nil
 }
 
-// writeSegment writes the given keys (with nEvents events in all; keys[i]'s histKey is hks[i])
-// as a new keyed history segment file in dir and syncs it.
-func (s *histState) writeSegment(dir string, keys []string, hks []*histKey, nEvents int64) (segment, error) {
-	local := map[string]uint64{"": 0}
-	var paths []string
+// fileIDs numbers the data files of the keys hks from 1, in order of first appearance: a key's
+// file id (local, 0 for none) and the paths (the i-th named by id i), as a segment writes them.
+func fileIDs(hks []*histKey) (local map[string]uint64, paths []string) {
+	local = map[string]uint64{"": 0}
 	for _, hk := range hks {
 		if p := hk.file; p != "" {
 			if _, ok := local[p]; !ok {
@@ -192,6 +191,13 @@ func (s *histState) writeSegment(dir string, keys []string, hks []*histKey, nEve
 			}
 		}
 	}
+	return local, paths
+}
+
+// writeSegment writes the given keys (with nEvents events in all; keys[i]'s histKey is hks[i])
+// as a new keyed history segment file in dir and syncs it.
+func (s *histState) writeSegment(dir string, keys []string, hks []*histKey, nEvents int64) (segment, error) {
+	local, paths := fileIDs(hks)
 	sw, err := createSegment(dir, historySegmentMagic, ".keyed", paths, len(keys))
 	if err != nil {
 		return segment{}, err
