@@ -195,6 +195,9 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	}
 	srcSch := srcDS.Schema
 	b := &changeBatch{target: delta.New(TableDir(p.Storage, d.Name)), appID: AppID(p, d.Name), ctx: ctx}
+	// The fold an ingest flow of the source made of its rows as it landed them, if any: it is
+	// taken when it is of this batch's versions (follower.fits), and dropped otherwise.
+	pre := env.takeFollower(d.Name)
 	b.dataSch = dataSchema(d)
 	var err error
 	if b.snap, err = b.target.Snapshot(-1); err != nil {
@@ -303,21 +306,17 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	freeBufs := make(chan *eventBuf, 2)
 	var foldDone sync.WaitGroup
 	var foldErr error // set by the folding goroutine before foldDone is done
-	switch {
-	case ac.StoredAsSCDType != 2 && !ac.IgnoreNullUpdates && !failRule:
-		if tf := typedFoldFor(b.keySch, b.seqSch, b.dataSch, b.keyIdx[0], b.dataSch.Index(ac.SequenceBy[0])); tf != nil {
-			fold, typed = tf, true
+	fold, typed = foldFor(ac, b, failRule, truncProg != nil)
+	commits := map[int64]*delta.Commit{} // the source's commits read, by version
+	if pre != nil {
+		if !failRule && b.view == nil && pre.fits(b, ac, fold, columnSourceFor(fold, srcSch, set, truncProg != nil, keyIdx, seqIdx, projIdx, b.dataSch), source, last, latest, commits) {
+			fold, b.hist = pre.fold, pre.hist
+			followedBatches.Add(1)
 		} else {
-			fold = newFolder(0)
-		}
-	case ac.StoredAsSCDType == 2 && !ac.IgnoreNullUpdates && !failRule && truncProg == nil && b.stateID == "" && len(b.snap.Files) == 0:
-		// An SCD type 2 target without history yet takes its first batch in columns
-		// (histColumns), folded as it is read like an SCD type 1 batch.
-		if hc := histColumnsFor(b.keySch, b.seqSch, b.dataSch, b.keyIdx[0], b.dataSch.Index(ac.SequenceBy[0])); hc != nil {
-			fold, typed, b.hist = hc, true, hc
+			pre = nil
 		}
 	}
-	if fold != nil {
+	if fold != nil && pre == nil {
 		folded = make(chan *eventBuf)
 		foldDone.Add(1)
 		go func(in <-chan *eventBuf) {
@@ -403,6 +402,9 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 		record(q)
 		if err != nil {
 			return err
+		}
+		if fold != nil && len(kept) == 0 && done == nil {
+			return nil // nothing to fold, nor memory to give back
 		}
 		// The events' keys, sequences and rows are windows of three arrays, not three
 		// allocations per event: when they are folded, the arrays of a group folded before;
@@ -531,50 +533,19 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	// rows (NULL keys and sequences, apply_as_deletes) and go to the fold as they are, no row or
 	// event made of them.
 	var consumeCols func(c *blockColumns, fi int, done func()) error
+	var colChecks *columnChecks // consumeCols' checks; their anyNull is anyNull's once read
 	if colSrc := viewColumnsFor(fold, srcDS, set, viewSet, truncProg != nil, keyIdx, seqIdx, projIdx, b); colSrc != nil && perGroup {
 		viewColumnBatches.Add(1)
-		layout := newColumnLayout(srcDS.Source.Schema)
-		var delCols []int
-		var delRow []any
-		delSlab := newBoxSlab(0, 0)
-		if delProg != nil {
-			delCols, delRow = delProg.Columns(), make([]any, nsrc)
-		}
-		nullSrc := []int{colSrc.key, colSrc.seq} // nullCols' columns
+		colChecks = newColumnChecks(srcSch, colSrc, delProg, nullCounts, nullAt, nullEmpty, &evalErrs.del)
 		consumeCols = func(c *blockColumns, fi int, done func()) error {
 			n := c.n
 			b.spans.addLines(b.nEvents, int64(fi), c.lines[:n])
-			for j, col := range nullSrc {
-				for i, null := range c.nulls[col][:n] {
-					if !null {
-						continue
-					}
-					if nullCounts[j] == 0 {
-						nullAt[j] = origin{version: int64(fi), row: c.lines[i]}
-						nullEmpty[j] = c.emptyAt(i)
-					}
-					nullCounts[j]++
-					anyNull = true
-				}
-			}
 			buf := &eventBuf{}
 			select {
 			case buf = <-freeBufs:
 			default:
 			}
-			var dels []bool
-			if delProg != nil {
-				dels = buf.dels[:0]
-				for i := range n {
-					delSlab.reset(0, 0)
-					c.rowOf(delRow, i, delCols, layout, delSlab)
-					del, err := delProg.Eval(delRow)
-					if err != nil {
-						evalErrs.del.add(err, origin{version: int64(fi), row: c.lines[i]})
-					}
-					dels = append(dels, del)
-				}
-			}
+			dels := colChecks.check(c, buf.dels, func(i int) origin { return origin{version: int64(fi), row: c.lines[i]} })
 			buf.cols, buf.dels, buf.src, buf.first, buf.done, buf.evs = c, dels, colSrc, b.nEvents, done, buf.evs[:0]
 			b.nEvents += n
 			folded <- buf
@@ -588,7 +559,6 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	var rows [][]any
 	var backing []any
 	var origins []origin
-	commits := map[int64]*delta.Commit{}
 	var nRows int64 // the rows the new commits add, by their statistics
 	dataAdds := 0   // the data files they add
 	start := last + 1
@@ -648,7 +618,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	// collections, each marking the row groups and events in flight, and the write barriers
 	// while they ran, were about a fifth of the read's CPU).
 	var pool *delta.RowGroupPool
-	if perGroup && typed && b.view == nil {
+	if perGroup && typed && b.view == nil && pre == nil {
 		pool = delta.NewRowGroupPool(3)
 		if nRows >= collectBeforeRead {
 			// What came before (an ingest flow of the same update) may have left much garbage,
@@ -660,7 +630,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 		}
 		defer relaxGC()()
 	}
-	for v := start; v <= latest; v++ {
+	for v := start; v <= latest && pre == nil; v++ {
 		c := commits[v]
 		var idx int64
 		for _, a := range c.Adds {
@@ -738,6 +708,15 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			return nil, err
 		}
 	}
+	if pre != nil {
+		// The batch was folded as the ingest landed it: its events, their origins and checks.
+		b.nSource, b.nEvents, b.spans = pre.nEvents, pre.nEvents, pre.spans
+		copy(nullCounts, pre.nullCounts[:])
+		copy(nullAt, pre.nullAt[:])
+		copy(nullEmpty, pre.nullEmpty[:])
+		anyNull = anyNull || pre.checks.anyNull
+		evalErrs.del = pre.delErrs
+	}
 	if !perGroup || !checked {
 		if err := consume(rows, nil); err != nil {
 			return nil, err
@@ -748,11 +727,13 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 		viewEvents = nil
 	}
 	if fold != nil {
-		close(folded)
-		folded = nil
-		foldDone.Wait()
-		if foldErr != nil {
-			return nil, foldErr
+		if folded != nil {
+			close(folded)
+			folded = nil
+			foldDone.Wait()
+			if foldErr != nil {
+				return nil, foldErr
+			}
 		}
 		large := b.nSource >= collectAroundFinish
 		if tf, ok := fold.(*typedFold); ok && freshSCD1(b) {
@@ -805,6 +786,9 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			}
 		}
 	}
+	if colChecks != nil && colChecks.anyNull {
+		anyNull = true
+	}
 	if anyNull {
 		var parts []string
 		explained := map[string]bool{} // the places already said to be a line that does not parse
@@ -847,6 +831,28 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			strings.Join(parts, "; "), d.Name, drop, ac.Source, refreshFromInputs(p, ac.Source), dropMalformed)
 	}
 	return b, nil
+}
+
+// foldFor returns the fold a batch of b is reduced with as it is read, or nil when the batch is
+// held whole: an SCD type 1 target's batch is folded (into typed columns, typed, when its key,
+// sequence and columns allow: typedFoldFor), unless a fail expectation (failRule) must see the
+// whole batch first; an SCD type 2 target without history yet takes its first batch in columns
+// (histColumns, set as b.hist too), unless it has apply_as_truncates (truncates). b's target
+// snapshot, state and schemas (dataSch, keyIdx, keySch, seqSch) are set.
+func foldFor(ac *spec.ApplyChanges, b *changeBatch, failRule, truncates bool) (fold batchFold, typed bool) {
+	switch {
+	case ac.StoredAsSCDType != 2 && !ac.IgnoreNullUpdates && !failRule:
+		if tf := typedFoldFor(b.keySch, b.seqSch, b.dataSch, b.keyIdx[0], b.dataSch.Index(ac.SequenceBy[0])); tf != nil {
+			return tf, true
+		}
+		return newFolder(0), false
+	case ac.StoredAsSCDType == 2 && !ac.IgnoreNullUpdates && !failRule && !truncates && b.stateID == "" && len(b.snap.Files) == 0:
+		if hc := histColumnsFor(b.keySch, b.seqSch, b.dataSch, b.keyIdx[0], b.dataSch.Index(ac.SequenceBy[0])); hc != nil {
+			b.hist = hc
+			return hc, true
+		}
+	}
+	return nil, false
 }
 
 // settingText writes an apply_changes setting as the spec writes it: a list of columns as

@@ -30,6 +30,11 @@ type Env struct {
 	// file read while written is read in part, and its rest never, as it changed after it was
 	// read). Metrics.Unsettled counts them.
 	Settle time.Duration
+	// Runs, when not nil, says whether the flow of a dataset runs in the update's current batch
+	// of flows, after the flows it reads: an ingest flow then folds the batch of an APPLY
+	// CHANGES target that reads its table while it lands it (see follower). The update sets it
+	// before each batch of flows, and calls DropFollowers after.
+	Runs func(flow string) bool
 
 	// waiting holds the input files this update found incomplete (incompleteInput), by flow and
 	// path, with the size and modification time they had then: a later batch of a continuous
@@ -37,6 +42,11 @@ type Env struct {
 	// changes (waitingFile).
 	waitMu  sync.Mutex
 	waiting map[string][2]int64
+
+	// followers holds the folds ingest flows made for the APPLY CHANGES targets that run after
+	// them, by target (putFollower, takeFollower).
+	followMu  sync.Mutex
+	followers map[string]*follower
 }
 
 // markWaiting records that flow found the input file at path, of size bytes modified at modMs,

@@ -411,16 +411,23 @@ func hidden(name string) bool {
 // that also records the batch (txn version = batch id). With max_files_per_trigger, each batch
 // takes at most that many files, in name order, and batches follow until every file available
 // is read (Auto Loader's Trigger.AvailableNow). The table must exist (Setup).
+//
+// The APPLY CHANGES target that reads the table and runs next in the update may have its batch
+// folded as the rows are landed (follower).
 func Ingest(ctx context.Context, env *Env, d *spec.Dataset) (Metrics, error) {
-	return runBatches(func(first bool, unread *unreadFiles) (Metrics, error) {
-		return ingestBatch(ctx, env, d, first, unread)
+	fol := newFollowing(env, d)
+	m, err := runBatches(func(first bool, unread *unreadFiles) (Metrics, error) {
+		return ingestBatch(ctx, env, d, first, unread, fol)
 	})
+	fol.finish(err)
+	return m, err
 }
 
 // ingestBatch runs one batch of Ingest; warnChanged: report input files changed after they were
 // read (once an update); unread: the files the update's listing found unread, which the batch
-// takes from (and lists first, when there was no listing yet).
-func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged bool, unread *unreadFiles) (Metrics, error) {
+// takes from (and lists first, when there was no listing yet); fol: the run's follower (nil for
+// none), fed the batch's rows when they are written by column.
+func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged bool, unread *unreadFiles, fol *following) (Metrics, error) {
 	m := Metrics{Version: -1}
 	storage := env.Pipeline.Storage
 	table := delta.New(TableDir(storage, d.Name))
@@ -505,6 +512,10 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 	// The memory of the rows read is reused once they are written: writing is the only use an
 	// ingest makes of them (the data and quarantine writers copy what they keep).
 	pool := &blockPool{}
+	// A batch written by column with the table's schema feeds the follower, if any: its blocks
+	// are then reused once both the write and the fold are done with them.
+	fol.begin(snap, byColumns && !evolved, pool)
+	defer fol.abort() // a batch that does not commit breaks the follower
 	var writing []*lineBlock // the blocks whose rows the write in flight may hold
 	var outRows [][]any      // the array of the rows handed to the writer, reused by each write
 	// collect takes the result of the write in flight and releases the memory of its rows.
@@ -575,6 +586,7 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 	var cols func(c *blockColumns, fi int) error
 	if byColumns {
 		cols = func(c *blockColumns, fi int) error {
+			fol.add(c)
 			f := &off.Files[fi]
 			for _, l := range c.lines[:c.n] {
 				f.addLine(l)
@@ -657,6 +669,7 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 		return m, err
 	}
 	m.Version = v
+	fol.committed(v)
 	fault.Point("ingest.after-commit")
 	return m, nil
 }

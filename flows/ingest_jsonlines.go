@@ -32,6 +32,9 @@ type lineBlock struct {
 	// cols holds the rows by column when the lineReader keeps them so (lineReader.columns):
 	// rows then lists only the rows that did not settle cleanly (see blockColumns).
 	cols *blockColumns
+	// releases counts the releases of a shared pool's block (blockPool.share) since it was
+	// handed out; guarded by the pool's mu.
+	releases int32
 }
 
 // blockPool recycles the memory of the blocks eachJSONLine reads and parses: their input text,
@@ -44,10 +47,28 @@ type lineBlock struct {
 // any more: the memory is then overwritten by later blocks. A nil *blockPool recycles nothing
 // (every block is memory of its own, as the rows of callers that keep them need). get is
 // called from the reading goroutine, the other methods from the goroutine that calls fn.
+//
+// A shared pool (share) serves two users of every block, each taking the blocks emitted with
+// its own seal (seal, sealShared) and releasing them on its own: a block is reused once both
+// released it.
 type blockPool struct {
 	mu      sync.Mutex
 	free    []*lineBlock
 	emitted []*lineBlock // emitted since the last seal; only the fn goroutine touches it
+	// shared: every block has two users (share); emittedShared is the second user's emitted.
+	shared        bool
+	emittedShared []*lineBlock
+}
+
+// share makes every block of the pool wait for two releases before it is reused: one of the
+// blocks seal took, one of those sealShared took. Called before the pool hands out a block.
+func (p *blockPool) share() { p.shared = true }
+
+// sealShared is seal for the second user of a shared pool.
+func (p *blockPool) sealShared() []*lineBlock {
+	bs := p.emittedShared
+	p.emittedShared = nil
+	return bs
 }
 
 // get returns a block whose buffer holds at least size bytes: a released block when one is
@@ -74,6 +95,9 @@ func (p *blockPool) get(size int) *lineBlock {
 func (p *blockPool) emit(b *lineBlock) {
 	if p != nil {
 		p.emitted = append(p.emitted, b)
+		if p.shared {
+			p.emittedShared = append(p.emittedShared, b)
+		}
 	}
 }
 
@@ -95,6 +119,10 @@ func (p *blockPool) release(bs []*lineBlock) {
 	}
 	p.mu.Lock()
 	for _, b := range bs {
+		if b.releases++; p.shared && b.releases < 2 {
+			continue // its other user still holds it
+		}
+		b.releases = 0
 		b.text, b.done = "", nil
 		p.free = append(p.free, b)
 	}

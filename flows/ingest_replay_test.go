@@ -48,7 +48,7 @@ func TestIngestReplayAfterFileCompletedAfterListing(t *testing.T) {
 		p := loadPipeline(t, dir, replayQuarantineSpec)
 		env := &Env{Pipeline: p, Events: &recorder{}}
 		unread := &unreadFiles{}
-		if _, err := ingestBatch(context.Background(), env, p.Dataset("raw"), true, unread); err != nil {
+		if _, err := ingestBatch(context.Background(), env, p.Dataset("raw"), true, unread, nil); err != nil {
 			t.Fatal(err)
 		}
 		f4 := filepath.Join(dir, "landing", "f4.json")
@@ -56,7 +56,7 @@ func TestIngestReplayAfterFileCompletedAfterListing(t *testing.T) {
 		later := time.Now().Add(2 * time.Second)
 		os.Chtimes(f4, later, later)
 		os.Setenv("TRIBUTARY_FAULT", "ingest.after-quarantine-commit") // batch 2 dies there
-		ingestBatch(context.Background(), env, p.Dataset("raw"), false, unread)
+		ingestBatch(context.Background(), env, p.Dataset("raw"), false, unread, nil)
 		t.Fatal("the fault point did not kill the process")
 	}
 	dir := t.TempDir()

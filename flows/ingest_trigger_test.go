@@ -154,7 +154,7 @@ datasets:
 	unread := &unreadFiles{}
 	return p, landing, func(first bool) Metrics {
 		t.Helper()
-		m, err := ingestBatch(context.Background(), env, p.Dataset("raw"), first, unread)
+		m, err := ingestBatch(context.Background(), env, p.Dataset("raw"), first, unread, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

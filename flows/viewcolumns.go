@@ -6,6 +6,7 @@ import (
 
 	"tributary/delta"
 	"tributary/expectations"
+	"tributary/schema"
 	"tributary/spec"
 )
 
@@ -45,19 +46,18 @@ type columnSource struct {
 }
 
 // viewColumnsFor returns the columns of view's rows the fold takes for a batch of d read from
-// view by column, or nil when the batch is read by row: the fold must take columns (columnFold),
-// the view must read JSON lines (not multiline) into declared primitive columns with no
-// rescued-data or metadata column, and neither the view nor d may have expectations (set and
-// viewSet: a row path check) or apply_as_truncates. keyIdx, seqIdx and projIdx are the view
-// schema's columns of the key, the sequence and d's data columns (dataSch), as readChangeBatch
-// picks them.
+// view by column, or nil when the batch is read by row: the view must read JSON lines (not
+// multiline) into declared primitive columns with no rescued-data or metadata column and have no
+// expectations (viewSet: a row path check), and columnSourceFor must take the batch. keyIdx,
+// seqIdx and projIdx are the view schema's columns of the key, the sequence and d's data columns
+// (dataSch), as readChangeBatch picks them.
 func viewColumnsFor(fold batchFold, view *spec.Dataset, set, viewSet *expectations.Set, truncates bool, keyIdx, seqIdx, projIdx []int, b *changeBatch) *columnSource {
-	if _, ok := fold.(columnFold); !ok || viewColumnsOff.Load() || b.view == nil {
+	if viewColumnsOff.Load() || b.view == nil {
 		return nil
 	}
 	src := view.Source
 	if src == nil || src.Format != "json" || src.Options[spec.JSONMultiline] == "true" || src.RescuedDataColumn != "" ||
-		src.IncludeMetadata || len(set.Rules) > 0 || viewSet != nil || truncates || !delta.ColumnsWritable(src.Schema) {
+		src.IncludeMetadata || viewSet != nil || !delta.ColumnsWritable(src.Schema) {
 		return nil
 	}
 	// The rows the reader makes are the view's, column for column.
@@ -69,15 +69,92 @@ func viewColumnsFor(fold batchFold, view *spec.Dataset, set, viewSet *expectatio
 			return nil
 		}
 	}
+	return columnSourceFor(fold, view.Schema, set, truncates, keyIdx, seqIdx, projIdx, b.dataSch)
+}
+
+// columnSourceFor returns where the fold of an APPLY CHANGES batch finds its values in rows of
+// schema sch read by column, or nil when the batch cannot be folded so: the fold must take
+// columns (columnFold), the target may have no expectations (set: a row path check) nor
+// apply_as_truncates, its key and sequence must be one column each, and each data column
+// (dataSch) must have its source column's type. keyIdx, seqIdx and projIdx are sch's columns of
+// the key, the sequence and the data columns, as readChangeBatch picks them.
+func columnSourceFor(fold batchFold, sch schema.Schema, set *expectations.Set, truncates bool, keyIdx, seqIdx, projIdx []int, dataSch schema.Schema) *columnSource {
+	if _, ok := fold.(columnFold); !ok || len(set.Rules) > 0 || truncates {
+		return nil
+	}
 	if len(keyIdx) != 1 || len(seqIdx) != 1 || keyIdx[0] < 0 || seqIdx[0] < 0 {
 		return nil
 	}
 	for i, j := range projIdx {
-		if j < 0 || !view.Schema.Fields[j].Type.Equal(b.dataSch.Fields[i].Type) {
+		if j < 0 || !sch.Fields[j].Type.Equal(dataSch.Fields[i].Type) {
 			return nil
 		}
 	}
 	return &columnSource{key: keyIdx[0], seq: seqIdx[0], data: projIdx}
+}
+
+// columnChecks checks the rows of blocks read by column (columnFold) as consumeAt checks rows:
+// NULLs in the key and sequence columns are counted, the first's origin kept (nullCounts,
+// nullAt, nullEmpty: the key's at 0, the sequence's at 1), and apply_as_deletes (del, nil for
+// none) is evaluated on a row of only the columns it reads (expectations.Program.Columns), its
+// errors added to delErrs.
+type columnChecks struct {
+	src        *columnSource
+	layout     *columnLayout
+	del        *expectations.Program
+	delCols    []int
+	delRow     []any
+	delSlab    *boxSlab
+	nullCounts []int64
+	nullAt     []origin
+	nullEmpty  []bool
+	anyNull    bool
+	delErrs    *evalError
+}
+
+// newColumnChecks returns the checks of rows of sch (their columns: sch's fields) for a fold
+// that takes src, with the counts and origins kept in nullCounts, nullAt and nullEmpty (of
+// length 2 at least) and apply_as_deletes' errors in delErrs.
+func newColumnChecks(sch schema.Schema, src *columnSource, del *expectations.Program, nullCounts []int64, nullAt []origin, nullEmpty []bool, delErrs *evalError) *columnChecks {
+	k := &columnChecks{src: src, layout: newColumnLayout(sch), del: del, delSlab: newBoxSlab(0, 0),
+		nullCounts: nullCounts, nullAt: nullAt, nullEmpty: nullEmpty, delErrs: delErrs}
+	if del != nil {
+		k.delCols, k.delRow = del.Columns(), make([]any, len(sch.Fields))
+	}
+	return k
+}
+
+// check checks the c.n rows of c, row i from at(i), and returns their deletes appended to
+// dels[:0] (nil without apply_as_deletes).
+func (k *columnChecks) check(c *blockColumns, dels []bool, at func(i int) origin) []bool {
+	n := c.n
+	for j, col := range [2]int{k.src.key, k.src.seq} {
+		for i, null := range c.nulls[col][:n] {
+			if !null {
+				continue
+			}
+			if k.nullCounts[j] == 0 {
+				k.nullAt[j] = at(i)
+				k.nullEmpty[j] = c.emptyAt(i)
+			}
+			k.nullCounts[j]++
+			k.anyNull = true
+		}
+	}
+	if k.del == nil {
+		return nil
+	}
+	dels = dels[:0]
+	for i := range n {
+		k.delSlab.reset(0, 0)
+		c.rowOf(k.delRow, i, k.delCols, k.layout, k.delSlab)
+		del, err := k.del.Eval(k.delRow)
+		if err != nil {
+			k.delErrs.add(err, at(i))
+		}
+		dels = append(dels, del)
+	}
+	return dels
 }
 
 // rowOf sets in row (of the view's width) the values of row i of c in the columns cols, boxed

@@ -340,6 +340,10 @@ func (s *session) batch(ctx context.Context, only map[string]bool) error {
 		s.res.Flows[name] = &FlowResult{State: FlowQueued}
 		s.flowProgress(eventlog.Info, name, "Flow "+name+" is QUEUED.", progress(FlowQueued, nil), "")
 	}
+	// An ingest flow may fold the batch of an APPLY CHANGES target that runs after it in this
+	// batch while it lands the rows (flows.Env.Runs); what no target took is dropped after.
+	s.env.Runs = func(name string) bool { return s.runs(name, only) }
+	defer s.env.DropFollowers()
 	var mu sync.Mutex
 	left := len(ran) // the flows not ended yet (a skipped flow never ends: the last flush stays)
 	states := g.Run(ctx, s.opts.Parallel, func(ctx context.Context, name string) error {
