@@ -515,7 +515,7 @@ func ingestBatch(ctx context.Context, env *Env, d *spec.Dataset, warnChanged boo
 	// A batch written by column with the table's schema feeds the follower, if any: its blocks
 	// are then reused once both the write and the fold are done with them.
 	fol.begin(snap, byColumns && !evolved, pool)
-	defer fol.abort() // a batch that does not commit breaks the follower
+	defer fol.abort()        // a batch that does not commit breaks the follower
 	var writing []*lineBlock // the blocks whose rows the write in flight may hold
 	var outRows [][]any      // the array of the rows handed to the writer, reused by each write
 	// collect takes the result of the write in flight and releases the memory of its rows.
