@@ -723,6 +723,18 @@ func (v *identifiers) Visit(n *ast.Node) {
 // Program's own, not to be changed.
 func (p *Program) Columns() []int { return p.setCols }
 
+// StringMatch reports whether the expression compares one STRING column with string literals
+// (`col == "x"`, `col != "x"`, `col in [...]`, `col not in [...]`), and if so returns that
+// column (its index in the compiled schema) and the answer Eval gives on a row whose value there
+// is s. A row whose value there is NULL is for Eval (the machine's answer to NULL).
+func (p *Program) StringMatch() (col int, match func(s string) bool, ok bool) {
+	m := p.match
+	if m == nil {
+		return -1, nil, false
+	}
+	return m.col, m.of, true
+}
+
 // Eval evaluates the expression on one row (values in the order of the compiled schema).
 // It returns true only when the result is the boolean true. Anything else is false: with a nil
 // error when the result is not true, or when evaluation fails on a row where a column the

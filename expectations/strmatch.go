@@ -91,5 +91,8 @@ func (m *strMatch) eval(row []any) (result, ok bool) {
 	if !ok {
 		return false, false
 	}
-	return slices.Contains(m.lits, v) != m.neg, true
+	return m.of(v), true
 }
+
+// of answers the match on a value of the column that is not NULL.
+func (m *strMatch) of(s string) bool { return slices.Contains(m.lits, s) != m.neg }

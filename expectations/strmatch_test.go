@@ -32,12 +32,25 @@ func TestStrMatchAgreesWithMachine(t *testing.T) {
 		}
 		machine := *p
 		machine.match = nil
+		col, match, ok := p.StringMatch()
+		if ok != isFast {
+			t.Errorf("%s: StringMatch ok %v, want %v", code, ok, isFast)
+		}
 		for _, v := range values {
 			row := []any{int64(3), v, v}
 			got, gerr := p.Eval(row)
 			want, werr := machine.Eval(row)
 			if got != want || (gerr == nil) != (werr == nil) {
 				t.Errorf("%s on %#v: %v (%v), the machine says %v (%v)", code, v, got, gerr, want, werr)
+			}
+			// StringMatch answers for the column it names, on a value that is not NULL.
+			if s, isStr := v.(string); ok && isStr {
+				at := []any{int64(3), nil, nil}
+				at[col] = s
+				want, _ := machine.Eval(at)
+				if match(s) != want {
+					t.Errorf("%s: StringMatch on column %d with %q says %v, the machine %v", code, col, s, match(s), want)
+				}
 			}
 		}
 	}

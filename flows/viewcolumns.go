@@ -99,12 +99,16 @@ func columnSourceFor(fold batchFold, sch schema.Schema, set *expectations.Set, t
 // none) is evaluated on a row of only the columns it reads (expectations.Program.Columns), its
 // errors added to delErrs.
 type columnChecks struct {
-	src        *columnSource
-	layout     *columnLayout
-	del        *expectations.Program
-	delCols    []int
-	delRow     []any
-	delSlab    *boxSlab
+	src     *columnSource
+	layout  *columnLayout
+	del     *expectations.Program
+	delCols []int
+	delRow  []any
+	delSlab *boxSlab
+	// delMatch answers apply_as_deletes on a STRING column's value that is not NULL, when it
+	// compares that column (delCol) with string literals (expectations.Program.StringMatch).
+	delCol     int
+	delMatch   func(string) bool
 	nullCounts []int64
 	nullAt     []origin
 	nullEmpty  []bool
@@ -120,6 +124,9 @@ func newColumnChecks(sch schema.Schema, src *columnSource, del *expectations.Pro
 		nullCounts: nullCounts, nullAt: nullAt, nullEmpty: nullEmpty, delErrs: delErrs}
 	if del != nil {
 		k.delCols, k.delRow = del.Columns(), make([]any, len(sch.Fields))
+		if col, match, ok := del.StringMatch(); ok {
+			k.delCol, k.delMatch = col, match
+		}
 	}
 	return k
 }
@@ -146,6 +153,10 @@ func (k *columnChecks) check(c *blockColumns, dels []bool, at func(i int) origin
 	}
 	dels = dels[:0]
 	for i := range n {
+		if k.delMatch != nil && !c.nulls[k.delCol][i] {
+			dels = append(dels, k.delMatch(c.strs[k.delCol][i]))
+			continue
+		}
 		k.delSlab.reset(0, 0)
 		c.rowOf(k.delRow, i, k.delCols, k.layout, k.delSlab)
 		del, err := k.del.Eval(k.delRow)
