@@ -340,3 +340,7 @@ func (e *Env) DropFollowers() {
 	defer e.followMu.Unlock()
 	e.followers = nil
 }
+
+// FollowedBatches returns how many APPLY CHANGES batches this process took from a fold made while
+// their source's ingest flow landed them (see follower), for tests and diagnostics.
+func FollowedBatches() int64 { return followedBatches.Load() }
