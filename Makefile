@@ -29,11 +29,13 @@ deltacheck:
 # the Parquet writer's two stages (rows or columns converted while the batch before is encoded),
 # the ingest by column (blocks parsed on workers, written from a goroutine of their own while
 # the next are read), a view's blocks folded by column (released for reuse while later ones are
-# folded), and the first SCD type 1 batch written from its fold (data files, state and its hash
-# table at once), run again under the race detector.
+# folded), the first SCD type 1 batch written from its fold (data files, state and its hash
+# table at once), and a target's batch folded while its ingest lands it (blocks shared by the
+# write and the fold), run again under the race detector.
 test: deltacheck
 	DELTACHECK=$$( [ -d $(SHARED)/tools/deltacheck ] && [ -x $(DELTACHECK) ] && echo $(DELTACHECK) ) $(GO) test -count=1 ./...
 	$(GO) test -race -count=1 -run 'TestHistoryKeyWorkersEquivalence|TestKeyWorkers|TestKeyRanges|TestRelaxGC|TestViewOverFiles|TestHistoryMergeOnRead|TestPooledRowGroupsFold|TestHistColumnsEquivalence|TestIngestByColumnsEquivalence|TestSCD1FreshEquivalence|TestViewColumnsEquivalence' ./flows
+	$(GO) test -race -count=1 -run 'TestFollow|TestBlockPoolShared' ./flows
 	$(GO) test -race -count=1 -run 'TestFileRowGroupsPooled|TestWriteFileFrom|TestDataWriterWriteColumns' ./delta
 	@if [ -f $(SHARED)/cases/run_cases.py ] && [ -d $(SHARED)/tools/deltacheck ] && [ -x $(DELTACHECK) ]; then \
 		$(GO) build -o bin/pipeline ./cmd/pipeline && \

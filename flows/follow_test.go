@@ -144,6 +144,9 @@ func TestFollowEquivalence(t *testing.T) {
 				keys, seqs, n := 2+r.IntN(60), 5+r.IntN(100), 1+r.IntN(400)
 				if seed == 0 {
 					n, keys, seqs = 30_000, 3_000, 5_000
+					if underRace {
+						n = 10_000 // still many blocks and chunks
+					}
 				}
 				batches := [][][]any{randomHistEvents(r, n, keys, seqs, 1), randomHistEvents(r, 1+r.IntN(200), keys+5, seqs, 1),
 					randomHistEvents(r, 1+r.IntN(300), keys+9, 2*seqs, 1)}
