@@ -17,10 +17,17 @@ import (
 // arrival order and their origins (version and row of the bronze table) are those reading them
 // back gives, and so is every check (NULL keys and sequences, apply_as_deletes), so the target
 // commits the same table, change data and state (TestFollowEquivalence); only the wall time
-// differs. The target's flow checks that the fold is of exactly the versions it would read: its
-// last version read is where the ingest started, every other version it reads adds no rows (the
-// table's creation, an OPTIMIZE), and its own table has not changed since. Else, and when the
-// ingest did not commit every batch it fed, the fold is dropped and the batch read as usual.
+// differs. The target's flow checks that the fold is of exactly the versions it would read: the
+// versions after its last one read are the ingest's commits and versions that add no rows (the
+// table's creation, an OPTIMIZE), and neither its own table nor the source was replaced or
+// written since the ingest started. Else, and when the ingest did not commit every batch it fed,
+// the fold is dropped and the batch read back as usual.
+//
+// The blocks the ingest reads come from a pool whose blocks are reused once both the write and
+// the fold gave them back (blockPool.share). add hands a block over on an unbuffered channel,
+// which the fold takes only once it has folded the block before, so the write never gives back
+// a block the fold still reads as things stand; the shared pool keeps that true should the
+// hand-off ever be buffered.
 //
 // Only what can be folded by column is followed: a target without expectations,
 // apply_as_truncates or ignore_null_updates, with one key and one sequence column, whose batch
@@ -31,7 +38,8 @@ import (
 // followOff turns following off, so that tests compare with batches read back from the source.
 var followOff atomic.Bool
 
-// followedBatches counts the APPLY CHANGES batches that took a follower's fold, for tests.
+// followedBatches counts the APPLY CHANGES batches that took a follower's fold (whatever became
+// of the batch after), for tests.
 var followedBatches atomic.Int64
 
 // maxFollowGap bounds the versions of the source a target may be behind the ingest's start and
@@ -43,8 +51,9 @@ const maxFollowGap = 16
 // (Env.putFollower), then from the target's.
 type follower struct {
 	target        *spec.Dataset
-	targetVersion int64 // the target table's version when the ingest started
-	from          int64 // the source table's version the ingest started from
+	targetVersion int64  // the target table's version when the ingest started
+	targetID      string // the target table's id (Delta metaData id) then
+	sourceID      string // the source table's id then
 	fold          batchFold
 	hist          *histColumns // fold, when it is the first batch of an SCD type 2 target
 	src           *columnSource
@@ -258,7 +267,7 @@ func followerOf(env *Env, source, d *spec.Dataset, srcSnap *delta.Snapshot) *fol
 	if colSrc == nil {
 		return nil
 	}
-	fw := &follower{target: d, targetVersion: b.snap.Version, from: srcSnap.Version, fold: fold, hist: b.hist,
+	fw := &follower{target: d, targetVersion: b.snap.Version, targetID: b.snap.Metadata.ID, sourceID: srcSnap.Metadata.ID, fold: fold, hist: b.hist,
 		src: colSrc, delCode: ac.ApplyAsDeletes, folded: make(chan *eventBuf), free: make(chan *eventBuf, 2), done: make(chan struct{})}
 	fw.checks = newColumnChecks(srcSch, colSrc, delProg, fw.nullCounts[:], fw.nullAt[:], fw.nullEmpty[:], &fw.delErrs)
 	go func() {
@@ -269,13 +278,15 @@ func followerOf(env *Env, source, d *spec.Dataset, srcSnap *delta.Snapshot) *fol
 }
 
 // fits reports whether the follower's fold is the batch b of its target reads: b's target is
-// the table the fold was planned on, the fold is of the kind b would make (fold) taking the
-// same columns (src) and deletes, and of the source versions b reads (after last, up to
-// latest; commits holds those read so far, read from source as needed) every one that adds
-// rows, and only those. It waits for the fold to end; false when it failed.
+// the table the fold was planned on (the same id, at the same version) and b's source too (the
+// same id), the fold is of the kind b would make (fold) taking the same columns (src) and
+// deletes, and of the source versions b reads (after last, up to latest; commits holds those
+// read so far, read from source as needed) every one that adds rows, and only those. It waits
+// for the fold to end; false when it failed.
 func (fw *follower) fits(b *changeBatch, ac *spec.ApplyChanges, fold batchFold, src *columnSource, source *delta.Table, last, latest int64, commits map[int64]*delta.Commit) bool {
 	<-fw.done
-	if fw.err != nil || b.snap.Version != fw.targetVersion || fw.delCode != ac.ApplyAsDeletes || src == nil ||
+	if fw.err != nil || b.snap.Version != fw.targetVersion || b.snap.Metadata.ID != fw.targetID || b.srcSnap == nil ||
+		b.srcSnap.Metadata.ID != fw.sourceID || fw.delCode != ac.ApplyAsDeletes || src == nil ||
 		src.key != fw.src.key || src.seq != fw.src.seq || !slices.Equal(src.data, fw.src.data) {
 		return false
 	}

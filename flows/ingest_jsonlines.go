@@ -46,7 +46,8 @@ type lineBlock struct {
 // to a writer, and gives them back with release once it holds no row, value or string of them
 // any more: the memory is then overwritten by later blocks. A nil *blockPool recycles nothing
 // (every block is memory of its own, as the rows of callers that keep them need). get is
-// called from the reading goroutine, the other methods from the goroutine that calls fn.
+// called from the reading goroutine, emit and the seals from the goroutine that calls fn, and
+// release from that one or from a fold's (its done), under mu.
 //
 // A shared pool (share) serves two users of every block, each taking the blocks emitted with
 // its own seal (seal, sealShared) and releasing them on its own: a block is reused once both

@@ -39,7 +39,8 @@ type columnFold interface {
 }
 
 // columnSource says where a columnFold finds an event's values in a block's columns: the key's
-// column, the sequence's, and each data column's (indexes in the view's schema).
+// column, the sequence's, and each data column's (indexes in the schema of the rows read: a
+// view's, or a bronze table's when its ingest feeds a follower).
 type columnSource struct {
 	key, seq int
 	data     []int
