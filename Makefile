@@ -33,9 +33,9 @@ deltacheck:
 # table at once), and a target's batch folded while its ingest lands it (blocks shared by the
 # write and the fold), run again under the race detector.
 test: deltacheck
-	DELTACHECK=$$( [ -d $(SHARED)/tools/deltacheck ] && [ -x $(DELTACHECK) ] && echo $(DELTACHECK) ) $(GO) test -count=1 ./...
-	$(GO) test -race -count=1 -run 'TestHistoryKeyWorkersEquivalence|TestKeyWorkers|TestKeyRanges|TestRelaxGC|TestViewOverFiles|TestHistoryMergeOnRead|TestPooledRowGroupsFold|TestHistColumnsEquivalence|TestIngestByColumnsEquivalence|TestSCD1FreshEquivalence|TestViewColumnsEquivalence' ./flows
-	$(GO) test -race -count=1 -run 'TestFollow|TestBlockPoolShared' ./flows
+	DELTACHECK=$$( [ -d $(SHARED)/tools/deltacheck ] && [ -x $(DELTACHECK) ] && echo $(DELTACHECK) ) $(GO) test -count=1 -timeout 30m ./...
+	$(GO) test -race -count=1 -timeout 30m -run 'TestHistoryKeyWorkersEquivalence|TestKeyWorkers|TestKeyRanges|TestRelaxGC|TestViewOverFiles|TestHistoryMergeOnRead|TestPooledRowGroupsFold|TestHistColumnsEquivalence|TestIngestByColumnsEquivalence|TestSCD1FreshEquivalence|TestViewColumnsEquivalence' ./flows
+	$(GO) test -race -count=1 -timeout 30m -run 'TestFollow|TestBlockPoolShared' ./flows
 	$(GO) test -race -count=1 -run 'TestFileRowGroupsPooled|TestWriteFileFrom|TestDataWriterWriteColumns' ./delta
 	@if [ -f $(SHARED)/cases/run_cases.py ] && [ -d $(SHARED)/tools/deltacheck ] && [ -x $(DELTACHECK) ]; then \
 		$(GO) build -o bin/pipeline ./cmd/pipeline && \
