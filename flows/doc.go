@@ -9,6 +9,8 @@
 //   - query.go runs `query:` datasets on DuckDB (package sqlengine): materialized views replaced
 //     in one commit with a change feed of what changed, streaming tables over STREAM(x) (x's
 //     version read is a txn action per stream source), views evaluated and not stored;
+//   - follow.go folds the batch of an APPLY CHANGES target while the ingest flow of its bronze
+//     table lands it, for the target to take when it runs next in the same update;
 //   - deltasource.go reads a Delta table (by path, or another dataset's with `table:`) as appends
 //     or as its change data feed.
 //
