@@ -196,13 +196,7 @@ func TestFollowEquivalence(t *testing.T) {
 func TestFollowBadLines(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 5))
 	batch := randomHistEvents(r, 300, 40, 90, 1)
-	bad := map[string]string{
-		"not JSON": `{"op": "U", "id": 1, "seq": 2}` + "\n" + `{"op": "U", "id": 2, "seq": ` + "\n" + `{"op": "U", "id": 3, "seq": 4}` + "\n",
-		"NULL key": `{"op": "U", "id": 1, "seq": 2}` + "\n\n" + `{"op": "U", "id": null, "seq": 3}` + "\n" + `{"op": "U", "seq": 5}` + "\n",
-		"NULL seq": `{"op": "U", "id": 1, "seq": 2}` + "\n" + `{"op": "U", "id": 7}` + "\n",
-		"no op":    `{"id": 1, "seq": 2}` + "\n" + `{"op": null, "id": 7, "seq": 3}` + "\n",
-	}
-	for what, text := range bad {
+	for what, text := range badLineFiles {
 		for _, mode := range []string{"permissive", "dropmalformed"} {
 			for _, scd := range []int{1, 2} {
 				spec := bronzeHistSpec(`op == "D" or amount <= 0`, mode, scd)

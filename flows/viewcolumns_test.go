@@ -161,6 +161,17 @@ func testViewColumnsEquivalence(t *testing.T, scd int) {
 	}
 }
 
+// badLineFiles are second files of a batch with lines that do not fit histColumnsSpec's schema or
+// have NULL keys, sequences or operations; a NULL key is on line 3.
+var badLineFiles = map[string]string{
+	"not JSON":     `{"op": "U", "id": 1, "seq": 2}` + "\n" + `{"op": "U", "id": 2, "seq": ` + "\n" + `{"op": "U", "id": 3, "seq": 4}` + "\n",
+	"NULL key":     `{"op": "U", "id": 1, "seq": 2}` + "\n\n" + `{"op": "U", "id": null, "seq": 3}` + "\n" + `{"op": "U", "seq": 5}` + "\n",
+	"NULL seq":     `{"op": "U", "id": 1, "seq": 2}` + "\n" + `{"op": "U", "id": 7}` + "\n",
+	"no op":        `{"id": 1, "seq": 2}` + "\n" + `{"op": null, "id": 7, "seq": 3}` + "\n",
+	"wrong type":   `{"op": "U", "id": "seven", "seq": 2}` + "\n" + `{"op": "U", "id": 8, "seq": 3}` + "\n",
+	"out of range": `{"op": "U", "id": 8, "n": 99999999999, "seq": 3}` + "\n",
+}
+
 // TestViewColumnsBadLines: lines that do not fit a view's schema are what its mode makes of them
 // whether the view is read by column or by row: permissive keeps a line that does not parse as a
 // row of NULLs, whose NULL key fails the batch naming its file and line, as a NULL key or
@@ -168,14 +179,7 @@ func testViewColumnsEquivalence(t *testing.T, scd int) {
 func TestViewColumnsBadLines(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 5))
 	batch := randomHistEvents(r, 300, 40, 90, 1)
-	bad := map[string]string{
-		"not JSON":     `{"op": "U", "id": 1, "seq": 2}` + "\n" + `{"op": "U", "id": 2, "seq": ` + "\n" + `{"op": "U", "id": 3, "seq": 4}` + "\n",
-		"NULL key":     `{"op": "U", "id": 1, "seq": 2}` + "\n\n" + `{"op": "U", "id": null, "seq": 3}` + "\n" + `{"op": "U", "seq": 5}` + "\n",
-		"NULL seq":     `{"op": "U", "id": 1, "seq": 2}` + "\n" + `{"op": "U", "id": 7}` + "\n",
-		"wrong type":   `{"op": "U", "id": "seven", "seq": 2}` + "\n" + `{"op": "U", "id": 8, "seq": 3}` + "\n",
-		"out of range": `{"op": "U", "id": 8, "n": 99999999999, "seq": 3}` + "\n",
-	}
-	for what, text := range bad {
+	for what, text := range badLineFiles {
 		for _, mode := range []string{"permissive", "dropmalformed", "failfast"} {
 			spec := viewHistSpec(`op == "D"`, mode)
 			if len(what)%2 == 0 { // some of the cases into an SCD type 1 target (typedFold)
