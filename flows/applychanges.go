@@ -340,7 +340,6 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	nullAt := make([]origin, len(nullCols))
 	nullEmpty := make([]bool, len(nullCols)) // whether nullAt's row has no value at all
 	var evalErrs kindErrors                  // apply_as_deletes / apply_as_truncates that failed
-	anyNull := false
 	checked := false
 	// The rows a view reads share the memory of their input (blockPool), which is reused once
 	// they are consumed: the events take copies of their values (own), unless they are folded
@@ -481,7 +480,6 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 						nullEmpty[j] = emptyRow(r, srcSch, srcDS.Source)
 					}
 					nullCounts[j]++
-					anyNull = true
 				}
 			}
 			if isTrunc {
@@ -533,21 +531,13 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	// rows (NULL keys and sequences, apply_as_deletes) and go to the fold as they are, no row or
 	// event made of them.
 	var consumeCols func(c *blockColumns, fi int, done func()) error
-	var colChecks *columnChecks // consumeCols' checks; their anyNull is anyNull's once read
 	if colSrc := viewColumnsFor(fold, srcDS, set, viewSet, truncProg != nil, keyIdx, seqIdx, projIdx, b); colSrc != nil && perGroup {
 		viewColumnBatches.Add(1)
-		colChecks = newColumnChecks(srcSch, colSrc, delProg, nullCounts, nullAt, nullEmpty, &evalErrs.del)
+		colChecks := newColumnChecks(srcSch, colSrc, delProg, nullCounts, nullAt, nullEmpty, &evalErrs.del)
 		consumeCols = func(c *blockColumns, fi int, done func()) error {
-			n := c.n
-			b.spans.addLines(b.nEvents, int64(fi), c.lines[:n])
-			buf := &eventBuf{}
-			select {
-			case buf = <-freeBufs:
-			default:
-			}
-			dels := colChecks.check(c, buf.dels, func(i int) origin { return origin{version: int64(fi), row: c.lines[i]} })
-			buf.cols, buf.dels, buf.src, buf.first, buf.done, buf.evs = c, dels, colSrc, b.nEvents, done, buf.evs[:0]
-			b.nEvents += n
+			b.spans.addLines(b.nEvents, int64(fi), c.lines[:c.n])
+			buf := colChecks.events(c, freeBufs, b.nEvents, func(i int) origin { return origin{version: int64(fi), row: c.lines[i]} }, done)
+			b.nEvents += c.n
 			folded <- buf
 			return nil
 		}
@@ -714,7 +704,6 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 		copy(nullCounts, pre.nullCounts[:])
 		copy(nullAt, pre.nullAt[:])
 		copy(nullEmpty, pre.nullEmpty[:])
-		anyNull = anyNull || pre.checks.anyNull
 		evalErrs.del = pre.delErrs
 	}
 	if !perGroup || !checked {
@@ -786,10 +775,7 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 			}
 		}
 	}
-	if colChecks != nil && colChecks.anyNull {
-		anyNull = true
-	}
-	if anyNull {
+	if slices.ContainsFunc(nullCounts, func(n int64) bool { return n > 0 }) {
 		var parts []string
 		explained := map[string]bool{} // the places already said to be a line that does not parse
 		malformed := false

@@ -55,10 +55,9 @@ type follower struct {
 	targetID      string // the target table's id (Delta metaData id) then
 	sourceID      string // the source table's id then
 	fold          batchFold
-	hist          *histColumns // fold, when it is the first batch of an SCD type 2 target
-	src           *columnSource
-	delCode       string // apply_as_deletes, as the fold evaluated it
-	checks        *columnChecks
+	hist          *histColumns  // fold, when it is the first batch of an SCD type 2 target
+	delCode       string        // apply_as_deletes, as the fold evaluated it
+	checks        *columnChecks // the NULL and delete checks, and the columns the fold takes
 	nullCounts    [2]int64
 	nullAt        [2]origin
 	nullEmpty     [2]bool
@@ -99,10 +98,10 @@ func newFollowing(env *Env, source *spec.Dataset) *following {
 
 // begin starts a batch of the ingest, whose table's snapshot is snap and whose blocks come from
 // pool; byColumns says whether the batch is written by column with the table's schema (no
-// evolution). It reports whether the batch feeds a follower (the pool is then shared).
-func (f *following) begin(snap *delta.Snapshot, byColumns bool, pool *blockPool) bool {
+// evolution). When the batch feeds a follower, the pool is shared.
+func (f *following) begin(snap *delta.Snapshot, byColumns bool, pool *blockPool) {
 	if f == nil {
-		return false
+		return
 	}
 	if !f.planned {
 		f.planned = true
@@ -111,16 +110,15 @@ func (f *following) begin(snap *delta.Snapshot, byColumns bool, pool *blockPool)
 		}
 	}
 	if f.fw == nil || f.fw.broken {
-		return false
+		return
 	}
 	if !byColumns {
 		f.fw.broken = true
-		return false
+		return
 	}
 	f.fw.version, f.fw.row = snap.Version+1, 0
 	pool.share()
 	f.pool, f.open = pool, true
-	return true
 }
 
 // add hands the rows of c, the next block the batch writes, to the fold.
@@ -133,16 +131,9 @@ func (f *following) add(c *blockColumns) {
 	// The blocks emitted so far are the ones before c: the fold holds nothing of them once it
 	// has c.
 	before := pool.sealShared()
-	buf := &eventBuf{}
-	select {
-	case buf = <-fw.free:
-	default:
-	}
 	version, row := fw.version, fw.row
-	dels := fw.checks.check(c, buf.dels, func(i int) origin { return origin{version: version, row: row + int64(i)} })
 	fw.spans.addRun(fw.nEvents, origin{version: version, row: row}, c.n)
-	buf.cols, buf.dels, buf.src, buf.first, buf.evs = c, dels, fw.src, fw.nEvents, buf.evs[:0]
-	buf.done = func() { pool.release(before) }
+	buf := fw.checks.events(c, fw.free, fw.nEvents, func(i int) origin { return origin{version: version, row: row + int64(i)} }, func() { pool.release(before) })
 	fw.nEvents += c.n
 	fw.row += int64(c.n)
 	fw.folded <- buf
@@ -268,7 +259,7 @@ func followerOf(env *Env, source, d *spec.Dataset, srcSnap *delta.Snapshot) *fol
 		return nil
 	}
 	fw := &follower{target: d, targetVersion: b.snap.Version, targetID: b.snap.Metadata.ID, sourceID: srcSnap.Metadata.ID, fold: fold, hist: b.hist,
-		src: colSrc, delCode: ac.ApplyAsDeletes, folded: make(chan *eventBuf), free: make(chan *eventBuf, 2), done: make(chan struct{})}
+		delCode: ac.ApplyAsDeletes, folded: make(chan *eventBuf), free: make(chan *eventBuf, 2), done: make(chan struct{})}
 	fw.checks = newColumnChecks(srcSch, colSrc, delProg, fw.nullCounts[:], fw.nullAt[:], fw.nullEmpty[:], &fw.delErrs)
 	go func() {
 		defer close(fw.done)
@@ -287,7 +278,7 @@ func (fw *follower) fits(b *changeBatch, ac *spec.ApplyChanges, fold batchFold, 
 	<-fw.done
 	if fw.err != nil || b.snap.Version != fw.targetVersion || b.snap.Metadata.ID != fw.targetID || b.srcSnap == nil ||
 		b.srcSnap.Metadata.ID != fw.sourceID || fw.delCode != ac.ApplyAsDeletes || src == nil ||
-		src.key != fw.src.key || src.seq != fw.src.seq || !slices.Equal(src.data, fw.src.data) {
+		src.key != fw.checks.src.key || src.seq != fw.checks.src.seq || !slices.Equal(src.data, fw.checks.src.data) {
 		return false
 	}
 	switch fold.(type) {

@@ -113,7 +113,6 @@ type columnChecks struct {
 	nullCounts []int64
 	nullAt     []origin
 	nullEmpty  []bool
-	anyNull    bool
 	delErrs    *evalError
 }
 
@@ -132,6 +131,20 @@ func newColumnChecks(sch schema.Schema, src *columnSource, del *expectations.Pro
 	return k
 }
 
+// events returns the buffer of the rows of c for a columnFold (eventBuf.cols): a buffer taken
+// from free when one is there, the rows checked (check; row i from at(i)), arriving from first
+// on, done called once they are folded.
+func (k *columnChecks) events(c *blockColumns, free <-chan *eventBuf, first int, at func(i int) origin, done func()) *eventBuf {
+	buf := &eventBuf{}
+	select {
+	case buf = <-free:
+	default:
+	}
+	buf.dels = k.check(c, buf.dels, at)
+	buf.cols, buf.src, buf.first, buf.done, buf.evs = c, k.src, first, done, buf.evs[:0]
+	return buf
+}
+
 // check checks the c.n rows of c, row i from at(i), and returns their deletes appended to
 // dels[:0] (nil without apply_as_deletes).
 func (k *columnChecks) check(c *blockColumns, dels []bool, at func(i int) origin) []bool {
@@ -146,7 +159,6 @@ func (k *columnChecks) check(c *blockColumns, dels []bool, at func(i int) origin
 				k.nullEmpty[j] = c.emptyAt(i)
 			}
 			k.nullCounts[j]++
-			k.anyNull = true
 		}
 	}
 	if k.del == nil {
