@@ -103,8 +103,11 @@ func (w *DataWriter) Write(rows [][]any) error {
 
 // WriteColumns is Write with the rows given column by column (a ColumnPart, as
 // Table.WriteFileFromColumns takes them), for a table without partition columns whose schema
-// ColumnsWritable accepts: the files, their row groups and their statistics are those Write
-// makes of the same rows in the same calls, without a boxed value. The strings of part must stay
+// ColumnsWritable accepts, without a boxed value: each call's rows form whole row groups, and
+// each file is byte for byte the one Write makes of its rows in the same row groups. (Where one
+// file ends may differ by a few rows from Write's: a file written by column counts every byte
+// written, one written as rows all but the few hundred bytes parquet-go holds back.) A file
+// opened by Write is finished before WriteColumns writes, and the other way round. The strings of part must stay
 // unchanged until WriteColumns returns. A partitioned table, or a schema ColumnsWritable
 // rejects, is an error before anything is written; a value out of its column's range is an error
 // naming the file, the row in it and the column. After an error the writer takes nothing more:
@@ -123,9 +126,17 @@ func (w *DataWriter) WriteColumns(part ColumnPart) error {
 	g := &partGroup{values: map[string]string{}}
 	for at, n := 0, part.Len(); at < n; {
 		f := w.open[g.key]
+		if f != nil && f.pf.flat == nil {
+			// Opened by Write, it takes no rows by column.
+			if err := w.finish(f); err != nil {
+				w.err = err
+				return err
+			}
+			f = nil
+		}
 		if f == nil {
 			var err error
-			if f, err = w.openFile(g); err != nil {
+			if f, err = w.openFile(g, true); err != nil {
 				w.err = err
 				return err
 			}
@@ -206,9 +217,16 @@ func (w *DataWriter) writeGroup(g *partGroup) error {
 	rows := g.rows
 	for len(rows) > 0 {
 		f := w.open[g.key]
+		if f != nil && f.pf.flat != nil {
+			// Opened by WriteColumns, it takes no boxed rows.
+			if err := w.finish(f); err != nil {
+				return err
+			}
+			f = nil
+		}
 		if f == nil {
 			var err error
-			if f, err = w.openFile(g); err != nil {
+			if f, err = w.openFile(g, false); err != nil {
 				return err
 			}
 		}
@@ -231,9 +249,10 @@ func (w *DataWriter) writeGroup(g *partGroup) error {
 	return nil
 }
 
-// openFile opens a new file for the partition of g, first finishing the least recently
-// written open file when maxOpenFiles are open.
-func (w *DataWriter) openFile(g *partGroup) (*dataFile, error) {
+// openFile opens a new file for the partition of g, to take rows by column (WriteColumns) when
+// byColumns is set, or else boxed rows (Write), first finishing the least recently written open
+// file when maxOpenFiles are open.
+func (w *DataWriter) openFile(g *partGroup, byColumns bool) (*dataFile, error) {
 	if len(w.open) >= max(maxOpenFiles, 1) {
 		var lru *dataFile
 		for _, f := range w.open {
@@ -249,7 +268,7 @@ func (w *DataWriter) openFile(g *partGroup) (*dataFile, error) {
 	if g.dir != "" {
 		rel = g.dir + "/" + rel
 	}
-	pf, err := w.t.createParquet(rel, w.part.data, false)
+	pf, err := w.t.createParquet(rel, w.part.data, false, byColumns)
 	if err != nil {
 		return nil, err
 	}

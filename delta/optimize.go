@@ -256,7 +256,7 @@ func (t *Table) writeCompacted(s schema.Schema, bin []Add) (Add, int64, error) {
 		}
 	}
 	rel := dir + NewDataFileName()
-	pf, err := t.createParquet(rel, s, false)
+	pf, err := t.createParquet(rel, s, false, false)
 	if err != nil {
 		return Add{}, 0, err
 	}

@@ -103,42 +103,6 @@ func (w *rowGroupWriter) write(cws []*parquet.ColumnWriter, rows [][]any, change
 	return err
 }
 
-// writeColumns is write for rows [from, to) of a part given column by column (ColumnPart),
-// without change types. A value out of its column's range is a *columnError with its row,
-// counted from from; when several are, it is the one of the lowest column and, in it, of the
-// lowest row, as write reports it.
-func (w *rowGroupWriter) writeColumns(cws []*parquet.ColumnWriter, part ColumnPart, from, to int) error {
-	var cb columnBatch
-	err := w.writeBatches(cws, to-from, func(b *valueBatch, start, end int) error {
-		return w.convertColumns(b, part, &cb, from+start, from+end, start)
-	})
-	if ce := (*columnError)(nil); errors.As(err, &ce) && ce.row >= 0 {
-		// Later batches of lower columns may hold errors too: find the first in column order.
-		return w.firstColumnError(part, from, to, err)
-	}
-	return err
-}
-
-// firstColumnError converts rows [from, to) of part column by column, as writeColumns does but
-// discarding the values, and returns the error of the first value in column order that does not
-// convert, or found, the error writeColumns found, when none comes before it.
-func (w *rowGroupWriter) firstColumnError(part ColumnPart, from, to int, found error) error {
-	var cb columnBatch
-	var buf []parquet.Value
-	var scratch colStats
-	for j := range w.lvs {
-		for start := from; start < to; start += writeBatch {
-			end := min(start+writeBatch, to)
-			nulls, words, strs := cb.column(part, j, start, end)
-			var err error
-			if buf, err = w.convertColumn(buf[:0], j, &scratch, nulls, words, strs, start-from); err != nil {
-				return err
-			}
-		}
-	}
-	return found
-}
-
 // writeBatches writes n rows to cws in batches of writeBatch rows, in two stages that run at
 // once: convert fills a batch with the values of rows [start, end) on the calling goroutine,
 // while a second goroutine hands the batch before to the column writers. It returns the first

@@ -34,7 +34,9 @@ const (
 // ChangeDataDir is the folder of change data files inside a table folder.
 const ChangeDataDir = "_change_data"
 
-const writeBatch = 4096 // rows converted and handed to the column writers at once
+// writeBatch is the number of rows converted and handed to the column writers at once (a
+// variable for tests); a page is closed, when full, only at the end of a batch.
+var writeBatch = 4096
 
 // rowGroupRows is the number of rows per Parquet row group (a variable for tests). parquet-go
 // holds a row group's compressed pages in memory until it is flushed, so this bounds what a file
@@ -97,7 +99,7 @@ func dataAdd(rel string, size, mtime int64, stats string, err error) (Add, error
 // errors are WriteFileNamed's, a row counted from the file's first, and next's own. Only one
 // part of the rows is held at once.
 func (t *Table) WriteFileFrom(rel string, s schema.Schema, next func() ([][]any, error)) (Add, error) {
-	return t.writeFileParts(rel, s, func(pf *parquetFile) (bool, error) {
+	return t.writeFileParts(rel, s, false, func(pf *parquetFile) (bool, error) {
 		rows, err := next()
 		if err != nil || len(rows) == 0 {
 			return false, err
@@ -109,8 +111,8 @@ func (t *Table) WriteFileFrom(rel string, s schema.Schema, next func() ([][]any,
 // writeFileParts writes the data file rel of schema s from parts: part adds the next one to pf
 // and says whether there was one. The open row group is flushed after the last, and the file
 // closed; on an error it is removed.
-func (t *Table) writeFileParts(rel string, s schema.Schema, part func(pf *parquetFile) (bool, error)) (Add, error) {
-	pf, err := t.createParquet(rel, s, false)
+func (t *Table) writeFileParts(rel string, s schema.Schema, byColumns bool, part func(pf *parquetFile) (bool, error)) (Add, error) {
+	pf, err := t.createParquet(rel, s, false, byColumns)
 	if err != nil {
 		return Add{}, err
 	}
@@ -386,7 +388,7 @@ func (f namedField) Value(base reflect.Value) reflect.Value { return reflect.Val
 // writeParquet writes rows to rel (slash-separated, relative to the table folder) and returns
 // the file size, its modification time in ms and, for data files, the stats JSON.
 func (t *Table) writeParquet(rel string, s schema.Schema, rows [][]any, changeTypes []string) (size, mtime int64, stats string, err error) {
-	pf, err := t.createParquet(rel, s, changeTypes != nil)
+	pf, err := t.createParquet(rel, s, changeTypes != nil, false)
 	if err != nil {
 		return 0, 0, "", err
 	}
@@ -413,6 +415,7 @@ type parquetFile struct {
 	lvs              []leaf
 	cols             []colStats
 	rgw              *rowGroupWriter
+	flat             *flatFile // set for a file written by column (addColumns), w nil
 	rows             int64
 	open             int // rows addPart wrote to the row group not yet flushed
 }
@@ -430,8 +433,10 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 }
 
 // createParquet opens the file rel (slash-separated, relative to the table folder) for rows of
-// s, plus _change_type when change is set, creating its folder.
-func (t *Table) createParquet(rel string, s schema.Schema, change bool) (*parquetFile, error) {
+// s, plus _change_type when change is set, creating its folder. A file opened byColumns takes
+// rows by column only (addColumns, through a flatFile; s must be ColumnsWritable and change
+// unset); another takes boxed rows only (add, addPart).
+func (t *Table) createParquet(rel string, s schema.Schema, change, byColumns bool) (*parquetFile, error) {
 	what := "write " + rel
 	ps, err := parquetSchema(s, change)
 	if err != nil {
@@ -450,6 +455,19 @@ func (t *Table) createParquet(rel string, s schema.Schema, change bool) (*parque
 	// for its last few megabytes only.
 	bw := bufio.NewWriterSize(writeback.New(f), 1<<20)
 	cw := &countingWriter{w: bw}
+	lvs := leaves(s)
+	cols := make([]colStats, len(lvs))
+	if byColumns {
+		ff, err := newFlatFile(cw, ps, lvs, cols)
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+			return nil, fmt.Errorf("delta: %s: %w", what, err)
+		}
+		return &parquetFile{
+			what: what, tmp: tmp, final: final, s: s, f: f, bw: bw, cw: cw, lvs: lvs, cols: cols, flat: ff,
+		}, nil
+	}
 	w := parquet.NewWriter(cw, ps,
 		parquet.Compression(dataFileCodec),
 		parquet.DataPageVersion(1),
@@ -461,9 +479,8 @@ func (t *Table) createParquet(rel string, s schema.Schema, change bool) (*parque
 		// Small, so that the bytes the writer holds back (which size does not count) are few:
 		// bw buffers the file's writes.
 		parquet.WriteBufferSize(parquetWriteBuffer),
+		parquet.PageBufferSize(pageBufferSize),
 	)
-	lvs := leaves(s)
-	cols := make([]colStats, len(lvs))
 	return &parquetFile{
 		what: what, tmp: tmp, final: final, s: s, change: change, f: f, bw: bw, cw: cw, w: w,
 		lvs: lvs, cols: cols, rgw: newRowGroupWriter(lvs, cols, change),
@@ -475,6 +492,9 @@ func (t *Table) createParquet(rel string, s schema.Schema, change bool) (*parque
 // convert, is an error naming the row (counted from the file's first row) and the column; the
 // file is then to be aborted.
 func (pf *parquetFile) add(rows [][]any, changeTypes []string) error {
+	if pf.flat != nil {
+		return fmt.Errorf("delta: %s: the file takes rows by column only", pf.what)
+	}
 	for i, r := range rows {
 		if len(r) != len(pf.s.Fields) {
 			return fmt.Errorf("delta: %s: row %d has %d values, the schema %d columns (%s)", pf.what, pf.rows+int64(i), len(r), len(pf.s.Fields), pf.s.DDL())
@@ -512,6 +532,9 @@ func (pf *parquetFile) add(rows [][]any, changeTypes []string) error {
 // flushed whenever it reaches rowGroupRows rows (flushGroup flushes the last one): unlike add,
 // the row groups do not depend on how the rows were split between calls.
 func (pf *parquetFile) addPart(rows [][]any) error {
+	if pf.flat != nil {
+		return fmt.Errorf("delta: %s: the file takes rows by column only", pf.what)
+	}
 	for i, r := range rows {
 		if len(r) != len(pf.s.Fields) {
 			return fmt.Errorf("delta: %s: row %d has %d values, the schema %d columns (%s)", pf.what, pf.rows+int64(i), len(r), len(pf.s.Fields), pf.s.DDL())
@@ -557,6 +580,12 @@ func (pf *parquetFile) flushGroup() error {
 		return nil
 	}
 	pf.open = 0
+	if pf.flat != nil {
+		if err := pf.flat.endGroup(); err != nil {
+			return fmt.Errorf("delta: %s: %w", pf.what, err)
+		}
+		return nil
+	}
 	if err := pf.w.Flush(); err != nil {
 		return fmt.Errorf("delta: %s: %w", pf.what, err)
 	}
@@ -579,7 +608,11 @@ func (pf *parquetFile) close() (size, mtime int64, stats string, err error) {
 		pf.abort()
 		return 0, 0, "", fmt.Errorf("delta: %s: %w", pf.what, err)
 	}
-	if err := pf.w.Close(); err != nil {
+	if pf.flat != nil {
+		if err := pf.flat.close(); err != nil {
+			return fail(err)
+		}
+	} else if err := pf.w.Close(); err != nil {
 		return fail(err)
 	}
 	if err := pf.bw.Flush(); err != nil {

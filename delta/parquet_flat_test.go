@@ -1,0 +1,154 @@
+package delta
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+
+	"tributary/schema"
+)
+
+// edgeRows returns n rows of columnRows' schema with stretches that make pages of one kind:
+// rows [200, 700) all NULL (whole pages of NULLs), DOUBLE and FLOAT all NaN in rows [900, 1300)
+// and again from the start of the second row group of 3000 rows ([3000, 3200)), so that a row
+// group's first bounds are NaN; -0.0 and +0.0 in turn in rows [1500, 1700); strings longer than
+// the column index's 16 bytes, some all 0xFF bytes (whose truncated max cannot be incremented),
+// in rows [1800, 2600); only empty strings in rows [2600, 2800); BOOLEAN all true in rows
+// [3500, 4000).
+func edgeRows(t *testing.T, n int) (schema.Schema, [][]any) {
+	s, rows := columnRows(t, n)
+	for i, r := range rows {
+		switch {
+		case i >= 200 && i < 700:
+			clear(r)
+		case i >= 900 && i < 1300, i >= 3000 && i < 3200:
+			r[4], r[5] = math.Float64frombits(0xfff8000000000000), math.Float64frombits(0x7ff8100000000000) // NaNs of other bits than math.NaN()
+		case i >= 1500 && i < 1700:
+			z := 0.0
+			if i%2 == 0 {
+				z = math.Copysign(0, -1)
+			}
+			r[4], r[5] = z, z
+		case i >= 1800 && i < 2600:
+			if i%3 == 0 {
+				r[7], r[8] = strings.Repeat("\xff", 20+i%7), strings.Repeat("\xff", 17)
+			} else {
+				r[7], r[8] = strings.Repeat("long value ", 1+i%4)+string(rune('a'+i%26)), strings.Repeat("b", 16+i%3)
+			}
+		case i >= 2600 && i < 2800:
+			r[7], r[8] = "", ""
+		case i >= 3500 && i < 4000:
+			r[6] = true
+		}
+	}
+	return s, rows
+}
+
+// TestFlatFileMatchesRowPath: with pages of about 1 KiB, batches of 100 rows (pages close at the
+// end of a batch) and row groups of 3000 rows, a file
+// written by column (flatFile) is byte for byte the file the row path (parquet-go's writer)
+// writes of the same rows handed over in the same parts, with the same statistics, for rows of
+// every primitive type with NULLs, NaN, infinities and the extremes of each type (columnRows),
+// and for rows with pages of only NULLs, only NaN (a row group's first bounds among them), only
+// empty strings, signed zeros, and strings the column index truncates (edgeRows). Both read back
+// as the rows written. It is not parallel: it changes pageBufferSize, writeBatch and
+// rowGroupRows.
+func TestFlatFileMatchesRowPath(t *testing.T) {
+	savedPage, savedBatch, savedGroup := pageBufferSize, writeBatch, rowGroupRows
+	pageBufferSize, writeBatch, rowGroupRows = 1024, 100, 3000
+	defer func() { pageBufferSize, writeBatch, rowGroupRows = savedPage, savedBatch, savedGroup }()
+	tbl := New(t.TempDir())
+	for _, data := range []struct {
+		name string
+		make func(*testing.T, int) (schema.Schema, [][]any)
+	}{{"mixed", columnRows}, {"edges", edgeRows}} {
+		s, rows := data.make(t, 7500)
+		for _, size := range []int{1, 777, 3000, 4096, 7500} {
+			parts := func() [][][]any {
+				var out [][][]any
+				for at := 0; at < len(rows); at += size {
+					out = append(out, rows[at:min(at+size, len(rows))])
+				}
+				return out
+			}
+			byRows := parts()
+			want, err := tbl.WriteFileFrom(NewDataFileName(), s, func() ([][]any, error) {
+				if len(byRows) == 0 {
+					return nil, nil
+				}
+				p := byRows[0]
+				byRows = byRows[1:]
+				return p, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			byCols := parts()
+			got, err := tbl.WriteFileFromColumns(NewDataFileName(), s, func() (ColumnPart, error) {
+				if len(byCols) == 0 {
+					return nil, nil
+				}
+				p := rowsPart{s: s, rows: byCols[0]}
+				byCols = byCols[1:]
+				return p, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gb, err := os.ReadFile(filepath.Join(tbl.Dir, got.Path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wb, err := os.ReadFile(filepath.Join(tbl.Dir, want.Path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(gb, wb) || got.Stats != want.Stats || got.Size != want.Size {
+				t.Errorf("%s, parts of %d: by column %d bytes, stats %s; by rows %d bytes, stats %s (same bytes: %v)",
+					data.name, size, got.Size, got.Stats, want.Size, want.Stats, bytes.Equal(gb, wb))
+			}
+			f, err := parquet.OpenFile(bytes.NewReader(gb), int64(len(gb)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pages := len(f.OffsetIndexes()[0].PageLocations); len(f.RowGroups()) != 3 || pages < 10 {
+				t.Errorf("%s, parts of %d: %d row groups, %d pages in the first chunk; want 3, and many", data.name, size, len(f.RowGroups()), pages)
+			}
+			back, err := tbl.ReadFile(got.Path, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertRows(t, back, rows)
+		}
+	}
+}
+
+// TestFlatFileEmpty: a file written by column from no rows is the row path's empty file: no row
+// group, the schema in its footer.
+func TestFlatFileEmpty(t *testing.T) {
+	t.Parallel()
+	s := mustDDL(t, "id BIGINT, name STRING")
+	tbl := New(t.TempDir())
+	got, err := tbl.WriteFileFromColumns(NewDataFileName(), s, func() (ColumnPart, error) { return nil, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := tbl.WriteFileFrom(NewDataFileName(), s, func() ([][]any, error) { return nil, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	gb, _ := os.ReadFile(filepath.Join(tbl.Dir, got.Path))
+	wb, _ := os.ReadFile(filepath.Join(tbl.Dir, want.Path))
+	if !bytes.Equal(gb, wb) || got.Stats != want.Stats {
+		t.Fatalf("empty by column: %d bytes, stats %s; by rows %d bytes, stats %s", len(gb), got.Stats, len(wb), want.Stats)
+	}
+	back, err := tbl.ReadFile(got.Path, s)
+	if err != nil || len(back) != 0 {
+		t.Fatalf("read back %d rows, err %v; want none", len(back), err)
+	}
+}
