@@ -40,8 +40,11 @@ func flatPageBytes() int { return int(int32(float64(pageBufferSize) * 0.98)) }
 // statistics and size statistics; after the last row group the column index (min and max of
 // each page, byte arrays truncated to 16 bytes, with the null pages, null counts, boundary
 // order and definition level histograms, built by parquet-go's ColumnIndexer) and the offset
-// index of every column chunk; then the FileMetaData. Only the bytes may differ: page boundaries
-// depend on how the values were handed over, and RLE runs on the encoder.
+// index of every column chunk; then the FileMetaData. Given the rows in the same parts (so that
+// pages close at the same batches), the file is byte for byte parquet-go's
+// (TestFlatFileMatchesRowPath): the levels are encoded by parquet-go's RLE encoder, and the
+// bounds follow parquet-go's (NaN left out of a page's bounds unless the page has only NaN; a
+// chunk's bounds those of its first page with any, widened by later pages unless they were NaN).
 //
 // Rows are added to the open row group with add, which endGroup closes; close writes the
 // footer. Not safe for concurrent use.
@@ -72,13 +75,14 @@ type flatColumn struct {
 	ix   parquet.ColumnIndexer
 
 	// The open page.
-	vals   []byte // PLAIN values
-	levels []byte // definition levels (0 NULL, 1 a value), kept from the page's first NULL on
-	n      int    // values, NULLs included
-	nulls  int
-	nbits  int // BOOLEAN: values packed into vals
-	pb     flatBounds
-	bytes  int64 // BYTE_ARRAY: the values' bytes (size statistics)
+	vals    []byte // PLAIN values
+	levels  []byte // definition levels (0 NULL, 1 a value), kept from the page's first NULL on (leveled)
+	leveled bool
+	n       int // values, NULLs included
+	nulls   int
+	nbits   int // BOOLEAN: values packed into vals
+	pb      flatBounds
+	bytes   int64 // BYTE_ARRAY: the values' bytes (size statistics)
 
 	// The open row group's chunk.
 	chunk      []byte // page headers and compressed pages
@@ -208,13 +212,13 @@ func (c *flatColumn) addBatch(nulls []bool, words []int64, strs []string) error 
 			batchNulls++
 		}
 	}
-	if batchNulls > 0 && c.levels == nil {
-		c.levels = make([]byte, c.n, max(2*c.n, 1024))
-		for i := range c.levels {
-			c.levels[i] = 1
+	if batchNulls > 0 && !c.leveled {
+		c.levels, c.leveled = c.levels[:0], true
+		for range c.n {
+			c.levels = append(c.levels, 1)
 		}
 	}
-	if c.levels != nil {
+	if c.leveled {
 		for _, null := range nulls {
 			if null {
 				c.levels = append(c.levels, 0)
@@ -477,7 +481,7 @@ func (ff *flatFile) flushPage(c *flatColumn) error {
 	}
 	page := append(ff.page[:0], 0, 0, 0, 0)
 	levels := c.levels
-	if levels == nil {
+	if !c.leveled {
 		// No NULL in the page: every level 1.
 		for len(ff.ones) < c.n {
 			ff.ones = append(ff.ones, 1)
@@ -531,7 +535,7 @@ func (ff *flatFile) flushPage(c *flatColumn) error {
 	c.arrayBytes += c.bytes
 	c.pages++
 	c.first += int64(c.n)
-	c.vals, c.levels = c.vals[:0], nil
+	c.vals, c.levels, c.leveled = c.vals[:0], c.levels[:0], false
 	c.n, c.nulls, c.nbits, c.bytes = 0, 0, 0, 0
 	c.pb.has, c.pb.nan = false, false
 	return nil
