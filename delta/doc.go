@@ -18,6 +18,9 @@
 //   - parquet_write.go, parquet_read.go, parquet_convert.go, stats.go, partition.go: data and
 //     change data files (parquet-go), the conversion of other engines' encodings, per-file
 //     statistics, Hive-style partition folders.
+//   - parquet_columns.go, parquet_flat.go: data files of flat rows given column by column
+//     (ColumnPart), their pages encoded straight from the columns (flatFile), byte for byte the
+//     file parquet-go writes of the same rows.
 //   - path.go: the URL-encoding of the paths in actions.
 //   - scan.go, cdf.go: the rows of a snapshot, partition values, and the change data feed.
 //   - history.go: DESCRIBE HISTORY and time travel by timestamp.
