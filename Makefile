@@ -26,7 +26,7 @@ deltacheck:
 # After `go test ./...`, the folds (the columnar first SCD type 2 batch's too), and a history
 # target's writes (data files, state, change data file, row locator), that run on several
 # goroutines, the row groups a fold gives back to the reader's pool from its own goroutine, and
-# the Parquet writer's two stages (rows or columns converted while the batch before is encoded),
+# the Parquet writer's two stages (rows converted while the batch before is encoded),
 # the ingest by column (blocks parsed on workers, written from a goroutine of their own while
 # the next are read), a view's blocks folded by column (released for reuse while later ones are
 # folded), the first SCD type 1 batch written from its fold (data files, state and its hash
@@ -36,7 +36,7 @@ test: deltacheck
 	DELTACHECK=$$( [ -d $(SHARED)/tools/deltacheck ] && [ -x $(DELTACHECK) ] && echo $(DELTACHECK) ) $(GO) test -count=1 -timeout 30m ./...
 	$(GO) test -race -count=1 -timeout 30m -run 'TestHistoryKeyWorkersEquivalence|TestKeyWorkers|TestKeyRanges|TestRelaxGC|TestViewOverFiles|TestHistoryMergeOnRead|TestPooledRowGroupsFold|TestHistColumnsEquivalence|TestIngestByColumnsEquivalence|TestSCD1FreshEquivalence|TestViewColumnsEquivalence' ./flows
 	$(GO) test -race -count=1 -timeout 30m -run 'TestFollow|TestBlockPoolShared' ./flows
-	$(GO) test -race -count=1 -run 'TestFileRowGroupsPooled|TestWriteFileFrom|TestDataWriterWriteColumns' ./delta
+	$(GO) test -race -count=1 -run 'TestFileRowGroupsPooled|TestWriteFileFrom|TestDataWriterWriteColumns|TestFlatFile' ./delta
 	@if [ -f $(SHARED)/cases/run_cases.py ] && [ -d $(SHARED)/tools/deltacheck ] && [ -x $(DELTACHECK) ]; then \
 		$(GO) build -o bin/pipeline ./cmd/pipeline && \
 		python3 $(SHARED)/cases/run_cases.py ./bin/pipeline $(DELTACHECK) $(SHARED)/cases/*/; \
