@@ -179,6 +179,14 @@ func (p partWindow) Column(j, from, to int, nulls []bool, words []int64, strs []
 	p.part.Column(j, p.from+from, p.from+to, nulls, words, strs)
 }
 
+// ColumnSlice is the part's own, when it is a ColumnSlicer (ok false otherwise).
+func (p partWindow) ColumnSlice(j, from, to int) ([]bool, []int64, []string, bool) {
+	if cs, ok := p.part.(ColumnSlicer); ok {
+		return cs.ColumnSlice(j, p.from+from, p.from+to)
+	}
+	return nil, nil, nil, false
+}
+
 // sampleColumnBytes is sampleRowBytes of rows [from, to) of part (of schema s): the
 // plain-encoded size of at most 64 rows spread over them, per row, by plainBytes' measure of
 // each value's row form.

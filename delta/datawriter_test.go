@@ -462,7 +462,8 @@ func TestWriteDataDefaultTarget(t *testing.T) {
 
 // TestDataWriterWriteColumns writes the same 20,000 rows of every primitive type, in the same
 // calls (of 4096, 1 and 999 rows, in turn), once as rows (Write) and once by column
-// (WriteColumns) to tables whose delta.targetFileSize is 64 KiB: both make several files, about
+// (WriteColumns, every other call's columns given in place) to tables whose
+// delta.targetFileSize is 64 KiB: both make several files, about
 // as many, each but the last at least the target; the rows come back in order; and each file
 // written by column is, byte for byte and in its statistics, the file the row path writes of its
 // rows in the same row groups (the files may split the rows a little differently: a file written
@@ -488,7 +489,12 @@ func TestDataWriterWriteColumns(t *testing.T) {
 		if err := wr.Write(rows[at : at+n]); err != nil {
 			t.Fatal(err)
 		}
-		if err := wc.WriteColumns(rowsPart{s: s, rows: rows[at : at+n]}); err != nil {
+		// Every other call's columns given in place (a ColumnSlicer).
+		var part ColumnPart = rowsPart{s: s, rows: rows[at : at+n]}
+		if c%2 == 0 {
+			part = newSlicedPart(s, rows[at:at+n])
+		}
+		if err := wc.WriteColumns(part); err != nil {
 			t.Fatal(err)
 		}
 		at += n

@@ -25,6 +25,17 @@ type ColumnPart interface {
 	Column(j, from, to int, nulls []bool, words []int64, strs []string)
 }
 
+// ColumnSlicer is a ColumnPart that can also give a column's values in place, for the writer to
+// read without copying them: ColumnSlice returns column j of rows [from, to) as slices of the
+// part's own memory (exactly to-from elements; words for a column of words and nil strs, or
+// strs for a STRING column and nil words; a NULL's word or string is ignored), with ok true, or
+// ok false when those rows are not held contiguously, in which case the writer calls Column.
+// The slices are only read, and only until the call that took the part returns.
+type ColumnSlicer interface {
+	ColumnPart
+	ColumnSlice(j, from, to int) (nulls []bool, words []int64, strs []string, ok bool)
+}
+
 // ColumnsWritable reports whether s can be written from ColumnParts (WriteFileFromColumns):
 // every field a top-level BIGINT, INT, SMALLINT, TINYINT, DOUBLE, FLOAT, BOOLEAN, STRING,
 // BINARY, DATE, TIMESTAMP, TIMESTAMP_NTZ or DECIMAL of precision up to 18.
@@ -80,9 +91,15 @@ type columnBatch struct {
 	strs  []string
 }
 
-// column fills cb with column j of rows [from, to) of part and returns its NULL flags, words and
-// strings (ColumnPart.Column's).
+// column returns the NULL flags, words and strings (ColumnPart.Column's) of column j of rows
+// [from, to) of part: in place when part is a ColumnSlicer that holds them contiguously, or else
+// filled into cb.
 func (cb *columnBatch) column(part ColumnPart, j, from, to int) ([]bool, []int64, []string) {
+	if cs, ok := part.(ColumnSlicer); ok {
+		if nulls, words, strs, ok := cs.ColumnSlice(j, from, to); ok {
+			return nulls, words, strs
+		}
+	}
 	n := to - from
 	if cap(cb.nulls) < n {
 		cb.nulls, cb.words, cb.strs = make([]bool, n), make([]int64, n), make([]string, n)

@@ -100,6 +100,32 @@ func TestFlatFileMatchesRowPath(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The same parts given in place (ColumnSlicer), but for every third batch.
+			bySlices := parts()
+			var given []*slicedPart
+			sliced, err := tbl.WriteFileFromColumns(NewDataFileName(), s, func() (ColumnPart, error) {
+				if len(bySlices) == 0 {
+					return nil, nil
+				}
+				p := newSlicedPart(s, bySlices[0])
+				given = append(given, p)
+				bySlices = bySlices[1:]
+				return p, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			inPlace := 0
+			for _, p := range given {
+				inPlace += p.inPlace
+			}
+			if size > 1 && inPlace == 0 {
+				t.Errorf("%s, parts of %d: no column given in place", data.name, size)
+			}
+			sb, err := os.ReadFile(filepath.Join(tbl.Dir, sliced.Path))
+			if err != nil {
+				t.Fatal(err)
+			}
 			gb, err := os.ReadFile(filepath.Join(tbl.Dir, got.Path))
 			if err != nil {
 				t.Fatal(err)
@@ -107,6 +133,9 @@ func TestFlatFileMatchesRowPath(t *testing.T) {
 			wb, err := os.ReadFile(filepath.Join(tbl.Dir, want.Path))
 			if err != nil {
 				t.Fatal(err)
+			}
+			if !bytes.Equal(sb, wb) || sliced.Stats != want.Stats {
+				t.Errorf("%s, parts of %d: given in place, %d bytes, stats %s; by rows %d bytes, stats %s", data.name, size, sliced.Size, sliced.Stats, want.Size, want.Stats)
 			}
 			if !bytes.Equal(gb, wb) || got.Stats != want.Stats || got.Size != want.Size {
 				t.Errorf("%s, parts of %d: by column %d bytes, stats %s; by rows %d bytes, stats %s (same bytes: %v)",
@@ -151,4 +180,39 @@ func TestFlatFileEmpty(t *testing.T) {
 	if err != nil || len(back) != 0 {
 		t.Fatalf("read back %d rows, err %v; want none", len(back), err)
 	}
+}
+
+// slicedPart is a ColumnSlicer over unboxed columns (made from rows): ColumnSlice gives the
+// columns in place except for every third batch of writeBatch rows (then the writer calls
+// Column), and counts the calls it answered.
+type slicedPart struct {
+	wordsPart
+	inPlace int
+}
+
+func newSlicedPart(s schema.Schema, rows [][]any) *slicedPart {
+	p := &slicedPart{wordsPart: wordsPart{words: make([][]int64, len(s.Fields)), strs: make([][]string, len(s.Fields)), nulls: make([][]bool, len(s.Fields))}}
+	rp := rowsPart{s: s, rows: rows}
+	for j, f := range s.Fields {
+		p.nulls[j] = make([]bool, len(rows))
+		words, strs := make([]int64, len(rows)), make([]string, len(rows))
+		rp.Column(j, 0, len(rows), p.nulls[j], words, strs)
+		if f.Type.Kind == schema.String {
+			p.strs[j] = strs
+		} else {
+			p.words[j] = words
+		}
+	}
+	return p
+}
+
+func (p *slicedPart) ColumnSlice(j, from, to int) ([]bool, []int64, []string, bool) {
+	if (from/writeBatch)%3 == 2 {
+		return nil, nil, nil, false
+	}
+	p.inPlace++
+	if p.strs[j] != nil {
+		return p.nulls[j][from:to], nil, p.strs[j][from:to], true
+	}
+	return p.nulls[j][from:to], p.words[j][from:to], nil, true
 }

@@ -246,6 +246,27 @@ func (p *chunkColumns) add(c *blockColumns, lo, hi int) {
 
 func (p *chunkColumns) Len() int { return p.n }
 
+var _ delta.ColumnSlicer = (*chunkColumns)(nil)
+
+// ColumnSlice gives column j of rows [from, to) in place when they lie in one run
+// (delta.ColumnSlicer).
+func (p *chunkColumns) ColumnSlice(j, from, to int) ([]bool, []int64, []string, bool) {
+	k, _ := slices.BinarySearch(p.starts, from+1)
+	k = max(k-1, 0)
+	if k >= len(p.runs) {
+		return nil, nil, nil, false
+	}
+	r, at := p.runs[k], p.starts[k]
+	if to > at+r.hi-r.lo {
+		return nil, nil, nil, false
+	}
+	lo, hi := r.lo+from-at, r.lo+to-at
+	if r.c.strs[j] != nil {
+		return r.c.nulls[j][lo:hi], nil, r.c.strs[j][lo:hi], true
+	}
+	return r.c.nulls[j][lo:hi], r.c.words[j][lo:hi], nil, true
+}
+
 func (p *chunkColumns) Column(j, from, to int, nulls []bool, words []int64, strs []string) {
 	// The last run starting at or before from.
 	first, _ := slices.BinarySearch(p.starts, from+1)
