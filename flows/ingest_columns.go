@@ -149,6 +149,77 @@ func (c *blockColumns) add(l *columnLayout, row []any, lineNo int64) {
 	c.n++
 }
 
+// open appends a row of NULLs for a line scanned straight into the columns (lineReader.scanTo,
+// which fills it with put) and returns its position; commit keeps it, with its line, and drop
+// takes it out again.
+func (c *blockColumns) open(wordCols, stringCols int) int {
+	for j := range c.nulls {
+		c.nulls[j] = append(c.nulls[j], true)
+		if c.strs[j] != nil {
+			c.strs[j] = append(c.strs[j], "")
+		} else {
+			c.words[j] = append(c.words[j], 0)
+		}
+	}
+	c.slab.reset(wordCols, stringCols) // for the values put boxes on their way
+	return c.n
+}
+
+// commit keeps the row open made, of line lineNo.
+func (c *blockColumns) commit(lineNo int64) {
+	c.lines = append(c.lines, lineNo)
+	c.n++
+}
+
+// drop takes out the row open made.
+func (c *blockColumns) drop() { c.truncate(c.n) }
+
+// put reads the JSON value at s[i:] as scanValue does, for column col of type t, and stores it
+// in row at of the columns as add would store scanValue's value: without boxing it for a BIGINT
+// integer, a STRING string and a DECIMAL (of precision up to 18) number, the common values,
+// else through scanValue (boxed in slab, then unboxed). Nothing is stored when the value does
+// not fit (err) or is NULL (the row's NULL stays). end, decoded and err are scanValue's.
+func (c *blockColumns) put(col int, t *schema.Type, s string, i, at int, slab *boxSlab) (end int, decoded any, err error) {
+	if i < len(s) {
+		switch ch := s[i]; {
+		case ch == '"' && t.Kind == schema.String && !t.IsBinary():
+			if str, end, ok := scanString(s, i); ok {
+				c.strs[col][at], c.nulls[col][at] = str, false
+				return end, nil, nil
+			}
+			return -1, nil, nil
+		case ch == '-' || ch >= '0' && ch <= '9':
+			switch {
+			case t.Kind == schema.Long:
+				if n, end, ok := scanSmallInt(s, i); ok {
+					c.words[col][at], c.nulls[col][at] = n, false
+					return end, nil, nil
+				}
+			case t.Kind == schema.DecimalKind && !t.WideDecimal():
+				if end, _ := scanNumber(s, i); end >= 0 {
+					d, err := schema.ParseDecimal(s[i:end], *t)
+					if err != nil {
+						return end, nil, err
+					}
+					c.words[col][at], c.nulls[col][at] = int64(d), false
+					return end, nil, nil
+				}
+			}
+		}
+	}
+	end, v, decoded, err := scanValue(t, s, i, slab)
+	if end < 0 || err != nil || v == nil {
+		return end, decoded, err
+	}
+	if t.Kind == schema.String {
+		c.strs[col][at], _ = v.(string)
+	} else {
+		c.words[col][at] = word(t.Kind, v)
+	}
+	c.nulls[col][at] = false
+	return end, decoded, err
+}
+
 // compact takes out the rows drop marks (drop has a value per row).
 func (c *blockColumns) compact(drop []bool) {
 	keep := 0

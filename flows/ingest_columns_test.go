@@ -70,6 +70,15 @@ func messyLines(n int, seed uint64) []string {
 		switch r := rng.IntN(100); {
 		case r < 3:
 			out = append(out, fmt.Sprintf(`{"id": %d, "n": "many", "tiny": 300}`, i)) // unfit values
+		case r < 4:
+			// Values off the common paths: a BIGINT beyond 64 bits or written as a string, a
+			// DECIMAL beyond its precision or as a string, a number and a boolean for a STRING.
+			out = append(out, []string{
+				fmt.Sprintf(`{"id": %d, "amount": 123456789.12, "s": 12}`, i),
+				fmt.Sprintf(`{"id": 99999999999999999999, "amount": "1,234.50", "s": true}`),
+				fmt.Sprintf(`{"id": "%d", "amount": -0.5, "s": -7.25e3}`, i),
+				fmt.Sprintf(`{"id": %d.0, "amount": 1e3, "s": null}`, i),
+			}[rng.IntN(4)])
 		case r < 5:
 			out = append(out, `{"id": oops`) // not JSON
 		case r < 6:

@@ -457,8 +457,22 @@ func parseBlock(lr *lineReader, b *lineBlock) {
 			continue
 		}
 		var row []any
+		var parsed bool
+		var bad []badValue
 		if byColumn {
+			// The common line straight into the columns; any other through a row, as
+			// parseInto parses it.
+			at := b.cols.open(lr.wordCols, lr.stringCols)
+			if bad, done := lr.scanTo(line, lineNo, nil, b.cols, at, b.cols.slab); done {
+				b.cols.commit(lineNo)
+				if len(bad) > 0 {
+					b.rows = append(b.rows, lineRow{bad: bad, lineNo: lineNo, parsed: true, at: at})
+				}
+				continue
+			}
+			b.cols.drop()
 			row, values = b.cols.row(width, lr.wordCols, lr.stringCols)
+			parsed, bad = lr.parseDecoded([]byte(line), lineNo, row)
 		} else {
 			k := slot * stride
 			slot++
@@ -466,8 +480,8 @@ func parseBlock(lr *lineReader, b *lineBlock) {
 			if reused {
 				clear(row) // a parse sets only the columns its line has
 			}
+			parsed, bad = lr.parseInto(line, lineNo, row, values)
 		}
-		parsed, bad := lr.parseInto(line, lineNo, row, values)
 		if !parsed && strings.IndexByte(raw, '\r') >= 0 {
 			if pieces, ends := crLines(crBodyText(raw, ended)); pieces != nil {
 				// Lines ended by bare "\r"s: a row of each (or of each object of an array),

@@ -34,6 +34,13 @@ const maxScanDepth = 100
 // field not in the schema and for a value that does not fit. Values are boxed in slab (nil:
 // the ordinary way).
 func (r *lineReader) scan(line string, lineNo int64, row []any, slab *boxSlab) (bad []badValue, done bool) {
+	return r.scanTo(line, lineNo, row, nil, 0, slab)
+}
+
+// scanTo is scan putting the values into row or, when cols is not nil, straight into row at of
+// cols (blockColumns.open; row is then unused): the same values, unboxed (blockColumns.put).
+// With done false the columns' row at holds some of the line's values: the caller drops it.
+func (r *lineReader) scanTo(line string, lineNo int64, row []any, cols *blockColumns, at int, slab *boxSlab) (bad []badValue, done bool) {
 	s, fields := line, r.schema.Fields
 	i := skipSpace(s, 0)
 	if i == len(s) || s[i] != '{' {
@@ -101,7 +108,12 @@ func (r *lineReader) scan(line string, lineNo int64, row []any, slab *boxSlab) (
 			next = col + 1
 			var v, nested any
 			var err error
-			if i, v, nested, err = scanValue(&fields[col].Type, s, i, slab); i < 0 {
+			if cols != nil {
+				i, nested, err = cols.put(col, &fields[col].Type, s, i, at, slab)
+			} else {
+				i, v, nested, err = scanValue(&fields[col].Type, s, i, slab)
+			}
+			if i < 0 {
 				return nil, false
 			}
 			if nested != nil && r.nestedCols != nil && r.nestedCols[col] {
@@ -112,7 +124,7 @@ func (r *lineReader) scan(line string, lineNo int64, row []any, slab *boxSlab) (
 					return nil, false
 				}
 				bad = append(bad, badValue{Line: lineNo, Column: fields[col].Name, Reason: err.Error()})
-			} else {
+			} else if cols == nil {
 				row[col] = v
 			}
 		}
