@@ -26,11 +26,12 @@ type ColumnPart interface {
 }
 
 // ColumnSlicer is a ColumnPart that can also give a column's values in place, for the writer to
-// read without copying them: ColumnSlice returns column j of rows [from, to) as slices of the
-// part's own memory (exactly to-from elements; words for a column of words and nil strs, or
-// strs for a STRING column and nil words; a NULL's word or string is ignored), with ok true, or
-// ok false when those rows are not held contiguously, in which case the writer calls Column.
-// The slices are only read, and only until the call that took the part returns.
+// read without copying them: ColumnSlice returns column j of the rows from from on that the part
+// holds contiguously, at most to-from of them and at least one, as slices of its own memory (the
+// same number of elements each: words for a column of words and nil strs, or strs for a STRING
+// column and nil words; a NULL's word or string is ignored), with ok true; or ok false when it
+// holds row from in no such way, in which case the writer calls Column. The slices are only
+// read, and only until the call that took the part returns.
 type ColumnSlicer interface {
 	ColumnPart
 	ColumnSlice(j, from, to int) (nulls []bool, words []int64, strs []string, ok bool)
@@ -92,11 +93,12 @@ type columnBatch struct {
 }
 
 // column returns the NULL flags, words and strings (ColumnPart.Column's) of column j of rows
-// [from, to) of part: in place when part is a ColumnSlicer that holds them contiguously, or else
-// filled into cb.
+// [from, from+len(nulls)) of part, at least one and at most to-from rows: in place when part is a
+// ColumnSlicer that holds the rows from from on contiguously (as many as it holds so), or else
+// all to-from filled into cb.
 func (cb *columnBatch) column(part ColumnPart, j, from, to int) ([]bool, []int64, []string) {
 	if cs, ok := part.(ColumnSlicer); ok {
-		if nulls, words, strs, ok := cs.ColumnSlice(j, from, to); ok {
+		if nulls, words, strs, ok := cs.ColumnSlice(j, from, to); ok && len(nulls) > 0 && len(nulls) <= to-from {
 			return nulls, words, strs
 		}
 	}

@@ -171,12 +171,17 @@ func (ff *flatFile) add(part ColumnPart, from, to, base int) error {
 		c := &ff.cols[j]
 		for start := from; start < to; start += writeBatch {
 			end := min(start+writeBatch, to)
-			nulls, words, strs := ff.cb.column(part, j, start, end)
-			if err := c.addBatch(nulls, words, strs); err != nil {
-				if ve, ok := err.(*flatValueError); ok {
-					return &columnError{col: j, row: base + start - from + ve.i, err: ve.err}
+			// The batch in as many pieces as the part holds it in (columnBatch.column); the
+			// page may close only at the batch's end.
+			for at := start; at < end; {
+				nulls, words, strs := ff.cb.column(part, j, at, end)
+				if err := c.addBatch(nulls, words, strs); err != nil {
+					if ve, ok := err.(*flatValueError); ok {
+						return &columnError{col: j, row: base + at - from + ve.i, err: ve.err}
+					}
+					return &columnError{col: j, row: -1, err: err}
 				}
-				return &columnError{col: j, row: -1, err: err}
+				at += len(nulls)
 			}
 			if c.size() >= pageBytes {
 				if err := ff.flushPage(c); err != nil {

@@ -182,9 +182,10 @@ func TestFlatFileEmpty(t *testing.T) {
 	}
 }
 
-// slicedPart is a ColumnSlicer over unboxed columns (made from rows): ColumnSlice gives the
-// columns in place except for every third batch of writeBatch rows (then the writer calls
-// Column), and counts the calls it answered.
+// slicedPart is a ColumnSlicer over unboxed columns (made from rows), held in runs of 37 rows:
+// ColumnSlice gives the rows up to the end of the run holding from (or to) in place, except in
+// every third batch of writeBatch rows (then the writer calls Column), and counts the calls it
+// answered.
 type slicedPart struct {
 	wordsPart
 	inPlace int
@@ -211,8 +212,33 @@ func (p *slicedPart) ColumnSlice(j, from, to int) ([]bool, []int64, []string, bo
 		return nil, nil, nil, false
 	}
 	p.inPlace++
+	to = min(to, (from/37+1)*37)
 	if p.strs[j] != nil {
 		return p.nulls[j][from:to], nil, p.strs[j][from:to], true
 	}
 	return p.nulls[j][from:to], p.words[j][from:to], nil, true
+}
+
+// TestFlatFileSlicedError: a value out of range in a part given in place, in pieces (runs of 37
+// rows), is an error naming its row counted from the file's first, and leaves no file.
+func TestFlatFileSlicedError(t *testing.T) {
+	t.Parallel()
+	s, rows := columnRows(t, 200)
+	rows[150][2] = int32(40000) // sh, in the second part's fifth run
+	dir := t.TempDir()
+	parts := [][][]any{rows[:60], rows[60:]}
+	_, err := New(dir).WriteFileFromColumns(NewDataFileName(), s, func() (ColumnPart, error) {
+		if len(parts) == 0 {
+			return nil, nil
+		}
+		p := newSlicedPart(s, parts[0])
+		parts = parts[1:]
+		return p, nil
+	})
+	if err == nil || !strings.Contains(err.Error(), `row 150: column "sh": 40000 does not fit SMALLINT`) {
+		t.Fatalf("err = %v, want row 150 and column sh named", err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("files left behind: %v", left)
+	}
 }

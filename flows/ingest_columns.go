@@ -319,19 +319,16 @@ func (p *chunkColumns) Len() int { return p.n }
 
 var _ delta.ColumnSlicer = (*chunkColumns)(nil)
 
-// ColumnSlice gives column j of rows [from, to) in place when they lie in one run
-// (delta.ColumnSlicer).
+// ColumnSlice gives column j of the rows from from on, up to to, that lie in the run holding
+// row from, in place (delta.ColumnSlicer).
 func (p *chunkColumns) ColumnSlice(j, from, to int) ([]bool, []int64, []string, bool) {
 	k, _ := slices.BinarySearch(p.starts, from+1)
 	k = max(k-1, 0)
-	if k >= len(p.runs) {
+	if k >= len(p.runs) || from >= p.n {
 		return nil, nil, nil, false
 	}
 	r, at := p.runs[k], p.starts[k]
-	if to > at+r.hi-r.lo {
-		return nil, nil, nil, false
-	}
-	lo, hi := r.lo+from-at, r.lo+to-at
+	lo, hi := r.lo+from-at, r.lo+min(to, at+r.hi-r.lo)-at
 	if r.c.strs[j] != nil {
 		return r.c.nulls[j][lo:hi], nil, r.c.strs[j][lo:hi], true
 	}
