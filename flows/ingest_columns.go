@@ -13,10 +13,11 @@ import (
 // An ingest flow whose rows go to its data files as they are read (JSON lines of declared
 // primitive columns, no expectation, no partition column, no rescued-data or metadata column)
 // reads them by column: each parsed block keeps its rows as unboxed column values
-// (blockColumns), and the chunks of blocks are written with delta.DataWriter.WriteColumns. The
-// boxed row of a line lives only while the line is parsed (in memory the block reuses line
-// after line), so the batch holds about a third of the memory of its rows as rows, and the
-// writer converts no boxed value. The table written is the one the rows would make, file for
+// (blockColumns), and the chunks of blocks are written with delta.DataWriter.WriteColumns. A
+// line the scanner settles is scanned straight into the block's columns (blockColumns.put); any
+// other is parsed into a boxed row that lives only while the line is parsed (in memory the block
+// reuses line after line), so the batch holds about a third of the memory of its rows as rows,
+// and the writer converts no boxed value. The table written is the one the rows would make, file for
 // file and row group for row group: a chunk ends at the row it would end at as rows (rowBytes,
 // chunkRows, chunkBytes), within a block if need be, and delta.DataWriter.WriteColumns writes
 // what Write would (TestIngestByColumnsEquivalence). On the bench's 1 GB ingest (2 cores) it
@@ -79,8 +80,9 @@ type blockColumns struct {
 	nulls [][]bool   // per column
 	lines []int64    // per row: its line number
 
-	// scratch is the row a line is parsed into, and slab its boxed values, before they are
-	// copied into the columns: both reused line after line.
+	// scratch is the row a line the scanner does not settle is parsed into (lineReader.
+	// parseDecoded) before add copies it into the columns, and slab the values put boxes on
+	// their way (scanValue's): both reused line after line.
 	scratch []any
 	slab    *boxSlab
 }
@@ -130,7 +132,8 @@ func (c *blockColumns) row(width, wordCols, stringCols int) ([]any, *boxSlab) {
 	return row, c.slab
 }
 
-// add appends row (the values of layout l, in the schema package's row form) with its line.
+// add appends row (the values of layout l, in the schema package's row form) with its line: a
+// line the scanner does not settle (parsed as a row), or an element of an array of objects.
 func (c *blockColumns) add(l *columnLayout, row []any, lineNo int64) {
 	for j, k := range l.kinds {
 		v := row[j]
