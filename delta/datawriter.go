@@ -103,15 +103,13 @@ func (w *DataWriter) Write(rows [][]any) error {
 
 // WriteColumns is Write with the rows given column by column (a ColumnPart, as
 // Table.WriteFileFromColumns takes them), for a table without partition columns whose schema
-// ColumnsWritable accepts, without a boxed value: each call's rows form whole row groups, and
-// each file is byte for byte the one Write makes of its rows in the same row groups. (Where one
-// file ends may differ by a few rows from Write's: a file written by column counts every byte
-// written, one written as rows all but the few hundred bytes parquet-go holds back.) A file
-// opened by Write is finished before WriteColumns writes, and the other way round. The strings of part must stay
-// unchanged until WriteColumns returns. A partitioned table, or a schema ColumnsWritable
-// rejects, is an error before anything is written; a value out of its column's range is an error
-// naming the file, the row in it and the column. After an error the writer takes nothing more:
-// Abort it.
+// ColumnsWritable accepts, without a boxed value: the files, their row groups and their
+// statistics are those Write makes of the same rows in the same calls, byte for byte. A file
+// opened by Write is finished before WriteColumns writes, and the other way round. The strings
+// of part must stay unchanged until WriteColumns returns. A partitioned table, or a schema
+// ColumnsWritable rejects, is an error before anything is written; a value out of its column's
+// range is an error naming the file, the row in it and the column. After an error the writer
+// takes nothing more: Abort it.
 func (w *DataWriter) WriteColumns(part ColumnPart) error {
 	if w.done {
 		return fmt.Errorf("delta: write %s: the data writer is closed; start a new one", w.t.Dir)

@@ -29,7 +29,8 @@ type ColumnPart interface {
 // read without copying them: ColumnSlice returns column j of the rows from from on that the part
 // holds contiguously, at most to-from of them and at least one, as slices of its own memory (the
 // same number of elements each: words for a column of words and nil strs, or strs for a STRING
-// column and nil words; a NULL's word or string is ignored), with ok true; or ok false when it
+// or BINARY column and nil words; a NULL's word or string is ignored), with ok true; or ok false
+// when it
 // holds row from in no such way, in which case the writer calls Column. The slices are only
 // read, and only until the call that took the part returns.
 type ColumnSlicer interface {
@@ -98,7 +99,8 @@ type columnBatch struct {
 // all to-from filled into cb.
 func (cb *columnBatch) column(part ColumnPart, j, from, to int) ([]bool, []int64, []string) {
 	if cs, ok := part.(ColumnSlicer); ok {
-		if nulls, words, strs, ok := cs.ColumnSlice(j, from, to); ok && len(nulls) > 0 && len(nulls) <= to-from {
+		if nulls, words, strs, ok := cs.ColumnSlice(j, from, to); ok && len(nulls) > 0 && len(nulls) <= to-from &&
+			(len(words) == len(nulls) || len(strs) == len(nulls)) {
 			return nulls, words, strs
 		}
 	}

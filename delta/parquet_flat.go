@@ -1,11 +1,11 @@
 package delta
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"math"
 	"sync"
 
@@ -49,7 +49,8 @@ func flatPageBytes() int { return int(int32(float64(pageBufferSize) * 0.98)) }
 // Rows are added to the open row group with add, which endGroup closes; close writes the
 // footer. Not safe for concurrent use.
 type flatFile struct {
-	out    *countingWriter
+	out    *bufio.Writer        // in front of the file's counting writer, as parquet-go's (write)
+	off    int64                // bytes written to out
 	meta   *format.FileMetaData // the template's: schema, column orders, created_by, version
 	cols   []flatColumn
 	groups []format.RowGroup
@@ -136,8 +137,8 @@ func flatTemplate(ps *parquet.Schema) (*format.FileMetaData, error) {
 	return m, nil
 }
 
-// newFlatFile returns a flatFile writing to out the columns lvs (ColumnsWritable) of ps, folding
-// the values into stats (one per leaf).
+// newFlatFile returns a flatFile writing (through a buffer: write) to out the columns lvs
+// (ColumnsWritable) of ps, folding the values into stats (one per leaf).
 func newFlatFile(out *countingWriter, ps *parquet.Schema, lvs []leaf, stats []colStats) (*flatFile, error) {
 	meta, err := flatTemplate(ps)
 	if err != nil {
@@ -146,7 +147,7 @@ func newFlatFile(out *countingWriter, ps *parquet.Schema, lvs []leaf, stats []co
 	if len(meta.Schema) != len(lvs)+1 {
 		return nil, fmt.Errorf("the Parquet schema has %d elements, not %d columns", len(meta.Schema)-1, len(lvs))
 	}
-	ff := &flatFile{out: out, meta: meta, cols: make([]flatColumn, len(lvs))}
+	ff := &flatFile{out: bufio.NewWriterSize(out, parquetWriteBuffer), meta: meta, cols: make([]flatColumn, len(lvs))}
 	ff.enc = thrift.NewEncoder(new(thrift.CompactProtocol).NewWriter(&ff.hdr))
 	for j := range lvs {
 		el := &meta.Schema[j+1]
@@ -161,6 +162,27 @@ func newFlatFile(out *countingWriter, ps *parquet.Schema, lvs []leaf, stats []co
 	}
 	return ff, nil
 }
+
+// write writes b to the file as parquet-go's writer does, so that what reaches the counting
+// writer (parquetFile.size) is what parquet-go hands on at each point: through a buffer of
+// parquetWriteBuffer bytes, emptied when full, and in the same calls (the magic, then each
+// column chunk in pieces of chunkPiece bytes, as parquet-go copies a chunk from its page
+// buffer).
+func (ff *flatFile) write(b []byte) error {
+	for len(b) > 0 {
+		n := min(len(b), chunkPiece)
+		if _, err := ff.out.Write(b[:n]); err != nil {
+			return err
+		}
+		ff.off += int64(n)
+		b = b[n:]
+	}
+	return nil
+}
+
+// chunkPiece is the size of the pieces parquet-go copies a column chunk in (the chunks of its
+// page buffers, 32 KiB).
+const chunkPiece = 32 << 10
 
 // add appends rows [from, to) of part to the open row group, column after column; base is the
 // position of row from in what the caller writes (for errors). A value out of its column's
@@ -247,6 +269,11 @@ func (c *flatColumn) addBatch(nulls []bool, words []int64, strs []string) error 
 		}
 		c.addInt32(nulls, words)
 	case schema.DateKind:
+		for i, x := range words {
+			if !nulls[i] && (x < math.MinInt32 || x > math.MaxInt32) {
+				return &flatValueError{i, fmt.Errorf("%d days does not fit DATE", x)}
+			}
+		}
 		c.addInt32(nulls, words)
 	case schema.DecimalKind:
 		limit := pow10[t.Precision]
@@ -502,6 +529,10 @@ func (ff *flatFile) flushPage(c *flatColumn) error {
 	binary.LittleEndian.PutUint32(page, uint32(len(page)-4))
 	page = append(page, c.vals...)
 	ff.page = page
+	if len(page) > math.MaxInt32 {
+		// (As parquet-go refuses it: a page's size is an i32 of its header.)
+		return fmt.Errorf("page size limit exceeded: %d>%d", len(page), math.MaxInt32)
+	}
 	comp, err := dataFileCodec.Encode(ff.comp[:0], page)
 	if err != nil {
 		return err
@@ -546,7 +577,7 @@ func (ff *flatFile) flushPage(c *flatColumn) error {
 	return nil
 }
 
-// magic is the first and last 4 bytes of a Parquet file.
+// parquetMagic is the first and last 4 bytes of a Parquet file.
 const parquetMagic = "PAR1"
 
 // endGroup closes the open row group, if it holds rows: each column's last page, then the
@@ -556,14 +587,14 @@ func (ff *flatFile) endGroup() error {
 	if ff.open == 0 {
 		return nil
 	}
-	if ff.out.n == 0 {
-		if _, err := io.WriteString(ff.out, parquetMagic); err != nil {
+	if ff.off == 0 {
+		if err := ff.write([]byte(parquetMagic)); err != nil {
 			return err
 		}
 	}
 	rg := format.RowGroup{
 		Columns: make([]format.ColumnChunk, len(ff.cols)), NumRows: ff.open, SortingColumns: []format.SortingColumn{},
-		FileOffset: ff.out.n, Ordinal: int16(len(ff.groups)),
+		FileOffset: ff.off, Ordinal: int16(len(ff.groups)),
 	}
 	cis := make([]format.ColumnIndex, len(ff.cols))
 	ois := make([]format.OffsetIndex, len(ff.cols))
@@ -572,8 +603,8 @@ func (ff *flatFile) endGroup() error {
 		if err := ff.flushPage(c); err != nil {
 			return &columnError{col: j, row: -1, err: err}
 		}
-		at := ff.out.n
-		if _, err := ff.out.Write(c.chunk); err != nil {
+		at := ff.off
+		if err := ff.write(c.chunk); err != nil {
 			return err
 		}
 		for k := range c.locs {
@@ -619,8 +650,8 @@ func (ff *flatFile) close() error {
 	if err := ff.endGroup(); err != nil {
 		return err
 	}
-	if ff.out.n == 0 {
-		if _, err := io.WriteString(ff.out, parquetMagic); err != nil {
+	if ff.off == 0 {
+		if err := ff.write([]byte(parquetMagic)); err != nil {
 			return err
 		}
 	}
@@ -631,9 +662,8 @@ func (ff *flatFile) close() error {
 		if err := enc.Encode(v); err != nil {
 			return 0, 0, err
 		}
-		at := ff.out.n
-		_, err := ff.out.Write(buf.Bytes())
-		return at, int32(buf.Len()), err
+		at := ff.off
+		return at, int32(buf.Len()), ff.write(buf.Bytes())
 	}
 	var err error
 	for i := range ff.groups {
@@ -666,6 +696,8 @@ func (ff *flatFile) close() error {
 	}
 	footer := binary.LittleEndian.AppendUint32(buf.Bytes(), uint32(buf.Len()))
 	footer = append(footer, parquetMagic...)
-	_, err = ff.out.Write(footer)
-	return err
+	if err := ff.write(footer); err != nil {
+		return err
+	}
+	return ff.out.Flush()
 }

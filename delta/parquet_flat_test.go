@@ -14,7 +14,8 @@ import (
 )
 
 // edgeRows returns n rows of columnRows' schema with stretches that make pages of one kind:
-// rows [200, 700) all NULL (whole pages of NULLs), DOUBLE and FLOAT all NaN in rows [900, 1300)
+// rows [200, 700) all NULL (whole pages of NULLs), DOUBLE and FLOAT all NaN (of three bit
+// patterns) in rows [900, 1300)
 // and again from the start of the second row group of 3000 rows ([3000, 3200)), so that a row
 // group's first bounds are NaN; -0.0 and +0.0 in turn in rows [1500, 1700); strings longer than
 // the column index's 16 bytes, some all 0xFF bytes (whose truncated max cannot be incremented),
@@ -27,7 +28,12 @@ func edgeRows(t *testing.T, n int) (schema.Schema, [][]any) {
 		case i >= 200 && i < 700:
 			clear(r)
 		case i >= 900 && i < 1300, i >= 3000 && i < 3200:
-			r[4], r[5] = math.Float64frombits(0xfff8000000000000), math.Float64frombits(0x7ff8100000000000) // NaNs of other bits than math.NaN()
+			// NaNs of other bits than math.NaN()'s, and of two kinds in turn: a page's bounds
+			// are its first NaN.
+			r[4], r[5] = math.Float64frombits(0xfff8000000000000), math.Float64frombits(0x7ff8100000000000)
+			if i%3 == 1 {
+				r[4], r[5] = math.NaN(), math.Float64frombits(0x7ff8200000000000)
+			}
 		case i >= 1500 && i < 1700:
 			z := 0.0
 			if i%2 == 0 {
@@ -241,4 +247,49 @@ func TestFlatFileSlicedError(t *testing.T) {
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Fatalf("files left behind: %v", left)
 	}
+}
+
+// TestDataWriterMixed: a DataWriter given rows as rows, then by column, then as rows again
+// finishes the open file at each switch (a file takes one kind only): three files, the rows
+// back in order, each file the row path's file of its rows.
+func TestDataWriterMixed(t *testing.T) {
+	t.Parallel()
+	s, rows := columnRows(t, 300)
+	tbl := createSizedTable(t, s, "64mb")
+	w, err := tbl.NewDataWriter(mustSnapshot(t, tbl, -1).Metadata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rows[:100]); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteColumns(newSlicedPart(s, rows[100:200])); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rows[200:]); err != nil {
+		t.Fatal(err)
+	}
+	adds, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(adds) != 3 {
+		t.Fatalf("%d files, want 3 (one a kind of write)", len(adds))
+	}
+	var back [][]any
+	for i, a := range adds {
+		part, err := tbl.ReadFile(a.Path, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := New(t.TempDir()).WriteFile(s, rows[100*i:100*(i+1)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Stats != want.Stats || a.Size != want.Size {
+			t.Errorf("file %d: size %d, stats %s; the row path's %d, %s", i, a.Size, a.Stats, want.Size, want.Stats)
+		}
+		back = append(back, part...)
+	}
+	assertRows(t, back, rows)
 }

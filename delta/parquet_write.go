@@ -598,7 +598,9 @@ const parquetWriteBuffer = 512
 // size is the number of bytes of the file so far: the bytes the Parquet writer has handed on
 // (to the file, or to the buffer in front of it). After add it covers every row group added,
 // short of at most the parquetWriteBuffer bytes the Parquet writer holds back; close adds the
-// footer (the page index and the file metadata).
+// footer (the page index and the file metadata). A file written by column (flatFile) writes
+// through a buffer as parquet-go does, in the same calls, so that a DataWriter ends its files at
+// the same rows either way.
 func (pf *parquetFile) size() int64 { return pf.cw.n }
 
 // close finishes the file: footer, sync, rename into place, sync of the folder. stats is ""

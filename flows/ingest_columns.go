@@ -17,8 +17,8 @@ import (
 // line the scanner settles is scanned straight into the block's columns (blockColumns.put); any
 // other is parsed into a boxed row that lives only while the line is parsed (in memory the block
 // reuses line after line), so the batch holds about a third of the memory of its rows as rows,
-// and the writer converts no boxed value. The table written is the one the rows would make, file for
-// file and row group for row group: a chunk ends at the row it would end at as rows (rowBytes,
+// and the writer converts no boxed value. The table written is the one the rows would make, file
+// for file and row group for row group: a chunk ends at the row it would end at as rows (rowBytes,
 // chunkRows, chunkBytes), within a block if need be, and delta.DataWriter.WriteColumns writes
 // what Write would (TestIngestByColumnsEquivalence). On the bench's 1 GB ingest (2 cores) it
 // took 2.4-3.1 s and 160-170 MiB, against 3.1-3.4 s and 278 MiB as rows.

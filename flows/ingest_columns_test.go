@@ -107,6 +107,10 @@ type ingestResult struct {
 	offsets string
 }
 
+// ingestFileSize, when set, is the delta.targetFileSize of the table ingestOnce writes (a table
+// property value such as "16kb").
+var ingestFileSize string
+
 // ingestOnce runs one ingest of the files (name -> content) under columnsSpec in mode, by
 // column or not, and returns what it left.
 func ingestOnce(t *testing.T, mode string, files map[string][]byte, byColumns bool) ingestResult {
@@ -114,7 +118,11 @@ func ingestOnce(t *testing.T, mode string, files map[string][]byte, byColumns bo
 	ingestColumnsOff.Store(!byColumns)
 	defer ingestColumnsOff.Store(false)
 	dir := t.TempDir()
-	p := loadPipeline(t, dir, strings.ReplaceAll(columnsSpec, "%MODE%", mode))
+	spec := strings.ReplaceAll(columnsSpec, "%MODE%", mode)
+	if ingestFileSize != "" {
+		spec += "    table_properties:\n      delta.targetFileSize: \"" + ingestFileSize + "\"\n"
+	}
+	p := loadPipeline(t, dir, spec)
 	for name, data := range files {
 		writeAt(t, filepath.Join(dir, "landing", name), data, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	}
@@ -178,8 +186,13 @@ func TestIngestByColumnsEquivalence(t *testing.T) {
 	// same block: the mode takes the line before the cut one (failfast fails on it, permissive
 	// warns), then the file is left for a later update.
 	cut := map[string][]byte{"a.json": []byte(`{"id": 1}` + "\n" + `{"id": "x"}` + "\n" + `{"id": 3, "s": "ab`)}
-	for _, sizes := range [][2]int{{savedRows, savedBlock}, {97, 2000}, {1000, 64}} {
+	defer func() { ingestFileSize = "" }()
+	// The last: data files of 16 KiB, several a batch, which must end at the same rows.
+	for k, sizes := range [][2]int{{savedRows, savedBlock}, {97, 2000}, {1000, 64}, {savedRows, savedBlock}} {
 		chunkRows, jsonBlockSize = sizes[0], sizes[1]
+		if k == 3 {
+			ingestFileSize = "16kb"
+		}
 		for _, mode := range []string{"permissive", "dropmalformed", "failfast"} {
 			in := files
 			if mode == "failfast" {
@@ -190,7 +203,7 @@ func TestIngestByColumnsEquivalence(t *testing.T) {
 				what string
 				in   map[string][]byte
 			}{{"messy input", in}, {"a cut last line", cut}} {
-				name := fmt.Sprintf("%s, %s, chunks of %d rows, blocks of %d bytes", mode, c.what, chunkRows, jsonBlockSize)
+				name := fmt.Sprintf("%s, %s, chunks of %d rows, blocks of %d bytes, files of %q", mode, c.what, chunkRows, jsonBlockSize, ingestFileSize)
 				in := c.in
 				rows, cols := ingestOnce(t, mode, in, false), ingestOnce(t, mode, in, true)
 				differs := false
@@ -228,6 +241,9 @@ func TestIngestByColumnsEquivalence(t *testing.T) {
 				default:
 					if !strings.Contains(rows.metrics, "files 3") || strings.Contains(rows.metrics, "bad 0,") || len(rows.files) == 0 {
 						t.Errorf("%s: %s with %d files, want the three files read, bad records counted, rows written", name, rows.metrics, len(rows.files))
+					}
+					if ingestFileSize != "" && len(rows.files) < 4 {
+						t.Errorf("%s: %d data files, want several of 16 KiB", name, len(rows.files))
 					}
 				}
 			}
