@@ -226,7 +226,8 @@ func (p *slicedPart) ColumnSlice(j, from, to int) ([]bool, []int64, []string, bo
 }
 
 // TestFlatFileSlicedError: a value out of range in a part given in place, in pieces (runs of 37
-// rows), is an error naming its row counted from the file's first, and leaves no file.
+// rows), is an error naming its row counted from the file's first, and leaves no file; so is a
+// DATE word beyond 32 bits.
 func TestFlatFileSlicedError(t *testing.T) {
 	t.Parallel()
 	s, rows := columnRows(t, 200)
@@ -246,6 +247,20 @@ func TestFlatFileSlicedError(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Fatalf("files left behind: %v", left)
+	}
+	// A DATE word beyond 32 bits (no row holds one; a part could give it).
+	p := newSlicedPart(s, rows[:10])
+	p.words[9][5], p.nulls[9][5] = 1<<31, false // day
+	_, err = New(dir).WriteFileFromColumns(NewDataFileName(), s, func() (ColumnPart, error) {
+		if p == nil {
+			return nil, nil
+		}
+		part := p
+		p = nil
+		return part, nil
+	})
+	if err == nil || !strings.Contains(err.Error(), `row 5: column "day": 2147483648 days does not fit DATE`) {
+		t.Fatalf("err = %v, want row 5 and column day named", err)
 	}
 }
 
