@@ -126,7 +126,7 @@ func TestJSONStringIntoNumberMessage(t *testing.T) {
 	}{
 		{"BIGINT", "12", `"12" is a JSON string, and BIGINT takes a JSON number only, as Spark's JSON reader does: write 12 without quotes, or declare the column STRING`},
 		{"BOOLEAN", " TRUE", `" TRUE" is a JSON string, and BOOLEAN takes true or false only, as Spark's JSON reader does: write true without quotes, or declare the column STRING`},
-		{"DOUBLE", "1.5", `"1.5" is a JSON string, and DOUBLE takes a JSON number (or the string "NaN", "Infinity" or "-Infinity"), as Spark's JSON reader does: write 1.5 without quotes, or declare the column STRING`},
+		{"DOUBLE", "1.5", `"1.5" is a JSON string, and DOUBLE takes a JSON number (or one of the strings "NaN", "Infinity", "+Infinity", "+INF", "-Infinity" and "-INF"), as Spark's JSON reader does: write 1.5 without quotes, or declare the column STRING`},
 		{"INT", "x", `"x" is not a whole number for INT`},
 		{"BOOLEAN", "yes", `"yes" is not true or false`},
 		{"DECIMAL(10,2)", " 3 ", `" 3 " has white space around the number, which DECIMAL(10,2) does not take from a JSON string, as Spark's JSON reader does not (java.math.BigDecimal): write "3"`},

@@ -582,7 +582,7 @@ func stringTokenError(t Type, s string) error {
 		literal = strings.ToLower(literal)
 	}
 	if t.Kind == Double {
-		return fmt.Errorf("%q is a JSON string, and %s takes %s (or the string \"NaN\", \"Infinity\" or \"-Infinity\"), as Spark's JSON reader does: write %s without quotes, or declare the column STRING", s, t.DDL(), kind, literal)
+		return fmt.Errorf("%q is a JSON string, and %s takes %s (or one of the strings \"NaN\", \"Infinity\", \"+Infinity\", \"+INF\", \"-Infinity\" and \"-INF\"), as Spark's JSON reader does: write %s without quotes, or declare the column STRING", s, t.DDL(), kind, literal)
 	}
 	return fmt.Errorf("%q is a JSON string, and %s takes %s only, as Spark's JSON reader does: write %s without quotes, or declare the column STRING", s, t.DDL(), kind, literal)
 }
