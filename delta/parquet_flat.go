@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/parquet-go/parquet-go"
@@ -76,14 +77,13 @@ type flatColumn struct {
 	ix   parquet.ColumnIndexer
 
 	// The open page.
-	vals    []byte // PLAIN values
-	levels  []byte // definition levels (0 NULL, 1 a value), kept from the page's first NULL on (leveled)
-	leveled bool
-	n       int // values, NULLs included
-	nulls   int
-	nbits   int // BOOLEAN: values packed into vals
-	pb      flatBounds
-	bytes   int64 // BYTE_ARRAY: the values' bytes (size statistics)
+	vals   []byte // PLAIN values
+	levels []byte // definition levels (0 NULL, 1 a value), kept once the page has a NULL
+	n      int    // values, NULLs included
+	nulls  int
+	nbits  int // BOOLEAN: values packed into vals
+	pb     flatBounds
+	bytes  int64 // BYTE_ARRAY: the values' bytes (size statistics)
 
 	// The open row group's chunk.
 	chunk      []byte // page headers and compressed pages
@@ -239,13 +239,14 @@ func (c *flatColumn) addBatch(nulls []bool, words []int64, strs []string) error 
 			batchNulls++
 		}
 	}
-	if batchNulls > 0 && !c.leveled {
-		c.levels, c.leveled = c.levels[:0], true
+	if batchNulls > 0 && c.nulls == 0 {
+		// The page's first NULL: its levels are kept from now on, those before all 1.
+		c.levels = c.levels[:0]
 		for range c.n {
 			c.levels = append(c.levels, 1)
 		}
 	}
-	if c.leveled {
+	if c.nulls+batchNulls > 0 {
 		for _, null := range nulls {
 			if null {
 				c.levels = append(c.levels, 0)
@@ -303,10 +304,7 @@ func (c *flatColumn) addBatch(nulls []bool, words []int64, strs []string) error 
 // grow returns c.vals with room for k more bytes, and its length before.
 func (c *flatColumn) grow(k int) int {
 	at := len(c.vals)
-	if cap(c.vals)-at < k {
-		c.vals = append(c.vals[:cap(c.vals)], make([]byte, k+at)...)
-	}
-	c.vals = c.vals[:at+k]
+	c.vals = slices.Grow(c.vals, k)[:at+k]
 	return at
 }
 
@@ -513,7 +511,7 @@ func (ff *flatFile) flushPage(c *flatColumn) error {
 	}
 	page := append(ff.page[:0], 0, 0, 0, 0)
 	levels := c.levels
-	if !c.leveled {
+	if c.nulls == 0 {
 		// No NULL in the page: every level 1.
 		for len(ff.ones) < c.n {
 			ff.ones = append(ff.ones, 1)
@@ -571,7 +569,7 @@ func (ff *flatFile) flushPage(c *flatColumn) error {
 	c.arrayBytes += c.bytes
 	c.pages++
 	c.first += int64(c.n)
-	c.vals, c.levels, c.leveled = c.vals[:0], c.levels[:0], false
+	c.vals, c.levels = c.vals[:0], c.levels[:0]
 	c.n, c.nulls, c.nbits, c.bytes = 0, 0, 0, 0
 	c.pb.has, c.pb.nan = false, false
 	return nil
