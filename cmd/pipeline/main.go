@@ -47,8 +47,8 @@ func newRoot() *cobra.Command {
 	return root
 }
 
-// newRootProfiled builds the command tree and the profiles its --cpuprofile and --memprofile
-// flags fill; the caller stops them after Execute.
+// newRootProfiled builds the command tree and the profiles its --cpuprofile, --memprofile and
+// --trace flags fill; the caller stops them after Execute.
 func newRootProfiled() (*cobra.Command, *profiles) {
 	prof := &profiles{}
 	root := &cobra.Command{

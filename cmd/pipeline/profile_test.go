@@ -10,10 +10,11 @@ import (
 	"testing"
 )
 
-// TestProfileFlags runs the example with --cpuprofile and --memprofile: both files are gzipped
-// pprof protocol buffers (the format go tool pprof reads) whose string tables name what they
-// measure and, for the heap profile, the flow code that allocated. A profile path that cannot be
-// created, or one path for both, is a usage error naming the flag, and nothing runs.
+// TestProfileFlags runs the example with --cpuprofile, --memprofile and --trace: both profiles
+// are gzipped pprof protocol buffers (the format go tool pprof reads) whose string tables name
+// what they measure and, for the heap profile, the flow code that allocated; the trace is the Go
+// execution tracer's (its header, then the flow code's goroutines). A path that cannot be
+// created, or one path for two flags, is a usage error naming the flags, and nothing runs.
 func TestProfileFlags(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
@@ -22,8 +23,15 @@ func TestProfileFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	copyFile(t, filepath.Join(filepath.Dir(exampleSpec), "landing", exampleFiles[0]), filepath.Join(landing, exampleFiles[0]))
-	cpu, mem := filepath.Join(tmp, "cpu.pprof"), filepath.Join(tmp, "mem.pprof")
-	mustRun(t, append([]string{"run", exampleSpec, "--cpuprofile", cpu, "--memprofile", mem}, exampleArgs(landing, storage)...)...)
+	cpu, mem, tr := filepath.Join(tmp, "cpu.pprof"), filepath.Join(tmp, "mem.pprof"), filepath.Join(tmp, "run.trace")
+	mustRun(t, append([]string{"run", exampleSpec, "--cpuprofile", cpu, "--memprofile", mem, "--trace", tr}, exampleArgs(landing, storage)...)...)
+	raw, err := os.ReadFile(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(raw, []byte("go 1.")) || !bytes.Contains(raw, []byte("tributary/flows.")) {
+		t.Errorf("--trace wrote %d bytes that are not a Go execution trace of the flows (header %q)", len(raw), raw[:min(len(raw), 16)])
+	}
 	for path, want := range map[string][]string{
 		cpu: {"samples", "cpu", "nanoseconds"},
 		mem: {"alloc_space", "inuse_space", "bytes", "tributary/flows."},
@@ -54,7 +62,9 @@ func TestProfileFlags(t *testing.T) {
 	}{
 		{[]string{"--cpuprofile", missing}, []string{"--cpuprofile", "no-such-dir"}},
 		{[]string{"--memprofile", missing}, []string{"--memprofile", "no-such-dir"}},
+		{[]string{"--trace", missing}, []string{"--trace", "no-such-dir"}},
 		{[]string{"--cpuprofile", cpu, "--memprofile", cpu}, []string{"--cpuprofile and --memprofile are both", "cpu.pprof"}},
+		{[]string{"--cpuprofile", cpu, "--trace", tmp + "/./cpu.pprof"}, []string{"--cpuprofile and --trace are both", "cpu.pprof"}},
 	} {
 		other := filepath.Join(tmp, "other")
 		r := pipeline(t, nil, append(append([]string{"run", exampleSpec}, c.flags...), exampleArgs(landing, other)...)...)
