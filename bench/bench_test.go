@@ -15,6 +15,7 @@ import (
 
 	"tributary/delta"
 	"tributary/schema"
+	"tributary/sqlengine"
 )
 
 // TestMain lets the test binary serve as the launcher and the baseline child: the scenarios
@@ -294,5 +295,41 @@ func TestMedianAndPair(t *testing.T) {
 	}
 	if ours.wall != 5*time.Second || base.wall != 2*time.Second || ours.peakMiB != 3 || base.peakMiB != 3 {
 		t.Errorf("ours %v (%v MiB), base %v (%v MiB); want the medians 5s and 2s, peaks 3 MiB", ours.wall, ours.peakMiB, base.wall, base.peakMiB)
+	}
+}
+
+// TestBaselineByHand runs a baseline script as a user would by hand (README "Profiling"): a
+// script named by a path is refused with the names of the scripts, and a missing out folder is
+// made.
+func TestBaselineByHand(t *testing.T) {
+	err := baselineMain([]string{"bench/baseline/ingest.sql"})
+	if err == nil || !strings.Contains(err.Error(), "ingest.sql, mv.sql") || !strings.Contains(err.Error(), "not a path") {
+		t.Fatalf("a script given by path: got %v, want the scripts' names and \"not a path\"", err)
+	}
+	dir := t.TempDir()
+	landing := filepath.Join(dir, "landing")
+	if err := os.MkdirAll(landing, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lines := `{"id":1,"shop":2,"name":"a","amount":1.50,"note":null}` + "\n" + `{"id":2,"shop":2,"name":"b","amount":2.25,"note":"x"}` + "\n"
+	if err := os.WriteFile(filepath.Join(landing, "a.json"), []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out", "nested")
+	if err := baselineMain([]string{"ingest.sql", "landing=" + landing, "out=" + out}); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sqlengine.OpenDB("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	var total float64
+	if err := db.QueryRow(fmt.Sprintf("SELECT count(*), sum(amount)::DOUBLE FROM read_parquet('%s')", filepath.Join(out, "sales.parquet"))).Scan(&n, &total); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 || total != 3.75 {
+		t.Fatalf("sales.parquet: %d rows summing to %v, want 2 rows summing to 3.75", n, total)
 	}
 }

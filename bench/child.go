@@ -138,18 +138,33 @@ func baselineMain(args []string) error {
 	}
 	text, err := baselineScripts.ReadFile("baseline/" + args[0])
 	if err != nil {
-		return err
+		var names []string
+		if ents, lerr := baselineScripts.ReadDir("baseline"); lerr == nil {
+			for _, e := range ents {
+				names = append(names, e.Name())
+			}
+		}
+		return fmt.Errorf("bench -baseline: no script %q: SCRIPT is the file name of one of bench/baseline's scripts (%s), not a path", args[0], strings.Join(names, ", "))
 	}
 	sqlText := string(text)
+	vars := map[string]string{}
 	for _, kv := range args[1:] {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
 			return fmt.Errorf("bench -baseline: %q is not key=value", kv)
 		}
+		vars[k] = v
 		sqlText = strings.ReplaceAll(sqlText, "${"+k+"}", v)
 	}
 	if i := strings.Index(sqlText, "${"); i >= 0 {
 		return fmt.Errorf("bench -baseline %s: unset variable at %q", args[0], sqlText[i:min(len(sqlText), i+20)])
+	}
+	// The scripts write into ${out}: by hand as from runBaselineChild (which made it already,
+	// before the timed child), it is made when missing.
+	if out := vars["out"]; out != "" {
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return fmt.Errorf("bench -baseline %s: %w", args[0], err)
+		}
 	}
 	db, err := sqlengine.OpenDB("") // every connection in UTC, as the product's
 	if err != nil {

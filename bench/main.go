@@ -65,7 +65,7 @@ func run(args []string, stdout io.Writer) error {
 	fs.StringVar(&o.pipeline, "pipeline", "", "the pipeline binary to measure (default: go build ./cmd/pipeline into the work folder)")
 	fs.StringVar(&o.dir, "dir", "", "work folder (default: a temporary one, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work folder")
-	fs.StringVar(&o.profile, "profile", "", "write a CPU profile of each of our runs into `FOLDER` (NNN-SCENARIO.cpu.pprof, for go tool pprof); profiling adds a little to our times")
+	fs.StringVar(&o.profile, "profile", "", "write a CPU profile of each of our runs into `FOLDER` (NNN-RUN.cpu.pprof: NNN counts our runs, RUN is the folder the run worked in, e.g. one-update; for go tool pprof); profiling adds a little to our times")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
