@@ -69,6 +69,58 @@ type changeBatch struct {
 	// ctx is the update's: once it is done (a stop signal that stops the running flows), the
 	// batch commits nothing, however far its fold and files have come (finishBatch). nil: never.
 	ctx context.Context
+	// histPre, when not nil, is the CDC state of a target kept as per-key histories, loaded
+	// while the batch is read (prefetchHistState); applyHistory takes it.
+	histPre *histPrefetch
+}
+
+// histPrefetch is a target's per-key history state (loadHistState) loaded on a goroutine of its
+// own, from the files of the state's manifest, while the batch is read from the source's: once
+// done is closed, state and err are set. nowMs is the time the load used, which applyHistory
+// then uses as the batch's.
+type histPrefetch struct {
+	done  chan struct{}
+	nowMs int64
+	state *histState
+	err   error
+}
+
+// prefetchHistState starts loading the state of b's target (kept as per-key histories: SCD type
+// 2, or SCD type 1 with ignore_null_updates) into b.histPre. It needs b's target, snapshot,
+// state id and schemas.
+func (b *changeBatch) prefetchHistState(env *Env, d *spec.Dataset) {
+	gc := int64(-1)
+	if d.ApplyChanges.StoredAsSCDType != 2 {
+		gc = tombstoneGC(d)
+	}
+	pre := &histPrefetch{done: make(chan struct{}), nowMs: env.now().UnixMilli()}
+	dir := StateDir(env.Pipeline.Storage, d.Name)
+	go func() {
+		defer close(pre.done)
+		pre.state, pre.err = loadHistState(dir, b.target, b.snap, b.stateID, b.keySch, b.seqSch, b.dataSch, pre.nowMs, gc)
+	}()
+	b.histPre = pre
+}
+
+// dropHistPrefetch waits for b's state prefetch, if any, when the batch will not be applied
+// (its read failed, found nothing to apply, or the update stopped), and caches the state it
+// loaded for the next batch, as loadHistState would have left it.
+func (b *changeBatch) dropHistPrefetch() {
+	pre := b.histPre
+	if pre == nil {
+		return
+	}
+	<-pre.done
+	b.histPre = nil
+	if pre.err == nil && pre.state != nil && pre.state.id != "" && !pre.state.fresh {
+		histCache.Store(pre.state.dir, pre.state)
+	}
+}
+
+// keptAsHistories says whether d's APPLY CHANGES target is kept as per-key histories
+// (applyHistory): SCD type 2, or SCD type 1 with ignore_null_updates.
+func keptAsHistories(d *spec.Dataset) bool {
+	return d.ApplyChanges.StoredAsSCDType == 2 || d.ApplyChanges.IgnoreNullUpdates
 }
 
 // adjacent returns where the positions idx start when they are side by side, in order (none
@@ -165,6 +217,7 @@ func applyBatch(ctx context.Context, env *Env, d *spec.Dataset, first bool, unre
 		return m, err
 	}
 	if err := ctx.Err(); err != nil {
+		b.dropHistPrefetch()
 		return m, err // stopped while reading: nothing to fold
 	}
 	if !viewSource && b.hist == nil {
@@ -186,7 +239,7 @@ func applyBatch(ctx context.Context, env *Env, d *spec.Dataset, first bool, unre
 // readChangeBatch reads and checks the batch; it returns nil (and m.Idle) when there is nothing
 // new. first: the update's first batch (files changed since read are reported then); unread:
 // for a view over files, the update's unread files (planViewBatch).
-func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics, first bool, unread *unreadFiles) (*changeBatch, error) {
+func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics, first bool, unread *unreadFiles) (out *changeBatch, err error) {
 	ac := d.ApplyChanges
 	p := env.Pipeline
 	srcDS := p.Dataset(ac.Source)
@@ -199,7 +252,6 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	// taken when it is of this batch's versions (follower.fits), and dropped otherwise.
 	pre := env.takeFollower(d.Name)
 	b.dataSch = dataSchema(d)
-	var err error
 	if b.snap, err = b.target.Snapshot(-1); err != nil {
 		return nil, err
 	}
@@ -284,6 +336,15 @@ func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics,
 	b.keyIdx = indexes(b.dataSch, ac.Keys)
 	b.keySch, _, _ = srcSch.Select(ac.Keys)
 	b.seqSch, _, _ = srcSch.Select(ac.SequenceBy)
+	if keptAsHistories(d) {
+		// The target's state is loaded while the batch is read: neither needs the other.
+		b.prefetchHistState(env, d)
+		defer func() {
+			if err != nil || out == nil {
+				b.dropHistPrefetch() // nothing outlives a read that applies nothing
+			}
+		}()
+	}
 	delProg, err := compileOptional(ac.ApplyAsDeletes, srcSch, "apply_as_deletes")
 	if err != nil {
 		return nil, err

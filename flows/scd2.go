@@ -156,7 +156,16 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	// keep does not keep are marked deleted where they are, and its new rows written to new
 	// files (historyDeletes), so that the batch rewrites no data file.
 	mor := mergeOnRead(b.snap)
-	state, err := loadHistState(StateDir(p.Storage, d.Name), b.target, b.snap, b.stateID, b.keySch, b.seqSch, b.dataSch, nowMs, gc)
+	var state *histState
+	var err error
+	if pre := b.histPre; pre != nil {
+		// Loaded while the batch was read (readChangeBatch), at the time it took.
+		<-pre.done
+		state, err, nowMs = pre.state, pre.err, pre.nowMs
+		b.histPre = nil
+	} else {
+		state, err = loadHistState(StateDir(p.Storage, d.Name), b.target, b.snap, b.stateID, b.keySch, b.seqSch, b.dataSch, nowMs, gc)
+	}
 	if err != nil {
 		return m, err
 	}
