@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -95,9 +96,18 @@ func (b *changeBatch) prefetchHistState(env *Env, d *spec.Dataset) {
 	}
 	pre := &histPrefetch{done: make(chan struct{}), nowMs: env.now().UnixMilli()}
 	dir := StateDir(env.Pipeline.Storage, d.Name)
+	// What the load reads of b, taken now: the goroutine shares nothing with the read.
+	target, snap, id, keySch, seqSch, dataSch := b.target, b.snap, b.stateID, b.keySch, b.seqSch, b.dataSch
 	go func() {
 		defer close(pre.done)
-		pre.state, pre.err = loadHistState(dir, b.target, b.snap, b.stateID, b.keySch, b.seqSch, b.dataSch, pre.nowMs, gc)
+		defer func() {
+			// A panic fails the batch, as it would on the flow's own goroutine (the DAG's
+			// recover), rather than the process.
+			if r := recover(); r != nil {
+				pre.state, pre.err = nil, fmt.Errorf("loading the CDC state of %s: %v\n\n%s", d.Name, r, debug.Stack())
+			}
+		}()
+		pre.state, pre.err = loadHistState(dir, target, snap, id, keySch, seqSch, dataSch, pre.nowMs, gc)
 	}()
 	b.histPre = pre
 }
