@@ -90,10 +90,7 @@ type histPrefetch struct {
 // 2, or SCD type 1 with ignore_null_updates) into b.histPre. It needs b's target, snapshot,
 // state id and schemas.
 func (b *changeBatch) prefetchHistState(env *Env, d *spec.Dataset) {
-	gc := int64(-1)
-	if d.ApplyChanges.StoredAsSCDType != 2 {
-		gc = tombstoneGC(d)
-	}
+	gc := historyGC(d)
 	pre := &histPrefetch{done: make(chan struct{}), nowMs: env.now().UnixMilli()}
 	dir := StateDir(env.Pipeline.Storage, d.Name)
 	// What the load reads of b, taken now: the goroutine shares nothing with the read.
@@ -125,6 +122,16 @@ func (b *changeBatch) dropHistPrefetch() {
 	if pre.err == nil && pre.state != nil && pre.state.id != "" && !pre.state.fresh {
 		histCache.Store(pre.state.dir, pre.state)
 	}
+}
+
+// historyGC is the tombstone GC threshold (ms) loadHistState applies to d's per-key histories:
+// tombstoneGC for SCD type 1 with ignore_null_updates, -1 (none: a deleted key's history stays)
+// for SCD type 2.
+func historyGC(d *spec.Dataset) int64 {
+	if d.ApplyChanges.StoredAsSCDType == 2 {
+		return -1
+	}
+	return tombstoneGC(d)
 }
 
 // keptAsHistories says whether d's APPLY CHANGES target is kept as per-key histories
@@ -247,7 +254,8 @@ func applyBatch(ctx context.Context, env *Env, d *spec.Dataset, first bool, unre
 }
 
 // readChangeBatch reads and checks the batch; it returns nil (and m.Idle) when there is nothing
-// new. first: the update's first batch (files changed since read are reported then); unread:
+// new. For a target kept as per-key histories it loads the target's CDC state meanwhile
+// (changeBatch.histPre; waited for and dropped when it returns no batch). first: the update's first batch (files changed since read are reported then); unread:
 // for a view over files, the update's unread files (planViewBatch).
 func readChangeBatch(ctx context.Context, env *Env, d *spec.Dataset, m *Metrics, first bool, unread *unreadFiles) (out *changeBatch, err error) {
 	ac := d.ApplyChanges

@@ -41,8 +41,11 @@ func TestHistStatePrefetch(t *testing.T) {
 		t.Fatal("an SCD type 2 batch was read without loading its target's state beside it")
 	}
 	<-pre.done
-	if pre.err != nil || pre.state == nil || len(pre.state.keys) != 2 || pre.state.id != b.stateID {
-		t.Fatalf("prefetched state: err %v, %d keys, id %q; want 2 keys of the state %q", pre.err, len(pre.state.keys), pre.state.id, b.stateID)
+	if pre.err != nil || pre.state == nil {
+		t.Fatalf("prefetched state: %v, err %v", pre.state, pre.err)
+	}
+	if len(pre.state.keys) != 2 || pre.state.id != b.stateID {
+		t.Fatalf("prefetched state: %d keys, id %q; want 2 keys of the state %q", len(pre.state.keys), pre.state.id, b.stateID)
 	}
 	// Not applied: the state goes to the cache, as a load would have left it.
 	b.dropHistPrefetch()

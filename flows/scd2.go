@@ -148,10 +148,6 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 	ac := d.ApplyChanges
 	tgtSch := d.Schema
 	nowMs := env.now().UnixMilli()
-	gc := int64(-1)
-	if !mode.scd2 {
-		gc = tombstoneGC(d)
-	}
 	// Merge-on-read (the target has delta.enableDeletionVectors): the rows of a changed key that
 	// keep does not keep are marked deleted where they are, and its new rows written to new
 	// files (historyDeletes), so that the batch rewrites no data file.
@@ -164,7 +160,7 @@ func applyHistory(env *Env, d *spec.Dataset, b *changeBatch, m Metrics, mode his
 		state, err, nowMs = pre.state, pre.err, pre.nowMs
 		b.histPre = nil
 	} else {
-		state, err = loadHistState(StateDir(p.Storage, d.Name), b.target, b.snap, b.stateID, b.keySch, b.seqSch, b.dataSch, nowMs, gc)
+		state, err = loadHistState(StateDir(p.Storage, d.Name), b.target, b.snap, b.stateID, b.keySch, b.seqSch, b.dataSch, nowMs, historyGC(d))
 	}
 	if err != nil {
 		return m, err
